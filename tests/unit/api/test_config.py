@@ -1,0 +1,135 @@
+"""The ConfigMap document: defaults that work, Kueue's field names, every bad edit named by its path."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webhook.api.config import (
+    DEFAULT_CONTROLLER_USERNAME,
+    Configuration,
+    ConfigurationErrors,
+    parse_configuration,
+)
+
+
+def parsed(text: str) -> Configuration:
+    result = parse_configuration(text)
+    assert isinstance(result, Configuration), result
+    return result
+
+
+def rejected(text: str) -> tuple[str, ...]:
+    result = parse_configuration(text)
+    assert isinstance(result, ConfigurationErrors), result
+    return result.errors
+
+
+@pytest.mark.parametrize("text", [None, "", "  \n", "{}", "# only a comment\n"])
+def test_empty_document_gives_working_defaults(text: str | None) -> None:
+    config = parse_configuration(text)
+    assert config == Configuration()
+    assert isinstance(config, Configuration)
+    assert not config.manage_jobs_without_queue_name
+    assert config.controller_identity.username == DEFAULT_CONTROLLER_USERNAME
+    assert config.label_policy.enforced_namespace_selector is None
+    assert config.label_policy.default_queue_for("anything") == "default"
+    assert config.log_level == "info"
+
+
+def test_default_managed_selector_excludes_kube_system_and_own_namespace_like_kueue() -> None:
+    config = parsed("namespace: queues\n")
+    assert config.manages_namespace({"kubernetes.io/metadata.name": "team-a"})
+    assert not config.manages_namespace({"kubernetes.io/metadata.name": "kube-system"})
+    assert not config.manages_namespace({"kubernetes.io/metadata.name": "queues"})
+    assert config.manages_namespace({"kubernetes.io/metadata.name": "kueue-system"})
+
+
+def test_full_document_is_read_with_kueue_field_names() -> None:
+    config = parsed(
+        """
+manageJobsWithoutQueueName: true
+managedJobsNamespaceSelector: {matchLabels: {team: "yes"}}
+resources: {excludeResourcePrefixes: [example.com/]}
+fairSharing: {preemptionStrategies: [LessThanInitialShare]}
+waitForPodsReady: {timeout: 1h30m, requeuingStrategy: {backoffBaseSeconds: 10, backoffLimitCount: 3}}
+labelPolicy:
+  enforcedNamespaceSelector: {matchLabels: {enforce: "true"}}
+  defaultQueues: {team-a: team-a-gpu}
+controllerIdentity: {username: system:serviceaccount:ops:queue-controller}
+logLevel: DEBUG
+"""
+    )
+    assert config.manage_jobs_without_queue_name
+    assert config.manages_namespace({"team": "yes"}) and not config.manages_namespace({})
+    assert config.exclude_resource_prefixes == ("example.com/",)
+    assert config.fair_sharing.enable  # present means enabled, as in Kueue v1beta2
+    assert config.fair_sharing.preemption_strategies == ("LessThanInitialShare",)
+    assert config.wait_for_pods_ready.enable
+    assert config.wait_for_pods_ready.timeout_seconds == 5400
+    assert config.wait_for_pods_ready.recovery_timeout_seconds == 5400  # defaults to timeout
+    assert config.wait_for_pods_ready.requeuing_strategy.backoff_base_seconds == 10
+    assert config.wait_for_pods_ready.requeuing_strategy.backoff_limit_count == 3
+    assert config.label_policy.is_enforced({"enforce": "true"})
+    assert not config.label_policy.is_enforced({"enforce": "false"})
+    assert config.label_policy.default_queue_for("team-a") == "team-a-gpu"
+    assert config.label_policy.default_queue_for("team-b") == "default"
+    assert config.controller_identity.username == "system:serviceaccount:ops:queue-controller"
+    assert config.log_level == "debug"
+
+
+def test_every_error_is_reported_with_its_path_at_once() -> None:
+    errors = rejected(
+        """
+manageJobsWithoutQueueName: "yes"
+fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}
+waitForPodsReady: {timeout: soon}
+labelPolicy:
+  enforcedNamespaceSelector: {matchExpressions: [{key: a, operator: Maybe}]}
+  defaultQueues: {team-a: Not_A_Name}
+logLevel: verbose
+managedJobsNamespacSelector: {}
+"""
+    )
+    paths = [error.split(":", 1)[0] for error in errors]
+    assert paths == [
+        "managedJobsNamespacSelector",
+        "logLevel",
+        "manageJobsWithoutQueueName",
+        "fairSharing.preemptionStrategies",
+        "waitForPodsReady.timeout",
+        "labelPolicy.enforcedNamespaceSelector.matchExpressions[0].operator",
+        "labelPolicy.defaultQueues[team-a]",
+    ]
+    assert "unknown field" in errors[0]
+
+
+def test_kueue_only_fields_are_accepted_with_a_warning() -> None:
+    config = parsed("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations: {}\n")
+    assert config.warnings == ("integrations: accepted for compatibility with Kueue, has no effect here",)
+
+
+def test_broken_yaml_names_the_line() -> None:
+    (error,) = rejected("labelPolicy:\n  defaultQueues: {a: b\n")
+    assert error.startswith("config.yaml: not valid YAML at line")
+
+
+def test_a_document_that_is_not_a_mapping_is_rejected() -> None:
+    assert rejected("- a\n- b\n") == ("config.yaml: must be a mapping, got a list",)
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda c: st.lists(c) | st.dictionaries(st.text(max_size=8), c),
+        max_leaves=12,
+    )
+)
+def test_any_decoded_document_gives_a_config_or_errors_never_an_exception(document: object) -> None:
+    from webhook.api.config import parse_configuration_mapping
+
+    result = parse_configuration_mapping(document)
+    assert isinstance(result, Configuration | ConfigurationErrors)
+    if isinstance(result, ConfigurationErrors):
+        assert result.errors and all(": " in error for error in result.errors)

@@ -1,0 +1,469 @@
+"""The configuration model: the ``config.yaml`` key of ConfigMap ``kueue-webhook-config``.
+
+The controller reloads this document live, so a bad edit must never take the process down or half-apply:
+:func:`parse_configuration` either returns a complete, typed :class:`Configuration` or a
+:class:`ConfigurationErrors` listing every problem as ``path: reason`` (all of them at once, so one edit
+fixes them all). It never raises. The caller keeps the last good configuration when it gets errors.
+
+Field names follow Kueue's ``Configuration`` (``apis/config/v1beta2``) where the two overlap, so a Kueue
+``controller_manager_config.yaml`` can be pasted in: fields of Kueue's configuration that we do not implement
+are accepted and reported as warnings; names that neither Kueue nor we know are errors (a typo must not be
+silently ignored). An empty or absent document gives the defaults, which are a working setup.
+
+Reference (every field is optional)::
+
+    namespace: kueue-system            # where the controller runs; excluded by the default managed selector
+    manageJobsWithoutQueueName: false  # Kueue: also suspend (and queue) Jobs that have no queue label
+    managedJobsNamespaceSelector:      # Kueue: namespaces where Jobs are managed (suspended, defaulted).
+      matchExpressions:                #   default: every namespace except kube-system and `namespace`
+      - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kueue-system]}
+    resources:
+      excludeResourcePrefixes: []      # Kueue: resource names with these prefixes are not counted
+    fairSharing:                       # Kueue: present = enabled (v1beta2); `enable` kept for v1beta1 files
+      enable: true
+      preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+    waitForPodsReady:                  # Kueue: parsed and validated; present = enabled unless enable: false
+      enable: true
+      timeout: 30m                     #   Go duration; default 30m (Kueue's)
+      blockAdmission: false
+      recoveryTimeout: 30m             #   default: timeout
+      requeuingStrategy: {timestamp: Eviction, backoffBaseSeconds: 60, backoffMaxSeconds: 3600,
+                          backoffLimitCount: null}
+    labelPolicy:                       # ours: the namespace label policy of the admission webhook
+      enforcedNamespaceSelector:       #   Jobs created here must carry kueue.x-k8s.io/queue-name (or get
+        matchLabels: {kueue.x-k8s.io/enforce-queue-label: "true"}   # the default queue); absent = nowhere
+      defaultQueues:                   #   namespace -> LocalQueue name used instead of `default` there
+        team-a: team-a-gpu
+    controllerIdentity:                # ours: the only user allowed to flip spec.suspend true -> false on a
+      username: system:serviceaccount:kueue-system:kueue-webhook   # managed Job, or change an admitted
+                                       #   Job's nodeSelector/tolerations/resources
+    logLevel: info                     # ours: debug | info | warning | error
+
+The enforced-namespace selector is deliberately absent by default: enforcement is opt-in per namespace, so
+installing the webhook changes nothing for namespaces nobody labelled.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from webhook.api.selectors import LabelSelector, SelectorError, parse_label_selector
+
+__all__ = [
+    "DEFAULT_CONTROLLER_USERNAME",
+    "DEFAULT_QUEUE_NAME",
+    "Configuration",
+    "ConfigurationErrors",
+    "ControllerIdentity",
+    "FairSharing",
+    "LabelPolicy",
+    "RequeuingStrategy",
+    "WaitForPodsReady",
+    "parse_configuration",
+    "parse_configuration_mapping",
+]
+
+DEFAULT_CONTROLLER_USERNAME = "system:serviceaccount:kueue-system:kueue-webhook"
+#: Kueue's default LocalQueue name (``constants.DefaultLocalQueueName``).
+DEFAULT_QUEUE_NAME = "default"
+_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_PREEMPTION_STRATEGY_LISTS = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+#: Top-level fields of Kueue's Configuration that are accepted for compatibility but have no effect here.
+_KUEUE_ONLY_FIELDS = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "health",
+        "metrics",
+        "webhook",
+        "leaderElection",
+        "controller",
+        "clientConnection",
+        "internalCertManagement",
+        "integrations",
+        "queueVisibility",
+        "multiKueue",
+        "admissionFairSharing",
+        "objectRetentionPolicies",
+        "featureGates",
+        "visibilityServer",
+        "pprofBindAddress",
+        "waitForPodsReadyTimeout",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    """Kueue's fair sharing switch and preemption strategies (the scheduler core reads these)."""
+
+    enable: bool = False
+    preemption_strategies: tuple[str, ...] = _PREEMPTION_STRATEGY_LISTS[2]
+
+
+@dataclass(frozen=True, slots=True)
+class RequeuingStrategy:
+    timestamp: str = "Eviction"
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+    backoff_limit_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """Kueue's waitForPodsReady; parsed and validated so a Kueue config is checked, not yet acted on."""
+
+    enable: bool = False
+    timeout_seconds: float = 1800.0
+    block_admission: bool = False
+    recovery_timeout_seconds: float | None = None
+    requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPolicy:
+    """Where a queue label is mandatory, and which LocalQueue a Job without one gets.
+
+    ``enforced_namespace_selector`` is None when no namespace is enforced (the default).
+    """
+
+    enforced_namespace_selector: LabelSelector | None = None
+    default_queues: Mapping[str, str] = field(default_factory=dict)
+
+    def is_enforced(self, namespace_labels: Mapping[str, str]) -> bool:
+        selector = self.enforced_namespace_selector
+        return selector is not None and selector.matches(namespace_labels)
+
+    def default_queue_for(self, namespace: str) -> str:
+        return self.default_queues.get(namespace, DEFAULT_QUEUE_NAME)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerIdentity:
+    """The user name the controller authenticates as; the only one allowed to start a managed Job."""
+
+    username: str = DEFAULT_CONTROLLER_USERNAME
+
+
+def _default_managed_selector(namespace: str) -> LabelSelector:
+    # Kueue's default managedJobsNamespaceSelector: every namespace but kube-system and its own.
+    return parse_label_selector(
+        {
+            "matchExpressions": [
+                {"key": _NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", namespace]}
+            ]
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """A complete, validated configuration; ``Configuration()`` is the documented default."""
+
+    namespace: str = "kueue-system"
+    manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: LabelSelector = field(
+        default_factory=lambda: _default_managed_selector("kueue-system")
+    )
+    exclude_resource_prefixes: tuple[str, ...] = ()
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+    label_policy: LabelPolicy = field(default_factory=LabelPolicy)
+    controller_identity: ControllerIdentity = field(default_factory=ControllerIdentity)
+    log_level: str = "info"
+    #: fields of Kueue's configuration that were present but have no effect here
+    warnings: tuple[str, ...] = ()
+
+    def manages_namespace(self, namespace_labels: Mapping[str, str]) -> bool:
+        return self.managed_jobs_namespace_selector.matches(namespace_labels)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigurationErrors:
+    """Why a document was rejected: one ``path: reason`` per problem, in document order."""
+
+    errors: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "; ".join(self.errors)
+
+
+def parse_configuration(text: str | bytes | None) -> Configuration | ConfigurationErrors:
+    """Parse the YAML text of ``config.yaml``; None or blank text gives the defaults."""
+    if text is None or not text.strip():
+        return Configuration()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        return ConfigurationErrors((f"config.yaml: not valid YAML{where}: {problem}",))
+    return parse_configuration_mapping(data)
+
+
+def parse_configuration_mapping(data: object) -> Configuration | ConfigurationErrors:
+    """Validate an already-decoded document (e.g. from JSON)."""
+    if data is None:
+        return Configuration()
+    reader = _Reader()
+    config = reader.configuration(data)
+    if reader.errors or config is None:
+        return ConfigurationErrors(tuple(reader.errors) or ("config.yaml: could not be read",))
+    return config
+
+
+class _Reader:
+    """Collects every error instead of stopping at the first, so one edit can fix them all."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def fail(self, path: str, reason: str) -> None:
+        self.errors.append(f"{path}: {reason}")
+
+    def mapping(self, value: object, path: str, known: frozenset[str]) -> Mapping[str, Any] | None:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.fail(path or "config.yaml", f"must be a mapping, got {_type_name(value)}")
+            return None
+        for key in value:
+            if key not in known:
+                self.fail(f"{path}.{key}" if path else str(key), "unknown field")
+        return value
+
+    def boolean(self, value: object, path: str, default: bool) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(path, f"must be true or false, got {value!r}")
+            return default
+        return value
+
+    def integer(self, value: object, path: str, default: int | None, minimum: int) -> int | None:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer, got {value!r}")
+            return default
+        if value < minimum:
+            self.fail(path, f"must be greater than or equal to {minimum}, got {value}")
+            return default
+        return value
+
+    def string(self, value: object, path: str, default: str) -> str:
+        if value is None:
+            return default
+        if not isinstance(value, str) or not value:
+            self.fail(path, f"must be a non-empty string, got {value!r}")
+            return default
+        return value
+
+    def duration(self, value: object, path: str, default: float) -> float:
+        if value is None:
+            return default
+        seconds = _parse_go_duration(value)
+        if seconds is None:
+            self.fail(path, f'must be a duration such as "30s", "5m" or "1h30m", got {value!r}')
+            return default
+        return seconds
+
+    def selector(self, value: object, path: str) -> LabelSelector | None:
+        try:
+            return parse_label_selector(value, path)
+        except SelectorError as exc:
+            self.fail(exc.path or path, exc.detail)
+            return None
+
+    def configuration(self, data: object) -> Configuration | None:
+        own = {
+            "namespace",
+            "manageJobsWithoutQueueName",
+            "managedJobsNamespaceSelector",
+            "resources",
+            "fairSharing",
+            "waitForPodsReady",
+            "labelPolicy",
+            "controllerIdentity",
+            "logLevel",
+        }
+        root = self.mapping(data, "", frozenset(own) | _KUEUE_ONLY_FIELDS)
+        if root is None:
+            return None
+        namespace = self.string(root.get("namespace"), "namespace", "kueue-system")
+        if not _DNS1123_LABEL.match(namespace):
+            self.fail("namespace", f"must be a valid namespace name (RFC 1123 label), got {namespace!r}")
+        managed = _default_managed_selector(namespace)
+        if root.get("managedJobsNamespaceSelector") is not None:
+            managed = (
+                self.selector(root["managedJobsNamespaceSelector"], "managedJobsNamespaceSelector") or managed
+            )
+        log_level = self.string(root.get("logLevel"), "logLevel", "info").lower()
+        if log_level not in _LOG_LEVELS:
+            self.fail("logLevel", f"must be one of {', '.join(_LOG_LEVELS)}, got {root.get('logLevel')!r}")
+            log_level = "info"
+        return Configuration(
+            namespace=namespace,
+            manage_jobs_without_queue_name=self.boolean(
+                root.get("manageJobsWithoutQueueName"), "manageJobsWithoutQueueName", False
+            ),
+            managed_jobs_namespace_selector=managed,
+            exclude_resource_prefixes=self.resources(root.get("resources")),
+            fair_sharing=self.fair_sharing(root),
+            wait_for_pods_ready=self.wait_for_pods_ready(root),
+            label_policy=self.label_policy(root.get("labelPolicy")),
+            controller_identity=self.controller_identity(root.get("controllerIdentity")),
+            log_level=log_level,
+            warnings=tuple(
+                f"{key}: accepted for compatibility with Kueue, has no effect here"
+                for key in root
+                if key in _KUEUE_ONLY_FIELDS and key not in ("apiVersion", "kind")
+            ),
+        )
+
+    def resources(self, value: object) -> tuple[str, ...]:
+        known = frozenset({"excludeResourcePrefixes", "transformations", "deviceClassMappings"})
+        section = self.mapping(value, "resources", known)
+        if not section:
+            return ()
+        prefixes = section.get("excludeResourcePrefixes")
+        if prefixes is None:
+            return ()
+        if not isinstance(prefixes, list) or not all(isinstance(p, str) and p for p in prefixes):
+            self.fail("resources.excludeResourcePrefixes", "must be a list of non-empty strings")
+            return ()
+        return tuple(prefixes)
+
+    def fair_sharing(self, root: Mapping[str, Any]) -> FairSharing:
+        if "fairSharing" not in root:
+            return FairSharing()
+        path = "fairSharing"
+        section = self.mapping(root["fairSharing"], path, frozenset({"enable", "preemptionStrategies"}))
+        if section is None:
+            return FairSharing()
+        enable = self.boolean(section.get("enable"), f"{path}.enable", True)
+        strategies = section.get("preemptionStrategies")
+        if strategies is None:
+            return FairSharing(enable=enable)
+        chosen = tuple(strategies) if isinstance(strategies, list) else None
+        if chosen not in _PREEMPTION_STRATEGY_LISTS:
+            allowed = " or ".join(str(list(option)) for option in _PREEMPTION_STRATEGY_LISTS)
+            self.fail(f"{path}.preemptionStrategies", f"must be one of {allowed}, got {strategies!r}")
+            return FairSharing(enable=enable)
+        return FairSharing(enable=enable, preemption_strategies=chosen)
+
+    def wait_for_pods_ready(self, root: Mapping[str, Any]) -> WaitForPodsReady:
+        if "waitForPodsReady" not in root:
+            return WaitForPodsReady()
+        path = "waitForPodsReady"
+        known = frozenset({"enable", "timeout", "blockAdmission", "recoveryTimeout", "requeuingStrategy"})
+        section = self.mapping(root["waitForPodsReady"], path, known)
+        if section is None:
+            return WaitForPodsReady()
+        timeout = self.duration(section.get("timeout"), f"{path}.timeout", 1800.0)
+        recovery = section.get("recoveryTimeout")
+        return WaitForPodsReady(
+            enable=self.boolean(section.get("enable"), f"{path}.enable", True),
+            timeout_seconds=timeout,
+            block_admission=self.boolean(section.get("blockAdmission"), f"{path}.blockAdmission", False),
+            recovery_timeout_seconds=self.duration(recovery, f"{path}.recoveryTimeout", timeout),
+            requeuing_strategy=self.requeuing_strategy(
+                section.get("requeuingStrategy"), f"{path}.requeuingStrategy"
+            ),
+        )
+
+    def requeuing_strategy(self, value: object, path: str) -> RequeuingStrategy:
+        known = frozenset({"timestamp", "backoffBaseSeconds", "backoffMaxSeconds", "backoffLimitCount"})
+        section = self.mapping(value, path, known)
+        if not section:
+            return RequeuingStrategy()
+        timestamp = self.string(section.get("timestamp"), f"{path}.timestamp", "Eviction")
+        if timestamp not in ("Eviction", "Creation"):
+            self.fail(f"{path}.timestamp", f'must be "Eviction" or "Creation", got {timestamp!r}')
+            timestamp = "Eviction"
+        base = self.integer(section.get("backoffBaseSeconds"), f"{path}.backoffBaseSeconds", 60, 0)
+        maximum = self.integer(section.get("backoffMaxSeconds"), f"{path}.backoffMaxSeconds", 3600, 0)
+        return RequeuingStrategy(
+            timestamp=timestamp,
+            backoff_base_seconds=base if base is not None else 60,
+            backoff_max_seconds=maximum if maximum is not None else 3600,
+            backoff_limit_count=self.integer(
+                section.get("backoffLimitCount"), f"{path}.backoffLimitCount", None, 0
+            ),
+        )
+
+    def label_policy(self, value: object) -> LabelPolicy:
+        path = "labelPolicy"
+        section = self.mapping(value, path, frozenset({"enforcedNamespaceSelector", "defaultQueues"}))
+        if not section:
+            return LabelPolicy()
+        enforced = None
+        if section.get("enforcedNamespaceSelector") is not None:
+            enforced = self.selector(
+                section["enforcedNamespaceSelector"], f"{path}.enforcedNamespaceSelector"
+            )
+        defaults: dict[str, str] = {}
+        raw_defaults = section.get("defaultQueues")
+        if raw_defaults is not None and not isinstance(raw_defaults, Mapping):
+            self.fail(f"{path}.defaultQueues", "must be a mapping of namespace to LocalQueue name")
+        elif raw_defaults:
+            for namespace, queue in raw_defaults.items():
+                where = f"{path}.defaultQueues[{namespace}]"
+                if not isinstance(namespace, str) or not _DNS1123_LABEL.match(namespace):
+                    self.fail(where, "the key must be a namespace name (RFC 1123 label)")
+                elif not isinstance(queue, str) or len(queue) > 253 or not _DNS1123_SUBDOMAIN.match(queue):
+                    self.fail(where, f"must be a LocalQueue name (RFC 1123 subdomain), got {queue!r}")
+                else:
+                    defaults[namespace] = queue
+        return LabelPolicy(enforced_namespace_selector=enforced, default_queues=defaults)
+
+    def controller_identity(self, value: object) -> ControllerIdentity:
+        section = self.mapping(value, "controllerIdentity", frozenset({"username"}))
+        if not section:
+            return ControllerIdentity()
+        username = self.string(
+            section.get("username"), "controllerIdentity.username", DEFAULT_CONTROLLER_USERNAME
+        )
+        return ControllerIdentity(username=username)
+
+
+def _parse_go_duration(value: object) -> float | None:
+    """Seconds for a Go ``time.Duration`` string ("1h30m", "90s", "0"); None when it is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[1:] if value[0] in "+-" else value
+    if value[0] == "-":
+        return None  # a negative timeout means nothing useful here
+    if text == "0":
+        return 0.0
+    position, total = 0, 0.0
+    for match in _GO_DURATION_PART.finditer(text):
+        if match.start() != position:
+            return None
+        total += float(match.group(1)) * _GO_DURATION_UNITS[match.group(2)]
+        position = match.end()
+    return total if position == len(text) and position > 0 else None
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return type(value).__name__
