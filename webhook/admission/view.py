@@ -1,0 +1,59 @@
+"""What the admission rules need to know about the cluster, and nothing more.
+
+The rules are pure functions; whatever they read about the cluster comes through :class:`ClusterView`, a
+read-only Protocol the controller implements from its informer store (answers must be synchronous and cheap:
+the webhook sits on the API server's write path with a 5 s budget). :class:`StaticClusterView` is the
+in-memory implementation used by tests, the benchmark, and a webhook running without a controller.
+
+A namespace we have not seen yet is not an error: kube-apiserver always labels a namespace with
+``kubernetes.io/metadata.name``, so :func:`namespace_labels_or_default` falls back to that label alone, which
+is what selectors written against it expect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["NAMESPACE_NAME_LABEL", "ClusterView", "StaticClusterView", "namespace_labels_or_default"]
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+class ClusterView(Protocol):
+    """Read-only questions the admission rules ask about the cluster."""
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The namespace's labels, or None when the namespace is not known (yet)."""
+        ...
+
+    def local_queue_names(self, namespace: str) -> Sequence[str]:
+        """Names of the LocalQueues in ``namespace`` (any order)."""
+        ...
+
+
+def namespace_labels_or_default(view: ClusterView, namespace: str) -> Mapping[str, str]:
+    labels = view.namespace_labels(namespace)
+    if labels is None:
+        return {NAMESPACE_NAME_LABEL: namespace}
+    if NAMESPACE_NAME_LABEL not in labels:
+        return {**labels, NAMESPACE_NAME_LABEL: namespace}
+    return labels
+
+
+@dataclass(slots=True)
+class StaticClusterView:
+    """A ClusterView over plain dictionaries: namespace -> labels, namespace -> LocalQueue names."""
+
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    local_queues: dict[str, set[str]] = field(default_factory=dict)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self.namespaces.get(namespace)
+
+    def local_queue_names(self, namespace: str) -> Sequence[str]:
+        return sorted(self.local_queues.get(namespace, ()))
+
+    def add_local_queue(self, namespace: str, name: str) -> None:
+        self.local_queues.setdefault(namespace, set()).add(name)
