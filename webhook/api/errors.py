@@ -1,0 +1,103 @@
+"""Field errors shaped like kube-apiserver's ``field.Error``.
+
+Users meet these messages in ``kubectl apply`` output, so they must read exactly like the API server's
+own (``spec.x: Invalid value: "5": must be ...``). Keeping the type, the offending value and the detail
+apart (instead of pre-formatted strings) lets the admission webhook build a ``Status`` with
+``details.causes`` (reason + field + message) and lets ``simulate`` prefix the document it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+__all__ = ["ErrorType", "FieldError", "render_value"]
+
+
+class ErrorType(Enum):
+    """The error kinds of ``k8s.io/apimachinery/pkg/util/validation/field`` we produce, with their
+    ``StatusCause`` reasons."""
+
+    INVALID = ("Invalid value", "FieldValueInvalid")
+    REQUIRED = ("Required value", "FieldValueRequired")
+    NOT_SUPPORTED = ("Unsupported value", "FieldValueNotSupported")
+    DUPLICATE = ("Duplicate value", "FieldValueDuplicate")
+    FORBIDDEN = ("Forbidden", "FieldValueForbidden")
+
+    @property
+    def label(self) -> str:
+        return self.value[0]
+
+    @property
+    def reason(self) -> str:
+        return self.value[1]
+
+
+def render_value(value: Any) -> str:
+    """How kube-apiserver prints a bad value: strings quoted, numbers bare, ``null`` for nothing."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One validation failure: where (``path``), what kind, the value at fault and why."""
+
+    path: str
+    type: ErrorType
+    detail: str = ""
+    value: Any = None
+    supported: tuple[str, ...] = ()
+
+    @classmethod
+    def invalid(cls, path: str, value: Any, detail: str) -> FieldError:
+        return cls(path, ErrorType.INVALID, detail, value)
+
+    @classmethod
+    def required(cls, path: str, detail: str = "") -> FieldError:
+        return cls(path, ErrorType.REQUIRED, detail)
+
+    @classmethod
+    def not_supported(cls, path: str, value: Any, supported: tuple[str, ...]) -> FieldError:
+        return cls(path, ErrorType.NOT_SUPPORTED, "", value, supported)
+
+    @classmethod
+    def duplicate(cls, path: str, value: Any) -> FieldError:
+        return cls(path, ErrorType.DUPLICATE, "", value)
+
+    @classmethod
+    def forbidden(cls, path: str, detail: str) -> FieldError:
+        return cls(path, ErrorType.FORBIDDEN, detail)
+
+    @property
+    def reason(self) -> str:
+        """The ``StatusCause.reason`` for this error (``FieldValueInvalid``...)."""
+        return self.type.reason
+
+    @property
+    def message(self) -> str:
+        """The message without the field path, as in ``StatusCause.message``."""
+        kind = self.type
+        if kind is ErrorType.INVALID:
+            text = f"{kind.label}: {render_value(self.value)}"
+        elif kind is ErrorType.NOT_SUPPORTED:
+            choices = ", ".join(render_value(s) for s in self.supported)
+            text = f"{kind.label}: {render_value(self.value)}"
+            if choices:
+                text += f": supported values: {choices}"
+            return text
+        elif kind is ErrorType.DUPLICATE:
+            return f"{kind.label}: {render_value(self.value)}"
+        else:
+            text = kind.label
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message

@@ -1,0 +1,918 @@
+"""Typed, validated views of Kueue's objects, parsed from the plain dicts the API returns.
+
+Everything downstream (scheduler core, webhook, controller, simulate) reads these frozen views instead of
+poking into nested dicts, so a field name or default lives in exactly one place. Parsing never raises:
+each ``parse_*`` returns the typed object or a list of ``FieldError`` naming every problem with its path,
+because the same function backs the validating webhook (which must list all causes) and ``simulate``
+(which must point at the document at fault). The rules are Kueue's create-time rules (CRD schema enums
+and CEL rules plus the webhook's spec checks); update-only rules such as immutability belong to the
+webhook, which sees both the old and the new object.
+
+Names and defaults follow ``kueue.x-k8s.io/v1beta2``; the v1beta1 ``spec.cohort`` is read as an alias of
+``spec.cohortName`` so manifests written for older Kueue releases keep working.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeAlias, TypeVar
+
+from webhook.api.errors import FieldError
+from webhook.api.pods import Requests, pod_requests
+from webhook.api.quantity import Quantity, QuantityError, parse_quantity
+from webhook.api.selectors import LabelSelector, SelectorError, parse_label_selector
+
+__all__ = [
+    "GROUP",
+    "Admission",
+    "ClusterQueue",
+    "Cohort",
+    "Condition",
+    "FlavorFungibility",
+    "FlavorQuotas",
+    "LocalQueue",
+    "Meta",
+    "Parsed",
+    "PodSet",
+    "PodSetAssignment",
+    "Preemption",
+    "ResourceFlavor",
+    "ResourceGroup",
+    "ResourceQuota",
+    "Taint",
+    "Workload",
+    "WorkloadPriorityClass",
+    "parse_cluster_queue",
+    "parse_cohort",
+    "parse_local_queue",
+    "parse_object",
+    "parse_resource_flavor",
+    "parse_timestamp",
+    "parse_workload",
+    "parse_workload_priority_class",
+]
+
+GROUP = "kueue.x-k8s.io"
+API_VERSION = f"{GROUP}/v1beta2"
+
+T = TypeVar("T")
+#: a parse result: the typed view, or every error found
+Parsed: TypeAlias = T | list[FieldError]
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+QUEUEING_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
+STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
+FUNGIBILITY_POLICIES = ("MayStopSearch", "TryNextFlavor")
+WITHIN_CQ_POLICIES = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
+BORROW_WITHIN_COHORT_POLICIES = ("Never", "LowerPriority")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def parse_timestamp(raw: Any) -> float:
+    """RFC 3339 ``metav1.Time`` -> seconds since the epoch (0.0 when absent or malformed)."""
+    if not isinstance(raw, str) or not raw:
+        return 0.0
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(UTC).timestamp()
+    except ValueError:
+        return 0.0
+
+
+# -- metadata ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """The parts of ``ObjectMeta`` the scheduler and controller need."""
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def created(self) -> float:
+        return parse_timestamp(self.creation_timestamp)
+
+
+def _str_map(raw: Any, path: str, errors: list[FieldError]) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
+        errors.append(FieldError.invalid(path, None, "must be a map of strings to strings"))
+        return {}
+    return {str(k): v for k, v in raw.items()}
+
+
+def _meta(obj: Mapping[str, Any], errors: list[FieldError], *, namespaced: bool) -> Meta:
+    raw = obj.get("metadata")
+    if not isinstance(raw, Mapping):
+        errors.append(FieldError.required("metadata"))
+        return Meta(name="")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        if not raw.get("generateName"):
+            errors.append(FieldError.required("metadata.name", "name or generateName is required"))
+        name = ""
+    namespace = raw.get("namespace") or ""
+    if namespaced and not namespace:
+        errors.append(FieldError.required("metadata.namespace"))
+    generation = raw.get("generation")
+    return Meta(
+        name=name,
+        namespace=str(namespace),
+        uid=str(raw.get("uid") or ""),
+        resource_version=str(raw.get("resourceVersion") or ""),
+        generation=generation if isinstance(generation, int) else 0,
+        creation_timestamp=str(raw.get("creationTimestamp") or ""),
+        labels=_str_map(raw.get("labels"), "metadata.labels", errors),
+        annotations=_str_map(raw.get("annotations"), "metadata.annotations", errors),
+    )
+
+
+def _spec(obj: Mapping[str, Any], errors: list[FieldError], *, required: bool = False) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    if spec is None:
+        if required:
+            errors.append(FieldError.required("spec"))
+        return {}
+    if not isinstance(spec, Mapping):
+        errors.append(FieldError.invalid("spec", None, "must be an object"))
+        return {}
+    return spec
+
+
+def _enum(raw: Any, path: str, allowed: tuple[str, ...], default: str, errors: list[FieldError]) -> str:
+    if raw is None or raw == "":
+        return default
+    if raw not in allowed:
+        errors.append(FieldError.not_supported(path, raw, allowed))
+        return default
+    return str(raw)
+
+
+def _reference(raw: Any, path: str, errors: list[FieldError], *, required: bool = False) -> str:
+    """A reference to another Kueue object by name (DNS-1123 subdomain, at most 253 characters)."""
+    if raw is None or raw == "":
+        if required:
+            errors.append(FieldError.required(path))
+        return ""
+    if not isinstance(raw, str):
+        errors.append(FieldError.invalid(path, str(raw), "must be a string"))
+        return ""
+    if len(raw) > 253:
+        errors.append(FieldError.invalid(path, raw, "must be no more than 253 characters"))
+    elif not _DNS1123_SUBDOMAIN.match(raw):
+        errors.append(FieldError.invalid(path, raw, _SUBDOMAIN_MSG))
+    return raw
+
+
+def _resource_name_errors(name: str, path: str) -> list[FieldError]:
+    """``IsQualifiedName`` as applied to resource names (``nvidia.com/gpu``, ``cpu``)."""
+    prefix, _, local = name.rpartition("/")
+    problems: list[str] = []
+    if not local or len(local) > 63 or not _LABEL_NAME.match(local):
+        problems.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        )
+    if "/" in name and (not prefix or not _DNS1123_SUBDOMAIN.match(prefix)):
+        problems.append(f"prefix part {_SUBDOMAIN_MSG}")
+    return [FieldError.invalid(path, name, p) for p in problems]
+
+
+def _quantity(raw: Any, path: str, errors: list[FieldError]) -> Quantity | None:
+    try:
+        quantity = parse_quantity(raw)
+    except QuantityError as exc:
+        errors.append(FieldError.invalid(path, raw if isinstance(raw, str | int) else str(raw), str(exc)))
+        return None
+    if quantity.nanos < 0:
+        errors.append(FieldError.invalid(path, quantity.canonical(), "must be greater than or equal to 0"))
+        return None
+    return quantity
+
+
+def _list(raw: Any, path: str, errors: list[FieldError]) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append(FieldError.invalid(path, None, "must be a list"))
+        return []
+    return raw
+
+
+def _finish(value: T, errors: list[FieldError]) -> Parsed[T]:
+    return errors if errors else value
+
+
+# -- ResourceFlavor ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        # corev1.Taint.ToString: key=value:effect (value omitted when empty)
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFlavor:
+    """Cluster-scoped: which nodes a flavor stands for (labels injected, taints to tolerate)."""
+
+    meta: Meta
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    topology_name: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
+    errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=False)
+    spec = _spec(obj, errors)
+    labels = _str_map(spec.get("nodeLabels"), "spec.nodeLabels", errors)
+    taints: list[Taint] = []
+    for index, raw in enumerate(_list(spec.get("nodeTaints"), "spec.nodeTaints", errors)):
+        path = f"spec.nodeTaints[{index}]"
+        if not isinstance(raw, Mapping) or not raw.get("key"):
+            errors.append(FieldError.required(f"{path}.key"))
+            continue
+        effect = raw.get("effect")
+        if effect not in TAINT_EFFECTS:
+            errors.append(FieldError.not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
+            continue
+        taints.append(Taint(str(raw["key"]), str(raw.get("value") or ""), str(effect)))
+    tolerations: list[Mapping[str, Any]] = []
+    for index, raw in enumerate(_list(spec.get("tolerations"), "spec.tolerations", errors)):
+        if not isinstance(raw, Mapping):
+            errors.append(FieldError.invalid(f"spec.tolerations[{index}]", None, "must be a toleration"))
+            continue
+        tolerations.append(dict(raw))
+    topology = spec.get("topologyName") or ""
+    flavor = ResourceFlavor(meta, labels, tuple(taints), tuple(tolerations), str(topology))
+    return _finish(flavor, errors)
+
+
+# -- resource groups (ClusterQueue and Cohort) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuota:
+    """One resource's quota in one flavor; ``None`` limits mean "no limit" (borrow all, lend all)."""
+
+    name: str
+    nominal: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuotas:
+    name: str
+    resources: tuple[ResourceQuota, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    """Resources that must all come from the same flavor, and the flavors to try in order."""
+
+    covered_resources: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+def _resource_groups(
+    raw: Any, path: str, errors: list[FieldError], *, has_parent: bool, is_cohort: bool
+) -> tuple[ResourceGroup, ...]:
+    parent_word = "parent" if is_cohort else "cohort"
+    seen_resources: set[str] = set()
+    seen_flavors: set[str] = set()
+    groups: list[ResourceGroup] = []
+    raw_groups = _list(raw, path, errors)
+    if len(raw_groups) > 16:
+        errors.append(FieldError.invalid(path, len(raw_groups), "must have at most 16 items"))
+    total_flavors = 0
+    for gi, raw_group in enumerate(raw_groups):
+        gpath = f"{path}[{gi}]"
+        if not isinstance(raw_group, Mapping):
+            errors.append(FieldError.invalid(gpath, None, "must be an object"))
+            continue
+        covered: list[str] = []
+        for ri, name in enumerate(
+            _list(raw_group.get("coveredResources"), f"{gpath}.coveredResources", errors)
+        ):
+            rpath = f"{gpath}.coveredResources[{ri}]"
+            name = str(name)
+            errors.extend(_resource_name_errors(name, rpath))
+            if name in seen_resources:
+                errors.append(FieldError.duplicate(rpath, name))
+            seen_resources.add(name)
+            covered.append(name)
+        if not covered:
+            errors.append(FieldError.required(f"{gpath}.coveredResources"))
+        flavors: list[FlavorQuotas] = []
+        raw_flavors = _list(raw_group.get("flavors"), f"{gpath}.flavors", errors)
+        if not raw_flavors:
+            errors.append(FieldError.required(f"{gpath}.flavors"))
+        total_flavors += len(raw_flavors)
+        for fi, raw_flavor in enumerate(raw_flavors):
+            fpath = f"{gpath}.flavors[{fi}]"
+            if not isinstance(raw_flavor, Mapping):
+                errors.append(FieldError.invalid(fpath, None, "must be an object"))
+                continue
+            fname = _reference(raw_flavor.get("name"), f"{fpath}.name", errors, required=True)
+            if fname in seen_flavors:
+                errors.append(FieldError.duplicate(f"{fpath}.name", fname))
+            seen_flavors.add(fname)
+            raw_resources = _list(raw_flavor.get("resources"), f"{fpath}.resources", errors)
+            if len(raw_resources) != len(covered):
+                errors.append(
+                    FieldError.invalid(
+                        gpath, None, "flavors must have the same number of resources as the coveredResources"
+                    )
+                )
+            quotas: list[ResourceQuota] = []
+            for qi, raw_quota in enumerate(raw_resources):
+                qpath = f"{fpath}.resources[{qi}]"
+                if not isinstance(raw_quota, Mapping):
+                    errors.append(FieldError.invalid(qpath, None, "must be an object"))
+                    continue
+                rname = str(raw_quota.get("name") or "")
+                if qi < len(covered) and rname != covered[qi]:
+                    errors.append(
+                        FieldError.invalid(f"{qpath}.name", rname, "must match the name in coveredResources")
+                    )
+                if "nominalQuota" not in raw_quota:
+                    errors.append(FieldError.required(f"{qpath}.nominalQuota"))
+                    continue
+                nominal = _quantity(raw_quota["nominalQuota"], f"{qpath}.nominalQuota", errors)
+                borrowing = lending = None
+                if raw_quota.get("borrowingLimit") is not None:
+                    bpath = f"{qpath}.borrowingLimit"
+                    borrowing = _quantity(raw_quota["borrowingLimit"], bpath, errors)
+                    if not has_parent and borrowing is not None:
+                        errors.append(
+                            FieldError.invalid(
+                                bpath, borrowing.canonical(), f"must be nil when {parent_word} is empty"
+                            )
+                        )
+                if raw_quota.get("lendingLimit") is not None:
+                    lpath = f"{qpath}.lendingLimit"
+                    lending = _quantity(raw_quota["lendingLimit"], lpath, errors)
+                    if lending is not None and not has_parent:
+                        errors.append(
+                            FieldError.invalid(
+                                lpath, lending.canonical(), f"must be nil when {parent_word} is empty"
+                            )
+                        )
+                    if lending is not None and nominal is not None and not is_cohort and lending > nominal:
+                        errors.append(
+                            FieldError.invalid(
+                                lpath, lending.canonical(), "must be less than or equal to the nominalQuota"
+                            )
+                        )
+                if nominal is not None:
+                    quotas.append(ResourceQuota(rname, nominal, borrowing, lending))
+            flavors.append(FlavorQuotas(fname, tuple(quotas)))
+        groups.append(ResourceGroup(tuple(covered), tuple(flavors)))
+    if total_flavors > 256:
+        errors.append(
+            FieldError.invalid(
+                path,
+                total_flavors,
+                f"total number of flavors across all resourceGroups must be ≤ 256, got {total_flavors}",
+            )
+        )
+    return tuple(groups)
+
+
+def _fair_sharing_weight(raw: Any, path: str, errors: list[FieldError]) -> Quantity | None:
+    if not isinstance(raw, Mapping) or raw.get("weight") is None:
+        return None
+    weight = _quantity(raw["weight"], f"{path}.weight", errors)
+    if weight is not None and 0 < weight.nanos <= 1:
+        errors.append(FieldError.invalid(path, weight.canonical(), "When not 0, weight must be > 10e-9"))
+    return weight
+
+
+# -- ClusterQueue -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorFungibility:
+    """v1beta2 flavorFungibility; both default to ``MayStopSearch`` / ``TryNextFlavor`` as the CRD does."""
+
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """Parsed and validated now, acted on by the preemption module of a later release."""
+
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueue:
+    meta: Meta
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    cohort_name: str = ""
+    #: ``None`` (field absent) admits no namespace; an empty selector admits every namespace
+    namespace_selector: LabelSelector | None = None
+    queueing_strategy: str = "BestEffortFIFO"
+    flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    preemption: Preemption = field(default_factory=Preemption)
+    stop_policy: str = "None"
+    admission_checks: tuple[str, ...] = ()
+    fair_sharing_weight: Quantity | None = None
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def flavor_names(self) -> tuple[str, ...]:
+        """Every flavor referenced, in spec order, without repeats."""
+        names: dict[str, None] = {}
+        for group in self.resource_groups:
+            for flavor in group.flavors:
+                names.setdefault(flavor.name, None)
+        return tuple(names)
+
+
+def _preemption(raw: Any, errors: list[FieldError]) -> Preemption:
+    if raw is None:
+        return Preemption()
+    if not isinstance(raw, Mapping):
+        errors.append(FieldError.invalid("spec.preemption", None, "must be an object"))
+        return Preemption()
+    path = "spec.preemption"
+    within = _enum(
+        raw.get("withinClusterQueue"), f"{path}.withinClusterQueue", WITHIN_CQ_POLICIES, "Never", errors
+    )
+    reclaim = _enum(
+        raw.get("reclaimWithinCohort"), f"{path}.reclaimWithinCohort", RECLAIM_POLICIES, "Never", errors
+    )
+    borrow_raw = raw.get("borrowWithinCohort") or {}
+    borrow = "Never"
+    threshold: int | None = None
+    if isinstance(borrow_raw, Mapping):
+        borrow = _enum(
+            borrow_raw.get("policy"),
+            f"{path}.borrowWithinCohort.policy",
+            BORROW_WITHIN_COHORT_POLICIES,
+            "Never",
+            errors,
+        )
+        value = borrow_raw.get("maxPriorityThreshold")
+        threshold = value if isinstance(value, int) else None
+    if reclaim == "Never" and borrow != "Never":
+        errors.append(
+            FieldError.invalid(path, None, "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+        )
+    return Preemption(within, reclaim, borrow, threshold)
+
+
+def _fungibility(raw: Any, errors: list[FieldError]) -> FlavorFungibility:
+    if not isinstance(raw, Mapping):
+        return FlavorFungibility()
+    path = "spec.flavorFungibility"
+    borrow = _enum(
+        raw.get("whenCanBorrow"), f"{path}.whenCanBorrow", FUNGIBILITY_POLICIES, "MayStopSearch", errors
+    )
+    preempt = _enum(
+        raw.get("whenCanPreempt"), f"{path}.whenCanPreempt", FUNGIBILITY_POLICIES, "TryNextFlavor", errors
+    )
+    return FlavorFungibility(borrow, preempt)
+
+
+def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
+    errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=False)
+    spec = _spec(obj, errors)
+    cohort_raw = spec.get("cohortName") or spec.get("cohort")  # v1beta1 spelled it ``cohort``
+    cohort_path = "spec.cohortName" if spec.get("cohortName") else "spec.cohort"
+    cohort = _reference(cohort_raw, cohort_path, errors)
+    groups = _resource_groups(
+        spec.get("resourceGroups"), "spec.resourceGroups", errors, has_parent=bool(cohort), is_cohort=False
+    )
+    selector: LabelSelector | None = None
+    if spec.get("namespaceSelector") is not None:
+        try:
+            selector = parse_label_selector(spec["namespaceSelector"], "spec.namespaceSelector")
+        except SelectorError as exc:
+            errors.append(FieldError.invalid(exc.path, None, exc.detail))
+    strategy = _enum(
+        spec.get("queueingStrategy"), "spec.queueingStrategy", QUEUEING_STRATEGIES, "BestEffortFIFO", errors
+    )
+    stop = _enum(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None", errors)
+    checks: list[str] = [str(c) for c in _list(spec.get("admissionChecks"), "spec.admissionChecks", errors)]
+    strategy_raw = spec.get("admissionChecksStrategy")
+    if isinstance(strategy_raw, Mapping):
+        for entry in _list(
+            strategy_raw.get("admissionChecks"), "spec.admissionChecksStrategy.admissionChecks", errors
+        ):
+            if isinstance(entry, Mapping) and entry.get("name"):
+                checks.append(str(entry["name"]))
+    queue = ClusterQueue(
+        meta=meta,
+        resource_groups=groups,
+        cohort_name=cohort,
+        namespace_selector=selector,
+        queueing_strategy=strategy,
+        flavor_fungibility=_fungibility(spec.get("flavorFungibility"), errors),
+        preemption=_preemption(spec.get("preemption"), errors),
+        stop_policy=stop,
+        admission_checks=tuple(checks),
+        fair_sharing_weight=_fair_sharing_weight(spec.get("fairSharing"), "spec.fairSharing", errors),
+    )
+    return _finish(queue, errors)
+
+
+# -- Cohort -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cohort:
+    """An explicit cohort: its own quota (shared with its members) and an optional parent cohort."""
+
+    meta: Meta
+    parent_name: str = ""
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    fair_sharing_weight: Quantity | None = None
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+def parse_cohort(obj: Mapping[str, Any]) -> Parsed[Cohort]:
+    errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=False)
+    spec = _spec(obj, errors)
+    parent = _reference(spec.get("parentName") or spec.get("parent"), "spec.parentName", errors)
+    if parent and parent == meta.name:
+        errors.append(FieldError.invalid("spec.parentName", parent, "cohort cannot be its own parent"))
+    groups = _resource_groups(
+        spec.get("resourceGroups"), "spec.resourceGroups", errors, has_parent=bool(parent), is_cohort=True
+    )
+    weight = _fair_sharing_weight(spec.get("fairSharing"), "spec.fairSharing", errors)
+    return _finish(Cohort(meta, parent, groups, weight), errors)
+
+
+# -- LocalQueue -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueue:
+    meta: Meta
+    cluster_queue: str
+    stop_policy: str = "None"
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+
+def parse_local_queue(obj: Mapping[str, Any]) -> Parsed[LocalQueue]:
+    errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=True)
+    spec = _spec(obj, errors, required=True)
+    cluster_queue = _reference(spec.get("clusterQueue"), "spec.clusterQueue", errors, required=True)
+    stop = _enum(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None", errors)
+    return _finish(LocalQueue(meta, cluster_queue, stop), errors)
+
+
+# -- WorkloadPriorityClass --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPriorityClass:
+    meta: Meta
+    value: int
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def parse_workload_priority_class(obj: Mapping[str, Any]) -> Parsed[WorkloadPriorityClass]:
+    errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=False)
+    value = obj.get("value")
+    if value is None:
+        errors.append(FieldError.required("value"))
+        value = 0
+    elif not isinstance(value, int) or isinstance(value, bool) or not _INT32[0] <= value <= _INT32[1]:
+        errors.append(FieldError.invalid("value", value, "must be a 32-bit integer"))
+        value = 0
+    return _finish(WorkloadPriorityClass(meta, value, str(obj.get("description") or "")), errors)
+
+
+# -- Workload ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+    observed_generation: int | None = None
+
+    @property
+    def is_true(self) -> bool:
+        return self.status == "True"
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    """A group of identical pods; ``requests`` is per pod, in nano-units, rounded as Kueue does."""
+
+    name: str
+    count: int
+    requests: Requests
+    template: Mapping[str, Any] = field(default_factory=dict)
+    min_count: int | None = None
+
+    def total(self, count: int | None = None) -> Requests:
+        n = self.count if count is None else count
+        return {name: amount * n for name, amount in self.requests.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAssignment:
+    """``status.admission.podSetAssignments[]``: the flavor of each resource and what it charges."""
+
+    name: str
+    flavors: Mapping[str, str]
+    resource_usage: Mapping[str, Quantity]
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "flavors": dict(sorted(self.flavors.items())),
+            "resourceUsage": {r: q.canonical() for r, q in sorted(self.resource_usage.items())},
+            "count": self.count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """``status.admission``: the ClusterQueue that reserved quota and the per-pod-set assignments."""
+
+    cluster_queue: str
+    pod_set_assignments: tuple[PodSetAssignment, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clusterQueue": self.cluster_queue,
+            "podSetAssignments": [a.to_dict() for a in self.pod_set_assignments],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    meta: Meta
+    pod_sets: tuple[PodSet, ...]
+    queue_name: str = ""
+    priority: int | None = None
+    priority_class_name: str = ""
+    #: ``kueue.x-k8s.io`` (WorkloadPriorityClass) or ``scheduling.k8s.io`` (PriorityClass), or ""
+    priority_class_group: str = ""
+    active: bool = True
+    conditions: tuple[Condition, ...] = ()
+    admission: Admission | None = None
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+    def condition(self, kind: str) -> Condition | None:
+        for cond in self.conditions:
+            if cond.type == kind:
+                return cond
+        return None
+
+    def _is(self, kind: str) -> bool:
+        cond = self.condition(kind)
+        return cond is not None and cond.is_true
+
+    @property
+    def has_quota_reservation(self) -> bool:
+        """Quota is held when QuotaReserved is True and an admission is recorded (Kueue's rule)."""
+        return self.admission is not None and self._is("QuotaReserved")
+
+    @property
+    def is_admitted(self) -> bool:
+        return self._is("Admitted")
+
+    @property
+    def is_finished(self) -> bool:
+        return self._is("Finished")
+
+    @property
+    def is_evicted(self) -> bool:
+        return self._is("Evicted")
+
+    def total_requests(self) -> Requests:
+        total: Requests = {}
+        for pod_set in self.pod_sets:
+            for name, amount in pod_set.requests.items():
+                total[name] = total.get(name, 0) + amount * pod_set.count
+        return total
+
+
+def _int(raw: Any, path: str, errors: list[FieldError], *, minimum: int | None = None) -> int | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, int) or isinstance(raw, bool) or not _INT32[0] <= raw <= _INT32[1]:
+        errors.append(
+            FieldError.invalid(path, raw if isinstance(raw, int | str) else None, "must be a 32-bit integer")
+        )
+        return None
+    if minimum is not None and raw < minimum:
+        errors.append(FieldError.invalid(path, raw, f"must be greater than or equal to {minimum}"))
+        return None
+    return raw
+
+
+def _conditions(raw: Any, errors: list[FieldError]) -> tuple[Condition, ...]:
+    out: list[Condition] = []
+    for index, cond in enumerate(_list(raw, "status.conditions", errors)):
+        if not isinstance(cond, Mapping) or not cond.get("type"):
+            errors.append(FieldError.required(f"status.conditions[{index}].type"))
+            continue
+        generation = cond.get("observedGeneration")
+        out.append(
+            Condition(
+                type=str(cond["type"]),
+                status=str(cond.get("status") or "Unknown"),
+                reason=str(cond.get("reason") or ""),
+                message=str(cond.get("message") or ""),
+                last_transition_time=str(cond.get("lastTransitionTime") or ""),
+                observed_generation=generation if isinstance(generation, int) else None,
+            )
+        )
+    return tuple(out)
+
+
+def _admission(raw: Any, errors: list[FieldError]) -> Admission | None:
+    if raw is None:
+        return None
+    path = "status.admission"
+    if not isinstance(raw, Mapping):
+        errors.append(FieldError.invalid(path, None, "must be an object"))
+        return None
+    cluster_queue = _reference(raw.get("clusterQueue"), f"{path}.clusterQueue", errors, required=True)
+    assignments: list[PodSetAssignment] = []
+    for index, entry in enumerate(_list(raw.get("podSetAssignments"), f"{path}.podSetAssignments", errors)):
+        apath = f"{path}.podSetAssignments[{index}]"
+        if not isinstance(entry, Mapping):
+            errors.append(FieldError.invalid(apath, None, "must be an object"))
+            continue
+        flavors = _str_map(entry.get("flavors"), f"{apath}.flavors", errors)
+        usage: dict[str, Quantity] = {}
+        raw_usage = entry.get("resourceUsage") or {}
+        if isinstance(raw_usage, Mapping):
+            for rname, value in raw_usage.items():
+                quantity = _quantity(value, f"{apath}.resourceUsage[{rname}]", errors)
+                if quantity is not None:
+                    usage[str(rname)] = quantity
+        count = _int(entry.get("count"), f"{apath}.count", errors, minimum=0)
+        assignments.append(PodSetAssignment(str(entry.get("name") or "main"), flavors, usage, count or 0))
+    return Admission(cluster_queue, tuple(assignments))
+
+
+def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
+    errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=True)
+    spec = _spec(obj, errors, required=True)
+    pod_sets: list[PodSet] = []
+    raw_pod_sets = _list(spec.get("podSets"), "spec.podSets", errors)
+    if not raw_pod_sets:
+        errors.append(FieldError.required("spec.podSets"))
+    elif len(raw_pod_sets) > 8:
+        errors.append(FieldError.invalid("spec.podSets", len(raw_pod_sets), "must have at most 8 items"))
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_pod_sets):
+        path = f"spec.podSets[{index}]"
+        if not isinstance(raw, Mapping):
+            errors.append(FieldError.invalid(path, None, "must be an object"))
+            continue
+        name = str(raw.get("name") or "main")
+        if name in seen:
+            errors.append(FieldError.duplicate(f"{path}.name", name))
+        seen.add(name)
+        count = _int(raw.get("count", 1), f"{path}.count", errors, minimum=0)
+        min_count = _int(raw.get("minCount"), f"{path}.minCount", errors, minimum=1)
+        template = raw.get("template") or {}
+        if not isinstance(template, Mapping):
+            errors.append(FieldError.invalid(f"{path}.template", None, "must be a pod template"))
+            template = {}
+        requests, request_errors = pod_requests(template.get("spec") or {}, f"{path}.template.spec")
+        errors.extend(request_errors)
+        pod_sets.append(PodSet(name, count or 0, requests, template, min_count))
+    queue_name = _reference(spec.get("queueName"), "spec.queueName", errors) if spec.get("queueName") else ""
+    priority = _int(spec.get("priority"), "spec.priority", errors)
+    ref = spec.get("priorityClassRef")
+    class_name, class_group = "", ""
+    if isinstance(ref, Mapping):
+        class_name = str(ref.get("name") or "")
+        class_group = str(ref.get("group") or "")
+    elif spec.get("priorityClassName"):  # v1beta1 spelling
+        class_name = str(spec["priorityClassName"])
+        source = str(spec.get("priorityClassSource") or "")
+        class_group = GROUP if source.endswith("workloadpriorityclass") else "scheduling.k8s.io"
+    active = spec.get("active")
+    status = obj.get("status") or {}
+    if not isinstance(status, Mapping):
+        errors.append(FieldError.invalid("status", None, "must be an object"))
+        status = {}
+    workload = Workload(
+        meta=meta,
+        pod_sets=tuple(pod_sets),
+        queue_name=queue_name,
+        priority=priority,
+        priority_class_name=class_name,
+        priority_class_group=class_group,
+        active=active is not False,
+        conditions=_conditions(status.get("conditions"), errors),
+        admission=_admission(status.get("admission"), errors),
+    )
+    return _finish(workload, errors)
+
+
+# -- dispatch ---------------------------------------------------------------------------------------
+
+_PARSERS: dict[str, Any] = {
+    "ResourceFlavor": parse_resource_flavor,
+    "ClusterQueue": parse_cluster_queue,
+    "Cohort": parse_cohort,
+    "LocalQueue": parse_local_queue,
+    "WorkloadPriorityClass": parse_workload_priority_class,
+    "Workload": parse_workload,
+}
+
+KueueObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload
+
+
+def parse_object(obj: Mapping[str, Any]) -> KueueObject | list[FieldError]:
+    """Parse any Kueue object by its ``kind``; an unknown kind or group is an error naming it."""
+    kind = obj.get("kind")
+    api_version = str(obj.get("apiVersion") or "")
+    if not api_version.startswith(f"{GROUP}/"):
+        return [FieldError.invalid("apiVersion", api_version, f"expected {GROUP}/v1beta2 (or v1beta1)")]
+    parser = _PARSERS.get(str(kind))
+    if parser is None:
+        return [FieldError.not_supported("kind", kind, tuple(_PARSERS))]
+    result: KueueObject | list[FieldError] = parser(obj)
+    return result
