@@ -1,0 +1,67 @@
+"""In-memory stand-ins for the API verbs the control modules use, with resourceVersion preconditions."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from webhook.control.kinds import Kind
+from webhook.control.kube import ApiError
+
+JSON = dict[str, Any]
+
+
+class MemoryApi:
+    """get/create/replace with 404/409 semantics like kube-apiserver's; ``down`` makes every call fail."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], JSON] = {}
+        self.version = 0
+        self.down = False
+        self.created: list[JSON] = []
+
+    def _check(self) -> None:
+        if self.down:
+            raise OSError("connection refused")
+
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+        self._check()
+        found = self.objects.get((kind.plural, namespace or "", name))
+        if found is None:
+            raise ApiError(status=404, reason="NotFound", message=f'{kind.plural} "{name}" not found')
+        return copy.deepcopy(found)
+
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON:
+        self._check()
+        key = (kind.plural, namespace or "", body["metadata"]["name"])
+        if key in self.objects:
+            raise ApiError(status=409, reason="AlreadyExists", message="already exists")
+        self.version += 1
+        stored = copy.deepcopy(body)
+        stored["metadata"]["resourceVersion"] = str(self.version)
+        self.objects[key] = stored
+        self.created.append(stored)
+        return copy.deepcopy(stored)
+
+    async def replace(self, kind: Kind, body: JSON, *, subresource: str = "") -> JSON:
+        self._check()
+        meta = body["metadata"]
+        key = (kind.plural, meta.get("namespace") or "", meta["name"])
+        current = self.objects.get(key)
+        if current is None:
+            raise ApiError(status=404, reason="NotFound", message="not found")
+        if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
+            raise ApiError(status=409, reason="Conflict", message="the object has been modified")
+        self.version += 1
+        stored = copy.deepcopy(body)
+        stored["metadata"]["resourceVersion"] = str(self.version)
+        self.objects[key] = stored
+        return copy.deepcopy(stored)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now

@@ -1,0 +1,82 @@
+"""Live configuration: a valid edit applies at once; a bad edit keeps the last good one and says why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.api.config import Configuration
+from webhook.control.config import LiveConfiguration
+from webhook.control.kinds import CONFIGMAPS
+from webhook.control.metrics import Metrics
+from webhook.control.store import Change
+
+JSON = dict[str, Any]
+
+
+class CollectedEvents:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []
+
+    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
+        self.events.append((obj["metadata"]["name"], type, reason, message))
+
+
+def configmap(text: str, rv: int) -> JSON:
+    return {
+        "kind": "ConfigMap",
+        "metadata": {"name": "kueue-webhook-config", "namespace": "kueue-system", "resourceVersion": str(rv)},
+        "data": {"config.yaml": text},
+    }
+
+
+def change(new: JSON) -> Change:
+    return Change(CONFIGMAPS, ("kueue-system", "kueue-webhook-config"), None, new)
+
+
+def sample(metrics: Metrics, name: str, **labels: str) -> float:
+    value = metrics.registry.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+def test_valid_edit_applies_and_notifies_subscribers() -> None:
+    metrics, events = Metrics(), CollectedEvents()
+    live = LiveConfiguration(namespace="kueue-system", events=events, metrics=metrics)
+    applied: list[Configuration] = []
+    live.subscribe(applied.append)
+    live.on_change(change(configmap("manageJobsWithoutQueueName: true\n", 1)))
+    assert live.current.manage_jobs_without_queue_name is True
+    assert len(applied) == 1
+    assert sample(metrics, "kueue_webhook_config_reloads_total", result="applied") == 1
+    assert events.events == []
+
+
+def test_bad_edit_keeps_last_good_config_and_warns_naming_the_field() -> None:
+    metrics, events = Metrics(), CollectedEvents()
+    live = LiveConfiguration(namespace="kueue-system", events=events, metrics=metrics)
+    live.on_change(change(configmap("manageJobsWithoutQueueName: true\n", 1)))
+    live.on_change(change(configmap("manageJobsWithoutQueueName: maybe\nlogLevel: info\n", 2)))
+    assert live.current.manage_jobs_without_queue_name is True
+    [(name, kind, reason, message)] = events.events
+    assert (name, kind, reason) == ("kueue-webhook-config", "Warning", "InvalidConfiguration")
+    assert "manageJobsWithoutQueueName" in message
+    assert sample(metrics, "kueue_webhook_config_reloads_total", result="rejected") == 1
+    assert sample(metrics, "kueue_webhook_config_last_reload_successful") == 0
+
+
+def test_unchanged_text_on_a_resync_is_not_reported_twice() -> None:
+    metrics, events = Metrics(), CollectedEvents()
+    live = LiveConfiguration(namespace="kueue-system", events=events, metrics=metrics)
+    live.on_change(change(configmap("bogusField: 1\n", 1)))
+    live.on_change(change(configmap("bogusField: 1\n", 2)))
+    assert len(events.events) == 1
+
+
+def test_other_configmaps_and_deletion_are_ignored() -> None:
+    metrics, events = Metrics(), CollectedEvents()
+    live = LiveConfiguration(namespace="kueue-system", events=events, metrics=metrics)
+    live.on_change(change(configmap("manageJobsWithoutQueueName: true\n", 1)))
+    other = Change(CONFIGMAPS, ("kueue-system", "something-else"), None, configmap("logLevel: nope\n", 2))
+    live.on_change(other)
+    live.on_change(Change(CONFIGMAPS, ("kueue-system", "kueue-webhook-config"), None, None))
+    assert live.current.manage_jobs_without_queue_name is True
+    assert events.events == []

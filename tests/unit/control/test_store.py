@@ -1,0 +1,138 @@
+"""The store tolerates duplicate, stale and out-of-order watch events, and notifies only on real change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webhook.control.kinds import JOBS, WORKLOADS
+from webhook.control.store import Change, Store
+
+
+def obj(name: str, rv: int, *, uid: str = "u1", namespace: str = "ns", **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid, "resourceVersion": str(rv)}
+    meta.update(extra)
+    return {"metadata": meta}
+
+
+def recording_store() -> tuple[Store, list[Change]]:
+    store = Store()
+    seen: list[Change] = []
+    store.subscribe(seen.append)
+    return store, seen
+
+
+def test_duplicate_event_is_a_no_op() -> None:
+    store, seen = recording_store()
+    assert store.upsert(JOBS, obj("a", 5))
+    assert not store.upsert(JOBS, obj("a", 5))
+    assert len(seen) == 1
+
+
+def test_older_version_does_not_overwrite_newer() -> None:
+    store, _ = recording_store()
+    store.upsert(JOBS, obj("a", 7, labels={"v": "new"}))
+    store.upsert(JOBS, obj("a", 6, labels={"v": "old"}))
+    held = store.get(JOBS, "a", "ns")
+    assert held is not None and held["metadata"]["labels"] == {"v": "new"}
+
+
+def test_late_modified_after_delete_does_not_resurrect() -> None:
+    store, seen = recording_store()
+    store.upsert(JOBS, obj("a", 5))
+    store.remove(JOBS, obj("a", 8))
+    assert not store.upsert(JOBS, obj("a", 6))
+    assert store.get(JOBS, "a", "ns") is None
+    assert [c.new is None for c in seen] == [False, True]
+
+
+def test_recreated_object_with_newer_version_is_accepted_after_delete() -> None:
+    store, _ = recording_store()
+    store.upsert(JOBS, obj("a", 5, uid="first"))
+    store.remove(JOBS, obj("a", 8, uid="first"))
+    assert store.upsert(JOBS, obj("a", 9, uid="second"))
+    held = store.get(JOBS, "a", "ns")
+    assert held is not None and held["metadata"]["uid"] == "second"
+
+
+def test_late_delete_of_earlier_incarnation_keeps_current_object() -> None:
+    store, _ = recording_store()
+    store.upsert(JOBS, obj("a", 9, uid="second"))
+    assert not store.remove(JOBS, obj("a", 8, uid="first"))
+    assert store.get(JOBS, "a", "ns") is not None
+
+
+def test_relist_removes_objects_deleted_while_disconnected() -> None:
+    store, seen = recording_store()
+    store.upsert(JOBS, obj("a", 1))
+    store.upsert(JOBS, obj("b", 2, uid="u2"))
+    store.replace(JOBS, [obj("b", 2, uid="u2"), obj("c", 4, uid="u3")])
+    assert sorted(o["metadata"]["name"] for o in store.items(JOBS)) == ["b", "c"]
+    assert [(c.key[1], c.new is None) for c in seen[2:]] == [("a", True), ("c", False)]
+
+
+def test_workload_found_by_its_owner_job_uid() -> None:
+    store = Store()
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "job-a", "uid": "job-uid", "controller": True}
+    store.upsert(WORKLOADS, obj("job-a-123", 3, ownerReferences=[owner]))
+    found = store.workload_owned_by(namespace="ns", owner_uid="job-uid")
+    assert found is not None and found["metadata"]["name"] == "job-a-123"
+    store.remove(WORKLOADS, obj("job-a-123", 4))
+    assert store.workload_owned_by(namespace="ns", owner_uid="job-uid") is None
+
+
+def test_namespace_labels_include_the_name_label_kubernetes_adds() -> None:
+    assert Store().namespace_labels("team-a") == {"kubernetes.io/metadata.name": "team-a"}
+
+
+events = st.lists(
+    st.tuples(st.sampled_from(["upsert", "remove"]), st.sampled_from(["a", "b"]), st.integers(1, 30)),
+    max_size=25,
+)
+
+
+@given(events)
+def test_replaying_any_event_sequence_twice_gives_the_same_state(
+    sequence: list[tuple[str, str, int]],
+) -> None:
+    """Idempotence: a watch replay after reconnect (every event seen again) changes nothing."""
+    store = Store()
+
+    def play() -> None:
+        for op, name, rv in sequence:
+            event = obj(name, rv, uid=name)
+            if op == "upsert":
+                store.upsert(JOBS, event)
+            else:
+                store.remove(JOBS, event)
+
+    play()
+    first = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in store.items(JOBS)}
+    play()
+    assert {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in store.items(JOBS)} == first
+
+
+@given(events)
+def test_held_object_is_the_newest_upsert_after_the_last_newer_delete(
+    sequence: list[tuple[str, str, int]],
+) -> None:
+    """Order-insensitivity: what the store holds depends on versions, not on arrival order."""
+    store = Store()
+    for op, name, rv in sequence:
+        event = obj(name, rv, uid=name)
+        if op == "upsert":
+            store.upsert(JOBS, event)
+        else:
+            store.remove(JOBS, event)
+    for name in ("a", "b"):
+        upserts = [rv for op, n, rv in sequence if n == name and op == "upsert"]
+        removes = [rv for op, n, rv in sequence if n == name and op == "remove"]
+        newest = max(upserts, default=-1)
+        alive = newest > max(removes, default=-1)
+        held = store.get(JOBS, name, "ns")
+        if alive:
+            assert held is not None and held["metadata"]["resourceVersion"] == str(newest)
+        else:
+            assert held is None

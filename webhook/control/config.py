@@ -1,0 +1,83 @@
+"""Live configuration from ConfigMap ``kueue-webhook-config`` (key ``config.yaml``), last good one kept.
+
+Operators edit the ConfigMap with kubectl and expect the change to apply without a restart, and expect a typo
+not to take the controller down. So every observed version of the ConfigMap is parsed in full
+(``webhook.api.config.parse_configuration`` reports every bad field); a valid one replaces the configuration
+in force and is announced to subscribers, an invalid one changes nothing and is reported three ways: a
+Warning Event ``InvalidConfiguration`` on the ConfigMap naming the fields, a log line, and the metrics
+``kueue_webhook_config_reloads_total{result="rejected"}`` / ``kueue_webhook_config_last_reload_successful``.
+Deleting the ConfigMap keeps the configuration in force (an accidental delete must not reset the policy).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
+from webhook.control.events import EventSink
+from webhook.control.kinds import CONFIGMAPS
+from webhook.control.metrics import Metrics
+from webhook.control.store import Change
+
+JSON = dict[str, Any]
+CONFIGMAP_NAME = "kueue-webhook-config"
+CONFIG_KEY = "config.yaml"
+log = logging.getLogger("kueue_webhook.config")
+
+
+class LiveConfiguration:
+    """The configuration in force; feed it ConfigMap changes with ``on_change`` (a store listener)."""
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        events: EventSink,
+        metrics: Metrics,
+        initial: Configuration | None = None,
+        name: str = CONFIGMAP_NAME,
+    ) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.events = events
+        self.metrics = metrics
+        self.current = initial if initial is not None else Configuration(namespace=namespace)
+        self.last_errors: tuple[str, ...] = ()
+        self._subscribers: list[Callable[[Configuration], None]] = []
+        self._seen_text: str | None = None
+
+    def subscribe(self, callback: Callable[[Configuration], None]) -> None:
+        self._subscribers.append(callback)
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is not CONFIGMAPS or change.key != (self.namespace, self.name) or change.new is None:
+            return
+        self.load(change.new)
+
+    def load(self, configmap: JSON) -> bool:
+        """Apply the ConfigMap's ``config.yaml`` if valid; True if it is now in force."""
+        text = (configmap.get("data") or {}).get(CONFIG_KEY)
+        if text == self._seen_text:
+            return not self.last_errors
+        self._seen_text = text
+        parsed = parse_configuration(text)
+        if isinstance(parsed, ConfigurationErrors):
+            self.last_errors = parsed.errors
+            self.metrics.config_reloads.labels("rejected").inc()
+            self.metrics.config_last_reload_success.set(0)
+            message = f"Invalid {CONFIG_KEY}, keeping the last good configuration: {parsed}"
+            log.error("configuration rejected", extra={"configmap": self.name, "errors": list(parsed.errors)})
+            self.events.record(
+                configmap, type="Warning", reason="InvalidConfiguration", message=message[:1000]
+            )
+            return False
+        self.last_errors = ()
+        self.current = parsed
+        self.metrics.config_reloads.labels("applied").inc()
+        self.metrics.config_last_reload_success.set(1)
+        log.info("configuration applied", extra={"configmap": self.name, "warnings": list(parsed.warnings)})
+        for callback in self._subscribers:
+            callback(parsed)
+        return True

@@ -1,0 +1,126 @@
+"""Kubernetes Events (core/v1), recorded off the critical path.
+
+Events explain to ``kubectl describe`` users what happened (QuotaReserved, Admitted, Pending, Finished, a
+rejected configuration). They are best-effort by nature, so recording never blocks or fails an admission:
+``record`` only enqueues, a background task writes, and a full queue drops the oldest intent rather than
+growing without bound. Repeats of the same (object, reason, message) within a short window are folded into
+one Event with a count, as client-go's correlator does, so a pending Workload cannot flood etcd.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from webhook.control.kinds import EVENTS, Kind
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.events")
+COMPONENT = "kueue-webhook"
+
+
+class EventClient(Protocol):
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = ...) -> JSON: ...
+
+
+class EventSink(Protocol):
+    """What controllers call; ``Recorder`` implements it, tests can collect instead."""
+
+    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EventIntent:
+    involved: JSON
+    namespace: str
+    type: str
+    reason: str
+    message: str
+
+
+def involved_object(obj: JSON) -> JSON:
+    meta = obj.get("metadata") or {}
+    ref = {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+    }
+    if meta.get("namespace"):
+        ref["namespace"] = meta["namespace"]
+    return ref
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Recorder:
+    """Queue of Event intents drained by ``run``; identical repeats within ``fold_seconds`` are dropped."""
+
+    def __init__(
+        self, *, client: EventClient, instance: str, max_queue: int = 1000, fold_seconds: float = 60.0
+    ) -> None:
+        self.client = client
+        self.instance = instance
+        self.fold_seconds = fold_seconds
+        self._queue: deque[EventIntent] = deque(maxlen=max_queue)
+        self._wake = asyncio.Event()
+        self._recent: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
+        self.written = 0
+
+    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
+        involved = involved_object(obj)
+        signature = (str(involved.get("uid")), type, reason, message)
+        now = time.monotonic()
+        seen = self._recent.get(signature)
+        if seen is not None and now - seen < self.fold_seconds:
+            return
+        self._recent[signature] = now
+        self._recent.move_to_end(signature)
+        while len(self._recent) > 10_000:
+            self._recent.popitem(last=False)
+        namespace = involved.get("namespace") or "default"
+        self._queue.append(EventIntent(involved, namespace, type, reason, message))
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                intent = self._queue.popleft()
+                with contextlib.suppress(Exception):
+                    await self._write(intent)
+
+    async def _write(self, intent: EventIntent) -> None:
+        now = _timestamp()
+        name = f"{intent.involved.get('name', 'object')}.{uuid.uuid4().hex[:16]}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": intent.namespace},
+            "involvedObject": intent.involved,
+            "type": intent.type,
+            "reason": intent.reason,
+            "message": intent.message,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await self.client.create(EVENTS, body, namespace=intent.namespace)
+            self.written += 1
+        except Exception as exc:
+            log.info("event not recorded", extra={"reason": intent.reason, "error": repr(exc)})
+            raise

@@ -1,0 +1,259 @@
+"""A thin JSON client for the Kubernetes API: kubernetes-asyncio for configuration, raw dicts on the wire.
+
+kubernetes-asyncio knows how to read a kubeconfig (exec plugins, client certificates, contexts) and the
+in-cluster service-account files, including token rotation; that is what we take from it. Its generated typed
+models are not used: they drop fields they do not know, cost a deserialisation pass per object, and cannot
+speak JSON merge patches on custom resources. Everything above this module works on plain ``dict`` objects
+exactly as the API server sends them, so a Workload written back is what was read plus our change.
+
+Errors surface as ``ApiError`` carrying the Status body's code, reason and message; callers branch on
+``.status`` (409 conflict, 410 expired, 404 not found) rather than on exception types per code.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+import aiohttp
+import orjson
+
+from webhook.control.kinds import Kind
+
+JSON = dict[str, Any]
+AuthHeaders = Callable[[], Awaitable[dict[str, str]]]
+PatchType = Literal["merge", "json", "strategic"]
+
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+FIELD_MANAGER = "kueue-webhook"
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server (or a watch ERROR event), with its Status fields."""
+
+    def __init__(self, *, status: int, reason: str, message: str, body: JSON | None = None) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body or {}
+
+    @classmethod
+    def from_status(cls, status_body: Mapping[str, Any], *, http_status: int = 0) -> ApiError:
+        return cls(
+            status=int(status_body.get("code") or http_status or 0),
+            reason=str(status_body.get("reason", "")),
+            message=str(status_body.get("message", "")),
+            body=dict(status_body),
+        )
+
+
+async def _no_auth() -> dict[str, str]:
+    return {}
+
+
+class KubeClient:
+    """JSON verbs against one API server; one aiohttp session, shared by informers and writers."""
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        ssl_context: ssl.SSLContext | None = None,
+        auth: AuthHeaders = _no_auth,
+        session: aiohttp.ClientSession | None = None,
+        user_agent: str = "kueue-webhook",
+    ) -> None:
+        self.host = host.rstrip("/")
+        self._auth = auth
+        self._owns_session = session is None
+        self._session = session or aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=ssl_context if ssl_context is not None else False, limit=64),
+            read_bufsize=2**21,
+            headers={"User-Agent": user_agent},
+        )
+
+    @classmethod
+    async def connect(cls, *, kubeconfig: str | None = None, context: str | None = None) -> KubeClient:
+        """In-cluster service account when running in a pod and no kubeconfig is given, else a kubeconfig."""
+        from kubernetes_asyncio import config as kube_config
+        from kubernetes_asyncio.client import Configuration
+
+        configuration = Configuration()
+        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            await kube_config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+        context_ssl = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+        if configuration.cert_file:
+            context_ssl.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+        if not configuration.verify_ssl:
+            context_ssl.check_hostname = False
+            context_ssl.verify_mode = ssl.CERT_NONE
+
+        async def auth() -> dict[str, str]:
+            settings = await configuration.auth_settings()
+            bearer = settings.get("BearerToken")
+            return {"Authorization": bearer["value"]} if bearer and bearer.get("value") else {}
+
+        return cls(host=str(configuration.host), ssl_context=context_ssl, auth=auth)
+
+    async def close(self) -> None:
+        if self._owns_session:
+            await self._session.close()
+
+    def _url(self, path: str, query: Mapping[str, str | int] | None) -> str:
+        clean = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
+        return self.host + path + (("?" + urlencode(clean)) if clean else "")
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 30.0,
+    ) -> JSON:
+        headers = {"Accept": "application/json", **(await self._auth())}
+        data: bytes | None = None
+        if body is not None:
+            data = orjson.dumps(body)
+            headers["Content-Type"] = content_type
+        async with self._session.request(
+            method,
+            self._url(path, query),
+            data=data,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as response:
+            raw = await response.read()
+            parsed: Any = orjson.loads(raw) if raw else {}
+            if response.status >= 400:
+                if isinstance(parsed, dict) and parsed.get("kind") == "Status":
+                    raise ApiError.from_status(parsed, http_status=response.status)
+                raise ApiError(
+                    status=response.status,
+                    reason=response.reason or "",
+                    message=raw[:500].decode(errors="replace"),
+                )
+            return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    async def list(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        field_selector: str = "",
+        label_selector: str = "",
+        page_size: int = 500,
+    ) -> tuple[list[JSON], str]:
+        """Every object (following ``continue`` tokens) and the list's resourceVersion to watch from."""
+        items: list[JSON] = []
+        token = ""
+        while True:
+            page = await self.request(
+                "GET",
+                kind.path(namespace=namespace),
+                query={
+                    "fieldSelector": field_selector,
+                    "labelSelector": label_selector,
+                    "limit": page_size,
+                    "continue": token,
+                },
+                timeout=120.0,
+            )
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token:
+                for (
+                    item
+                ) in items:  # list items omit kind/apiVersion; restore them so objects are self-describing
+                    item.setdefault("kind", kind.kind)
+                    item.setdefault("apiVersion", kind.api_version)
+                return items, str(meta.get("resourceVersion", ""))
+
+    async def watch(
+        self,
+        kind: Kind,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str = "",
+        timeout_seconds: int = 290,
+    ) -> AsyncIterator[JSON]:
+        """Watch events (``{"type", "object"}``) one JSON line each; ERROR events raise ``ApiError``."""
+        query: dict[str, str | int] = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": timeout_seconds,
+            "fieldSelector": field_selector,
+        }
+        headers = {"Accept": "application/json", **(await self._auth())}
+        async with self._session.get(
+            self._url(kind.path(namespace=namespace), query),
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30),
+        ) as response:
+            if response.status >= 400:
+                raw = await response.read()
+                parsed = orjson.loads(raw) if raw else {}
+                raise ApiError.from_status(
+                    parsed if isinstance(parsed, dict) else {}, http_status=response.status
+                )
+            while True:
+                line = await response.content.readline()
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event = orjson.loads(line)
+                if event.get("type") == "ERROR":
+                    raise ApiError.from_status(event.get("object") or {}, http_status=500)
+                yield event
+
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+        return await self.request("GET", kind.path(namespace=namespace, name=name))
+
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON:
+        return await self.request(
+            "POST", kind.path(namespace=namespace), body=body, query={"fieldManager": FIELD_MANAGER}
+        )
+
+    async def replace(self, kind: Kind, body: JSON, *, subresource: str = "") -> JSON:
+        meta = body.get("metadata") or {}
+        path = kind.path(namespace=meta.get("namespace"), name=meta["name"], subresource=subresource)
+        return await self.request("PUT", path, body=body, query={"fieldManager": FIELD_MANAGER})
+
+    async def patch(
+        self,
+        kind: Kind,
+        *,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        subresource: str = "",
+    ) -> JSON:
+        return await self.request(
+            "PATCH",
+            kind.path(namespace=namespace, name=name, subresource=subresource),
+            body=patch,
+            content_type=PATCH_CONTENT_TYPES[patch_type],
+            query={"fieldManager": FIELD_MANAGER},
+        )
+
+    async def delete(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+        return await self.request("DELETE", kind.path(namespace=namespace, name=name))

@@ -1,0 +1,192 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's timing rules.
+
+Every replica serves the webhook, but only one may run the admission task: two schedulers reading the same
+ledger would both admit into the last free GPU. The Lease is the lock. Expiry is judged the way client-go
+judges it: not by comparing our clock with the ``renewTime`` another machine wrote (clocks skew), but by how
+long *we* have watched the record stay unchanged. A leader that cannot renew within ``renew_deadline``
+(shorter than ``lease_duration``) steps down before anyone else may take over, so two leaders never overlap;
+seeing another holder in the record steps it down at once. On shutdown the lease is released (holder
+cleared) so a rolling update fails over immediately instead of after a full lease duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from webhook.control.kinds import LEASES, Kind
+from webhook.control.kube import ApiError
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.leader")
+
+
+class LeaseClient(Protocol):
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
+
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = ...) -> JSON: ...
+
+    async def replace(self, kind: Kind, body: JSON, *, subresource: str = ...) -> JSON: ...
+
+
+def micro_time(now: datetime) -> str:
+    """Kubernetes MicroTime, as kube-apiserver prints it."""
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    """Campaign for a Lease; ``leading`` is set while we hold it, ``on_change`` hears every transition."""
+
+    def __init__(
+        self,
+        *,
+        client: LeaseClient,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        on_change: Callable[[bool], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not retry_period < renew_deadline < lease_duration:
+            raise ValueError("leader election needs retry_period < renew_deadline < lease_duration")
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.on_change = on_change
+        self.clock = clock
+        self.leading = asyncio.Event()
+        self._observed_spec: JSON | None = None
+        self._observed_at = 0.0
+        self._last_renew = 0.0
+        self._rng = random.Random(identity)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leading.is_set()
+
+    async def run(self) -> None:
+        """Campaign and renew until cancelled; releases the lease on the way out if we hold it."""
+        try:
+            while True:
+                await self.tick()
+                jitter = 1.0 if self.is_leader else self._rng.uniform(1.0, 1.2)
+                await asyncio.sleep(self.retry_period * jitter)
+        finally:
+            if self.is_leader:
+                self._set(False)
+                await self._release()
+
+    async def tick(self) -> None:
+        """One round: try to acquire or renew, then step up, or down when renewal has failed too long."""
+        try:
+            acquired = await self.try_acquire_or_renew()
+        except ApiError as exc:
+            log.warning("lease request failed", extra={"lease": self.name, "error": exc.message})
+            acquired = False
+        except (OSError, TimeoutError) as exc:
+            log.warning("lease request failed", extra={"lease": self.name, "error": repr(exc)})
+            acquired = False
+        now = self.clock()
+        if acquired:
+            self._last_renew = now
+            self._set(True)
+        elif self.is_leader and (now - self._last_renew >= self.renew_deadline or self._held_by_other()):
+            self._set(False)
+
+    def _held_by_other(self) -> bool:
+        holder = (self._observed_spec or {}).get("holderIdentity") or ""
+        return bool(holder) and holder != self.identity
+
+    def _set(self, leading: bool) -> None:
+        if leading == self.is_leader:
+            return
+        if leading:
+            self.leading.set()
+        else:
+            self.leading.clear()
+        log.info(
+            "leadership changed", extra={"lease": self.name, "leader": leading, "identity": self.identity}
+        )
+        if self.on_change is not None:
+            self.on_change(leading)
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One round of client-go's algorithm; True if we hold the lease afterwards."""
+        now_wall = datetime.now(UTC)
+        spec_ours = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": round(self.lease_duration),
+            "renewTime": micro_time(now_wall),
+        }
+        try:
+            lease = await self.client.get(LEASES, name=self.name, namespace=self.namespace)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": {**spec_ours, "acquireTime": micro_time(now_wall), "leaseTransitions": 0},
+            }
+            try:
+                created = await self.client.create(LEASES, body, namespace=self.namespace)
+            except ApiError as create_exc:
+                if create_exc.status == 409:
+                    return False
+                raise
+            self._observe(created.get("spec") or {})
+            return True
+        spec = dict(lease.get("spec") or {})
+        self._observe(spec)
+        holder = spec.get("holderIdentity") or ""
+        now = self.clock()
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        if holder and holder != self.identity and now < self._observed_at + duration:
+            return False
+        if holder == self.identity:
+            new_spec = {**spec, **spec_ours}
+        else:
+            new_spec = {
+                **spec,
+                **spec_ours,
+                "acquireTime": micro_time(now_wall),
+                "leaseTransitions": int(spec.get("leaseTransitions") or 0) + (1 if holder else 0),
+            }
+        body = {**lease, "spec": new_spec}
+        try:
+            updated = await self.client.replace(LEASES, body)
+        except ApiError as exc:
+            if exc.status == 409:
+                return False
+            raise
+        self._observe(updated.get("spec") or new_spec)
+        return True
+
+    def _observe(self, spec: JSON) -> None:
+        if spec != self._observed_spec:
+            self._observed_spec = dict(spec)
+            self._observed_at = self.clock()
+
+    async def _release(self) -> None:
+        try:
+            lease = await self.client.get(LEASES, name=self.name, namespace=self.namespace)
+            spec = dict(lease.get("spec") or {})
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec.update({"holderIdentity": "", "leaseDurationSeconds": 1})
+            await self.client.replace(LEASES, {**lease, "spec": spec})
+        except (ApiError, OSError, TimeoutError) as exc:
+            log.warning("could not release lease", extra={"lease": self.name, "error": repr(exc)})

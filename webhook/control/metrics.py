@@ -1,0 +1,175 @@
+"""Prometheus metrics under Kueue's names and labels, on a registry owned by the process.
+
+Dashboards and alerts written for Kueue must keep working after a migration, so every metric that has a Kueue
+counterpart keeps Kueue's name (subsystem ``kueue``), label names and bucket layout, including the
+``replica_role`` label (``leader`` / ``follower``). Metrics live on a private ``CollectorRegistry``
+rather than the global one so that tests and several in-process replicas never collide. Our own metrics
+say so in their prefix, ``kueue_webhook_`` (config reloads, GPU-seconds for chargeback, API writes).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+CQ_RESOURCE_LABELS = ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
+#: The ClusterQueue states Kueue reports in ``kueue_cluster_queue_status`` (one-hot per queue).
+CLUSTER_QUEUE_STATES = ("pending", "active", "terminating")
+
+
+def _kueue_buckets(count: int) -> list[float]:
+    """Kueue's wait-time buckets: 1 s, then 2.5 s doubling (``generateExponentialBuckets`` in metrics.go)."""
+    return [1.0] + [2.5 * 2**i for i in range(count - 1)]
+
+
+class Metrics:
+    """All metrics of one process; ``role`` fills ``replica_role`` and flips on leader election."""
+
+    def __init__(self, *, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.role = "follower"
+        r = self.registry
+        self.admission_attempts = Counter(
+            "kueue_admission_attempts_total",
+            "Attempts to admit workloads; result is success or inadmissible.",
+            ["result", "replica_role"],
+            registry=r,
+        )
+        self.admitted_workloads = Counter(
+            "kueue_admitted_workloads_total",
+            "Admitted workloads per cluster_queue.",
+            ["cluster_queue", "priority_class", "replica_role"],
+            registry=r,
+        )
+        self.quota_reserved_workloads = Counter(
+            "kueue_quota_reserved_workloads_total",
+            "Workloads that got a quota reservation per cluster_queue.",
+            ["cluster_queue", "priority_class", "replica_role"],
+            registry=r,
+        )
+        self.finished_workloads = Counter(
+            "kueue_finished_workloads_total",
+            "Finished workloads per cluster_queue.",
+            ["cluster_queue", "priority_class", "replica_role"],
+            registry=r,
+        )
+        self.pending_workloads = Gauge(
+            "kueue_pending_workloads",
+            "Pending workloads per cluster_queue and status (active or inadmissible).",
+            ["cluster_queue", "status", "replica_role"],
+            registry=r,
+        )
+        self.reserving_active_workloads = Gauge(
+            "kueue_reserving_active_workloads",
+            "Workloads holding a quota reservation per cluster_queue.",
+            ["cluster_queue", "replica_role"],
+            registry=r,
+        )
+        self.admitted_active_workloads = Gauge(
+            "kueue_admitted_active_workloads",
+            "Admitted, not finished workloads per cluster_queue.",
+            ["cluster_queue", "replica_role"],
+            registry=r,
+        )
+        self.admission_wait_time = Histogram(
+            "kueue_admission_wait_time_seconds",
+            "Time from a workload's creation or requeue until admission, per cluster_queue.",
+            ["cluster_queue", "priority_class", "replica_role"],
+            buckets=_kueue_buckets(16),
+            registry=r,
+        )
+        self.quota_reserved_wait_time = Histogram(
+            "kueue_quota_reserved_wait_time_seconds",
+            "Time from a workload's creation or requeue until quota reservation, per cluster_queue.",
+            ["cluster_queue", "priority_class", "replica_role"],
+            buckets=_kueue_buckets(14),
+            registry=r,
+        )
+        self.cluster_queue_status = Gauge(
+            "kueue_cluster_queue_status",
+            "Status of a cluster_queue: 1 for the current state among pending, active, terminating.",
+            ["cluster_queue", "status", "replica_role"],
+            registry=r,
+        )
+        self.resource_usage = Gauge(
+            "kueue_cluster_queue_resource_usage",
+            "Resource usage of admitted workloads per cluster_queue, flavor and resource.",
+            list(CQ_RESOURCE_LABELS),
+            registry=r,
+        )
+        self.resource_reservation = Gauge(
+            "kueue_cluster_queue_resource_reservation",
+            "Resources reserved by workloads per cluster_queue, flavor and resource.",
+            list(CQ_RESOURCE_LABELS),
+            registry=r,
+        )
+        self.nominal_quota = Gauge(
+            "kueue_cluster_queue_nominal_quota",
+            "Nominal quota per cluster_queue, flavor and resource.",
+            list(CQ_RESOURCE_LABELS),
+            registry=r,
+        )
+        self.borrowing_limit = Gauge(
+            "kueue_cluster_queue_borrowing_limit",
+            "Borrowing limit per cluster_queue, flavor and resource.",
+            list(CQ_RESOURCE_LABELS),
+            registry=r,
+        )
+        self.lending_limit = Gauge(
+            "kueue_cluster_queue_lending_limit",
+            "Lending limit per cluster_queue, flavor and resource.",
+            list(CQ_RESOURCE_LABELS),
+            registry=r,
+        )
+        self.config_reloads = Counter(
+            "kueue_webhook_config_reloads_total",
+            "Reloads of the kueue-webhook-config ConfigMap; result is applied or rejected.",
+            ["result"],
+            registry=r,
+        )
+        self.config_last_reload_success = Gauge(
+            "kueue_webhook_config_last_reload_successful",
+            "1 if the last edit of the ConfigMap was applied, 0 if it was rejected.",
+            registry=r,
+        )
+        self.gpu_seconds = Counter(
+            "kueue_webhook_cluster_queue_gpu_seconds_total",
+            "GPU-seconds held by admitted workloads per cluster_queue and GPU resource, for chargeback.",
+            ["cluster_queue", "resource"],
+            registry=r,
+        )
+        self.api_writes = Counter(
+            "kueue_webhook_api_writes_total",
+            "Writes sent to the API server by the controller, per kind and verb.",
+            ["kind", "verb"],
+            registry=r,
+        )
+
+    def set_cluster_queue_state(self, *, cluster_queue: str, state: str) -> None:
+        """One-hot the queue's state, as Kueue reports it."""
+        for candidate in CLUSTER_QUEUE_STATES:
+            self.cluster_queue_status.labels(cluster_queue, candidate, self.role).set(
+                1 if candidate == state else 0
+            )
+
+    def forget_cluster_queue(self, *, cluster_queue: str) -> None:
+        """Drop every series labelled with a deleted queue so it stops appearing in scrapes."""
+        for metric in (
+            self.pending_workloads,
+            self.reserving_active_workloads,
+            self.admitted_active_workloads,
+            self.cluster_queue_status,
+            self.resource_usage,
+            self.resource_reservation,
+            self.nominal_quota,
+            self.borrowing_limit,
+            self.lending_limit,
+        ):
+            names = metric._labelnames
+            index = names.index("cluster_queue")
+            for labels in list(metric._metrics):
+                if labels[index] == cluster_queue:
+                    metric.remove(*labels)
+
+    def exposition(self) -> bytes:
+        """The text format served at /metrics."""
+        return bytes(generate_latest(self.registry))

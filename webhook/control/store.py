@@ -1,0 +1,182 @@
+"""One in-memory mirror of every watched object, fed by informers and by our own writes.
+
+Watches deliver duplicates (after a relist), our own write results race their watch events, and a resumed
+watch can replay what a list already showed. The store therefore accepts an object only if it is not older
+than what it holds (resourceVersions compared as integers, which kube-apiserver's etcd-backed versions are),
+remembers deletions as tombstones so a late event cannot resurrect a deleted object, and notifies listeners
+only on a real change. Applying the same event twice is a no-op, so every handler above is idempotent.
+
+Objects are stored as the API server sent them (plain dicts) and must be treated as read-only by callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.control.kinds import JOBS, NAMESPACES, WORKLOADS, Kind
+
+JSON = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """An observed transition of one object; ``new`` None means deleted, ``old`` None means added."""
+
+    kind: Kind
+    key: Key
+    old: JSON | None
+    new: JSON | None
+
+
+Listener = Callable[[Change], None]
+
+
+def key_of(obj: JSON) -> Key:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def resource_version(obj: JSON | None) -> int:
+    """The object's resourceVersion as an integer; -1 when absent or not numeric (always accepted)."""
+    if obj is None:
+        return -1
+    raw = (obj.get("metadata") or {}).get("resourceVersion") or ""
+    try:
+        return int(raw)
+    except ValueError:
+        return -1
+
+
+def _is_stale(incoming: JSON, held_version: int) -> bool:
+    incoming_version = resource_version(incoming)
+    return incoming_version >= 0 and held_version >= 0 and incoming_version <= held_version
+
+
+class Store:
+    """Objects per kind and key, tombstones for deletions, an owner index for Workloads, and listeners."""
+
+    def __init__(self) -> None:
+        self._objects: dict[Kind, dict[Key, JSON]] = {}
+        self._tombstones: dict[Kind, dict[Key, int]] = {}
+        self._owned: dict[str, Key] = {}  # owner uid -> key of the Workload it controls
+        self._listeners: list[Listener] = []
+        self._synced: set[Kind] = set()
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    def get(self, kind: Kind, name: str, namespace: str = "") -> JSON | None:
+        return self._objects.get(kind, {}).get((namespace, name))
+
+    def items(self, kind: Kind, *, namespace: str | None = None) -> list[JSON]:
+        objects = self._objects.get(kind, {})
+        if namespace is None:
+            return list(objects.values())
+        return [obj for (ns, _), obj in objects.items() if ns == namespace]
+
+    def count(self, kind: Kind) -> int:
+        return len(self._objects.get(kind, {}))
+
+    def workload_owned_by(self, *, namespace: str, owner_uid: str) -> JSON | None:
+        """The Workload whose controller ownerReference points at ``owner_uid`` (a Job), if any."""
+        key = self._owned.get(owner_uid)
+        if key is None or key[0] != namespace:
+            return None
+        return self.get(WORKLOADS, key[1], key[0])
+
+    def job_of(self, workload: JSON) -> JSON | None:
+        """The Job a Workload belongs to (controller ownerReference of kind Job), if it is in the store."""
+        owner = controller_owner(workload)
+        if owner is None or owner.get("kind") != "Job":
+            return None
+        namespace, _ = key_of(workload)
+        job = self.get(JOBS, str(owner.get("name", "")), namespace)
+        if job is None or (job.get("metadata") or {}).get("uid") != owner.get("uid"):
+            return None
+        return job
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        ns = self.get(NAMESPACES, namespace)
+        labels = dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+        labels.setdefault("kubernetes.io/metadata.name", namespace)
+        return labels
+
+    # -- sync gate ----------------------------------------------------------------------------------------
+
+    def mark_synced(self, kind: Kind) -> None:
+        self._synced.add(kind)
+
+    def is_synced(self, kinds: Iterable[Kind]) -> bool:
+        return all(kind in self._synced for kind in kinds)
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def upsert(self, kind: Kind, obj: JSON) -> bool:
+        """Add or update ``obj`` unless we hold something as new; True if the store changed."""
+        key = key_of(obj)
+        objects = self._objects.setdefault(kind, {})
+        old = objects.get(key)
+        if old is not None and _is_stale(obj, resource_version(old)):
+            return False
+        if old is None and _is_stale(obj, self._tombstones.get(kind, {}).get(key, -1)):
+            return False
+        self._tombstones.get(kind, {}).pop(key, None)
+        objects[key] = obj
+        if kind is WORKLOADS:
+            self._index_owner(key, old, obj)
+        self._notify(Change(kind, key, old, obj))
+        return True
+
+    def remove(self, kind: Kind, obj: JSON) -> bool:
+        """Forget ``obj`` (a DELETED event carries its last state); True if it was held."""
+        key = key_of(obj)
+        objects = self._objects.setdefault(kind, {})
+        old = objects.get(key)
+        version = resource_version(obj)
+        if old is not None and 0 <= version < resource_version(old):
+            return False  # a late delete (e.g. of an earlier incarnation); the newer object stays
+        tombstones = self._tombstones.setdefault(kind, {})
+        tombstones[key] = max(version, tombstones.get(key, -1), resource_version(old))
+        if old is None:
+            return False
+        del objects[key]
+        if kind is WORKLOADS:
+            self._index_owner(key, old, None)
+        self._notify(Change(kind, key, old, None))
+        return True
+
+    def replace(self, kind: Kind, objects: Iterable[JSON]) -> None:
+        """Reconcile with a fresh list: upsert everything listed, remove what is no longer there."""
+        listed = {key_of(obj): obj for obj in objects}
+        self._tombstones.pop(kind, None)  # a list is authoritative; old tombstones cannot matter any more
+        for key, old in list(self._objects.get(kind, {}).items()):
+            if key not in listed:
+                self.remove(kind, old)
+        self._tombstones.pop(kind, None)
+        for obj in listed.values():
+            self.upsert(kind, obj)
+
+    def _index_owner(self, key: Key, old: JSON | None, new: JSON | None) -> None:
+        old_owner = controller_owner(old) if old is not None else None
+        if old_owner is not None and self._owned.get(str(old_owner.get("uid"))) == key:
+            del self._owned[str(old_owner.get("uid"))]
+        new_owner = controller_owner(new) if new is not None else None
+        if new_owner is not None and new_owner.get("uid"):
+            self._owned[str(new_owner["uid"])] = key
+
+    def _notify(self, change: Change) -> None:
+        for listener in self._listeners:
+            listener(change)
+
+
+def controller_owner(obj: JSON | None) -> JSON | None:
+    """The ownerReference with ``controller: true``, if any."""
+    for ref in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
