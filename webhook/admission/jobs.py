@@ -1,0 +1,353 @@
+"""Admission rules for ``batch/v1`` Jobs: queue them on create, and keep them queued.
+
+Mutation (CREATE) follows Kueue's Job defaulter: a Job that names a LocalQueue, or any Job in a managed
+namespace when ``manageJobsWithoutQueueName`` is set, is created suspended so that only the controller
+starts it once its Workload is admitted; a Job without the label gets the namespace's default LocalQueue
+(``default``, or the name the configuration gives for that namespace) when that LocalQueue exists.
+
+Validation keeps Kueue's rules and messages verbatim (``jobframework/validation.go``): the queue label is a
+DNS-1123 subdomain, it is immutable while the Job runs and may not be dropped where a default queue exists,
+the priority-class label may not be added to a running Job nor removed, ``max-exec-time-seconds`` is a
+positive integer fixed once running. On top of those it enforces what Kueue leaves to external policy
+engines, each denial saying which rule fired and what to do instead:
+
+* label policy: in a namespace matched by ``labelPolicy.enforcedNamespaceSelector`` a Job must carry the
+  queue label (the denial lists the LocalQueues there) and the label can never be removed;
+* anti-bypass: on a managed Job only the controller identity may flip ``spec.suspend`` from true to false,
+  and may change the pod template's nodeSelector, tolerations or resources while the Job runs (the
+  controller injects them from the assigned ResourceFlavor; a user editing them would escape the quota
+  accounting).
+
+Everything here is pure: the request, the configuration and a :class:`ClusterView` in, a Verdict out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from webhook.admission.fields import IMMUTABLE, aggregate_message, dns1123_subdomain_errors, label_path
+from webhook.admission.review import AdmissionRequest, Verdict
+from webhook.admission.view import ClusterView, namespace_labels_or_default
+from webhook.api.config import Configuration
+from webhook.api.errors import FieldError
+from webhook.api.jobs import QUEUE_NAME_LABEL, job_queue_name
+
+__all__ = [
+    "MAX_EXEC_TIME_LABEL",
+    "PREBUILT_WORKLOAD_LABEL",
+    "PRIORITY_CLASS_LABEL",
+    "QUEUE_LABEL",
+    "mutate_job",
+    "validate_job",
+]
+
+QUEUE_LABEL = QUEUE_NAME_LABEL
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+
+#: kinds Kueue integrates: a Job controlled by one of these is queued through its owner, not on its own
+_QUEUED_OWNER_KINDS = frozenset(
+    {
+        "JobSet",
+        "RayJob",
+        "RayCluster",
+        "RayService",
+        "MPIJob",
+        "PyTorchJob",
+        "TFJob",
+        "XGBoostJob",
+        "PaddleJob",
+        "JAXJob",
+        "TrainJob",
+        "AppWrapper",
+    }
+)
+_KUBECTL_HINT = (
+    "kubectl create job cannot set labels: write the label into the manifest and use kubectl create -f, or "
+    "pipe it: kubectl create job NAME --image=IMAGE --dry-run=client -o yaml | kubectl label --local -f - "
+    f"{QUEUE_LABEL}=QUEUE -o yaml | kubectl create -f -"
+)
+
+
+class _Malformed(ValueError):
+    """The Job in the review is not shaped like a Job; answered allowed=false with code 400."""
+
+
+class _Job:
+    """The few fields of a Job the rules read, checked for shape once."""
+
+    __slots__ = ("labels", "owner_kinds", "queue_name", "suspended", "template_spec")
+
+    def __init__(self, obj: Mapping[str, Any] | None, where: str) -> None:
+        if obj is None:
+            raise _Malformed(f"{where} is missing")
+        metadata = _mapping(obj.get("metadata"), f"{where}.metadata")
+        labels = _mapping(metadata.get("labels"), f"{where}.metadata.labels")
+        for key, value in labels.items():
+            if not isinstance(value, str):
+                raise _Malformed(f"{where}.metadata.labels[{key}] must be a string")
+        self.labels: Mapping[str, str] = labels
+        # the object model's reading (label, then Kueue's legacy annotation), so the controller agrees
+        self.queue_name = job_queue_name(obj) or ""
+        owners = metadata.get("ownerReferences") or []
+        if not isinstance(owners, list):
+            raise _Malformed(f"{where}.metadata.ownerReferences must be a list")
+        self.owner_kinds = frozenset(
+            str(ref.get("kind"))
+            for ref in owners
+            if isinstance(ref, Mapping) and ref.get("controller") is True
+        )
+        spec = _mapping(obj.get("spec"), f"{where}.spec")
+        suspend = spec.get("suspend")
+        if suspend is not None and not isinstance(suspend, bool):
+            raise _Malformed(f"{where}.spec.suspend must be a boolean")
+        self.suspended = suspend is True
+        template = _mapping(spec.get("template"), f"{where}.spec.template")
+        self.template_spec = _mapping(template.get("spec"), f"{where}.spec.template.spec")
+
+    @property
+    def queued_through_owner(self) -> bool:
+        return not self.owner_kinds.isdisjoint(_QUEUED_OWNER_KINDS)
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _Malformed(f"{where} must be an object")
+    return value
+
+
+def _is_job(request: AdmissionRequest) -> bool:
+    return request.kind.group == "batch" and request.kind.kind == "Job"
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+# -- mutation ---------------------------------------------------------------------------------------
+
+
+def mutate_job(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+    """Kueue's Job defaulter: default queue label, then ``spec.suspend: true`` for managed Jobs (CREATE)."""
+    if not _is_job(request):
+        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
+    if request.operation != "CREATE":
+        return Verdict.allow()
+    try:
+        job = _Job(request.object, "object")
+    except _Malformed as exc:
+        return Verdict.unprocessable(str(exc))
+    if job.queued_through_owner:
+        return Verdict.allow()
+    namespace_labels = namespace_labels_or_default(view, request.namespace)
+    managed = config.manages_namespace(namespace_labels)
+    patch: list[dict[str, Any]] = []
+    queue = job.queue_name
+    if not queue and (managed or config.label_policy.is_enforced(namespace_labels)):
+        default_queue = config.label_policy.default_queue_for(request.namespace)
+        if default_queue in view.local_queue_names(request.namespace):
+            queue = default_queue
+            if request.object is not None and isinstance(request.object["metadata"].get("labels"), Mapping):
+                patch.append(
+                    {"op": "add", "path": f"/metadata/labels/{_pointer(QUEUE_LABEL)}", "value": queue}
+                )
+            else:
+                patch.append({"op": "add", "path": "/metadata/labels", "value": {QUEUE_LABEL: queue}})
+    should_suspend = bool(queue) or (config.manage_jobs_without_queue_name and managed)
+    if should_suspend and not job.suspended:
+        if request.object is not None and isinstance(request.object.get("spec"), Mapping):
+            patch.append({"op": "add", "path": "/spec/suspend", "value": True})
+        else:
+            patch.append({"op": "add", "path": "/spec", "value": {"suspend": True}})
+    return Verdict.allow(patch)
+
+
+# -- validation -------------------------------------------------------------------------------------
+
+
+def validate_job(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+    """Kueue's Job validation plus the label policy and the anti-bypass rules (CREATE and UPDATE)."""
+    if not _is_job(request):
+        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
+    if request.operation not in ("CREATE", "UPDATE"):
+        return Verdict.allow()
+    try:
+        new = _Job(request.object, "object")
+        old = _Job(request.old_object, "oldObject") if request.operation == "UPDATE" else None
+    except _Malformed as exc:
+        return Verdict.unprocessable(str(exc))
+    errors = _label_value_errors(new)
+    if old is None:
+        errors += _policy_on_create(request, new, config, view)
+    else:
+        errors += _kueue_update_errors(request, old, new, config, view)
+        errors += _policy_on_update(request, old, new, config, view)
+    if errors:
+        return Verdict.deny(aggregate_message(errors))
+    return Verdict.allow()
+
+
+def _label_value_errors(job: _Job) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for key in (QUEUE_LABEL, PREBUILT_WORKLOAD_LABEL):
+        value = job.labels.get(key)
+        if value is not None and (problems := dns1123_subdomain_errors(value)):
+            errors.append(FieldError.invalid(label_path(key), value, ",".join(problems)))
+    raw = job.labels.get(MAX_EXEC_TIME_LABEL)
+    if raw is not None:
+        try:
+            seconds = int(raw, 10)
+        except ValueError:
+            errors.append(
+                FieldError.invalid(
+                    label_path(MAX_EXEC_TIME_LABEL), raw, f'strconv.Atoi: parsing "{raw}": invalid syntax'
+                )
+            )
+        else:
+            if seconds <= 0:
+                errors.append(
+                    FieldError.invalid(label_path(MAX_EXEC_TIME_LABEL), seconds, "should be greater than 0")
+                )
+    return errors
+
+
+def _kueue_update_errors(
+    request: AdmissionRequest, old: _Job, new: _Job, config: Configuration, view: ClusterView
+) -> list[FieldError]:
+    errors: list[FieldError] = []
+    queue_path = label_path(QUEUE_LABEL)
+    if not new.suspended and new.queue_name != old.queue_name:
+        errors.append(FieldError.invalid(queue_path, new.queue_name, IMMUTABLE))
+    if not new.queue_name and old.queue_name:
+        default_queue = config.label_policy.default_queue_for(request.namespace)
+        if default_queue in view.local_queue_names(request.namespace):
+            errors.append(
+                FieldError.invalid(
+                    queue_path, "", "queue-name must not be empty in namespace with default queue"
+                )
+            )
+    if not new.suspended or not old.suspended:
+        old_limit, new_limit = (
+            old.labels.get(MAX_EXEC_TIME_LABEL, ""),
+            new.labels.get(MAX_EXEC_TIME_LABEL, ""),
+        )
+        if old_limit != new_limit:
+            errors.append(FieldError.invalid(label_path(MAX_EXEC_TIME_LABEL), new_limit, IMMUTABLE))
+    old_priority, new_priority = (
+        old.labels.get(PRIORITY_CLASS_LABEL, ""),
+        new.labels.get(PRIORITY_CLASS_LABEL, ""),
+    )
+    priority_path = label_path(PRIORITY_CLASS_LABEL)
+    if not new.suspended and not old_priority and new_priority:
+        errors.append(
+            FieldError.invalid(
+                priority_path,
+                new_priority,
+                "WorkloadPriorityClass cannot be added to a non-suspended workload",
+            )
+        )
+    if not new_priority and old_priority:
+        errors.append(
+            FieldError.invalid(priority_path, "", "WorkloadPriorityClass cannot be removed from a workload")
+        )
+    return errors
+
+
+def _queue_list(view: ClusterView, namespace: str) -> str:
+    names = sorted(view.local_queue_names(namespace))
+    if not names:
+        return (
+            f'there is no LocalQueue in namespace "{namespace}" yet: ask a cluster administrator to create '
+            "one (kind: LocalQueue, apiVersion: kueue.x-k8s.io/v1beta2)"
+        )
+    shown = ", ".join(f'"{name}"' for name in names)
+    return f'LocalQueues in namespace "{namespace}": {shown}'
+
+
+def _policy_on_create(
+    request: AdmissionRequest, job: _Job, config: Configuration, view: ClusterView
+) -> list[FieldError]:
+    if job.queue_name or job.queued_through_owner:
+        return []
+    if not config.label_policy.is_enforced(namespace_labels_or_default(view, request.namespace)):
+        return []
+    return [
+        FieldError.required(
+            label_path(QUEUE_LABEL),
+            f'namespace "{request.namespace}" requires every Job to name its LocalQueue in the label '
+            f"{QUEUE_LABEL}; "
+            f"{_queue_list(view, request.namespace)}. {_KUBECTL_HINT}",
+        )
+    ]
+
+
+def _is_managed(job: _Job, config: Configuration, namespace_labels: Mapping[str, str]) -> bool:
+    if job.queued_through_owner:
+        return False
+    return bool(job.queue_name) or (
+        config.manage_jobs_without_queue_name and config.manages_namespace(namespace_labels)
+    )
+
+
+def _policy_on_update(
+    request: AdmissionRequest, old: _Job, new: _Job, config: Configuration, view: ClusterView
+) -> list[FieldError]:
+    namespace_labels = namespace_labels_or_default(view, request.namespace)
+    errors: list[FieldError] = []
+    if old.queue_name and not new.queue_name and config.label_policy.is_enforced(namespace_labels):
+        errors.append(
+            FieldError.forbidden(
+                label_path(QUEUE_LABEL),
+                f'namespace "{request.namespace}" requires the label {QUEUE_LABEL}, so it cannot be removed; '
+                "to move the Job to another LocalQueue, set spec.suspend: true and change the label's value "
+                f"({_queue_list(view, request.namespace)})",
+            )
+        )
+    controller = config.controller_identity.username
+    if request.username == controller:
+        return errors
+    managed = _is_managed(old, config, namespace_labels) or _is_managed(new, config, namespace_labels)
+    if not managed:
+        return errors
+    queue = new.queue_name or old.queue_name
+    if old.suspended and not new.suspended:
+        errors.append(
+            FieldError.forbidden(
+                "spec.suspend",
+                f"only the queueing controller ({controller}) may start a queued Job, "
+                f"user {request.username!r} may not; the Job starts by itself once its Workload is admitted"
+                + (f' through LocalQueue "{queue}"' if queue else "")
+                + f" (see kubectl get workloads -n {request.namespace} for why it is waiting)",
+            )
+        )
+    if not old.suspended:
+        errors += _admitted_template_changes(old, new)
+    return errors
+
+
+def _admitted_template_changes(old: _Job, new: _Job) -> list[FieldError]:
+    hint = (
+        "cannot be changed while the Job is admitted: the queueing controller sets it from the assigned "
+        "ResourceFlavor and quota; delete and recreate the Job with the new value instead"
+    )
+    base = "spec.template.spec"
+    errors: list[FieldError] = []
+    for key in ("nodeSelector", "tolerations"):
+        if (old.template_spec.get(key) or None) != (new.template_spec.get(key) or None):
+            errors.append(FieldError.forbidden(f"{base}.{key}", hint))
+    for key in ("initContainers", "containers"):
+        if _resources(old.template_spec.get(key)) != _resources(new.template_spec.get(key)):
+            errors.append(FieldError.forbidden(f"{base}.{key}[*].resources", hint))
+    return errors
+
+
+def _resources(containers: Any) -> Sequence[Any]:
+    if not isinstance(containers, list):
+        return ()
+    return [
+        (c.get("name"), c.get("resources") or None) if isinstance(c, Mapping) else None for c in containers
+    ]
