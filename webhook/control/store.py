@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.control.kinds import JOBS, NAMESPACES, WORKLOADS, Kind
+from webhook.control.kinds import JOBS, LOCAL_QUEUES, NAMESPACES, WORKLOADS, Kind
 
 JSON = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -97,11 +97,19 @@ class Store:
             return None
         return job
 
-    def namespace_labels(self, namespace: str) -> dict[str, str]:
+    # -- the admission webhook's ClusterView (webhook.admission.view) ---------------------------------------
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        """The namespace's labels (with the name label Kubernetes adds), None if it is not known."""
         ns = self.get(NAMESPACES, namespace)
-        labels = dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+        if ns is None:
+            return None
+        labels = dict((ns.get("metadata") or {}).get("labels") or {})
         labels.setdefault("kubernetes.io/metadata.name", namespace)
         return labels
+
+    def local_queue_names(self, namespace: str) -> list[str]:
+        return sorted(name for (ns, name) in self._objects.get(LOCAL_QUEUES, {}) if ns == namespace)
 
     # -- sync gate ----------------------------------------------------------------------------------------
 

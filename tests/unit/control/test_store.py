@@ -7,7 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.control.kinds import JOBS, WORKLOADS
+from webhook.admission.view import ClusterView
+from webhook.control.kinds import JOBS, LOCAL_QUEUES, NAMESPACES, WORKLOADS
 from webhook.control.store import Change, Store
 
 
@@ -83,8 +84,16 @@ def test_workload_found_by_its_owner_job_uid() -> None:
     assert store.workload_owned_by(namespace="ns", owner_uid="job-uid") is None
 
 
-def test_namespace_labels_include_the_name_label_kubernetes_adds() -> None:
-    assert Store().namespace_labels("team-a") == {"kubernetes.io/metadata.name": "team-a"}
+def test_cluster_view_answers_namespace_labels_and_local_queues() -> None:
+    store = Store()
+    assert store.namespace_labels("team-a") is None
+    store.upsert(NAMESPACES, {"metadata": {"name": "team-a", "resourceVersion": "1", "labels": {"x": "y"}}})
+    assert store.namespace_labels("team-a") == {"x": "y", "kubernetes.io/metadata.name": "team-a"}
+    store.upsert(LOCAL_QUEUES, obj("gpu", 2, namespace="team-a"))
+    store.upsert(LOCAL_QUEUES, obj("cpu", 3, namespace="team-a", uid="u2"))
+    store.upsert(LOCAL_QUEUES, obj("other", 4, namespace="team-b", uid="u3"))
+    view: ClusterView = store
+    assert list(view.local_queue_names("team-a")) == ["cpu", "gpu"]
 
 
 events = st.lists(

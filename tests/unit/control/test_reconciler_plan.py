@@ -1,0 +1,189 @@
+"""Job ⇄ Workload rules (Kueue's jobframework reconciler order), one user-visible situation per test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.api.objects import ResourceFlavor, parse_resource_flavor
+from webhook.control.conditions import admitted_status, finished_status, pending_status
+from webhook.control.reconciler import (
+    CreateWorkload,
+    FinishWorkload,
+    ReleaseReservation,
+    StartJob,
+    StopJob,
+    plan_job,
+)
+
+JSON = dict[str, Any]
+NOW = "2026-11-22T01:00:00Z"
+
+
+def job(
+    *, suspend: bool = True, conditions: list[JSON] | None = None, node_selector: JSON | None = None
+) -> JSON:
+    pod_spec: JSON = {
+        "containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]
+    }
+    if node_selector is not None:
+        pod_spec["nodeSelector"] = node_selector
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "train",
+            "namespace": "team-a",
+            "uid": "job-uid",
+            "labels": {"kueue.x-k8s.io/queue-name": "gpu"},
+        },
+        "spec": {"suspend": suspend, "parallelism": 1, "completions": 1, "template": {"spec": pod_spec}},
+        "status": {"conditions": conditions or []},
+    }
+
+
+def workload(status: JSON | None = None) -> JSON:
+    return {
+        "metadata": {
+            "name": "job-train-abcde",
+            "namespace": "team-a",
+            "generation": 1,
+            "resourceVersion": "5",
+        },
+        "spec": {"podSets": [{"name": "main", "count": 1, "template": job()["spec"]["template"]}]},
+        "status": status or {},
+    }
+
+
+ADMISSION = {
+    "clusterQueue": "research",
+    "podSetAssignments": [
+        {
+            "name": "main",
+            "flavors": {"nvidia.com/gpu": "gpu-nodes"},
+            "resourceUsage": {"nvidia.com/gpu": "2"},
+            "count": 1,
+        }
+    ],
+}
+
+
+def admitted() -> JSON:
+    return workload(admitted_status(workload(), admission=ADMISSION, now=NOW))
+
+
+def flavor_lookup(name: str) -> ResourceFlavor | None:
+    parsed = parse_resource_flavor(
+        {
+            "metadata": {"name": name},
+            "spec": {"nodeLabels": {"pool": "a100"}, "tolerations": [{"key": "gpu", "operator": "Exists"}]},
+        }
+    )
+    assert isinstance(parsed, ResourceFlavor)
+    return parsed if name == "gpu-nodes" else None
+
+
+def plan(j: JSON, w: JSON | None) -> object:
+    return plan_job(j, w, flavors=flavor_lookup, priorities={})
+
+
+def test_new_suspended_job_gets_a_workload_owned_by_it() -> None:
+    step = plan(job(), None)
+    assert isinstance(step, CreateWorkload)
+    owner = step.body["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == ("Job", "job-uid", True)
+    assert step.body["spec"]["queueName"] == "gpu"
+
+
+def test_admitted_workload_starts_its_job_on_the_flavor() -> None:
+    step = plan(job(), admitted())
+    assert isinstance(step, StartJob)
+    ops = {op["path"]: op.get("value") for op in step.patch}
+    assert ops["/spec/suspend"] is False
+    assert ops["/spec/template/spec/nodeSelector"] == {"pool": "a100"}
+    assert ops["/spec/template/spec/tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+    assert step.cluster_queue == "research"
+
+
+def test_admitted_workload_waits_for_a_flavor_not_yet_seen() -> None:
+    admission = {
+        **ADMISSION,
+        "podSetAssignments": [{**ADMISSION["podSetAssignments"][0], "flavors": {"nvidia.com/gpu": "later"}}],
+    }
+    w = workload(admitted_status(workload(), admission=admission, now=NOW))
+    assert plan(job(), w) is None
+
+
+def test_flavor_contradicting_the_jobs_node_selector_fails_the_workload() -> None:
+    step = plan(job(node_selector={"pool": "h100"}), admitted())
+    assert isinstance(step, FinishWorkload) and step.reason == "FailedToStart"
+
+
+def test_user_unsuspending_a_pending_job_gets_it_suspended_again() -> None:
+    pending = workload(pending_status(workload(), reason="Pending", message="insufficient quota", now=NOW))
+    step = plan(job(suspend=False), pending)
+    assert isinstance(step, StopJob)
+    assert step.message == "Not admitted by cluster queue"
+    assert step.patch[0] == {"op": "replace", "path": "/spec/suspend", "value": True}
+
+
+def test_running_admitted_job_is_left_alone() -> None:
+    assert plan(job(suspend=False), admitted()) is None
+
+
+def test_completed_job_finishes_its_workload_with_the_jobs_message() -> None:
+    done = job(
+        suspend=False,
+        conditions=[
+            {"type": "Complete", "status": "True", "message": "Reached expected number of succeeded pods"}
+        ],
+    )
+    step = plan(done, admitted())
+    assert isinstance(step, FinishWorkload)
+    assert (step.reason, step.message) == ("Succeeded", "Reached expected number of succeeded pods")
+    finished = workload(finished_status(admitted(), reason=step.reason, message=step.message, now=NOW))
+    assert plan(done, finished) is None
+
+
+def test_failed_job_finishes_its_workload_as_failed() -> None:
+    failed = job(
+        suspend=False, conditions=[{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}]
+    )
+    step = plan(failed, admitted())
+    assert isinstance(step, FinishWorkload) and step.reason == "Failed"
+
+
+def test_evicted_workload_stops_the_job_then_releases_the_reservation() -> None:
+    evicted = admitted()
+    evicted["status"]["conditions"].append(
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "Preempted",
+            "message": "Preempted to accommodate a workload",
+        }
+    )
+    stop = plan(job(suspend=False), evicted)
+    assert isinstance(stop, StopJob) and stop.message == "Preempted to accommodate a workload"
+    release = plan(job(suspend=True), evicted)
+    assert isinstance(release, ReleaseReservation)
+
+
+def test_pending_status_is_unchanged_when_reason_and_message_are_the_same() -> None:
+    once = workload(pending_status(workload(), reason="Pending", message="insufficient quota", now=NOW))
+    assert (
+        pending_status(once, reason="Pending", message="insufficient quota", now="2030-01-01T00:00:00Z")
+        is None
+    )
+    moved = pending_status(once, reason="Pending", message="other", now="2030-01-01T00:00:00Z")
+    assert moved is not None
+    [condition] = moved["conditions"]
+    assert condition["lastTransitionTime"] == NOW  # status did not flip, so the transition time stays
+
+
+def test_admission_status_has_kueue_condition_texts() -> None:
+    status = admitted_status(workload(), admission=ADMISSION, now=NOW)
+    texts = {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+    assert texts == {
+        "QuotaReserved": ("True", "QuotaReserved", "Quota reserved in ClusterQueue research"),
+        "Admitted": ("True", "Admitted", "The workload is admitted"),
+    }

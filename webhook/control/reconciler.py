@@ -1,0 +1,320 @@
+"""Job ⇄ Workload lifecycle: the Job's side of admission, following Kueue's jobframework reconciler.
+
+The admission task only ever writes Workloads; everything that touches a Job happens here, driven by the
+pair (Job, its Workload) as the store currently sees it. ``plan_job`` is pure: given the pair it returns
+the one step that brings them closer to agreement, so each rule is a readable branch and testable without a
+server. ``JobReconciler`` executes steps from a de-duplicating work queue and is re-triggered by every
+change of either object, so a step that fails (or races another writer) is simply planned again.
+
+The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
+1. a Job that is Complete or Failed marks its Workload ``Finished`` (reason Succeeded/Failed, the Job
+   condition's message) — which is what releases its quota;
+2. a managed Job without a Workload gets one (owned by the Job, so deleting the Job deletes it);
+3. an admitted Workload whose Job is still suspended starts the Job (suspend=false plus the flavors'
+   nodeSelector/tolerations) — also the crash-recovery path when we died between the two writes;
+4. a running Job whose Workload holds no reservation (a user unsuspended it, or it was evicted) is
+   suspended again and its pod template restored, with a ``Stopped`` Event;
+5. an evicted Workload whose Job has stopped gets its reservation cleared, releasing the quota.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.api.config import Configuration
+from webhook.api.jobs import (
+    FlavorConflict,
+    job_queue_name,
+    resuspend_patch,
+    unsuspend_patch,
+    workload_for_job,
+)
+from webhook.api.objects import ResourceFlavor, parse_resource_flavor
+from webhook.control.conditions import finished_status, is_true, now_rfc3339, released_status
+from webhook.control.events import EventSink
+from webhook.control.kinds import JOBS, RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
+from webhook.control.store import Change, Store, controller_owner, key_of
+from webhook.control.workqueue import WorkQueue
+from webhook.control.writers import Writer
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.reconciler")
+
+#: Jobs run by a higher-level workload (JobSet, Ray, ...) are queued through their owner, never on their own
+OWNER_QUEUED_KINDS = frozenset({"JobSet", "RayJob", "RayCluster", "RayService", "MPIJob", "TrainJob"})
+
+
+# -- the steps ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CreateWorkload:
+    body: JSON
+
+
+@dataclass(frozen=True, slots=True)
+class FinishWorkload:
+    workload: JSON
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartJob:
+    patch: list[JSON]
+    cluster_queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopJob:
+    patch: list[JSON]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseReservation:
+    workload: JSON
+    message: str
+
+
+Step = CreateWorkload | FinishWorkload | StartJob | StopJob | ReleaseReservation
+
+
+def job_finished(job: JSON) -> tuple[bool, bool, str]:
+    """(finished, succeeded, message) from the Job's Complete/Failed conditions (Kueue's Job.Finished)."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+            return True, condition.get("type") == "Complete", str(condition.get("message") or "")
+    return False, True, ""
+
+
+def is_suspended(job: JSON) -> bool:
+    return (job.get("spec") or {}).get("suspend") is True
+
+
+def is_managed(job: JSON, *, config: Configuration, namespace_labels: Mapping[str, str]) -> bool:
+    """The webhook's rule: a queue label, or any Job in a managed namespace if manageJobsWithoutQueueName."""
+    owner = controller_owner(job)
+    if owner is not None and owner.get("kind") in OWNER_QUEUED_KINDS:
+        return False
+    if job_queue_name(job):
+        return True
+    return config.manage_jobs_without_queue_name and config.manages_namespace(namespace_labels)
+
+
+def has_reservation(workload: JSON) -> bool:
+    return is_true(workload, "QuotaReserved") and bool((workload.get("status") or {}).get("admission"))
+
+
+def _original_template(workload: JSON) -> JSON:
+    pod_sets = (workload.get("spec") or {}).get("podSets") or []
+    return dict(pod_sets[0].get("template") or {}) if pod_sets else {}
+
+
+def plan_job(
+    job: JSON,
+    workload: JSON | None,
+    *,
+    flavors: Callable[[str], ResourceFlavor | None],
+    priorities: dict[str, int],
+) -> Step | None:
+    """The next step for a managed Job and its Workload (None: they agree)."""
+    finished, succeeded, message = job_finished(job)
+    if finished:
+        if workload is not None and not is_true(workload, "Finished"):
+            return FinishWorkload(workload, "Succeeded" if succeeded else "Failed", message)
+        return None
+    if workload is None:
+        if not is_suspended(job):
+            return StopJob(
+                [{"op": "replace", "path": "/spec/suspend", "value": True}], "Not admitted by cluster queue"
+            )
+        return CreateWorkload(workload_for_job(job, workload_priority_classes=priorities))
+    if is_true(workload, "Finished"):
+        return None
+    admission = (workload.get("status") or {}).get("admission") or {}
+    evicted = is_true(workload, "Evicted")
+    if is_suspended(job):
+        if evicted and has_reservation(workload):
+            return ReleaseReservation(workload, _evicted_message(workload))
+        if is_true(workload, "Admitted") and has_reservation(workload) and not evicted:
+            names: list[str] = []
+            for assignment in admission.get("podSetAssignments") or []:
+                for flavor_name in (assignment.get("flavors") or {}).values():
+                    if flavor_name not in names:
+                        names.append(str(flavor_name))
+            resolved = [flavors(name) for name in names]
+            if any(flavor is None for flavor in resolved):
+                return None  # the flavor is not in the store yet; its arrival re-triggers us
+            try:
+                patch = unsuspend_patch(job, [flavor for flavor in resolved if flavor is not None])
+            except FlavorConflict as exc:
+                return FinishWorkload(workload, "FailedToStart", str(exc))
+            return StartJob(patch, str(admission.get("clusterQueue", "")))
+        return None
+    if evicted:
+        return StopJob(resuspend_patch(job, _original_template(workload)), _evicted_message(workload))
+    if not has_reservation(workload):
+        return StopJob(resuspend_patch(job, _original_template(workload)), "Not admitted by cluster queue")
+    return None
+
+
+def _evicted_message(workload: JSON) -> str:
+    for condition in (workload.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Evicted":
+            return str(condition.get("message") or "Evicted")
+    return "Evicted"
+
+
+# -- execution ----------------------------------------------------------------------------------------
+
+
+class JobReconciler:
+    """Runs ``plan_job`` for every Job the store reports changed (directly or through its Workload)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        writer: Writer,
+        events: EventSink,
+        config: Callable[[], Configuration],
+        workers: int = 4,
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.events = events
+        self.config = config
+        self.workers = workers
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        self._deleted_jobs: dict[tuple[str, str], str] = {}  # job key -> uid, until its Workload is gone
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is JOBS:
+            if change.new is None and change.old is not None:
+                uid = str((change.old.get("metadata") or {}).get("uid", ""))
+                self._deleted_jobs[change.key] = uid
+            self.queue.add(change.key)
+        elif change.kind is WORKLOADS:
+            obj = change.new if change.new is not None else change.old
+            owner = controller_owner(obj)
+            if owner is not None and owner.get("kind") == "Job":
+                self.queue.add((change.key[0], str(owner.get("name", ""))))
+        elif change.kind is RESOURCE_FLAVORS and change.new is not None:
+            for workload in self.store.items(WORKLOADS):  # admitted Workloads may have waited for this flavor
+                owner = controller_owner(workload)
+                if owner is not None and owner.get("kind") == "Job" and has_reservation(workload):
+                    self.queue.add((key_of(workload)[0], str(owner.get("name", ""))))
+
+    def resync(self) -> None:
+        """Queue every Job (after becoming leader: finish anything a previous leader left half done)."""
+        for job in self.store.items(JOBS):
+            self.queue.add(key_of(job))
+
+    async def run(self) -> None:
+        async def worker() -> None:
+            await self.queue.serve(self.reconcile, on_error=self._failed)
+
+        await asyncio.gather(*(worker() for _ in range(self.workers)))
+
+    def _failed(self, key: tuple[str, str], exc: BaseException) -> None:
+        log.warning("reconcile failed, retrying", extra={"job": "/".join(key), "error": repr(exc)})
+
+        async def retry() -> None:
+            await asyncio.sleep(1.0)
+            self.queue.add(key)
+
+        asyncio.get_running_loop().create_task(retry())
+
+    def _flavor(self, name: str) -> ResourceFlavor | None:
+        raw = self.store.get(RESOURCE_FLAVORS, name)
+        if raw is None:
+            return None
+        parsed = parse_resource_flavor(raw)
+        return parsed if isinstance(parsed, ResourceFlavor) else None
+
+    def _priorities(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for wpc in self.store.items(WORKLOAD_PRIORITY_CLASSES):
+            value = wpc.get("value")
+            if isinstance(value, int):
+                out[str((wpc.get("metadata") or {}).get("name", ""))] = value
+        return out
+
+    async def reconcile(self, key: tuple[str, str]) -> None:
+        namespace, name = key
+        job = self.store.get(JOBS, name, namespace)
+        if job is None:
+            await self._job_deleted(key)
+            return
+        labels = self.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
+        if not is_managed(job, config=self.config(), namespace_labels=labels):
+            return
+        uid = str((job.get("metadata") or {}).get("uid", ""))
+        workload = self.store.workload_owned_by(namespace=namespace, owner_uid=uid)
+        step = plan_job(job, workload, flavors=self._flavor, priorities=self._priorities())
+        if step is None:
+            return
+        await self._execute(job, step)
+
+    async def _job_deleted(self, key: tuple[str, str]) -> None:
+        uid = self._deleted_jobs.pop(key, None)
+        if not uid:
+            return
+        workload = self.store.workload_owned_by(namespace=key[0], owner_uid=uid)
+        if workload is not None:  # the garbage collector would do it too; doing it now frees quota at once
+            await self.writer.delete(WORKLOADS, workload)
+
+    async def _execute(self, job: JSON, step: Step) -> None:
+        namespace = key_of(job)[0]
+        if isinstance(step, CreateWorkload):
+            created = await self.writer.create(WORKLOADS, step.body)
+            if created is not None:
+                wl_name = created["metadata"]["name"]
+                self.events.record(
+                    job,
+                    type="Normal",
+                    reason="CreatedWorkload",
+                    message=f"Created Workload: {namespace}/{wl_name}",
+                )
+        elif isinstance(step, FinishWorkload):
+            reason, message = step.reason, step.message
+            updated = await self.writer.patch_status(
+                WORKLOADS,
+                step.workload,
+                lambda current: finished_status(current, reason=reason, message=message, now=now_rfc3339()),
+            )
+            if updated is not None:
+                wl_name = updated["metadata"]["name"]
+                self.events.record(
+                    job,
+                    type="Normal",
+                    reason="FinishedWorkload",
+                    message=f"Workload '{namespace}/{wl_name}' is declared finished",
+                )
+        elif isinstance(step, StartJob):
+            if await self.writer.patch(JOBS, job, step.patch) is not None:
+                self.events.record(
+                    job,
+                    type="Normal",
+                    reason="Started",
+                    message=f"Admitted by clusterQueue {step.cluster_queue}",
+                )
+        elif isinstance(step, StopJob):
+            if await self.writer.patch(JOBS, job, step.patch) is not None:
+                self.events.record(job, type="Normal", reason="Stopped", message=step.message)
+        elif isinstance(step, ReleaseReservation):
+            message = step.message
+            await self.writer.patch_status(
+                WORKLOADS,
+                step.workload,
+                lambda current: (
+                    released_status(current, reason="Pending", message=message, now=now_rfc3339())
+                    if has_reservation(current)
+                    else None
+                ),
+            )

@@ -1,0 +1,148 @@
+"""Writes to the API server: optimistic, preconditioned, retried on conflict, written through to the store.
+
+Every status write is a JSON merge patch on the ``/status`` subresource that carries
+``metadata.resourceVersion``: the API server applies it only to the version we decided from, and answers 409
+otherwise. On 409 we fetch the current object and ask the caller's ``build`` function again, which may decide
+that nothing is left to do (another replica or a user already wrote it) — so a conflict storm can delay a
+write but never duplicate or lose one. The server's answer is put into the store at once, so the next
+decision sees our own write even before its watch event arrives (the store ignores the echo).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from webhook.control.kinds import Kind
+from webhook.control.kube import ApiError, PatchType
+from webhook.control.metrics import Metrics
+from webhook.control.store import Store
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.writers")
+StatusBuilder = Callable[[JSON], JSON | None]
+
+
+class WriteClient(Protocol):
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
+
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = ...) -> JSON: ...
+
+    async def patch(
+        self,
+        kind: Kind,
+        *,
+        name: str,
+        patch: Any,
+        namespace: str | None = ...,
+        patch_type: PatchType = ...,
+        subresource: str = ...,
+    ) -> JSON: ...
+
+    async def delete(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
+
+
+def _ident(obj: JSON) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name", "")), str(meta.get("namespace") or "")
+
+
+class Writer:
+    """The controller's only path to mutate the cluster; every write is counted in a metric."""
+
+    def __init__(self, *, client: WriteClient, store: Store, metrics: Metrics, attempts: int = 8) -> None:
+        self.client = client
+        self.store = store
+        self.metrics = metrics
+        self.attempts = attempts
+        self.writes = 0
+
+    def _count(self, kind: Kind, verb: str) -> None:
+        self.writes += 1
+        self.metrics.api_writes.labels(kind.kind, verb).inc()
+
+    async def create(self, kind: Kind, body: JSON) -> JSON | None:
+        """Create; an existing object of that name is success (idempotent), answered with None."""
+        _, namespace = _ident(body)
+        self._count(kind, "create")
+        try:
+            created = await self.client.create(kind, body, namespace=namespace or None)
+        except ApiError as exc:
+            if exc.status == 409:
+                return None
+            raise
+        created.setdefault("kind", kind.kind)
+        created.setdefault("apiVersion", kind.api_version)
+        self.store.upsert(kind, created)
+        return created
+
+    async def patch_status(self, kind: Kind, obj: JSON, build: StatusBuilder) -> JSON | None:
+        """Merge-patch ``status`` as ``build(current)`` says, preconditioned on resourceVersion.
+
+        Returns the updated object, or None when ``build`` found nothing to do or the object is gone.
+        """
+        current = obj
+        for _ in range(self.attempts):
+            status = build(current)
+            if status is None:
+                return None
+            name, namespace = _ident(current)
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            patch = {"metadata": {"resourceVersion": version}, "status": status}
+            self._count(kind, "patch-status")
+            try:
+                updated = await self.client.patch(
+                    kind, name=name, namespace=namespace or None, patch=patch, subresource="status"
+                )
+            except ApiError as exc:
+                if exc.status == 404:
+                    return None
+                if exc.status != 409:
+                    raise
+                try:
+                    current = await self.client.get(kind, name=name, namespace=namespace or None)
+                except ApiError as get_exc:
+                    if get_exc.status == 404:
+                        return None
+                    raise
+                current.setdefault("kind", kind.kind)
+                current.setdefault("apiVersion", kind.api_version)
+                self.store.upsert(kind, current)
+                continue
+            updated.setdefault("kind", kind.kind)
+            updated.setdefault("apiVersion", kind.api_version)
+            self.store.upsert(kind, updated)
+            return updated
+        raise ApiError(status=409, reason="Conflict", message=f"gave up after {self.attempts} conflicts")
+
+    async def patch(
+        self, kind: Kind, obj: JSON, patch: Any, *, patch_type: PatchType = "json"
+    ) -> JSON | None:
+        """Patch the main resource; a failed JSON Patch ``test`` (422) or a missing object answers None."""
+        name, namespace = _ident(obj)
+        self._count(kind, "patch")
+        try:
+            updated = await self.client.patch(
+                kind, name=name, namespace=namespace or None, patch=patch, patch_type=patch_type
+            )
+        except ApiError as exc:
+            if exc.status in (404, 409, 422):
+                log.info("patch skipped", extra={"kind": kind.kind, "name": name, "error": exc.message})
+                return None
+            raise
+        updated.setdefault("kind", kind.kind)
+        updated.setdefault("apiVersion", kind.api_version)
+        self.store.upsert(kind, updated)
+        return updated
+
+    async def delete(self, kind: Kind, obj: JSON) -> bool:
+        name, namespace = _ident(obj)
+        self._count(kind, "delete")
+        try:
+            await self.client.delete(kind, name=name, namespace=namespace or None)
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
