@@ -319,7 +319,7 @@ def _policy_on_update(
             FieldError.forbidden(
                 "spec.suspend",
                 f"only the queueing controller ({controller}) may start a queued Job, "
-                f"user {request.username!r} may not; the Job starts by itself once its Workload is admitted"
+                f'user "{request.username}" may not; the Job starts by itself once its Workload is admitted'
                 + (f' through LocalQueue "{queue}"' if queue else "")
                 + f" (see kubectl get workloads -n {request.namespace} for why it is waiting)",
             )

@@ -288,7 +288,7 @@ def test_golden_unsuspend_by_a_user_is_denied() -> None:
     assert (verdict.allowed, verdict.code) == (False, 403)
     assert verdict.message.startswith(
         f"spec.suspend: Forbidden: only the queueing controller ({CONTROLLER}) may start a queued Job, "
-        "user 'admin' may not; the Job starts by itself once its Workload is admitted through LocalQueue "
+        'user "admin" may not; the Job starts by itself once its Workload is admitted through LocalQueue '
         '"team-a-gpu"'
     )
 

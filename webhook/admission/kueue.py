@@ -1,0 +1,140 @@
+"""Validation of kueue.x-k8s.io objects: the object model's spec rules plus Kueue's update-only rules.
+
+The spec rules (quotas, resource groups, flavor names, taints...) live in :mod:`webhook.api.objects`,
+whose ``parse_*`` functions list every problem with its path; the scheduler, the controller and
+``simulate`` use the same functions, so an object this webhook admits is one they can read. What needs
+the old object as well lives here, with Kueue's messages (``pkg/webhooks``):
+
+* LocalQueue: ``spec.clusterQueue`` is immutable (a CEL rule in Kueue's CRD, "field is immutable");
+* Workload: ``status.admission`` must be set while ``QuotaReserved`` is true, and is immutable once set;
+  the pod sets are immutable while quota is reserved; ``pods`` is reserved as a resource name.
+
+A Workload is validated on its ``/status`` subresource too: that is where admissions are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from webhook.admission.fields import IMMUTABLE, aggregate_message
+from webhook.admission.review import AdmissionRequest, Verdict
+from webhook.admission.view import ClusterView
+from webhook.api.config import Configuration
+from webhook.api.errors import FieldError
+from webhook.api.objects import GROUP, parse_object
+
+__all__ = ["KUEUE_KINDS", "validate_kueue_object"]
+
+#: the kinds this webhook validates (WorkloadPriorityClass has no Kueue webhook but is checked the same way)
+KUEUE_KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "Workload", "WorkloadPriorityClass")
+
+Problem = FieldError | str
+UpdateRule = Callable[[Mapping[str, Any], Mapping[str, Any]], list[Problem]]
+
+
+def validate_kueue_object(
+    request: AdmissionRequest, *, config: Configuration, view: ClusterView, kind: str | None = None
+) -> Verdict:
+    """Validate a CREATE or UPDATE of a Kueue object; ``kind`` pins the endpoint to one kind."""
+    del config, view  # same signature as every handler; Kueue objects need neither
+    if (
+        request.kind.group != GROUP
+        or request.kind.kind not in KUEUE_KINDS
+        or kind not in (None, request.kind.kind)
+    ):
+        expected = f"{GROUP} {kind}" if kind else f"{GROUP} objects"
+        return Verdict.unprocessable(f"this endpoint validates {expected}, got {request.kind}")
+    if request.operation not in ("CREATE", "UPDATE"):
+        return Verdict.allow()
+    new = request.object
+    if new is None:
+        return Verdict.unprocessable("object is missing")
+    parsed = parse_object(new)
+    problems: list[Problem] = list(parsed) if isinstance(parsed, list) else []
+    if request.kind.kind == "Workload":
+        problems += _workload_rules(new, request.old_object)
+    old = request.old_object
+    if request.operation == "UPDATE" and old is not None:
+        rule = _UPDATE_RULES.get(request.kind.kind)
+        if rule is not None:
+            problems += rule(old, new)
+    if problems:
+        return Verdict.deny(aggregate_message(problems))
+    return Verdict.allow()
+
+
+def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
+    value: Any = obj
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _local_queue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    old_queue, new_queue = _get(old, "spec", "clusterQueue") or "", _get(new, "spec", "clusterQueue") or ""
+    if old_queue != new_queue:
+        return [FieldError.invalid("spec.clusterQueue", new_queue, IMMUTABLE)]
+    return []
+
+
+def _reserves_quota(workload: Mapping[str, Any] | None) -> bool:
+    conditions = _get(workload, "status", "conditions")
+    if not isinstance(conditions, list):
+        return False
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "QuotaReserved" and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Problem]:
+    problems: list[Problem] = []
+    pod_sets = _get(new, "spec", "podSets")
+    for i, pod_set in enumerate(pod_sets if isinstance(pod_sets, list) else []):
+        for kind in ("initContainers", "containers"):
+            containers = _get(pod_set, "template", "spec", kind)
+            for c, container in enumerate(containers if isinstance(containers, list) else []):
+                for part in ("requests", "limits"):
+                    resources = _get(container, "resources", part)
+                    if isinstance(resources, Mapping) and "pods" in resources:
+                        path = f"spec.podSets[{i}].template.spec.{kind}[{c}].resources.{part}[pods]"
+                        problems.append(
+                            FieldError.invalid(path, "pods", "the key is reserved for internal kueue use")
+                        )
+    if _reserves_quota(new) and _get(new, "status", "admission") is None:
+        old_without_admission = _reserves_quota(old) and _get(old, "status", "admission") is None
+        if not old_without_admission:
+            problems.append(
+                FieldError.required(
+                    "status.admission", "must be set while the QuotaReserved condition is true"
+                )
+            )
+    return problems
+
+
+def _workload_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    if _reserves_quota(old):
+        old_sets, new_sets = _get(old, "spec", "podSets") or [], _get(new, "spec", "podSets") or []
+        if len(old_sets) != len(new_sets):
+            problems.append(f"spec.podSets: Invalid value: {_json(new_sets)}: {IMMUTABLE}")
+        else:
+            for index, (before, after) in enumerate(zip(old_sets, new_sets, strict=True)):
+                if before != after:
+                    problems.append(f"spec.podSets.{index}: Invalid value: {_json(after)}: {IMMUTABLE}")
+    old_admission, new_admission = _get(old, "status", "admission"), _get(new, "status", "admission")
+    if old_admission is not None and new_admission is not None and old_admission != new_admission:
+        problems.append(f"status.admission: Invalid value: {_json(new_admission)}: {IMMUTABLE}")
+    return problems
+
+
+_UPDATE_RULES: dict[str, UpdateRule] = {"LocalQueue": _local_queue_update, "Workload": _workload_update}

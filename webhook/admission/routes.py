@@ -1,0 +1,62 @@
+"""Which URL path runs which admission rule: the one table the HTTP server consults.
+
+Paths are Kueue's (``/mutate-batch-v1-job``, ``/validate-kueue-x-k8s-io-v1beta2-clusterqueue``...), so
+webhook configurations written for Kueue work unchanged. Two catch-all paths, ``/mutate`` and
+``/validate``, dispatch on the request's kind: one webhook entry can then cover every resource, which is
+how the golden captures were taken and what a hand-written configuration is most likely to use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from webhook.admission.jobs import mutate_job, validate_job
+from webhook.admission.kueue import KUEUE_KINDS, validate_kueue_object
+from webhook.admission.review import AdmissionRequest, Verdict
+from webhook.admission.view import ClusterView
+from webhook.api.config import Configuration
+from webhook.api.objects import GROUP
+
+__all__ = ["ROUTES", "Handler"]
+
+
+class Handler(Protocol):
+    def __call__(self, request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict: ...
+
+
+def _pinned(kind: str) -> Handler:
+    def handler(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+        return validate_kueue_object(request, config=config, view=view, kind=kind)
+
+    return handler
+
+
+def _is_job(request: AdmissionRequest) -> bool:
+    return (request.kind.group, request.kind.kind) == ("batch", "Job")
+
+
+def mutate_any(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+    """Jobs are defaulted; nothing else is changed (Kueue's finalizer defaulting is the controller's job)."""
+    if _is_job(request):
+        return mutate_job(request, config=config, view=view)
+    return Verdict.allow()
+
+
+def validate_any(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+    if _is_job(request):
+        return validate_job(request, config=config, view=view)
+    if request.kind.group == GROUP and request.kind.kind in KUEUE_KINDS:
+        return validate_kueue_object(request, config=config, view=view)
+    return Verdict.unprocessable(
+        f"no admission rules for {request.kind}; check the webhook configuration's rules"
+    )
+
+
+ROUTES: Mapping[str, Handler] = {
+    "/mutate": mutate_any,
+    "/validate": validate_any,
+    "/mutate-batch-v1-job": mutate_job,
+    "/validate-batch-v1-job": validate_job,
+    **{f"/validate-kueue-x-k8s-io-v1beta2-{kind.lower()}": _pinned(kind) for kind in KUEUE_KINDS},
+}
