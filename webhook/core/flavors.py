@@ -1,0 +1,358 @@
+"""Flavor assignment: which ResourceFlavor each requested resource of each pod set is charged to.
+
+This follows Kueue's flavor assigner. Pod sets are served in order; for each resource group the pod
+set needs, the group's flavors are tried in the ClusterQueue's order and *all* of the group's resources
+must fit on the same flavor. A flavor is skipped when the pod template cannot land on its nodes
+(untolerated ``NoSchedule``/``NoExecute`` taint, nodeSelector or required node affinity contradicting
+its ``nodeLabels``). Each resource is checked against the ledger with what earlier pod sets of the same
+workload already took from that flavor:
+
+* more than the flavor could ever provide (``potential available``)  -> ExceedsMaxQuota,
+* more than is free now                                            -> WaitingForQuota,
+* otherwise it fits, possibly by borrowing from the cohort.
+
+``flavorFungibility`` decides when to stop: ``whenCanBorrow: MayStopSearch`` takes the first flavor
+that fits even if it borrows, ``TryNextFlavor`` keeps looking for one that fits without borrowing.
+Whether preemption could free the quota is asked of a ``PreemptionOracle``; the one shipped here
+answers "no candidates" (every ClusterQueue's preemption policy is honoured as ``Never``), and a
+preemption module plugs in through the same Protocol. Reasons are collected per flavor, sorted and
+joined, and the QuotaReserved reason is resolved by Kueue's severity rules, so the message a user sees
+is the one Kueue would write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Protocol
+
+from webhook.api.objects import ClusterQueue, FlavorFungibility, ResourceFlavor
+from webhook.core.ledger import Ledger
+from webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
+
+__all__ = [
+    "Assignment",
+    "CompiledQueue",
+    "Mode",
+    "NoPreemption",
+    "PodSetResult",
+    "PreemptionOracle",
+    "assign_flavors",
+    "compile_queue",
+]
+
+REASON_WAITING = "WaitingForQuota"
+REASON_EXCEEDS = "ExceedsMaxQuota"
+REASON_NO_FLAVOR = "NoMatchingFlavor"
+_SEVERITY = {"": 0, REASON_WAITING: 2, REASON_EXCEEDS: 3, REASON_NO_FLAVOR: 4}
+
+
+def _most_severe(a: str, b: str) -> str:
+    return a if _SEVERITY.get(a, 0) >= _SEVERITY.get(b, 0) else b
+
+
+class Mode(IntEnum):
+    """How a flavor (or a whole assignment) could be used; higher is better."""
+
+    NO_FIT = 0
+    NO_CANDIDATES = 1  # would need preemption, and nothing can be preempted
+    PREEMPT = 2  # would need preemption, and the oracle found candidates
+    FIT = 3
+
+
+class PreemptionOracle(Protocol):
+    """Can preempting admitted workloads free ``amount`` of ``fr`` for ``workload`` in ``queue``?"""
+
+    def has_candidates(
+        self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int
+    ) -> bool: ...
+
+
+class NoPreemption:
+    """The oracle for a system without preemption: nothing is ever a candidate."""
+
+    def has_candidates(self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledQueue:
+    """A ClusterQueue reduced to what flavor assignment reads."""
+
+    name: str
+    groups: tuple[tuple[frozenset[str], tuple[str, ...]], ...]
+    group_of: Mapping[str, int]
+    nominal: Mapping[FlavorResource, int]
+    fungibility: FlavorFungibility
+
+
+def compile_queue(queue: ClusterQueue) -> CompiledQueue:
+    groups = tuple(
+        (frozenset(group.covered_resources), tuple(f.name for f in group.flavors))
+        for group in queue.resource_groups
+    )
+    group_of = {resource: index for index, (covered, _) in enumerate(groups) for resource in covered}
+    nominal = {
+        (flavor.name, quota.name): quota.nominal.nanos
+        for group in queue.resource_groups
+        for flavor in group.flavors
+        for quota in flavor.resources
+    }
+    return CompiledQueue(queue.name, groups, group_of, nominal, queue.flavor_fungibility)
+
+
+@dataclass(slots=True)
+class PodSetResult:
+    name: str
+    count: int
+    flavors: dict[str, str] = field(default_factory=dict)
+    #: total for the pod set (per pod x count), nano-units
+    requests: dict[str, int] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    mode: Mode = Mode.FIT
+
+    def message(self) -> str:
+        return ", ".join(sorted(self.reasons))
+
+
+@dataclass(slots=True)
+class Assignment:
+    pod_sets: list[PodSetResult]
+    usage: dict[FlavorResource, int]
+    mode: Mode
+    borrowing: bool = False
+    no_fit_reason: str = ""
+
+    def message(self) -> str:
+        """``couldn't assign flavors to pod set main: ...`` as Kueue words it ("" when it fits)."""
+        parts = [
+            f"couldn't assign flavors to pod set {ps.name}: {ps.message()}"
+            for ps in self.pod_sets
+            if ps.mode is not Mode.FIT
+        ]
+        return "; ".join(parts)
+
+    def reason(self) -> str:
+        """The QuotaReserved reason when this assignment cannot be admitted now."""
+        if self.mode is Mode.NO_FIT:
+            return self.no_fit_reason or "Pending"
+        return REASON_WAITING
+
+
+# -- node compatibility ------------------------------------------------------------------------------
+
+
+def _tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
+    tol_effect = toleration.get("effect") or ""
+    if tol_effect and tol_effect != effect:
+        return False
+    tol_key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if tol_key and tol_key != key:
+        return False
+    if operator == "Exists":
+        return True
+    return bool(tol_key) and (toleration.get("value") or "") == value
+
+
+def _requirement_holds(labels: Mapping[str, str], key: str, operator: str, values: tuple[str, ...]) -> bool:
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def flavor_incompatibility(pod_set: PodSetInfo, flavor: ResourceFlavor) -> str:
+    """Why pods of ``pod_set`` could not run on ``flavor``'s nodes ("" when they can)."""
+    tolerations = (*pod_set.tolerations, *flavor.tolerations)
+    for taint in flavor.node_taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations):
+            return f"untolerated taint {taint} in flavor {flavor.name}"
+    labels = flavor.node_labels
+    for key, value in pod_set.node_selector.items():
+        if key in labels and labels[key] != value:
+            return f"flavor {flavor.name} doesn't match node affinity"
+    terms: list[tuple[tuple[str, str, tuple[str, ...]], ...]] = []
+    for term in pod_set.affinity_terms:
+        kept = tuple(expr for expr in term if expr[0] in labels)
+        if not kept:  # a term with no relevant key matches any flavor: affinity is moot
+            terms = []
+            break
+        terms.append(kept)
+    if terms and not any(all(_requirement_holds(labels, *expr) for expr in term) for term in terms):
+        return f"flavor {flavor.name} doesn't match node affinity"
+    return ""
+
+
+# -- assignment --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Choice:
+    flavor: str
+    mode: Mode
+    borrow: int
+
+
+def _better(a: _Choice, b: _Choice | None) -> bool:
+    """Kueue's default preference (borrowing over preemption): better mode, then less borrowing."""
+    if b is None:
+        return True
+    if a.mode != b.mode:
+        return a.mode > b.mode
+    return a.borrow < b.borrow
+
+
+def _try_next(choice: _Choice, fungibility: FlavorFungibility) -> bool:
+    if choice.mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
+        return True
+    if choice.mode is Mode.PREEMPT and fungibility.when_can_preempt == "TryNextFlavor":
+        return True
+    return choice.borrow > 0 and fungibility.when_can_borrow == "TryNextFlavor"
+
+
+def assign_flavors(
+    *,
+    workload: WorkloadInfo,
+    queue: CompiledQueue,
+    flavors: Mapping[str, ResourceFlavor],
+    ledger: Ledger,
+    oracle: PreemptionOracle,
+) -> Assignment:
+    """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
+    assigned: dict[FlavorResource, int] = {}
+    results: list[PodSetResult] = []
+    overall = Mode.FIT
+    borrowing = False
+    no_fit_reason = ""
+    for pod_set in workload.pod_sets:
+        result = PodSetResult(pod_set.name, pod_set.count)
+        result.requests = {resource: amount * pod_set.count for resource, amount in pod_set.requests}
+        results.append(result)
+        group_min_reason: dict[int, str] = {}
+        for resource in sorted(result.requests):
+            if resource in result.flavors:
+                continue
+            group_index = queue.group_of.get(resource)
+            if group_index is None:
+                result.reasons = [f"resource {resource} unavailable in ClusterQueue"]
+                result.mode = Mode.NO_FIT
+                group_min_reason[-1] = REASON_NO_FLAVOR
+                break
+            covered, flavor_names = queue.groups[group_index]
+            group_requests = {r: a for r, a in result.requests.items() if r in covered}
+            best: _Choice | None = None
+            reasons: list[str] = []
+            for flavor_name in flavor_names:
+                flavor = flavors.get(flavor_name)
+                problem = (
+                    f"flavor {flavor_name} not found"
+                    if flavor is None
+                    else flavor_incompatibility(pod_set, flavor)
+                )
+                if problem:
+                    reasons.append(problem)
+                    _note(group_min_reason, group_index, REASON_NO_FLAVOR)
+                    continue
+                choice, flavor_reasons, flavor_no_fit = _check_flavor(
+                    workload, queue, ledger, oracle, flavor_name, group_requests, assigned
+                )
+                reasons.extend(flavor_reasons)
+                if choice.mode is Mode.NO_FIT:
+                    _note(group_min_reason, group_index, flavor_no_fit)
+                if not _try_next(choice, queue.fungibility):
+                    best = choice
+                    break
+                if _better(choice, best):
+                    best = choice
+            if best is None or best.mode is Mode.NO_FIT:
+                result.mode = Mode.NO_FIT
+                result.reasons = reasons
+                break
+            for r in group_requests:
+                result.flavors[r] = best.flavor
+            if best.mode is not Mode.FIT:
+                result.mode = min(result.mode, best.mode)
+                result.reasons.extend(reasons)
+            borrowing = borrowing or best.borrow > 0
+        if result.mode is Mode.NO_FIT:
+            pod_set_reason = ""
+            for reason in group_min_reason.values():
+                pod_set_reason = _most_severe(pod_set_reason, reason)
+            no_fit_reason = _most_severe(no_fit_reason, pod_set_reason or REASON_NO_FLAVOR)
+        overall = min(overall, result.mode)
+        if result.mode is Mode.NO_FIT:
+            break
+        for resource, flavor_name in result.flavors.items():
+            fr = (flavor_name, resource)
+            assigned[fr] = assigned.get(fr, 0) + result.requests[resource]
+    return Assignment(results, assigned, overall, borrowing, no_fit_reason)
+
+
+def _note(group_min_reason: dict[int, str], group: int, reason: str) -> None:
+    """Alternative flavors of one group: the least severe failure is the one that matters."""
+    existing = group_min_reason.get(group)
+    if existing is None or _SEVERITY.get(reason, 0) < _SEVERITY.get(existing, 0):
+        group_min_reason[group] = reason
+
+
+def _check_flavor(
+    workload: WorkloadInfo,
+    queue: CompiledQueue,
+    ledger: Ledger,
+    oracle: PreemptionOracle,
+    flavor: str,
+    requests: Mapping[str, int],
+    assigned: Mapping[FlavorResource, int],
+) -> tuple[_Choice, list[str], str]:
+    mode = Mode.FIT
+    borrow = 0
+    reasons: list[str] = []
+    no_fit_reason = ""
+    for resource, amount in requests.items():
+        fr = (flavor, resource)
+        before = assigned.get(fr, 0)
+        wanted = before + amount
+        # a flavor that does not quote a resource of its group can never provide any of it
+        capacity = ledger.potential_available(queue.name, fr) if fr in queue.nominal else 0
+        if wanted > capacity:
+            previous, current = format_amount(resource, before), format_amount(resource, amount)
+            reasons.append(
+                f"insufficient quota for {resource} in flavor {flavor}, "
+                f"previously considered podsets requests ({previous}) + current podset request ({current}) "
+                "> maximum capacity "
+                f"({format_amount(resource, capacity)})"
+            )
+            mode = Mode.NO_FIT
+            no_fit_reason = _most_severe(no_fit_reason, REASON_EXCEEDS)
+            continue
+        free = ledger.available(queue.name, fr)
+        if wanted <= free:
+            borrow = max(borrow, ledger.borrowing_height(queue.name, fr, wanted))
+            continue
+        reasons.append(
+            f"insufficient unused quota for {resource} in flavor {flavor}, "
+            f"{format_amount(resource, wanted - free)} more needed"
+        )
+        if queue.nominal.get(fr, 0) >= wanted:
+            found = oracle.has_candidates(queue=queue.name, workload=workload, fr=fr, amount=wanted)
+            mode = min(mode, Mode.PREEMPT if found else Mode.NO_CANDIDATES)
+        else:
+            mode = Mode.NO_FIT
+            no_fit_reason = _most_severe(no_fit_reason, REASON_WAITING)
+    return _Choice(flavor, mode, borrow), reasons, no_fit_reason

@@ -1,0 +1,163 @@
+"""The scheduler's own compact records, compiled once from the API views.
+
+The API views (``webhook.api.objects``) keep everything a user wrote; the scheduler needs a few numbers
+it reads millions of times. Compiling a Workload into a ``WorkloadInfo`` (integers in nano-units,
+resources sorted, an ordering key) when it arrives, not on every cycle, is what keeps a decision's cost
+flat as the number of pending workloads grows. Typed names (``ClusterQueueName``...) keep a LocalQueue
+name from being passed where a ClusterQueue name is expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NewType
+
+from webhook.api.objects import Admission, ClusterQueue, PodSet, Workload
+from webhook.api.quantity import Format, Quantity
+
+__all__ = [
+    "ClusterQueueName",
+    "CohortName",
+    "FlavorName",
+    "FlavorResource",
+    "PodSetInfo",
+    "QueueKey",
+    "WorkloadInfo",
+    "WorkloadKey",
+    "amount_quantity",
+    "format_amount",
+    "order_key",
+]
+
+ClusterQueueName = NewType("ClusterQueueName", str)
+CohortName = NewType("CohortName", str)
+FlavorName = NewType("FlavorName", str)
+#: ``namespace/name`` of a LocalQueue
+QueueKey = NewType("QueueKey", str)
+#: ``namespace/name`` of a Workload
+WorkloadKey = NewType("WorkloadKey", str)
+FlavorResource = tuple[str, str]
+
+_BINARY_RESOURCES = ("memory", "ephemeral-storage")
+
+
+def amount_quantity(resource: str, nanos: int) -> Quantity:
+    """An amount as Kueue's resource formatter builds it for messages, ``resourceUsage`` and status:
+    binary SI for memory, ephemeral storage and huge pages, decimal SI otherwise."""
+    binary = resource in _BINARY_RESOURCES or resource.startswith("hugepages-")
+    return Quantity(nanos, Format.BINARY_SI if binary else Format.DECIMAL_SI)
+
+
+def format_amount(resource: str, nanos: int) -> str:
+    return amount_quantity(resource, nanos).canonical()
+
+
+def order_key(priority: int, timestamp: float, name: str) -> tuple[int, float, str]:
+    """Queue order: higher priority first, then older, then name (so ties are deterministic)."""
+    return (-priority, timestamp, name)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetInfo:
+    name: str
+    count: int
+    #: per-pod requests, nano-units, zero requests dropped (they never need a flavor)
+    requests: tuple[tuple[str, int], ...]
+    #: what the pod template says about nodes; a flavor must be compatible with it
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    #: required node-affinity terms (ORed), each a tuple of (key, operator, values) ANDed
+    affinity_terms: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
+
+
+@dataclass(slots=True)
+class WorkloadInfo:
+    """What the scheduler knows of one Workload; ``admission`` is set while it holds quota."""
+
+    key: WorkloadKey
+    name: str
+    namespace: str
+    queue_name: str
+    priority: int
+    created: float
+    pod_sets: tuple[PodSetInfo, ...]
+    uid: str = ""
+    active: bool = True
+    admission: Admission | None = None
+    #: ``(flavor, resource) -> nanos`` charged while admitted
+    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    finished: bool = False
+
+    @property
+    def sort_key(self) -> tuple[int, float, str]:
+        return order_key(self.priority, self.created, self.key)
+
+    @classmethod
+    def from_workload(cls, workload: Workload, *, priority: int | None = None) -> WorkloadInfo:
+        pod_sets = tuple(_pod_set_info(ps) for ps in workload.pod_sets)
+        info = cls(
+            key=WorkloadKey(workload.key),
+            name=workload.name,
+            namespace=workload.namespace,
+            queue_name=workload.queue_name,
+            priority=priority if priority is not None else (workload.priority or 0),
+            created=workload.meta.created,
+            pod_sets=pod_sets,
+            uid=workload.meta.uid,
+            active=workload.active,
+            finished=workload.is_finished,
+        )
+        if workload.has_quota_reservation and not workload.is_finished and workload.admission is not None:
+            info.admission = workload.admission
+            info.usage = usage_of_admission(workload.admission)
+        return info
+
+
+def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
+    spec = pod_set.template.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        spec = {}
+    selector = spec.get("nodeSelector") or {}
+    tolerations = spec.get("tolerations") or []
+    terms: list[tuple[tuple[str, str, tuple[str, ...]], ...]] = []
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        exprs = tuple(
+            (str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
+            for e in (term.get("matchExpressions") or [])
+            if isinstance(e, Mapping)
+        )
+        terms.append(exprs)
+    return PodSetInfo(
+        pod_set.name,
+        pod_set.count,
+        tuple(sorted((r, a) for r, a in pod_set.requests.items() if a > 0)),
+        {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {},
+        tuple(t for t in tolerations if isinstance(t, Mapping)) if isinstance(tolerations, list) else (),
+        tuple(terms),
+    )
+
+
+def usage_of_admission(admission: Admission) -> dict[FlavorResource, int]:
+    """Quota charged by a recorded admission: each pod set's ``resourceUsage`` on its flavors."""
+    usage: dict[FlavorResource, int] = {}
+    for assignment in admission.pod_set_assignments:
+        for resource, quantity in assignment.resource_usage.items():
+            flavor = assignment.flavors.get(resource)
+            if flavor is None or quantity.nanos == 0:
+                continue
+            key = (flavor, resource)
+            usage[key] = usage.get(key, 0) + quantity.nanos
+    return usage
+
+
+def covered_flavor_resources(queue: ClusterQueue) -> Mapping[FlavorResource, int]:
+    """``(flavor, resource) -> nominal`` for every quota a ClusterQueue declares."""
+    return {
+        (flavor.name, quota.name): quota.nominal.nanos
+        for group in queue.resource_groups
+        for flavor in group.flavors
+        for quota in flavor.resources
+    }

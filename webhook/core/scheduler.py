@@ -1,0 +1,601 @@
+"""The scheduler: a long-lived state fed one event at a time, and a ``cycle`` that returns decisions.
+
+Kueue keeps three things apart and so do we: the pending queues (``queues.py``: what waits, in what
+order), the quota ledger (``ledger.py``: what is used), and the decision code (``flavors.py``: does this
+workload fit, and where). ``SchedulerState`` owns all three and is updated incrementally by the
+controller's watch events (or by ``simulate``'s clock); nothing is rebuilt per cycle.
+
+A cycle takes the head of every ClusterQueue that has one, computes each head's flavor assignment
+against the usage at the start of the cycle (Kueue's "nomination"), orders the heads non-borrowing
+first, then by priority, then by age, and admits them one by one, re-checking each against the usage
+left by the admissions before it, so two heads of one cohort can never take the same capacity. An
+admitted workload is *assumed*: its quota is charged at once, before the controller has written the
+Workload's status; if that write fails the controller calls ``forget`` and the quota comes back.
+Quota held by Workloads that arrive already admitted (a restart) is charged as they are fed in, so the
+first cycle after a restart sees the cluster's real usage.
+
+Workloads that cannot be considered at all (missing or stopped LocalQueue or ClusterQueue, inactive
+ClusterQueue) get a ``Wait`` decision once, when they arrive or when the obstacle appears, and cost
+nothing per cycle afterwards. Wait decisions are only emitted when what the user would read changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from webhook.api.objects import (
+    Admission,
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    PodSetAssignment,
+    ResourceFlavor,
+    Workload,
+    WorkloadPriorityClass,
+)
+from webhook.api.selectors import LabelSelector
+from webhook.core.flavors import (
+    Assignment,
+    CompiledQueue,
+    Mode,
+    NoPreemption,
+    PreemptionOracle,
+    assign_flavors,
+    compile_queue,
+)
+from webhook.core.ledger import Ledger
+from webhook.core.model import WorkloadInfo, WorkloadKey, amount_quantity
+from webhook.core.queues import PendingQueue
+
+__all__ = ["Admit", "Decision", "SchedulerState", "Wait"]
+
+REASON_MISCONFIGURED = "Misconfigured"
+REASON_SUSPENDED = "Suspended"
+REASON_WAITING = "WaitingForQuota"
+NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    """Reserve quota: write ``status.admission`` and the QuotaReserved/Admitted conditions."""
+
+    workload: WorkloadKey
+    cluster_queue: str
+    admission: Admission
+    borrowing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """The workload stays pending; QuotaReserved=False with this reason and message.
+
+    ``position`` is the 1-based rank in its ClusterQueue's queue when known (None when the workload
+    is not in any ClusterQueue's queue, e.g. its LocalQueue does not exist).
+    """
+
+    workload: WorkloadKey
+    cluster_queue: str
+    reason: str
+    message: str
+    position: int | None = None
+
+
+Decision = Admit | Wait
+
+
+@dataclass(slots=True)
+class _QueueState:
+    """One ClusterQueue: its spec, compiled form, pending queue and what it has admitted."""
+
+    spec: ClusterQueue
+    compiled: CompiledQueue
+    pending: PendingQueue
+    reserving: set[WorkloadKey] = field(default_factory=set)
+    missing_flavors: tuple[str, ...] = ()
+
+    @property
+    def open(self) -> bool:
+        return not self.missing_flavors and self.spec.stop_policy == "None"
+
+
+@dataclass(slots=True)
+class _Tracked:
+    """Where a workload is: pending in a ClusterQueue, held outside any queue, or holding quota."""
+
+    info: WorkloadInfo
+    cluster_queue: str = ""
+    #: pending and sitting in ``cluster_queue``'s PendingQueue
+    queued: bool = False
+    #: admitted by a cycle but not yet seen back from the API with its reservation
+    assumed: bool = False
+    #: the Admitted condition is (or will be, for assumed workloads) True
+    admitted: bool = False
+    #: quota is charged in the ledger
+    charged: bool = False
+
+
+class SchedulerState:
+    """Everything the scheduler knows, kept current one event at a time."""
+
+    def __init__(self, *, oracle: PreemptionOracle | None = None) -> None:
+        self.oracle: PreemptionOracle = oracle or NoPreemption()
+        self.ledger = Ledger()
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.cohorts: dict[str, Cohort] = {}
+        self.local_queues: dict[str, LocalQueue] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.namespaces: dict[str, Mapping[str, str]] = {}
+        self._queues: dict[str, _QueueState] = {}
+        #: ClusterQueues that may have a head to offer
+        self._ready: set[str] = set()
+        self._workloads: dict[WorkloadKey, _Tracked] = {}
+        #: pending workloads waiting outside any queue, by LocalQueue key or ClusterQueue name
+        self._held_by_local_queue: dict[str, set[WorkloadKey]] = {}
+        self._held_by_cluster_queue: dict[str, set[WorkloadKey]] = {}
+        self._notices: list[Decision] = []
+        self._last_wait: dict[WorkloadKey, tuple[str, str, int | None]] = {}
+
+    # == configuration events ==========================================================================
+    def upsert_resource_flavor(self, flavor: ResourceFlavor) -> None:
+        self.flavors[flavor.name] = flavor
+        self._refresh_flavor_references()
+        self._wake(self._queues)
+
+    def delete_resource_flavor(self, name: str) -> None:
+        if self.flavors.pop(name, None) is not None:
+            self._refresh_flavor_references()
+            self._wake(self._queues)
+
+    def _refresh_flavor_references(self) -> None:
+        for name, queue in self._queues.items():
+            missing = tuple(f for f in queue.spec.flavor_names() if f not in self.flavors)
+            if missing != queue.missing_flavors:
+                was_open = queue.open
+                queue.missing_flavors = missing
+                self._queue_opened_or_closed(name, was_open)
+
+    def upsert_cluster_queue(self, spec: ClusterQueue) -> None:
+        name = spec.name
+        queue = self._queues.get(name)
+        old_tree = self.ledger.tree_queues(name) if queue is not None else []
+        self.ledger.set_cluster_queue(name, cohort=spec.cohort_name, groups=spec.resource_groups)
+        missing = tuple(f for f in spec.flavor_names() if f not in self.flavors)
+        if queue is None:
+            queue = _QueueState(
+                spec, compile_queue(spec), PendingQueue(strict=spec.queueing_strategy == "StrictFIFO")
+            )
+            queue.missing_flavors = missing
+            self._queues[name] = queue
+            self._charge_waiting_admissions(name)
+            self._admit_held_for_cluster_queue(name)
+        else:
+            was_open = queue.open
+            queue.spec, queue.compiled, queue.missing_flavors = spec, compile_queue(spec), missing
+            queue.pending.set_strict(spec.queueing_strategy == "StrictFIFO")
+            self._queue_opened_or_closed(name, was_open)
+        self._wake([*old_tree, *self.ledger.tree_queues(name)])
+        if not queue.open:
+            self._notice_queue(name)
+
+    def delete_cluster_queue(self, name: str) -> None:
+        queue = self._queues.pop(name, None)
+        if queue is None:
+            return
+        tree = self.ledger.tree_queues(name)
+        self.ledger.delete_cluster_queue(name)
+        self._ready.discard(name)
+        held = self._held_by_cluster_queue.setdefault(name, set())
+        for info in list(queue.pending):
+            tracked = self._workloads[info.key]
+            tracked.queued = False
+            held.add(info.key)
+            self._emit(info.key, name, REASON_MISCONFIGURED, f"ClusterQueue {name} is terminating or missing")
+        for key in queue.reserving:
+            self._workloads[key].charged = False  # charged again if the ClusterQueue comes back
+        self._wake(tree)
+
+    def upsert_cohort(self, cohort: Cohort) -> None:
+        self.cohorts[cohort.name] = cohort
+        before = self._cohort_tree(cohort.name)
+        self.ledger.set_cohort(cohort.name, parent=cohort.parent_name, groups=cohort.resource_groups)
+        self._wake([*before, *self._cohort_tree(cohort.name)])
+
+    def delete_cohort(self, name: str) -> None:
+        if self.cohorts.pop(name, None) is None:
+            return
+        before = self._cohort_tree(name)
+        self.ledger.delete_cohort(name)
+        self._wake(before)
+
+    def _cohort_tree(self, name: str) -> list[str]:
+        node = self.ledger.cohorts.get(name)
+        if node is None:
+            return []
+        root = node.root()
+        out: list[str] = []
+        stack = [root]
+        while stack:
+            current = stack.pop()
+            if current.is_cohort:
+                stack.extend(current.children)
+            else:
+                out.append(current.name)
+        return out
+
+    def upsert_local_queue(self, queue: LocalQueue) -> None:
+        old = self.local_queues.get(queue.key)
+        self.local_queues[queue.key] = queue
+        if old is not None and (
+            old.cluster_queue != queue.cluster_queue or old.stop_policy != queue.stop_policy
+        ):
+            for tracked in list(self._workloads.values()):
+                info = tracked.info
+                if tracked.queued and self._local_queue_key(info) == queue.key:
+                    self._unqueue(tracked)
+                    self._route(tracked)
+        for key in sorted(self._held_by_local_queue.pop(queue.key, set())):
+            held = self._workloads.get(key)
+            if held is not None:
+                self._route(held)
+
+    def delete_local_queue(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
+        if self.local_queues.pop(key, None) is None:
+            return
+        for tracked in list(self._workloads.values()):
+            if tracked.queued and self._local_queue_key(tracked.info) == key:
+                self._unqueue(tracked)
+                self._route(tracked)
+
+    def upsert_priority_class(self, priority_class: WorkloadPriorityClass) -> None:
+        self.priority_classes[priority_class.name] = priority_class.value
+
+    def delete_priority_class(self, name: str) -> None:
+        self.priority_classes.pop(name, None)
+
+    def upsert_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        new = dict(labels or {})
+        if self.namespaces.get(name) != new:
+            self.namespaces[name] = new
+            self._wake(self._queues)
+
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
+    # == workload events ================================================================================
+    def _priority_of(self, workload: Workload) -> int:
+        if workload.priority is not None:
+            return workload.priority
+        if workload.priority_class_group == "kueue.x-k8s.io":
+            return self.priority_classes.get(workload.priority_class_name, 0)
+        return 0
+
+    def upsert_workload(self, workload: Workload) -> None:
+        """Add or update a Workload as the API shows it now."""
+        key = WorkloadKey(workload.key)
+        info = WorkloadInfo.from_workload(workload, priority=self._priority_of(workload))
+        tracked = self._workloads.get(key)
+        if workload.is_finished or not workload.active:
+            if tracked is not None:
+                self._drop(tracked)
+            return
+        if info.admission is not None:  # the API says it holds quota
+            if tracked is not None and tracked.charged and tracked.info.admission is not None:
+                tracked.assumed = False
+                tracked.admitted = workload.is_admitted or tracked.admitted
+                if tracked.info.usage == info.usage and tracked.cluster_queue == info.admission.cluster_queue:
+                    return
+                self._release(tracked)
+            if tracked is not None:
+                self._unqueue(tracked)
+                self._unhold(tracked)
+            tracked = _Tracked(
+                info, cluster_queue=info.admission.cluster_queue, admitted=workload.is_admitted
+            )
+            self._workloads[key] = tracked
+            self._charge(tracked)
+            return
+        if tracked is not None and tracked.charged:
+            if tracked.assumed:
+                return  # an event from before our own admission reached the API server; keep it
+            self._release(tracked)  # the reservation was cleared (evicted): back to the queue
+            self._last_wait.pop(key, None)
+        if tracked is not None:
+            same_place = tracked.queued and self._target_cluster_queue(info) == tracked.cluster_queue
+            if (
+                same_place
+                and tracked.info.sort_key == info.sort_key
+                and tracked.info.pod_sets == info.pod_sets
+            ):
+                return
+            self._unqueue(tracked)
+            self._unhold(tracked)
+            tracked.info = info
+        else:
+            tracked = _Tracked(info)
+            self._workloads[key] = tracked
+        self._route(tracked)
+
+    def delete_workload(self, key: str) -> None:
+        tracked = self._workloads.get(WorkloadKey(key))
+        if tracked is not None:
+            self._drop(tracked)
+
+    def finish_workload(self, key: str) -> None:
+        """The workload finished (``Finished=True``): its quota is free for others."""
+        self.delete_workload(key)
+
+    def forget(self, key: str) -> None:
+        """Undo an assumed admission whose status write failed; the workload queues again."""
+        tracked = self._workloads.get(WorkloadKey(key))
+        if tracked is None or not tracked.assumed:
+            return
+        self._release(tracked)
+        tracked.assumed = tracked.admitted = False
+        tracked.info.admission = None
+        tracked.info.usage = {}
+        self._last_wait.pop(tracked.info.key, None)
+        self._route(tracked)
+
+    # == the cycle ========================================================================================
+    def cycle(self) -> list[Decision]:
+        """One scheduling pass over the heads of every open ClusterQueue."""
+        decisions: list[Decision] = list(self._notices)
+        self._notices.clear()
+        entries: list[tuple[tuple[bool, int, float, str], WorkloadInfo, _QueueState, Assignment]] = []
+        for name in sorted(self._ready):
+            queue = self._queues[name]
+            info = queue.pending.pop()
+            if info is None:
+                self._ready.discard(name)
+                continue
+            self._workloads[info.key].queued = False
+            selector = queue.spec.namespace_selector
+            if not _namespace_matches(selector, self.namespaces.get(info.namespace)):
+                queue.pending.requeue_failed(info)
+                self._workloads[info.key].queued = True
+                self._wait(decisions, info, name, REASON_MISCONFIGURED, NAMESPACE_MISMATCH, queue)
+                continue
+            assignment = assign_flavors(
+                workload=info,
+                queue=queue.compiled,
+                flavors=self.flavors,
+                ledger=self.ledger,
+                oracle=self.oracle,
+            )
+            order = (assignment.borrowing, -info.priority, info.created, info.key)
+            entries.append((order, info, queue, assignment))
+        entries.sort(key=lambda entry: entry[0])
+        for _, info, queue, assignment in entries:
+            tracked = self._workloads[info.key]
+            name = queue.spec.name
+            if assignment.mode is not Mode.FIT:
+                queue.pending.requeue_failed(info)
+                tracked.queued = True
+                self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
+                continue
+            if any(amount > self.ledger.available(name, fr) for fr, amount in assignment.usage.items()):
+                queue.pending.requeue_failed(info)
+                tracked.queued = True
+                self._wait(decisions, info, name, REASON_WAITING, NO_LONGER_FITS, queue)
+                continue
+            admission = _admission(name, assignment)
+            info.admission = admission
+            info.usage = dict(assignment.usage)
+            tracked.cluster_queue = name
+            tracked.assumed = tracked.admitted = True
+            self._charge(tracked)
+            self._last_wait.pop(info.key, None)
+            decisions.append(Admit(info.key, name, admission, assignment.borrowing))
+        return decisions
+
+    def has_work(self) -> bool:
+        """Whether a cycle now could decide anything (a head to try or a notice to deliver)."""
+        return bool(self._notices) or any(self._queues[n].pending.peek() is not None for n in self._ready)
+
+    # == read access for status and reports ============================================================
+    def cluster_queue(self, name: str) -> ClusterQueue | None:
+        queue = self._queues.get(name)
+        return queue.spec if queue is not None else None
+
+    def cluster_queue_names(self) -> list[str]:
+        return sorted(self._queues)
+
+    def missing_flavors(self, name: str) -> tuple[str, ...]:
+        queue = self._queues.get(name)
+        return queue.missing_flavors if queue is not None else ()
+
+    def pending_in(self, name: str) -> list[WorkloadInfo]:
+        """Pending workloads of a ClusterQueue in queue order (for status and reports; O(n log n))."""
+        queue = self._queues.get(name)
+        return list(queue.pending) if queue is not None else []
+
+    def pending_count(self, name: str) -> int:
+        queue = self._queues.get(name)
+        return len(queue.pending) if queue is not None else 0
+
+    def reserving_in(self, name: str) -> list[tuple[WorkloadInfo, bool]]:
+        """(workload, admitted) for every workload holding quota in a ClusterQueue."""
+        queue = self._queues.get(name)
+        if queue is None:
+            return []
+        out = []
+        for key in sorted(queue.reserving):
+            tracked = self._workloads[key]
+            out.append((tracked.info, tracked.admitted))
+        return out
+
+    def workload(self, key: str) -> WorkloadInfo | None:
+        tracked = self._workloads.get(WorkloadKey(key))
+        return tracked.info if tracked is not None else None
+
+    def workloads(self) -> Iterable[WorkloadInfo]:
+        return (t.info for t in self._workloads.values())
+
+    def local_queue_of(self, info: WorkloadInfo) -> LocalQueue | None:
+        return self.local_queues.get(self._local_queue_key(info))
+
+    # == internals =========================================================================================
+    @staticmethod
+    def _local_queue_key(info: WorkloadInfo) -> str:
+        return f"{info.namespace}/{info.queue_name}"
+
+    def _target_cluster_queue(self, info: WorkloadInfo) -> str:
+        local_queue = self.local_queues.get(self._local_queue_key(info))
+        return local_queue.cluster_queue if local_queue is not None else ""
+
+    def _route(self, tracked: _Tracked) -> None:
+        """Put a pending workload where it belongs: its ClusterQueue's queue, or held with a notice."""
+        info = tracked.info
+        lq_key = self._local_queue_key(info)
+        local_queue = self.local_queues.get(lq_key)
+        if local_queue is None:
+            self._held_by_local_queue.setdefault(lq_key, set()).add(info.key)
+            tracked.cluster_queue = ""
+            self._emit(
+                info.key, "", REASON_MISCONFIGURED, f"LocalQueue {info.queue_name} is terminating or missing"
+            )
+            return
+        if local_queue.stop_policy != "None":
+            self._held_by_local_queue.setdefault(lq_key, set()).add(info.key)
+            tracked.cluster_queue = ""
+            self._emit(info.key, "", REASON_SUSPENDED, f"LocalQueue {info.queue_name} is stopped")
+            return
+        name = local_queue.cluster_queue
+        tracked.cluster_queue = name
+        queue = self._queues.get(name)
+        if queue is None:
+            self._held_by_cluster_queue.setdefault(name, set()).add(info.key)
+            self._emit(info.key, name, REASON_MISCONFIGURED, f"ClusterQueue {name} is terminating or missing")
+            return
+        queue.pending.push(info)
+        tracked.queued = True
+        if queue.open:
+            self._ready.add(name)
+        else:
+            self._emit_closed(info, name, queue)
+
+    def _emit_closed(self, info: WorkloadInfo, name: str, queue: _QueueState) -> None:
+        if queue.spec.stop_policy != "None":
+            self._emit(info.key, name, REASON_SUSPENDED, f"ClusterQueue {name} is stopped")
+        else:
+            self._emit(info.key, name, REASON_SUSPENDED, f"ClusterQueue {name} is inactive")
+
+    def _notice_queue(self, name: str) -> None:
+        queue = self._queues[name]
+        for info in queue.pending:
+            self._emit_closed(info, name, queue)
+
+    def _queue_opened_or_closed(self, name: str, was_open: bool) -> None:
+        queue = self._queues[name]
+        if queue.open and not was_open:
+            queue.pending.wake()
+            self._ready.add(name)
+        elif not queue.open and was_open:
+            self._ready.discard(name)
+            self._notice_queue(name)
+
+    def _unqueue(self, tracked: _Tracked) -> None:
+        if tracked.queued:
+            queue = self._queues.get(tracked.cluster_queue)
+            if queue is not None:
+                queue.pending.remove(tracked.info.key)
+            tracked.queued = False
+
+    def _unhold(self, tracked: _Tracked) -> None:
+        key = tracked.info.key
+        held = self._held_by_local_queue.get(self._local_queue_key(tracked.info))
+        if held is not None:
+            held.discard(key)
+        held = self._held_by_cluster_queue.get(tracked.cluster_queue)
+        if held is not None:
+            held.discard(key)
+
+    def _admit_held_for_cluster_queue(self, name: str) -> None:
+        for key in sorted(self._held_by_cluster_queue.pop(name, set())):
+            tracked = self._workloads.get(key)
+            if tracked is not None:
+                self._route(tracked)
+
+    def _charge_waiting_admissions(self, name: str) -> None:
+        """Workloads admitted to a ClusterQueue we had not seen yet (a restart) are charged now."""
+        for tracked in self._workloads.values():
+            if tracked.info.admission is not None and not tracked.charged and tracked.cluster_queue == name:
+                self._charge(tracked)
+
+    def _charge(self, tracked: _Tracked) -> None:
+        queue = self._queues.get(tracked.cluster_queue)
+        if queue is None:
+            return  # charged when the ClusterQueue appears
+        self.ledger.charge(tracked.cluster_queue, tracked.info.usage)
+        queue.reserving.add(tracked.info.key)
+        tracked.charged = True
+
+    def _release(self, tracked: _Tracked) -> None:
+        if not tracked.charged:
+            return
+        name = tracked.cluster_queue
+        self.ledger.release(name, tracked.info.usage)
+        queue = self._queues.get(name)
+        if queue is not None:
+            queue.reserving.discard(tracked.info.key)
+        tracked.charged = False
+        self._wake(self.ledger.tree_queues(name) or [name])
+
+    def _drop(self, tracked: _Tracked) -> None:
+        self._release(tracked)
+        self._unqueue(tracked)
+        self._unhold(tracked)
+        self._workloads.pop(tracked.info.key, None)
+        self._last_wait.pop(tracked.info.key, None)
+
+    def _wake(self, names: Iterable[str]) -> None:
+        for name in names:
+            queue = self._queues.get(name)
+            if queue is not None and queue.open:
+                queue.pending.wake()
+                if len(queue.pending):
+                    self._ready.add(name)
+
+    def _emit(self, key: WorkloadKey, cluster_queue: str, reason: str, message: str) -> None:
+        self._wait(self._notices, None, cluster_queue, reason, message, None, key=key)
+
+    def _wait(
+        self,
+        out: list[Decision],
+        info: WorkloadInfo | None,
+        cluster_queue: str,
+        reason: str,
+        message: str,
+        queue: _QueueState | None,
+        *,
+        key: WorkloadKey | None = None,
+    ) -> None:
+        workload_key = info.key if info is not None else key
+        assert workload_key is not None
+        position = queue.pending.position(info) if queue is not None and info is not None else None
+        seen = (reason, message, position)
+        if self._last_wait.get(workload_key) == seen:
+            return
+        self._last_wait[workload_key] = seen
+        out.append(Wait(workload_key, cluster_queue, reason, message, position))
+
+
+def _namespace_matches(selector: LabelSelector | None, labels: Mapping[str, str] | None) -> bool:
+    """An absent selector admits no namespace; ``{}`` admits all (Kueue's API)."""
+    return selector is not None and selector.matches(labels or {})
+
+
+def _admission(cluster_queue: str, assignment: Assignment) -> Admission:
+    pod_sets = tuple(
+        PodSetAssignment(
+            name=result.name,
+            flavors=dict(result.flavors),
+            resource_usage={r: amount_quantity(r, amount) for r, amount in result.requests.items()},
+            count=result.count,
+        )
+        for result in assignment.pod_sets
+    )
+    return Admission(cluster_queue, pod_sets)
