@@ -1,0 +1,339 @@
+"""The webhook over real HTTPS: golden requests on every path, clear HTTP errors, probes, metrics, TLS."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from cryptography import x509
+
+from tests.unit.admission.golden import apply_patch, decode_patch, golden_capture
+from tests.unit.admission.servers import Webhook, golden_object, review_for, running_webhook
+from webhook.certs import ensure_certificates
+from webhook.server import MAX_BODY_BYTES
+
+
+@pytest.fixture
+async def webhook(tmp_path: Path) -> AsyncIterator[Webhook]:
+    async with running_webhook(tmp_path / "certs") as running:
+        yield running
+
+
+@pytest.fixture
+async def http(webhook: Webhook) -> AsyncIterator[aiohttp.ClientSession]:
+    connector = aiohttp.TCPConnector(ssl=webhook.client_context())
+    async with aiohttp.ClientSession(base_url=webhook.url, connector=connector) as session:
+        yield session
+
+
+async def post(http: aiohttp.ClientSession, path: str, review: Any) -> tuple[int, dict[str, Any]]:
+    async with http.post(
+        path, data=orjson.dumps(review), headers={"Content-Type": "application/json"}
+    ) as response:
+        return response.status, orjson.loads(await response.read())
+
+
+#: golden capture -> allowed? (05 is an admin starting a queued Job by hand: the anti-bypass rule)
+GOLDEN_VERDICTS = {0: True, 1: True, 2: True, 3: True, 4: True, 5: False, 6: True, 7: True, 8: True}
+
+
+@pytest.mark.parametrize(("number", "allowed"), sorted(GOLDEN_VERDICTS.items()))
+async def test_golden_requests_get_a_review_for_their_uid(
+    http: aiohttp.ClientSession, number: int, allowed: bool
+) -> None:
+    capture = golden_capture(number)
+    status, body = await post(http, capture["path"], capture["review"])
+    assert status == 200
+    assert (body["apiVersion"], body["kind"]) == ("admission.k8s.io/v1", "AdmissionReview")
+    response = body["response"]
+    assert response["uid"] == capture["review"]["request"]["uid"]
+    assert response["allowed"] is allowed, response
+    assert response["status"]["code"] == (200 if allowed else 403)
+
+
+@pytest.mark.parametrize(("number", "path"), [(5, "/validate-batch-v1-job"), (4, "/mutate-batch-v1-job")])
+async def test_kueue_job_paths_answer_like_the_catch_all_paths(
+    http: aiohttp.ClientSession, number: int, path: str
+) -> None:
+    capture = golden_capture(number)
+    _, specific = await post(http, path, capture["review"])
+    _, generic = await post(http, capture["path"], capture["review"])
+    assert specific == generic
+
+
+async def test_mutation_arrives_as_a_base64_json_patch(webhook: Webhook, http: aiohttp.ClientSession) -> None:
+    webhook.view.add_local_queue("golden-hooked", "default")
+    capture = golden_capture(6)  # kubectl create job, no label
+    _, body = await post(http, "/mutate-batch-v1-job", capture["review"])
+    response = body["response"]
+    assert response["allowed"] and response["patchType"] == "JSONPatch"
+    job = apply_patch(capture["review"]["request"]["object"], decode_patch(response))
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert job["spec"]["suspend"] is True
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kueue-clusterqueue-create",
+        "kueue-localqueue-create",
+        "kueue-resourceflavor-create",
+        "kueue-workload-create",
+    ],
+)
+async def test_golden_kueue_objects_are_admitted_on_their_paths(
+    http: aiohttp.ClientSession, name: str
+) -> None:
+    obj = golden_object(name)
+    _, body = await post(http, f"/validate-kueue-x-k8s-io-v1beta2-{obj['kind'].lower()}", review_for(obj))
+    assert body["response"]["allowed"], body
+
+
+async def test_invalid_cluster_queue_is_denied_with_kueues_message(http: aiohttp.ClientSession) -> None:
+    obj = golden_object("kueue-clusterqueue-create")
+    quota = obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    quota["lendingLimit"] = 100  # no cohort, and above the nominal quota
+    _, body = await post(http, "/validate-kueue-x-k8s-io-v1beta2-clusterqueue", review_for(obj))
+    status = body["response"]["status"]
+    assert (body["response"]["allowed"], status["code"]) == (False, 403)
+    assert status["message"] == (
+        '[spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: "100": must be nil '
+        "when cohort is empty, "
+        'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: "100": '
+        "must be less than or equal to the nominalQuota]"
+    )
+
+
+async def test_local_queue_cannot_move_to_another_cluster_queue(http: aiohttp.ClientSession) -> None:
+    old = golden_object("kueue-localqueue-create")
+    new = copy.deepcopy(old)
+    new["spec"]["clusterQueue"] = "elsewhere"
+    _, body = await post(
+        http, "/validate-kueue-x-k8s-io-v1beta2-localqueue", review_for(new, operation="UPDATE", old=old)
+    )
+    assert (
+        body["response"]["status"]["message"]
+        == 'spec.clusterQueue: Invalid value: "elsewhere": field is immutable'
+    )
+
+
+async def test_admitted_workload_keeps_its_admission(http: aiohttp.ClientSession) -> None:
+    old = golden_capture(8)["review"]["request"]["oldObject"]
+    old["status"]["conditions"] = [
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "",
+            "lastTransitionTime": "2026-11-21T22:55:51Z",
+        }
+    ]
+    new = copy.deepcopy(old)
+    new["status"]["admission"]["clusterQueue"] = "other"
+    _, body = await post(
+        http, "/validate-kueue-x-k8s-io-v1beta2-workload", review_for(new, operation="UPDATE", old=old)
+    )
+    assert body["response"]["status"]["message"].startswith("status.admission: Invalid value: {")
+    assert body["response"]["status"]["message"].endswith("}: field is immutable")
+    del new["status"]["admission"]
+    _, body = await post(
+        http, "/validate-kueue-x-k8s-io-v1beta2-workload", review_for(new, operation="UPDATE", old=old)
+    )
+    assert body["response"]["status"]["message"] == (
+        "status.admission: Required value: must be set while the QuotaReserved condition is true"
+    )
+
+
+async def test_pinned_kueue_path_refuses_another_kind(http: aiohttp.ClientSession) -> None:
+    obj = golden_object("kueue-localqueue-create")
+    _, body = await post(http, "/validate-kueue-x-k8s-io-v1beta2-clusterqueue", review_for(obj))
+    assert body["response"]["status"] == {
+        "code": 400,
+        "reason": "BadRequest",
+        "message": "this endpoint validates kueue.x-k8s.io ClusterQueue, "
+        "got kueue.x-k8s.io/v1beta2, Kind=LocalQueue",
+    }
+
+
+# -- refusals that are not reviews ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{not json", "request body is not valid JSON"),
+        (b"[]", "request body must be a JSON object (an AdmissionReview)"),
+        (
+            b'{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{}}',
+            'apiVersion must be "admission.k8s.io/v1"',
+        ),
+        (
+            b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}',
+            "request.uid must be a non-empty string",
+        ),
+    ],
+)
+async def test_a_body_that_is_not_a_review_gets_400_with_a_status(
+    http: aiohttp.ClientSession, body: bytes, message: str
+) -> None:
+    async with http.post("/validate", data=body, headers={"Content-Type": "application/json"}) as response:
+        assert response.status == 400
+        status = orjson.loads(await response.read())
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", 400, "BadRequest")
+    assert status["message"].startswith(message)
+
+
+async def test_a_body_over_3_mib_is_refused_with_413(http: aiohttp.ClientSession) -> None:
+    review = golden_capture(1)["review"]
+    review["request"]["object"]["metadata"]["annotations"] = {"big": "x" * MAX_BODY_BYTES}
+    async with http.post(
+        "/validate", data=orjson.dumps(review), headers={"Content-Type": "application/json"}
+    ) as response:
+        assert response.status == 413
+        assert "exceeds 3145728 bytes" in orjson.loads(await response.read())["message"]
+
+
+async def test_wrong_content_type_method_and_path(http: aiohttp.ClientSession) -> None:
+    async with http.post("/validate", data=b"{}", headers={"Content-Type": "text/plain"}) as response:
+        assert response.status == 400
+        assert "Content-Type must be application/json" in (await response.text())
+    async with http.get("/validate") as response:
+        assert response.status == 405
+    async with http.post(
+        "/validate-apps-v1-deployment", data=b"{}", headers={"Content-Type": "application/json"}
+    ) as response:
+        assert response.status == 404
+
+
+async def test_a_rule_that_crashes_is_a_denial_not_a_traceback(
+    webhook: Webhook, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Exploding(dict[str, str]):
+        def __contains__(self, key: object) -> bool:
+            raise RuntimeError("informer exploded")
+
+    webhook.view.namespaces["golden-hooked"] = Exploding()
+    capture = golden_capture(7)
+    _, body = await post(http, capture["path"], capture["review"])
+    status = body["response"]["status"]
+    assert (body["response"]["allowed"], status["code"], status["reason"]) == (False, 500, "InternalError")
+    assert "Traceback" not in status["message"] and "informer exploded" not in status["message"]
+    assert any(r.getMessage() == "admission rule failed" and r.exc_info for r in caplog.records)
+
+
+# -- probes, metrics, logs --------------------------------------------------------------------------
+
+
+async def test_probes(webhook: Webhook, http: aiohttp.ClientSession) -> None:
+    async with http.get("/healthz") as response:
+        assert response.status == 200
+    webhook.ready[0] = False
+    async with http.get("/readyz") as response:
+        assert response.status == 503
+        assert await response.text() == "caches not synced yet"
+    webhook.ready[0] = True
+    async with http.get("/readyz") as response:
+        assert response.status == 200
+
+
+async def test_metrics_count_verdicts_and_time_them(webhook: Webhook, http: aiohttp.ClientSession) -> None:
+    capture = golden_capture(5)
+    await post(http, capture["path"], capture["review"])
+    async with http.get("/metrics") as response:
+        text = await response.text()
+    assert 'kueue_webhook_admission_requests_total{allowed="false",code="403",path="/validate"} 1.0' in text
+    assert 'kueue_webhook_admission_duration_seconds_count{path="/validate"} 1.0' in text
+
+
+async def test_each_denial_is_logged_once_with_its_reason(
+    http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="kueue_webhook.admission")
+    capture = golden_capture(5)
+    _, body = await post(http, capture["path"], capture["review"])
+    denials = [r for r in caplog.records if r.getMessage() == "admission denied"]
+    assert len(denials) == 1
+    record: Any = denials[0]
+    assert record.reason == body["response"]["status"]["message"]
+    assert (record.user, record.namespace, record.object) == ("admin", "golden-hooked", "hooked")
+
+
+# -- TLS ---------------------------------------------------------------------------------------------
+
+
+async def served_certificate(
+    webhook: Webhook, *, server_hostname: str = "127.0.0.1", context: ssl.SSLContext | None = None
+) -> x509.Certificate:
+    _, writer = await asyncio.open_connection(
+        "127.0.0.1",
+        webhook.server.port,
+        ssl=context or webhook.client_context(),
+        server_hostname=server_hostname,
+    )
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return x509.load_der_x509_certificate(der)
+
+
+@pytest.mark.parametrize(
+    "hostname",
+    ["kueue-webhook.kueue-system.svc", "kueue-webhook.kueue-system.svc.cluster.local", "127.0.0.1"],
+)
+async def test_certificate_verifies_for_the_service_names(webhook: Webhook, hostname: str) -> None:
+    cert = await served_certificate(webhook, server_hostname=hostname)
+    assert cert.serial_number == x509.load_pem_x509_certificate(webhook.certs.cert.read_bytes()).serial_number
+
+
+async def test_certificate_is_refused_for_another_name(webhook: Webhook) -> None:
+    with pytest.raises(ssl.SSLCertVerificationError, match="Hostname mismatch"):
+        await served_certificate(webhook, server_hostname="evil.example")
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion:DeprecationWarning")
+async def test_tls_below_1_2_is_refused(webhook: Webhook) -> None:
+    context = webhook.client_context()
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    await served_certificate(webhook, context=context)  # 1.2 itself is served
+    old = webhook.client_context()
+    old.set_ciphers("DEFAULT:@SECLEVEL=0")
+    old.minimum_version = ssl.TLSVersion.TLSv1
+    old.maximum_version = ssl.TLSVersion.TLSv1_1
+    with pytest.raises((ssl.SSLError, ConnectionError)):  # the server resets the handshake
+        await served_certificate(webhook, context=old)
+
+
+async def test_rotated_certificate_is_served_without_restart(
+    webhook: Webhook, http: aiohttp.ClientSession
+) -> None:
+    before = await served_certificate(webhook)
+    webhook.server.reloader.changed.clear()
+    ensure_certificates(webhook.certs.directory, ips=["127.0.0.1"], hosts=["localhost"], force=True)
+    await asyncio.wait_for(webhook.server.reloader.changed.wait(), timeout=10)
+    after = await served_certificate(webhook)
+    assert after.serial_number != before.serial_number
+    assert (
+        after.serial_number == x509.load_pem_x509_certificate(webhook.certs.cert.read_bytes()).serial_number
+    )
+    status, _ = await post(http, "/validate", golden_capture(1)["review"])
+    assert status == 200
+
+
+async def test_a_broken_rotation_keeps_the_current_certificate(webhook: Webhook) -> None:
+    before = await served_certificate(webhook)
+    generation = webhook.server.reloader.generation
+    webhook.certs.cert.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot a certificate\n")
+    assert webhook.server.reloader.load_if_changed() is False
+    assert webhook.server.reloader.generation == generation
+    assert (await served_certificate(webhook)).serial_number == before.serial_number
