@@ -1,0 +1,190 @@
+"""One replica of the controller: informers and webhook view for everyone, the admission task for the leader.
+
+Every replica watches the cluster (so each can answer admission reviews from a current view and take over
+without a cold start) but only the Lease holder writes. Leadership gates three tasks, started together
+when the lease is won and cancelled together, synchronously, the moment it is lost: the admission loop,
+the Job reconciler and the queue status reporter. Winning the lease rebuilds the core from the store and
+queues every Job, so whatever a previous leader left half done (a Workload admitted whose Job is still
+suspended) is finished first. Nothing leader-only runs before every informer has listed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from webhook.api.config import Configuration
+from webhook.control.config import CONFIGMAP_NAME, LiveConfiguration
+from webhook.control.events import Recorder
+from webhook.control.informer import Informer
+from webhook.control.kinds import CONFIGMAPS, WATCHED
+from webhook.control.kube import KubeClient
+from webhook.control.leader import LeaderElector
+from webhook.control.loop import AdmissionLoop
+from webhook.control.metrics import Metrics
+from webhook.control.reconciler import JobReconciler
+from webhook.control.status_reporter import QueueStatusReporter
+from webhook.control.store import Change, Store
+from webhook.control.writers import Writer
+
+log = logging.getLogger("kueue_webhook.controller")
+LEASE_NAME = "kueue-webhook-leader"
+
+
+class Controller:
+    """Wire the pieces for one replica; ``run`` until cancelled."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        namespace: str,
+        identity: str,
+        leader_election: bool = True,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        status_interval: float = 0.25,
+        watch_timeout_seconds: int = 290,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.identity = identity
+        self.metrics = Metrics()
+        self.store = Store()
+        self.recorder = Recorder(client=client, instance=identity)
+        self.live_config = LiveConfiguration(
+            namespace=namespace,
+            events=self.recorder,
+            metrics=self.metrics,
+            initial=Configuration(namespace=namespace),
+        )
+        self.writer = Writer(client=client, store=self.store, metrics=self.metrics)
+        self.elector: LeaderElector | None = None
+        if leader_election:
+            self.elector = LeaderElector(
+                client=client,
+                namespace=namespace,
+                name=LEASE_NAME,
+                identity=identity,
+                lease_duration=lease_duration,
+                renew_deadline=renew_deadline,
+                retry_period=retry_period,
+                on_change=self._leadership_changed,
+            )
+        self.admission = AdmissionLoop(
+            store=self.store,
+            writer=self.writer,
+            events=self.recorder,
+            metrics=self.metrics,
+            is_leader=self.is_leader,
+        )
+        self.reconciler = JobReconciler(
+            store=self.store, writer=self.writer, events=self.recorder, config=self.configuration
+        )
+        self.status = QueueStatusReporter(
+            store=self.store,
+            writer=self.writer,
+            metrics=self.metrics,
+            state=lambda: self.admission.state,
+            is_leader=self.is_leader,
+            min_interval=status_interval,
+        )
+        self.informers = [
+            Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout_seconds)
+            for kind in WATCHED
+        ]
+        self.informers.append(
+            Informer(
+                client=client,
+                kind=CONFIGMAPS,
+                sink=self.store,
+                namespace=namespace,
+                field_selector=f"metadata.name={CONFIGMAP_NAME}",
+                watch_timeout_seconds=watch_timeout_seconds,
+            )
+        )
+        self.store.subscribe(self.live_config.on_change)
+        self.store.subscribe(self._dispatch)
+        self.synced = asyncio.Event()
+        self.leading = asyncio.Event()
+        self._leader_tasks: list[asyncio.Task[Any]] = []
+
+    # -- read side (the webhook's callables) ------------------------------------------------------------
+
+    def configuration(self) -> Configuration:
+        return self.live_config.current
+
+    def is_leader(self) -> bool:
+        return self.leading.is_set()
+
+    def ready(self) -> bool:
+        return self.store.is_synced(informer.kind for informer in self.informers)
+
+    # -- leadership ----------------------------------------------------------------------------------------
+
+    def _leadership_changed(self, leading: bool) -> None:
+        self.metrics.role = "leader" if leading else "follower"
+        if leading:
+            self._start_leading()
+        else:
+            self._stop_leading()
+
+    def _start_leading(self) -> None:
+        if self.leading.is_set():
+            return
+        self.leading.set()
+        log.info("leading: admission task started", extra={"identity": self.identity})
+        self.admission.rebuild()
+        self.reconciler.resync()
+        self.status.mark_all()
+        loop = asyncio.get_running_loop()
+        self._leader_tasks = [
+            loop.create_task(self.admission.run(), name="admission-loop"),
+            loop.create_task(self.reconciler.run(), name="job-reconciler"),
+            loop.create_task(self.status.run(), name="queue-status"),
+        ]
+
+    def _stop_leading(self) -> None:
+        if not self.leading.is_set():
+            return
+        self.leading.clear()  # every write path checks this before writing: admitting stops now
+        for task in self._leader_tasks:
+            task.cancel()
+        self._leader_tasks = []
+        log.info("lost leadership: admission task stopped", extra={"identity": self.identity})
+
+    def _dispatch(self, change: Change) -> None:
+        if not self.leading.is_set():
+            return
+        self.admission.on_change(change)
+        self.reconciler.on_change(change)
+        self.status.on_change(change)
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        background = [
+            loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
+            for informer in self.informers
+        ]
+        background.append(loop.create_task(self.recorder.run(), name="events"))
+        try:
+            await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+            self.synced.set()
+            log.info("caches synced", extra={"kinds": [i.kind.kind for i in self.informers]})
+            if self.elector is None:
+                self._leadership_changed(True)
+                await asyncio.Event().wait()
+            else:
+                await self.elector.run()  # calls _leadership_changed on every transition
+        finally:
+            self._stop_leading()
+            for task in background:
+                task.cancel()
+            for task in background:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task

@@ -1,0 +1,356 @@
+"""The admission task: store events in, scheduling cycles, Workload status writes out.
+
+The pure core (``webhook.core.scheduler.SchedulerState``) is fed one store change at a time and never
+rebuilt per cycle. Whenever a change could matter the loop is kicked and runs cycles until the core has
+nothing left to decide. Cycles do not wait for the API: an admitted Workload is *assumed* by the core (its
+quota charged at once) and its status write runs as a task; if that write fails or is refused the loop
+calls ``forget`` and the quota returns. This is what lets one cycle follow another at memory speed while
+writes proceed concurrently, and it can never over-admit because the ledger is charged before the write.
+
+Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserved=True, Admitted=True,
+``status.admission``) through ``/status`` with a resourceVersion precondition, and nothing else; starting
+the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
+A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
+changes. Its rank in the ClusterQueue is appended to the condition message as
+``(position N in ClusterQueue X)``, so ``kubectl describe workload`` answers "why am I waiting and
+behind how many"; the Event carries Kueue's message alone.
+
+The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
+Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from webhook.api.objects import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    Workload,
+    WorkloadPriorityClass,
+    parse_cluster_queue,
+    parse_cohort,
+    parse_local_queue,
+    parse_resource_flavor,
+    parse_timestamp,
+    parse_workload,
+    parse_workload_priority_class,
+)
+from webhook.control.conditions import admitted_status, is_true, now_rfc3339, pending_status
+from webhook.control.events import EventSink
+from webhook.control.kinds import (
+    CLUSTER_QUEUES,
+    COHORTS,
+    JOBS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    Kind,
+)
+from webhook.control.metrics import Metrics
+from webhook.control.reconciler import has_reservation
+from webhook.control.store import Change, Store, key_of
+from webhook.control.writers import Writer
+from webhook.core.scheduler import Admit, SchedulerState, Wait
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.admission_loop")
+
+#: the order in which a rebuild feeds kinds: capacity and routing first, then Workloads
+REBUILD_ORDER: tuple[Kind, ...] = (
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    COHORTS,
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
+
+
+def position_suffix(position: int | None, cluster_queue: str) -> str:
+    if position is None or not cluster_queue:
+        return ""
+    return f" (position {position} in ClusterQueue {cluster_queue})"
+
+
+class AdmissionLoop:
+    """Feeds the core, runs cycles while leading, and writes the decisions."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        writer: Writer,
+        events: EventSink,
+        metrics: Metrics,
+        is_leader: Callable[[], bool],
+        max_in_flight: int = 64,
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.events = events
+        self.metrics = metrics
+        self.is_leader = is_leader
+        self.state = SchedulerState()
+        self._kick = asyncio.Event()
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.admitted = 0
+        self.cycles = 0
+        self.on_admitted: list[Callable[[str], None]] = []
+
+    # -- feeding ------------------------------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """A fresh core from everything the store holds (on becoming leader)."""
+        self.state = SchedulerState()
+        for kind in REBUILD_ORDER:
+            for obj in self.store.items(kind):
+                self._apply(kind, key_of(obj), obj)
+        self.kick()
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is JOBS:
+            if change.new is None and change.old is not None:  # a deleted Job frees its quota at once
+                uid = str((change.old.get("metadata") or {}).get("uid", ""))
+                workload = self.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
+                if workload is not None:
+                    self.state.delete_workload("/".join(key_of(workload)))
+                    self.kick()
+            return
+        if change.kind in REBUILD_ORDER:
+            self._apply(change.kind, change.key, change.new)
+            self.kick()
+
+    def kick(self) -> None:
+        self._kick.set()
+
+    def _apply(self, kind: Kind, key: tuple[str, str], obj: JSON | None) -> None:
+        namespace, name = key
+        state = self.state
+        if kind is NAMESPACES:
+            if obj is None:
+                state.delete_namespace(name)
+            else:
+                state.upsert_namespace(name, self.store.namespace_labels(name))
+            return
+        if obj is None:
+            if kind is RESOURCE_FLAVORS:
+                state.delete_resource_flavor(name)
+            elif kind is COHORTS:
+                state.delete_cohort(name)
+            elif kind is CLUSTER_QUEUES:
+                state.delete_cluster_queue(name)
+            elif kind is LOCAL_QUEUES:
+                state.delete_local_queue(namespace, name)
+            elif kind is WORKLOAD_PRIORITY_CLASSES:
+                state.delete_priority_class(name)
+            elif kind is WORKLOADS:
+                state.delete_workload(f"{namespace}/{name}")
+            return
+        if kind is WORKLOADS and self._owner_job_gone(obj):
+            state.delete_workload(f"{namespace}/{name}")
+            return
+        parser = _PARSERS[kind]
+        parsed = parser(obj)
+        if isinstance(parsed, list):
+            log.warning(
+                "object ignored: invalid",
+                extra={
+                    "kind": kind.kind,
+                    "name": f"{namespace}/{name}".strip("/"),
+                    "errors": [str(e) for e in parsed],
+                },
+            )
+            return
+        if isinstance(parsed, ResourceFlavor):
+            state.upsert_resource_flavor(parsed)
+        elif isinstance(parsed, Cohort):
+            state.upsert_cohort(parsed)
+        elif isinstance(parsed, ClusterQueue):
+            state.upsert_cluster_queue(parsed)
+        elif isinstance(parsed, LocalQueue):
+            state.upsert_local_queue(parsed)
+        elif isinstance(parsed, WorkloadPriorityClass):
+            state.upsert_priority_class(parsed)
+        elif isinstance(parsed, Workload):
+            state.upsert_workload(parsed)
+
+    def _owner_job_gone(self, workload: JSON) -> bool:
+        """A Workload whose Job was deleted holds nothing (the garbage collector is about to remove it)."""
+        for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == "Job":
+                if not self.store.is_synced([JOBS]):
+                    return False
+                job = self.store.get(JOBS, str(ref.get("name", "")), key_of(workload)[0])
+                return job is None or (job.get("metadata") or {}).get("uid") != ref.get("uid")
+        return False
+
+    # -- running ------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Cycle whenever kicked, until cancelled (cancelled at once when leadership is lost)."""
+        self.rebuild()
+        try:
+            while True:
+                await self._kick.wait()
+                self._kick.clear()
+                while self.is_leader() and self.state.has_work():
+                    await self._cycle()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _cycle(self) -> None:
+        started = time.perf_counter()
+        decisions = self.state.cycle()
+        self.cycles += 1
+        for decision in decisions:
+            await self._slots.acquire()
+            coroutine = self._admit(decision) if isinstance(decision, Admit) else self._wait(decision)
+            task = asyncio.get_running_loop().create_task(coroutine)
+            self._tasks.add(task)
+            task.add_done_callback(self._finished)
+        if decisions:
+            log.debug(
+                "cycle",
+                extra={"decisions": len(decisions), "ms": round((time.perf_counter() - started) * 1e3, 3)},
+            )
+        await asyncio.sleep(0)  # let write tasks and watch events in between cycles
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("decision write crashed", extra={"error": repr(task.exception())})
+
+    async def wait_writes(self) -> None:
+        """Until every decision write in flight has finished (tests, orderly shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _admit(self, decision: Admit) -> None:
+        key = str(decision.workload)
+        namespace, _, name = key.partition("/")
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.is_leader():
+            self.state.forget(key)
+            return
+        admission = decision.admission.to_dict()
+
+        def build(current: JSON) -> JSON | None:
+            if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
+                return None
+            return admitted_status(current, admission=admission, now=now_rfc3339())
+
+        try:
+            updated = await self.writer.patch_status(WORKLOADS, workload, build)
+        except Exception as exc:
+            self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
+            log.warning("admission write failed", extra={"workload": key, "error": repr(exc)})
+            self.state.forget(key)
+            self.kick()
+            return
+        if updated is None:
+            current = self.store.get(WORKLOADS, name, namespace)
+            if current is None or not has_reservation(current):
+                self.state.forget(key)
+                self.kick()
+            return
+        self._record_admission(updated, decision)
+
+    def _record_admission(self, workload: JSON, decision: Admit) -> None:
+        self.admitted += 1
+        key = str(decision.workload)
+        cluster_queue = decision.cluster_queue
+        created = parse_timestamp((workload.get("metadata") or {}).get("creationTimestamp"))
+        waited = max(0.0, time.time() - created) if created else 0.0
+        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+        role = self.metrics.role
+        self.metrics.admission_attempts.labels("success", role).inc()
+        self.metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
+        self.metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
+        self.metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
+        self.metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
+        self.events.record(
+            workload,
+            type="Normal",
+            reason="QuotaReserved",
+            message=(
+                f"Quota reserved in ClusterQueue {cluster_queue}, wait time since queued was {waited:.0f}s"
+            ),
+        )
+        self.events.record(
+            workload,
+            type="Normal",
+            reason="Admitted",
+            message=f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was 0s",
+        )
+        log.info("admitted", extra={"workload": key, "cluster_queue": cluster_queue, "decision": "admit"})
+        for callback in self.on_admitted:
+            callback(key)
+
+    async def _wait(self, decision: Wait) -> None:
+        key = str(decision.workload)
+        namespace, _, name = key.partition("/")
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.is_leader():
+            return
+        reason = decision.reason or "Pending"
+        message = decision.message + position_suffix(decision.position, decision.cluster_queue)
+
+        def build(current: JSON) -> JSON | None:
+            if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
+                return None
+            return pending_status(current, reason=reason, message=message, now=now_rfc3339())
+
+        before = _quota_condition(workload)
+        try:
+            updated = await self.writer.patch_status(WORKLOADS, workload, build)
+        except Exception as exc:
+            log.warning("pending status write failed", extra={"workload": key, "error": repr(exc)})
+            return
+        if updated is None:
+            return
+        self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
+        if (
+            before is None
+            or before.get("reason") != reason
+            or not str(before.get("message", "")).startswith(decision.message)
+        ):
+            self.events.record(workload, type="Warning", reason=reason, message=decision.message)
+            log.info(
+                "pending",
+                extra={
+                    "workload": key,
+                    "cluster_queue": decision.cluster_queue,
+                    "decision": "wait",
+                    "reason": message,
+                },
+            )
+
+
+def _quota_condition(workload: JSON) -> JSON | None:
+    for condition in (workload.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "QuotaReserved":
+            return dict(condition)
+    return None
+
+
+_PARSERS: dict[Kind, Callable[[JSON], Any]] = {
+    RESOURCE_FLAVORS: parse_resource_flavor,
+    COHORTS: parse_cohort,
+    CLUSTER_QUEUES: parse_cluster_queue,
+    LOCAL_QUEUES: parse_local_queue,
+    WORKLOAD_PRIORITY_CLASSES: parse_workload_priority_class,
+    WORKLOADS: parse_workload,
+}

@@ -1,0 +1,109 @@
+"""``kueue-webhook serve``: the admission webhook and the controller in one asyncio process.
+
+One process, one event loop, one in-memory view: the webhook answers admission reviews from the same store
+the controller's informers keep current, so the label policy sees a LocalQueue the moment it is watched,
+and ``/readyz`` turns green only when every informer has listed once (a replica with an empty view must
+not take traffic). Runs in a pod (service-account credentials) or beside a local API server with
+``--kubeconfig``; the webhook configurations then point at ``https://127.0.0.1:9443/...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import socket
+import ssl
+import sys
+import uuid
+from pathlib import Path
+
+from webhook.control.controller import Controller
+from webhook.control.kube import KubeClient
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: in-cluster service account, else ~/.kube)"
+    )
+    parser.add_argument("--context", help="kubeconfig context to use")
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "kueue-system"),
+        help="namespace of the ConfigMap kueue-webhook-config and the leader Lease (default: kueue-system)",
+    )
+    parser.add_argument(
+        "--identity",
+        default=os.environ.get("POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+        help="this replica's name in the leader Lease (default: $POD_NAME or hostname_random)",
+    )
+    parser.add_argument(
+        "--tls-dir", default="certs", help="directory holding tls.crt and tls.key (default: certs)"
+    )
+    parser.add_argument("--cert", help="serving certificate (default: <tls-dir>/tls.crt)")
+    parser.add_argument("--key", help="serving key (default: <tls-dir>/tls.key)")
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=9443, help="HTTPS port of the webhook (default: 9443)")
+    parser.add_argument("--lease-duration", type=float, default=15.0, help="leader lease duration, seconds")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, help="leader renew deadline, seconds")
+    parser.add_argument("--retry-period", type=float, default=2.0, help="leader retry period, seconds")
+    parser.add_argument(
+        "--no-leader-election",
+        action="store_true",
+        help="run the admission task without a Lease (one replica only)",
+    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Build the client, the controller and the webhook server, and run them until cancelled."""
+
+    from webhook.server import WebhookServer, create_app
+
+    client = await KubeClient.connect(kubeconfig=args.kubeconfig, context=args.context)
+    controller = Controller(
+        client=client,
+        namespace=args.namespace,
+        identity=args.identity,
+        leader_election=not args.no_leader_election,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
+    )
+    app = create_app(
+        view=controller.store,
+        config=controller.configuration,
+        registry=controller.metrics.registry,
+        ready=controller.ready,
+    )
+    tls_dir = Path(args.tls_dir)
+    server = WebhookServer(
+        app,
+        cert_file=args.cert or tls_dir / "tls.crt",
+        key_file=args.key or tls_dir / "tls.key",
+        host=args.host,
+        port=args.port,
+    )
+    await server.start()
+    try:
+        await controller.run()
+    finally:
+        await server.stop()
+        await client.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from webhook.server import JsonFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler], force=True)
+    try:
+        asyncio.run(serve(args))
+    except KeyboardInterrupt:
+        return 0
+    except (OSError, ssl.SSLError) as exc:
+        print(f"kueue-webhook serve: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,199 @@
+"""ClusterQueue/LocalQueue status and queue metrics, written only when changed and at a bounded rate.
+
+Under churn every admission changes a ClusterQueue's usage; writing its status on each would double the
+API load of the admission path. Instead changes only mark queues dirty, and a flush at most every
+``min_interval`` seconds recomputes the dirty ones from the core's ledger (the same numbers the scheduler
+decides with) and writes those whose visible status differs. Quiet periods therefore cost nothing and a
+burst costs one write per queue per interval. The same pass refreshes Kueue's per-queue gauges and adds
+GPU-seconds for chargeback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from webhook.api.quantity import NANO
+from webhook.control.conditions import is_true, now_rfc3339
+from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
+from webhook.control.metrics import Metrics
+from webhook.control.queue_status import merge_status, status_differs
+from webhook.control.store import Change, Store, key_of
+from webhook.control.writers import Writer
+from webhook.core.model import FlavorResource
+from webhook.core.scheduler import SchedulerState
+from webhook.core.status import cluster_queue_status, local_queue_status
+
+JSON = dict[str, Any]
+Reservation = tuple[dict[FlavorResource, int], bool]
+log = logging.getLogger("kueue_webhook.status")
+
+
+class QueueStatusReporter:
+    """Marks queues dirty on store changes; ``run`` flushes them while this replica leads."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        writer: Writer,
+        metrics: Metrics,
+        state: Callable[[], SchedulerState],
+        is_leader: Callable[[], bool],
+        min_interval: float = 0.25,
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.metrics = metrics
+        self.state = state
+        self.is_leader = is_leader
+        self.min_interval = min_interval
+        self._dirty_cq: set[str] = set()
+        self._dirty_lq: set[tuple[str, str]] = set()
+        self._kick = asyncio.Event()
+        self._last_flush = 0.0
+        self._last_gpu_tick = time.monotonic()
+        self.flushed = asyncio.Event()
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is CLUSTER_QUEUES:
+            self._dirty_cq.add(change.key[1])
+            self._mark_local_queues_of(change.key[1])
+        elif change.kind is LOCAL_QUEUES:
+            self._dirty_lq.add(change.key)
+            queue = change.new or change.old or {}
+            self._dirty_cq.add(str((queue.get("spec") or {}).get("clusterQueue", "")))
+        elif change.kind is RESOURCE_FLAVORS:
+            self.mark_all()
+        elif change.kind is WORKLOADS:
+            for obj in (change.old, change.new):
+                if obj is None:
+                    continue
+                spec, status = obj.get("spec") or {}, obj.get("status") or {}
+                queue_name = str(spec.get("queueName", ""))
+                if queue_name:
+                    lq_key = (change.key[0], queue_name)
+                    self._dirty_lq.add(lq_key)
+                    lq = self.store.get(LOCAL_QUEUES, queue_name, change.key[0])
+                    if lq is not None:
+                        self._dirty_cq.add(str((lq.get("spec") or {}).get("clusterQueue", "")))
+                admitted_to = (status.get("admission") or {}).get("clusterQueue")
+                if admitted_to:
+                    self._dirty_cq.add(str(admitted_to))
+        else:
+            return
+        self._kick.set()
+
+    def mark_all(self) -> None:
+        self._dirty_cq.update(key_of(cq)[1] for cq in self.store.items(CLUSTER_QUEUES))
+        self._dirty_lq.update(key_of(lq) for lq in self.store.items(LOCAL_QUEUES))
+        self._kick.set()
+
+    def _mark_local_queues_of(self, cluster_queue: str) -> None:
+        for lq in self.store.items(LOCAL_QUEUES):
+            if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue:
+                self._dirty_lq.add(key_of(lq))
+
+    async def run(self) -> None:
+        self.mark_all()
+        while True:
+            await self._kick.wait()
+            wait = self._last_flush + self.min_interval - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)  # rate limit: gather a burst into one pass
+            self._kick.clear()
+            self._last_flush = time.monotonic()
+            if self.is_leader():
+                await self.flush()
+            self.flushed.set()
+
+    async def flush(self) -> None:
+        cluster_queues, self._dirty_cq = self._dirty_cq, set()
+        local_queues, self._dirty_lq = self._dirty_lq, set()
+        state = self.state()
+        now = now_rfc3339()
+        self._tick_gpu_seconds(state)
+        for name in sorted(n for n in cluster_queues if n):
+            cq = self.store.get(CLUSTER_QUEUES, name)
+            if cq is None or state.cluster_queue(name) is None:
+                if cq is None:
+                    self.metrics.forget_cluster_queue(cluster_queue=name)
+                continue
+            computed = cluster_queue_status(state, name)
+            status = merge_status(cq.get("status"), computed, generation=_generation(cq), now=now)
+            reserving: list[Reservation] = [
+                (info.usage, admitted) for info, admitted in state.reserving_in(name)
+            ]
+            self._report_metrics(name, cq, status, reserving, state)
+            if status_differs(cq.get("status"), status):
+                await self._write(CLUSTER_QUEUES, cq, status)
+        for namespace, name in sorted(local_queues):
+            lq = self.store.get(LOCAL_QUEUES, name, namespace)
+            if lq is None or f"{namespace}/{name}" not in state.local_queues:
+                continue
+            computed = local_queue_status(state, namespace, name)
+            status = merge_status(lq.get("status"), computed, generation=_generation(lq), now=now)
+            if status_differs(lq.get("status"), status):
+                await self._write(LOCAL_QUEUES, lq, status)
+
+    async def _write(self, kind: Any, obj: JSON, status: JSON) -> None:
+        try:
+            await self.writer.patch_status(kind, obj, lambda _current: status)
+        except Exception as exc:  # the next change marks it dirty again
+            log.warning("queue status write failed", extra={"kind": kind.kind, "error": repr(exc)})
+
+    def _report_metrics(
+        self, name: str, cq: JSON, status: JSON, reserving: list[Reservation], state: SchedulerState
+    ) -> None:
+        role = self.metrics.role
+        cohort = str((cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort") or "")
+        self.metrics.pending_workloads.labels(name, "active", role).set(state.pending_count(name))
+        self.metrics.reserving_active_workloads.labels(name, role).set(len(reserving))
+        self.metrics.admitted_active_workloads.labels(name, role).set(sum(1 for _, a in reserving if a))
+        active = is_true({"status": status}, "Active")
+        self.metrics.set_cluster_queue_state(cluster_queue=name, state="active" if active else "pending")
+        usage: dict[tuple[str, str], int] = {}
+        reserved: dict[tuple[str, str], int] = {}
+        for amounts, admitted in reserving:
+            for fr, nanos in amounts.items():
+                reserved[fr] = reserved.get(fr, 0) + nanos
+                if admitted:
+                    usage[fr] = usage.get(fr, 0) + nanos
+        spec = state.cluster_queue(name)
+        if spec is None:
+            return
+        for group in spec.resource_groups:
+            for flavor in group.flavors:
+                for quota in flavor.resources:
+                    labels = (cohort, name, flavor.name, quota.name, role)
+                    fr = (flavor.name, quota.name)
+                    self.metrics.nominal_quota.labels(*labels).set(quota.nominal.nanos / NANO)
+                    if quota.borrowing_limit is not None:
+                        self.metrics.borrowing_limit.labels(*labels).set(quota.borrowing_limit.nanos / NANO)
+                    if quota.lending_limit is not None:
+                        self.metrics.lending_limit.labels(*labels).set(quota.lending_limit.nanos / NANO)
+                    self.metrics.resource_usage.labels(*labels).set(usage.get(fr, 0) / NANO)
+                    self.metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
+
+    def _tick_gpu_seconds(self, state: SchedulerState) -> None:
+        """Charge each queue the GPUs its admitted workloads held since the previous pass."""
+        now = time.monotonic()
+        elapsed, self._last_gpu_tick = now - self._last_gpu_tick, now
+        for name in state.cluster_queue_names():
+            totals: dict[str, int] = {}
+            for info, admitted in state.reserving_in(name):
+                if not admitted:
+                    continue
+                for (_, resource), nanos in info.usage.items():
+                    if "gpu" in resource:
+                        totals[resource] = totals.get(resource, 0) + nanos
+            for resource, nanos in totals.items():
+                self.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
+
+
+def _generation(obj: JSON) -> int | None:
+    value = (obj.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
