@@ -1,0 +1,627 @@
+"""The request pipeline of kube-apiserver, minus HTTP: decode, default, admit, validate, store, react.
+
+The order of steps is what clients can observe, so it follows the apiserver: request defaults, mutating
+webhooks, create-time fields (uid, Job selector), schema/type validation, validating webhooks, then the
+resourceVersion-checked write. Admission is behind a Protocol so the in-process test API (`FakeApi.create`)
+can bypass it for setup. After a write, small synchronous reactions stand in for the controllers a cluster
+runs (garbage collection, namespace cleanup, CRD registration, the Job controller's Suspended condition).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tests.fakeapi import builtins, patches, schema
+from tests.fakeapi.errors import (
+    ApiError,
+    bad_request,
+    internal,
+    invalid,
+    namespace_not_found,
+    namespace_terminating,
+    not_found,
+)
+from tests.fakeapi.identity import ADMIN, UserInfo
+from tests.fakeapi.resources import Registry, ResourceType
+from tests.fakeapi.store import Obj, Store, now_rfc3339
+
+PATCH_JSON = "application/json-patch+json"
+PATCH_MERGE = "application/merge-patch+json"
+PATCH_STRATEGIC = "application/strategic-merge-patch+json"
+PATCH_APPLY = "application/apply-patch+yaml"
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    rtype: ResourceType
+    operation: str  # CREATE | UPDATE | DELETE
+    subresource: str
+    namespace: str
+    name: str
+    obj: Obj | None
+    old_obj: Obj | None
+    user: UserInfo
+    dry_run: bool
+    options: dict[str, Any]
+
+
+class Admission(Protocol):
+    """Calls the registered webhooks; returns the (possibly patched) object or raises the denial."""
+
+    async def mutate(self, request: AdmissionRequest) -> Obj | None: ...
+
+    async def validate(self, request: AdmissionRequest) -> None: ...
+
+
+class NoAdmission:
+    async def mutate(self, request: AdmissionRequest) -> Obj | None:
+        return request.obj
+
+    async def validate(self, request: AdmissionRequest) -> None:
+        return None
+
+
+class Faults:
+    """Test-controlled misbehaviour applied to the next write requests."""
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+
+    def fail_next_writes(self, count: int, status: int) -> None:
+        self.pending.extend([status] * count)
+
+    def take(self, rtype: ResourceType, name: str) -> None:
+        if not self.pending:
+            return
+        status = self.pending.pop(0)
+        if status == 409:
+            from tests.fakeapi.errors import conflict
+
+            raise conflict(plural=rtype.plural, group=rtype.group, name=name)
+        if status == 500:
+            raise internal("injected fault")
+        if status == 429:
+            raise ApiError(
+                code=429, reason="TooManyRequests", message="the server has received too many requests"
+            )
+        raise ApiError(code=status, reason="InternalError", message=f"injected fault {status}")
+
+
+def _spec_part(rtype: ResourceType, obj: Obj) -> Obj:
+    """What counts for metadata.generation: everything but metadata (and status when it is a subresource)."""
+    skip = {"metadata", "apiVersion", "kind"}
+    if rtype.status_subresource or rtype.builtin:
+        skip.add("status")
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+class Api:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        registry: Registry,
+        admission: Admission | None = None,
+        job_controller: bool = True,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.admission: Admission = admission or NoAdmission()
+        self.faults = Faults()
+        self.job_controller = job_controller
+        self.after_write: list[Callable[[ResourceType, str, Obj], None]] = []
+
+    # ---- decoding and defaults ---------------------------------------------------------------------------
+    def decode(self, rtype: ResourceType, body: Any) -> Obj:
+        obj = builtins.require_dict(body)
+        kind = obj.get("kind")
+        if kind is not None and kind != rtype.kind:
+            raise bad_request(
+                f"the API version in the data ({obj.get('apiVersion')}) does not match the expected "
+                f"API version "
+                f"({rtype.api_version})"
+                if obj.get("apiVersion") not in (None, rtype.api_version)
+                else f'kind "{kind}" does not match the expected kind "{rtype.kind}"'
+            )
+        obj["apiVersion"] = rtype.api_version
+        obj["kind"] = rtype.kind
+        meta = obj.get("metadata")
+        if meta is None:
+            obj["metadata"] = {}
+        elif not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        self.apply_defaults(rtype, obj)
+        return obj
+
+    def apply_defaults(self, rtype: ResourceType, obj: Obj) -> None:
+        if rtype.schema is not None:
+            schema.prune(obj, rtype.schema)
+            schema.apply_defaults(obj, rtype.schema)
+        elif rtype.kind == "Job":
+            builtins.default_job(obj)
+        elif rtype.kind == "Namespace":
+            builtins.default_namespace(obj)
+        elif rtype.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            builtins.default_webhook_configuration(obj)
+
+    def validate(self, rtype: ResourceType, obj: Obj, old: Obj | None) -> None:
+        name = obj["metadata"].get("name", "")
+        if rtype.schema is not None:
+            causes = schema.validate(obj, rtype.schema)
+            if causes:
+                raise invalid(kind=rtype.kind, group=rtype.group, name=name, causes=causes)
+        elif rtype.kind == "Job":
+            builtins.validate_job(obj)
+            if old is not None:
+                builtins.validate_job_update(old, obj)
+
+    # ---- namespaces --------------------------------------------------------------------------------------
+    def _check_namespace(self, rtype: ResourceType, namespace: str, name: str, *, creating: bool) -> None:
+        if not rtype.namespaced:
+            return
+        ns = self.store.get(("", "namespaces"), "", namespace)
+        if ns is None:
+            raise namespace_not_found(namespace)
+        if creating and ns["metadata"].get("deletionTimestamp"):
+            raise namespace_terminating(
+                namespace=namespace, plural=rtype.plural, group=rtype.group, name=name
+            )
+
+    # ---- create ------------------------------------------------------------------------------------------
+    async def create(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        body: Any,
+        *,
+        user: UserInfo = ADMIN,
+        dry_run: bool = False,
+        options: dict[str, Any] | None = None,
+        admit: bool = True,
+    ) -> Obj:
+        obj = self.decode(rtype, body)
+        meta = obj["metadata"]
+        if rtype.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and body_ns != namespace:
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            if meta.get("generateName"):
+                meta["name"] = self.store.generate_name(meta["generateName"])
+            else:
+                builtins.validate_metadata_name(kind=rtype.kind, group=rtype.group, obj=obj)
+        name = meta["name"]
+        if admit:
+            self.faults.take(rtype, name)
+        self._check_namespace(rtype, namespace, name, creating=True)
+        for field in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"):
+            meta.pop(field, None)
+        if rtype.status_subresource and not rtype.builtin:
+            obj.pop("status", None)
+        request_options = {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", **(options or {})}
+        if admit:
+            mutated = await self.admission.mutate(
+                AdmissionRequest(
+                    rtype, "CREATE", "", namespace, name, obj, None, user, dry_run, request_options
+                )
+            )
+            if mutated is not None and mutated is not obj:
+                obj = mutated
+                self.apply_defaults(rtype, obj)
+                meta = obj["metadata"]
+        meta["uid"] = self.store.new_uid()
+        meta["creationTimestamp"] = now_rfc3339()
+        meta["generation"] = 1
+        if rtype.kind == "Job" and rtype.group == "batch":
+            builtins.prepare_job_create(obj)
+        self.validate(rtype, obj, None)
+        if admit:
+            await self.admission.validate(
+                AdmissionRequest(
+                    rtype, "CREATE", "", namespace, name, obj, None, user, dry_run, request_options
+                )
+            )
+        if dry_run:
+            return obj
+        stored = self.store.insert(rtype.storage_key, obj, plural=rtype.plural)
+        self._react(rtype, "ADDED", stored)
+        return stored
+
+    # ---- read --------------------------------------------------------------------------------------------
+    def get(self, rtype: ResourceType, namespace: str, name: str) -> Obj:
+        obj = self.store.get(rtype.storage_key, namespace if rtype.namespaced else "", name)
+        if obj is None:
+            raise not_found(plural=rtype.plural, group=rtype.group, name=name)
+        return self.as_version(rtype, obj)
+
+    def as_version(self, rtype: ResourceType, obj: Obj) -> Obj:
+        if obj.get("apiVersion") == rtype.api_version:
+            return obj
+        return dict(obj, apiVersion=rtype.api_version)
+
+    # ---- update / patch ----------------------------------------------------------------------------------
+    async def update(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        user: UserInfo = ADMIN,
+        dry_run: bool = False,
+        options: dict[str, Any] | None = None,
+        admit: bool = True,
+    ) -> Obj:
+        new = self.decode(rtype, body)
+        body_name = new["metadata"].get("name")
+        if body_name and body_name != name:
+            raise bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        expected = new["metadata"].get("resourceVersion") or None
+
+        def build(current: Obj) -> Obj:
+            return copy.deepcopy(new)
+
+        return await self._write(
+            rtype,
+            namespace,
+            name,
+            build,
+            expected_rv=expected,
+            subresource=subresource,
+            user=user,
+            dry_run=dry_run,
+            options=options,
+            admit=admit,
+        )
+
+    async def patch(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        *,
+        subresource: str = "",
+        user: UserInfo = ADMIN,
+        dry_run: bool = False,
+        options: dict[str, Any] | None = None,
+        admit: bool = True,
+    ) -> Obj:
+        if patch_type == PATCH_STRATEGIC and not rtype.builtin:
+            raise ApiError(
+                code=415,
+                reason="UnsupportedMediaType",
+                message=f"the body of the request was in an unknown format - accepted media types include: "
+                f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}",
+            )
+        expected: str | None = None
+        if isinstance(patch, dict):
+            expected = (patch.get("metadata") or {}).get("resourceVersion") or None
+
+        def build(current: Obj) -> Obj:
+            if patch_type == PATCH_JSON:
+                return patches.json_patch(current, patch)
+            if patch_type == PATCH_MERGE:
+                return patches.merge_patch(current, patch)
+            if patch_type == PATCH_STRATEGIC:
+                return patches.strategic_merge_patch(current, patch)
+            if patch_type == PATCH_APPLY:
+                return patches.merge_patch(current, patch)
+            raise ApiError(
+                code=415, reason="UnsupportedMediaType", message=f"unsupported patch type {patch_type}"
+            )
+
+        return await self._write(
+            rtype,
+            namespace,
+            name,
+            build,
+            expected_rv=expected,
+            subresource=subresource,
+            user=user,
+            dry_run=dry_run,
+            options=options,
+            admit=admit,
+        )
+
+    async def _write(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        build: Callable[[Obj], Obj],
+        *,
+        expected_rv: str | None,
+        subresource: str,
+        user: UserInfo,
+        dry_run: bool,
+        options: dict[str, Any] | None,
+        admit: bool,
+    ) -> Obj:
+        if admit:
+            self.faults.take(rtype, name)
+        ns = namespace if rtype.namespaced else ""
+        request_options = {"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions", **(options or {})}
+        for _attempt in range(8):
+            current = self.get(rtype, ns, name)
+            if expected_rv is not None and current["metadata"]["resourceVersion"] != expected_rv:
+                from tests.fakeapi.errors import conflict
+
+                raise conflict(plural=rtype.plural, group=rtype.group, name=name)
+            new = build(current)
+            new = self._merge_for_update(rtype, current, new, subresource)
+            if admit:
+                request = AdmissionRequest(
+                    rtype, "UPDATE", subresource, ns, name, new, current, user, dry_run, request_options
+                )
+                mutated = await self.admission.mutate(request)
+                if mutated is not None and mutated is not new:
+                    new = self._merge_for_update(rtype, current, mutated, subresource)
+            self.validate(rtype, new, current)
+            if admit:
+                await self.admission.validate(
+                    AdmissionRequest(
+                        rtype, "UPDATE", subresource, ns, name, new, current, user, dry_run, request_options
+                    )
+                )
+            if dry_run:
+                return new
+            latest = self.store.get(rtype.storage_key, ns, name)
+            if latest is None:
+                raise not_found(plural=rtype.plural, group=rtype.group, name=name)
+            if latest["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
+                if expected_rv is not None:
+                    from tests.fakeapi.errors import conflict
+
+                    raise conflict(plural=rtype.plural, group=rtype.group, name=name)
+                # Someone wrote while webhooks ran: rebuild on the new state, as the apiserver retries.
+                continue
+            stored = self.store.replace(
+                rtype.storage_key,
+                new,
+                expected_rv=current["metadata"]["resourceVersion"],
+                plural=rtype.plural,
+            )
+            if stored is not current:
+                self._react(rtype, "MODIFIED", stored)
+            return self.as_version(rtype, stored)
+        raise internal("too many concurrent writes to the same object")
+
+    def _merge_for_update(self, rtype: ResourceType, current: Obj, new: Obj, subresource: str) -> Obj:
+        """Apply what the apiserver keeps from the stored object: identity, status or spec per endpoint."""
+        new["apiVersion"] = rtype.api_version
+        new["kind"] = rtype.kind
+        self.apply_defaults(rtype, new)
+        meta = new.setdefault("metadata", {})
+        old_meta = current["metadata"]
+        for field in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp"):
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        if "deletionGracePeriodSeconds" in old_meta:
+            meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        if subresource == "status":
+            merged = {k: v for k, v in current.items() if k != "status"}
+            if "status" in new:
+                merged["status"] = new["status"]
+            merged["metadata"] = current["metadata"]
+            return copy.deepcopy(merged)
+        if rtype.status_subresource:
+            if "status" in current:
+                new["status"] = copy.deepcopy(current["status"])
+            else:
+                new.pop("status", None)
+        if _spec_part(rtype, new) != _spec_part(rtype, current):
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        return new
+
+    # ---- delete ------------------------------------------------------------------------------------------
+    async def delete(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        user: UserInfo = ADMIN,
+        propagation: str | None = None,
+        preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        admit: bool = True,
+    ) -> Obj:
+        if admit:
+            self.faults.take(rtype, name)
+        ns = namespace if rtype.namespaced else ""
+        current = self.get(rtype, ns, name)
+        precondition_rv = (preconditions or {}).get("resourceVersion")
+        if precondition_rv and precondition_rv != current["metadata"]["resourceVersion"]:
+            from tests.fakeapi.errors import conflict
+
+            raise conflict(plural=rtype.plural, group=rtype.group, name=name)
+        precondition_uid = (preconditions or {}).get("uid")
+        if precondition_uid and precondition_uid != current["metadata"]["uid"]:
+            raise ApiError(
+                code=409,
+                reason="Conflict",
+                message=(
+                    f"Operation cannot be fulfilled on "
+                    f"{rtype.plural}{'.' + rtype.group if rtype.group else ''} "
+                    f'"{name}": Precondition failed: UID in precondition: {precondition_uid}, '
+                    f"UID in object meta: {current['metadata']['uid']}"
+                ),
+                details={
+                    "name": name,
+                    "group": rtype.group,
+                    "kind": rtype.plural,
+                    "uid": current["metadata"]["uid"],
+                },
+            )
+        if admit:
+            await self.admission.validate(
+                AdmissionRequest(
+                    rtype,
+                    "DELETE",
+                    "",
+                    ns,
+                    name,
+                    None,
+                    current,
+                    user,
+                    dry_run,
+                    {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"},
+                )
+            )
+        if dry_run:
+            return current
+        return self.delete_now(rtype, ns, name, propagation=propagation)
+
+    def delete_now(
+        self, rtype: ResourceType, namespace: str, name: str, *, propagation: str | None = None
+    ) -> Obj:
+        current = self.get(rtype, namespace, name)
+        meta = current["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if rtype.kind == "Namespace" and rtype.group == "":
+            self._empty_namespace(name)
+            finalizers = []
+        if finalizers:
+            if meta.get("deletionTimestamp"):
+                return current
+            marked = copy.deepcopy(current)
+            marked["metadata"]["deletionTimestamp"] = now_rfc3339()
+            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+            marked["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
+            stored = self.store.replace(
+                rtype.storage_key, marked, expected_rv=meta["resourceVersion"], plural=rtype.plural
+            )
+            self._react(rtype, "MODIFIED", stored)
+            return self.as_version(rtype, stored)
+        gone = self.store.remove(rtype.storage_key, namespace, name, plural=rtype.plural)
+        self._react(rtype, "DELETED", gone)
+        self._collect_dependents(gone["metadata"]["uid"], orphan=propagation == "Orphan")
+        return self.as_version(rtype, gone)
+
+    def _empty_namespace(self, namespace: str) -> None:
+        for rtype in list(self.registry.all()):
+            if not rtype.namespaced or rtype.version != self._storage_version(rtype):
+                continue
+            for obj in self.store.list(rtype.storage_key, namespace):
+                current = self.store.get(rtype.storage_key, namespace, obj["metadata"]["name"])
+                if current is not None:
+                    stripped = copy.deepcopy(current)
+                    stripped["metadata"].pop("finalizers", None)
+                    if stripped != current:
+                        self.store.replace(
+                            rtype.storage_key,
+                            stripped,
+                            expected_rv=current["metadata"]["resourceVersion"],
+                            plural=rtype.plural,
+                        )
+                    self.delete_now(rtype, namespace, obj["metadata"]["name"])
+
+    def _storage_version(self, rtype: ResourceType) -> str:
+        return rtype.served_versions[0] if rtype.served_versions else rtype.version
+
+    def _collect_dependents(self, owner_uid: str, *, orphan: bool) -> None:
+        """Background garbage collection: dependents whose ownerReferences name the deleted uid go too."""
+        for key, obj in list(self.store.all_objects()):
+            refs = obj["metadata"].get("ownerReferences") or []
+            if not any(ref.get("uid") == owner_uid for ref in refs):
+                continue
+            rtype = self._type_for_key(key)
+            if rtype is None:
+                continue
+            meta = obj["metadata"]
+            remaining = [ref for ref in refs if ref.get("uid") != owner_uid]
+            if orphan or remaining:
+                updated = copy.deepcopy(obj)
+                if remaining:
+                    updated["metadata"]["ownerReferences"] = remaining
+                else:
+                    updated["metadata"].pop("ownerReferences", None)
+                stored = self.store.replace(
+                    key, updated, expected_rv=meta["resourceVersion"], plural=rtype.plural
+                )
+                self._react(rtype, "MODIFIED", stored)
+            else:
+                self.delete_now(rtype, meta.get("namespace", ""), meta["name"])
+
+    def _type_for_key(self, key: tuple[str, str]) -> ResourceType | None:
+        candidates = [t for t in self.registry.all() if t.storage_key == key]
+        candidates.sort(key=lambda t: t.version != self._storage_version(t))
+        return candidates[0] if candidates else None
+
+    # ---- reactions standing in for cluster controllers ---------------------------------------------------
+    def _react(self, rtype: ResourceType, event: str, obj: Obj) -> None:
+        meta = obj["metadata"]
+        if event != "DELETED" and meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self.delete_now(rtype, meta.get("namespace", ""), meta["name"])
+            return
+        if rtype.group == "apiextensions.k8s.io" and rtype.kind == "CustomResourceDefinition":
+            self._react_crd(event, obj)
+        if self.job_controller and rtype.group == "batch" and rtype.kind == "Job" and event != "DELETED":
+            self._react_job(rtype, obj)
+        for hook in self.after_write:
+            hook(rtype, event, obj)
+
+    def _react_crd(self, event: str, crd: Obj) -> None:
+        if event == "DELETED":
+            self.registry.remove_crd(crd["metadata"]["name"])
+            return
+        self.registry.add_crd(crd)
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" for c in conditions):
+            return
+        established = copy.deepcopy(crd)
+        now = now_rfc3339()
+        established["status"] = {
+            "acceptedNames": dict(crd["spec"]["names"]),
+            "conditions": [
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "lastTransitionTime": now,
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "lastTransitionTime": now,
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                },
+            ],
+            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+        }
+        self.store.replace(
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            established,
+            expected_rv=crd["metadata"]["resourceVersion"],
+            plural="customresourcedefinitions",
+        )
+
+    def _react_job(self, rtype: ResourceType, job: Obj) -> None:
+        from tests.fakeapi.jobs import job_controller_status
+
+        status = job_controller_status(job)
+        if status is None or status == job.get("status"):
+            return
+        updated = dict(job, status=status)
+        updated["metadata"] = dict(job["metadata"])
+        self.store.replace(
+            rtype.storage_key, updated, expected_rv=job["metadata"]["resourceVersion"], plural=rtype.plural
+        )

@@ -1,0 +1,321 @@
+"""Structural-schema processing for custom resources: prune, default, validate, in kube-apiserver's order.
+
+The apiserver treats a CRD's openAPIV3Schema as the contract of stored data: fields the schema does not know
+are dropped (unless `x-kubernetes-preserve-unknown-fields`), `null` in a non-nullable field is dropped,
+defaults fill missing fields (recursing into a defaulted `{}`, which is how `preemption: {}` grows its nested
+defaults), and only then is the object validated, every error collected rather than the first one. A
+controller that writes a field the CRD lacks must see it vanish here exactly as it would on a real cluster.
+
+CEL rules (`x-kubernetes-validations`) are not evaluated; when a schema has them and the object already failed
+schema validation, the apiserver adds its "some validation rules were not checked" cause, and so do we.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+Cause = dict[str, str]
+_RULES_NOT_CHECKED: Cause = {
+    "reason": "FieldValueInvalid",
+    "message": (
+        "Invalid value: null: some validation rules were not checked because the object was invalid; "
+        "correct the existing errors to complete validation"
+    ),
+    "field": "<nil>",
+}
+_ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def prune(obj: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Drop unknown fields and non-nullable nulls in place (apiVersion/kind/metadata are left alone)."""
+    for key in list(obj):
+        if key in _ROOT_KEEP:
+            continue
+        sub = (schema.get("properties") or {}).get(key)
+        if (sub is None and not schema.get("x-kubernetes-preserve-unknown-fields")) or (
+            obj[key] is None and not (sub or {}).get("nullable")
+        ):
+            del obj[key]
+        elif sub is not None:
+            obj[key] = _prune_value(obj[key], sub)
+
+
+def _prune_value(value: Any, schema: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        preserve = schema.get("x-kubernetes-preserve-unknown-fields")
+        for key in list(value):
+            if props is not None and key in props:
+                sub: dict[str, Any] = props[key]
+            elif isinstance(additional, dict):
+                sub = additional
+            elif preserve:
+                continue
+            else:
+                del value[key]
+                continue
+            if value[key] is None and not sub.get("nullable"):
+                del value[key]
+            else:
+                value[key] = _prune_value(value[key], sub)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        return [_prune_value(v, items) for v in value]
+    return value
+
+
+def apply_defaults(obj: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Fill schema defaults in place, recursing into defaulted objects and every array item."""
+    _default_value(obj, schema)
+
+
+def _default_value(value: Any, schema: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                _default_value(value[key], sub)
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, dict):
+            for item in value.values():
+                _default_value(item, additional)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            _default_value(item, schema["items"])
+
+
+def validate(obj: dict[str, Any], schema: dict[str, Any]) -> list[Cause]:
+    """Every schema violation as an apimachinery field error (reason, message, field)."""
+    causes: list[Cause] = []
+    for key, sub in (schema.get("properties") or {}).items():
+        if key in obj and key not in _ROOT_KEEP:
+            _validate_value(obj[key], sub, key, causes)
+    for key in schema.get("required") or ():
+        if key not in obj:
+            causes.append({"reason": "FieldValueRequired", "message": "Required value", "field": key})
+    if causes and _has_cel_rules(schema):
+        causes.append(dict(_RULES_NOT_CHECKED))
+    return causes
+
+
+def _has_cel_rules(schema: Any) -> bool:
+    return "x-kubernetes-validations" in _json(schema)
+
+
+def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
+    if schema.get("x-kubernetes-int-or-string"):
+        return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    expected = schema.get("type")
+    if expected is None:
+        return True
+    checks = {
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+    }
+    return bool(checks.get(expected, lambda v: True)(value))
+
+
+def _validate_value(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    if value is None:
+        if not schema.get("nullable"):
+            causes.append(_type_error(value, schema, path))
+        return
+    if not _type_ok(value, schema):
+        causes.append(_type_error(value, schema, path))
+        return
+    if "enum" in schema and value not in schema["enum"]:
+        supported = ", ".join(_json(v) for v in schema["enum"])
+        causes.append(
+            {
+                "reason": "FieldValueNotSupported",
+                "message": f"Unsupported value: {_json(value)}: supported values: {supported}",
+                "field": path,
+            }
+        )
+    if isinstance(value, str):
+        _validate_string(value, schema, path, causes)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        _validate_number(value, schema, path, causes)
+    elif isinstance(value, list):
+        _validate_array(value, schema, path, causes)
+    elif isinstance(value, dict):
+        _validate_object(value, schema, path, causes)
+
+
+def _type_error(value: Any, schema: dict[str, Any], path: str) -> Cause:
+    expected = (
+        "integer or string" if schema.get("x-kubernetes-int-or-string") else schema.get("type", "object")
+    )
+    shown = _json(value)
+    return {
+        "reason": "FieldValueTypeInvalid",
+        "message": (
+            f"Invalid value: {shown}: {path} in body must be of type {expected}: {_json(_go_type(value))}"
+        ),
+        "field": path,
+    }
+
+
+def _go_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _validate_string(value: str, schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    pattern = schema.get("pattern")
+    if pattern and not _compiled(pattern).search(value):
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "message": f"Invalid value: {_json(value)}: {path} in body should match '{pattern}'",
+                "field": path,
+            }
+        )
+    max_length = schema.get("maxLength")
+    if max_length is not None and len(value) > max_length:
+        causes.append(
+            {
+                "reason": "FieldValueTooLong",
+                "message": f"Too long: may not be more than {max_length} bytes",
+                "field": path,
+            }
+        )
+    min_length = schema.get("minLength")
+    if min_length is not None and len(value) < min_length:
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "message": (
+                    f"Invalid value: {_json(value)}: {path} in body "
+                    f"should be at least {min_length} chars long"
+                ),
+                "field": path,
+            }
+        )
+
+
+def _validate_number(value: float, schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    minimum = schema.get("minimum")
+    if minimum is not None and value < minimum:
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "message": (
+                    f"Invalid value: {_json(value)}: {path} in body "
+                    f"should be greater than or equal to {minimum}"
+                ),
+                "field": path,
+            }
+        )
+    maximum = schema.get("maximum")
+    if maximum is not None and value > maximum:
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "message": (
+                    f"Invalid value: {_json(value)}: {path} in body should be less than or equal to {maximum}"
+                ),
+                "field": path,
+            }
+        )
+
+
+def _validate_array(value: list[Any], schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    max_items = schema.get("maxItems")
+    if max_items is not None and len(value) > max_items:
+        causes.append(
+            {
+                "reason": "FieldValueTooMany",
+                "message": f"Too many: {len(value)}: must have at most {max_items} items",
+                "field": path,
+            }
+        )
+    min_items = schema.get("minItems")
+    if min_items is not None and len(value) < min_items:
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "message": (
+                    f"Invalid value: {len(value)}: {path} in body should have at least {min_items} items"
+                ),
+                "field": path,
+            }
+        )
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for index, item in enumerate(value):
+            _validate_value(item, items, f"{path}[{index}]", causes)
+    if schema.get("x-kubernetes-list-type") == "map":
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        seen: set[str] = set()
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                continue
+            ident = _json([item.get(k) for k in keys])
+            if ident in seen:
+                shown = "{" + ", ".join(f'"{k}":{_json(item.get(k))}' for k in keys) + "}"
+                causes.append(
+                    {
+                        "reason": "FieldValueDuplicate",
+                        "message": f"Duplicate value: {shown}",
+                        "field": f"{path}[{index}]",
+                    }
+                )
+            seen.add(ident)
+
+
+def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    props = schema.get("properties") or {}
+    for key, sub in props.items():
+        if key in value:
+            _validate_value(value[key], sub, f"{path}.{key}", causes)
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, dict):
+        for key, item in value.items():
+            if key not in props:
+                _validate_value(item, additional, f"{path}.{key}", causes)
+    for key in schema.get("required") or ():
+        if key not in value:
+            causes.append(
+                {"reason": "FieldValueRequired", "message": "Required value", "field": f"{path}.{key}"}
+            )
+    max_props = schema.get("maxProperties")
+    if max_props is not None and len(value) > max_props:
+        causes.append(
+            {
+                "reason": "FieldValueTooMany",
+                "message": f"Too many: {len(value)}: must have at most {max_props} items",
+                "field": path,
+            }
+        )
