@@ -17,8 +17,9 @@ from cryptography import x509
 
 from tests.unit.admission.golden import apply_patch, decode_patch, golden_capture
 from tests.unit.admission.servers import Webhook, golden_object, review_for, running_webhook
+from webhook.api.config import Configuration, parse_configuration
 from webhook.certs import ensure_certificates
-from webhook.server import MAX_BODY_BYTES
+from webhook.server import MAX_BODY_BYTES, JsonFormatter
 
 
 @pytest.fixture
@@ -337,3 +338,33 @@ async def test_a_broken_rotation_keeps_the_current_certificate(webhook: Webhook)
     assert webhook.server.reloader.load_if_changed() is False
     assert webhook.server.reloader.generation == generation
     assert (await served_certificate(webhook)).serial_number == before.serial_number
+
+
+async def test_a_configuration_change_applies_to_the_next_request(
+    webhook: Webhook, http: aiohttp.ClientSession
+) -> None:
+    capture = golden_capture(7)  # kubectl create job without a queue label
+    _, body = await post(http, capture["path"], capture["review"])
+    assert body["response"]["allowed"]
+    enforcing = parse_configuration("labelPolicy: {enforcedNamespaceSelector: {}}\n")  # every namespace
+    assert isinstance(enforcing, Configuration)
+    webhook.config[0] = enforcing
+    _, body = await post(http, capture["path"], capture["review"])
+    assert not body["response"]["allowed"]
+    assert 'LocalQueues in namespace "golden-hooked": "team-a-gpu"' in body["response"]["status"]["message"]
+
+
+async def test_denial_log_line_is_one_json_object(
+    http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="kueue_webhook.admission")
+    capture = golden_capture(5)
+    await post(http, capture["path"], capture["review"])
+    (record,) = [r for r in caplog.records if r.getMessage() == "admission denied"]
+    line = JsonFormatter().format(record)
+    assert "\n" not in line
+    fields = orjson.loads(line)
+    assert fields["level"] == "info" and fields["logger"] == "kueue_webhook.admission"
+    assert fields["msg"] == "admission denied" and fields["ts"].endswith("Z")
+    assert fields["reason"].startswith("spec.suspend: Forbidden")
+    assert fields["uid"] == capture["review"]["request"]["uid"]
