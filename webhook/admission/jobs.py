@@ -151,12 +151,7 @@ def mutate_job(request: AdmissionRequest, *, config: Configuration, view: Cluste
         default_queue = config.label_policy.default_queue_for(request.namespace)
         if default_queue in view.local_queue_names(request.namespace):
             queue = default_queue
-            if request.object is not None and isinstance(request.object["metadata"].get("labels"), Mapping):
-                patch.append(
-                    {"op": "add", "path": f"/metadata/labels/{_pointer(QUEUE_LABEL)}", "value": queue}
-                )
-            else:
-                patch.append({"op": "add", "path": "/metadata/labels", "value": {QUEUE_LABEL: queue}})
+            patch.append(_add_label_op(request.object or {}, QUEUE_LABEL, queue))
     should_suspend = bool(queue) or (config.manage_jobs_without_queue_name and managed)
     if should_suspend and not job.suspended:
         if request.object is not None and isinstance(request.object.get("spec"), Mapping):
@@ -164,6 +159,16 @@ def mutate_job(request: AdmissionRequest, *, config: Configuration, view: Cluste
         else:
             patch.append({"op": "add", "path": "/spec", "value": {"suspend": True}})
     return Verdict.allow(patch)
+
+
+def _add_label_op(obj: Mapping[str, Any], key: str, value: str) -> dict[str, Any]:
+    """The JSON Patch op adding one label, creating ``labels`` (or ``metadata``) when absent."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return {"op": "add", "path": "/metadata", "value": {"labels": {key: value}}}
+    if not isinstance(metadata.get("labels"), Mapping):
+        return {"op": "add", "path": "/metadata/labels", "value": {key: value}}
+    return {"op": "add", "path": f"/metadata/labels/{_pointer(key)}", "value": value}
 
 
 # -- validation -------------------------------------------------------------------------------------

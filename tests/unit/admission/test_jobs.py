@@ -350,3 +350,13 @@ def test_admitted_job_resources_cannot_be_changed_by_users_but_suspended_ones_ca
 
 def test_users_may_still_suspend_a_running_job() -> None:
     assert validate(update_review(old_suspend=False, new_suspend=True, user="alice")).allowed
+
+
+def test_default_queue_patch_works_on_a_job_without_metadata_labels_or_spec() -> None:
+    review = golden_review(6)
+    obj = job(review)
+    obj.pop("spec")
+    obj["metadata"] = {"name": "bare"}
+    patched = mutated_object(review, mutate(review, cluster=view("default")))
+    assert patched["metadata"]["labels"] == {QUEUE_LABEL: "default"}
+    assert patched["spec"] == {"suspend": True}
