@@ -1,0 +1,197 @@
+"""The webhook behind an API server, as a user meets it through kubectl.
+
+The shipped webhook configurations (manifests/controller) are loaded into the fake kube-apiserver, their
+caBundle is filled by ``kueue-webhook certs --patch-webhook-configurations`` through the API, and the
+Service endpoint points at our HTTPS server. From then on every ``kubectl`` write of a Job or a Kueue object
+goes through the webhook exactly as on a cluster, and the tests read what kubectl prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from tests.fakeapi import FakeApiServer
+from webhook.api.config import Configuration, parse_configuration
+from webhook.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
+from webhook.server import WebhookServer, create_app
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
+CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
+CONTROLLER_TOKEN = "controller-token"
+ENFORCING = parse_configuration(
+    "labelPolicy:\n  enforcedNamespaceSelector: {matchLabels: {queues: required}}\n"
+)
+assert isinstance(ENFORCING, Configuration)
+
+
+class FakeApiView:
+    """The ClusterView the controller's informer store provides, read here straight from the fake API."""
+
+    def __init__(self, api: FakeApiServer) -> None:
+        self.api = api
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        obj = self.api.get("namespaces", namespace)
+        return None if obj is None else dict(obj["metadata"].get("labels") or {})
+
+    def local_queue_names(self, namespace: str) -> Sequence[str]:
+        return [q["metadata"]["name"] for q in self.api.list("localqueues", namespace)]
+
+
+@pytest.fixture
+async def cluster(fake_api: FakeApiServer, tmp_path: Path) -> AsyncIterator[list[Configuration]]:
+    """Our webhook registered in the fake API with the shipped configurations and a patched caBundle.
+
+    Yields the live configuration (a one-element list tests may replace).
+    """
+    certs = ensure_certificates(tmp_path / "certs", ips=["127.0.0.1"])
+    config = [ENFORCING]
+    app = create_app(view=FakeApiView(fake_api), config=lambda: config[0], registry=CollectorRegistry())
+    server = WebhookServer(app, cert_file=certs.cert, key_file=certs.key, host="127.0.0.1", port=0)
+    await server.start()
+    try:
+        for name in ("mutatingwebhookconfiguration.yaml", "validatingwebhookconfiguration.yaml"):
+            await fake_api.apply_manifests((MANIFESTS / name).read_text())
+        fake_api.set_service_endpoint(
+            namespace="kueue-system", name="kueue-webhook", address=f"127.0.0.1:{server.port}"
+        )
+        await patch_webhook_configurations(
+            ca_bundle(certs),
+            mutating=["kueue-webhook-mutating"],
+            validating=["kueue-webhook-validating"],
+            kubeconfig=str(fake_api.kubeconfig_path()),
+        )
+        fake_api.add_token(CONTROLLER_TOKEN, CONTROLLER, ["system:serviceaccounts"])
+        await fake_api.apply_manifests(
+            """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a, labels: {queues: required}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: sandbox}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: team-a}
+spec: {clusterQueue: research}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: cpu, namespace: team-a}
+spec: {clusterQueue: research}
+"""
+        )
+        yield config
+    finally:
+        await server.stop()
+
+
+Kubectl = Callable[..., Any]
+
+
+async def run(kubectl: Kubectl, *args: str, input: str | None = None, token: str | None = None) -> Any:
+    return await asyncio.to_thread(kubectl, *args, input=input, token=token)
+
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: team-a
+  labels: {kueue.x-k8s.io/queue-name: gpu}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: busybox, resources: {limits: {nvidia.com/gpu: "1"}}}]
+"""
+
+
+async def test_kubectl_create_job_in_an_enforced_namespace_is_told_which_queues_exist(
+    cluster: list[Configuration], kubectl: Kubectl
+) -> None:
+    result = await run(kubectl, "create", "job", "hello", "--image=busybox", "-n", "team-a")
+    assert result.returncode == 1
+    assert (
+        'admission webhook "vjob.kueue.x-k8s.io" denied the request: '
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Required value: namespace "team-a" requires every Job '
+        "to name its LocalQueue in the label kueue.x-k8s.io/queue-name; "
+        'LocalQueues in namespace "team-a": "cpu", "gpu".'
+    ) in result.stderr
+
+
+async def test_other_namespaces_are_untouched(
+    cluster: list[Configuration], kubectl: Kubectl, fake_api: FakeApiServer
+) -> None:
+    result = await run(kubectl, "create", "job", "hello", "--image=busybox", "-n", "sandbox")
+    assert result.returncode == 0, result.stderr
+    job = fake_api.get("jobs", "hello", "sandbox")
+    assert job is not None and job["spec"].get("suspend") in (None, False)
+
+
+async def test_labelled_job_is_created_suspended_and_only_the_controller_can_start_it(
+    cluster: list[Configuration], kubectl: Kubectl, fake_api: FakeApiServer
+) -> None:
+    created = await run(kubectl, "create", "-f", "-", input=JOB)
+    assert created.returncode == 0, created.stderr
+    job = fake_api.get("jobs", "train", "team-a")
+    assert job is not None and job["spec"]["suspend"] is True
+
+    start = (
+        "patch",
+        "job",
+        "train",
+        "-n",
+        "team-a",
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"suspend": False}}),
+    )
+    by_user = await run(kubectl, *start)
+    assert by_user.returncode == 1
+    assert "spec.suspend: Forbidden: only the queueing controller" in by_user.stderr
+    assert 'user "admin" may not' in by_user.stderr
+
+    by_controller = await run(kubectl, *start, token=CONTROLLER_TOKEN)
+    assert by_controller.returncode == 0, by_controller.stderr
+    job = fake_api.get("jobs", "train", "team-a")
+    assert job is not None and job["spec"]["suspend"] is False
+
+
+async def test_queue_label_cannot_be_removed_in_an_enforced_namespace(
+    cluster: list[Configuration], kubectl: Kubectl
+) -> None:
+    assert (await run(kubectl, "create", "-f", "-", input=JOB)).returncode == 0
+    result = await run(kubectl, "label", "job", "train", "-n", "team-a", "kueue.x-k8s.io/queue-name-")
+    assert result.returncode == 1
+    assert (
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Forbidden: namespace "team-a" requires the label'
+        in result.stderr
+    )
+
+
+async def test_local_queue_cannot_be_moved_to_another_cluster_queue(
+    cluster: list[Configuration], kubectl: Kubectl
+) -> None:
+    manifest = yaml.safe_dump(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "gpu", "namespace": "team-a"},
+            "spec": {"clusterQueue": "elsewhere"},
+        }
+    )
+    result = await run(kubectl, "apply", "-f", "-", input=manifest)
+    assert result.returncode == 1
+    assert "spec.clusterQueue" in result.stderr and "field is immutable" in result.stderr
