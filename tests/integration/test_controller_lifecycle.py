@@ -1,0 +1,180 @@
+"""Job ⇄ Workload lifecycle through the real controller against the fake API server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.support import replica
+from tests.fakeapi import FakeApiServer
+
+JSON = dict[str, Any]
+
+QUOTA = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a, labels: {kueue.x-k8s.io/queue: research}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu-nodes}
+spec: {nodeLabels: {nvidia.com/gpu.present: "true"}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  namespaceSelector: {matchLabels: {kueue.x-k8s.io/queue: research}}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu-nodes
+      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a-gpu, namespace: team-a}
+spec: {clusterQueue: research}
+"""
+
+
+def gpu_job(name: str, *, gpus: int = 2, suspend: bool = True) -> JSON:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "team-a",
+            "labels": {"kueue.x-k8s.io/queue-name": "team-a-gpu"},
+        },
+        "spec": {
+            "suspend": suspend,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "busybox",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+def condition(obj: JSON | None, kind: str) -> JSON | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def is_true(obj: JSON | None, kind: str) -> bool:
+    cond = condition(obj, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+def workloads_of(fake_api: FakeApiServer, job_name: str) -> list[JSON]:
+    return [
+        w
+        for w in fake_api.list("workloads", "team-a")
+        if any(ref.get("name") == job_name for ref in w["metadata"].get("ownerReferences") or [])
+    ]
+
+
+def running(fake_api: FakeApiServer, name: str) -> bool:
+    job = fake_api.get("jobs", name, "team-a")
+    return job is not None and job["spec"].get("suspend") is False
+
+
+async def test_job_is_admitted_started_on_its_flavor_and_finishes(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()):
+        await fake_api.create(gpu_job("train-1"))
+        await fake_api.wait_for(lambda: running(fake_api, "train-1"))
+        job = fake_api.get("jobs", "train-1", "team-a")
+        assert job is not None
+        assert job["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+        [workload] = workloads_of(fake_api, "train-1")
+        assert is_true(workload, "QuotaReserved") and is_true(workload, "Admitted")
+        assert workload["status"]["admission"]["clusterQueue"] == "research"
+        owner = workload["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"], owner["controller"]) == ("Job", job["metadata"]["uid"], True)
+
+        await fake_api.complete_job("team-a", "train-1")
+        await fake_api.wait_for(lambda: is_true(workloads_of(fake_api, "train-1")[0], "Finished"))
+        finished = condition(workloads_of(fake_api, "train-1")[0], "Finished")
+        assert finished is not None and finished["reason"] == "Succeeded"
+
+
+async def test_job_beyond_quota_waits_with_kueue_message_and_starts_when_another_finishes(
+    fake_api: FakeApiServer,
+) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()):
+        for name in ("a", "b", "c"):
+            await fake_api.create(gpu_job(name))
+        await fake_api.wait_for(lambda: running(fake_api, "a") and running(fake_api, "b"))
+        await fake_api.wait_for(
+            lambda: (
+                bool(workloads_of(fake_api, "c"))
+                and condition(workloads_of(fake_api, "c")[0], "QuotaReserved") is not None
+            )
+        )
+        pending = condition(workloads_of(fake_api, "c")[0], "QuotaReserved")
+        assert pending is not None and pending["status"] == "False"
+        assert pending["message"] == (
+            "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
+            "gpu-nodes, 2 more needed (position 1 in ClusterQueue research)"
+        )
+        assert not running(fake_api, "c")
+
+        await fake_api.complete_job("team-a", "a")
+        await fake_api.wait_for(lambda: running(fake_api, "c"))
+
+
+async def test_cluster_queue_status_reports_usage_and_counts(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()):
+        await fake_api.create(gpu_job("a"))
+
+        def reported() -> bool:
+            cq = fake_api.get("clusterqueues", "research") or {}
+            return (cq.get("status") or {}).get("admittedWorkloads") == 1
+
+        await fake_api.wait_for(reported)
+        cq = fake_api.get("clusterqueues", "research")
+        assert cq is not None
+        active = condition(cq, "Active")
+        assert active is not None and (active["status"], active["reason"]) == ("True", "Ready")
+        [flavor] = cq["status"]["flavorsUsage"]
+        assert flavor["name"] == "gpu-nodes"
+        assert flavor["resources"] == [{"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]
+
+
+async def test_user_unsuspending_a_job_that_is_not_admitted_gets_it_suspended_again(
+    fake_api: FakeApiServer,
+) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()):
+        for name in ("a", "b"):
+            await fake_api.create(gpu_job(name))
+        await fake_api.wait_for(lambda: running(fake_api, "a") and running(fake_api, "b"))
+        await fake_api.create(gpu_job("c"))
+        await fake_api.wait_for(lambda: bool(workloads_of(fake_api, "c")))
+        await fake_api.patch("jobs", "c", {"spec": {"suspend": False}}, namespace="team-a")
+        await fake_api.wait_for(
+            lambda: (fake_api.get("jobs", "c", "team-a") or {}).get("spec", {}).get("suspend") is True
+        )
+
+        def stopped_events() -> list[JSON]:
+            return [
+                e
+                for e in fake_api.list("events", "team-a")
+                if e.get("involvedObject", {}).get("name") == "c" and e.get("reason") == "Stopped"
+            ]
+
+        await fake_api.wait_for(lambda: bool(stopped_events()))
+        assert stopped_events()[0]["message"] == "Not admitted by cluster queue"
