@@ -1,0 +1,110 @@
+"""Queue order and FIFO modes: BestEffortFIFO parks a head that does not fit, StrictFIFO blocks on it."""
+
+from __future__ import annotations
+
+from webhook.core.model import WorkloadInfo
+from webhook.core.queues import PendingQueue
+
+from .builders import admitted, cluster_queue, last_wait, run_until_quiet, state_with, workload
+
+
+def info(name: str, priority: int = 0, created: int = 0) -> WorkloadInfo:
+    return WorkloadInfo.from_workload(workload(name, priority=priority, created=created))
+
+
+def test_order_is_priority_then_age_then_name() -> None:
+    queue = PendingQueue()
+    for item in (info("b", 0, 5), info("a", 0, 5), info("old", 0, 1), info("vip", 10, 9)):
+        queue.push(item)
+    assert [queue.pop().name for _ in range(4)] == ["vip", "old", "a", "b"]  # type: ignore[union-attr]
+    assert queue.pop() is None
+
+
+def test_an_updated_workload_moves_and_a_removed_one_never_surfaces() -> None:
+    queue = PendingQueue()
+    queue.push(info("a", created=1))
+    queue.push(info("b", created=2))
+    queue.push(info("b", priority=5, created=2))  # priority raised
+    queue.remove(info("a").key)
+    assert [queue.pop().name for _ in range(1)] == ["b"]  # type: ignore[union-attr]
+    assert queue.pop() is None and len(queue) == 0
+
+
+def test_best_effort_parks_the_failed_head_until_woken() -> None:
+    queue = PendingQueue()
+    queue.push(info("a", created=1))
+    queue.push(info("b", created=2))
+    head = queue.pop()
+    assert head is not None
+    queue.requeue_failed(head)
+    assert queue.peek() is not None and queue.peek().name == "b"  # type: ignore[union-attr]
+    assert queue.position(head) == 1 and len(queue) == 2
+    queue.pop()
+    assert queue.peek() is None
+    assert queue.wake()
+    assert queue.peek().name == "a"  # type: ignore[union-attr]
+
+
+def test_strict_fifo_stalls_on_the_head_and_a_higher_priority_arrival_unstalls_it() -> None:
+    queue = PendingQueue(strict=True)
+    queue.push(info("a", created=1))
+    queue.push(info("b", created=2))
+    head = queue.pop()
+    assert head is not None
+    queue.requeue_failed(head)
+    assert queue.peek() is None  # b may not overtake a
+    queue.push(info("urgent", priority=100, created=3))
+    assert queue.peek().name == "urgent"  # type: ignore[union-attr]
+
+
+def test_best_effort_fifo_admits_a_smaller_later_workload_past_a_blocked_head() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 4}}))
+    state.upsert_workload(workload("running", {"cpu": "3"}, created=0))
+    run_until_quiet(state)
+    state.upsert_workload(workload("big", {"cpu": "2"}, created=1))
+    state.upsert_workload(workload("small", {"cpu": "1"}, created=2))
+    decisions = run_until_quiet(state)
+    assert admitted(decisions) == ["ns/small"]
+    assert last_wait(decisions, "ns/big").reason == "WaitingForQuota"
+
+
+def test_strict_fifo_keeps_the_smaller_later_workload_behind_the_head() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 4}}, queueingStrategy="StrictFIFO"))
+    state.upsert_workload(workload("running", {"cpu": "3"}, created=0))
+    run_until_quiet(state)
+    state.upsert_workload(workload("big", {"cpu": "2"}, created=1))
+    state.upsert_workload(workload("small", {"cpu": "1"}, created=2))
+    decisions = run_until_quiet(state)
+    assert admitted(decisions) == []
+    assert last_wait(decisions, "ns/big").position == 1
+    state.finish_workload("ns/running")
+    assert admitted(run_until_quiet(state)) == ["ns/big", "ns/small"]
+
+
+def test_parked_workloads_return_as_soon_as_quota_is_released() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 2}}))
+    state.upsert_workload(workload("a", {"cpu": "2"}, created=0))
+    state.upsert_workload(workload("b", {"cpu": "2"}, created=1))
+    assert admitted(run_until_quiet(state)) == ["ns/a"]
+    assert not state.has_work()  # b is parked: no cycle is needed until something changes
+    state.finish_workload("ns/a")
+    assert state.has_work()
+    assert admitted(run_until_quiet(state)) == ["ns/b"]
+
+
+def test_parked_workloads_return_when_quota_grows() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 2}}))
+    state.upsert_workload(workload("big", {"cpu": "3"}))
+    assert last_wait(run_until_quiet(state), "ns/big").reason == "ExceedsMaxQuota"
+    state.upsert_cluster_queue(cluster_queue("cq", {"default": {"cpu": 4}}))
+    assert admitted(run_until_quiet(state)) == ["ns/big"]
+
+
+def test_position_counts_the_parked_workloads_ahead() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 1}}))
+    state.upsert_workload(workload("holder", {"cpu": "1"}, created=0))
+    run_until_quiet(state)
+    for index in range(3):
+        state.upsert_workload(workload(f"w{index}", {"cpu": "1"}, created=index + 1))
+    decisions = run_until_quiet(state)
+    assert [last_wait(decisions, f"ns/w{i}").position for i in range(3)] == [1, 2, 3]
