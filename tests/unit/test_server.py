@@ -368,3 +368,15 @@ async def test_denial_log_line_is_one_json_object(
     assert fields["msg"] == "admission denied" and fields["ts"].endswith("Z")
     assert fields["reason"].startswith("spec.suspend: Forbidden")
     assert fields["uid"] == capture["review"]["request"]["uid"]
+
+
+@pytest.mark.parametrize(
+    "name", ["kueue-clusterqueue-create", "kueue-resourceflavor-create", "kueue-workload-create"]
+)
+async def test_kueue_defaulting_paths_answer_without_a_patch(http: aiohttp.ClientSession, name: str) -> None:
+    obj = golden_object(name)
+    _, body = await post(http, f"/mutate-kueue-x-k8s-io-v1beta2-{obj['kind'].lower()}", review_for(obj))
+    assert body["response"]["allowed"] and "patch" not in body["response"]
+    job = golden_capture(0)["review"]
+    _, body = await post(http, f"/mutate-kueue-x-k8s-io-v1beta2-{obj['kind'].lower()}", job)
+    assert (body["response"]["allowed"], body["response"]["status"]["code"]) == (False, 400)

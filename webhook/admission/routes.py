@@ -32,6 +32,20 @@ def _pinned(kind: str) -> Handler:
     return handler
 
 
+def _no_defaults(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+    """Kueue's defaulting paths for its own kinds, answered without a patch.
+
+    Kueue's defaulters add the ``resource-in-use`` finalizer (ClusterQueue, ResourceFlavor) and drop
+    ``minCount`` when partial admission is off (Workload). Nothing here removes that finalizer and partial
+    admission is on, so the faithful answer is "no change"; the paths exist so that a webhook configuration
+    written for Kueue keeps working instead of failing closed on a 404.
+    """
+    del config, view
+    if request.kind.group != GROUP or request.kind.kind not in KUEUE_KINDS:
+        return Verdict.unprocessable(f"this endpoint defaults {GROUP} objects, got {request.kind}")
+    return Verdict.allow()
+
+
 def _is_job(request: AdmissionRequest) -> bool:
     return (request.kind.group, request.kind.kind) == ("batch", "Job")
 
@@ -59,4 +73,8 @@ ROUTES: Mapping[str, Handler] = {
     "/mutate-batch-v1-job": mutate_job,
     "/validate-batch-v1-job": validate_job,
     **{f"/validate-kueue-x-k8s-io-v1beta2-{kind.lower()}": _pinned(kind) for kind in KUEUE_KINDS},
+    **{
+        f"/mutate-kueue-x-k8s-io-v1beta2-{kind}": _no_defaults
+        for kind in ("clusterqueue", "resourceflavor", "workload")
+    },
 }
