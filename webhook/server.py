@@ -306,8 +306,12 @@ class WebhookServer:
     async def start(self) -> None:
         """Load the certificate (raising if it is unusable) and start listening."""
         if not self.reloader.load_if_changed():
-            # surface the real reason: load directly so ssl.SSLError / OSError reaches the caller
-            server_ssl_context(self.reloader.cert_file, self.reloader.key_file)
+            cert, key = self.reloader.cert_file, self.reloader.key_file
+            try:  # load directly to learn why, and say it with both paths
+                server_ssl_context(cert, key)
+            except OSError as exc:  # ssl.SSLError is an OSError too
+                reason = exc.strerror or str(exc)
+                raise OSError(f"serving certificate {cert} / key {key} unusable: {reason}") from exc
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.context, backlog=1024)

@@ -380,3 +380,15 @@ async def test_kueue_defaulting_paths_answer_without_a_patch(http: aiohttp.Clien
     job = golden_capture(0)["review"]
     _, body = await post(http, f"/mutate-kueue-x-k8s-io-v1beta2-{obj['kind'].lower()}", job)
     assert (body["response"]["allowed"], body["response"]["status"]["code"]) == (False, 400)
+
+
+def test_standalone_server_refuses_to_start_without_a_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from webhook.server import main
+
+    missing = tmp_path / "nope.crt"
+    assert main(["--cert", str(missing), "--key", str(tmp_path / "nope.key"), "--port", "0"]) == 1
+    error = capsys.readouterr().err
+    assert f"cannot serve: serving certificate {missing} / key {tmp_path / 'nope.key'} unusable: " in error
+    assert error.rstrip().endswith("No such file or directory")
