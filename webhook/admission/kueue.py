@@ -6,8 +6,9 @@ whose ``parse_*`` functions list every problem with its path; the scheduler, the
 the old object as well lives here, with Kueue's messages (``pkg/webhooks``):
 
 * LocalQueue: ``spec.clusterQueue`` is immutable (a CEL rule in Kueue's CRD, "field is immutable");
-* Workload: ``status.admission`` must be set while ``QuotaReserved`` is true, and is immutable once set;
-  the pod sets are immutable while quota is reserved; ``pods`` is reserved as a resource name.
+* Workload: ``status.admission`` must be set while ``QuotaReserved`` is true, names existing pod sets, and
+  is immutable once set; the pod sets are immutable while quota is reserved; ``pods`` is reserved as a
+  resource name; ``status.reclaimablePods`` names existing pod sets and never exceeds their count.
 
 A Workload is validated on its ``/status`` subresource too: that is where admissions are written.
 """
@@ -110,6 +111,32 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
                         problems.append(
                             FieldError.invalid(path, "pods", "the key is reserved for internal kueue use")
                         )
+    names = [
+        str(p.get("name") or "main")
+        for p in (pod_sets if isinstance(pod_sets, list) else [])
+        if isinstance(p, Mapping)
+    ]
+    counts = {
+        str(p.get("name") or "main"): p.get("count", 1)
+        for p in (pod_sets if isinstance(pod_sets, list) else [])
+        if isinstance(p, Mapping)
+    }
+    if _reserves_quota(new):
+        assignments = _get(new, "status", "admission", "podSetAssignments")
+        for i, assignment in enumerate(assignments if isinstance(assignments, list) else []):
+            name = _get(assignment, "name")
+            if isinstance(name, str) and name not in names:
+                problems.append(f'status.admission.podSetAssignments[{i}].name: Not found: "{name}"')
+    reclaimable = _get(new, "status", "reclaimablePods")
+    for entry in reclaimable if isinstance(reclaimable, list) else []:
+        name, count = _get(entry, "name"), _get(entry, "count")
+        path = f"status.reclaimablePods[{name}]"
+        if name not in counts:
+            problems.append(FieldError.not_supported(f"{path}.name", name, tuple(names)))
+        elif isinstance(count, int) and isinstance(counts[name], int) and count > counts[name]:
+            problems.append(
+                FieldError.invalid(f"{path}.count", count, f"should be less or equal to {counts[name]}")
+            )
     if _reserves_quota(new) and _get(new, "status", "admission") is None:
         old_without_admission = _reserves_quota(old) and _get(old, "status", "admission") is None
         if not old_without_admission:

@@ -1,0 +1,109 @@
+"""Kueue objects: spec rules from the object model, update rules and Workload status rules from Kueue."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.unit.admission.golden import golden_review, request_of
+from tests.unit.admission.servers import golden_object, review_for
+from webhook.admission.kueue import validate_kueue_object
+from webhook.admission.review import Verdict
+from webhook.admission.view import StaticClusterView
+from webhook.api.config import Configuration
+
+RESERVED = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "reserved"}]
+
+
+def validate(obj: dict[str, Any], old: dict[str, Any] | None = None, operation: str | None = None) -> Verdict:
+    review = review_for(obj, operation=operation or ("UPDATE" if old else "CREATE"), old=old)
+    return validate_kueue_object(request_of(review), config=Configuration(), view=StaticClusterView())
+
+
+def admitted_workload() -> dict[str, Any]:
+    workload: dict[str, Any] = golden_review(8)["request"]["object"]
+    workload["status"]["conditions"] = copy.deepcopy(RESERVED)
+    return workload
+
+
+def test_admitted_golden_workload_is_valid() -> None:
+    assert validate(admitted_workload()).allowed
+
+
+def test_pods_is_a_reserved_resource_name() -> None:
+    workload = golden_object("kueue-workload-create")
+    workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
+        "pods": "1"
+    }
+    assert validate(workload).message == (
+        'spec.podSets[0].template.spec.containers[0].resources.requests[pods]: Invalid value: "pods": '
+        "the key is reserved for internal kueue use"
+    )
+
+
+def test_admission_must_name_existing_pod_sets() -> None:
+    workload = admitted_workload()
+    workload["status"]["admission"]["podSetAssignments"][0]["name"] = "workers"
+    assert validate(workload).message == 'status.admission.podSetAssignments[0].name: Not found: "workers"'
+
+
+def test_reclaimable_pods_must_fit_their_pod_set() -> None:
+    workload = admitted_workload()
+    workload["status"]["reclaimablePods"] = [{"name": "main", "count": 2}, {"name": "other", "count": 1}]
+    assert validate(workload).message == (
+        "[status.reclaimablePods[main].count: Invalid value: 2: should be less or equal to 1, "
+        'status.reclaimablePods[other].name: Unsupported value: "other": supported values: "main"]'
+    )
+
+
+def test_quota_reservation_needs_an_admission() -> None:
+    workload = admitted_workload()
+    del workload["status"]["admission"]
+    assert validate(workload).message == (
+        "status.admission: Required value: must be set while the QuotaReserved condition is true"
+    )
+
+
+def test_pod_sets_are_frozen_while_quota_is_reserved_but_not_before() -> None:
+    old = admitted_workload()
+    new = copy.deepcopy(old)
+    new["spec"]["podSets"][0]["count"] = 3
+    message = validate(new, old).message
+    assert message.startswith('spec.podSets.0: Invalid value: {"count":3,') and message.endswith(
+        ": field is immutable"
+    )
+    old["status"] = {}
+    new["status"] = {}
+    assert validate(new, old).allowed
+
+
+def test_eviction_clearing_the_reservation_is_allowed() -> None:
+    old = admitted_workload()
+    new = copy.deepcopy(old)
+    new["status"]["conditions"] = [{**RESERVED[0], "status": "False", "reason": "Pending"}]
+    del new["status"]["admission"]
+    assert validate(new, old).allowed
+
+
+def test_local_queue_cluster_queue_is_immutable_but_other_fields_are_not() -> None:
+    old = golden_object("kueue-localqueue-create")
+    new = copy.deepcopy(old)
+    new["spec"]["stopPolicy"] = "Hold"
+    assert validate(new, old).allowed
+    new["spec"]["clusterQueue"] = "other"
+    assert validate(new, old).message == 'spec.clusterQueue: Invalid value: "other": field is immutable'
+
+
+def test_delete_is_not_validated() -> None:
+    review = review_for(golden_object("kueue-clusterqueue-create"), operation="DELETE")
+    review["request"]["object"] = None
+    verdict = validate_kueue_object(request_of(review), config=Configuration(), view=StaticClusterView())
+    assert verdict.allowed
+
+
+def test_resource_flavor_taints_are_checked_by_the_object_model() -> None:
+    flavor = golden_object("kueue-resourceflavor-create")
+    flavor["spec"]["nodeTaints"] = [{"key": "gpu", "value": "yes", "effect": "Sometimes"}]
+    verdict = validate(flavor)
+    assert not verdict.allowed and verdict.code == 403
+    assert verdict.message.startswith('spec.nodeTaints[0].effect: Unsupported value: "Sometimes"')
