@@ -222,7 +222,7 @@ class JobReconciler:
         await asyncio.gather(*(worker() for _ in range(self.workers)))
 
     def _failed(self, key: tuple[str, str], exc: BaseException) -> None:
-        log.warning("reconcile failed, retrying", extra={"job": "/".join(key), "error": repr(exc)})
+        log.warning("reconcile failed, retrying: %r", exc, extra={"job": "/".join(key)})
 
         async def retry() -> None:
             await asyncio.sleep(1.0)
