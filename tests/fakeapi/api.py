@@ -361,14 +361,15 @@ class Api:
 
                 raise conflict(plural=rtype.plural, group=rtype.group, name=name)
             new = build(current)
-            new = self._merge_for_update(rtype, current, new, subresource)
+            new = self._merge_for_update(rtype, current, new, subresource, bump_generation=False)
             if admit:
                 request = AdmissionRequest(
                     rtype, "UPDATE", subresource, ns, name, new, current, user, dry_run, request_options
                 )
                 mutated = await self.admission.mutate(request)
-                if mutated is not None and mutated is not new:
-                    new = self._merge_for_update(rtype, current, mutated, subresource)
+                if mutated is not None:
+                    new = mutated
+            new = self._merge_for_update(rtype, current, new, subresource, bump_generation=True)
             self.validate(rtype, new, current)
             if admit:
                 await self.admission.validate(
@@ -399,7 +400,9 @@ class Api:
             return self.as_version(rtype, stored)
         raise internal("too many concurrent writes to the same object")
 
-    def _merge_for_update(self, rtype: ResourceType, current: Obj, new: Obj, subresource: str) -> Obj:
+    def _merge_for_update(
+        self, rtype: ResourceType, current: Obj, new: Obj, subresource: str, *, bump_generation: bool
+    ) -> Obj:
         """Apply what the apiserver keeps from the stored object: identity, status or spec per endpoint."""
         new["apiVersion"] = rtype.api_version
         new["kind"] = rtype.kind
@@ -425,7 +428,8 @@ class Api:
                 new["status"] = copy.deepcopy(current["status"])
             else:
                 new.pop("status", None)
-        if _spec_part(rtype, new) != _spec_part(rtype, current):
+        # Like the apiserver's PrepareForUpdate, the bump happens after mutating admission.
+        if bump_generation and _spec_part(rtype, new) != _spec_part(rtype, current):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         return new
 
