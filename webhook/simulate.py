@@ -285,6 +285,8 @@ class WorkloadRecord:
     finished_at: float | None = None
     cluster_queue: str = ""
     wait: Wait | None = None
+    #: 1-based rank in its ClusterQueue's queue at the snapshot (None when not queued there)
+    position: int | None = None
 
 
 @dataclass(slots=True)
@@ -435,6 +437,11 @@ def _with_priority(workload: Workload, priority: int) -> Workload:
 
 
 def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: float) -> Snapshot:
+    positions: dict[str, int] = {
+        info.key: rank
+        for name in state.cluster_queue_names()
+        for rank, info in enumerate(state.pending_in(name), start=1)
+    }
     rows = []
     for record in records.values():
         if record.arrival > at:
@@ -451,6 +458,7 @@ def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: 
                 record.finished_at,
                 record.cluster_queue,
                 record.wait,
+                positions.get(record.key),
             )
         )
     rows.sort(key=lambda r: (r.arrival, r.namespace, r.name))
@@ -538,8 +546,13 @@ def _workload_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
             "finished": finished,
             "arrival": r.arrival,
         }
-        if not admitted and r.wait is not None:
-            row["pending"] = {"reason": r.wait.reason, "message": r.wait.message, "position": r.wait.position}
+        if not admitted:
+            wait = r.wait
+            row["pending"] = {
+                "reason": wait.reason if wait is not None else "",
+                "message": wait.message if wait is not None else "",
+                "position": r.position,
+            }
         rows.append(row)
     return rows
 
@@ -591,7 +604,12 @@ def report_text(result: Result, scenario: Scenario, out: TextIO) -> None:
         for row in pending:
             info = row["pending"]
             where = f" (position {info['position']})" if info["position"] is not None else ""
-            print(f"  {row['namespace']}/{row['name']}{where}: {info['reason']}: {info['message']}", file=out)
+            why = (
+                f"{info['reason']}: {info['message']}"
+                if info["message"]
+                else "not yet tried (behind the head)"
+            )
+            print(f"  {row['namespace']}/{row['name']}{where}: {why}", file=out)
     for queue in _queue_summary(result, scenario):
         cohort = f", cohort {queue['cohort']}" if queue["cohort"] else ""
         print(f"\nClusterQueue {queue['name']} ({queue['queueingStrategy']}{cohort})", file=out)
