@@ -110,6 +110,9 @@ class Controller:
         self.store.subscribe(self._dispatch)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
+        #: the complement of ``leading``, so both transitions can be awaited
+        self.following = asyncio.Event()
+        self.following.set()
         self._leader_tasks: list[asyncio.Task[Any]] = []
 
     # -- read side (the webhook's callables) ------------------------------------------------------------
@@ -136,6 +139,7 @@ class Controller:
         if self.leading.is_set():
             return
         self.leading.set()
+        self.following.clear()
         log.info("leading: admission task started", extra={"identity": self.identity})
         self.admission.rebuild()
         self.reconciler.resync()
@@ -151,6 +155,7 @@ class Controller:
         if not self.leading.is_set():
             return
         self.leading.clear()  # every write path checks this before writing: admitting stops now
+        self.following.set()
         for task in self._leader_tasks:
             task.cancel()
         self._leader_tasks = []

@@ -92,11 +92,8 @@ class LeaderElector:
         """One round: try to acquire or renew, then step up, or down when renewal has failed too long."""
         try:
             acquired = await self.try_acquire_or_renew()
-        except ApiError as exc:
-            log.warning("lease request failed", extra={"lease": self.name, "error": exc.message})
-            acquired = False
-        except (OSError, TimeoutError) as exc:
-            log.warning("lease request failed", extra={"lease": self.name, "error": repr(exc)})
+        except Exception as exc:  # any failure to reach the API counts as a missed renewal, never a crash
+            log.warning("lease request failed: %r", exc, extra={"lease": self.name})
             acquired = False
         now = self.clock()
         if acquired:
@@ -188,5 +185,5 @@ class LeaderElector:
                 return
             spec.update({"holderIdentity": "", "leaseDurationSeconds": 1})
             await self.client.replace(LEASES, {**lease, "spec": spec})
-        except (ApiError, OSError, TimeoutError) as exc:
-            log.warning("could not release lease", extra={"lease": self.name, "error": repr(exc)})
+        except Exception as exc:
+            log.warning("could not release lease: %r", exc, extra={"lease": self.name})
