@@ -178,3 +178,71 @@ async def test_user_unsuspending_a_job_that_is_not_admitted_gets_it_suspended_ag
 
         await fake_api.wait_for(lambda: bool(stopped_events()))
         assert stopped_events()[0]["message"] == "Not admitted by cluster queue"
+
+
+def bare_workload(name: str, gpus: int) -> JSON:
+    """A Workload with no owner, as Kueue's performance runner creates them."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {
+            "queueName": "team-a-gpu",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "x",
+                                    "resources": {"requests": {"nvidia.com/gpu": str(gpus)}},
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def test_workload_created_without_a_job_is_admitted_and_its_finish_frees_quota(
+    fake_api: FakeApiServer,
+) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()):
+        await fake_api.create(bare_workload("runner-1", 4))
+        await fake_api.create(bare_workload("runner-2", 4))
+        await fake_api.wait_for(lambda: is_true(fake_api.get("workloads", "runner-1", "team-a"), "Admitted"))
+        assert not is_true(fake_api.get("workloads", "runner-2", "team-a"), "QuotaReserved")
+        finished = {
+            "conditions": [
+                *fake_api.get("workloads", "runner-1", "team-a")["status"]["conditions"],  # type: ignore[index]
+                {
+                    "type": "Finished",
+                    "status": "True",
+                    "reason": "Succeeded",
+                    "message": "done",
+                    "lastTransitionTime": "2026-11-22T01:00:00Z",
+                },
+            ]
+        }
+        await fake_api.patch(
+            "workloads", "runner-1", {"status": finished}, namespace="team-a", subresource="status"
+        )
+        await fake_api.wait_for(lambda: is_true(fake_api.get("workloads", "runner-2", "team-a"), "Admitted"))
+
+
+async def test_deleting_a_running_job_releases_its_quota(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()):
+        for name in ("a", "b", "c"):
+            await fake_api.create(gpu_job(name))
+        await fake_api.wait_for(lambda: running(fake_api, "a") and running(fake_api, "b"))
+        await fake_api.delete("jobs", "a", namespace="team-a")
+        await fake_api.wait_for(lambda: running(fake_api, "c"))
+        await fake_api.wait_for(lambda: not workloads_of(fake_api, "a"))
