@@ -541,10 +541,8 @@ class Api:
 
     def _collect_dependents(self, owner_uid: str, *, orphan: bool) -> None:
         """Background garbage collection: dependents whose ownerReferences name the deleted uid go too."""
-        for key, obj in list(self.store.all_objects()):
+        for key, obj in self.store.dependents_of(owner_uid):
             refs = obj["metadata"].get("ownerReferences") or []
-            if not any(ref.get("uid") == owner_uid for ref in refs):
-                continue
             rtype = self._type_for_key(key)
             if rtype is None:
                 continue

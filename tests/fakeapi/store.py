@@ -28,6 +28,7 @@ Obj = dict[str, Any]
 StorageKey = tuple[str, str]
 ObjList = list[Obj]
 KeyList = list[StorageKey]
+DependentList = list[tuple[StorageKey, Obj]]
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -60,7 +61,8 @@ class Store:
         self._log: list[Event] = []
         self._compacted_rv = first_rv
         self._changed = asyncio.Event()
-        self._closed = False
+        # owner uid -> dependents, so garbage collection does not scan every object on each delete.
+        self._dependents: dict[str, set[tuple[StorageKey, str, str]]] = {}
 
     # ---- reads -------------------------------------------------------------------------------------------
     def get(self, key: StorageKey, namespace: str, name: str) -> Obj | None:
@@ -97,6 +99,7 @@ class Store:
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
         bucket[(namespace, name)] = obj
+        self._index_owners(key, obj, add=True)
         self._append(Event(rv, "ADDED", key, namespace, name, obj))
         return obj
 
@@ -115,6 +118,8 @@ class Store:
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
         self._objects[key][(namespace, name)] = obj
+        self._index_owners(key, current, add=False)
+        self._index_owners(key, obj, add=True)
         self._append(Event(rv, "MODIFIED", key, namespace, name, obj, current))
         return obj
 
@@ -122,11 +127,37 @@ class Store:
         current = self._objects.get(key, {}).pop((namespace, name), None)
         if current is None:
             raise not_found(plural=plural, group=key[0], name=name)
+        self._index_owners(key, current, add=False)
         rv = self.next_rv()
         gone = dict(current)
         gone["metadata"] = dict(current["metadata"], resourceVersion=str(rv))
         self._append(Event(rv, "DELETED", key, namespace, name, gone))
         return gone
+
+    def _index_owners(self, key: StorageKey, obj: Obj, *, add: bool) -> None:
+        meta = obj["metadata"]
+        ident = (key, meta.get("namespace", ""), meta["name"])
+        for ref in meta.get("ownerReferences") or ():
+            uid = ref.get("uid")
+            if not uid:
+                continue
+            if add:
+                self._dependents.setdefault(uid, set()).add(ident)
+            else:
+                dependents = self._dependents.get(uid)
+                if dependents is not None:
+                    dependents.discard(ident)
+                    if not dependents:
+                        del self._dependents[uid]
+
+    def dependents_of(self, uid: str) -> DependentList:
+        """Objects whose ownerReferences name `uid`."""
+        found: DependentList = []
+        for key, namespace, name in sorted(self._dependents.get(uid, ())):
+            obj = self.get(key, namespace, name)
+            if obj is not None:
+                found.append((key, obj))
+        return found
 
     def _append(self, event: Event) -> None:
         self._log.append(event)

@@ -1,0 +1,391 @@
+"""Cluster behaviours the controller relies on, as the fake reproduces them (beyond the golden captures)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+from kubernetes_asyncio import client, config, watch
+
+from tests.fakeapi import ADMIN_TOKEN, FakeApiServer
+from tests.fakeapi.tls import serving_material
+
+NS = "team-a"
+
+
+def job(name: str, *, suspend: bool = True, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
+        "spec": {
+            "suspend": suspend,
+            "parallelism": 2,
+            "completions": 2,
+            "template": {
+                "spec": {"containers": [{"name": "c", "image": "busybox:1"}], "restartPolicy": "Never"}
+            },
+        },
+    }
+
+
+def workload(name: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": {"queueName": "q", "podSets": [{"count": 1, "template": {"spec": {"containers": []}}}]},
+    }
+
+
+@pytest.fixture
+async def api(fake_api: FakeApiServer) -> FakeApiServer:
+    await fake_api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    return fake_api
+
+
+@pytest.fixture
+async def http(api: FakeApiServer) -> AsyncIterator[aiohttp.ClientSession]:
+    connector = aiohttp.TCPConnector(ssl=api.client_ssl_context())
+    async with aiohttp.ClientSession(
+        base_url=api.url, connector=connector, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    ) as session:
+        yield session
+
+
+async def watch_lines(session: aiohttp.ClientSession, url: str, count: int) -> list[dict[str, Any]]:
+    events = []
+    async with session.get(url) as stream:
+        async for line in stream.content:
+            events.append(orjson.loads(line))
+            if len(events) == count:
+                break
+    return events
+
+
+# ---- lifecycle ---------------------------------------------------------------------------------------------
+async def test_deleting_a_job_garbage_collects_its_workload(api: FakeApiServer) -> None:
+    owner = await api.create(job("j"))
+    await api.create(workload("w", owner))
+    await api.delete("jobs", "j", namespace=NS)
+    assert api.get("workloads", "w", NS) is None
+
+
+async def test_orphan_propagation_keeps_dependents_without_the_owner_reference(api: FakeApiServer) -> None:
+    owner = await api.create(job("j"))
+    await api.create(workload("w", owner))
+    await api.delete("jobs", "j", namespace=NS, propagation="Orphan")
+    kept = api.get("workloads", "w", NS)
+    assert kept is not None and "ownerReferences" not in kept["metadata"]
+
+
+async def test_finalizers_hold_deletion_until_removed(api: FakeApiServer) -> None:
+    w = workload("w")
+    w["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    await api.create(w)
+    await api.delete("workloads", "w", namespace=NS)
+    held = api.get("workloads", "w", NS)
+    assert held is not None and held["metadata"]["deletionTimestamp"]
+    await api.patch("workloads", "w", {"metadata": {"finalizers": None}}, namespace=NS)
+    assert api.get("workloads", "w", NS) is None
+
+
+async def test_deleting_a_namespace_deletes_its_content(api: FakeApiServer) -> None:
+    await api.create(job("j"))
+    await api.delete("namespaces", NS)
+    assert api.get("namespaces", NS) is None
+    assert api.list("jobs", NS) == []
+
+
+async def test_generate_name_appends_five_characters(http: aiohttp.ClientSession) -> None:
+    body = workload("")
+    del body["metadata"]["name"]
+    body["metadata"]["generateName"] = "job-sample-"
+    async with http.post(f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads", json=body) as response:
+        created = await response.json()
+    assert response.status == 201
+    name = created["metadata"]["name"]
+    assert name.startswith("job-sample-") and len(name) == len("job-sample-") + 5
+
+
+async def test_unknown_fields_are_pruned_from_custom_resources(api: FakeApiServer) -> None:
+    w = workload("w")
+    w["spec"]["notAField"] = 1
+    w["status"] = {"conditions": []}
+    created = await api.create(w)
+    assert "notAField" not in created["spec"]
+    assert "status" not in created  # status is a subresource: ignored on create
+    patched = await api.patch(
+        "workloads",
+        "w",
+        {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": []}, "bogus": 1}},
+        namespace=NS,
+        subresource="status",
+    )
+    assert patched["status"] == {"admission": {"clusterQueue": "cq", "podSetAssignments": []}}
+
+
+# ---- the Job controller stand-in ---------------------------------------------------------------------------
+async def test_job_controller_tracks_suspend_and_completion(api: FakeApiServer) -> None:
+    await api.create(job("j"))
+    suspended = api.get("jobs", "j", NS)
+    assert suspended is not None
+    assert [(c["type"], c["status"], c["reason"]) for c in suspended["status"]["conditions"]] == [
+        ("Suspended", "True", "JobSuspended")
+    ]
+    resumed = await api.patch("jobs", "j", {"spec": {"suspend": False}}, namespace=NS)
+    resumed = api.get("jobs", "j", NS)
+    assert resumed is not None and resumed["status"]["active"] == 2 and resumed["status"]["startTime"]
+    assert resumed["status"]["conditions"][0]["reason"] == "JobResumed"
+
+    done = await api.complete_job(NS, "j")
+    types = [(c["type"], c["reason"]) for c in done["status"]["conditions"] if c["type"] != "Suspended"]
+    assert types == [("SuccessCriteriaMet", "CompletionsReached"), ("Complete", "CompletionsReached")]
+    assert done["status"]["succeeded"] == 2 and done["status"]["completionTime"]
+
+
+async def test_failed_job_gets_failure_target_then_failed(api: FakeApiServer) -> None:
+    await api.create(job("j", suspend=False))
+    failed = await api.complete_job(NS, "j", succeeded=False)
+    types = [(c["type"], c["reason"]) for c in failed["status"]["conditions"] if c["type"] != "Suspended"]
+    assert types == [("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
+
+
+# ---- lists and watches -------------------------------------------------------------------------------------
+async def test_list_pagination_with_limit_and_continue(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    for i in range(5):
+        await api.create(workload(f"w{i}"))
+    names: list[str] = []
+    token = ""
+    while True:
+        query = f"limit=2&continue={token}" if token else "limit=2"
+        async with http.get(f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads?{query}") as response:
+            page = await response.json()
+        names += [item["metadata"]["name"] for item in page["items"]]
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+    assert names == ["w0", "w1", "w2", "w3", "w4"]
+
+
+async def test_field_and_label_selectors(api: FakeApiServer, http: aiohttp.ClientSession) -> None:
+    await api.create(job("a", labels={"kueue.x-k8s.io/queue-name": "q"}))
+    await api.create(job("b"))
+    async with http.get(f"/apis/batch/v1/namespaces/{NS}/jobs?labelSelector=kueue.x-k8s.io/queue-name") as r:
+        assert [i["metadata"]["name"] for i in (await r.json())["items"]] == ["a"]
+    async with http.get("/apis/batch/v1/jobs?fieldSelector=metadata.name%3Db") as r:
+        assert [i["metadata"]["name"] for i in (await r.json())["items"]] == ["b"]
+    async with http.get("/apis/batch/v1/jobs?labelSelector=in%20(") as r:
+        assert r.status == 400
+
+
+async def test_watch_sees_objects_enter_and_leave_a_label_selector(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    created = await api.create(job("a"))
+    rv = created["metadata"]["resourceVersion"]
+    url = f"/apis/batch/v1/namespaces/{NS}/jobs?watch=1&labelSelector=team%3Dx&resourceVersion={rv}"
+    task = asyncio.create_task(watch_lines(http, url, 2))
+    await asyncio.sleep(0)
+    await api.patch("jobs", "a", {"metadata": {"labels": {"team": "x"}}}, namespace=NS)
+    await api.patch("jobs", "a", {"metadata": {"labels": {"team": "y"}}}, namespace=NS)
+    events = await asyncio.wait_for(task, 5)
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+
+
+async def test_initial_events_end_with_an_annotated_bookmark(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    await api.create(job("a"))
+    url = (
+        f"/apis/batch/v1/namespaces/{NS}/jobs?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+        "&resourceVersionMatch=NotOlderThan"
+    )
+    added, bookmark = await asyncio.wait_for(watch_lines(http, url, 2), 5)
+    assert added["type"] == "ADDED" and added["object"]["metadata"]["name"] == "a"
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert bookmark["object"]["metadata"]["resourceVersion"] == str(api.store.rv)
+
+
+async def test_server_side_watch_timeout_ends_the_stream(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    url = f"/apis/batch/v1/namespaces/{NS}/jobs?watch=1&resourceVersion={api.store.rv}&timeoutSeconds=1"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with http.get(url) as stream:
+        assert await stream.read() == b""
+    assert 0.9 <= loop.time() - started < 3
+
+
+async def test_drop_watches_and_restart_end_streams_but_keep_data(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    await api.create(job("a"))
+    url = f"/apis/batch/v1/namespaces/{NS}/jobs?watch=1&resourceVersion={api.store.rv}"
+    async with http.get(url) as stream:
+        api.drop_watches()
+        assert await asyncio.wait_for(stream.read(), 5) == b""
+    port = api.port
+    await api.restart()
+    assert api.port == port
+    async with http.get(f"/apis/batch/v1/namespaces/{NS}/jobs/a") as response:
+        assert response.status == 200
+
+
+async def test_delay_slows_every_request(api: FakeApiServer, http: aiohttp.ClientSession) -> None:
+    api.delay(0.3)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with http.get("/api/v1/namespaces") as response:
+        assert response.status == 200
+    assert loop.time() - started >= 0.3
+
+
+async def test_injected_server_errors(api: FakeApiServer, http: aiohttp.ClientSession) -> None:
+    api.fail_next_writes(1, status=500)
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("a")) as response:
+        assert response.status == 500 and (await response.json())["reason"] == "InternalError"
+
+
+# ---- admission failure handling ----------------------------------------------------------------------------
+def webhook_config(url: str, *, failure_policy: str, timeout: int = 2) -> dict[str, Any]:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "test"},
+        "webhooks": [
+            {
+                "name": "vjob.test.example",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": failure_policy,
+                "timeoutSeconds": timeout,
+                "clientConfig": {
+                    "url": url,
+                    "caBundle": base64.b64encode(serving_material().ca_pem).decode(),
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["batch"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["jobs"],
+                    }
+                ],
+            }
+        ],
+    }
+
+
+@pytest.fixture
+async def slow_webhook() -> AsyncIterator[str]:
+    """Answers at once, except for user `slow`, whom it keeps waiting until the test is over."""
+    release = asyncio.Event()
+
+    async def handle(request: web.Request) -> web.Response:
+        review = await request.json()
+        if review["request"]["userInfo"]["username"] == "slow":
+            await release.wait()
+        return web.json_response({"response": {"uid": review["request"]["uid"], "allowed": True}})
+
+    app = web.Application()
+    app.router.add_post("/validate", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=serving_material().server_context())
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"https://127.0.0.1:{port}/validate"
+    finally:
+        release.set()
+        await runner.cleanup()
+
+
+async def test_unreachable_webhook_fails_closed_or_open_per_failure_policy(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    await api.create(webhook_config("https://127.0.0.1:1/validate", failure_policy="Fail"))
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("a")) as response:
+        body = await response.json()
+    assert response.status == 500
+    assert body["message"].startswith('Internal error occurred: failed calling webhook "vjob.test.example"')
+    await api.patch(
+        "validatingwebhookconfigurations",
+        "test",
+        webhook_config("https://127.0.0.1:1/validate", failure_policy="Ignore"),
+    )
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("a")) as response:
+        assert response.status == 201
+
+
+async def test_webhook_timeout_and_identity_from_token(
+    api: FakeApiServer, http: aiohttp.ClientSession, slow_webhook: str
+) -> None:
+    await api.create(webhook_config(slow_webhook, failure_policy="Fail", timeout=1))
+    api.add_token("slow-token", "slow", ["team"])
+    headers = {"Authorization": "Bearer slow-token"}
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("a"), headers=headers) as response:
+        body = await response.json()
+    assert response.status == 500 and "context deadline exceeded" in body["message"]
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("b")) as response:
+        assert response.status == 201
+    users = [r["request"]["userInfo"] for r in api.admission_reviews]
+    assert users[0] == {"username": "slow", "groups": ["team", "system:authenticated"]}
+
+
+# ---- kubernetes-asyncio, as the controller uses it ---------------------------------------------------------
+async def test_kubernetes_asyncio_client_works_with_the_kubeconfig(api: FakeApiServer) -> None:
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=str(api.kubeconfig_path()), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api_client:
+        custom = client.CustomObjectsApi(api_client)
+        await custom.create_namespaced_custom_object(
+            "kueue.x-k8s.io", "v1beta2", NS, "workloads", workload("w")
+        )
+        listed = await custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", NS, "workloads")
+        assert [i["spec"]["active"] for i in listed["items"]] == [True]
+        stream = watch.Watch()
+        events = []
+        async for event in stream.stream(
+            custom.list_namespaced_custom_object,
+            "kueue.x-k8s.io",
+            "v1beta2",
+            NS,
+            "workloads",
+            resource_version="0",
+            timeout_seconds=1,
+        ):
+            events.append((event["type"], event["object"]["metadata"]["name"]))
+        assert events == [("ADDED", "w")]
+        batch = client.BatchV1Api(api_client)
+        created = await batch.create_namespaced_job(NS, job("j"))
+        assert created.spec.backoff_limit == 6
+        with pytest.raises(client.ApiException) as conflict:
+            stale = json.loads(json.dumps(api_client.sanitize_for_serialization(created)))
+            await api.patch("jobs", "j", {"metadata": {"labels": {"x": "y"}}}, namespace=NS)
+            await batch.replace_namespaced_job("j", NS, stale)
+        assert conflict.value.status == 409
