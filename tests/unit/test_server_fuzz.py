@@ -26,7 +26,7 @@ PATHS = sorted(ROUTES)
 JSON_VALUES = st.recursive(
     st.none()
     | st.booleans()
-    | st.integers()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),

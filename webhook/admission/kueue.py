@@ -131,7 +131,7 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
     for entry in reclaimable if isinstance(reclaimable, list) else []:
         name, count = _get(entry, "name"), _get(entry, "count")
         path = f"status.reclaimablePods[{name}]"
-        if name not in counts:
+        if not isinstance(name, str) or name not in counts:
             problems.append(FieldError.not_supported(f"{path}.name", name, tuple(names)))
         elif isinstance(count, int) and isinstance(counts[name], int) and count > counts[name]:
             problems.append(

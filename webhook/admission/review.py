@@ -112,7 +112,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
     if not isinstance(uid, str) or not uid:
         raise ReviewError("request.uid must be a non-empty string")
     operation = request.get("operation")
-    if operation not in _OPERATIONS:
+    if not isinstance(operation, str) or operation not in _OPERATIONS:
         raise ReviewError(
             f"request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got {_show(operation)}"
         )
