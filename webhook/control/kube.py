@@ -1,7 +1,7 @@
-"""A thin JSON client for the Kubernetes API: kubernetes-asyncio for configuration, raw dicts on the wire.
+"""A thin JSON client for the Kubernetes API: plain dicts on the wire, no generated models.
 
-kubernetes-asyncio knows how to read a kubeconfig (exec plugins, client certificates, contexts) and the
-in-cluster service-account files, including token rotation; that is what we take from it. Its generated typed
+Connection settings come from ``webhook.control.kubeconfig`` (service account or kubeconfig), which hands
+the rare kubeconfig it cannot serve (exec plugins, auth providers) to kubernetes-asyncio. Generated typed
 models are not used: they drop fields they do not know, cost a deserialisation pass per object, and cannot
 speak JSON merge patches on custom resources. Everything above this module works on plain ``dict`` objects
 exactly as the API server sends them, so a Workload written back is what was read plus our change.
@@ -12,9 +12,9 @@ Errors surface as ``ApiError`` carrying the Status body's code, reason and messa
 
 from __future__ import annotations
 
-import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlencode
 
@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 
 from webhook.control.kinds import Kind
+from webhook.control.kubeconfig import default_kubeconfig, from_kubeconfig, in_cluster
 
 JSON = dict[str, Any]
 AuthHeaders = Callable[[], Awaitable[dict[str, str]]]
@@ -83,16 +84,23 @@ class KubeClient:
     @classmethod
     async def connect(cls, *, kubeconfig: str | None = None, context: str | None = None) -> KubeClient:
         """In-cluster service account when running in a pod and no kubeconfig is given, else a kubeconfig."""
+        connection = in_cluster() if kubeconfig is None else None
+        if connection is None:
+            path = Path(kubeconfig) if kubeconfig else default_kubeconfig()
+            connection = from_kubeconfig(path, context=context)
+            if connection is None:  # exec plugin or auth-provider: kubernetes-asyncio knows how
+                return await cls._connect_with_kubernetes_asyncio(kubeconfig=str(path), context=context)
+        return cls(host=connection.host, ssl_context=connection.ssl_context, auth=connection.auth)
+
+    @classmethod
+    async def _connect_with_kubernetes_asyncio(cls, *, kubeconfig: str, context: str | None) -> KubeClient:
         from kubernetes_asyncio import config as kube_config
         from kubernetes_asyncio.client import Configuration
 
         configuration = Configuration()
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            await kube_config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=configuration
-            )
+        await kube_config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=configuration
+        )
         context_ssl = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
         if configuration.cert_file:
             context_ssl.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)

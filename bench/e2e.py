@@ -1,0 +1,336 @@
+"""End-to-end controller benchmark on the fake API server (a separate process, real HTTPS).
+
+This process runs one controller replica exactly as ``kueue-webhook serve`` wires it (informers, store,
+Lease, admission loop, reconciler, status reporter) and plays the cluster's users and kubelets through the
+API. Figures:
+
+* **throughput**: N queue-labelled Jobs exist (suspended, as the webhook leaves them); from the moment the
+  caches are synced, how many Jobs per second end up running (Workload created, admitted, Job started);
+* **API writes per admission** on the admission path (Workload status + Job patch; target <= 2), and all
+  writes per Job including the Workload creation;
+* **release latency**: a ClusterQueue with room for one Job and a queue behind it; a Job's completion is
+  written, and the clock stops when the next Job is unsuspended (target p99 <= 50 ms);
+* **RSS** of the controller process with N Jobs and their Workloads in its store (target <= 100 MB at
+  10,000 Jobs); the fake API server's memory is not counted (it is another process).
+
+Results go to ``bench/results/e2e.json`` and ``bench/results/e2e.md`` with the machine and the date.
+
+    .venv/bin/python -m bench.e2e [--jobs 10000] [--latency-samples 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from webhook.control.controller import Controller
+from webhook.control.kinds import (
+    CLUSTER_QUEUES,
+    JOBS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+)
+from webhook.control.kube import KubeClient
+from webhook.control.store import Change
+
+RESULTS = Path(__file__).resolve().parent / "results"
+JSON = dict[str, Any]
+
+
+def rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set size of this process in MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def start_fake_api(workdir: Path) -> tuple[subprocess.Popen[str], Path]:
+    kubeconfig = workdir / "kubeconfig.yaml"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakeapi", "--port", "0", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("kubeconfig:"):
+            return process, kubeconfig
+    raise RuntimeError("the fake API server did not start")
+
+
+def cluster_queue(name: str, gpus: int) -> JSON:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {"name": "gpu-nodes", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]}
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def local_queue(name: str, cq: str) -> JSON:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": "bench"},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+def job(name: str, queue: str) -> JSON:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "bench", "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+                    ],
+                }
+            },
+        },
+    }
+
+
+def completed(now: str) -> JSON:
+    message = "Reached expected number of succeeded pods"
+    return {
+        "status": {
+            "succeeded": 1,
+            "completionTime": now,
+            "conditions": [
+                {
+                    "type": "SuccessCriteriaMet",
+                    "status": "True",
+                    "reason": "CompletionsReached",
+                    "message": message,
+                },
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": message},
+            ],
+        }
+    }
+
+
+async def create_many(client: KubeClient, objects: list[JSON], *, concurrency: int = 16) -> None:
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(obj: JSON) -> None:
+        async with slots:
+            await client.create(JOBS, obj, namespace="bench")
+
+    await asyncio.gather(*(one(obj) for obj in objects))
+
+
+class RunningJobs:
+    """Counts Jobs the controller's store shows unsuspended, and timestamps each start."""
+
+    def __init__(self, queue_prefix: str) -> None:
+        self.prefix = queue_prefix
+        self.started: dict[str, float] = {}
+        self.changed = asyncio.Event()
+
+    def __call__(self, change: Change) -> None:
+        if change.kind is not JOBS or change.new is None or not change.key[1].startswith(self.prefix):
+            return
+        if change.new.get("spec", {}).get("suspend") is False and change.key[1] not in self.started:
+            self.started[change.key[1]] = time.perf_counter()
+            self.changed.set()
+
+    async def wait_for(self, count: int, timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while len(self.started) < count:
+            self.changed.clear()
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"{len(self.started)}/{count} Jobs running after {timeout}s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), remaining)
+
+
+async def bench(jobs: int, samples: int) -> JSON:
+    workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kueue-webhook-bench-{os.getpid()}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    process, kubeconfig = start_fake_api(workdir)
+    try:
+        setup = await KubeClient.connect(kubeconfig=str(kubeconfig))
+        for name in ("bench", "kueue-system"):
+            await setup.create(
+                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
+        await setup.create(
+            RESOURCE_FLAVORS,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "gpu-nodes"},
+            },
+        )
+        await setup.create(CLUSTER_QUEUES, cluster_queue("bulk", jobs))
+        await setup.create(CLUSTER_QUEUES, cluster_queue("one-at-a-time", 1))
+        await setup.create(LOCAL_QUEUES, local_queue("bulk", "bulk"), namespace="bench")
+        await setup.create(LOCAL_QUEUES, local_queue("serial", "one-at-a-time"), namespace="bench")
+        t0 = time.perf_counter()
+        await create_many(setup, [job(f"bulk-{i:05d}", "bulk") for i in range(jobs)])
+        creation_seconds = time.perf_counter() - t0
+
+        client = await KubeClient.connect(kubeconfig=str(kubeconfig))
+        controller = Controller(
+            client=client, namespace="kueue-system", identity="bench", status_interval=0.5
+        )
+        bulk = RunningJobs("bulk-")
+        serial = RunningJobs("serial-")
+        controller.store.subscribe(bulk)
+        controller.store.subscribe(serial)
+        task = asyncio.create_task(controller.run())
+        await asyncio.wait_for(controller.leading.wait(), 60)
+        started = time.perf_counter()
+        await bulk.wait_for(jobs, timeout=max(120.0, jobs / 20))
+        throughput_seconds = max(bulk.started.values()) - started
+        writes_after_bulk = dict(_writes(controller))
+        rss_now, rss_peak = rss_mb()
+        admitted_bulk = controller.admission.admitted
+
+        # release latency: one Job runs, the rest wait; finish the running one, time the next start
+        await create_many(setup, [job(f"serial-{i:04d}", "serial") for i in range(samples + 1)])
+        await serial.wait_for(1, timeout=60)
+        latencies: list[float] = []
+        for index in range(samples):
+            running = f"serial-{index:04d}"
+            assert running in serial.started, f"{running} should be the one running"
+            begin = time.perf_counter()
+            await setup.patch(
+                JOBS,
+                name=running,
+                namespace="bench",
+                patch=completed(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
+                subresource="status",
+            )
+            await serial.wait_for(index + 2, timeout=30)
+            latencies.append(serial.started[f"serial-{index + 1:04d}"] - begin)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await client.close()
+        await setup.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    workload_status = writes_after_bulk.get(("Workload", "patch-status"), 0)
+    job_patches = writes_after_bulk.get(("Job", "patch"), 0)
+    latencies_ms = sorted(x * 1000 for x in latencies)
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "processor": _cpu_model(),
+        },
+        "jobs": jobs,
+        "job_creation_seconds": round(creation_seconds, 2),
+        "admitted_jobs_per_second": round(jobs / throughput_seconds, 1),
+        "seconds_to_run_all_jobs": round(throughput_seconds, 2),
+        "admission_path_writes_per_admission": round(
+            (workload_status + job_patches) / max(admitted_bulk, 1), 3
+        ),
+        "all_writes_per_job": round(sum(writes_after_bulk.values()) / jobs, 3),
+        "writes_by_kind_and_verb": {f"{k} {v}": n for (k, v), n in sorted(writes_after_bulk.items())},
+        "release_latency_ms": {
+            "samples": len(latencies_ms),
+            "p50": round(statistics.median(latencies_ms), 2),
+            "p99": round(latencies_ms[max(0, round(0.99 * len(latencies_ms)) - 1)], 2),
+            "max": round(latencies_ms[-1], 2),
+        },
+        "rss_mb_with_all_jobs": round(rss_now, 1),
+        "peak_rss_mb": round(rss_peak, 1),
+        "targets": {"release_latency_p99_ms": 50, "writes_per_admission": 2, "rss_mb_at_10000_jobs": 100},
+    }
+
+
+def _writes(controller: Controller) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for metric in controller.metrics.api_writes.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total"):
+                out[(sample.labels["kind"], sample.labels["verb"])] = int(sample.value)
+    return out
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return re.sub(r"\s+", " ", line.split(":", 1)[1]).strip()
+    return platform.processor()
+
+
+def markdown(result: JSON) -> str:
+    latency = result["release_latency_ms"]
+    machine = result["machine"]
+    return "\n".join(
+        [
+            f"# Controller end-to-end benchmark ({result['date']})",
+            "",
+            f"Machine: {machine['processor']}, {machine['cpus']} CPUs, Python {machine['python']}; "
+            "fake API server in a separate process over HTTPS on loopback.",
+            "",
+            "| figure | value | target |",
+            "|---|---|---|",
+            f"| Jobs admitted and started per second ({result['jobs']} Jobs) | "
+            f"{result['admitted_jobs_per_second']} | |",
+            f"| API writes per admission (Workload status + Job patch) | "
+            f"{result['admission_path_writes_per_admission']} | <= 2 |",
+            f"| all API writes per Job (incl. Workload creation, queue status) | "
+            f"{result['all_writes_per_job']} | |",
+            f"| Job finished -> next Job unsuspended, p50 / p99 / max (ms, {latency['samples']} samples) | "
+            f"{latency['p50']} / {latency['p99']} / {latency['max']} | p99 <= 50 |",
+            f"| controller RSS with {result['jobs']} Jobs + Workloads (MB), peak | "
+            f"{result['rss_mb_with_all_jobs']} ({result['peak_rss_mb']}) | <= 100 at 10,000 |",
+            "",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e", description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--latency-samples", type=int, default=200)
+    args = parser.parse_args()
+    result = asyncio.run(bench(args.jobs, args.latency_samples))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "e2e.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / "e2e.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
