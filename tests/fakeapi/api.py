@@ -9,6 +9,7 @@ runs (garbage collection, namespace cleanup, CRD registration, the Job controlle
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,12 +107,14 @@ class Api:
         registry: Registry,
         admission: Admission | None = None,
         job_controller: bool = True,
+        namespace_deletion_delay: float = 1.0,
     ) -> None:
         self.store = store
         self.registry = registry
         self.admission: Admission = admission or NoAdmission()
         self.faults = Faults()
         self.job_controller = job_controller
+        self.namespace_deletion_delay = namespace_deletion_delay
         self.after_write: list[Callable[[ResourceType, str, Obj], None]] = []
 
     # ---- decoding and defaults ---------------------------------------------------------------------------
@@ -499,8 +502,7 @@ class Api:
         meta = current["metadata"]
         finalizers = list(meta.get("finalizers") or [])
         if rtype.kind == "Namespace" and rtype.group == "":
-            self._empty_namespace(name)
-            finalizers = []
+            return self._terminate_namespace(rtype, current)
         if finalizers:
             if meta.get("deletionTimestamp"):
                 return current
@@ -517,6 +519,40 @@ class Api:
         self._react(rtype, "DELETED", gone)
         self._collect_dependents(gone["metadata"]["uid"], orphan=propagation == "Orphan")
         return self.as_version(rtype, gone)
+
+    def _terminate_namespace(self, rtype: ResourceType, namespace: Obj) -> Obj:
+        """Mark the namespace Terminating; the namespace controller empties and removes it a moment later.
+
+        The delay matters to clients: `kubectl delete -f` deletes a namespace and then the objects in it,
+        which still exist on a real cluster while the namespace terminates.
+        """
+        name = namespace["metadata"]["name"]
+        if namespace["metadata"].get("deletionTimestamp"):
+            return namespace
+        marked = copy.deepcopy(namespace)
+        marked["metadata"]["deletionTimestamp"] = now_rfc3339()
+        marked["metadata"]["deletionGracePeriodSeconds"] = 0
+        marked.setdefault("status", {})["phase"] = "Terminating"
+        stored = self.store.replace(
+            rtype.storage_key,
+            marked,
+            expected_rv=namespace["metadata"]["resourceVersion"],
+            plural=rtype.plural,
+        )
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._finish_namespace(rtype, name)
+        else:
+            loop.call_later(self.namespace_deletion_delay, self._finish_namespace, rtype, name)
+        return stored
+
+    def _finish_namespace(self, rtype: ResourceType, name: str) -> None:
+        if self.store.get(rtype.storage_key, "", name) is None:
+            return
+        self._empty_namespace(name)
+        gone = self.store.remove(rtype.storage_key, "", name, plural=rtype.plural)
+        self._react(rtype, "DELETED", gone)
 
     def _empty_namespace(self, namespace: str) -> None:
         for rtype in list(self.registry.all()):

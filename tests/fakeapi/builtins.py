@@ -90,7 +90,7 @@ def default_namespace(namespace: Obj) -> None:
     name = namespace["metadata"].get("name", "")
     namespace["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
     namespace.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-    namespace.setdefault("status", {"phase": "Active"})
+    namespace.setdefault("status", {}).setdefault("phase", "Active")
 
 
 def default_webhook_configuration(config: Obj) -> None:

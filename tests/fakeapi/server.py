@@ -59,6 +59,7 @@ class FakeApiServer:
         job_controller: bool = True,
         watch_timeout: float = 1800.0,
         bookmark_interval: float = 60.0,
+        namespace_deletion_delay: float = 1.0,
     ) -> None:
         self.host = host
         self.port = port
@@ -67,7 +68,11 @@ class FakeApiServer:
         self.tokens = TokenTable()
         self.admission = WebhookAdmission(store=self.store)
         self.api = Api(
-            store=self.store, registry=self.registry, admission=self.admission, job_controller=job_controller
+            store=self.store,
+            registry=self.registry,
+            admission=self.admission,
+            job_controller=job_controller,
+            namespace_deletion_delay=namespace_deletion_delay,
         )
         self.openapi = OpenApi(self.registry)
         self.watch_timeout = watch_timeout

@@ -109,10 +109,21 @@ async def test_finalizers_hold_deletion_until_removed(api: FakeApiServer) -> Non
     assert api.get("workloads", "w", NS) is None
 
 
-async def test_deleting_a_namespace_deletes_its_content(api: FakeApiServer) -> None:
+async def test_deleting_a_namespace_terminates_it_then_removes_its_content(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
     await api.create(job("j"))
     await api.delete("namespaces", NS)
-    assert api.get("namespaces", NS) is None
+    terminating = api.get("namespaces", NS)
+    assert terminating is not None and terminating["status"]["phase"] == "Terminating"
+    assert api.get("jobs", "j", NS) is not None  # still there while the namespace terminates, as on a cluster
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("late")) as response:
+        refused = await response.json()
+    assert response.status == 403
+    assert refused["message"].endswith(
+        f"unable to create new content in namespace {NS} because it is being terminated"
+    )
+    await api.wait_for(lambda: api.get("namespaces", NS) is None, timeout=5)
     assert api.list("jobs", NS) == []
 
 
