@@ -91,6 +91,10 @@ class Faults:
         raise ApiError(code=status, reason="InternalError", message=f"injected fault {status}")
 
 
+def _strict(options: dict[str, Any] | None) -> bool:
+    return (options or {}).get("fieldValidation") == "Strict"
+
+
 def _spec_part(rtype: ResourceType, obj: Obj) -> Obj:
     """What counts for metadata.generation: everything but metadata (and status when it is a subresource)."""
     skip = {"metadata", "apiVersion", "kind"}
@@ -118,7 +122,7 @@ class Api:
         self.after_write: list[Callable[[ResourceType, str, Obj], None]] = []
 
     # ---- decoding and defaults ---------------------------------------------------------------------------
-    def decode(self, rtype: ResourceType, body: Any) -> Obj:
+    def decode(self, rtype: ResourceType, body: Any, *, strict: bool = False) -> Obj:
         obj = builtins.require_dict(body)
         kind = obj.get("kind")
         if kind is not None and kind != rtype.kind:
@@ -136,12 +140,19 @@ class Api:
             obj["metadata"] = {}
         elif not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
-        self.apply_defaults(rtype, obj)
+        self.apply_defaults(rtype, obj, strict=strict)
         return obj
 
-    def apply_defaults(self, rtype: ResourceType, obj: Obj) -> None:
+    def apply_defaults(self, rtype: ResourceType, obj: Obj, *, strict: bool = False) -> None:
+        """Request defaulting; with `strict` (fieldValidation=Strict) unknown fields are an error."""
         if rtype.schema is not None:
-            schema.prune(obj, rtype.schema)
+            unknown = schema.prune(obj, rtype.schema)
+            if strict and unknown:
+                listed = ", ".join(f'unknown field "{path}"' for path in unknown)
+                raise bad_request(
+                    f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: '
+                    f"strict decoding error: {listed}"
+                )
             schema.apply_defaults(obj, rtype.schema)
         elif rtype.kind == "Job":
             builtins.default_job(obj)
@@ -185,7 +196,7 @@ class Api:
         options: dict[str, Any] | None = None,
         admit: bool = True,
     ) -> Obj:
-        obj = self.decode(rtype, body)
+        obj = self.decode(rtype, body, strict=_strict(options))
         meta = obj["metadata"]
         if rtype.namespaced:
             body_ns = meta.get("namespace")
@@ -264,13 +275,27 @@ class Api:
         options: dict[str, Any] | None = None,
         admit: bool = True,
     ) -> Obj:
-        new = self.decode(rtype, body)
+        new = self.decode(rtype, body, strict=_strict(options))
         body_name = new["metadata"].get("name")
         if body_name and body_name != name:
             raise bad_request(
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
         expected = new["metadata"].get("resourceVersion") or None
+        if expected is None and not rtype.builtin:
+            # Custom resources do not allow unconditional updates (their strategy says so).
+            raise invalid(
+                kind=rtype.kind,
+                group=rtype.group,
+                name=name,
+                causes=[
+                    {
+                        "reason": "FieldValueInvalid",
+                        "message": "Invalid value: 0x0: must be specified for an update",
+                        "field": "metadata.resourceVersion",
+                    }
+                ],
+            )
 
         def build(current: Obj) -> Obj:
             return copy.deepcopy(new)
@@ -313,7 +338,15 @@ class Api:
         if isinstance(patch, dict):
             expected = (patch.get("metadata") or {}).get("resourceVersion") or None
 
+        strict = _strict(options)
+
         def build(current: Obj) -> Obj:
+            result = apply_patch(current)
+            if strict and rtype.schema is not None:
+                self.apply_defaults(rtype, copy.deepcopy(result), strict=True)
+            return result
+
+        def apply_patch(current: Obj) -> Obj:
             if patch_type == PATCH_JSON:
                 return patches.json_patch(current, patch)
             if patch_type == PATCH_MERGE:

@@ -40,21 +40,28 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def prune(obj: dict[str, Any], schema: dict[str, Any]) -> None:
-    """Drop unknown fields and non-nullable nulls in place (apiVersion/kind/metadata are left alone)."""
+def prune(obj: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Drop unknown fields and non-nullable nulls in place; returns the paths of the unknown fields dropped.
+
+    apiVersion, kind and metadata are the apiserver's own and left alone. The returned paths are what
+    `fieldValidation=Strict` reports as "unknown field" instead of silently pruning.
+    """
+    unknown: list[str] = []
     for key in list(obj):
         if key in _ROOT_KEEP:
             continue
         sub = (schema.get("properties") or {}).get(key)
-        if (sub is None and not schema.get("x-kubernetes-preserve-unknown-fields")) or (
-            obj[key] is None and not (sub or {}).get("nullable")
-        ):
+        if sub is None and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            unknown.append(key)
+            del obj[key]
+        elif obj[key] is None and not (sub or {}).get("nullable"):
             del obj[key]
         elif sub is not None:
-            obj[key] = _prune_value(obj[key], sub)
+            obj[key] = _prune_value(obj[key], sub, key, unknown)
+    return unknown
 
 
-def _prune_value(value: Any, schema: dict[str, Any]) -> Any:
+def _prune_value(value: Any, schema: dict[str, Any], path: str, unknown: list[str]) -> Any:
     if isinstance(value, dict):
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
@@ -67,15 +74,16 @@ def _prune_value(value: Any, schema: dict[str, Any]) -> Any:
             elif preserve:
                 continue
             else:
+                unknown.append(f"{path}.{key}")
                 del value[key]
                 continue
             if value[key] is None and not sub.get("nullable"):
                 del value[key]
             else:
-                value[key] = _prune_value(value[key], sub)
+                value[key] = _prune_value(value[key], sub, f"{path}.{key}", unknown)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         items = schema["items"]
-        return [_prune_value(v, items) for v in value]
+        return [_prune_value(v, items, f"{path}[{i}]", unknown) for i, v in enumerate(value)]
     return value
 
 

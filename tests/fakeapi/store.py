@@ -197,7 +197,8 @@ class Store:
         """Wait for the next write (or a notify); False on timeout."""
         waiter = self._changed
         try:
-            await asyncio.wait_for(waiter.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await waiter.wait()
         except TimeoutError:
             return False
         return True

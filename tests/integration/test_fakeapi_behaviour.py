@@ -400,3 +400,32 @@ async def test_kubernetes_asyncio_client_works_with_the_kubeconfig(api: FakeApiS
             await api.patch("jobs", "j", {"metadata": {"labels": {"x": "y"}}}, namespace=NS)
             await batch.replace_namespaced_job("j", NS, stale)
         assert conflict.value.status == 409
+
+
+# ---- custom resource strictness ----------------------------------------------------------------------------
+async def test_strict_field_validation_names_unknown_fields(http: aiohttp.ClientSession) -> None:
+    body = workload("w")
+    body["spec"]["queueNmae"] = "typo"
+    url = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads?fieldValidation=Strict"
+    async with http.post(url, json=body) as response:
+        error = await response.json()
+    assert response.status == 400
+    assert error["message"] == (
+        'Workload in version "v1beta2" cannot be handled as a Workload: '
+        'strict decoding error: unknown field "spec.queueNmae"'
+    )
+
+
+async def test_custom_resources_refuse_unconditional_updates(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    created = await api.create(workload("w"))
+    del created["metadata"]["resourceVersion"]
+    async with http.put(
+        f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads/w", json=created
+    ) as response:
+        error = await response.json()
+    assert response.status == 422
+    assert error["message"].endswith(
+        "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+    )
