@@ -179,17 +179,14 @@ class QueueStatusReporter:
                     self.metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
 
     def _tick_gpu_seconds(self, state: SchedulerState) -> None:
-        """Charge each queue the GPUs its admitted workloads held since the previous pass."""
+        """Charge each queue the GPUs it held (reserved quota, from the ledger) since the previous pass."""
         now = time.monotonic()
         elapsed, self._last_gpu_tick = now - self._last_gpu_tick, now
         for name in state.cluster_queue_names():
             totals: dict[str, int] = {}
-            for info, admitted in state.reserving_in(name):
-                if not admitted:
-                    continue
-                for (_, resource), nanos in info.usage.items():
-                    if "gpu" in resource:
-                        totals[resource] = totals.get(resource, 0) + nanos
+            for (_, resource), nanos in state.ledger.usage(name).items():
+                if "gpu" in resource and nanos > 0:
+                    totals[resource] = totals.get(resource, 0) + nanos
             for resource, nanos in totals.items():
                 self.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
 

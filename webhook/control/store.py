@@ -6,7 +6,10 @@ than what it holds (resourceVersions compared as integers, which kube-apiserver'
 remembers deletions as tombstones so a late event cannot resurrect a deleted object, and notifies listeners
 only on a real change. Applying the same event twice is a no-op, so every handler above is idempotent.
 
-Objects are stored as the API server sent them (plain dicts) and must be treated as read-only by callers.
+Objects are stored as the API server sent them (plain dicts, read-only for callers) minus two fields no
+controller reads and that make up half of a typical object's memory: ``metadata.managedFields`` and
+kubectl's ``last-applied-configuration`` annotation. That is what keeps 10,000 Jobs and their Workloads
+within the controller's memory budget.
 """
 
 from __future__ import annotations
@@ -48,6 +51,21 @@ def resource_version(obj: JSON | None) -> int:
         return int(raw)
     except ValueError:
         return -1
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def slim(obj: JSON) -> JSON:
+    """``obj`` without managedFields and the last-applied annotation (a shallow copy when anything goes)."""
+    meta = obj.get("metadata")
+    if not meta or ("managedFields" not in meta and LAST_APPLIED not in (meta.get("annotations") or {})):
+        return obj
+    meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return {**obj, "metadata": meta}
 
 
 def _is_stale(incoming: JSON, held_version: int) -> bool:
@@ -134,6 +152,7 @@ class Store:
         if old is None and _is_stale(obj, self._tombstones.get(kind, {}).get(key, -1)):
             return False
         self._tombstones.get(kind, {}).pop(key, None)
+        obj = slim(obj)
         objects[key] = obj
         if kind is WORKLOADS:
             self._index_owner(key, old, obj)

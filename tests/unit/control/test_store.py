@@ -145,3 +145,13 @@ def test_held_object_is_the_newest_upsert_after_the_last_newer_delete(
             assert held is not None and held["metadata"]["resourceVersion"] == str(newest)
         else:
             assert held is None
+
+
+def test_managed_fields_and_last_applied_configuration_are_not_kept() -> None:
+    store = Store()
+    annotations = {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "team": "a"}
+    store.upsert(JOBS, obj("a", 1, managedFields=[{"manager": "kubectl"}], annotations=annotations))
+    held = store.get(JOBS, "a", "ns")
+    assert held is not None
+    assert "managedFields" not in held["metadata"]
+    assert held["metadata"]["annotations"] == {"team": "a"}
