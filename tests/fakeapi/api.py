@@ -165,6 +165,8 @@ class Api:
         name = obj["metadata"].get("name", "")
         if rtype.schema is not None:
             causes = schema.validate(obj, rtype.schema)
+            if old is not None and not causes:
+                causes = schema.validate_transitions(obj, old, rtype.schema)
             if causes:
                 raise invalid(kind=rtype.kind, group=rtype.group, name=name, causes=causes)
         elif rtype.kind == "Job":

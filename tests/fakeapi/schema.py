@@ -327,3 +327,54 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str, c
                 "field": path,
             }
         )
+
+
+def immutable_paths(schema: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Field paths (outside arrays) carrying the CEL transition rule `self == oldSelf`."""
+    found: list[tuple[str, ...]] = []
+    for key, sub in (schema.get("properties") or {}).items():
+        path = (*prefix, key)
+        rules = [r.get("rule", "").replace(" ", "") for r in sub.get("x-kubernetes-validations") or []]
+        if "self==oldSelf" in rules:
+            found.append(path)
+        found.extend(immutable_paths(sub, path))
+    return found
+
+
+def _at(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(obj, dict) or part not in obj:
+            return _MISSING
+        obj = obj[part]
+    return obj
+
+
+_MISSING = object()
+
+
+def validate_transitions(new: dict[str, Any], old: dict[str, Any], schema: dict[str, Any]) -> list[Cause]:
+    """The one CEL rule evaluated: `self == oldSelf` (immutability), in the apiserver's CEL message shape."""
+    causes: list[Cause] = []
+    for path in immutable_paths(schema):
+        before, after = _at(old, path), _at(new, path)
+        if before is _MISSING or after is _MISSING or before == after:
+            continue
+        rule = next(
+            r
+            for r in _at_schema(schema, path).get("x-kubernetes-validations") or []
+            if r.get("rule", "").replace(" ", "") == "self==oldSelf"
+        )
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "message": f"Invalid value: {_json(_go_type(after))}: {rule.get('message') or rule['rule']}",
+                "field": ".".join(path),
+            }
+        )
+    return causes
+
+
+def _at_schema(schema: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    for part in path:
+        schema = (schema.get("properties") or {})[part]
+    return schema

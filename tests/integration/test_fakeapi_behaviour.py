@@ -429,3 +429,28 @@ async def test_custom_resources_refuse_unconditional_updates(
     assert error["message"].endswith(
         "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
     )
+
+
+async def test_local_queue_cluster_queue_is_immutable(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    lq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "q", "namespace": NS},
+        "spec": {"clusterQueue": "a"},
+    }
+    await api.create(lq)
+    url = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/q"
+    patch = {"spec": {"clusterQueue": "b"}}
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with http.patch(url, data=orjson.dumps(patch), headers=headers) as response:
+        error = await response.json()
+    assert response.status == 422
+    assert error["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "string": field is immutable',
+            "field": "spec.clusterQueue",
+        }
+    ]
