@@ -377,8 +377,12 @@ class Handlers:
         )
 
     # ---- watch -------------------------------------------------------------------------------------------
-    def _encode_event(self, target: Target, event_type: str, obj: Obj) -> bytes:
+    def _encode_event(
+        self, target: Target, event_type: str, obj: Obj, table: TableWatch | None = None
+    ) -> bytes:
         obj = self.server.api.as_version(target.rtype, obj)
+        if table is not None:
+            return orjson.dumps({"type": event_type, "object": table.row(obj)}) + b"\n"
         return orjson.dumps({"type": event_type, "object": obj}) + b"\n"
 
     async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -394,6 +398,11 @@ class Handlers:
         response.enable_chunked_encoding()
         await response.prepare(request)
         generation = self.server.watch_generation
+        table = (
+            TableWatch(rtype, request.query.get("includeObject", "Metadata"))
+            if tables.wants_table(request.headers.get("Accept", ""))
+            else None
+        )
         initial: list[Obj] = []
         if rv_param in ("", "0") or send_initial:
             start_rv = store.rv
@@ -409,7 +418,7 @@ class Handlers:
                 await response.write(self._error_event(error))
                 return response
         for obj in initial:
-            await response.write(self._encode_event(target, "ADDED", obj))
+            await response.write(self._encode_event(target, "ADDED", obj, table))
         if send_initial and bookmarks:
             await response.write(self._bookmark(target, start_rv, initial_end=True))
         loop = asyncio.get_running_loop()
@@ -426,7 +435,7 @@ class Handlers:
                 break
             for event in store.events_after(cursor):
                 cursor = event.rv
-                line = self._filter_event(target, event, selected, namespace)
+                line = self._filter_event(target, event, selected, namespace, table)
                 if line is not None:
                     await response.write(line)
             now = loop.time()
@@ -440,7 +449,12 @@ class Handlers:
         return response
 
     def _filter_event(
-        self, target: Target, event: Event, selected: Callable[[Obj], bool], namespace: str
+        self,
+        target: Target,
+        event: Event,
+        selected: Callable[[Obj], bool],
+        namespace: str,
+        table: TableWatch | None,
     ) -> bytes | None:
         if event.key != target.rtype.storage_key or (namespace and event.namespace != namespace):
             return None
@@ -448,11 +462,13 @@ class Handlers:
         if event.type == "MODIFIED" and event.old is not None:
             was_matching = selected(event.old)
             if was_matching and not now_matches:
-                return self._encode_event(target, "DELETED", event.obj)
+                return self._encode_event(target, "DELETED", event.obj, table)
             if now_matches and not was_matching:
-                return self._encode_event(target, "ADDED", event.obj)
+                return self._encode_event(target, "ADDED", event.obj, table)
         if not now_matches:
             return None
+        if table is not None:
+            return self._encode_event(target, event.type, event.obj, table)
         cache_key = target.rtype.api_version
         line = event.encoded.get(cache_key)
         if line is None:
@@ -472,6 +488,27 @@ class Handlers:
         status = error.status()
         status.pop("details", None)
         return orjson.dumps({"type": "ERROR", "object": status}) + b"\n"
+
+
+class TableWatch:
+    """`kubectl get -w`: each watch event carries a one-row Table; only the first has column definitions."""
+
+    def __init__(self, rtype: ResourceType, include_object: str) -> None:
+        self.rtype = rtype
+        self.include_object = include_object
+        self.first = True
+
+    def row(self, obj: Obj) -> Obj:
+        body = tables.table(
+            self.rtype,
+            [obj],
+            resource_version=obj["metadata"].get("resourceVersion", ""),
+            include_object=self.include_object,
+        )
+        if not self.first:
+            body["columnDefinitions"] = None
+        self.first = False
+        return body
 
 
 def build_app(server: FakeApiServer) -> web.Application:

@@ -454,3 +454,22 @@ async def test_local_queue_cluster_queue_is_immutable(
             "field": "spec.clusterQueue",
         }
     ]
+
+
+async def test_watch_as_table_sends_column_definitions_once(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    await api.create(workload("w"))
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    url = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads?watch=1&resourceVersion=0"
+    events: list[dict[str, Any]] = []
+    async with http.get(url, headers={"Accept": accept}) as stream:
+        await api.patch("workloads", "w", {"metadata": {"labels": {"x": "y"}}}, namespace=NS)
+        async for line in stream.content:
+            events.append(orjson.loads(line))
+            if len(events) == 2:
+                break
+    first, second = (e["object"] for e in events)
+    assert [c["name"] for c in first["columnDefinitions"]][:2] == ["Name", "Queue"]
+    assert second["columnDefinitions"] is None
+    assert second["rows"][0]["cells"][:2] == ["w", "q"]
