@@ -6,10 +6,12 @@ than what it holds (resourceVersions compared as integers, which kube-apiserver'
 remembers deletions as tombstones so a late event cannot resurrect a deleted object, and notifies listeners
 only on a real change. Applying the same event twice is a no-op, so every handler above is idempotent.
 
-Objects are stored as the API server sent them (plain dicts, read-only for callers) minus two fields no
-controller reads and that make up half of a typical object's memory: ``metadata.managedFields`` and
-kubectl's ``last-applied-configuration`` annotation. That is what keeps 10,000 Jobs and their Workloads
-within the controller's memory budget.
+Memory is the other constraint: as nested dicts a Job costs about 5 KB of Python objects, so 10,000 Jobs
+and their Workloads would take 100 MB on their own. Each object is therefore kept as its compact JSON
+encoding (about 1 KB) plus the few fields the store indexes, and decoded on access (a few microseconds with
+orjson). Every reader gets its own fresh dict, so no caller can corrupt the mirror by mutating what it got.
+``metadata.managedFields`` and kubectl's ``last-applied-configuration`` annotation are dropped on the way
+in: no controller reads them and they can double an object's size.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from webhook.control.kinds import JOBS, LOCAL_QUEUES, NAMESPACES, WORKLOADS, Kind
 
@@ -73,11 +77,23 @@ def _is_stale(incoming: JSON, held_version: int) -> bool:
     return incoming_version >= 0 and held_version >= 0 and incoming_version <= held_version
 
 
+@dataclass(slots=True)
+class _Entry:
+    """One stored object: its JSON encoding and its resourceVersion as an integer."""
+
+    raw: bytes
+    version: int
+
+    def decode(self) -> JSON:
+        obj: JSON = orjson.loads(self.raw)
+        return obj
+
+
 class Store:
     """Objects per kind and key, tombstones for deletions, an owner index for Workloads, and listeners."""
 
     def __init__(self) -> None:
-        self._objects: dict[Kind, dict[Key, JSON]] = {}
+        self._objects: dict[Kind, dict[Key, _Entry]] = {}
         self._tombstones: dict[Kind, dict[Key, int]] = {}
         self._owned: dict[str, Key] = {}  # owner uid -> key of the Workload it controls
         self._listeners: list[Listener] = []
@@ -86,13 +102,17 @@ class Store:
     # -- reading ------------------------------------------------------------------------------------------
 
     def get(self, kind: Kind, name: str, namespace: str = "") -> JSON | None:
-        return self._objects.get(kind, {}).get((namespace, name))
+        entry = self._objects.get(kind, {}).get((namespace, name))
+        return entry.decode() if entry is not None else None
 
     def items(self, kind: Kind, *, namespace: str | None = None) -> list[JSON]:
         objects = self._objects.get(kind, {})
         if namespace is None:
-            return list(objects.values())
-        return [obj for (ns, _), obj in objects.items() if ns == namespace]
+            return [entry.decode() for entry in objects.values()]
+        return [entry.decode() for (ns, _), entry in objects.items() if ns == namespace]
+
+    def keys(self, kind: Kind) -> list[Key]:
+        return list(self._objects.get(kind, {}))
 
     def count(self, kind: Kind) -> int:
         return len(self._objects.get(kind, {}))
@@ -127,6 +147,7 @@ class Store:
         return labels
 
     def local_queue_names(self, namespace: str) -> list[str]:
+        """LocalQueue names in ``namespace``, sorted."""
         return sorted(name for (ns, name) in self._objects.get(LOCAL_QUEUES, {}) if ns == namespace)
 
     # -- sync gate ----------------------------------------------------------------------------------------
@@ -146,14 +167,18 @@ class Store:
         """Add or update ``obj`` unless we hold something as new; True if the store changed."""
         key = key_of(obj)
         objects = self._objects.setdefault(kind, {})
-        old = objects.get(key)
-        if old is not None and _is_stale(obj, resource_version(old)):
+        held = objects.get(key)
+        if held is not None and _is_stale(obj, held.version):
             return False
-        if old is None and _is_stale(obj, self._tombstones.get(kind, {}).get(key, -1)):
+        if held is None and _is_stale(obj, self._tombstones.get(kind, {}).get(key, -1)):
             return False
         self._tombstones.get(kind, {}).pop(key, None)
         obj = slim(obj)
-        objects[key] = obj
+        raw = bytes(memoryview(orjson.dumps(obj)))  # orjson over-allocates its buffer 2-4x; copy to size
+        if held is not None and held.raw == raw:
+            return False
+        objects[key] = _Entry(raw, resource_version(obj))
+        old = held.decode() if held is not None else None
         if kind is WORKLOADS:
             self._index_owner(key, old, obj)
         self._notify(Change(kind, key, old, obj))
@@ -163,15 +188,16 @@ class Store:
         """Forget ``obj`` (a DELETED event carries its last state); True if it was held."""
         key = key_of(obj)
         objects = self._objects.setdefault(kind, {})
-        old = objects.get(key)
+        held = objects.get(key)
         version = resource_version(obj)
-        if old is not None and 0 <= version < resource_version(old):
+        if held is not None and 0 <= version < held.version:
             return False  # a late delete (e.g. of an earlier incarnation); the newer object stays
         tombstones = self._tombstones.setdefault(kind, {})
-        tombstones[key] = max(version, tombstones.get(key, -1), resource_version(old))
-        if old is None:
+        tombstones[key] = max(version, tombstones.get(key, -1), held.version if held is not None else -1)
+        if held is None:
             return False
         del objects[key]
+        old = held.decode()
         if kind is WORKLOADS:
             self._index_owner(key, old, None)
         self._notify(Change(kind, key, old, None))
@@ -181,9 +207,9 @@ class Store:
         """Reconcile with a fresh list: upsert everything listed, remove what is no longer there."""
         listed = {key_of(obj): obj for obj in objects}
         self._tombstones.pop(kind, None)  # a list is authoritative; old tombstones cannot matter any more
-        for key, old in list(self._objects.get(kind, {}).items()):
+        for key, held in list(self._objects.get(kind, {}).items()):
             if key not in listed:
-                self.remove(kind, old)
+                self.remove(kind, held.decode())
         self._tombstones.pop(kind, None)
         for obj in listed.values():
             self.upsert(kind, obj)
