@@ -103,10 +103,28 @@ async def test_job_is_admitted_started_on_its_flavor_and_finishes(fake_api: Fake
         owner = workload["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["uid"], owner["controller"]) == ("Job", job["metadata"]["uid"], True)
 
+        def events_of(name: str) -> dict[str, str]:
+            return {
+                e["reason"]: e["message"]
+                for e in fake_api.list("events", "team-a")
+                if e.get("involvedObject", {}).get("name") == name
+            }
+
+        await fake_api.wait_for(lambda: "Admitted" in events_of(workload["metadata"]["name"]))
+        texts = events_of(workload["metadata"]["name"])
+        assert texts["Admitted"] == "Admitted by ClusterQueue research, wait time since reservation was 0s"
+        assert texts["QuotaReserved"].startswith(
+            "Quota reserved in ClusterQueue research, wait time since queued"
+        )
+        await fake_api.wait_for(lambda: "Started" in events_of("train-1"))
+        assert events_of("train-1")["Started"] == "Admitted by clusterQueue research"
+
         await fake_api.complete_job("team-a", "train-1")
         await fake_api.wait_for(lambda: is_true(workloads_of(fake_api, "train-1")[0], "Finished"))
         finished = condition(workloads_of(fake_api, "train-1")[0], "Finished")
         assert finished is not None and finished["reason"] == "Succeeded"
+        assert finished["message"] == "Reached expected number of succeeded pods"
+        await fake_api.wait_for(lambda: "Finished" in events_of(workload["metadata"]["name"]))
 
 
 async def test_job_beyond_quota_waits_with_kueue_message_and_starts_when_another_finishes(

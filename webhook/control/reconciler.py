@@ -296,6 +296,12 @@ class JobReconciler:
                     reason="FinishedWorkload",
                     message=f"Workload '{namespace}/{wl_name}' is declared finished",
                 )
+                self.events.record(
+                    updated,
+                    type="Normal" if reason == "Succeeded" else "Warning",
+                    reason="Finished",
+                    message=message,
+                )
         elif isinstance(step, StartJob):
             if await self.writer.patch(JOBS, job, step.patch) is not None:
                 self.events.record(
