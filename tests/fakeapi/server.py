@@ -158,8 +158,20 @@ class FakeApiServer:
     def add_token(self, token: str, user: str, groups: Iterable[str] = (), *, uid: str | None = None) -> None:
         self.tokens.add(token, UserInfo(username=user, groups=tuple(groups), uid=uid))
 
-    def kubeconfig_path(self, *, token: str = ADMIN_TOKEN, namespace: str | None = None) -> Path:
-        """A kubeconfig file acting with `token`; kubectl and kubernetes-asyncio both load it."""
+    def kubeconfig_path(
+        self,
+        *,
+        token: str | None = None,
+        user: str | None = None,
+        groups: Iterable[str] = (),
+        namespace: str | None = None,
+    ) -> Path:
+        """A kubeconfig file; kubectl and kubernetes-asyncio both load it.
+
+        Acts as the admin by default, with `token` if given, or as `user` (in `groups`), for whom a token is
+        registered on the fly.
+        """
+        token = self._token_for(token=token, user=user, groups=groups)
         context: dict[str, Any] = {"cluster": "fake", "user": "user"}
         if namespace:
             context["namespace"] = namespace
@@ -186,6 +198,28 @@ class FakeApiServer:
 
     def client_ssl_context(self) -> Any:
         return self._tls.client_context()
+
+    def _token_for(self, *, token: str | None, user: str | None, groups: Iterable[str]) -> str:
+        if token is not None:
+            return token
+        if user is None:
+            return ADMIN_TOKEN
+        minted = "user-" + "".join(c if c.isalnum() else "-" for c in user)
+        self.add_token(minted, user, groups)
+        return minted
+
+    def client_configuration(
+        self, *, token: str | None = None, user: str | None = None, groups: Iterable[str] = ()
+    ) -> Any:
+        """A kubernetes_asyncio `client.Configuration` for this server, acting as admin, `token` or `user`."""
+        from kubernetes_asyncio import client
+
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.ssl_ca_cert = str(self.ca_path)
+        configuration.api_key = {"BearerToken": self._token_for(token=token, user=user, groups=groups)}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return configuration
 
     # ---- in-process access (no admission, no HTTP) -------------------------------------------------------
     def resolve(self, resource: str) -> ResourceType:

@@ -473,3 +473,17 @@ async def test_watch_as_table_sends_column_definitions_once(
     assert [c["name"] for c in first["columnDefinitions"]][:2] == ["Name", "Queue"]
     assert second["columnDefinitions"] is None
     assert second["rows"][0]["cells"][:2] == ["w", "q"]
+
+
+async def test_client_configuration_acts_as_the_requested_user(api: FakeApiServer, slow_webhook: str) -> None:
+    await api.create(webhook_config(slow_webhook, failure_policy="Fail"))
+    configuration = api.client_configuration(user="alice", groups=["team-a"])
+    async with client.ApiClient(configuration) as api_client:
+        await client.BatchV1Api(api_client).create_namespaced_job(NS, job("j"))
+    (review,) = api.admission_reviews
+    assert review["request"]["userInfo"] == {
+        "username": "alice",
+        "groups": ["team-a", "system:authenticated"],
+    }
+    kubeconfig = api.kubeconfig_path(user="alice", groups=["team-a"]).read_text()
+    assert "token: user-alice" in kubeconfig
