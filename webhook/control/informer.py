@@ -26,9 +26,9 @@ log = logging.getLogger("kueue_webhook.informer")
 class ListWatchClient(Protocol):
     """The two verbs an informer needs (``KubeClient`` provides them; tests may fake them)."""
 
-    async def list(
+    def list_pages(
         self, kind: Kind, *, namespace: str | None = ..., field_selector: str = ..., label_selector: str = ...
-    ) -> tuple[list[JSON], str]: ...
+    ) -> AsyncIterator[tuple[list[JSON], str]]: ...
 
     def watch(
         self,
@@ -44,7 +44,7 @@ class ListWatchClient(Protocol):
 class Sink(Protocol):
     """Where an informer delivers objects (the ``Store``)."""
 
-    def replace(self, kind: Kind, objects: list[JSON]) -> None: ...
+    def retain_only(self, kind: Kind, keys: set[tuple[str, str]]) -> None: ...
 
     def upsert(self, kind: Kind, obj: JSON) -> bool: ...
 
@@ -105,11 +105,19 @@ class Informer:
         await asyncio.sleep(delay)
 
     async def _list(self) -> None:
-        objects, version = await self.client.list(
+        """Upsert page by page (memory stays flat however large the list), then drop what was not listed."""
+        seen: set[tuple[str, str]] = set()
+        version = ""
+        async for page, page_version in self.client.list_pages(
             self.kind, namespace=self.namespace, field_selector=self.field_selector
-        )
+        ):
+            version = page_version
+            for obj in page:
+                meta = obj.get("metadata") or {}
+                seen.add((meta.get("namespace") or "", meta.get("name") or ""))
+                self.sink.upsert(self.kind, obj)
         self.relists += 1
-        self.sink.replace(self.kind, objects)
+        self.sink.retain_only(self.kind, seen)
         self.resource_version = version
         self.sink.mark_synced(self.kind)
         self.synced.set()

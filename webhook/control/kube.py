@@ -157,7 +157,7 @@ class KubeClient:
                 )
             return parsed if isinstance(parsed, dict) else {"items": parsed}
 
-    async def list(
+    async def list_all(
         self,
         kind: Kind,
         *,
@@ -168,6 +168,28 @@ class KubeClient:
     ) -> tuple[list[JSON], str]:
         """Every object (following ``continue`` tokens) and the list's resourceVersion to watch from."""
         items: list[JSON] = []
+        version = ""
+        async for page, page_version in self.list_pages(
+            kind,
+            namespace=namespace,
+            field_selector=field_selector,
+            label_selector=label_selector,
+            page_size=page_size,
+        ):
+            items.extend(page)
+            version = page_version
+        return items, version
+
+    async def list_pages(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        field_selector: str = "",
+        label_selector: str = "",
+        page_size: int = 500,
+    ) -> AsyncIterator[tuple[list[JSON], str]]:
+        """One page at a time, so a large list never has to sit in memory whole; with its resourceVersion."""
         token = ""
         while True:
             page = await self.request(
@@ -181,16 +203,15 @@ class KubeClient:
                 },
                 timeout=120.0,
             )
-            items.extend(page.get("items") or [])
+            items = page.get("items") or []
+            for item in items:  # list items omit kind/apiVersion; restore them so objects are self-describing
+                item.setdefault("kind", kind.kind)
+                item.setdefault("apiVersion", kind.api_version)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or ""
+            yield items, str(meta.get("resourceVersion", ""))
             if not token:
-                for (
-                    item
-                ) in items:  # list items omit kind/apiVersion; restore them so objects are self-describing
-                    item.setdefault("kind", kind.kind)
-                    item.setdefault("apiVersion", kind.api_version)
-                return items, str(meta.get("resourceVersion", ""))
+                return
 
     async def watch(
         self,

@@ -204,8 +204,11 @@ class AdmissionLoop:
     # -- running ------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Cycle whenever kicked, until cancelled (cancelled at once when leadership is lost)."""
-        self.rebuild()
+        """Cycle whenever kicked, until cancelled (cancelled at once when leadership is lost).
+
+        The caller rebuilds the state first (``rebuild``), while no change can slip in between.
+        """
+        self.kick()
         try:
             while True:
                 await self._kick.wait()

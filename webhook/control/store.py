@@ -204,15 +204,19 @@ class Store:
         return True
 
     def replace(self, kind: Kind, objects: Iterable[JSON]) -> None:
-        """Reconcile with a fresh list: upsert everything listed, remove what is no longer there."""
+        """Reconcile with a complete list: upsert everything listed, remove what is no longer there."""
         listed = {key_of(obj): obj for obj in objects}
         self._tombstones.pop(kind, None)  # a list is authoritative; old tombstones cannot matter any more
-        for key, held in list(self._objects.get(kind, {}).items()):
-            if key not in listed:
-                self.remove(kind, held.decode())
-        self._tombstones.pop(kind, None)
         for obj in listed.values():
             self.upsert(kind, obj)
+        self.retain_only(kind, set(listed))
+
+    def retain_only(self, kind: Kind, keys: set[Key]) -> None:
+        """After a relist whose objects were upserted: forget every object the list did not contain."""
+        for key, held in list(self._objects.get(kind, {}).items()):
+            if key not in keys:
+                self.remove(kind, held.decode())
+        self._tombstones.pop(kind, None)
 
     def _index_owner(self, key: Key, old: JSON | None, new: JSON | None) -> None:
         old_owner = controller_owner(old) if old is not None else None

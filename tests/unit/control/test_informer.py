@@ -30,11 +30,13 @@ class ScriptedApi:
         self.watch_versions: list[str] = []
         self.exhausted = asyncio.Event()
 
-    async def list(
+    async def list_pages(
         self, kind: Kind, *, namespace: str | None = None, field_selector: str = "", label_selector: str = ""
-    ) -> tuple[list[JSON], str]:
+    ) -> AsyncIterator[tuple[list[JSON], str]]:
         self.list_calls += 1
-        return self.lists.pop(0)
+        items, version = self.lists.pop(0)
+        for index in range(0, max(len(items), 1), 1):  # one object per page: pages must add up
+            yield items[index : index + 1], version
 
     async def watch(
         self,
