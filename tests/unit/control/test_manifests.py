@@ -1,0 +1,106 @@
+"""The install manifests: they render, route to paths the server serves, and grant no more than needed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from webhook.admission.routes import ROUTES
+from webhook.control.kinds import CONFIGMAPS, LEASES, WATCHED
+
+ROOT = Path(__file__).resolve().parents[3] / "manifests"
+CONTROLLER = ROOT / "controller"
+
+
+def documents() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in sorted(CONTROLLER.glob("*.yaml")):
+        if path.name != "kustomization.yaml":
+            out.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return out
+
+
+def of_kind(kind: str) -> list[dict[str, Any]]:
+    return [doc for doc in documents() if doc["kind"] == kind]
+
+
+def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -> None:
+    hooks = [
+        h
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for d in of_kind(kind)
+        for h in d["webhooks"]
+    ]
+    assert {h["clientConfig"]["service"]["path"] for h in hooks} == {
+        "/mutate-batch-v1-job",
+        "/validate-batch-v1-job",
+        "/validate-kueue-x-k8s-io-v1beta2-clusterqueue",
+        "/validate-kueue-x-k8s-io-v1beta2-localqueue",
+        "/validate-kueue-x-k8s-io-v1beta2-resourceflavor",
+        "/validate-kueue-x-k8s-io-v1beta2-cohort",
+        "/validate-kueue-x-k8s-io-v1beta2-workload",
+    }
+    for hook in hooks:
+        assert hook["clientConfig"]["service"]["path"] in ROUTES
+        assert hook["admissionReviewVersions"] == ["v1"] and hook["sideEffects"] == "None"
+        assert 1 <= hook["timeoutSeconds"] <= 10
+        excluded = hook["namespaceSelector"]["matchExpressions"][0]
+        assert excluded["operator"] == "NotIn" and set(excluded["values"]) == {"kube-system", "kueue-system"}
+
+
+def test_rbac_has_no_wildcards_and_covers_every_watched_kind() -> None:
+    rules = [r for kind in ("ClusterRole", "Role") for doc in of_kind(kind) for r in doc["rules"]]
+    for rule in rules:
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[field], rule
+    for kind in (*WATCHED, CONFIGMAPS):
+        granted = {
+            v
+            for r in rules
+            if kind.group in r["apiGroups"] and kind.plural in r["resources"]
+            for v in r["verbs"]
+        }
+        assert {"list", "watch"} <= granted, kind.plural
+    lease_verbs = {v for r in rules if LEASES.plural in r["resources"] for v in r["verbs"]}
+    assert {"get", "create", "update"} <= lease_verbs
+
+
+def test_deployment_runs_two_hardened_replicas_with_probes() -> None:
+    [deployment] = of_kind("Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    [container] = spec["template"]["spec"]["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["resources"]["requests"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True and security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert spec["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    secret = {v["secret"]["secretName"] for v in spec["template"]["spec"]["volumes"] if "secret" in v}
+    assert secret == {"kueue-webhook-tls"}
+    [service] = of_kind("Service")
+    assert service["spec"]["ports"][0]["port"] == 443
+
+
+def test_kustomize_renders_crds_and_controller_together() -> None:
+    kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
+    if not Path(kubectl).exists():
+        pytest.skip("kubectl is not installed")
+    rendered = subprocess.run(
+        [kubectl, "kustomize", str(ROOT)], capture_output=True, text=True, check=True, timeout=60
+    )
+    kinds = [doc["kind"] for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    assert kinds.count("CustomResourceDefinition") == 6
+    assert {
+        "Deployment",
+        "Service",
+        "ConfigMap",
+        "PodDisruptionBudget",
+        "MutatingWebhookConfiguration",
+    } <= set(kinds)
