@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tests.fakeapi import builtins, patches, schema
+from tests.fakeapi import meta as object_meta
 from tests.fakeapi.errors import (
     ApiError,
     bad_request,
@@ -163,6 +164,16 @@ class Api:
 
     def validate(self, rtype: ResourceType, obj: Obj, old: Obj | None) -> None:
         name = obj["metadata"].get("name", "")
+        meta_causes = object_meta.validate_object_meta(
+            obj, namespace_kind=rtype.kind == "Namespace" and not rtype.group
+        )
+        if rtype.kind == "Job" and rtype.group == "batch":
+            template_labels = (
+                ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels")
+            )
+            meta_causes += object_meta.validate_labels(template_labels, "spec.template.labels")
+        if meta_causes:
+            raise invalid(kind=rtype.kind, group=rtype.group, name=name, causes=meta_causes)
         if rtype.schema is not None:
             causes = schema.validate(obj, rtype.schema)
             if old is not None and not causes:

@@ -487,3 +487,29 @@ async def test_client_configuration_acts_as_the_requested_user(api: FakeApiServe
     }
     kubeconfig = api.kubeconfig_path(user="alice", groups=["team-a"]).read_text()
     assert "token: user-alice" in kubeconfig
+
+
+async def test_names_and_labels_are_validated_like_object_meta(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    long_name = "j" * 64
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job(long_name)) as response:
+        error = await response.json()
+    assert response.status == 422
+    # The job-name label (pod template, and metadata copied from it) cannot hold a 64-character name.
+    assert {c["field"] for c in error["details"]["causes"]} == {"metadata.labels", "spec.template.labels"}
+    assert error["details"]["causes"][0]["message"].endswith("must be no more than 63 characters")
+
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("Bad_Name")) as response:
+        error = await response.json()
+    assert response.status == 422
+    assert error["details"]["causes"][0]["field"] == "metadata.name"
+    assert "a lowercase RFC 1123 subdomain" in error["details"]["causes"][0]["message"]
+
+    bad_label = job("ok", labels={"kueue.x-k8s.io/queue-name": "not a valid value"})
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=bad_label) as response:
+        error = await response.json()
+    assert response.status == 422
+    assert error["message"].startswith(
+        'Job.batch "ok" is invalid: metadata.labels: Invalid value: "not a valid value"'
+    )
