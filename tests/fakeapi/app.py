@@ -236,6 +236,8 @@ class Handlers:
                 options=self._options(request),
             )
             return self._render_one(request, target, created, status=201)
+        if method == "DELETE" and not target.name and not target.subresource:
+            return await self._delete_collection(request, target, user, dry_run)
         if not target.name:
             raise method_not_allowed()
         if method == "PUT":
@@ -305,6 +307,32 @@ class Handlers:
                 }
             )
         raise method_not_allowed()
+
+    async def _delete_collection(
+        self, request: web.Request, target: Target, user: UserInfo, dry_run: bool
+    ) -> web.Response:
+        """deletecollection: every object matching the selectors; answers the list of deleted objects."""
+        if "deletecollection" not in target.rtype.verbs:
+            raise method_not_allowed()
+        selected = self._selected(request, target)
+        namespace = target.namespace if target.rtype.namespaced and target.namespace else None
+        victims = [o for o in self.server.store.list(target.rtype.storage_key, namespace) if selected(o)]
+        deleted = []
+        for obj in victims:
+            meta = obj["metadata"]
+            deleted.append(
+                await self.server.api.delete(
+                    target.rtype, meta.get("namespace", ""), meta["name"], user=user, dry_run=dry_run
+                )
+            )
+        return json_response(
+            {
+                "kind": target.rtype.list_kind,
+                "apiVersion": target.rtype.api_version,
+                "metadata": {"resourceVersion": str(self.server.store.rv)},
+                "items": deleted,
+            }
+        )
 
     # ---- rendering ---------------------------------------------------------------------------------------
     def _render_one(

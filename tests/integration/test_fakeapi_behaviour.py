@@ -513,3 +513,13 @@ async def test_names_and_labels_are_validated_like_object_meta(
     assert error["message"].startswith(
         'Job.batch "ok" is invalid: metadata.labels: Invalid value: "not a valid value"'
     )
+
+
+async def test_delete_collection_honours_selectors(api: FakeApiServer, http: aiohttp.ClientSession) -> None:
+    await api.create(job("a", labels={"team": "x"}))
+    await api.create(job("b", labels={"team": "y"}))
+    async with http.delete(f"/apis/batch/v1/namespaces/{NS}/jobs?labelSelector=team%3Dx") as response:
+        deleted = await response.json()
+    assert response.status == 200
+    assert [i["metadata"]["name"] for i in deleted["items"]] == ["a"]
+    assert [j["metadata"]["name"] for j in api.list("jobs", NS)] == ["b"]
