@@ -119,29 +119,37 @@ class WebhookAdmission:
             self._ssl[key] = context
         return context
 
-    def _url(self, hook: Obj) -> str:
+    def _url(self, hook: Obj) -> tuple[str, str | None, str]:
+        """The URL to POST to, the name the certificate must carry (service refs), the URL errors show.
+
+        kube-apiserver reaches `service: {name, namespace}` through the cluster network and verifies the
+        serving certificate for `<name>.<namespace>.svc`; we connect to the endpoint a test registered and
+        verify the same name.
+        """
         client = hook.get("clientConfig") or {}
         if client.get("url"):
-            return str(client["url"])
+            return str(client["url"]), None, str(client["url"])
         service = client.get("service") or {}
-        endpoint = self.service_endpoints.get((service.get("namespace", ""), service.get("name", "")))
+        name, namespace = service.get("name", ""), service.get("namespace", "")
+        endpoint = self.service_endpoints.get((namespace, name))
         if endpoint is None:
-            raise _webhook_failure(
-                hook, f'service "{service.get("name")}.{service.get("namespace")}.svc" has no endpoints'
-            )
-        return f"https://{endpoint}{service.get('path', '')}"
+            raise _webhook_failure(hook, f'service "{name}.{namespace}.svc" has no endpoints')
+        path = service.get("path", "")
+        shown = f"https://{name}.{namespace}.svc:{service.get('port', 443)}{path}"
+        return f"https://{endpoint}{path}", f"{name}.{namespace}.svc", shown
 
     async def _call(self, config: Obj, hook: Obj, request: AdmissionRequest) -> Obj | None:
         timeout = int(hook.get("timeoutSeconds") or 10)
         name = hook.get("name", "")
         try:
-            url = self._url(hook)
+            url, server_hostname, shown_url = self._url(hook)
         except ApiError:
             if hook.get("failurePolicy", "Fail") == "Ignore":
                 return None
             raise
         separator = "&" if "?" in url else "?"
         full_url = f"{url}{separator}timeout={timeout}s"
+        shown_url = f"{shown_url}{separator}timeout={timeout}s"
         review = build_review(request)
         self.calls.append(review)
         body = orjson.dumps(review)
@@ -157,6 +165,7 @@ class WebhookAdmission:
                     "User-Agent": "kube-apiserver-admission",
                 },
                 ssl=self._ssl_context((hook.get("clientConfig") or {}).get("caBundle")),
+                server_hostname=server_hostname,
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as response:
                 raw = await response.read()
@@ -171,7 +180,7 @@ class WebhookAdmission:
             detail = str(exc) or type(exc).__name__
             if isinstance(exc, TimeoutError):
                 detail = "context deadline exceeded"
-            raise _webhook_failure(hook, f'failed to call webhook: Post "{full_url}": {detail}') from exc
+            raise _webhook_failure(hook, f'failed to call webhook: Post "{shown_url}": {detail}') from exc
         result = answer.get("response") if isinstance(answer, dict) else None
         if not isinstance(result, dict) or result.get("uid") != review["request"]["uid"]:
             if hook.get("failurePolicy", "Fail") == "Ignore":

@@ -523,3 +523,20 @@ async def test_delete_collection_honours_selectors(api: FakeApiServer, http: aio
     assert response.status == 200
     assert [i["metadata"]["name"] for i in deleted["items"]] == ["a"]
     assert [j["metadata"]["name"] for j in api.list("jobs", NS)] == ["b"]
+
+
+async def test_service_webhooks_are_verified_for_the_service_dns_name(
+    api: FakeApiServer, http: aiohttp.ClientSession, slow_webhook: str
+) -> None:
+    config = webhook_config(slow_webhook, failure_policy="Fail")
+    client_config = config["webhooks"][0]["clientConfig"]
+    del client_config["url"]
+    client_config["service"] = {"name": "hooks", "namespace": "system", "path": "/validate"}
+    api.set_service_endpoint(namespace="system", name="hooks", address=slow_webhook.split("/")[2])
+    await api.create(config)
+    async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("a")) as response:
+        error = await response.json()
+    # The test server's certificate names 127.0.0.1 and localhost, not hooks.system.svc: refused.
+    assert response.status == 500
+    assert 'Post "https://hooks.system.svc:443/validate?timeout=2s"' in error["message"]
+    assert "certificate is not valid for 'hooks.system.svc'" in error["message"]
