@@ -1,7 +1,8 @@
 """Fixtures for tests that run against the fake kube-apiserver (tests/fakeapi).
 
 `fake_api` is a started `FakeApiServer` (HTTPS on 127.0.0.1, CRDs from manifests/crds loaded, namespaces
-default/kube-system present), closed after the test. `kubectl` runs the real /usr/bin/kubectl against it with
+default/kube-system present), closed after the test; `make_fake_api(**options)` starts more of them, or ones
+with other options (`job_controller=False`, `history=100`, `crds=[...]`), all closed after the test. `kubectl` runs the real /usr/bin/kubectl against it with
 a discovery cache shared by the whole session, and skips the test with a clear reason when kubectl is missing.
 """
 
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,23 @@ async def fake_api() -> AsyncIterator[FakeApiServer]:
         yield server
     finally:
         await server.close()
+
+
+@pytest.fixture
+async def make_fake_api() -> AsyncIterator[Callable[..., Awaitable[FakeApiServer]]]:
+    servers: list[FakeApiServer] = []
+
+    async def make(**options: Any) -> FakeApiServer:
+        server = FakeApiServer(**options)
+        await server.start()
+        servers.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in servers:
+            await server.close()
 
 
 @dataclass(frozen=True)

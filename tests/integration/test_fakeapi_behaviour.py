@@ -540,3 +540,11 @@ async def test_service_webhooks_are_verified_for_the_service_dns_name(
     assert response.status == 500
     assert 'Post "https://hooks.system.svc:443/validate?timeout=2s"' in error["message"]
     assert "certificate is not valid for 'hooks.system.svc'" in error["message"]
+
+
+async def test_make_fake_api_builds_servers_with_other_options(make_fake_api: Any) -> None:
+    quiet = await make_fake_api(job_controller=False)
+    await quiet.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    created = await quiet.create(job("a"))
+    assert created["status"] == {}
+    assert quiet.get("jobs", "a", NS)["status"] == {}  # type: ignore[index]
