@@ -2,8 +2,9 @@
 
 `fake_api` is a started `FakeApiServer` (HTTPS on 127.0.0.1, CRDs from manifests/crds loaded, namespaces
 default/kube-system present), closed after the test; `make_fake_api(**options)` starts more of them, or ones
-with other options (`job_controller=False`, `history=100`, `crds=[...]`), all closed after the test. `kubectl` runs the real /usr/bin/kubectl against it with
-a discovery cache shared by the whole session, and skips the test with a clear reason when kubectl is missing.
+with other options (`job_controller=False`, `history=100`, `crds=[...]`), all closed after the test. `kubectl`
+runs the real /usr/bin/kubectl against it with a discovery cache shared by the whole session, and skips the
+test with a clear reason when kubectl is missing.
 """
 
 from __future__ import annotations
