@@ -216,6 +216,13 @@ async def bench(jobs: int, samples: int) -> JSON:
         throughput_seconds = max(bulk.started.values()) - started
         writes_after_bulk = dict(_writes(controller))
         rss_now, rss_peak = rss_mb()
+        if os.environ.get(
+            "PYTHONTRACEMALLOC"
+        ):  # where the memory goes: PYTHONTRACEMALLOC=1 python -m bench.e2e
+            import tracemalloc
+
+            for stat in tracemalloc.take_snapshot().statistics("lineno")[:15]:
+                print(stat, file=sys.stderr)
         admitted_bulk = controller.admission.admitted
 
         # release latency: one Job runs, the rest wait; finish the running one, time the next start

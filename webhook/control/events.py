@@ -73,19 +73,19 @@ class Recorder:
         self.fold_seconds = fold_seconds
         self._queue: deque[EventIntent] = deque(maxlen=max_queue)
         self._wake = asyncio.Event()
-        self._recent: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
+        self._recent: OrderedDict[int, float] = OrderedDict()  # hash of (uid, type, reason, message)
         self.written = 0
 
     def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
         involved = involved_object(obj)
-        signature = (str(involved.get("uid")), type, reason, message)
+        signature = hash((str(involved.get("uid")), type, reason, message))
         now = time.monotonic()
         seen = self._recent.get(signature)
         if seen is not None and now - seen < self.fold_seconds:
             return
         self._recent[signature] = now
         self._recent.move_to_end(signature)
-        while len(self._recent) > 10_000:
+        while len(self._recent) > 4096:
             self._recent.popitem(last=False)
         namespace = involved.get("namespace") or "default"
         self._queue.append(EventIntent(involved, namespace, type, reason, message))

@@ -76,7 +76,9 @@ class KubeClient:
         self._auth = auth
         self._owns_session = session is None
         self._session = session or aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=ssl_context if ssl_context is not None else False, limit=64),
+            # each TLS connection holds a 128 KiB read buffer: enough connections for the watches (one per
+            # kind) plus a write pool, no more
+            connector=aiohttp.TCPConnector(ssl=ssl_context if ssl_context is not None else False, limit=32),
             read_bufsize=2**21,
             headers={"User-Agent": user_agent},
         )

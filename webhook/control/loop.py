@@ -93,7 +93,7 @@ class AdmissionLoop:
         events: EventSink,
         metrics: Metrics,
         is_leader: Callable[[], bool],
-        max_in_flight: int = 64,
+        max_in_flight: int = 16,
     ) -> None:
         self.store = store
         self.writer = writer
