@@ -9,46 +9,20 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 from aiohttp import web
 
 from tests.fakeapi import ADMIN_TOKEN, FakeApiServer
+from tests.fakeapi import golden as golden_captures
+from tests.fakeapi.golden import GOLDEN, normalise, replay, replay_file
 from tests.fakeapi.tls import serving_material
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden"
-if not GOLDEN.is_dir():  # the golden captures live next to the repository checkout
-    GOLDEN = Path("/work/shared/golden")
-pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"golden captures not found at {GOLDEN}")
-
-_UID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-_VOLATILE_KEYS = frozenset({"managedFields", "resourceVersion", "storageVersionHash"})
-
-
-def golden(name: str) -> Any:
-    return json.loads((GOLDEN / name).read_text())
-
-
-def normalise(value: Any) -> Any:
-    """Replace uids/timestamps with placeholders (also inside label values) and drop volatile keys."""
-    if isinstance(value, dict):
-        return {k: normalise(v) for k, v in value.items() if k not in _VOLATILE_KEYS}
-    if isinstance(value, list):
-        return [normalise(v) for v in value]
-    if isinstance(value, str):
-        if _UID.match(value):
-            return "<uid>"
-        if _TIME.match(value):
-            return "<time>"
-        return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uid>", value)
-    return value
+pytestmark = pytest.mark.skipif(not golden_captures.available(), reason=f"no golden captures at {GOLDEN}")
+golden = golden_captures.load
 
 
 @pytest.fixture
@@ -59,24 +33,6 @@ async def http(fake_api: FakeApiServer) -> AsyncIterator[aiohttp.ClientSession]:
         base_url=fake_api.url, connector=connector, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
     ) as session:
         yield session
-
-
-async def replay(session: aiohttp.ClientSession, capture: dict[str, Any]) -> tuple[int, Any]:
-    request = capture["request"]
-    headers = {"Content-Type": request.get("contentType", "application/json")}
-    if request.get("accept"):
-        headers["Accept"] = request["accept"]
-    data = orjson.dumps(request["body"]) if request.get("body") is not None else None
-    async with session.request(request["method"], request["path"], data=data, headers=headers) as response:
-        return response.status, orjson.loads(await response.read())
-
-
-async def replay_file(session: aiohttp.ClientSession, name: str) -> tuple[Any, Any]:
-    """(expected, actual) normalised bodies; asserts the status codes match."""
-    capture = golden(name)
-    status, body = await replay(session, capture)
-    assert status == capture["response"]["status"], body
-    return normalise(capture["response"]["body"]), normalise(body)
 
 
 # ---- discovery ---------------------------------------------------------------------------------------------
