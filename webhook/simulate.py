@@ -310,6 +310,15 @@ class Result:
 
 
 _ARRIVE, _FINISH = 1, 0  # finishes at an instant free quota before arrivals at the same instant queue
+DEFAULT_RESOLUTION = 1.0
+
+
+def _step(moment: float, resolution: float) -> float:
+    """The end of the step ``moment`` falls in (exact instants when ``resolution`` is 0)."""
+    if resolution <= 0:
+        return moment
+    steps = -(-moment // resolution)
+    return float(steps * resolution)
 
 
 def _apply_config(state: SchedulerState, scenario: Scenario) -> None:
@@ -331,10 +340,17 @@ def replay(
     scenario: Scenario,
     *,
     at: float | None = None,
+    resolution: float = DEFAULT_RESOLUTION,
     record_timeline: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> Result:
-    """Run the scenario on a simulated clock; snapshot the cluster at ``at`` (default: last arrival)."""
+    """Run the scenario on a simulated clock; snapshot the cluster at ``at`` (default: last arrival).
+
+    Events are handled in steps of ``resolution`` seconds: everything that happens within one step
+    (arrivals, finishes) is applied, then scheduling cycles run until nothing more can be decided,
+    as the controller does with a burst of watch events. Queue order still uses exact arrival times;
+    admissions and finishes are stamped with the end of their step. ``0`` handles every instant alone.
+    """
     state = SchedulerState()
     _apply_config(state, scenario)
     for submission in scenario.submissions:
@@ -360,9 +376,9 @@ def replay(
             submission.arrival,
             submission.runtime,
         )
-        heapq.heappush(events, (submission.arrival, _ARRIVE, seq, key))
+        heapq.heappush(events, (_step(submission.arrival, resolution), _ARRIVE, seq, key))
     last_arrival = max((s.arrival for s in scenario.submissions), default=0.0)
-    snapshot_at = last_arrival if at is None else at
+    snapshot_at = _step(last_arrival, resolution) if at is None else at
     snapshot: Snapshot | None = None
     timeline: dict[str, list[tuple[float, dict[tuple[str, str], int]]]] = {
         name: [] for name in state.cluster_queue_names()
@@ -388,7 +404,8 @@ def replay(
                     record.wait = None
                     runtime = record.runtime
                     if runtime is not None:
-                        heapq.heappush(events, (moment + runtime, _FINISH, 0, decision.workload))
+                        finish = _step(moment + runtime, resolution)
+                        heapq.heappush(events, (finish, _FINISH, 0, decision.workload))
                 else:
                     record.wait = decision
                     record.cluster_queue = decision.cluster_queue
@@ -687,6 +704,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="report the cluster at this offset (default: when the last Job arrived)",
     )
+    parser.add_argument(
+        "--resolution",
+        metavar="DURATION",
+        default="1s",
+        help="scheduling step: events within one step are handled together (default 1s; 0 = every instant)",
+    )
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="report format")
     parser.add_argument(
         "--plot", metavar="FILE.png", help="draw usage over time per ClusterQueue (matplotlib)"
@@ -723,11 +746,17 @@ def run(args: argparse.Namespace) -> int:
                 at = parse_duration(args.at)
             except ValueError as exc:
                 raise SimulationError(f"--at: {exc}") from None
+        try:
+            resolution = parse_duration(args.resolution)
+        except ValueError as exc:
+            raise SimulationError(f"--resolution: {exc}") from None
         scenario = load_scenario(args.files)
         progress = (
             _Progress(sys.stderr) if sys.stderr.isatty() and len(scenario.submissions) >= 5000 else None
         )
-        result = replay(scenario, at=at, record_timeline=bool(args.plot), progress=progress)
+        result = replay(
+            scenario, at=at, resolution=resolution, record_timeline=bool(args.plot), progress=progress
+        )
         if args.output == "json":
             json.dump(report_json(result, scenario), sys.stdout, indent=2)
             sys.stdout.write("\n")

@@ -123,6 +123,10 @@ class Assignment:
     mode: Mode
     borrowing: bool = False
     no_fit_reason: str = ""
+    #: when this workload could fit again: per failing resource group, the alternatives (flavors) that
+    #: only lacked unused quota, each as the ``(fr, amount)`` that must be available. ``None`` when
+    #: unknown (several pod sets): then any release may help.
+    shortfalls: tuple[tuple[tuple[tuple[FlavorResource, int], ...], ...], ...] | None = None
 
     def message(self) -> str:
         """``couldn't assign flavors to pod set main: ...`` as Kueue words it ("" when it fits)."""
@@ -240,6 +244,7 @@ def assign_flavors(
     overall = Mode.FIT
     borrowing = False
     no_fit_reason = ""
+    shortfalls: list[tuple[tuple[tuple[FlavorResource, int], ...], ...]] = []
     for pod_set in workload.pod_sets:
         result = PodSetResult(pod_set.name, pod_set.count)
         result.requests = {resource: amount * pod_set.count for resource, amount in pod_set.requests}
@@ -252,12 +257,14 @@ def assign_flavors(
             if group_index is None:
                 result.reasons = [f"resource {resource} unavailable in ClusterQueue"]
                 result.mode = Mode.NO_FIT
+                shortfalls.append(())
                 group_min_reason[-1] = REASON_NO_FLAVOR
                 break
             covered, flavor_names = queue.groups[group_index]
             group_requests = {r: a for r, a in result.requests.items() if r in covered}
             best: _Choice | None = None
             reasons: list[str] = []
+            alternatives: list[tuple[tuple[FlavorResource, int], ...]] = []
             for flavor_name in flavor_names:
                 flavor = flavors.get(flavor_name)
                 problem = (
@@ -269,10 +276,12 @@ def assign_flavors(
                     reasons.append(problem)
                     _note(group_min_reason, group_index, REASON_NO_FLAVOR)
                     continue
-                choice, flavor_reasons, flavor_no_fit = _check_flavor(
+                choice, flavor_reasons, flavor_no_fit, short = _check_flavor(
                     workload, queue, ledger, oracle, flavor_name, group_requests, assigned
                 )
                 reasons.extend(flavor_reasons)
+                if short is not None:
+                    alternatives.append(short)
                 if choice.mode is Mode.NO_FIT:
                     _note(group_min_reason, group_index, flavor_no_fit)
                 if not _try_next(choice, queue.fungibility):
@@ -280,6 +289,8 @@ def assign_flavors(
                     break
                 if _better(choice, best):
                     best = choice
+            if best is None or best.mode is not Mode.FIT:
+                shortfalls.append(tuple(alternatives))
             if best is None or best.mode is Mode.NO_FIT:
                 result.mode = Mode.NO_FIT
                 result.reasons = reasons
@@ -301,7 +312,10 @@ def assign_flavors(
         for resource, flavor_name in result.flavors.items():
             fr = (flavor_name, resource)
             assigned[fr] = assigned.get(fr, 0) + result.requests[resource]
-    return Assignment(results, assigned, overall, borrowing, no_fit_reason)
+    known = len(workload.pod_sets) == 1
+    return Assignment(
+        results, assigned, overall, borrowing, no_fit_reason, tuple(shortfalls) if known else None
+    )
 
 
 def _note(group_min_reason: dict[int, str], group: int, reason: str) -> None:
@@ -319,17 +333,27 @@ def _check_flavor(
     flavor: str,
     requests: Mapping[str, int],
     assigned: Mapping[FlavorResource, int],
-) -> tuple[_Choice, list[str], str]:
+) -> tuple[_Choice, list[str], str, tuple[tuple[FlavorResource, int], ...] | None]:
+    """The flavor's mode, its reasons, its no-fit reason, and the amounts that would have to be
+    available for it to fit (``None`` when waiting can never help: it exceeds the maximum capacity)."""
     mode = Mode.FIT
     borrow = 0
     reasons: list[str] = []
     no_fit_reason = ""
+    short: list[tuple[FlavorResource, int]] = []
+    hopeless = False
     for resource, amount in requests.items():
         fr = (flavor, resource)
         before = assigned.get(fr, 0)
         wanted = before + amount
-        # a flavor that does not quote a resource of its group can never provide any of it
-        capacity = ledger.potential_available(queue.name, fr) if fr in queue.nominal else 0
+        if fr in queue.nominal:
+            free = ledger.available(queue.name, fr)
+            if wanted <= free:  # fits now, so it fits the maximum capacity too
+                borrow = max(borrow, ledger.borrowing_height(queue.name, fr, wanted))
+                continue
+            capacity = ledger.potential_available(queue.name, fr)
+        else:  # a flavor that does not quote a resource of its group can never provide any of it
+            free = capacity = 0
         if wanted > capacity:
             previous, current = format_amount(resource, before), format_amount(resource, amount)
             reasons.append(
@@ -340,19 +364,17 @@ def _check_flavor(
             )
             mode = Mode.NO_FIT
             no_fit_reason = _most_severe(no_fit_reason, REASON_EXCEEDS)
-            continue
-        free = ledger.available(queue.name, fr)
-        if wanted <= free:
-            borrow = max(borrow, ledger.borrowing_height(queue.name, fr, wanted))
+            hopeless = True
             continue
         reasons.append(
             f"insufficient unused quota for {resource} in flavor {flavor}, "
             f"{format_amount(resource, wanted - free)} more needed"
         )
+        short.append((fr, wanted))
         if queue.nominal.get(fr, 0) >= wanted:
             found = oracle.has_candidates(queue=queue.name, workload=workload, fr=fr, amount=wanted)
             mode = min(mode, Mode.PREEMPT if found else Mode.NO_CANDIDATES)
         else:
             mode = Mode.NO_FIT
             no_fit_reason = _most_severe(no_fit_reason, REASON_WAITING)
-    return _Choice(flavor, mode, borrow), reasons, no_fit_reason
+    return _Choice(flavor, mode, borrow), reasons, no_fit_reason, None if hopeless else tuple(short)

@@ -9,7 +9,7 @@ name from being passed where a ClusterQueue name is expected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
@@ -88,6 +88,8 @@ class WorkloadInfo:
     #: ``(flavor, resource) -> nanos`` charged while admitted
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     finished: bool = False
+    #: workloads of one shape (namespace and pod sets) fit or fail together against the same quota
+    shape: Hashable = None
 
     @property
     def sort_key(self) -> tuple[int, float, str]:
@@ -107,11 +109,29 @@ class WorkloadInfo:
             uid=workload.meta.uid,
             active=workload.active,
             finished=workload.is_finished,
+            shape=_shape(workload.namespace, pod_sets),
         )
         if workload.has_quota_reservation and not workload.is_finished and workload.admission is not None:
             info.admission = workload.admission
             info.usage = usage_of_admission(workload.admission)
         return info
+
+
+def _shape(namespace: str, pod_sets: tuple[PodSetInfo, ...]) -> Hashable:
+    return (
+        namespace,
+        tuple(
+            (
+                ps.name,
+                ps.count,
+                ps.requests,
+                tuple(sorted(ps.node_selector.items())),
+                repr(ps.tolerations),
+                ps.affinity_terms,
+            )
+            for ps in pod_sets
+        ),
+    )
 
 
 def _pod_set_info(pod_set: PodSet) -> PodSetInfo:

@@ -11,25 +11,57 @@ next one gets its turn. ``StrictFIFO``: the head that cannot be admitted stays t
 ClusterQueue, Cohort or ResourceFlavor changed, namespace labels changed), so parked workloads return
 immediately when the world changes and never on a timer. A workload that sorts before a stalled head
 (higher priority) un-stalls the queue by becoming the new head.
+
+Waking does not throw every parked workload back at the scheduler. Parked workloads are grouped by
+*shape* (namespace and pod sets: counts, requests, node constraints); two workloads of one shape fit or
+fail together against the same quota, and usage only grows while a wake is being worked through. So a
+wake returns the first parked workload of each shape, and the next one of a shape follows only when the
+previous one was taken. The outcome is the one of retrying everything in queue order, at a cost that
+grows with the number of shapes instead of the number of parked workloads; the price is that a parked
+workload behind a failed one of its shape keeps its previous pending message until it is tried.
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 
-from webhook.core.model import WorkloadInfo, WorkloadKey
+from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
 
-__all__ = ["PendingQueue"]
+__all__ = ["PendingQueue", "RetryCondition", "may_fit"]
 
 _Key = tuple[int, float, str]
+
+#: when a parked shape may fit again: every failing resource group needs one alternative (flavor)
+#: where each listed ``(flavor, resource)`` has at least the listed amount available
+RetryCondition = tuple[tuple[tuple[tuple[FlavorResource, int], ...], ...], ...]
+
+
+def may_fit(condition: RetryCondition | None, available: Callable[[FlavorResource], int]) -> bool:
+    """Whether a parked shape is worth retrying with what is ``available`` now (None: always)."""
+    if condition is None:
+        return True
+    return all(
+        any(all(available(fr) >= amount for fr, amount in alternative) for alternative in group)
+        for group in condition
+    )
 
 
 class PendingQueue:
     """The workloads waiting in one ClusterQueue."""
 
-    __slots__ = ("_entries", "_heap", "_parked", "_parked_keys", "_stalled", "strict")
+    __slots__ = (
+        "_awake",
+        "_buckets",
+        "_entries",
+        "_heap",
+        "_parked",
+        "_parked_keys",
+        "_retry_when",
+        "_stalled",
+        "strict",
+    )
 
     def __init__(self, *, strict: bool = False) -> None:
         self.strict = strict
@@ -38,6 +70,12 @@ class PendingQueue:
         self._entries: dict[WorkloadKey, tuple[_Key, WorkloadInfo]] = {}
         self._parked: dict[WorkloadKey, WorkloadInfo] = {}
         self._parked_keys: list[_Key] = []
+        #: parked workloads by shape, each a heap in queue order (lazy deletion as above)
+        self._buckets: dict[Hashable, list[tuple[_Key, WorkloadKey]]] = {}
+        #: shapes being retried since the last wake (and not failed again)
+        self._awake: set[Hashable] = set()
+        #: per parked shape, the releases after which it may fit (see ``RetryCondition``)
+        self._retry_when: dict[Hashable, RetryCondition | None] = {}
         self._stalled: _Key | None = None
 
     def __len__(self) -> int:
@@ -63,8 +101,7 @@ class PendingQueue:
             return entry[1]
         info = self._parked.pop(key, None)
         if info is not None:
-            index = bisect_left(self._parked_keys, info.sort_key)
-            del self._parked_keys[index]
+            del self._parked_keys[bisect_left(self._parked_keys, info.sort_key)]
         return info
 
     def _top(self) -> tuple[_Key, WorkloadInfo] | None:
@@ -89,32 +126,63 @@ class PendingQueue:
         if info is not None:
             heapq.heappop(self._heap)
             del self._entries[info.key]
+            if info.shape in self._awake:
+                self._release_next(info.shape)
         return info
 
-    def requeue_failed(self, info: WorkloadInfo) -> None:
-        """A popped head could not be admitted: park it (BestEffortFIFO) or stall on it (StrictFIFO)."""
+    def requeue_failed(self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None) -> None:
+        """A popped head could not be admitted: park it (BestEffortFIFO) or stall on it (StrictFIFO).
+
+        ``retry_when`` tells which releases of quota could make it fit (None: any release may).
+        """
         if self.strict:
             self.push(info)
             self._stalled = info.sort_key
             return
+        self._awake.discard(info.shape)
+        self._retry_when[info.shape] = retry_when
         self._parked[info.key] = info
         insort(self._parked_keys, info.sort_key)
+        heapq.heappush(self._buckets.setdefault(info.shape, []), (info.sort_key, info.key))
 
     def requeue_retry(self, info: WorkloadInfo) -> None:
-        """A popped head should be tried again in the next cycle (its failure was not about quota)."""
+        """A popped head should be tried again in the next cycle (it failed only because of another
+        admission in the same cycle)."""
         self.push(info)
 
-    def wake(self) -> bool:
-        """Something changed that could make waiting workloads fit: return them all to the heap."""
-        woke = bool(self._parked) or self._stalled is not None
+    def _release_next(self, shape: Hashable) -> bool:
+        """Move the first parked workload of ``shape`` back to the heap."""
+        bucket = self._buckets.get(shape)
+        while bucket:
+            sort_key, key = heapq.heappop(bucket)
+            info = self._parked.get(key)
+            if info is None or info.sort_key != sort_key:
+                continue  # stale
+            self.remove(key)
+            self._entries[key] = (sort_key, info)
+            heapq.heappush(self._heap, (sort_key, key))
+            if not bucket:
+                del self._buckets[shape]
+            return True
+        self._buckets.pop(shape, None)
+        self._retry_when.pop(shape, None)
+        self._awake.discard(shape)
+        return False
+
+    def wake(self, *, available: Callable[[FlavorResource], int] | None = None) -> bool:
+        """Something changed that could make waiting workloads fit: retry the first of every shape.
+
+        With ``available`` only quota was freed (nothing about flavors, quotas or namespaces changed),
+        so a shape stays parked while what it needs is still not available: it could not fit.
+        """
+        woke = self._stalled is not None
         self._stalled = None
-        if self._parked:
-            for info in self._parked.values():
-                self._entries[info.key] = (info.sort_key, info)
-                self._heap.append((info.sort_key, info.key))
-            heapq.heapify(self._heap)
-            self._parked.clear()
-            self._parked_keys.clear()
+        for shape in list(self._buckets):
+            if available is not None and not may_fit(self._retry_when.get(shape), available):
+                continue
+            if self._release_next(shape):
+                self._awake.add(shape)
+                woke = True
         return woke
 
     def position(self, info: WorkloadInfo) -> int:
@@ -132,4 +200,9 @@ class PendingQueue:
     def set_strict(self, strict: bool) -> None:
         if strict != self.strict:
             self.strict = strict
-            self.wake()
+            while self._buckets:  # StrictFIFO parks nothing: every parked workload returns
+                shape = next(iter(self._buckets))
+                while self._release_next(shape):
+                    pass
+            self._awake.clear()
+            self._stalled = None

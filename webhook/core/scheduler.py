@@ -21,8 +21,9 @@ nothing per cycle afterwards. Wait decisions are only emitted when what the user
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from webhook.api.objects import (
     Admission,
@@ -45,16 +46,16 @@ from webhook.core.flavors import (
     compile_queue,
 )
 from webhook.core.ledger import Ledger
-from webhook.core.model import WorkloadInfo, WorkloadKey, amount_quantity
-from webhook.core.queues import PendingQueue
+from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount_quantity
+from webhook.core.queues import PendingQueue, RetryCondition, may_fit
 
 __all__ = ["Admit", "Decision", "SchedulerState", "Wait"]
 
 REASON_MISCONFIGURED = "Misconfigured"
 REASON_SUSPENDED = "Suspended"
 REASON_WAITING = "WaitingForQuota"
-NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +355,7 @@ class SchedulerState:
             self._workloads[info.key].queued = False
             selector = queue.spec.namespace_selector
             if not _namespace_matches(selector, self.namespaces.get(info.namespace)):
-                queue.pending.requeue_failed(info)
+                queue.pending.requeue_failed(info, retry_when=((),))  # no release helps, labels do
                 self._workloads[info.key].queued = True
                 self._wait(decisions, info, name, REASON_MISCONFIGURED, NAMESPACE_MISMATCH, queue)
                 continue
@@ -372,12 +373,20 @@ class SchedulerState:
             tracked = self._workloads[info.key]
             name = queue.spec.name
             if assignment.mode is not Mode.FIT:
-                queue.pending.requeue_failed(info)
+                queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
                 tracked.queued = True
                 self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
                 continue
             if any(amount > self.ledger.available(name, fr) for fr, amount in assignment.usage.items()):
-                queue.pending.requeue_failed(info)
+                # It fitted at nomination but an admission before it in this cycle took the room.
+                # Kueue requeues it for the next cycle with this message. We do the same when some
+                # flavor could still hold it; otherwise it parks until enough is available again.
+                retry = _any_flavor_condition(queue.compiled, info)
+                if may_fit(retry, partial(self.ledger.available, name)):
+                    queue.pending.requeue_retry(info)
+                    self._ready.add(name)
+                else:
+                    queue.pending.requeue_failed(info, retry_when=retry)
                 tracked.queued = True
                 self._wait(decisions, info, name, REASON_WAITING, NO_LONGER_FITS, queue)
                 continue
@@ -542,7 +551,8 @@ class SchedulerState:
         if queue is not None:
             queue.reserving.discard(tracked.info.key)
         tracked.charged = False
-        self._wake(self.ledger.tree_queues(name) or [name])
+        if name in self.ledger.queues:
+            self._wake(self.ledger.tree_queues(name), released=True)
 
     def _drop(self, tracked: _Tracked) -> None:
         self._release(tracked)
@@ -551,13 +561,28 @@ class SchedulerState:
         self._workloads.pop(tracked.info.key, None)
         self._last_wait.pop(tracked.info.key, None)
 
-    def _wake(self, names: Iterable[str]) -> None:
+    def _wake(self, names: Iterable[str], *, released: bool = False) -> None:
+        """Return parked workloads to their queues; after a mere release of quota, only those whose
+        needs are now available (anything else changed: all of them)."""
         for name in names:
             queue = self._queues.get(name)
             if queue is not None and queue.open:
-                queue.pending.wake()
+                queue.pending.wake(available=self._memo_available(name) if released else None)
                 if len(queue.pending):
                     self._ready.add(name)
+
+    def _memo_available(self, name: str) -> Callable[[FlavorResource], int]:
+        """``available`` for one ClusterQueue while the ledger does not change (one wake-up)."""
+        memo: dict[FlavorResource, int] = {}
+        ledger_available = self.ledger.available
+
+        def available(fr: FlavorResource) -> int:
+            value = memo.get(fr)
+            if value is None:
+                value = memo[fr] = ledger_available(name, fr)
+            return value
+
+        return available
 
     def _emit(self, key: WorkloadKey, cluster_queue: str, reason: str, message: str) -> None:
         self._wait(self._notices, None, cluster_queue, reason, message, None, key=key)
@@ -581,6 +606,27 @@ class SchedulerState:
             return
         self._last_wait[workload_key] = seen
         out.append(Wait(workload_key, cluster_queue, reason, message, position))
+
+
+def _any_flavor_condition(queue: CompiledQueue, info: WorkloadInfo) -> RetryCondition | None:
+    """Fitting is possible only if, for every group the workload needs, some flavor of the group has
+    all of the workload's requests of that group available (node constraints aside)."""
+    if len(info.pod_sets) != 1:
+        return None
+    pod_set = info.pod_sets[0]
+    needs: dict[int, list[tuple[str, int]]] = {}
+    for resource, amount in pod_set.requests:
+        group = queue.group_of.get(resource)
+        if group is None:
+            return ((),)
+        needs.setdefault(group, []).append((resource, amount * pod_set.count))
+    return tuple(
+        tuple(
+            tuple(((flavor, resource), amount) for resource, amount in requests)
+            for flavor in queue.groups[group][1]
+        )
+        for group, requests in needs.items()
+    )
 
 
 def _namespace_matches(selector: LabelSelector | None, labels: Mapping[str, str] | None) -> bool:

@@ -108,3 +108,27 @@ def test_position_counts_the_parked_workloads_ahead() -> None:
         state.upsert_workload(workload(f"w{index}", {"cpu": "1"}, created=index + 1))
     decisions = run_until_quiet(state)
     assert [last_wait(decisions, f"ns/w{i}").position for i in range(3)] == [1, 2, 3]
+
+
+def test_a_release_too_small_for_a_parked_workload_leaves_it_parked() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 4}}))
+    state.upsert_workload(workload("h1", {"cpu": "2"}, created=0))
+    state.upsert_workload(workload("h2", {"cpu": "2"}, created=1))
+    state.upsert_workload(workload("big", {"cpu": "3"}, created=2))
+    assert admitted(run_until_quiet(state)) == ["ns/h1", "ns/h2"]
+    state.finish_workload("ns/h1")
+    assert not state.has_work()  # 2 free, 3 needed: nothing to retry
+    state.finish_workload("ns/h2")
+    assert admitted(run_until_quiet(state)) == ["ns/big"]
+
+
+def test_identical_parked_workloads_are_admitted_in_order_as_room_appears() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 2}}))
+    state.upsert_workload(workload("holder", {"cpu": "2"}, created=0))
+    for index in range(4):
+        state.upsert_workload(workload(f"same-{index}", {"cpu": "1"}, created=index + 1))
+    assert admitted(run_until_quiet(state)) == ["ns/holder"]
+    state.finish_workload("ns/holder")
+    assert admitted(run_until_quiet(state)) == ["ns/same-0", "ns/same-1"]
+    state.finish_workload("ns/same-1")
+    assert admitted(run_until_quiet(state)) == ["ns/same-2"]

@@ -150,6 +150,11 @@ def test_two_heads_in_one_cohort_cannot_take_the_same_capacity() -> None:
         "WaitingForQuota",
         "Workload no longer fits after processing another workload",
     )
+    assert state.ledger.usage("a")[("default", "cpu")] == 3 * 10**9
+    assert state.ledger.usage("b").get(("default", "cpu"), 0) == 0
+    assert admitted(run_until_quiet(state)) == []
+    state.finish_workload("ns/wa")  # the room comes back: wb gets it at once
+    assert admitted(run_until_quiet(state)) == ["ns/wb"]
 
 
 def test_non_borrowing_heads_go_first_then_priority() -> None:
