@@ -264,3 +264,27 @@ async def test_deleting_a_running_job_releases_its_quota(fake_api: FakeApiServer
         await fake_api.delete("jobs", "a", namespace="team-a")
         await fake_api.wait_for(lambda: running(fake_api, "c"))
         await fake_api.wait_for(lambda: not workloads_of(fake_api, "a"))
+
+
+async def test_positions_follow_the_queue_without_a_write_burst(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()) as serving:
+        names = [f"job-{i:02d}" for i in range(12)]
+        for name in names:
+            await fake_api.create(gpu_job(name))
+
+        def message(name: str) -> str:
+            found = workloads_of(fake_api, name)
+            return str((condition(found[0], "QuotaReserved") or {}).get("message", "")) if found else ""
+
+        await fake_api.wait_for(
+            lambda: "(position 10 in ClusterQueue research)" in message("job-11"), timeout=15
+        )
+        writes = serving.controller.metrics.api_writes.labels("Workload", "patch-status")
+        before = writes._value.get()
+        await fake_api.complete_job("team-a", "job-00")
+        await fake_api.wait_for(lambda: running(fake_api, "job-02"))
+        assert writes._value.get() - before <= 3  # job-00 Finished, job-02 admitted; nothing else yet
+        await fake_api.wait_for(
+            lambda: "(position 9 in ClusterQueue research)" in message("job-11"), timeout=15
+        )

@@ -13,7 +13,9 @@ the Job is the reconciler's business once it sees the admitted Workload (the sec
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
 changes. Its rank in the ClusterQueue is appended to the condition message as
 ``(position N in ClusterQueue X)``, so ``kubectl describe workload`` answers "why am I waiting and
-behind how many"; the Event carries Kueue's message alone.
+behind how many"; the Event carries Kueue's message alone. One admission moves the rank of every Workload
+behind it, so rank-only changes are not written at once but coalesced and written in the background, front
+of the queue first, at a bounded rate (50 per second by default): a queue of 10,000 never causes a storm.
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -76,10 +79,18 @@ REBUILD_ORDER: tuple[Kind, ...] = (
 )
 
 
+POSITION_SUFFIX = re.compile(r" \(position (\d+) in ClusterQueue [^()]*\)$")
+
+
 def position_suffix(position: int | None, cluster_queue: str) -> str:
     if position is None or not cluster_queue:
         return ""
     return f" (position {position} in ClusterQueue {cluster_queue})"
+
+
+def base_message(message: str) -> str:
+    """A condition message without our position suffix: Kueue's own text."""
+    return POSITION_SUFFIX.sub("", message)
 
 
 class AdmissionLoop:
@@ -94,6 +105,7 @@ class AdmissionLoop:
         metrics: Metrics,
         is_leader: Callable[[], bool],
         max_in_flight: int = 16,
+        position_writes_per_second: int = 50,
     ) -> None:
         self.store = store
         self.writer = writer
@@ -104,6 +116,10 @@ class AdmissionLoop:
         self._kick = asyncio.Event()
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
+        self.position_writes_per_second = position_writes_per_second
+        self._positions_dirty: set[str] = set()  # ClusterQueues whose shown ranks may be stale
+        self._positions_ready = asyncio.Event()
+        self._shown: dict[str, int] = {}  # workload key -> rank its condition message shows
         self.admitted = 0
         self.cycles = 0
         self.on_admitted: list[Callable[[str], None]] = []
@@ -160,6 +176,9 @@ class AdmissionLoop:
                 state.delete_priority_class(name)
             elif kind is WORKLOADS:
                 state.delete_workload(f"{namespace}/{name}")
+                self._shown.pop(f"{namespace}/{name}", None)
+                for cluster_queue in state.cluster_queue_names():  # ranks behind it moved up
+                    self.mark_positions(cluster_queue)
             return
         if kind is WORKLOADS and self._owner_job_gone(obj):
             state.delete_workload(f"{namespace}/{name}")
@@ -209,6 +228,7 @@ class AdmissionLoop:
         The caller rebuilds the state first (``rebuild``), while no change can slip in between.
         """
         self.kick()
+        positions = asyncio.get_running_loop().create_task(self._refresh_positions(), name="queue-positions")
         try:
             while True:
                 await self._kick.wait()
@@ -216,6 +236,7 @@ class AdmissionLoop:
                 while self.is_leader() and self.state.has_work():
                     await self._cycle()
         finally:
+            positions.cancel()
             for task in list(self._tasks):
                 task.cancel()
 
@@ -249,6 +270,8 @@ class AdmissionLoop:
 
     async def _admit(self, decision: Admit) -> None:
         key = str(decision.workload)
+        self._shown.pop(key, None)
+        self.mark_positions(decision.cluster_queue)
         namespace, _, name = key.partition("/")
         workload = self.store.get(WORKLOADS, name, namespace)
         if workload is None or not self.is_leader():
@@ -315,6 +338,34 @@ class AdmissionLoop:
         if workload is None or not self.is_leader():
             return
         reason = decision.reason or "Pending"
+        self.mark_positions(decision.cluster_queue)
+        before = _quota_condition(workload)
+        if (
+            before is not None
+            and before.get("status") == "False"
+            and before.get("reason") == reason
+            and base_message(str(before.get("message", ""))) == decision.message
+        ):
+            # Only the rank moved (someone ahead was admitted): one such change touches every pending
+            # Workload of the queue, so these are written in the background at a bounded rate instead.
+            return
+        if await self._write_wait(decision, workload) is None:
+            return
+        if decision.position is not None:
+            self._shown[key] = decision.position
+        self.events.record(workload, type="Warning", reason=reason, message=decision.message)
+        log.info(
+            "pending",
+            extra={
+                "workload": key,
+                "cluster_queue": decision.cluster_queue,
+                "decision": "wait",
+                "reason": decision.message,
+            },
+        )
+
+    async def _write_wait(self, decision: Wait, workload: JSON) -> JSON | None:
+        reason = decision.reason or "Pending"
         message = decision.message + position_suffix(decision.position, decision.cluster_queue)
 
         def build(current: JSON) -> JSON | None:
@@ -322,30 +373,83 @@ class AdmissionLoop:
                 return None
             return pending_status(current, reason=reason, message=message, now=now_rfc3339())
 
-        before = _quota_condition(workload)
         try:
             updated = await self.writer.patch_status(WORKLOADS, workload, build)
         except Exception as exc:
-            log.warning("pending status write failed", extra={"workload": key, "error": repr(exc)})
-            return
-        if updated is None:
-            return
-        self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
-        if (
-            before is None
-            or before.get("reason") != reason
-            or not str(before.get("message", "")).startswith(decision.message)
-        ):
-            self.events.record(workload, type="Warning", reason=reason, message=decision.message)
-            log.info(
-                "pending",
-                extra={
-                    "workload": key,
-                    "cluster_queue": decision.cluster_queue,
-                    "decision": "wait",
-                    "reason": message,
-                },
+            log.warning(
+                "pending status write failed", extra={"workload": str(decision.workload), "error": repr(exc)}
             )
+            return None
+        if updated is not None:
+            self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
+        return updated
+
+    def mark_positions(self, cluster_queue: str) -> None:
+        """Ranks in ``cluster_queue`` may have moved; the background writer will look."""
+        if cluster_queue:
+            self._positions_dirty.add(cluster_queue)
+            self._positions_ready.set()
+
+    def _shown_position(self, key: str) -> int | None:
+        """The rank the Workload's condition shows now (remembered, or read once from the store)."""
+        if key in self._shown:
+            return self._shown[key]
+        namespace, _, name = key.partition("/")
+        workload = self.store.get(WORKLOADS, name, namespace)
+        found = POSITION_SUFFIX.search(str((_quota_condition(workload or {}) or {}).get("message", "")))
+        position = int(found.group(1)) if found else None
+        if position is not None:
+            self._shown[key] = position
+        return position
+
+    async def _refresh_positions(self) -> None:
+        """Bring the ranks shown on pending Workloads up to date: front of the queue first, at most
+        ``position_writes_per_second`` writes a second, ranks recomputed from the queue on every pass."""
+        while True:
+            await self._positions_ready.wait()
+            self._positions_ready.clear()
+            while self._positions_dirty and self.is_leader():
+                queues, self._positions_dirty = self._positions_dirty, set()
+                stale: list[tuple[int, str, str]] = []
+                for cluster_queue in sorted(queues):
+                    for rank, info in enumerate(self.state.pending_in(cluster_queue), start=1):
+                        shown = self._shown_position(str(info.key))
+                        if shown is not None and shown != rank:
+                            stale.append((rank, str(info.key), cluster_queue))
+                stale.sort()
+                if len(stale) > self.position_writes_per_second:
+                    self._positions_dirty.update(cq for _, _, cq in stale)  # the rest on the next pass
+                await asyncio.gather(
+                    *(
+                        self._write_position(key, rank, cq)
+                        for rank, key, cq in stale[: self.position_writes_per_second]
+                    )
+                )
+                await asyncio.sleep(1.0)  # the rate limit itself, not a synchronisation
+
+    async def _write_position(self, key: str, rank: int, cluster_queue: str) -> None:
+        namespace, _, name = key.partition("/")
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None:
+            return
+        suffix = position_suffix(rank, cluster_queue)
+
+        def build(current: JSON) -> JSON | None:
+            condition = _quota_condition(current)
+            if not self.is_leader() or condition is None or condition.get("status") != "False":
+                return None
+            if has_reservation(current) or is_true(current, "Finished"):
+                return None
+            message = base_message(str(condition.get("message", ""))) + suffix
+            return pending_status(
+                current, reason=str(condition.get("reason", "")), message=message, now=now_rfc3339()
+            )
+
+        try:
+            if await self.writer.patch_status(WORKLOADS, workload, build) is not None:
+                self._shown[key] = rank
+        except Exception as exc:
+            log.warning("queue position write failed", extra={"workload": key, "error": repr(exc)})
 
 
 def _quota_condition(workload: JSON) -> JSON | None:
