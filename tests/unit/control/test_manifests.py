@@ -104,3 +104,16 @@ def test_kustomize_renders_crds_and_controller_together() -> None:
         "PodDisruptionBudget",
         "MutatingWebhookConfiguration",
     } <= set(kinds)
+
+
+def test_out_of_cluster_webhooks_match_the_in_cluster_ones_but_call_localhost() -> None:
+    for name in ("mutatingwebhookconfiguration.yaml", "validatingwebhookconfiguration.yaml"):
+        in_cluster = yaml.safe_load((CONTROLLER / name).read_text())
+        local = yaml.safe_load((CONTROLLER / "local" / name).read_text())
+        assert in_cluster["metadata"]["name"] == local["metadata"]["name"]
+        for ours, theirs in zip(in_cluster["webhooks"], local["webhooks"], strict=True):
+            path = ours["clientConfig"]["service"]["path"]
+            assert theirs["clientConfig"] == {"url": f"https://127.0.0.1:9443{path}"}
+            assert {k: v for k, v in ours.items() if k != "clientConfig"} == {
+                k: v for k, v in theirs.items() if k != "clientConfig"
+            }
