@@ -96,6 +96,21 @@ def _strict(options: dict[str, Any] | None) -> bool:
     return (options or {}).get("fieldValidation") == "Strict"
 
 
+_GENERATION_KINDS = frozenset(
+    {
+        ("batch", "Job"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    }
+)
+
+
+def _tracks_generation(rtype: ResourceType) -> bool:
+    """Custom resources, and built-in kinds whose strategy maintains metadata.generation (not ConfigMaps)."""
+    return not rtype.builtin or (rtype.group, rtype.kind) in _GENERATION_KINDS
+
+
 def _spec_part(rtype: ResourceType, obj: Obj) -> Obj:
     """What counts for metadata.generation: everything but metadata (and status when it is a subresource)."""
     skip = {"metadata", "apiVersion", "kind"}
@@ -246,7 +261,8 @@ class Api:
                 meta = obj["metadata"]
         meta["uid"] = self.store.new_uid()
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        if _tracks_generation(rtype):
+            meta["generation"] = 1
         if rtype.kind == "Job" and rtype.group == "batch":
             builtins.prepare_job_create(obj)
         self.validate(rtype, obj, None)
@@ -478,7 +494,11 @@ class Api:
             else:
                 new.pop("status", None)
         # Like the apiserver's PrepareForUpdate, the bump happens after mutating admission.
-        if bump_generation and _spec_part(rtype, new) != _spec_part(rtype, current):
+        if (
+            bump_generation
+            and _tracks_generation(rtype)
+            and _spec_part(rtype, new) != _spec_part(rtype, current)
+        ):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         return new
 
@@ -555,7 +575,8 @@ class Api:
             marked = copy.deepcopy(current)
             marked["metadata"]["deletionTimestamp"] = now_rfc3339()
             marked["metadata"]["deletionGracePeriodSeconds"] = 0
-            marked["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
+            if _tracks_generation(rtype):
+                marked["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
             stored = self.store.replace(
                 rtype.storage_key, marked, expected_rv=meta["resourceVersion"], plural=rtype.plural
             )
