@@ -548,3 +548,19 @@ async def test_make_fake_api_builds_servers_with_other_options(make_fake_api: An
     created = await quiet.create(job("a"))
     assert created["status"] == {}
     assert quiet.get("jobs", "a", NS)["status"] == {}  # type: ignore[index]
+
+
+async def test_generation_only_where_the_apiserver_keeps_it(api: FakeApiServer) -> None:
+    config_map = await api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": NS},
+            "data": {"a": "1"},
+        }
+    )
+    assert "generation" not in config_map["metadata"]
+    created = await api.create(job("j"))
+    assert created["metadata"]["generation"] == 1
+    patched = await api.patch("jobs", "j", {"spec": {"suspend": False}}, namespace=NS)
+    assert patched["metadata"]["generation"] == 2
