@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import shutil
 import socket
 import tempfile
@@ -36,13 +37,27 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CRDS = REPO_ROOT / "manifests" / "crds"
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_crds(directory: Path) -> list[Obj]:
-    """Every CustomResourceDefinition in the YAML files of `directory` (kustomization.yaml is skipped)."""
+    """Every CustomResourceDefinition in the YAML files of `directory` (kustomization.yaml is skipped).
+
+    Parsed once per content of the directory and copied for each caller: fixtures start many servers.
+    """
+    files = tuple(
+        (path, path.stat().st_mtime_ns)
+        for path in sorted(directory.glob("*.yaml"))
+        if path.name != "kustomization.yaml"
+    )
+    return copy.deepcopy(_parse_crds(files))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_crds(files: tuple[tuple[Path, int], ...]) -> list[Obj]:
     crds = []
-    for path in sorted(directory.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        for doc in yaml.safe_load_all(path.read_text()):
+    for path, _ in files:
+        for doc in yaml.load_all(path.read_text(), Loader=_YAML_LOADER):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 crds.append(doc)
     return crds
