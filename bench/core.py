@@ -4,7 +4,7 @@
    pending workloads; the time of scheduling cycles divided by the decisions they return (admissions
    and waits), measured over the same number of decisions at each size, so a cost that grew with the
    backlog would show.
-2. Replay: 100,000 Jobs (the same cluster, arrivals over time, runtimes, ~90% offered load) through
+2. Replay: 100,000 Jobs (the same cluster, arrivals over time, runtimes, ~80% offered load) through
    ``webhook.simulate.replay``, Job parsing included; YAML loading is timed separately on a sample.
 
 Results go to ``bench/results/core.json`` and ``bench/results/core.md``. Timing is wall-clock on the
@@ -54,7 +54,7 @@ def _manifests() -> list[dict[str, Any]]:
                 "resources": [
                     {"name": "cpu", "nominalQuota": 40},
                     {"name": "memory", "nominalQuota": "80Gi"},
-                    {"name": "nvidia.com/gpu", "nominalQuota": 4},
+                    {"name": "nvidia.com/gpu", "nominalQuota": 8},
                 ],
             }
             for flavor in FLAVORS
@@ -158,12 +158,12 @@ def bench_decisions(pending: int, measured: int = 3000) -> dict[str, Any]:
 
 
 def _jobs(count: int, rng: random.Random) -> list[dict[str, Any]]:
-    # capacity: 100 queues x 3 flavors x 40 CPU = 12,000 CPU; mean request ~4.7 CPU, mean runtime
-    # 300 s -> one arrival every ~0.13 s offers ~90% of the cluster
+    # capacity: 100 queues x 3 flavors = 12,000 CPU and 2,400 GPUs; a Job asks on average for 5 CPU
+    # and 1 GPU for 300 s, so one arrival every 0.16 s offers ~80% of both
     jobs = []
     clock = 0.0
     for index in range(count):
-        clock += rng.expovariate(1 / 0.13)
+        clock += rng.expovariate(1 / 0.16)
         shape = SHAPES[rng.randrange(len(SHAPES))]
         jobs.append(
             {

@@ -81,11 +81,18 @@ def available(node: Node, fr: FlavorResource) -> int:
     Walked from the root down (iteratively: this is the hottest function of a cycle): each level adds
     its private free part to what its parent offers, capped by its borrowing limit.
     """
-    chain: list[Node] = []
-    current = node
-    while current.parent is not None:
-        chain.append(current)
-        current = current.parent
+    parent = node.parent
+    if parent is None:
+        return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+    if parent.parent is None:  # the common shape: a ClusterQueue directly in a root cohort
+        chain = [node]
+        current = parent
+    else:
+        chain = []
+        current = node
+        while current.parent is not None:
+            chain.append(current)
+            current = current.parent
     offered = current.subtree.get(fr, 0) - current.usage.get(fr, 0)
     for level in reversed(chain):
         usage = level.usage.get(fr, 0)

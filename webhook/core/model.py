@@ -90,6 +90,10 @@ class WorkloadInfo:
     finished: bool = False
     #: workloads of one shape (namespace and pod sets) fit or fail together against the same quota
     shape: Hashable = None
+    #: parked after failing, with the condition under which it may fit (see ``queues.RetryCondition``);
+    #: a head still parked whose condition is unmet is put back without a new attempt
+    parked: bool = False
+    retry_when: Any = None
 
     @property
     def sort_key(self) -> tuple[int, float, str]:

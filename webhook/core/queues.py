@@ -141,6 +141,7 @@ class PendingQueue:
             return
         self._awake.discard(info.shape)
         self._retry_when[info.shape] = retry_when
+        info.parked, info.retry_when = True, retry_when
         self._parked[info.key] = info
         insort(self._parked_keys, info.sort_key)
         heapq.heappush(self._buckets.setdefault(info.shape, []), (info.sort_key, info.key))
@@ -150,8 +151,9 @@ class PendingQueue:
         admission in the same cycle)."""
         self.push(info)
 
-    def _release_next(self, shape: Hashable) -> bool:
-        """Move the first parked workload of ``shape`` back to the heap."""
+    def _release_next(self, shape: Hashable, *, forget_condition: bool = False) -> bool:
+        """Move the first parked workload of ``shape`` back to the heap (``forget_condition``: it is
+        tried for real whatever it needed, because something other than usage changed)."""
         bucket = self._buckets.get(shape)
         while bucket:
             sort_key, key = heapq.heappop(bucket)
@@ -159,6 +161,8 @@ class PendingQueue:
             if info is None or info.sort_key != sort_key:
                 continue  # stale
             self.remove(key)
+            if forget_condition:
+                info.parked = False
             self._entries[key] = (sort_key, info)
             heapq.heappush(self._heap, (sort_key, key))
             if not bucket:
@@ -180,7 +184,7 @@ class PendingQueue:
         for shape in list(self._buckets):
             if available is not None and not may_fit(self._retry_when.get(shape), available):
                 continue
-            if self._release_next(shape):
+            if self._release_next(shape, forget_condition=available is None):
                 self._awake.add(shape)
                 woke = True
         return woke
@@ -202,7 +206,7 @@ class PendingQueue:
             self.strict = strict
             while self._buckets:  # StrictFIFO parks nothing: every parked workload returns
                 shape = next(iter(self._buckets))
-                while self._release_next(shape):
+                while self._release_next(shape, forget_condition=True):
                     pass
             self._awake.clear()
             self._stalled = None

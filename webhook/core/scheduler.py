@@ -353,6 +353,12 @@ class SchedulerState:
                 self._ready.discard(name)
                 continue
             self._workloads[info.key].queued = False
+            if info.parked and not may_fit(info.retry_when, partial(self.ledger.available, name)):
+                # woken with others of its cohort, but what it needs was taken before its turn:
+                # back to the parked list without a new attempt (its pending message stands)
+                queue.pending.requeue_failed(info, retry_when=info.retry_when)
+                self._workloads[info.key].queued = True
+                continue
             selector = queue.spec.namespace_selector
             if not _namespace_matches(selector, self.namespaces.get(info.namespace)):
                 queue.pending.requeue_failed(info, retry_when=((),))  # no release helps, labels do
@@ -402,7 +408,13 @@ class SchedulerState:
 
     def has_work(self) -> bool:
         """Whether a cycle now could decide anything (a head to try or a notice to deliver)."""
-        return bool(self._notices) or any(self._queues[n].pending.peek() is not None for n in self._ready)
+        if self._notices:
+            return True
+        for name in list(self._ready):
+            if self._queues[name].pending.peek() is not None:
+                return True
+            self._ready.discard(name)  # only parked or stalled work: it comes back with a wake-up
+        return False
 
     # == read access for status and reports ============================================================
     def cluster_queue(self, name: str) -> ClusterQueue | None:
