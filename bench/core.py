@@ -104,6 +104,10 @@ def _state() -> SchedulerState:
     return state
 
 
+def _timestamp(seconds: int) -> str:
+    return f"2026-01-01T{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}Z"
+
+
 def _workload(index: int, rng: random.Random) -> Workload:
     shape = SHAPES[rng.randrange(len(SHAPES))]
     parsed = parse_workload(
@@ -111,7 +115,7 @@ def _workload(index: int, rng: random.Random) -> Workload:
             "metadata": {
                 "name": f"w-{index}",
                 "namespace": "bench",
-                "creationTimestamp": f"2026-01-01T{index // 3600 % 24:02d}:{index // 60 % 60:02d}:{index % 60:02d}Z",
+                "creationTimestamp": _timestamp(index),
             },
             "spec": {
                 "queueName": f"lq-{rng.randrange(QUEUES)}",
@@ -249,9 +253,10 @@ def main() -> int:
     r = replay_run
     lines += [
         "",
-        f"Replay of {r['jobs']:,} Jobs ({r['simulated_seconds']:,} simulated seconds, {r['admitted']:,} admitted, "
-        f"{r['decisions']:,} decisions): {r['total_seconds']} s total = {r['parse_seconds']} s parsing Jobs + "
-        f"{r['replay_seconds']} s replay ({r['jobs_per_second']:,} jobs/s). "
+        f"Replay of {r['jobs']:,} Jobs ({r['simulated_seconds']:,} simulated seconds, "
+        f"{r['admitted']:,} admitted, {r['decisions']:,} decisions): {r['total_seconds']} s total = "
+        f"{r['parse_seconds']} s parsing Jobs + {r['replay_seconds']} s replay "
+        f"({r['jobs_per_second']:,} jobs/s). "
         f"YAML loading adds {r['yaml_us_per_document']} us per document.",
     ]
     (RESULTS / "core.md").write_text("\n".join(lines) + "\n")
