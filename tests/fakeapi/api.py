@@ -20,6 +20,7 @@ from tests.fakeapi import meta as object_meta
 from tests.fakeapi.errors import (
     ApiError,
     bad_request,
+    conflict,
     internal,
     invalid,
     namespace_not_found,
@@ -27,6 +28,7 @@ from tests.fakeapi.errors import (
     not_found,
 )
 from tests.fakeapi.identity import ADMIN, UserInfo
+from tests.fakeapi.jobs import job_controller_status
 from tests.fakeapi.resources import Registry, ResourceType
 from tests.fakeapi.store import Obj, Store, now_rfc3339
 
@@ -80,8 +82,6 @@ class Faults:
             return
         status = self.pending.pop(0)
         if status == 409:
-            from tests.fakeapi.errors import conflict
-
             raise conflict(plural=rtype.plural, group=rtype.group, name=name)
         if status == 500:
             raise internal("injected fault")
@@ -422,8 +422,6 @@ class Api:
         for _attempt in range(8):
             current = self.get(rtype, ns, name)
             if expected_rv is not None and current["metadata"]["resourceVersion"] != expected_rv:
-                from tests.fakeapi.errors import conflict
-
                 raise conflict(plural=rtype.plural, group=rtype.group, name=name)
             new = build(current)
             new = self._merge_for_update(rtype, current, new, subresource, bump_generation=False)
@@ -449,8 +447,6 @@ class Api:
                 raise not_found(plural=rtype.plural, group=rtype.group, name=name)
             if latest["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
                 if expected_rv is not None:
-                    from tests.fakeapi.errors import conflict
-
                     raise conflict(plural=rtype.plural, group=rtype.group, name=name)
                 # Someone wrote while webhooks ran: rebuild on the new state, as the apiserver retries.
                 continue
@@ -521,8 +517,6 @@ class Api:
         current = self.get(rtype, ns, name)
         precondition_rv = (preconditions or {}).get("resourceVersion")
         if precondition_rv and precondition_rv != current["metadata"]["resourceVersion"]:
-            from tests.fakeapi.errors import conflict
-
             raise conflict(plural=rtype.plural, group=rtype.group, name=name)
         precondition_uid = (preconditions or {}).get("uid")
         if precondition_uid and precondition_uid != current["metadata"]["uid"]:
@@ -720,8 +714,6 @@ class Api:
         )
 
     def _react_job(self, rtype: ResourceType, job: Obj) -> None:
-        from tests.fakeapi.jobs import job_controller_status
-
         status = job_controller_status(job)
         if status is None or status == job.get("status"):
             return

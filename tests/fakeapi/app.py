@@ -30,6 +30,7 @@ from tests.fakeapi.errors import (
     unauthorized,
 )
 from tests.fakeapi.identity import UserInfo
+from tests.fakeapi.protobuf import decode_object
 from tests.fakeapi.resources import ResourceType
 from tests.fakeapi.store import Event, Obj
 
@@ -186,8 +187,6 @@ class Handlers:
             return None
         content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip()
         if content_type == PROTOBUF:
-            from tests.fakeapi.protobuf import decode_object
-
             return decode_object(raw)
         if content_type in ("application/yaml", PATCH_APPLY):
             try:

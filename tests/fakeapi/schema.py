@@ -329,15 +329,26 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str, c
         )
 
 
-def immutable_paths(schema: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Field paths (outside arrays) carrying the CEL transition rule `self == oldSelf`."""
+_IMMUTABLE: dict[int, tuple[dict[str, Any], list[tuple[str, ...]]]] = {}
+
+
+def immutable_paths(schema: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Field paths (outside arrays) under the CEL transition rule `self == oldSelf`, memoised per schema."""
+    cached = _IMMUTABLE.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, _immutable_paths(schema, ()))
+        _IMMUTABLE[id(schema)] = cached
+    return cached[1]
+
+
+def _immutable_paths(schema: dict[str, Any], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
     for key, sub in (schema.get("properties") or {}).items():
         path = (*prefix, key)
         rules = [r.get("rule", "").replace(" ", "") for r in sub.get("x-kubernetes-validations") or []]
         if "self==oldSelf" in rules:
             found.append(path)
-        found.extend(immutable_paths(sub, path))
+        found.extend(_immutable_paths(sub, path))
     return found
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from tests.fakeapi.resources import PrinterColumn, ResourceType
 
 Obj = dict[str, Any]
@@ -139,8 +141,6 @@ def _crd_cell(column: PrinterColumn, obj: Obj) -> Any:
     if column.type == "boolean":
         return value if isinstance(value, bool) else None
     if isinstance(value, dict | list):
-        import orjson
-
         return orjson.dumps(value).decode()
     if isinstance(value, bool):
         return "true" if value else "false"
