@@ -428,6 +428,11 @@ def replay(
                 if submission.priority_class:
                     workload = _with_priority(workload, priorities.get(submission.priority_class, 0))
                 state.upsert_workload(workload)
+                if workload.has_quota_reservation and workload.admission is not None:
+                    record = records[key]  # already admitted when the replay starts (a restart)
+                    record.admitted_at, record.cluster_queue = now, workload.admission.cluster_queue
+                    if record.runtime is not None:
+                        heapq.heappush(events, (_step(now + record.runtime, resolution), _FINISH, 0, key))
                 done += 1
                 if progress is not None and (done % 1000 == 0 or done == total):
                     progress(done, total)
