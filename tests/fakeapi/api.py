@@ -174,6 +174,8 @@ class Api:
             builtins.default_job(obj)
         elif rtype.kind == "Namespace":
             builtins.default_namespace(obj)
+        elif rtype.kind == "Secret" and rtype.group == "":
+            builtins.default_secret(obj)
         elif rtype.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             builtins.default_webhook_configuration(obj)
 

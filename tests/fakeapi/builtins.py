@@ -93,6 +93,12 @@ def default_namespace(namespace: Obj) -> None:
     namespace.setdefault("status", {}).setdefault("phase", "Active")
 
 
+def default_secret(secret: Obj) -> None:
+    """core/v1 SetDefaults_Secret: an empty type means Opaque."""
+    if not secret.get("type"):
+        secret["type"] = "Opaque"
+
+
 def default_webhook_configuration(config: Obj) -> None:
     """admissionregistration/v1 defaults: Fail, Equivalent, timeout 10s, empty selectors, scope *."""
     for hook in config.get("webhooks") or ():

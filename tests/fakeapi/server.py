@@ -227,7 +227,7 @@ class FakeApiServer:
         self, *, token: str | None = None, user: str | None = None, groups: Iterable[str] = ()
     ) -> Any:
         """A kubernetes_asyncio `client.Configuration` for this server, acting as admin, `token` or `user`."""
-        from kubernetes_asyncio import client
+        from kubernetes_asyncio import client  # heavy import; only tests that need a client pay for it
 
         configuration = client.Configuration()
         configuration.host = self.url

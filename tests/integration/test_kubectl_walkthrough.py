@@ -111,3 +111,19 @@ async def test_seed_walkthrough_with_real_kubectl(
     assert fake_api.get("workloads", "job-kc-job-abcde", "team-a") is None
     listed = await asyncio.to_thread(kubectl, "-n", "team-a", "get", "workloads")
     assert "No resources found" in listed.stderr
+
+
+async def test_kubectl_create_sends_protobuf_for_built_in_kinds(
+    fake_api: FakeApiServer, kubectl: Callable[..., Any]
+) -> None:
+    await run(kubectl, "create", "namespace", "pb")
+    await run(kubectl, "-n", "pb", "create", "configmap", "settings", "--from-literal=mode=strict")
+    await run(kubectl, "-n", "pb", "create", "secret", "generic", "token", "--from-literal=key=s3cr3t")
+    await run(kubectl, "-n", "pb", "create", "serviceaccount", "robot")
+    config_map = fake_api.get("configmaps", "settings", "pb")
+    secret = fake_api.get("secrets", "token", "pb")
+    assert config_map is not None and config_map["data"] == {"mode": "strict"}
+    assert secret is not None and secret["data"] == {"key": "czNjcjN0"} and secret["type"] == "Opaque"
+    assert fake_api.get("serviceaccounts", "robot", "pb") is not None
+    namespace = fake_api.get("namespaces", "pb")
+    assert namespace is not None and namespace["status"] == {"phase": "Active"}
