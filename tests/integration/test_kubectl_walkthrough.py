@@ -127,3 +127,32 @@ async def test_kubectl_create_sends_protobuf_for_built_in_kinds(
     assert fake_api.get("serviceaccounts", "robot", "pb") is not None
     namespace = fake_api.get("namespaces", "pb")
     assert namespace is not None and namespace["status"] == {"phase": "Active"}
+
+
+async def test_kubectl_status_patch_wait_and_explain(
+    fake_api: FakeApiServer, kubectl: Callable[..., Any]
+) -> None:
+    await run(kubectl, "create", "namespace", "team-a")
+    job = await fake_api.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j", "namespace": "team-a"},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "c", "image": "x"}], "restartPolicy": "Never"}}
+            },
+        }
+    )
+    await fake_api.create(workload_for(job))
+    admitted = (
+        '{"status":{"conditions":[{"type":"Admitted","status":"True","reason":"Admitted",'
+        '"message":"The workload is admitted","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}'
+    )
+    patch_args = ("--subresource=status", "--type=merge", "-p", admitted)
+    await run(kubectl, "-n", "team-a", "patch", "workload", "job-j-abcde", *patch_args)
+    waited = await run(
+        kubectl, "-n", "team-a", "wait", "--for=condition=Admitted", "workload/job-j-abcde", "--timeout=5s"
+    )
+    assert "condition met" in waited
+    explained = await run(kubectl, "explain", "clusterqueue.spec.queueingStrategy")
+    assert "StrictFIFO" in explained and "BestEffortFIFO" in explained
