@@ -11,6 +11,7 @@ scheduler's hot path never builds a Quantity.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from webhook.api.errors import FieldError
@@ -39,6 +40,12 @@ def scale_requests(requests: Mapping[str, int], count: int) -> Requests:
     return {name: amount * count for name, amount in requests.items()}
 
 
+@lru_cache(maxsize=4096)
+def _nanos(text: str) -> int:
+    """Manifests repeat the same few quantities ("1", "500m", "2Gi") endlessly: parse each once."""
+    return parse_quantity(text).nanos
+
+
 def _resource_list(raw: Any, path: str, errors: list[FieldError]) -> Requests:
     if raw is None:
         return {}
@@ -48,14 +55,14 @@ def _resource_list(raw: Any, path: str, errors: list[FieldError]) -> Requests:
     out: Requests = {}
     for name, value in raw.items():
         try:
-            quantity = parse_quantity(value)
+            nanos = _nanos(value) if isinstance(value, str) else parse_quantity(value).nanos
         except QuantityError as exc:
             errors.append(FieldError.invalid(f"{path}[{name}]", value, str(exc)))
             continue
-        if quantity.nanos < 0:
+        if nanos < 0:
             errors.append(FieldError.invalid(f"{path}[{name}]", value, "must be greater than or equal to 0"))
             continue
-        out[str(name)] = quantity.nanos
+        out[str(name)] = nanos
     return out
 
 

@@ -154,6 +154,8 @@ class Ledger:
     def __init__(self) -> None:
         self.queues: dict[str, Node] = {}
         self.cohorts: dict[str, Node] = {}
+        #: ClusterQueues per tree root, rebuilt lazily after any structural change
+        self._trees: dict[int, list[str]] = {}
 
     # -- structure ----------------------------------------------------------------------------------
     def _cohort(self, name: str) -> Node:
@@ -163,6 +165,7 @@ class Ledger:
         return node
 
     def _detach(self, node: Node) -> Node | None:
+        self._trees.clear()
         parent = node.parent
         if parent is not None:
             parent.children.remove(node)
@@ -170,6 +173,7 @@ class Ledger:
         return parent
 
     def _attach(self, node: Node, parent_name: str) -> None:
+        self._trees.clear()
         if not parent_name:
             return
         parent = self._cohort(parent_name)
@@ -239,6 +243,10 @@ class Ledger:
         self._recompute_if_alive(node)
 
     def _recompute(self, node: Node) -> None:
+        self._trees.clear()
+        self._recompute_tree(node)
+
+    def _recompute_tree(self, node: Node) -> None:
         """Rebuild subtree quotas and cohort usage of the tree under ``node`` from its leaves."""
         if not node.is_cohort:
             node.subtree = {fr: quota.nominal for fr, quota in node.quotas.items()}
@@ -246,7 +254,7 @@ class Ledger:
         node.subtree = {fr: quota.nominal for fr, quota in node.quotas.items()}
         node.usage = {}
         for child in node.children:
-            self._recompute(child)
+            self._recompute_tree(child)
             for fr, child_quota in child.subtree.items():
                 node.subtree[fr] = node.subtree.get(fr, 0) + child_quota - child.local_quota(fr)
             for fr, child_usage in child.usage.items():
@@ -285,12 +293,17 @@ class Ledger:
         node = self.queues.get(queue)
         if node is None:
             return []
+        root = node.root()
+        cached = self._trees.get(id(root))
+        if cached is not None:
+            return cached
         out: list[str] = []
-        stack = [node.root()]
+        stack = [root]
         while stack:
             current = stack.pop()
             if current.is_cohort:
                 stack.extend(current.children)
             else:
                 out.append(current.name)
+        self._trees[id(root)] = out
         return out

@@ -81,6 +81,11 @@ class PendingQueue:
     def __len__(self) -> int:
         return len(self._entries) + len(self._parked)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether anything is parked or stalled (what a wake-up could return)."""
+        return bool(self._buckets) or self._stalled is not None
+
     def __contains__(self, key: object) -> bool:
         return key in self._entries or key in self._parked
 

@@ -578,10 +578,13 @@ class SchedulerState:
         needs are now available (anything else changed: all of them)."""
         for name in names:
             queue = self._queues.get(name)
-            if queue is not None and queue.open:
-                queue.pending.wake(available=self._memo_available(name) if released else None)
-                if len(queue.pending):
-                    self._ready.add(name)
+            if queue is None or not queue.open:
+                continue
+            if released and not queue.pending.waiting:
+                continue  # nothing parked or stalled; anything in its heap is already scheduled
+            queue.pending.wake(available=self._memo_available(name) if released else None)
+            if len(queue.pending):
+                self._ready.add(name)
 
     def _memo_available(self, name: str) -> Callable[[FlavorResource], int]:
         """``available`` for one ClusterQueue while the ledger does not change (one wake-up)."""
