@@ -201,6 +201,14 @@ class Api:
             builtins.validate_job(obj)
             if old is not None:
                 builtins.validate_job_update(old, obj)
+        elif rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
+            causes = []
+            for index, version in enumerate((obj.get("spec") or {}).get("versions") or []):
+                root = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+                if isinstance(root, dict):
+                    causes += schema.structural_errors(root, f"spec.versions[{index}].schema.openAPIV3Schema")
+            if causes:
+                raise invalid(kind=rtype.kind, group=rtype.group, name=name, causes=causes)
 
     # ---- namespaces --------------------------------------------------------------------------------------
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str, *, creating: bool) -> None:

@@ -389,3 +389,40 @@ def _at_schema(schema: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
     for part in path:
         schema = (schema.get("properties") or {})[part]
     return schema
+
+
+def structural_errors(node: dict[str, Any], path: str) -> list[Cause]:
+    """The structural-schema rules the apiserver checks when a CRD is written (the subset that bites).
+
+    Every node states a `type` (unless int-or-string or preserve-unknown-fields), and the keys of a
+    `x-kubernetes-list-type: map` list are required or defaulted in its items.
+    """
+    causes: list[Cause] = []
+    open_node = node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+    if "type" not in node and not open_node:
+        causes.append(
+            {
+                "reason": "FieldValueRequired",
+                "message": "Required value: must not be empty for specified object fields",
+                "field": f"{path}.type",
+            }
+        )
+    if node.get("x-kubernetes-list-type") == "map":
+        items = node.get("items") or {}
+        for key in node.get("x-kubernetes-list-map-keys") or []:
+            item = (items.get("properties") or {}).get(key)
+            if item is None or (key not in (items.get("required") or []) and "default" not in item):
+                causes.append(
+                    {
+                        "reason": "FieldValueRequired",
+                        "message": f"Required value: all map keys must be required or have a default: {key}",
+                        "field": f"{path}.items.properties[{key}]",
+                    }
+                )
+    for key, sub in (node.get("properties") or {}).items():
+        causes.extend(structural_errors(sub, f"{path}.properties[{key}]"))
+    if isinstance(node.get("items"), dict):
+        causes.extend(structural_errors(node["items"], f"{path}.items"))
+    if isinstance(node.get("additionalProperties"), dict):
+        causes.extend(structural_errors(node["additionalProperties"], f"{path}.additionalProperties"))
+    return causes

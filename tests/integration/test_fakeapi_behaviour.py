@@ -564,3 +564,63 @@ async def test_generation_only_where_the_apiserver_keeps_it(api: FakeApiServer) 
     assert created["metadata"]["generation"] == 1
     patched = await api.patch("jobs", "j", {"spec": {"suspend": False}}, namespace=NS)
     assert patched["metadata"]["generation"] == 2
+
+
+async def test_crds_are_served_once_created_and_must_be_structural(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    items = {"type": "object", "properties": {"name": {"type": "string"}}}
+    crd: dict[str, Any] = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "parts": {
+                                            "type": "array",
+                                            "x-kubernetes-list-type": "map",
+                                            "x-kubernetes-list-map-keys": ["name"],
+                                            "items": items,
+                                        }
+                                    },
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    async with http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd) as response:
+        refused = await response.json()
+    assert response.status == 422
+    assert refused["details"]["causes"][0]["field"].endswith("properties[parts].items.properties[name]")
+
+    items["required"] = ["name"]
+    async with http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd) as response:
+        assert response.status == 201
+    widget = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"parts": []},
+    }
+    async with http.post(f"/apis/example.com/v1/namespaces/{NS}/widgets", json=widget) as response:
+        assert response.status == 201
+    stored = api.get("customresourcedefinitions", "widgets.example.com")
+    assert stored is not None
+    assert [c["type"] for c in stored["status"]["conditions"]] == ["NamesAccepted", "Established"]
