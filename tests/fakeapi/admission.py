@@ -177,10 +177,9 @@ class WebhookAdmission:
         except (aiohttp.ClientError, TimeoutError, ValueError, _CallFailed, ssl.SSLError) as exc:
             if hook.get("failurePolicy", "Fail") == "Ignore":
                 return None
-            detail = str(exc) or type(exc).__name__
-            if isinstance(exc, TimeoutError):
-                detail = "context deadline exceeded"
-            raise _webhook_failure(hook, f'failed to call webhook: Post "{shown_url}": {detail}') from exc
+            raise _webhook_failure(
+                hook, f'failed to call webhook: Post "{shown_url}": {_go_style(exc)}'
+            ) from exc
         result = answer.get("response") if isinstance(answer, dict) else None
         if not isinstance(result, dict) or result.get("uid") != review["request"]["uid"]:
             if hook.get("failurePolicy", "Fail") == "Ignore":
@@ -193,6 +192,21 @@ class WebhookAdmission:
 
 class _CallFailed(Exception):
     pass
+
+
+def _go_style(exc: BaseException) -> str:
+    """The transport error as Go's net/http words it where tests match on it (refused, deadline)."""
+    if isinstance(exc, TimeoutError):
+        return "context deadline exceeded"
+    if isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(exc, aiohttp.ClientSSLError):
+        os_error = exc.os_error
+        if (
+            isinstance(os_error, ConnectionRefusedError)
+            or "refused" in str(os_error).lower()
+            or (os_error.errno in (111, 61))
+        ):
+            return f"dial tcp {exc.host}:{exc.port}: connect: connection refused"
+    return str(exc) or type(exc).__name__
 
 
 def _webhook_failure(hook: Obj, detail: str) -> ApiError:

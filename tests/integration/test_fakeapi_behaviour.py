@@ -343,7 +343,10 @@ async def test_unreachable_webhook_fails_closed_or_open_per_failure_policy(
     async with http.post(f"/apis/batch/v1/namespaces/{NS}/jobs", json=job("a")) as response:
         body = await response.json()
     assert response.status == 500
-    assert body["message"].startswith('Internal error occurred: failed calling webhook "vjob.test.example"')
+    assert body["message"] == (
+        'Internal error occurred: failed calling webhook "vjob.test.example": failed to call webhook: '
+        'Post "https://127.0.0.1:1/validate?timeout=2s": dial tcp 127.0.0.1:1: connect: connection refused'
+    )
     await api.patch(
         "validatingwebhookconfigurations",
         "test",
