@@ -27,7 +27,7 @@ import yaml
 
 from webhook.api.objects import ClusterQueue, ResourceFlavor, Workload, parse_object, parse_workload
 from webhook.core.scheduler import Admit, SchedulerState
-from webhook.simulate import Scenario, add_document, replay
+from webhook.simulate import replay, scenario_from_documents
 
 RESULTS = Path(__file__).parent / "results"
 FLAVORS = ("on-demand", "spot", "reserved")
@@ -196,9 +196,7 @@ def bench_replay(count: int) -> dict[str, Any]:
     rng = random.Random(7)
     docs = _manifests() + _jobs(count, rng)
     start = time.perf_counter()
-    scenario = Scenario()
-    for index, doc in enumerate(docs):
-        add_document(scenario, doc, source="bench", index=index)
+    scenario = scenario_from_documents(("bench", index, doc) for index, doc in enumerate(docs))
     parsed = time.perf_counter()
     result = replay(scenario)
     done = time.perf_counter()

@@ -28,6 +28,7 @@ ClusterQueue (needs the ``plot`` extra: matplotlib).
 from __future__ import annotations
 
 import argparse
+import gc
 import heapq
 import json
 import re
@@ -57,7 +58,16 @@ from webhook.core.model import amount_quantity
 from webhook.core.scheduler import Admit, SchedulerState, Wait
 from webhook.core.status import cluster_queue_status
 
-__all__ = ["Scenario", "SimulationError", "add_arguments", "load_scenario", "parse_duration", "replay", "run"]
+__all__ = [
+    "Scenario",
+    "SimulationError",
+    "add_arguments",
+    "load_scenario",
+    "parse_duration",
+    "replay",
+    "run",
+    "scenario_from_documents",
+]
 
 ARRIVAL_ANNOTATION = "simulate.kueue-webhook/arrival"
 RUNTIME_ANNOTATION = "simulate.kueue-webhook/runtime"
@@ -252,22 +262,46 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         scenario.priority_classes.append(parsed)
 
 
-def load_scenario(paths: Iterable[str | Path]) -> Scenario:
+class _GcPaused:
+    """Pause the cyclic garbage collector: loading and replaying allocate millions of small objects
+    that live until the end and hold no cycles, so its repeated scans would find nothing."""
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was_enabled:
+            gc.enable()
+
+
+def scenario_from_documents(documents: Iterable[tuple[str, int, Any]]) -> Scenario:
+    """A scenario from ``(source, index, document)`` triples; raises SimulationError at the first bad one."""
     scenario = Scenario()
-    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    for path in paths:
-        source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SimulationError(f"{source}: {exc.strerror or exc}") from None
-        try:
-            documents = list(yaml.load_all(text, Loader=loader))
-        except yaml.YAMLError as exc:
-            raise SimulationError(f"{source}: not valid YAML: {exc}") from None
-        for index, doc in enumerate(documents):
+    with _GcPaused():
+        for source, index, doc in documents:
             add_document(scenario, doc, source=source, index=index)
     return scenario
+
+
+def load_scenario(paths: Iterable[str | Path]) -> Scenario:
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    def documents() -> Iterable[tuple[str, int, Any]]:
+        for path in paths:
+            source = str(path)
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise SimulationError(f"{source}: {exc.strerror or exc}") from None
+            try:
+                loaded = list(yaml.load_all(text, Loader=loader))
+            except yaml.YAMLError as exc:
+                raise SimulationError(f"{source}: not valid YAML: {exc}") from None
+            for index, doc in enumerate(loaded):
+                yield source, index, doc
+
+    return scenario_from_documents(documents())
 
 
 # -- the replay -----------------------------------------------------------------------------------
@@ -351,6 +385,27 @@ def replay(
     as the controller does with a burst of watch events. Queue order still uses exact arrival times;
     admissions and finishes are stamped with the end of their step. ``0`` handles every instant alone.
     """
+    # A replay allocates millions of small objects that live until it ends; the cyclic garbage
+    # collector would rescan them over and over for nothing (there are no cycles to find).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _replay(
+            scenario, at=at, resolution=resolution, record_timeline=record_timeline, progress=progress
+        )
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _replay(
+    scenario: Scenario,
+    *,
+    at: float | None,
+    resolution: float,
+    record_timeline: bool,
+    progress: Callable[[int, int], None] | None,
+) -> Result:
     state = SchedulerState()
     _apply_config(state, scenario)
     for submission in scenario.submissions:
