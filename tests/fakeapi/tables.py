@@ -259,9 +259,58 @@ DEFAULT_COLUMNS = [
     _column("Name", "string", NAME_DESCRIPTION, fmt="name"),
     _column("Age", "string", CREATION_DESCRIPTION),
 ]
-_BUILTIN: dict[str, tuple[list[Obj], Callable[[Obj], list[Any]]]] = {
-    "Job": (JOB_COLUMNS, _job_cells),
-    "Namespace": (
+EVENT_COLUMNS = [
+    _column(
+        "Last Seen", "string", "The time at which the most recent occurrence of this event was recorded."
+    ),
+    _column("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future"),
+    _column(
+        "Reason",
+        "string",
+        "This should be a short, machine understandable string that gives the reason "
+        "for the transition into the object's current status.",
+    ),
+    _column("Object", "string", "The object that this event is about."),
+    _column("Subobject", "string", "The path to the part of the object the event is about.", priority=1),
+    _column("Source", "string", "The component reporting this event.", priority=1),
+    _column("Message", "string", "A human-readable description of the status of this operation."),
+    _column("First Seen", "string", "The time at which the event was first recorded.", priority=1),
+    _column("Count", "string", "The number of times this event has occurred.", priority=1),
+    _column("Name", "string", NAME_DESCRIPTION, priority=1, fmt="name"),
+]
+
+
+def _event_source(event: Obj) -> str:
+    source = event.get("source") or {}
+    component = source.get("component") or event.get("reportingComponent") or ""
+    host = source.get("host") or event.get("reportingInstance") or ""
+    return f"{component}, {host}" if host else component
+
+
+def _event_cells(event: Obj) -> list[Any]:
+    """core/v1 Event row as kube's printer fills it (`kubectl get events`)."""
+    involved = event.get("involvedObject") or {}
+    creation = event["metadata"].get("creationTimestamp")
+    last = event.get("lastTimestamp") or event.get("eventTime") or creation
+    first = event.get("firstTimestamp") or event.get("eventTime") or creation
+    return [
+        age(last if isinstance(last, str) else None),
+        event.get("type", ""),
+        event.get("reason", ""),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        involved.get("fieldPath", ""),
+        _event_source(event),
+        str(event.get("message", "")).strip(),
+        age(first if isinstance(first, str) else None),
+        str(event.get("count", 1)),
+        event["metadata"]["name"],
+    ]
+
+
+_BUILTIN: dict[tuple[str, str], tuple[list[Obj], Callable[[Obj], list[Any]]]] = {
+    ("", "Event"): (EVENT_COLUMNS, _event_cells),
+    ("batch", "Job"): (JOB_COLUMNS, _job_cells),
+    ("", "Namespace"): (
         NAMESPACE_COLUMNS,
         lambda o: [
             o["metadata"]["name"],
@@ -269,7 +318,7 @@ _BUILTIN: dict[str, tuple[list[Obj], Callable[[Obj], list[Any]]]] = {
             age(o["metadata"].get("creationTimestamp")),
         ],
     ),
-    "ConfigMap": (
+    ("", "ConfigMap"): (
         CONFIGMAP_COLUMNS,
         lambda o: [
             o["metadata"]["name"],
@@ -277,7 +326,7 @@ _BUILTIN: dict[str, tuple[list[Obj], Callable[[Obj], list[Any]]]] = {
             age(o["metadata"].get("creationTimestamp")),
         ],
     ),
-    "Lease": (
+    ("coordination.k8s.io", "Lease"): (
         LEASE_COLUMNS,
         lambda o: [
             o["metadata"]["name"],
@@ -296,7 +345,7 @@ def columns_for(rtype: ResourceType) -> list[Obj]:
         for c in rtype.printer_columns:
             cols.append(_column(c.name, c.type, c.description, priority=c.priority, fmt=c.format))
         return cols
-    entry = _BUILTIN.get(rtype.kind)
+    entry = _BUILTIN.get((rtype.group, rtype.kind))
     return entry[0] if entry is not None else DEFAULT_COLUMNS
 
 
@@ -307,7 +356,7 @@ def cells_for(rtype: ResourceType, obj: Obj) -> list[Any]:
             cells.append(obj["metadata"].get("creationTimestamp"))
         cells.extend(_crd_cell(c, obj) for c in rtype.printer_columns)
         return cells
-    entry = _BUILTIN.get(rtype.kind)
+    entry = _BUILTIN.get((rtype.group, rtype.kind))
     if entry is None:
         return [obj["metadata"]["name"], age(obj["metadata"].get("creationTimestamp"))]
     return entry[1](obj)

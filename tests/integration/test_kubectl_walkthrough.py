@@ -156,3 +156,26 @@ async def test_kubectl_status_patch_wait_and_explain(
     assert "condition met" in waited
     explained = await run(kubectl, "explain", "clusterqueue.spec.queueingStrategy")
     assert "StrictFIFO" in explained and "BestEffortFIFO" in explained
+
+
+async def test_kubectl_get_events_prints_the_event_columns(
+    fake_api: FakeApiServer, kubectl: Callable[..., Any]
+) -> None:
+    await run(kubectl, "create", "namespace", "team-a")
+    await fake_api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "w.1", "namespace": "team-a"},
+            "involvedObject": {"kind": "Workload", "name": "job-a", "namespace": "team-a"},
+            "reason": "Pending",
+            "message": "couldn't assign flavors to pod set main",
+            "type": "Normal",
+            "source": {"component": "kueue-admission"},
+            "count": 1,
+        }
+    )
+    header, row = (await run(kubectl, "-n", "team-a", "get", "events")).splitlines()
+    assert header.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert row.split()[1:4] == ["Normal", "Pending", "workload/job-a"]
+    assert row.endswith("couldn't assign flavors to pod set main")
