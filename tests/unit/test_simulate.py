@@ -125,3 +125,32 @@ def test_durations(text: str | int, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+def test_exact_instants_and_one_second_steps_agree_on_the_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    reports = []
+    for resolution in ("0", "1s"):
+        assert main(["simulate", "-o", "json", "--resolution", resolution, str(SEED)]) == 0
+        report = json.loads(capsys.readouterr().out)
+        reports.append([(w["name"], w["admitted"], w.get("pending")) for w in report["workloads"]])
+    assert reports[0] == reports[1]
+
+
+def test_bad_resolution_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--resolution", "often", str(SEED)]) == 2
+    assert "--resolution" in capsys.readouterr().err
+
+
+def test_progress_bar_draws_on_one_line() -> None:
+    from io import StringIO
+
+    from webhook.simulate import _Progress
+
+    stream = StringIO()
+    progress = _Progress(stream)
+    progress(500, 1000)
+    progress(1000, 1000)
+    assert stream.getvalue() == (
+        "\rreplaying [###############---------------] 500/1000 jobs"
+        "\rreplaying [##############################] 1000/1000 jobs\n"
+    )
