@@ -351,7 +351,9 @@ def _resource_groups(
             if len(raw_resources) != len(covered):
                 errors.append(
                     FieldError.invalid(
-                        gpath, None, "flavors must have the same number of resources as the coveredResources"
+                        gpath,
+                        "object",
+                        "flavors must have the same number of resources as the coveredResources",
                     )
                 )
             quotas: list[ResourceQuota] = []
@@ -494,7 +496,9 @@ def _preemption(raw: Any, errors: list[FieldError]) -> Preemption:
         threshold = value if isinstance(value, int) else None
     if reclaim == "Never" and borrow != "Never":
         errors.append(
-            FieldError.invalid(path, None, "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+            FieldError.invalid(
+                path, "object", "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
+            )
         )
     return Preemption(within, reclaim, borrow, threshold)
 

@@ -156,8 +156,8 @@ def test_flavor_resources_must_follow_covered_resources() -> None:
         "must match the name in coveredResources" in errors
     )
     assert (
-        "spec.resourceGroups[0]: Invalid value: null: flavors must have the same number of resources as the "
-        "coveredResources" in errors
+        'spec.resourceGroups[0]: Invalid value: "object": '
+        "flavors must have the same number of resources as the coveredResources" in errors
     )
 
 
@@ -188,7 +188,8 @@ def test_preemption_rule_reclaim_never_with_borrowing_is_refused() -> None:
         "preemption": {"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}},
     }
     assert messages(parse_cluster_queue(cluster_queue(spec))) == [
-        "spec.preemption: Invalid value: null: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
+        'spec.preemption: Invalid value: "object": '
+        "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
     ]
 
 
