@@ -154,3 +154,14 @@ def test_progress_bar_draws_on_one_line() -> None:
         "\rreplaying [###############---------------] 500/1000 jobs"
         "\rreplaying [##############################] 1000/1000 jobs\n"
     )
+
+
+def test_usage_timeline_follows_admissions_and_finishes() -> None:
+    from webhook.simulate import load_scenario, replay
+
+    result = replay(load_scenario([SEED]), record_timeline=True)
+    gpus = [
+        usage.get(("gpu-nodes", "nvidia.com/gpu"), 0) // 10**9 for _, usage in result.timeline["research"]
+    ]
+    assert max(gpus) == 64
+    assert gpus[:2] == [0, 2] and gpus[-1] == 0  # empty, the first Job at once, all released at the end
