@@ -66,6 +66,9 @@ class Admit:
     cluster_queue: str
     admission: Admission
     borrowing: bool = False
+    #: the ClusterQueue's admission checks: with any, quota is reserved now and ``Admitted`` waits
+    #: for the checks; with none, the workload is admitted at once
+    admission_checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,10 +403,11 @@ class SchedulerState:
             info.admission = admission
             info.usage = dict(assignment.usage)
             tracked.cluster_queue = name
-            tracked.assumed = tracked.admitted = True
+            checks = queue.spec.admission_checks
+            tracked.assumed, tracked.admitted = True, not checks
             self._charge(tracked)
             self._last_wait.pop(info.key, None)
-            decisions.append(Admit(info.key, name, admission, assignment.borrowing))
+            decisions.append(Admit(info.key, name, admission, assignment.borrowing, checks))
         return decisions
 
     def has_work(self) -> bool:

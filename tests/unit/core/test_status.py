@@ -88,3 +88,14 @@ def test_local_queue_pointing_at_a_missing_cluster_queue() -> None:
     state.upsert_local_queue(local_queue("lq", "nowhere"))
     condition = local_queue_status(state, "ns", "lq")["conditions"][0]
     assert (condition["status"], condition["reason"]) == ("False", "ClusterQueueDoesNotExist")
+
+
+def test_with_admission_checks_quota_is_reserved_but_not_yet_admitted() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 4}}, admissionChecks=["provisioning"]))
+    state.upsert_workload(workload("w", {"cpu": "2"}))
+    (decision,) = run_until_quiet(state)
+    assert getattr(decision, "admission_checks", None) == ("provisioning",)
+    status = cluster_queue_status(state, "cq")
+    assert (status["reservingWorkloads"], status["admittedWorkloads"]) == (1, 0)
+    assert status["flavorsReservation"][0]["resources"][0]["total"] == "2"
+    assert status["flavorsUsage"][0]["resources"][0]["total"] == "0"
