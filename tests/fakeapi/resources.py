@@ -125,7 +125,19 @@ def builtin_types() -> list[ResourceType]:
         _builtin("", "v1", "events", "Event", short=("ev",)),
         _builtin("", "v1", "secrets", "Secret"),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
+        _builtin("", "v1", "services", "Service", short=("svc",), categories=("all",), status=True),
         _builtin("batch", "v1", "jobs", "Job", categories=("all",), status=True),
+        # Stored only, so that `kubectl apply -k manifests/` works: no pods are ever created from them.
+        _builtin(
+            "apps", "v1", "deployments", "Deployment", short=("deploy",), categories=("all",), status=True
+        ),
+        _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",), status=True),
+        _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
+        _builtin(
+            "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+        ),
+        _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+        _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
         _builtin(

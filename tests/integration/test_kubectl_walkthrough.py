@@ -179,3 +179,23 @@ async def test_kubectl_get_events_prints_the_event_columns(
     assert header.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert row.split()[1:4] == ["Normal", "Pending", "workload/job-a"]
     assert row.endswith("couldn't assign flavors to pod set main")
+
+
+async def test_kubectl_apply_k_installs_the_shipped_manifests(
+    fake_api: FakeApiServer, kubectl: Callable[..., Any]
+) -> None:
+    manifests = Path(__file__).resolve().parents[2] / "manifests"
+    applied = await run(kubectl, "apply", "-k", str(manifests))
+    assert "customresourcedefinition.apiextensions.k8s.io/workloads.kueue.x-k8s.io" in applied
+    assert "deployment.apps/" in applied
+    assert "validatingwebhookconfiguration.admissionregistration.k8s.io/" in applied
+    # A second apply changes nothing: every object round-trips through the server unchanged. kubectl always
+    # re-sends a PodDisruptionBudget's selector (its patch strategy is "replace") and so prints "configured";
+    # the server sees a no-op and keeps the resourceVersion.
+    pdb_before = fake_api.get("poddisruptionbudgets", "kueue-webhook", "kueue-system")
+    again = await run(kubectl, "apply", "-k", str(manifests))
+    lines = again.splitlines()
+    assert all(line.endswith("unchanged") for line in lines if "poddisruptionbudget" not in line), again
+    pdb_after = fake_api.get("poddisruptionbudgets", "kueue-webhook", "kueue-system")
+    assert pdb_before is not None and pdb_after is not None
+    assert pdb_after["metadata"]["resourceVersion"] == pdb_before["metadata"]["resourceVersion"]
