@@ -138,14 +138,6 @@ def method_not_allowed() -> ApiError:
     )
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(
-        code=415,
-        reason="UnsupportedMediaType",
-        message=f"the body of the request was in an unknown format: {content_type}",
-    )
-
-
 def internal(message: str) -> ApiError:
     return ApiError(code=500, reason="InternalError", message=f"Internal error occurred: {message}")
 

@@ -237,12 +237,6 @@ class Registry:
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_gvr.get((group, version, plural))
 
-    def by_kind(self, group: str, kind: str) -> ResourceType | None:
-        for rtype in self._by_gvr.values():
-            if rtype.group == group and rtype.kind == kind:
-                return rtype
-        return None
-
     def all(self) -> list[ResourceType]:
         return list(self._by_gvr.values())
 

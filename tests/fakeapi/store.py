@@ -14,10 +14,9 @@ another and no lock is needed.
 from __future__ import annotations
 
 import asyncio
-import copy
 import random
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -79,11 +78,6 @@ class Store:
 
     def kinds(self) -> KeyList:
         return list(self._objects)
-
-    def all_objects(self) -> Iterator[tuple[StorageKey, Obj]]:
-        for key, bucket in self._objects.items():
-            for obj in bucket.values():
-                yield key, obj
 
     # ---- writes ------------------------------------------------------------------------------------------
     def next_rv(self) -> int:
@@ -222,7 +216,3 @@ class Store:
     @staticmethod
     def generate_name(prefix: str) -> str:
         return prefix + "".join(random.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
-
-    @staticmethod
-    def detached(obj: Obj) -> Obj:
-        return copy.deepcopy(obj)
