@@ -71,6 +71,7 @@ class KubeClient:
         auth: AuthHeaders = _no_auth,
         session: aiohttp.ClientSession | None = None,
         user_agent: str = "kueue-webhook",
+        connections: int = 32,
     ) -> None:
         self.host = host.rstrip("/")
         self._auth = auth
@@ -78,13 +79,17 @@ class KubeClient:
         self._session = session or aiohttp.ClientSession(
             # each TLS connection holds a 128 KiB read buffer: enough connections for the watches (one per
             # kind) plus a write pool, no more
-            connector=aiohttp.TCPConnector(ssl=ssl_context if ssl_context is not None else False, limit=32),
+            connector=aiohttp.TCPConnector(
+                ssl=ssl_context if ssl_context is not None else False, limit=connections
+            ),
             read_bufsize=2**21,
             headers={"User-Agent": user_agent},
         )
 
     @classmethod
-    async def connect(cls, *, kubeconfig: str | None = None, context: str | None = None) -> KubeClient:
+    async def connect(
+        cls, *, kubeconfig: str | None = None, context: str | None = None, connections: int = 32
+    ) -> KubeClient:
         """In-cluster service account when running in a pod and no kubeconfig is given, else a kubeconfig."""
         connection = in_cluster() if kubeconfig is None else None
         if connection is None:
@@ -92,7 +97,12 @@ class KubeClient:
             connection = from_kubeconfig(path, context=context)
             if connection is None:  # exec plugin or auth-provider: kubernetes-asyncio knows how
                 return await cls._connect_with_kubernetes_asyncio(kubeconfig=str(path), context=context)
-        return cls(host=connection.host, ssl_context=connection.ssl_context, auth=connection.auth)
+        return cls(
+            host=connection.host,
+            ssl_context=connection.ssl_context,
+            auth=connection.auth,
+            connections=connections,
+        )
 
     @classmethod
     async def _connect_with_kubernetes_asyncio(cls, *, kubeconfig: str, context: str | None) -> KubeClient:
