@@ -1,0 +1,159 @@
+"""The run's figures, computed from the recorded timeline: the numbers the issue compares with Kueue's.
+
+Two usage figures are kept on purpose. Ours integrates every Workload's held cpu over the time it held it
+(exact, from the Workload watch) and divides by total nominal quota x wall time. Kueue's recorder instead
+integrates each ClusterQueue's ``status.flavorsUsage`` between status updates over the span from that
+queue's first to its last status event (runner/recorder/recorder.go, checked by checker_test.go); we compute
+that too from the ClusterQueue watch so the comparison with Kueue's published percentages is like for like,
+knowing it depends on how often the controller writes queue status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bench.baseline.timeline import Change, OverAdmissionReport, Timeline, Transition
+
+
+@dataclass(frozen=True)
+class ClassFigures:
+    workloads: int
+    admitted: int
+    finished: int
+    mean_time_to_admission_s: float | None
+    max_time_to_admission_s: float | None
+    evictions: int
+
+
+@dataclass(frozen=True)
+class Figures:
+    wall_s: float
+    usage_percent: float
+    classes: dict[str, ClassFigures]
+    every_workload_finished: bool
+    unfinished: int
+    evictions: int
+
+
+def held_cpu_seconds(transitions: Sequence[Transition], *, end_at: float) -> float:
+    """Sum of cpu x time over every reservation; one still held at the end counts up to ``end_at``."""
+    since: dict[str, tuple[float, int]] = {}
+    total_milli_seconds = 0.0
+    for transition in sorted(transitions, key=lambda t: t.seq):
+        if transition.change is Change.RESERVED:
+            since[transition.workload] = (transition.at, transition.cpu_milli)
+        elif transition.change is Change.RELEASED and transition.workload in since:
+            start, cpu = since.pop(transition.workload)
+            total_milli_seconds += cpu * (transition.at - start)
+    for start, cpu in since.values():
+        total_milli_seconds += cpu * max(0.0, end_at - start)
+    return total_milli_seconds / 1000
+
+
+def compute(
+    timeline: Timeline, *, expected: int, nominal_cpu: int, first_creation_at: float, end_at: float
+) -> Figures:
+    wall = end_at - first_creation_at
+    used = held_cpu_seconds(timeline.transitions, end_at=end_at)
+    usage = 100 * used / (nominal_cpu * wall) if wall > 0 and nominal_cpu > 0 else 0.0
+    by_class: dict[str, list[float]] = {}
+    counts: dict[str, list[int]] = {}
+    for record in timeline.records.values():
+        tally = counts.setdefault(record.class_name, [0, 0, 0, 0])
+        tally[0] += 1
+        tally[3] += record.evictions
+        if record.finished:
+            tally[2] += 1
+        if record.admitted_at is not None and record.created_at is not None:
+            tally[1] += 1
+            by_class.setdefault(record.class_name, []).append(record.admitted_at - record.created_at)
+    classes: dict[str, ClassFigures] = {}
+    for name, (total, admitted, finished, evictions) in sorted(counts.items()):
+        waits = by_class.get(name, [])
+        classes[name] = ClassFigures(
+            workloads=total,
+            admitted=admitted,
+            finished=finished,
+            mean_time_to_admission_s=round(sum(waits) / len(waits), 3) if waits else None,
+            max_time_to_admission_s=round(max(waits), 3) if waits else None,
+            evictions=evictions,
+        )
+    finished_total = sum(c.finished for c in classes.values())
+    return Figures(
+        wall_s=round(wall, 3),
+        usage_percent=round(usage, 2),
+        classes=classes,
+        every_workload_finished=finished_total == expected,
+        unfinished=expected - finished_total,
+        evictions=sum(c.evictions for c in classes.values()),
+    )
+
+
+@dataclass(frozen=True)
+class QueueStatusSample:
+    """One observed ClusterQueue status: cpu in use (flavorsUsage), pending and reserving counts."""
+
+    at: float
+    cluster_queue: str
+    cpu_used_milli: int
+    pending: int
+    reserving: int
+
+
+@dataclass
+class KueueRecorderUsage:
+    """Kueue's usage figure: per queue, usage held between status events, over first-to-last event span."""
+
+    nominal_milli: Mapping[str, int]
+    _last: dict[str, QueueStatusSample] = field(default_factory=dict)
+    _first_at: dict[str, float] = field(default_factory=dict)
+    _used: dict[str, float] = field(default_factory=dict)  # milli-cpu x seconds
+
+    def add(self, sample: QueueStatusSample) -> None:
+        previous = self._last.get(sample.cluster_queue)
+        if previous is None:
+            self._first_at[sample.cluster_queue] = sample.at
+        elif previous.cpu_used_milli > 0:
+            self._used[sample.cluster_queue] = self._used.get(
+                sample.cluster_queue, 0.0
+            ) + previous.cpu_used_milli * (sample.at - previous.at)
+        self._last[sample.cluster_queue] = sample
+
+    def idle(self) -> bool:
+        """Kueue's end condition: no queue reports pending or reserving Workloads."""
+        return bool(self._last) and all(s.pending == 0 and s.reserving == 0 for s in self._last.values())
+
+    def percent(self) -> float | None:
+        if not self._last:
+            return None
+        first = min(self._first_at.values())
+        last = max(s.at for s in self._last.values())
+        nominal = sum(self.nominal_milli.get(q, 0) for q in self._last)
+        if last <= first or nominal == 0:
+            return None
+        return round(100 * sum(self._used.values()) / (nominal * (last - first)), 2)
+
+
+def over_admission_summary(
+    report: OverAdmissionReport, *, queue_limit: int, cohort_limit: int
+) -> dict[str, object]:
+    """Peaks against limits, in cpu, for the report."""
+    return {
+        "violations": len(report.violations),
+        "first_violations": [
+            {
+                "seq": v.seq,
+                "at_s": round(v.at, 3),
+                "scope": v.scope,
+                "used_cpu": v.used_milli / 1000,
+                "limit_cpu": v.limit_milli / 1000,
+            }
+            for v in report.violations[:5]
+        ],
+        "max_cluster_queue_cpu": max(report.max_cluster_queue.values(), default=0) / 1000,
+        "cluster_queue_limit_cpu": queue_limit / 1000,
+        "max_cohort_cpu": max(report.max_cohort.values(), default=0) / 1000,
+        "cohort_limit_cpu": cohort_limit / 1000,
+        "quota_still_held_at_end_cpu": sum(report.held_at_end.values()) / 1000,
+    }

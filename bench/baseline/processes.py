@@ -1,0 +1,173 @@
+"""The system under test as separate processes: the fake API server and ``kueue-webhook serve``.
+
+Each runs in its own process so that, as in a real cluster, the API server and the controller do not share
+one interpreter (and one core); the benchmark's own client is a third process. The controller is started
+exactly as an operator would run it beside a local API server (``serve --kubeconfig``, no leader election,
+a serving certificate for 127.0.0.1), optionally under ``py-spy record`` to see where its time goes. Its
+peak resident memory is read from ``/proc/<pid>/status`` (VmHWM) before it is stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM of a live process in MiB, None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time a live process has used (utime + stime from /proc/<pid>/stat)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    import os
+
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_fake_api(workdir: Path) -> tuple[subprocess.Popen[str], Path]:
+    """``python -m tests.fakeapi`` on a free port; returns the process and its admin kubeconfig."""
+    kubeconfig = workdir / "kubeconfig.yaml"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakeapi", "--port", "0", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("kubeconfig:"):
+            return process, kubeconfig
+    raise RuntimeError(f"the fake API server exited with {process.wait()} before serving")
+
+
+@dataclass
+class Controller:
+    """A running ``kueue-webhook serve``; ``pid`` is the Python process even when py-spy wraps it."""
+
+    process: subprocess.Popen[bytes]
+    pid: int
+    port: int
+    ca_file: Path
+    profile: Path | None
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    async def wait_ready(self, *, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.ssl_context())) as session:
+            while True:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"kueue-webhook serve exited with {self.process.returncode}")
+                with contextlib.suppress(aiohttp.ClientError, OSError):
+                    async with session.get(f"https://127.0.0.1:{self.port}/readyz") as response:
+                        if response.status == 200:
+                            return
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"kueue-webhook serve not ready after {timeout:.0f}s")
+                await _sleep_poll()
+
+    async def metrics(self) -> str:
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.ssl_context())) as session,
+            session.get(f"https://127.0.0.1:{self.port}/metrics") as response,
+        ):
+            return await response.text()
+
+    def stop(self) -> None:
+        """SIGINT the controller (py-spy then writes its profile), escalate if it does not exit."""
+        with contextlib.suppress(ProcessLookupError):
+            import os
+
+            os.kill(self.pid, signal.SIGINT)
+        try:
+            self.process.wait(timeout=60 if self.profile else 15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+async def _sleep_poll() -> None:
+    """Readiness has no event to await across processes: poll /readyz every 100 ms."""
+    import asyncio
+
+    await asyncio.sleep(0.1)
+
+
+def start_controller(*, kubeconfig: Path, workdir: Path, profile: Path | None, log: Path) -> Controller:
+    certs = workdir / "certs"
+    subprocess.run(
+        [sys.executable, "-m", "webhook", "certs", "--dir", str(certs), "--ip", "127.0.0.1"],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+    )
+    port = free_port()
+    serve = [
+        sys.executable,
+        "-m",
+        "webhook",
+        "serve",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--no-leader-election",
+        "--tls-dir",
+        str(certs),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    command = serve
+    if profile is not None:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        command = [spy, "record", "--rate", "50", "--format", "raw", "--output", str(profile), "--", *serve]
+    handle = log.open("wb")
+    process = subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    pid = process.pid
+    if profile is not None:
+        pid = _child_pid(process.pid, timeout=10.0)
+    return Controller(process, pid, port, certs / "ca.crt", profile)
+
+
+def _child_pid(parent: int, *, timeout: float) -> int:
+    """The Python process py-spy started (its only child)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+            if children:
+                return int(children[0])
+        time.sleep(0.05)
+    raise RuntimeError("py-spy did not start the controller")

@@ -1,0 +1,447 @@
+"""The live run: create the objects at Kueue's pace, play the jobs, watch and record until the end.
+
+Three roles share one asyncio loop in the benchmark process, as they do in Kueue's runner:
+
+* the **generator** creates the ResourceFlavor, the queues and their namespaces, then one task per workload
+  set of each queue sleeps its interval and creates the next Workload, all sets at once;
+* the **execution actor** stands in for the jobs (it is the benchmark, not the product): a run time after
+  it sees a Workload become ``Admitted`` it sets ``Finished=True`` (reason ``ByTest``) through the status
+  subresource, and when it sees one ``Evicted`` it acknowledges by clearing the reservation
+  (``QuotaReserved=False`` reason ``Pending``, ``Admitted=False``, ``status.admission`` removed), as
+  runner/controller/controller.go does;
+* the **recorder** watches Workloads (feeding the timeline and the actor) and ClusterQueues (Kueue's end
+  condition and its usage formula).
+
+The run ends when generation is over and every created Workload has been seen ``Finished``; Kueue's own
+criterion (every ClusterQueue status shows no pending and no reserving Workloads) is awaited briefly after
+that and its time reported too. Writes are JSON Patches guarded by a ``test`` of the resourceVersion, so the
+actor never overwrites a condition the controller wrote meanwhile; a failed guard re-reads and retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from bench.baseline import scenario
+from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample
+from bench.baseline.timeline import Change, Timeline, Transition
+from webhook.api.quantity import parse_quantity
+from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
+from webhook.control.kube import ApiError
+
+JSON = dict[str, Any]
+log = logging.getLogger("bench.baseline")
+
+
+class Api(Protocol):
+    """The slice of an API client the run needs (``webhook.control.kube.KubeClient`` fits)."""
+
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON: ...
+
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON: ...
+
+    async def patch(
+        self,
+        kind: Kind,
+        *,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        patch_type: Any = "merge",
+        subresource: str = "",
+    ) -> JSON: ...
+
+    async def list_all(self, kind: Kind, *, namespace: str | None = None) -> tuple[list[JSON], str]: ...
+
+    def watch(self, kind: Kind, *, resource_version: str, timeout_seconds: int = 290) -> Any: ...
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _set_condition(conditions: list[JSON], new: JSON) -> list[JSON]:
+    """Replace the condition of the same type (keeping its transition time if the status is unchanged)."""
+    out = []
+    replaced = False
+    for cond in conditions:
+        if cond.get("type") == new["type"]:
+            if cond.get("status") == new["status"]:
+                new = {**new, "lastTransitionTime": cond.get("lastTransitionTime", new["lastTransitionTime"])}
+            out.append(new)
+            replaced = True
+        else:
+            out.append(cond)
+    if not replaced:
+        out.append(new)
+    return out
+
+
+def finished_patch(obj: JSON) -> list[JSON] | None:
+    """JSON Patch setting Finished=True ByTest; None when already finished."""
+    status = obj.get("status") or {}
+    conditions = list(status.get("conditions") or [])
+    if any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions):
+        return None
+    condition = {
+        "type": "Finished",
+        "status": "True",
+        "reason": "ByTest",
+        "message": "By test runner",
+        "lastTransitionTime": _now_rfc3339(),
+        "observedGeneration": (obj.get("metadata") or {}).get("generation", 1),
+    }
+    return _guarded(
+        obj, [{"op": "add", "path": "/status/conditions", "value": _set_condition(conditions, condition)}]
+    )
+
+
+def eviction_ack_patch(obj: JSON) -> list[JSON] | None:
+    """JSON Patch clearing the reservation of an evicted Workload; None when there is nothing to clear."""
+    status = obj.get("status") or {}
+    conditions = list(status.get("conditions") or [])
+    reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True" for c in conditions)
+    if not reserved and "admission" not in status:
+        return None
+    now = _now_rfc3339()
+    generation = (obj.get("metadata") or {}).get("generation", 1)
+    conditions = _set_condition(
+        conditions,
+        {
+            "type": "QuotaReserved",
+            "status": "False",
+            "reason": "Pending",
+            "message": "Evicted by the test runner",
+            "lastTransitionTime": now,
+            "observedGeneration": generation,
+        },
+    )
+    if any(c.get("type") == "Admitted" for c in conditions):
+        conditions = _set_condition(
+            conditions,
+            {
+                "type": "Admitted",
+                "status": "False",
+                "reason": "NoReservation",
+                "message": "The workload has no reservation",
+                "lastTransitionTime": now,
+                "observedGeneration": generation,
+            },
+        )
+    ops: list[JSON] = [{"op": "add", "path": "/status/conditions", "value": conditions}]
+    if "admission" in status:
+        ops.append({"op": "remove", "path": "/status/admission"})
+    return _guarded(obj, ops)
+
+
+def _guarded(obj: JSON, ops: list[JSON]) -> list[JSON]:
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    test = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+    if "status" not in obj:
+        ops = [{"op": "add", "path": "/status", "value": {}}, *ops]
+    return [*test, *ops]
+
+
+@dataclass
+class Counters:
+    workload_events: int = 0
+    workload_modified: int = 0
+    cluster_queue_modified: int = 0
+    actor_writes: int = 0
+    actor_retries: int = 0
+    created: int = 0
+    create_failures: int = 0
+    watch_restarts: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class Run:
+    """One run of a plan against an API server; ``execute`` returns when it ends or times out."""
+
+    def __init__(
+        self, *, api: Api, plan: scenario.Plan, timeout: float, progress: Callable[[str], None]
+    ) -> None:
+        self.api = api
+        self.plan = plan
+        self.timeout = timeout
+        self.progress = progress
+        self.timeline = Timeline(class_label=scenario.CLASS_LABEL)
+        self.queue_usage = KueueRecorderUsage(
+            nominal_milli={q.name: q.queue_set.nominal_cpu * 1000 for q in plan.queues}
+        )
+        self.counters = Counters()
+        self.t0 = time.monotonic()
+        self.first_creation_at: float | None = None
+        self.generation_done_at: float | None = None
+        self.all_finished_at: float | None = None
+        self.queues_idle_at: float | None = None
+        self.timed_out = False
+        self._latest: dict[str, JSON] = {}
+        self._runtime_ms: dict[str, int] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._finished = 0
+        self._all_finished = asyncio.Event()
+        self._queues_idle = asyncio.Event()
+        self._active_queues: set[str] = set()
+        self._queues_active = asyncio.Event()
+        self._generating = True
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    # -- generator ------------------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        """ResourceFlavor, then per queue its ClusterQueue, Namespace and LocalQueue (Kueue's order)."""
+        await self._create(RESOURCE_FLAVORS, scenario.resource_flavor())
+        slots = asyncio.Semaphore(16)
+
+        async def one(queue: scenario.PlannedQueue) -> None:
+            async with slots:
+                await self._create(CLUSTER_QUEUES, scenario.cluster_queue(queue))
+                await self._create(NAMESPACES, scenario.namespace(queue))
+                await self._create(LOCAL_QUEUES, scenario.local_queue(queue), namespace=queue.name)
+
+        await asyncio.gather(*(one(queue) for queue in self.plan.queues))
+
+    async def _create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> None:
+        try:
+            await self.api.create(kind, body, namespace=namespace)
+        except ApiError as exc:
+            if exc.status != 409:  # AlreadyExists: a previous run's object, reused as is
+                raise
+
+    async def _stream(self, stream: scenario.CreationStream) -> None:
+        for planned in stream.workloads:
+            await asyncio.sleep(stream.interval_ms / 1000)
+            key = f"{planned.namespace}/{planned.name}"
+            at = self.now()
+            if self.first_creation_at is None:
+                self.first_creation_at = at
+            self.timeline.created(
+                key, class_name=planned.template.class_name, cluster_queue=stream.queue.name, at=at
+            )
+            self._runtime_ms[key] = planned.template.runtime_ms
+            try:
+                await self.api.create(WORKLOADS, scenario.workload(planned), namespace=planned.namespace)
+                self.counters.created += 1
+            except ApiError as exc:
+                self.counters.create_failures += 1
+                self.counters.errors.append(f"create {key}: {exc}")
+
+    async def generate(self) -> None:
+        await asyncio.gather(*(self._stream(stream) for stream in self.plan.streams))
+        self.generation_done_at = self.now()
+        self._generating = False
+        self._check_end()
+
+    # -- recorder -------------------------------------------------------------------------------------
+
+    async def _watch(self, kind: Kind, handle: Callable[[str, JSON], None]) -> None:
+        """List then watch forever, resuming from the last resourceVersion; relist on 410."""
+        items, version = await self.api.list_all(kind)
+        for item in items:
+            handle("ADDED", item)
+        while True:
+            try:
+                async for event in self.api.watch(kind, resource_version=version, timeout_seconds=3600):
+                    obj = event.get("object") or {}
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                    if event.get("type") != "BOOKMARK":
+                        handle(str(event.get("type")), obj)
+            except ApiError as exc:
+                if exc.status != 410:
+                    raise
+                items, version = await self.api.list_all(kind)
+                for item in items:
+                    handle("MODIFIED", item)
+            self.counters.watch_restarts += 1
+
+    def _on_workload(self, event: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if scenario.CLASS_LABEL not in (meta.get("labels") or {}):
+            return
+        self.counters.workload_events += 1
+        if event == "MODIFIED":
+            self.counters.workload_modified += 1
+        deleted = event == "DELETED"
+        if deleted:
+            self._latest.pop(key, None)
+        else:
+            self._latest[key] = obj
+        for transition in self.timeline.observe(obj, at=self.now(), deleted=deleted):
+            self._act(transition)
+
+    def _on_cluster_queue(self, event: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name"))
+        if event == "MODIFIED":
+            self.counters.cluster_queue_modified += 1
+        status = obj.get("status") or {}
+        if any(
+            c.get("type") == "Active" and c.get("status") == "True" for c in status.get("conditions") or ()
+        ):
+            self._active_queues.add(name)
+            if len(self._active_queues) >= len(self.plan.queues):
+                self._queues_active.set()
+        used = 0
+        for flavor in status.get("flavorsUsage") or ():
+            for resource in flavor.get("resources") or ():
+                if resource.get("name") == "cpu":
+                    used += parse_quantity(str(resource.get("total", "0"))).nanos // 10**6
+        self.queue_usage.add(
+            QueueStatusSample(
+                self.now(),
+                name,
+                used,
+                int(status.get("pendingWorkloads") or 0),
+                int(status.get("reservingWorkloads") or 0),
+            )
+        )
+        self._check_end()
+
+    # -- execution actor --------------------------------------------------------------------------
+
+    def _act(self, transition: Transition) -> None:
+        key = transition.workload
+        if transition.change is Change.ADMITTED:
+            delay = self._runtime_ms.get(key, 0) / 1000
+            self._timers[key] = asyncio.get_running_loop().call_later(delay, self._spawn, self._finish, key)
+        elif transition.change is Change.UNADMITTED:
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+        elif transition.change is Change.EVICTED:
+            self._spawn(self._acknowledge_eviction, key)
+        elif transition.change is Change.FINISHED:
+            self._timers.pop(key, None)
+            self._finished += 1
+            self._check_end()
+
+    def _spawn(self, action: Callable[[str], Any], key: str) -> None:
+        task = asyncio.get_running_loop().create_task(action(key))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _finish(self, key: str) -> None:
+        self._timers.pop(key, None)
+        await self._write(key, finished_patch)
+
+    async def _acknowledge_eviction(self, key: str) -> None:
+        await self._write(key, eviction_ack_patch)
+
+    async def _write(self, key: str, build: Callable[[JSON], list[JSON] | None]) -> None:
+        namespace, name = key.split("/", 1)
+        obj = self._latest.get(key)
+        for attempt in range(20):
+            if obj is None:
+                return
+            patch = build(obj)
+            if patch is None:
+                return
+            try:
+                await self.api.patch(
+                    WORKLOADS,
+                    name=name,
+                    namespace=namespace,
+                    patch=patch,
+                    patch_type="json",
+                    subresource="status",
+                )
+                self.counters.actor_writes += 1
+                return
+            except ApiError as exc:
+                if exc.status not in (409, 422) or attempt == 19:
+                    self.counters.errors.append(f"{build.__name__} {key}: {exc}")
+                    return
+                self.counters.actor_retries += 1
+                try:
+                    obj = await self.api.get(WORKLOADS, name=name, namespace=namespace)
+                except ApiError as missing:
+                    if missing.status == 404:
+                        return
+                    raise
+
+    # -- the end ------------------------------------------------------------------------------------
+
+    def _check_end(self) -> None:
+        if (
+            not self._generating
+            and self._finished >= self.counters.created
+            and not self._all_finished.is_set()
+        ):
+            self.all_finished_at = self.now()
+            self._all_finished.set()
+        if self._all_finished.is_set() and self.queue_usage.idle() and self.queues_idle_at is None:
+            self.queues_idle_at = self.now()
+            self._queues_idle.set()
+
+    async def _report_progress(self) -> None:
+        while True:
+            await asyncio.sleep(10)
+            admitted = sum(1 for r in self.timeline.records.values() if r.admitted_at is not None)
+            self.progress(
+                f"t={self.now() - (self.first_creation_at or 0):6.1f}s created {self.counters.created} "
+                f"admitted {admitted} finished {self._finished}"
+            )
+
+    async def execute(self, *, wait_active: float = 60.0, idle_grace: float = 10.0) -> None:
+        background = [
+            asyncio.create_task(self._watch(WORKLOADS, self._on_workload), name="watch-workloads"),
+            asyncio.create_task(self._watch(CLUSTER_QUEUES, self._on_cluster_queue), name="watch-cqs"),
+        ]
+        try:
+            await self.setup()
+            try:
+                await asyncio.wait_for(self._queues_active.wait(), wait_active)
+            except TimeoutError:
+                self.progress(
+                    f"only {len(self._active_queues)}/{len(self.plan.queues)} ClusterQueues Active "
+                    f"after {wait_active:.0f}s; starting anyway"
+                )
+            background.append(asyncio.create_task(self._report_progress(), name="progress"))
+            generator = asyncio.create_task(self.generate(), name="generator")
+            finished = asyncio.ensure_future(self._all_finished.wait())
+            watchers_and_generator = [*background[:2], generator]
+            pending = {finished, *watchers_and_generator}
+            deadline = time.monotonic() + self.timeout
+            while finished in pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.timed_out = True
+                    finished.cancel()
+                    break
+                done, pending = await asyncio.wait(
+                    pending, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+                for task in done:
+                    if task is not finished:
+                        error = task.exception()
+                        if error is not None:
+                            raise error
+                        if task is not generator:
+                            raise RuntimeError(f"{task.get_name()} ended before the run did")
+            if not self.timed_out:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._queues_idle.wait(), idle_grace)
+        finally:
+            for task in background:
+                task.cancel()
+            for timer in self._timers.values():
+                timer.cancel()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*background, *self._tasks, return_exceptions=True)
+
+    @property
+    def end_at(self) -> float:
+        return self.all_finished_at if self.all_finished_at is not None else self.now()

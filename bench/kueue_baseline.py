@@ -1,0 +1,298 @@
+"""Kueue's own scheduler benchmark (test/performance/scheduler, ``baseline`` and ``large-scale``), end to end.
+
+Without ``--kubeconfig`` it starts the fake API server and ``kueue-webhook serve`` as two processes and
+runs the scenario against them; with one it runs against whatever that cluster runs (our controller or
+Kueue itself). It writes ``bench/results/kueue_baseline[-large].json`` and ``.md`` with the machine, the
+date and Kueue's published figures side by side:
+
+    .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH] [--scale baseline|large] [--out PATH]
+        [--profile]   # py-spy record the controller; the raw folded stacks go next to the results
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.baseline import processes, scenario
+from bench.baseline.figures import compute, over_admission_summary
+from bench.baseline.runner import Run
+from bench.baseline.timeline import Change, QuotaLimits, check_over_admission
+from webhook.control.kinds import NAMESPACES
+from webhook.control.kube import ApiError, KubeClient
+
+RESULTS = Path(__file__).resolve().parent / "results"
+JSON = dict[str, Any]
+
+#: Kueue v0.20 on a 2-core machine with kube-apiserver v1.36.2, two runs (the issue's bar)
+KUEUE_BASELINE = {
+    "wall_s": [365, 380],
+    "usage_percent": [55.6, 51.2],
+    "mean_time_to_admission_s": {"small": [205, 226], "medium": [82, 89], "large": [29, 22]},
+}
+#: Kueue's own range spec for large-scale (configs/large-scale/rangespec.yaml)
+KUEUE_LARGE = {"wall_s": [1416], "usage_percent": [31.6], "mean_time_to_admission_s": {}}
+
+
+def limits_of(plan: scenario.Plan) -> QuotaLimits:
+    cohort_of = {q.name: q.cohort for q in plan.queues}
+    cohort: dict[str, int] = {}
+    for queue in plan.queues:
+        cohort[queue.cohort] = cohort.get(queue.cohort, 0) + queue.queue_set.nominal_cpu * 1000
+    per_queue = {
+        q.name: min((q.queue_set.nominal_cpu + q.queue_set.borrowing_limit_cpu) * 1000, cohort[q.cohort])
+        for q in plan.queues
+    }
+    return QuotaLimits(per_queue, cohort_of, cohort)
+
+
+def parse_writes(exposition: str) -> dict[str, int]:
+    """``kueue_webhook_api_writes_total`` samples as {"<kind> <verb>": count}."""
+    out: dict[str, int] = {}
+    pattern = re.compile(r"^kueue_webhook_api_writes_total\{([^}]*)\}\s+([0-9.e+]+)$")
+    for line in exposition.splitlines():
+        match = pattern.match(line)
+        if match:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1)))
+            out[f"{labels.get('kind')} {labels.get('verb')}"] = int(float(match.group(2)))
+    return out
+
+
+def machine() -> JSON:
+    model = platform.processor()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = re.sub(r"\s+", " ", line.split(":", 1)[1]).strip()
+                break
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()}
+
+
+def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
+    figures = compute(
+        run.timeline,
+        expected=plan.workload_count,
+        nominal_cpu=plan.nominal_cpu(),
+        first_creation_at=run.first_creation_at or 0.0,
+        end_at=run.end_at,
+    )
+    limits = limits_of(plan)
+    report = check_over_admission(run.timeline.transitions, limits)
+    admissions = sum(1 for t in run.timeline.transitions if t.change is Change.ADMITTED)
+    start = run.first_creation_at or 0.0
+    counters = run.counters
+    observed_writes = counters.workload_modified - counters.actor_writes + counters.cluster_queue_modified
+    result: JSON = {
+        "scale": plan.shape.name,
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine(),
+        "scenario": {
+            "cluster_queues": len(plan.queues),
+            "workloads": plan.workload_count,
+            "cpu_seconds_of_work": plan.cpu_seconds(),
+            "nominal_cpu": plan.nominal_cpu(),
+            "lower_bound_wall_s": round(plan.cpu_seconds() / plan.nominal_cpu(), 1),
+        },
+        "timed_out": run.timed_out,
+        "wall_s": figures.wall_s,
+        "generation_s": round((run.generation_done_at or run.end_at) - start, 3),
+        "queues_idle_after_s": round(run.queues_idle_at - start, 3)
+        if run.queues_idle_at is not None
+        else None,
+        "usage_percent": figures.usage_percent,
+        "usage_percent_kueue_recorder_method": run.queue_usage.percent(),
+        "classes": {name: asdict(c) for name, c in figures.classes.items()},
+        "every_workload_finished": figures.every_workload_finished,
+        "unfinished": figures.unfinished,
+        "evictions": figures.evictions,
+        "over_admission": over_admission_summary(
+            report,
+            queue_limit=max(limits.cluster_queue.values()),
+            cohort_limit=max(limits.cohort.values()),
+        ),
+        "admissions": admissions,
+        "writes": {
+            "observed_per_admission": round(observed_writes / admissions, 3) if admissions else None,
+            "workload_status_writes_observed": counters.workload_modified - counters.actor_writes,
+            "cluster_queue_status_writes_observed": counters.cluster_queue_modified,
+            "actor_writes": counters.actor_writes,
+            "actor_retries": counters.actor_retries,
+        },
+        "create_failures": counters.create_failures,
+        "errors": counters.errors[:10],
+        "controller": controller,
+    }
+    by_verb = controller.get("api_writes") or {}
+    if by_verb and admissions:
+        result["writes"]["controller_per_admission"] = round(sum(by_verb.values()) / admissions, 3)
+        result["writes"]["controller_by_kind_and_verb"] = by_verb
+    return result
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:,.1f}{unit}"
+    return f"{value}{unit}"
+
+
+def _runs(values: list[Any]) -> str:
+    return " / ".join(str(v) for v in values) or "n/a"
+
+
+def markdown(result: JSON, kueue: JSON) -> str:
+    scale = result["scale"]
+    mach = result["machine"]
+    sc = result["scenario"]
+    over = result["over_admission"]
+    controller = result["controller"]
+    wall_target = f"<= {round(1.5 * sc['lower_bound_wall_s'])} s" if scale == "baseline" else "completes"
+    lines = [
+        f"# Kueue scheduler benchmark, `{scale}` scenario ({result['date']})",
+        "",
+        f"Machine: {mach['cpu']}, {mach['cores']} cores, Python {mach['python']}. "
+        f"{controller.get('target', '')}",
+        "",
+        f"{sc['cluster_queues']} ClusterQueues, {sc['workloads']:,} Workloads, "
+        f"{sc['cpu_seconds_of_work']:,.0f} cpu-seconds of work on {sc['nominal_cpu']} cpu of nominal quota: "
+        f"no scheduler can finish under {sc['lower_bound_wall_s']} s.",
+        "",
+        "| figure | kueue-webhook | Kueue v0.20 (runs) | target |",
+        "|---|---|---|---|",
+        f"| wall time (first creation to last Workload finished) | {_fmt(result['wall_s'], ' s')}"
+        f"{' (TIMED OUT)' if result['timed_out'] else ''} | {_runs(kueue['wall_s'])} s | "
+        f"{wall_target} |",
+        f"| usage (cpu x time held / nominal x wall) | {_fmt(result['usage_percent'], ' %')} | "
+        f"{_runs(kueue['usage_percent'])} % | {'>= 85 %' if scale == 'baseline' else ''} |",
+        f"| usage, Kueue's recorder method (ClusterQueue status) | "
+        f"{_fmt(result['usage_percent_kueue_recorder_method'], ' %')} | | |",
+    ]
+    for name, figures in result["classes"].items():
+        theirs = kueue["mean_time_to_admission_s"].get(name, [])
+        target = f"<= {0.2 * min(theirs):.1f} s" if theirs else ""
+        lines.append(
+            f"| mean time to admission, {name} (max) | {_fmt(figures['mean_time_to_admission_s'], ' s')} "
+            f"({_fmt(figures['max_time_to_admission_s'], ' s')}) | {_runs(theirs)} s | {target} |"
+        )
+    lines += [
+        f"| over-admission (instants above quota, from the timeline) | {over['violations']} | | 0 |",
+        f"| peak ClusterQueue / cohort usage vs limit (cpu) | {over['max_cluster_queue_cpu']:g} / "
+        f"{over['cluster_queue_limit_cpu']:g}, {over['max_cohort_cpu']:g} / "
+        f"{over['cohort_limit_cpu']:g} | | |",
+        f"| every Workload finished | {'yes' if result['every_workload_finished'] else 'no'} "
+        f"({result['unfinished']} unfinished, {result['evictions']} evictions) | | yes |",
+        f"| writes per admission (controller's count; seen on watches) | "
+        f"{_fmt(result['writes'].get('controller_per_admission'))}; "
+        f"{_fmt(result['writes']['observed_per_admission'])} | | |",
+        f"| controller peak RSS (VmHWM) | {_fmt(controller.get('peak_rss_mb'), ' MB')} | | |",
+        f"| controller CPU time during the run | {_fmt(controller.get('cpu_s'), ' s')} | | |",
+        f"| creation span (last Workload created) | {_fmt(result['generation_s'], ' s')} | | |",
+        f"| ClusterQueue statuses idle (Kueue's end condition) at | "
+        f"{_fmt(result['queues_idle_after_s'], ' s')} | | |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+async def execute(args: argparse.Namespace) -> JSON:
+    plan = scenario.plan(scenario.SHAPES[args.scale])
+    workdir = Path(tempfile.mkdtemp(prefix="kueue-baseline-"))
+    fake: Any = None
+    controller: processes.Controller | None = None
+    controller_info: JSON = {}
+    kubeconfig = Path(args.kubeconfig) if args.kubeconfig else None
+    try:
+        if kubeconfig is None:
+            fake, kubeconfig = processes.start_fake_api(workdir)
+            profile = (Path(args.out).with_suffix(".pyspy.txt")) if args.profile else None
+            controller = processes.start_controller(
+                kubeconfig=kubeconfig, workdir=workdir, profile=profile, log=workdir / "controller.log"
+            )
+            controller_info["target"] = (
+                "kueue-webhook serve and the fake API server in separate processes, HTTPS on loopback."
+            )
+        client = await KubeClient.connect(kubeconfig=str(kubeconfig), connections=24)
+        try:
+            if controller is not None:
+                with contextlib.suppress(ApiError):
+                    await client.create(
+                        NAMESPACES,
+                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}},
+                    )
+                await controller.wait_ready(timeout=60)
+            run = Run(api=client, plan=plan, timeout=args.timeout, progress=lambda m: print(m, flush=True))
+            cpu_before = processes.cpu_seconds(controller.pid) if controller else None
+            await run.execute()
+            if controller is not None:
+                controller_info["peak_rss_mb"] = processes.peak_rss_mb(controller.pid)
+                cpu_after = processes.cpu_seconds(controller.pid)
+                if cpu_before is not None and cpu_after is not None:
+                    controller_info["cpu_s"] = round(cpu_after - cpu_before, 1)
+                if fake is not None:
+                    controller_info["fake_api_peak_rss_mb"] = processes.peak_rss_mb(fake.pid)
+                    controller_info["fake_api_cpu_s"] = processes.cpu_seconds(fake.pid)
+                with contextlib.suppress(Exception):
+                    controller_info["api_writes"] = parse_writes(await controller.metrics())
+            return summarize(run, plan, controller=controller_info)
+        finally:
+            await client.close()
+    finally:
+        if controller is not None:
+            controller.stop()
+            if controller.process.returncode not in (0, -2, None):
+                print((workdir / "controller.log").read_text()[-3000:], file=sys.stderr)
+        if fake is not None:
+            fake.terminate()
+            fake.wait(timeout=15)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.kueue_baseline", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--kubeconfig", help="run against this cluster instead of a local fake + controller")
+    parser.add_argument("--scale", choices=sorted(scenario.SHAPES), default="baseline")
+    parser.add_argument(
+        "--out", help="result path without extension (default bench/results/kueue_baseline[-<scale>])"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds (default 900 baseline, 3600 large)"
+    )
+    parser.add_argument("--profile", action="store_true", help="run the controller under py-spy record")
+    args = parser.parse_args(argv)
+    suffix = "" if args.scale == "baseline" else f"-{args.scale}"
+    args.out = str(Path(args.out) if args.out else RESULTS / f"kueue_baseline{suffix}")
+    if args.timeout is None:
+        args.timeout = {"baseline": 900.0, "large": 3600.0}.get(args.scale, 300.0)
+    result = asyncio.run(execute(args))
+    kueue = (
+        KUEUE_BASELINE
+        if args.scale == "baseline"
+        else KUEUE_LARGE
+        if args.scale == "large"
+        else {"wall_s": [], "usage_percent": [], "mean_time_to_admission_s": {}}
+    )
+    result["kueue"] = kueue
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    text = markdown(result, kueue)
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    return 0 if not result["timed_out"] and result["over_admission"]["violations"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
