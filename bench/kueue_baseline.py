@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.baseline import processes, scenario
+from bench.baseline import processes, profile, scenario
 from bench.baseline.figures import compute, over_admission_summary
 from bench.baseline.runner import Run
 from bench.baseline.timeline import Change, QuotaLimits, check_over_admission
@@ -203,6 +203,15 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{_fmt(result['queues_idle_after_s'], ' s')} | | |",
         "",
     ]
+    if result.get("controller_profile"):
+        lines += [
+            "Where the controller's CPU goes (py-spy, every sample charged to one bucket):",
+            "",
+            "| bucket | cpu s | share |",
+            "|---|---|---|",
+            *(f"| {b['bucket']} | {b['cpu_s']} | {b['percent']} % |" for b in result["controller_profile"]),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -285,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         else {"wall_s": [], "usage_percent": [], "mean_time_to_admission_s": {}}
     )
     result["kueue"] = kueue
+    spy = Path(args.out).with_suffix(".pyspy.txt")
+    if args.profile and spy.exists():
+        with spy.open() as lines:
+            result["controller_profile"] = profile.breakdown(lines, rate_hz=processes.PROFILE_RATE_HZ)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")

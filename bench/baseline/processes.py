@@ -23,6 +23,7 @@ from pathlib import Path
 import aiohttp
 
 ROOT = Path(__file__).resolve().parents[2]
+PROFILE_RATE_HZ = 50
 
 
 def free_port() -> int:
@@ -152,7 +153,19 @@ def start_controller(*, kubeconfig: Path, workdir: Path, profile: Path | None, l
     command = serve
     if profile is not None:
         spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        command = [spy, "record", "--rate", "50", "--format", "raw", "--output", str(profile), "--", *serve]
+        command = [
+            spy,
+            "record",
+            "--rate",
+            str(PROFILE_RATE_HZ),
+            "--native",
+            "--format",
+            "raw",
+            "--output",
+            str(profile),
+            "--",
+            *serve,
+        ]
     handle = log.open("wb")
     process = subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
     pid = process.pid

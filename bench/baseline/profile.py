@@ -1,0 +1,83 @@
+"""Where the controller's CPU goes, from ``py-spy record --format raw`` folded stacks.
+
+Each sample is one stack; it is charged to one bucket so the buckets add up to the whole. JSON work is
+recognised first (orjson/json frames anywhere: it hides inside writes and watches alike); otherwise the
+innermost frame of our own code decides: ``webhook/core`` is scheduling, the client's write verbs are API
+writes, informers and the store are watch handling, and so on. Helper frames from ``webhook/api`` (quantity
+parsing, typed views) are skipped over so that their cost lands on whoever called them, and so are the
+entry points (``serve`` runs the event loop). Samples with no other frame of ours are transport (aiohttp
+protocol callbacks, TLS) or the event loop itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+FRAME = re.compile(r"^(?P<function>.*?) \((?P<where>[^()]*)\)$")
+
+#: (bucket, predicate on "function (file:line)") checked in order on our innermost frame
+_OURS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("scheduling (webhook/core)", re.compile(r"webhook/core/")),
+    ("queue status and metrics", re.compile(r"status_reporter\.py|queue_status\.py|metrics\.py")),
+    ("API writes (client verbs, writers)", re.compile(r"writers\.py|kube\.py")),
+    ("watch handling (informers, store)", re.compile(r"informer\.py|store\.py")),
+    ("admission loop glue", re.compile(r"loop\.py|workqueue\.py|reconciler\.py|conditions\.py")),
+    ("events", re.compile(r"events\.py")),
+    ("webhook server", re.compile(r"server\.py|admission/")),
+)
+#: helpers charged to their caller, and entry points whose callee (the event loop) is not ours
+_PASS_THROUGH = re.compile(r"webhook/api/|webhook/__main__\.py|webhook/cli\.py|webhook/control/main\.py")
+_WATCH_VERBS = re.compile(r"^(KubeClient\.)?(watch|list_pages|list_all) \(.*kube\.py")
+
+
+def bucket_of(frames: list[str]) -> str:
+    """The bucket one sample (root-first frames) is charged to."""
+    if any("importlib" in f for f in frames):
+        return "start-up (imports)"
+    if any("orjson" in f or "json/" in f or "_json" in f for f in frames):
+        return "JSON encode/decode"
+    for frame in reversed(frames):
+        match = FRAME.match(frame)
+        where = match.group("where") if match else frame
+        if "webhook/" not in where or _PASS_THROUGH.search(where):
+            continue
+        if "kube.py" in where and _WATCH_VERBS.match(frame):
+            return "watch handling (informers, store)"
+        for bucket, pattern in _OURS:
+            if pattern.search(where):
+                return bucket
+        return "other controller code"
+    if any("webhook/api/" in f for f in frames):
+        return "object model (webhook/api)"
+    joined = ";".join(frames)
+    if re.search(r"aiohttp|sslproto|ssl\.py|libssl|libcrypto|_http_parser|yarl|multidict", joined):
+        return "HTTP + TLS transport (aiohttp, ssl)"
+    if re.search(r"gc_collect|\bgc\b", joined):
+        return "garbage collection"
+    return "event loop and runtime"
+
+
+def parse(lines: Iterable[str]) -> dict[str, int]:
+    """Samples per bucket from raw folded lines ``frame;frame;... count``."""
+    out: dict[str, int] = {}
+    for line in lines:
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        bucket = bucket_of(stack.split(";"))
+        out[bucket] = out.get(bucket, 0) + int(count)
+    return out
+
+
+def breakdown(lines: Iterable[str], *, rate_hz: float) -> list[dict[str, object]]:
+    """Buckets, largest first, with CPU seconds and share of all samples."""
+    samples = parse(lines)
+    total = sum(samples.values()) or 1
+    return [
+        {"bucket": name, "cpu_s": round(count / rate_hz, 1), "percent": round(100 * count / total, 1)}
+        for name, count in sorted(samples.items(), key=lambda item: -item[1])
+    ]
