@@ -108,6 +108,7 @@ class Controller:
             )
         )
         self.store.subscribe(self.live_config.on_change)
+        self.live_config.subscribe(_apply_log_level)
         self.store.subscribe(self._dispatch)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
@@ -198,3 +199,8 @@ class Controller:
             for task in background:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+def _apply_log_level(configuration: Configuration) -> None:
+    """``logLevel`` in the ConfigMap takes effect live, like every other field."""
+    logging.getLogger().setLevel(configuration.log_level.upper())
