@@ -28,6 +28,7 @@ ClusterQueue (needs the ``plot`` extra: matplotlib).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import heapq
 import json
@@ -42,7 +43,7 @@ from typing import Any, TextIO
 import yaml
 
 from webhook.api.errors import FieldError
-from webhook.api.jobs import job_pod_sets, job_queue_name, workload_name
+from webhook.api.jobs import JOB_UID_LABEL, job_pod_sets, job_queue_name, workload_name
 from webhook.api.objects import (
     ClusterQueue,
     Cohort,
@@ -55,7 +56,7 @@ from webhook.api.objects import (
     parse_workload,
 )
 from webhook.core.model import amount_quantity
-from webhook.core.scheduler import Admit, SchedulerState, Wait
+from webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 from webhook.core.status import cluster_queue_status
 
 __all__ = [
@@ -200,7 +201,7 @@ def _job_submission(where: str, job: Mapping[str, Any], index: int) -> Submissio
             namespace=namespace,
             uid=uid,
             creation_timestamp=_timestamp(arrival),
-            labels=dict(labels),
+            labels={**labels, JOB_UID_LABEL: uid},
         ),
         pod_sets=pod_sets,
         queue_name=queue,
@@ -321,6 +322,22 @@ class WorkloadRecord:
     wait: Wait | None = None
     #: 1-based rank in its ClusterQueue's queue at the snapshot (None when not queued there)
     position: int | None = None
+    #: bumped at every eviction, so the finish scheduled by an earlier admission is ignored
+    epoch: int = 0
+    preemptions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionRecord:
+    """One eviction to make room: who went, for whom, and why (Kueue's reason and message)."""
+
+    at: float
+    workload: str
+    cluster_queue: str
+    preemptor: str
+    preempting_cluster_queue: str
+    reason: str
+    message: str
 
 
 @dataclass(slots=True)
@@ -341,6 +358,7 @@ class Result:
     end: float
     cycles: int
     decisions: int
+    preemptions: list[PreemptionRecord] = field(default_factory=list)
 
 
 _ARRIVE, _FINISH = 1, 0  # finishes at an instant free quota before arrivals at the same instant queue
@@ -439,6 +457,7 @@ def _replay(
         name: [] for name in state.cluster_queue_names()
     }
     cycles = decisions_total = 0
+    preemptions: list[PreemptionRecord] = []
     done = 0
     now = 0.0
     total = len(scenario.submissions)
@@ -460,7 +479,25 @@ def _replay(
                     runtime = record.runtime
                     if runtime is not None:
                         finish = _step(moment + runtime, resolution)
-                        heapq.heappush(events, (finish, _FINISH, 0, decision.workload))
+                        heapq.heappush(events, (finish, _FINISH, record.epoch, decision.workload))
+                elif isinstance(decision, Evict):
+                    preemptions.append(
+                        PreemptionRecord(
+                            moment,
+                            decision.workload,
+                            decision.cluster_queue,
+                            decision.preemptor or "",
+                            decision.preempting_cluster_queue,
+                            decision.preemption_reason or decision.reason,
+                            decision.message,
+                        )
+                    )
+                    # simulate plays the owner: the Job stops at once and the reservation is cleared,
+                    # which releases the quota and queues the workload again; it restarts from scratch
+                    record.admitted_at = None
+                    record.epoch += 1
+                    record.preemptions += 1
+                    state.upsert_workload(_pending_again(by_key[decision.workload], priorities))
                 else:
                     record.wait = decision
                     record.cluster_queue = decision.cluster_queue
@@ -476,7 +513,7 @@ def _replay(
                 break
         now = events[0][0]
         while events and events[0][0] == now:
-            _, kind, _, key = heapq.heappop(events)
+            _, kind, epoch, key = heapq.heappop(events)
             submission = by_key[key]
             if kind == _ARRIVE:
                 workload = submission.workload
@@ -491,12 +528,21 @@ def _replay(
                 done += 1
                 if progress is not None and (done % 1000 == 0 or done == total):
                     progress(done, total)
-            else:
+            elif epoch == records[key].epoch:  # a finish planned before an eviction never happens
                 records[key].finished_at = now
                 state.finish_workload(key)
         settle(now)
     assert snapshot is not None
-    return Result(snapshot, records, timeline, now, cycles, decisions_total)
+    return Result(snapshot, records, timeline, now, cycles, decisions_total, preemptions)
+
+
+def _pending_again(submission: Submission, priorities: Mapping[str, int]) -> Workload:
+    """The Workload of ``submission`` after its owner cleared the reservation: no admission, no
+    conditions, the same priority it was admitted with."""
+    workload = dataclasses.replace(submission.workload, conditions=(), admission=None)
+    if submission.priority_class:
+        workload = _with_priority(workload, priorities.get(submission.priority_class, 0))
+    return workload
 
 
 def _with_priority(workload: Workload, priority: int) -> Workload:
@@ -597,6 +643,9 @@ def _queue_summary(result: Result, scenario: Scenario) -> list[dict[str, Any]]:
                 "admitted": status.get("admittedWorkloads", 0),
                 "pending": status.get("pendingWorkloads", 0),
                 "finished": finished,
+                "preempted": sum(
+                    1 for p in result.preemptions if p.cluster_queue == name and p.at <= snapshot.at
+                ),
                 "usage": usage,
                 "waitSeconds": {
                     "p50": _percentile(waits, 0.5),
@@ -640,7 +689,25 @@ def report_json(result: Result, scenario: Scenario) -> dict[str, Any]:
         "end": result.end,
         "workloads": _workload_rows(result.snapshot),
         "clusterQueues": _queue_summary(result, scenario),
+        "preemptions": _preemption_rows(result),
     }
+
+
+def _preemption_rows(result: Result) -> list[dict[str, Any]]:
+    """Every preemption up to the snapshot, oldest first."""
+    return [
+        {
+            "at": p.at,
+            "workload": p.workload,
+            "clusterQueue": p.cluster_queue,
+            "preemptor": p.preemptor,
+            "preemptingClusterQueue": p.preempting_cluster_queue,
+            "reason": p.reason,
+            "message": p.message,
+        }
+        for p in result.preemptions
+        if p.at <= result.snapshot.at
+    ]
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -687,16 +754,25 @@ def report_text(result: Result, scenario: Scenario, out: TextIO) -> None:
                 else "not yet tried (behind the head)"
             )
             print(f"  {row['namespace']}/{row['name']}{where}: {why}", file=out)
+    preempted = _preemption_rows(result)
+    if preempted:
+        print("\nPreemptions:", file=out)
+        for row in preempted:
+            print(
+                f"  {_format_offset(row['at'])}  {row['workload']} ({row['clusterQueue']}) preempted by "
+                f"{row['preemptor']} ({row['preemptingClusterQueue']}): {row['reason']}",
+                file=out,
+            )
     for queue in _queue_summary(result, scenario):
         cohort = f", cohort {queue['cohort']}" if queue["cohort"] else ""
         print(f"\nClusterQueue {queue['name']} ({queue['queueingStrategy']}{cohort})", file=out)
         active = queue["status"].get("conditions", [{}])[0]
         if active.get("status") != "True":
             print(f"  inactive: {active.get('message')}", file=out)
-        print(
-            f"  admitted {queue['admitted']}   pending {queue['pending']}   finished {queue['finished']}",
-            file=out,
-        )
+        counts = f"  admitted {queue['admitted']}   pending {queue['pending']}   finished {queue['finished']}"
+        if queue["preempted"]:
+            counts += f"   preempted {queue['preempted']}"
+        print(counts, file=out)
         usage_rows = [
             [
                 u["flavor"],
@@ -739,6 +815,12 @@ def plot_usage(result: Result, scenario: Scenario, path: str) -> None:
                     xs = [t for t, _ in points]
                     ys = [100 * u.get((flavor.name, quota.name), 0) / quota.nominal.nanos for _, u in points]
                     axis.step(xs, ys, where="post", label=f"{flavor.name} {quota.name}")
+        marked = False
+        for p in result.preemptions:
+            if queue.name in (p.cluster_queue, p.preempting_cluster_queue):
+                label = None if marked else "preemption"
+                axis.axvline(p.at, color="red", linestyle=":", linewidth=1, label=label)
+                marked = True
         axis.set_title(f"ClusterQueue {queue.name}")
         axis.set_ylabel("% of nominal")
         axis.legend(loc="upper right", fontsize="small")

@@ -1,7 +1,8 @@
 """Scenario tests: each ``*.yaml`` holds manifests and one ``expect:`` document, replayed by simulate.
 
 The ``expect`` document lists what a user would see at ``at`` (default: the last arrival): which Jobs are
-admitted, which wait and with what reason and message, and the usage of each ClusterQueue.
+admitted, which wait and with what reason and message, which were preempted (by whom, with which
+Preempted reason and Evicted message), and the usage of each ClusterQueue.
 """
 
 from __future__ import annotations
@@ -50,6 +51,18 @@ def test_scenario(path: Path) -> None:
     for name, want in expect.get("pending", {}).items():
         for field, value in want.items():
             assert pending[name][field] == value, f"{name}.{field}"
+    preempted = {
+        job_name(row["workload"].split("/", 1)[1]): {
+            "by": job_name(row["preemptor"].split("/", 1)[1]),
+            "reason": row["reason"],
+            "message": row["message"],
+        }
+        for row in report["preemptions"]
+    }
+    assert sorted(preempted) == sorted(expect.get("preempted", {})), "preempted Jobs"
+    for name, want in expect.get("preempted", {}).items():
+        for field, value in want.items():
+            assert preempted[name][field] == value, f"{name} preempted: {field}"
     queues = {queue["name"]: queue for queue in report["clusterQueues"]}
     for queue_name, usage in expect.get("usage", {}).items():
         got = {f"{u['flavor']}/{u['resource']}": u["used"] for u in queues[queue_name]["usage"]}

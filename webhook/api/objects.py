@@ -72,6 +72,7 @@ _SUBDOMAIN_MSG = (
 QUEUEING_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
 STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
 FUNGIBILITY_POLICIES = ("MayStopSearch", "TryNextFlavor")
+FUNGIBILITY_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
 WITHIN_CQ_POLICIES = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT_POLICIES = ("Never", "LowerPriority")
@@ -429,11 +430,13 @@ class FlavorFungibility:
 
     when_can_borrow: str = "MayStopSearch"
     when_can_preempt: str = "TryNextFlavor"
+    #: ``BorrowingOverPreemption`` (Kueue's behaviour when unset) or ``PreemptionOverBorrowing``
+    preference: str = "BorrowingOverPreemption"
 
 
 @dataclass(frozen=True, slots=True)
 class Preemption:
-    """Parsed and validated now, acted on by the preemption module of a later release."""
+    """``spec.preemption``; ``webhook.core.preemption`` acts on it (all ``Never`` by default)."""
 
     within_cluster_queue: str = "Never"
     reclaim_within_cohort: str = "Never"
@@ -513,7 +516,14 @@ def _fungibility(raw: Any, errors: list[FieldError]) -> FlavorFungibility:
     preempt = _enum(
         raw.get("whenCanPreempt"), f"{path}.whenCanPreempt", FUNGIBILITY_POLICIES, "TryNextFlavor", errors
     )
-    return FlavorFungibility(borrow, preempt)
+    preference = _enum(
+        raw.get("preference"),
+        f"{path}.preference",
+        FUNGIBILITY_PREFERENCES,
+        "BorrowingOverPreemption",
+        errors,
+    )
+    return FlavorFungibility(borrow, preempt, preference)
 
 
 def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:

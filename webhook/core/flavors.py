@@ -57,23 +57,34 @@ class Mode(IntEnum):
 
     NO_FIT = 0
     NO_CANDIDATES = 1  # would need preemption, and nothing can be preempted
-    PREEMPT = 2  # would need preemption, and the oracle found candidates
-    FIT = 3
+    PREEMPT = 2  # would need preemption, candidates found (some in its own ClusterQueue)
+    RECLAIM = 3  # would need preemption, candidates found only in other ClusterQueues of the cohort
+    FIT = 4
+
+    @property
+    def needs_preemption(self) -> bool:
+        return self in (Mode.NO_CANDIDATES, Mode.PREEMPT, Mode.RECLAIM)
 
 
 class PreemptionOracle(Protocol):
-    """Can preempting admitted workloads free ``amount`` of ``fr`` for ``workload`` in ``queue``?"""
+    """Could preempting admitted workloads free ``amount`` of ``fr`` for ``workload`` in ``queue``?
 
-    def has_candidates(
+    Returns the mode (``NO_CANDIDATES``, ``PREEMPT`` or ``RECLAIM``) and how far up the cohort tree
+    the workload would borrow once the candidates are gone.
+    """
+
+    def simulate(
         self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int
-    ) -> bool: ...
+    ) -> tuple[Mode, int]: ...
 
 
 class NoPreemption:
     """The oracle for a system without preemption: nothing is ever a candidate."""
 
-    def has_candidates(self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int) -> bool:
-        return False
+    def simulate(
+        self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int
+    ) -> tuple[Mode, int]:
+        return Mode.NO_CANDIDATES, 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +96,8 @@ class CompiledQueue:
     group_of: Mapping[str, int]
     nominal: Mapping[FlavorResource, int]
     fungibility: FlavorFungibility
+    #: ``borrowWithinCohort`` allows preempting while borrowing (Kueue's canPreemptWhileBorrowing)
+    preempt_while_borrowing: bool = False
 
 
 def compile_queue(queue: ClusterQueue) -> CompiledQueue:
@@ -99,7 +112,14 @@ def compile_queue(queue: ClusterQueue) -> CompiledQueue:
         for flavor in group.flavors
         for quota in flavor.resources
     }
-    return CompiledQueue(queue.name, groups, group_of, nominal, queue.flavor_fungibility)
+    return CompiledQueue(
+        queue.name,
+        groups,
+        group_of,
+        nominal,
+        queue.flavor_fungibility,
+        queue.preemption.borrow_within_cohort != "Never",
+    )
 
 
 @dataclass(slots=True)
@@ -123,6 +143,8 @@ class Assignment:
     mode: Mode
     borrowing: bool = False
     no_fit_reason: str = ""
+    #: the flavor/resources of the chosen flavors that lack unused quota (what preemption must free)
+    needs: frozenset[FlavorResource] = frozenset()
     #: when this workload could fit again: per failing resource group, the alternatives (flavors) that
     #: only lacked unused quota, each as the ``(fr, amount)`` that must be available. ``None`` when
     #: unknown (several pod sets): then any release may help.
@@ -211,12 +233,25 @@ class _Choice:
     flavor: str
     mode: Mode
     borrow: int
+    #: the flavor/resources lacking unused quota on this flavor
+    short: tuple[FlavorResource, ...] = ()
 
 
-def _better(a: _Choice, b: _Choice | None) -> bool:
-    """Kueue's default preference (borrowing over preemption): better mode, then less borrowing."""
-    if b is None:
+def _better(a: _Choice, b: _Choice | None, fungibility: FlavorFungibility) -> bool:
+    """Kueue's ``isPreferred``: any fit beats none and having candidates beats having none; then
+    ``BorrowingOverPreemption`` (the default) ranks by mode, then less borrowing, and
+    ``PreemptionOverBorrowing`` by less borrowing, then mode."""
+    if a.mode is Mode.NO_FIT:
+        return False
+    if b is None or b.mode is Mode.NO_FIT:
         return True
+    a_none, b_none = a.mode is Mode.NO_CANDIDATES, b.mode is Mode.NO_CANDIDATES
+    if a_none != b_none:
+        return not a_none
+    if fungibility.preference == "PreemptionOverBorrowing":
+        if a.borrow != b.borrow:
+            return a.borrow < b.borrow
+        return a.mode > b.mode
     if a.mode != b.mode:
         return a.mode > b.mode
     return a.borrow < b.borrow
@@ -225,7 +260,7 @@ def _better(a: _Choice, b: _Choice | None) -> bool:
 def _try_next(choice: _Choice, fungibility: FlavorFungibility) -> bool:
     if choice.mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
         return True
-    if choice.mode is Mode.PREEMPT and fungibility.when_can_preempt == "TryNextFlavor":
+    if choice.mode in (Mode.PREEMPT, Mode.RECLAIM) and fungibility.when_can_preempt == "TryNextFlavor":
         return True
     return choice.borrow > 0 and fungibility.when_can_borrow == "TryNextFlavor"
 
@@ -245,6 +280,7 @@ def assign_flavors(
     borrowing = False
     no_fit_reason = ""
     shortfalls: list[tuple[tuple[tuple[FlavorResource, int], ...], ...]] = []
+    needs: set[FlavorResource] = set()
     for pod_set in workload.pod_sets:
         result = PodSetResult(pod_set.name, pod_set.count)
         result.requests = {resource: amount * pod_set.count for resource, amount in pod_set.requests}
@@ -287,7 +323,7 @@ def assign_flavors(
                 if not _try_next(choice, queue.fungibility):
                     best = choice
                     break
-                if _better(choice, best):
+                if _better(choice, best, queue.fungibility):
                     best = choice
             if best is None or best.mode is not Mode.FIT:
                 shortfalls.append(tuple(alternatives))
@@ -298,6 +334,7 @@ def assign_flavors(
             for r in group_requests:
                 result.flavors[r] = best.flavor
             if best.mode is not Mode.FIT:
+                needs.update(best.short)
                 result.mode = min(result.mode, best.mode)
                 result.reasons.extend(reasons)
             borrowing = borrowing or best.borrow > 0
@@ -314,7 +351,13 @@ def assign_flavors(
             assigned[fr] = assigned.get(fr, 0) + result.requests[resource]
     known = len(workload.pod_sets) == 1
     return Assignment(
-        results, assigned, overall, borrowing, no_fit_reason, tuple(shortfalls) if known else None
+        results,
+        assigned,
+        overall,
+        borrowing,
+        no_fit_reason,
+        frozenset(needs),
+        tuple(shortfalls) if known else None,
     )
 
 
@@ -371,10 +414,16 @@ def _check_flavor(
             f"{format_amount(resource, wanted - free)} more needed"
         )
         short.append((fr, wanted))
-        if queue.nominal.get(fr, 0) >= wanted:
-            found = oracle.has_candidates(queue=queue.name, workload=workload, fr=fr, amount=wanted)
-            mode = min(mode, Mode.PREEMPT if found else Mode.NO_CANDIDATES)
+        if (
+            queue.nominal.get(fr, 0) >= wanted
+            or queue.preempt_while_borrowing
+            or ledger.may_reclaim_in_hierarchy(queue.name, fr, wanted)
+        ):
+            found, borrow_after = oracle.simulate(queue=queue.name, workload=workload, fr=fr, amount=wanted)
+            mode = min(mode, found)
+            borrow = max(borrow, borrow_after)
         else:
             mode = Mode.NO_FIT
             no_fit_reason = _most_severe(no_fit_reason, REASON_WAITING)
-    return _Choice(flavor, mode, borrow), reasons, no_fit_reason, None if hopeless else tuple(short)
+    choice = _Choice(flavor, mode, borrow, tuple(fr for fr, _ in short))
+    return choice, reasons, no_fit_reason, None if hopeless else tuple(short)

@@ -148,6 +148,19 @@ def borrowing_height(node: Node, fr: FlavorResource, amount: int) -> int:
     return height
 
 
+def may_reclaim_in_hierarchy(node: Node, fr: FlavorResource, amount: int) -> bool:
+    """Whether ``amount`` fits within some subtree below the root (Kueue's mayReclaimInHierarchy): then
+    workloads borrowing into that subtree could be reclaimed even beyond the nominal quota."""
+    current: Node | None = node
+    remaining = amount
+    while current is not None:
+        if current.usage.get(fr, 0) + remaining <= current.subtree.get(fr, 0):
+            return current.parent is not None
+        remaining -= current.local_available(fr)
+        current = current.parent
+    return False
+
+
 class Ledger:
     """The quota tree of every ClusterQueue and cohort, with usage kept current."""
 
@@ -283,6 +296,12 @@ class Ledger:
 
     def borrowing_height(self, queue: str, fr: FlavorResource, amount: int) -> int:
         return borrowing_height(self.queues[queue], fr, amount)
+
+    def may_reclaim_in_hierarchy(self, queue: str, fr: FlavorResource, amount: int) -> bool:
+        node = self.queues[queue]
+        if node.parent is None or node.parent.parent is None:
+            return False  # no subtree between the ClusterQueue and the root: nothing to reclaim into
+        return may_reclaim_in_hierarchy(node, fr, amount)
 
     def usage(self, queue: str) -> Mapping[FlavorResource, int]:
         node = self.queues.get(queue)

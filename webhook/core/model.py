@@ -83,6 +83,8 @@ class WorkloadInfo:
     created: float
     pod_sets: tuple[PodSetInfo, ...]
     uid: str = ""
+    #: the owning Job's UID (label ``kueue.x-k8s.io/job-uid``), quoted in preemption messages
+    job_uid: str = ""
     active: bool = True
     admission: Admission | None = None
     #: ``(flavor, resource) -> nanos`` charged while admitted
@@ -111,6 +113,7 @@ class WorkloadInfo:
             created=workload.meta.created,
             pod_sets=pod_sets,
             uid=workload.meta.uid,
+            job_uid=workload.meta.labels.get("kueue.x-k8s.io/job-uid", ""),
             active=workload.active,
             finished=workload.is_finished,
             shape=_shape(workload.namespace, pod_sets),

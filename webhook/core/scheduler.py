@@ -31,31 +31,37 @@ from webhook.api.objects import (
     Cohort,
     LocalQueue,
     PodSetAssignment,
+    Preemption,
     ResourceFlavor,
     Workload,
     WorkloadPriorityClass,
+    parse_timestamp,
 )
 from webhook.api.selectors import LabelSelector
 from webhook.core.flavors import (
     Assignment,
     CompiledQueue,
     Mode,
-    NoPreemption,
     PreemptionOracle,
     assign_flavors,
     compile_queue,
 )
 from webhook.core.ledger import Ledger
 from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount_quantity
+from webhook.core.preemption import Candidate, ClassicalPreemption, Target, preemption_message, queue_path
 from webhook.core.queues import PendingQueue, RetryCondition, may_fit
 
-__all__ = ["Admit", "Decision", "SchedulerState", "Wait"]
+__all__ = ["Admit", "Decision", "Evict", "SchedulerState", "Wait"]
 
 REASON_MISCONFIGURED = "Misconfigured"
 REASON_SUSPENDED = "Suspended"
 REASON_WAITING = "WaitingForQuota"
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
+REASON_WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"
+#: the Evicted condition reason of a preemption (Kueue's WorkloadEvictedByPreemption)
+EVICTED_BY_PREEMPTION = "Preempted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +92,28 @@ class Wait:
     position: int | None = None
 
 
-Decision = Admit | Wait
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Take quota back from an admitted workload: the controller sets ``Evicted=True`` with ``reason`` and
+    ``message`` (and, for a preemption, ``Preempted=True`` with ``preemption_reason`` and the same message),
+    stops the Job, and once nothing runs any more clears the reservation, which is when the quota is
+    released (``upsert_workload`` sees QuotaReserved=False). Until then the workload keeps its quota and
+    counts as *evicting*; if the write fails the controller calls ``eviction_failed``.
+    """
+
+    workload: WorkloadKey
+    cluster_queue: str
+    reason: str
+    message: str
+    #: ``InClusterQueue`` | ``InCohortReclamation`` | ``InCohortReclaimWhileBorrowing`` |
+    #: ``InCohortFairSharing`` when ``reason`` is ``Preempted``, else ""
+    preemption_reason: str = ""
+    #: the workload that needs the room, and its ClusterQueue (metric ``preempting_cluster_queue``)
+    preemptor: WorkloadKey | None = None
+    preempting_cluster_queue: str = ""
+
+
+Decision = Admit | Wait | Evict
 
 
 @dataclass(slots=True)
@@ -118,14 +145,22 @@ class _Tracked:
     admitted: bool = False
     #: quota is charged in the ledger
     charged: bool = False
+    #: told to give its quota back (Evicted=True or an Evict decision) and still holding it
+    evicting: bool = False
+    #: when its quota was reserved (QuotaReserved time, then our own sequence), for preemption order
+    reserved_at: tuple[float, int] = (0.0, 0)
 
 
 class SchedulerState:
     """Everything the scheduler knows, kept current one event at a time."""
 
     def __init__(self, *, oracle: PreemptionOracle | None = None) -> None:
-        self.oracle: PreemptionOracle = oracle or NoPreemption()
         self.ledger = Ledger()
+        self.preemption = ClassicalPreemption(holders=self)
+        self.oracle: PreemptionOracle = oracle or self.preemption
+        #: preemptors waiting for their targets to go -> the targets still holding quota
+        self._claims: dict[WorkloadKey, set[WorkloadKey]] = {}
+        self._sequence = 0
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cohorts: dict[str, Cohort] = {}
         self.local_queues: dict[str, LocalQueue] = {}
@@ -286,23 +321,33 @@ class SchedulerState:
                 self._drop(tracked)
             return
         if info.admission is not None:  # the API says it holds quota
+            reserved = workload.condition("QuotaReserved")
+            reserved_time = parse_timestamp(reserved.last_transition_time) if reserved is not None else 0.0
             if tracked is not None and tracked.charged and tracked.info.admission is not None:
                 tracked.assumed = False
                 tracked.admitted = workload.is_admitted or tracked.admitted
+                tracked.evicting = tracked.evicting or workload.is_evicted
+                if reserved_time:
+                    tracked.reserved_at = (reserved_time, tracked.reserved_at[1])
                 if tracked.info.usage == info.usage and tracked.cluster_queue == info.admission.cluster_queue:
                     return
                 self._release(tracked)
             if tracked is not None:
                 self._unqueue(tracked)
                 self._unhold(tracked)
+            self._sequence += 1
             tracked = _Tracked(
-                info, cluster_queue=info.admission.cluster_queue, admitted=workload.is_admitted
+                info,
+                cluster_queue=info.admission.cluster_queue,
+                admitted=workload.is_admitted,
+                evicting=workload.is_evicted,
+                reserved_at=(reserved_time, self._sequence),
             )
             self._workloads[key] = tracked
             self._charge(tracked)
             return
         if tracked is not None and tracked.charged:
-            if tracked.assumed:
+            if tracked.assumed and not tracked.evicting:
                 return  # an event from before our own admission reached the API server; keep it
             self._release(tracked)  # the reservation was cleared (evicted): back to the queue
             self._last_wait.pop(key, None)
@@ -331,6 +376,16 @@ class SchedulerState:
         """The workload finished (``Finished=True``): its quota is free for others."""
         self.delete_workload(key)
 
+    def eviction_failed(self, key: str) -> None:
+        """An Evict decision could not be written: the workload holds its quota as before, and the
+        preemptors waiting for it try again."""
+        tracked = self._workloads.get(WorkloadKey(key))
+        if tracked is None or not tracked.evicting:
+            return
+        tracked.evicting = False
+        if tracked.cluster_queue in self.ledger.queues:
+            self._wake(self.ledger.tree_queues(tracked.cluster_queue))
+
     def forget(self, key: str) -> None:
         """Undo an assumed admission whose status write failed; the workload queues again."""
         tracked = self._workloads.get(WorkloadKey(key))
@@ -348,7 +403,7 @@ class SchedulerState:
         """One scheduling pass over the heads of every open ClusterQueue."""
         decisions: list[Decision] = list(self._notices)
         self._notices.clear()
-        entries: list[tuple[tuple[bool, int, float, str], WorkloadInfo, _QueueState, Assignment]] = []
+        entries: list[tuple[tuple[bool, bool, int, float, str], WorkloadInfo, _QueueState, Assignment]] = []
         for name in sorted(self._ready):
             queue = self._queues[name]
             info = queue.pending.pop()
@@ -375,40 +430,175 @@ class SchedulerState:
                 ledger=self.ledger,
                 oracle=self.oracle,
             )
-            order = (assignment.borrowing, -info.priority, info.created, info.key)
+            # a preemptor whose targets are on their way out goes first: nobody overtakes its claim
+            order = (
+                info.key not in self._claims,
+                assignment.borrowing,
+                -info.priority,
+                info.created,
+                info.key,
+            )
             entries.append((order, info, queue, assignment))
+        if not entries:
+            return decisions
         entries.sort(key=lambda entry: entry[0])
-        for _, info, queue, assignment in entries:
-            tracked = self._workloads[info.key]
-            name = queue.spec.name
-            if assignment.mode is not Mode.FIT:
-                queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
-                tracked.queued = True
-                self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
-                continue
-            if any(amount > self.ledger.available(name, fr) for fr, amount in assignment.usage.items()):
-                # It fitted at nomination but an admission before it in this cycle took the room.
-                # Kueue requeues it for the next cycle with this message. We do the same when some
-                # flavor could still hold it; otherwise it parks until enough is available again.
-                retry = _any_flavor_condition(queue.compiled, info)
-                if may_fit(retry, partial(self.ledger.available, name)):
-                    queue.pending.requeue_retry(info)
-                    self._ready.add(name)
-                else:
-                    queue.pending.requeue_failed(info, retry_when=retry)
-                tracked.queued = True
-                self._wait(decisions, info, name, REASON_WAITING, NO_LONGER_FITS, queue)
-                continue
-            admission = _admission(name, assignment)
-            info.admission = admission
-            info.usage = dict(assignment.usage)
-            tracked.cluster_queue = name
-            checks = queue.spec.admission_checks
-            tracked.assumed, tracked.admitted = True, not checks
-            self._charge(tracked)
-            self._last_wait.pop(info.key, None)
-            decisions.append(Admit(info.key, name, admission, assignment.borrowing, checks))
+        cycle = _Cycle()
+        try:
+            for _, info, queue, assignment in entries:
+                self._process(decisions, cycle, info, queue, assignment)
+        finally:
+            for name, usage in cycle.holds:  # capacity held for this cycle only
+                self.ledger.release(name, usage)
         return decisions
+
+    def _process(
+        self,
+        decisions: list[Decision],
+        cycle: _Cycle,
+        info: WorkloadInfo,
+        queue: _QueueState,
+        assignment: Assignment,
+    ) -> None:
+        tracked = self._workloads[info.key]
+        name = queue.spec.name
+        mode = assignment.mode
+        targets: list[Target] = []
+        if mode.needs_preemption and mode is not Mode.NO_CANDIDATES:
+            targets = self.preemption.targets(
+                queue=name, workload=info, requests=assignment.usage, needs=assignment.needs
+            )
+        if mode is not Mode.FIT and not targets:
+            if mode.needs_preemption and queue.spec.preemption.reclaim_within_cohort != "Any":
+                # it would preempt if it could, so the room it lacks is not lent out in this cycle
+                # (Kueue's reserveCapacityForUnreclaimablePreempt)
+                cycle.hold(self.ledger, name, self._reservable(name, queue, assignment))
+            queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
+            tracked.queued = True
+            self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
+            return
+        target_keys = {t.candidate.info.key for t in targets}
+        if target_keys & cycle.preempted:
+            queue.pending.requeue_failed(info, retry_when=None)
+            tracked.queued = True
+            self._wait(decisions, info, name, REASON_WAITING, OVERLAPPING_TARGETS, queue)
+            return
+        if not self._fits_without(name, assignment.usage, cycle.preempted | target_keys):
+            # It fitted at nomination but an admission before it in this cycle took the room.
+            # Kueue requeues it for the next cycle with this message. We do the same when some
+            # flavor could still hold it; otherwise it parks until enough is available again.
+            retry = _any_flavor_condition(queue.compiled, info)
+            if not targets and may_fit(retry, partial(self.ledger.available, name)):
+                queue.pending.requeue_retry(info)
+                self._ready.add(name)
+            else:
+                queue.pending.requeue_failed(info, retry_when=None if targets else retry)
+            tracked.queued = True
+            self._wait(decisions, info, name, REASON_WAITING, NO_LONGER_FITS, queue)
+            return
+        if targets:
+            self._preempt(decisions, cycle, info, queue, assignment, targets)
+            return
+        self._claims.pop(info.key, None)
+        admission = _admission(name, assignment)
+        info.admission = admission
+        info.usage = dict(assignment.usage)
+        tracked.cluster_queue = name
+        checks = queue.spec.admission_checks
+        tracked.assumed, tracked.admitted = True, not checks
+        self._sequence += 1
+        tracked.reserved_at = (float("inf"), self._sequence)
+        self._charge(tracked)
+        self._last_wait.pop(info.key, None)
+        decisions.append(Admit(info.key, name, admission, assignment.borrowing, checks))
+
+    def _preempt(
+        self,
+        decisions: list[Decision],
+        cycle: _Cycle,
+        info: WorkloadInfo,
+        queue: _QueueState,
+        assignment: Assignment,
+        targets: list[Target],
+    ) -> None:
+        """Issue the evictions the preemptor needs and keep its claim: the room stays held for it in
+        this cycle, and it parks until a release in its cohort tree lets it try again (first)."""
+        name = queue.spec.name
+        tracked = self._workloads[info.key]
+        cycle.preempted.update(t.candidate.info.key for t in targets)
+        cycle.hold(self.ledger, name, assignment.usage)
+        preemptor_path = queue_path(self.ledger, name)
+        for target in targets:
+            victim = self._workloads.get(target.candidate.info.key)
+            if victim is None or victim.evicting:
+                continue  # already on its way out: nothing new to write
+            victim.evicting = True
+            message = preemption_message(
+                preemptor_uid=info.uid,
+                preemptor_job_uid=info.job_uid,
+                reason=target.reason,
+                preemptor_path=preemptor_path,
+                preemptee_path=queue_path(self.ledger, victim.cluster_queue),
+            )
+            decisions.append(
+                Evict(
+                    victim.info.key,
+                    victim.cluster_queue,
+                    EVICTED_BY_PREEMPTION,
+                    message,
+                    target.reason,
+                    info.key,
+                    name,
+                )
+            )
+        self._claims[info.key] = {t.candidate.info.key for t in targets}
+        queue.pending.requeue_failed(info, retry_when=None)
+        tracked.queued = True
+        message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
+        self._wait(decisions, info, name, REASON_WAITING_FOR_PREEMPTED, message, queue)
+
+    def _fits_without(self, name: str, usage: Mapping[FlavorResource, int], gone: set[WorkloadKey]) -> bool:
+        """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota."""
+        removed = [self._workloads[k] for k in gone if k in self._workloads and self._workloads[k].charged]
+        for victim in removed:
+            self.ledger.release(victim.cluster_queue, victim.info.usage)
+        try:
+            return all(amount <= self.ledger.available(name, fr) for fr, amount in usage.items())
+        finally:
+            for victim in removed:
+                self.ledger.charge(victim.cluster_queue, victim.info.usage)
+
+    def _reservable(self, name: str, queue: _QueueState, assignment: Assignment) -> dict[FlavorResource, int]:
+        """What a head that would need preemption holds back for the rest of the cycle (Kueue's
+        quotaResourcesToReserve): up to its nominal quota, or its borrowing limit when it borrows."""
+        node = self.ledger.queues[name]
+        out: dict[FlavorResource, int] = {}
+        for fr, amount in assignment.usage.items():
+            quota = node.quotas.get(fr)
+            nominal = quota.nominal if quota is not None else 0
+            used = node.usage.get(fr, 0)
+            if assignment.borrowing:
+                limit = quota.borrowing_limit if quota is not None else None
+                held = amount if limit is None else min(amount, nominal + limit - used)
+            else:
+                held = min(amount, nominal - used)
+            if held > 0:
+                out[fr] = held
+        return out
+
+    # == what preemption reads (``preemption.QuotaHolders``) ===========================================
+    def preemption_policy(self, cluster_queue: str) -> Preemption:
+        queue = self._queues.get(cluster_queue)
+        return queue.spec.preemption if queue is not None else Preemption()
+
+    def holders(self, cluster_queue: str) -> list[Candidate]:
+        queue = self._queues.get(cluster_queue)
+        if queue is None:
+            return []
+        out = []
+        for key in queue.reserving:
+            tracked = self._workloads[key]
+            out.append(Candidate(tracked.info, cluster_queue, tracked.evicting, tracked.reserved_at))
+        return out
 
     def has_work(self) -> bool:
         """Whether a cycle now could decide anything (a head to try or a notice to deliver)."""
@@ -567,10 +757,15 @@ class SchedulerState:
         if queue is not None:
             queue.reserving.discard(tracked.info.key)
         tracked.charged = False
+        if tracked.evicting:
+            tracked.evicting = False
+            for waiting in self._claims.values():
+                waiting.discard(tracked.info.key)
         if name in self.ledger.queues:
             self._wake(self.ledger.tree_queues(name), released=True)
 
     def _drop(self, tracked: _Tracked) -> None:
+        self._claims.pop(tracked.info.key, None)
         self._release(tracked)
         self._unqueue(tracked)
         self._unhold(tracked)
@@ -625,6 +820,19 @@ class SchedulerState:
             return
         self._last_wait[workload_key] = seen
         out.append(Wait(workload_key, cluster_queue, reason, message, position))
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """What one cycle remembers: workloads it chose to preempt, and capacity held until it ends."""
+
+    preempted: set[WorkloadKey] = field(default_factory=set)
+    holds: list[tuple[str, dict[FlavorResource, int]]] = field(default_factory=list)
+
+    def hold(self, ledger: Ledger, name: str, usage: Mapping[FlavorResource, int]) -> None:
+        if usage:
+            ledger.charge(name, usage)
+            self.holds.append((name, dict(usage)))
 
 
 def _any_flavor_condition(queue: CompiledQueue, info: WorkloadInfo) -> RetryCondition | None:
