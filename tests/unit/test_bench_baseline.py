@@ -1,0 +1,324 @@
+"""The pure parts of the Kueue baseline benchmark: scenario, timeline, over-admission check, figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.baseline import profile, scenario
+from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample, compute, held_cpu_seconds
+from bench.baseline.runner import eviction_ack_patch, finished_patch
+from bench.baseline.timeline import Change, QuotaLimits, Timeline, Transition, check_over_admission
+from bench.kueue_baseline import limits_of, parse_writes
+
+JSON = dict[str, Any]
+
+
+def workload(
+    name: str,
+    *,
+    namespace: str = "cq-a",
+    cls: str = "small",
+    cpu: str = "1",
+    conditions: dict[str, str] | None = None,
+    admitted_to: str | None = None,
+    version: str = "1",
+) -> JSON:
+    obj: JSON = {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "resourceVersion": version,
+            "generation": 1,
+            "labels": {scenario.CLASS_LABEL: cls},
+        },
+        "spec": {
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+                    },
+                }
+            ]
+        },
+        "status": {
+            "conditions": [
+                {"type": kind, "status": status, "reason": "R", "message": "", "lastTransitionTime": "t"}
+                for kind, status in (conditions or {}).items()
+            ]
+        },
+    }
+    if admitted_to:
+        obj["status"]["admission"] = {
+            "clusterQueue": admitted_to,
+            "podSetAssignments": [{"name": "main", "resourceUsage": {"cpu": cpu}}],
+        }
+    return obj
+
+
+RESERVED = {"QuotaReserved": "True", "Admitted": "True"}
+DONE = {"QuotaReserved": "True", "Admitted": "True", "Finished": "True"}
+
+
+# -- the scenario as Kueue's generator builds it (configs/baseline/generator.yaml) ------------------------
+
+
+def test_baseline_plan_has_kueues_counts_names_and_pacing() -> None:
+    plan = scenario.plan(scenario.BASELINE)
+    assert len(plan.queues) == 30
+    assert plan.workload_count == 15_000
+    by_class: dict[str, int] = {}
+    for stream in plan.streams:
+        for planned in stream.workloads:
+            by_class[planned.template.class_name] = by_class.get(planned.template.class_name, 0) + 1
+    assert by_class == {"small": 10_500, "medium": 3_000, "large": 1_500}
+    assert plan.cpu_seconds() == 39_600  # the issue's figure: 66 s on 600 cpu
+    assert plan.nominal_cpu() == 600
+    assert {q.cohort for q in plan.queues} == {f"cohort-{i}" for i in range(5)}
+    assert plan.queues[8].name == "cq-0-2-cohort-1"
+    intervals = {s.workloads[0].template.class_name: s.interval_ms for s in plan.streams}
+    assert intervals == {"small": 100, "medium": 500, "large": 1200}
+    first_stream = plan.streams[0]
+    assert [w.name for w in first_stream.workloads[:2]] == ["small-0-0-0", "small-0-1-0"]
+    assert plan.streams[2].workloads[-1].name == "large-2-49-0"
+
+
+def test_large_scale_plan_has_1000_queues_and_50000_workloads() -> None:
+    plan = scenario.plan(scenario.LARGE)
+    assert len(plan.queues) == 1000
+    assert len({q.cohort for q in plan.queues}) == 10
+    assert plan.workload_count == 50_000
+    runtimes = {s.workloads[0].template.class_name: s.workloads[0].template.runtime_ms for s in plan.streams}
+    assert runtimes == {"small": 150, "medium": 350, "large": 700}
+
+
+def test_manifests_carry_priority_run_time_label_and_quota() -> None:
+    plan = scenario.plan(scenario.BASELINE)
+    stream = next(s for s in plan.streams if s.workloads[0].template.class_name == "medium")
+    obj = scenario.workload(stream.workloads[0])
+    assert obj["spec"]["priority"] == 100
+    assert obj["spec"]["queueName"] == stream.queue.name == obj["metadata"]["namespace"]
+    assert obj["metadata"]["labels"][scenario.RUNNING_TIME_LABEL] == "500"
+    assert obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "5"}
+    }
+    cq = scenario.cluster_queue(stream.queue)
+    quota = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert (quota["nominalQuota"], quota["borrowingLimit"]) == ("20", "100")
+    assert cq["spec"]["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    assert cq["spec"]["cohortName"] == stream.queue.cohort
+
+
+def test_quota_limits_of_the_baseline_are_the_cohorts_nominal_total() -> None:
+    limits = limits_of(scenario.plan(scenario.BASELINE))
+    # 20 nominal + 100 borrowing, but the cohort only has 6 x 20 = 120 to lend
+    assert set(limits.cluster_queue.values()) == {120_000}
+    assert set(limits.cohort.values()) == {120_000}
+
+
+# -- timeline ------------------------------------------------------------------------------------------------
+
+
+def test_timeline_records_reservation_admission_and_release_on_finish() -> None:
+    timeline = Timeline(class_label=scenario.CLASS_LABEL)
+    timeline.created("cq-a/w", class_name="small", cluster_queue="cq-a", at=1.0)
+    assert timeline.observe(workload("w"), at=1.1) == []
+    changes = timeline.observe(workload("w", conditions=RESERVED, admitted_to="cq-a", cpu="500m"), at=2.0)
+    assert [(t.change, t.cpu_milli) for t in changes] == [(Change.RESERVED, 500), (Change.ADMITTED, 0)]
+    # the same state seen again (a watch resumed from an older version) changes nothing
+    assert timeline.observe(workload("w", conditions=RESERVED, admitted_to="cq-a", cpu="500m"), at=2.1) == []
+    changes = timeline.observe(workload("w", conditions=DONE, admitted_to="cq-a", cpu="500m"), at=3.0)
+    assert [(t.change, t.cpu_milli) for t in changes] == [(Change.FINISHED, 0), (Change.RELEASED, 500)]
+    record = timeline.records["cq-a/w"]
+    assert (record.created_at, record.admitted_at, record.finished_at) == (1.0, 2.0, 3.0)
+
+
+def test_timeline_eviction_releases_when_the_owner_clears_the_reservation() -> None:
+    timeline = Timeline(class_label=scenario.CLASS_LABEL)
+    timeline.observe(workload("w", conditions=RESERVED, admitted_to="cq-a"), at=1.0)
+    evicted = timeline.observe(
+        workload("w", conditions={**RESERVED, "Evicted": "True"}, admitted_to="cq-a"), at=2.0
+    )
+    assert [t.change for t in evicted] == [Change.EVICTED]  # still holding until acknowledged
+    cleared = timeline.observe(
+        workload("w", conditions={"QuotaReserved": "False", "Admitted": "False", "Evicted": "True"}), at=2.5
+    )
+    assert [t.change for t in cleared] == [Change.UNADMITTED, Change.RELEASED]
+    assert timeline.records["cq-a/w"].evictions == 1
+
+
+def _t(seq: int, change: Change, queue: str, cpu: int, at: float | None = None) -> Transition:
+    return Transition(seq, float(seq) if at is None else at, f"{queue}/w{seq}", change, queue, cpu)
+
+
+LIMITS = QuotaLimits({"a": 10_000, "b": 10_000}, {"a": "c", "b": "c"}, {"c": 12_000})
+
+
+def test_over_admission_check_passes_a_timeline_within_quota_and_reports_peaks() -> None:
+    transitions = [
+        _t(1, Change.RESERVED, "a", 8_000),
+        _t(2, Change.RESERVED, "b", 4_000),
+        Transition(3, 3.0, "a/w1", Change.RELEASED, "a", 8_000),
+        _t(4, Change.RESERVED, "b", 6_000),
+    ]
+    report = check_over_admission(transitions, LIMITS)
+    assert report.violations == []
+    assert report.max_cluster_queue == {"a": 8_000, "b": 10_000}
+    assert report.max_cohort == {"c": 12_000}
+    assert report.held_at_end == {"b": 10_000}
+
+
+def test_over_admission_check_catches_the_cohort_exceeded_for_one_instant() -> None:
+    transitions = [
+        _t(1, Change.RESERVED, "a", 8_000),
+        _t(2, Change.RESERVED, "b", 5_000),  # 13 cpu in a 12 cpu cohort, released right after
+        Transition(3, 3.0, "a/w1", Change.RELEASED, "a", 8_000),
+    ]
+    report = check_over_admission(transitions, LIMITS)
+    assert [(v.seq, v.scope, v.used_milli, v.limit_milli) for v in report.violations] == [
+        (2, "cohort c", 13_000, 12_000)
+    ]
+
+
+def test_over_admission_check_orders_by_commit_sequence_not_receipt_time() -> None:
+    # the release was committed first (seq 2) though stamped later: no instant held 11 cpu in queue a
+    transitions = [
+        _t(1, Change.RESERVED, "a", 6_000),
+        _t(3, Change.RESERVED, "a", 5_000, at=2.0),
+        Transition(2, 2.5, "a/w1", Change.RELEASED, "a", 6_000),
+    ]
+    assert check_over_admission(transitions, LIMITS).violations == []
+
+
+# -- figures ----------------------------------------------------------------------------------------------
+
+
+def test_figures_wall_usage_and_mean_time_to_admission_per_class() -> None:
+    timeline = Timeline(class_label=scenario.CLASS_LABEL)
+    for name, cls, created, admitted, finished, cpu in (
+        ("s1", "small", 0.0, 1.0, 3.0, "1"),
+        ("s2", "small", 0.5, 3.5, 4.0, "1"),
+        ("l1", "large", 1.0, 2.0, 4.0, "2"),
+    ):
+        timeline.created(f"cq-a/{name}", class_name=cls, cluster_queue="cq-a", at=created)
+        timeline.observe(
+            workload(name, cls=cls, cpu=cpu, conditions=RESERVED, admitted_to="cq-a"), at=admitted
+        )
+        timeline.observe(workload(name, cls=cls, cpu=cpu, conditions=DONE, admitted_to="cq-a"), at=finished)
+    figures = compute(timeline, expected=4, nominal_cpu=2, first_creation_at=0.0, end_at=4.0)
+    assert figures.wall_s == 4.0
+    # held: 1 cpu x 2 s + 1 cpu x 0.5 s + 2 cpu x 2 s = 6.5 cpu-s over 2 cpu x 4 s
+    assert figures.usage_percent == pytest.approx(81.25)
+    assert figures.classes["small"].mean_time_to_admission_s == pytest.approx(2.0)
+    assert figures.classes["small"].max_time_to_admission_s == pytest.approx(3.0)
+    assert figures.classes["large"].mean_time_to_admission_s == pytest.approx(1.0)
+    assert not figures.every_workload_finished and figures.unfinished == 1
+
+
+def test_quota_still_held_at_the_end_counts_until_the_end() -> None:
+    transitions = [_t(1, Change.RESERVED, "a", 2_000, at=1.0)]
+    assert held_cpu_seconds(transitions, end_at=4.0) == pytest.approx(6.0)
+
+
+def test_kueue_recorder_usage_integrates_status_between_events_and_detects_idle() -> None:
+    usage = KueueRecorderUsage(nominal_milli={"a": 10_000})
+    usage.add(QueueStatusSample(0.0, "a", 0, 3, 0))
+    usage.add(QueueStatusSample(1.0, "a", 10_000, 1, 2))
+    assert not usage.idle()
+    usage.add(QueueStatusSample(3.0, "a", 5_000, 0, 1))
+    usage.add(QueueStatusSample(4.0, "a", 0, 0, 0))
+    assert usage.idle()
+    # 10 cpu x 2 s + 5 cpu x 1 s over 10 cpu x 4 s
+    assert usage.percent() == pytest.approx(62.5)
+
+
+# -- the execution actor's writes -------------------------------------------------------------------------
+
+
+def test_finish_patch_sets_finished_by_test_guarded_by_resource_version() -> None:
+    obj = workload("w", conditions=RESERVED, admitted_to="cq-a", version="42")
+    patch = finished_patch(obj)
+    assert patch is not None
+    assert patch[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "42"}
+    conditions = {c["type"]: c for c in patch[1]["value"]}
+    assert (conditions["Finished"]["status"], conditions["Finished"]["reason"]) == ("True", "ByTest")
+    assert conditions["QuotaReserved"]["status"] == "True"  # the controller's conditions are kept
+    assert finished_patch(workload("w", conditions=DONE)) is None
+
+
+def test_eviction_acknowledgement_clears_the_reservation_as_kueues_runner_does() -> None:
+    obj = workload("w", conditions={**RESERVED, "Evicted": "True"}, admitted_to="cq-a", version="7")
+    patch = eviction_ack_patch(obj)
+    assert patch is not None
+    assert {"op": "remove", "path": "/status/admission"} in patch
+    conditions = {c["type"]: c for c in patch[1]["value"]}
+    assert (conditions["QuotaReserved"]["status"], conditions["QuotaReserved"]["reason"]) == (
+        "False",
+        "Pending",
+    )
+    assert conditions["QuotaReserved"]["message"] == "Evicted by the test runner"
+    assert (conditions["Admitted"]["status"], conditions["Admitted"]["reason"]) == ("False", "NoReservation")
+    assert eviction_ack_patch(workload("w", conditions={"QuotaReserved": "False"})) is None
+
+
+# -- reporting helpers -------------------------------------------------------------------------------------
+
+
+def test_controller_write_counts_are_read_from_its_metrics() -> None:
+    text = "\n".join(
+        [
+            "# TYPE kueue_webhook_api_writes_total counter",
+            'kueue_webhook_api_writes_total{kind="Workload",verb="patch-status"} 15000.0',
+            'kueue_webhook_api_writes_total{kind="ClusterQueue",verb="patch-status"} 1200.0',
+            'kueue_webhook_api_writes_created{kind="Workload",verb="patch-status"} 1.7e9',
+        ]
+    )
+    assert parse_writes(text) == {"Workload patch-status": 15000, "ClusterQueue patch-status": 1200}
+
+
+@pytest.mark.parametrize(
+    ("stack", "bucket"),
+    [
+        (
+            [
+                "run (webhook/control/main.py:103)",
+                "cycle (webhook/core/scheduler.py:10)",
+                "parse_quantity (webhook/api/quantity.py:205)",
+            ],
+            "scheduling (webhook/core)",
+        ),
+        (
+            [
+                "run (webhook/control/main.py:103)",
+                "KubeClient.watch (webhook/control/kube.py:260)",
+                "loads (orjson)",
+            ],
+            "JSON encode/decode",
+        ),
+        (
+            [
+                "run (webhook/control/main.py:103)",
+                "KubeClient.watch (webhook/control/kube.py:255)",
+                "StreamReader.readline (aiohttp/streams.py:1)",
+            ],
+            "watch handling (informers, store)",
+        ),
+        (
+            ["run (webhook/control/main.py:103)", "Writer.patch_status (webhook/control/writers.py:50)"],
+            "API writes (client verbs, writers)",
+        ),
+        (
+            [
+                "run (webhook/control/main.py:103)",
+                "_run_once (asyncio/base_events.py:1)",
+                "SSLProtocol._do_read (asyncio/sslproto.py:1)",
+            ],
+            "HTTP + TLS transport (aiohttp, ssl)",
+        ),
+    ],
+)
+def test_profile_samples_are_charged_to_the_component_that_spent_them(stack: list[str], bucket: str) -> None:
+    assert profile.bucket_of(stack) == bucket
