@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gzip
 import json
 import os
 import platform
@@ -67,6 +68,16 @@ def parse_writes(exposition: str) -> dict[str, int]:
             labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1)))
             out[f"{labels.get('kind')} {labels.get('verb')}"] = int(float(match.group(2)))
     return out
+
+
+def dump_timeline(run: Run, path: Path) -> None:
+    """Every transition and every Workload's record, one JSON object a line, for post-mortems."""
+    with gzip.open(path, "wt") as out:
+        for t in run.timeline.transitions:
+            row = {"seq": t.seq, "at": round(t.at, 4), "workload": t.workload, "change": t.change.value}
+            out.write(json.dumps({**row, "cq": t.cluster_queue, "cpu_milli": t.cpu_milli}) + "\n")
+        for key, record in run.timeline.records.items():
+            out.write(json.dumps({"workload": key, **asdict(record)}) + "\n")
 
 
 def machine() -> JSON:
@@ -254,6 +265,8 @@ async def execute(args: argparse.Namespace) -> JSON:
                     controller_info["fake_api_cpu_s"] = processes.cpu_seconds(fake.pid)
                 with contextlib.suppress(Exception):
                     controller_info["api_writes"] = parse_writes(await controller.metrics())
+            dump_timeline(run, workdir / "timeline.jsonl.gz")
+            print(f"timeline: {workdir / 'timeline.jsonl.gz'}", flush=True)
             return summarize(run, plan, controller=controller_info)
         finally:
             await client.close()

@@ -148,6 +148,7 @@ def over_admission_summary(
                 "scope": v.scope,
                 "used_cpu": v.used_milli / 1000,
                 "limit_cpu": v.limit_milli / 1000,
+                "holders": [f"{workload}={milli / 1000:g}" for workload, milli in v.holders],
             }
             for v in report.violations[:5]
         ],

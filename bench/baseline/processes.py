@@ -9,7 +9,9 @@ peak resident memory is read from ``/proc/<pid>/status`` (VmHWM) before it is st
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import socket
@@ -49,8 +51,6 @@ def cpu_seconds(pid: int) -> float | None:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    import os
-
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -105,22 +105,21 @@ class Controller:
             return await response.text()
 
     def stop(self) -> None:
-        """SIGINT the controller (py-spy then writes its profile), escalate if it does not exit."""
+        """SIGTERM the controller (as a kubelet stops a pod); py-spy writes its profile once it is gone."""
         with contextlib.suppress(ProcessLookupError):
-            import os
-
-            os.kill(self.pid, signal.SIGINT)
+            os.kill(self.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout=60 if self.profile else 15)
+            self.process.wait(timeout=120 if self.profile else 15)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.pid != self.process.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
 
 
 async def _sleep_poll() -> None:
     """Readiness has no event to await across processes: poll /readyz every 100 ms."""
-    import asyncio
-
     await asyncio.sleep(0.1)
 
 

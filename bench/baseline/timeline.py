@@ -175,6 +175,8 @@ class Violation:
     scope: str  # "ClusterQueue <name>" or "cohort <name>"
     used_milli: int
     limit_milli: int
+    #: who held the quota at that instant (workload, milli-cpu), so the cause can be looked up
+    holders: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,42 +191,38 @@ def check_over_admission(transitions: Sequence[Transition], limits: QuotaLimits)
     """Replay reservations and releases in commit order; every instant must stay within ``limits``."""
     queue_usage: dict[str, int] = dict.fromkeys(limits.cluster_queue, 0)
     cohort_usage: dict[str, int] = dict.fromkeys(limits.cohort, 0)
+    held: dict[str, dict[str, int]] = {}  # scope -> workload -> milli-cpu
     max_queue = dict(queue_usage)
     max_cohort = dict(cohort_usage)
     violations: list[Violation] = []
     for transition in sorted(transitions, key=lambda t: t.seq):
-        if transition.change is Change.RESERVED:
-            delta = transition.cpu_milli
-        elif transition.change is Change.RELEASED:
-            delta = -transition.cpu_milli
-        else:
+        if transition.change not in (Change.RESERVED, Change.RELEASED):
             continue
         queue = transition.cluster_queue
-        queue_usage[queue] = queue_usage.get(queue, 0) + delta
-        if delta <= 0:
-            cohort = limits.cohort_of.get(queue)
-            if cohort is not None:
-                cohort_usage[cohort] = cohort_usage.get(cohort, 0) + delta
-            continue
-        max_queue[queue] = max(max_queue.get(queue, 0), queue_usage[queue])
-        limit = limits.cluster_queue.get(queue)
-        if limit is None or queue_usage[queue] > limit:
-            scope = f"ClusterQueue {queue}" + ("" if limit is not None else " (unknown)")
-            violations.append(Violation(transition.seq, transition.at, scope, queue_usage[queue], limit or 0))
         cohort = limits.cohort_of.get(queue)
+        delta = transition.cpu_milli if transition.change is Change.RESERVED else -transition.cpu_milli
+        queue_usage[queue] = queue_usage.get(queue, 0) + delta
         if cohort is not None:
             cohort_usage[cohort] = cohort_usage.get(cohort, 0) + delta
+        for scope in (f"ClusterQueue {queue}", f"cohort {cohort}" if cohort is not None else None):
+            if scope is None:
+                continue
+            holders = held.setdefault(scope, {})
+            if delta > 0:
+                holders[transition.workload] = transition.cpu_milli
+            else:
+                holders.pop(transition.workload, None)
+        if delta <= 0:
+            continue
+        checks = [(f"ClusterQueue {queue}", queue_usage[queue], limits.cluster_queue.get(queue, 0))]
+        max_queue[queue] = max(max_queue.get(queue, 0), queue_usage[queue])
+        if cohort is not None:
             max_cohort[cohort] = max(max_cohort.get(cohort, 0), cohort_usage[cohort])
-            if cohort_usage[cohort] > limits.cohort.get(cohort, 0):
-                violations.append(
-                    Violation(
-                        transition.seq,
-                        transition.at,
-                        f"cohort {cohort}",
-                        cohort_usage[cohort],
-                        limits.cohort.get(cohort, 0),
-                    )
-                )
+            checks.append((f"cohort {cohort}", cohort_usage[cohort], limits.cohort.get(cohort, 0)))
+        for scope, used, limit in checks:
+            if used > limit:
+                snapshot = tuple(sorted(held[scope].items())) if len(violations) < 20 else ()
+                violations.append(Violation(transition.seq, transition.at, scope, used, limit, snapshot))
     return OverAdmissionReport(
         max_queue, max_cohort, violations, {q: used for q, used in queue_usage.items() if used}
     )
