@@ -73,6 +73,7 @@ __all__ = [
 ARRIVAL_ANNOTATION = "simulate.kueue-webhook/arrival"
 RUNTIME_ANNOTATION = "simulate.kueue-webhook/runtime"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+_EPOCH_SECONDS = EPOCH.timestamp()
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -91,6 +92,9 @@ def parse_duration(text: Any) -> float:
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"{text!r}: expected a duration like 30s, 2m or 1h30m")
     value = text.strip()
+    head = value[:-1]
+    if value[-1] == "s" and head.replace(".", "", 1).isdigit():  # the common ``12.5s``, without regex
+        return float(head)
     try:
         seconds = float(value)
     except ValueError:
@@ -151,18 +155,30 @@ class Scenario:
     submissions: list[Submission] = field(default_factory=list)
 
 
-def _where(source: str, index: int, doc: Mapping[str, Any]) -> str:
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    kind = doc.get("kind") or "document"
-    return f"{source}: document {index + 1} ({kind}{'/' + str(name) if name else ''})"
+class _Where:
+    """``file: document N (Kind/name)`` for error messages, spelled out only when an error needs it."""
+
+    __slots__ = ("doc", "index", "source")
+
+    def __init__(self, source: str, index: int, doc: Mapping[str, Any]) -> None:
+        self.source, self.index, self.doc = source, index, doc
+
+    def __str__(self) -> str:
+        doc = self.doc
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        kind = doc.get("kind") or "document"
+        return f"{self.source}: document {self.index + 1} ({kind}{'/' + str(name) if name else ''})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
-def _errors(where: str, errors: Sequence[FieldError]) -> SimulationError:
+def _errors(where: _Where, errors: Sequence[FieldError]) -> SimulationError:
     return SimulationError(f"{where}: " + "; ".join(str(e) for e in errors))
 
 
-def _timing(where: str, meta: Mapping[str, Any]) -> tuple[float, float | None]:
+def _timing(where: _Where, meta: Mapping[str, Any]) -> tuple[float, float | None]:
     annotations = meta.get("annotations") or {}
     try:
         arrival = parse_duration(annotations.get(ARRIVAL_ANNOTATION, 0))
@@ -177,7 +193,7 @@ def _timing(where: str, meta: Mapping[str, Any]) -> tuple[float, float | None]:
     return arrival, runtime
 
 
-def _job_submission(where: str, job: Mapping[str, Any], index: int) -> Submission:
+def _job_submission(where: _Where, job: Mapping[str, Any], index: int) -> Submission:
     meta = job.get("metadata")
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise SimulationError(f"{where}: metadata.name: Required value")
@@ -201,6 +217,7 @@ def _job_submission(where: str, job: Mapping[str, Any], index: int) -> Submissio
             namespace=namespace,
             uid=uid,
             creation_timestamp=_timestamp(arrival),
+            created_at=_EPOCH_SECONDS + arrival,
             labels={**labels, JOB_UID_LABEL: uid},
         ),
         pod_sets=pod_sets,
@@ -209,7 +226,7 @@ def _job_submission(where: str, job: Mapping[str, Any], index: int) -> Submissio
     return Submission(workload, arrival, runtime)
 
 
-def _workload_submission(where: str, doc: Mapping[str, Any]) -> Submission:
+def _workload_submission(where: _Where, doc: Mapping[str, Any]) -> Submission:
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
     assert isinstance(meta, Mapping)
     arrival, runtime = _timing(where, meta)
@@ -221,7 +238,8 @@ def _workload_submission(where: str, doc: Mapping[str, Any]) -> Submission:
     parsed = parse_workload(stamped)
     if isinstance(parsed, list):
         raise _errors(where, parsed)
-    return Submission(parsed, arrival, runtime)
+    meta = dataclasses.replace(parsed.meta, created_at=_EPOCH_SECONDS + arrival)
+    return Submission(dataclasses.replace(parsed, meta=meta), arrival, runtime)
 
 
 def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> None:
@@ -230,7 +248,7 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         return
     if not isinstance(doc, Mapping):
         raise SimulationError(f"{source}: document {index + 1}: expected a Kubernetes object (a mapping)")
-    where = _where(source, index, doc)
+    where = _Where(source, index, doc)
     kind = doc.get("kind")
     if kind in ("List", "NamespaceList") and isinstance(doc.get("items"), list):
         for item in doc["items"]:

@@ -104,9 +104,13 @@ class Meta:
     creation_timestamp: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: ``creation_timestamp`` already in seconds, when whoever built this view knows it (simulate)
+    created_at: float | None = None
 
     @property
     def created(self) -> float:
+        if self.created_at is not None:
+            return self.created_at
         return parse_timestamp(self.creation_timestamp)
 
 

@@ -28,7 +28,7 @@ from enum import IntEnum
 from typing import Any, Protocol
 
 from webhook.api.objects import ClusterQueue, FlavorFungibility, ResourceFlavor
-from webhook.core.ledger import Ledger
+from webhook.core.ledger import Ledger, available, borrowing_height
 from webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
 
 __all__ = [
@@ -385,14 +385,18 @@ def _check_flavor(
     no_fit_reason = ""
     short: list[tuple[FlavorResource, int]] = []
     hopeless = False
+    node = ledger.queues[queue.name]
+    nominal = queue.nominal
+    usage, subtree = node.usage, node.subtree
     for resource, amount in requests.items():
         fr = (flavor, resource)
         before = assigned.get(fr, 0)
         wanted = before + amount
-        if fr in queue.nominal:
-            free = ledger.available(queue.name, fr)
+        if fr in nominal:
+            free = available(node, fr)
             if wanted <= free:  # fits now, so it fits the maximum capacity too
-                borrow = max(borrow, ledger.borrowing_height(queue.name, fr, wanted))
+                if usage.get(fr, 0) + wanted > subtree.get(fr, 0):  # not within its own quota
+                    borrow = max(borrow, borrowing_height(node, fr, wanted))
                 continue
             capacity = ledger.potential_available(queue.name, fr)
         else:  # a flavor that does not quote a resource of its group can never provide any of it

@@ -85,6 +85,10 @@ def available(node: Node, fr: FlavorResource) -> int:
     if parent is None:
         return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
     if parent.parent is None:  # the common shape: a ClusterQueue directly in a root cohort
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.lending_limit is None and quota.borrowing_limit is None:
+            # nothing private, no cap: exactly what the root has free
+            return parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
         chain = [node]
         current = parent
     else:
@@ -120,18 +124,36 @@ def potential_available(node: Node, fr: FlavorResource) -> int:
 
 
 def add_usage(node: Node, fr: FlavorResource, amount: int) -> None:
-    local_free = node.local_available(fr)
-    node.usage[fr] = node.usage.get(fr, 0) + amount
-    if node.parent is not None and amount > local_free:
-        add_usage(node.parent, fr, amount - local_free)
+    """Charge ``amount`` to ``node``; what its private part cannot hold climbs to the parent."""
+    current: Node | None = node
+    while current is not None:
+        usage = current.usage.get(fr, 0)
+        quota = current.quotas.get(fr)
+        local_free = 0
+        if quota is not None and quota.lending_limit is not None:
+            local_free = max(0, max(0, current.subtree.get(fr, 0) - quota.lending_limit) - usage)
+        current.usage[fr] = usage + amount
+        if amount <= local_free:
+            return
+        amount -= local_free
+        current = current.parent
 
 
 def remove_usage(node: Node, fr: FlavorResource, amount: int) -> None:
-    stored_in_parent = node.usage.get(fr, 0) - node.local_quota(fr)
-    node.usage[fr] = node.usage.get(fr, 0) - amount
-    if stored_in_parent <= 0 or node.parent is None:
-        return
-    remove_usage(node.parent, fr, min(amount, stored_in_parent))
+    """Release ``amount`` from ``node``; the part it had stored in its parent is released there too."""
+    current: Node | None = node
+    while current is not None:
+        usage = current.usage.get(fr, 0)
+        quota = current.quotas.get(fr)
+        local = 0
+        if quota is not None and quota.lending_limit is not None:
+            local = max(0, current.subtree.get(fr, 0) - quota.lending_limit)
+        current.usage[fr] = usage - amount
+        stored_in_parent = usage - local
+        if stored_in_parent <= 0:
+            return
+        amount = min(amount, stored_in_parent)
+        current = current.parent
 
 
 def borrowing_height(node: Node, fr: FlavorResource, amount: int) -> int:

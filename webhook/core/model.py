@@ -145,6 +145,9 @@ def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
     spec = pod_set.template.get("spec") or {}
     if not isinstance(spec, Mapping):
         spec = {}
+    requests = tuple(sorted((r, a) for r, a in pod_set.requests.items() if a > 0))
+    if "nodeSelector" not in spec and "tolerations" not in spec and "affinity" not in spec:
+        return PodSetInfo(pod_set.name, pod_set.count, requests, {})  # most pods say nothing of nodes
     selector = spec.get("nodeSelector") or {}
     tolerations = spec.get("tolerations") or []
     terms: list[tuple[tuple[str, str, tuple[str, ...]], ...]] = []
@@ -160,7 +163,7 @@ def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
     return PodSetInfo(
         pod_set.name,
         pod_set.count,
-        tuple(sorted((r, a) for r, a in pod_set.requests.items() if a > 0)),
+        requests,
         {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {},
         tuple(t for t in tolerations if isinstance(t, Mapping)) if isinstance(tolerations, list) else (),
         tuple(terms),

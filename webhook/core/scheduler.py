@@ -476,13 +476,18 @@ class SchedulerState:
             tracked.queued = True
             self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
             return
-        target_keys = {t.candidate.info.key for t in targets}
-        if target_keys & cycle.preempted:
-            queue.pending.requeue_failed(info, retry_when=None)
-            tracked.queued = True
-            self._wait(decisions, info, name, REASON_WAITING, OVERLAPPING_TARGETS, queue)
-            return
-        if not self._fits_without(name, assignment.usage, cycle.preempted | target_keys):
+        if targets or cycle.preempted:
+            target_keys = {t.candidate.info.key for t in targets}
+            if target_keys & cycle.preempted:
+                queue.pending.requeue_failed(info, retry_when=None)
+                tracked.queued = True
+                self._wait(decisions, info, name, REASON_WAITING, OVERLAPPING_TARGETS, queue)
+                return
+            fits = self._fits_without(name, assignment.usage, cycle.preempted | target_keys)
+        else:
+            available = self.ledger.available
+            fits = all(amount <= available(name, fr) for fr, amount in assignment.usage.items())
+        if not fits:
             # It fitted at nomination but an admission before it in this cycle took the room.
             # Kueue requeues it for the next cycle with this message. We do the same when some
             # flavor could still hold it; otherwise it parks until enough is available again.
