@@ -251,7 +251,11 @@ async def bench(jobs: int, samples: int) -> JSON:
         ):  # where the memory goes: PYTHONTRACEMALLOC=1 python -m bench.e2e
             import tracemalloc
 
-            for stat in tracemalloc.take_snapshot().statistics("lineno")[:15]:
+            snapshot = tracemalloc.take_snapshot()
+            print("traced MB", tracemalloc.get_traced_memory()[0] / 2**20, file=sys.stderr)
+            for stat in snapshot.statistics("filename")[:12]:
+                print(stat, file=sys.stderr)
+            for stat in snapshot.statistics("lineno")[:25]:
                 print(stat, file=sys.stderr)
         admitted_bulk = controller.admission.admitted
 

@@ -288,3 +288,57 @@ async def test_positions_follow_the_queue_without_a_write_burst(fake_api: FakeAp
         await fake_api.wait_for(
             lambda: "(position 9 in ClusterQueue research)" in message("job-11"), timeout=15
         )
+
+
+PREEMPTING_QUEUE = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu-nodes}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu-nodes
+      resources: [{name: nvidia.com/gpu, nominalQuota: 2}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a-gpu, namespace: team-a}
+spec: {clusterQueue: research}
+"""
+
+
+async def test_higher_priority_job_preempts_a_running_one_which_is_stopped_and_requeued(
+    fake_api: FakeApiServer,
+) -> None:
+    await fake_api.apply_manifests(PREEMPTING_QUEUE)
+    async with replica(fake_api.kubeconfig_path()):
+        await fake_api.create(gpu_job("low"))
+        await fake_api.wait_for(lambda: running(fake_api, "low"))
+        urgent = gpu_job("urgent")
+        urgent["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "urgent"
+        await fake_api.create(urgent)
+        await fake_api.wait_for(lambda: running(fake_api, "urgent"), timeout=15)
+        assert not running(fake_api, "low")
+        [victim] = workloads_of(fake_api, "low")
+        evicted = condition(victim, "Evicted")
+        preempted = condition(victim, "Preempted")
+        assert evicted is not None and (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+        assert preempted is not None and preempted["reason"] == "InClusterQueue"
+        assert not is_true(victim, "QuotaReserved")
+        assert "admission" not in victim["status"]

@@ -171,3 +171,29 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
         now=now,
     )
     return {"admission": None, "conditions": conditions}
+
+
+def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reason: str, now: str) -> JSON:
+    """Evicted=True (and Preempted=True for a preemption), as Kueue's SetEvictedCondition does."""
+    conditions = _conditions_copy(workload)
+    generation = _generation(workload)
+    set_condition(
+        conditions,
+        kind="Evicted",
+        status="True",
+        reason=reason,
+        message=message,
+        generation=generation,
+        now=now,
+    )
+    if preemption_reason:
+        set_condition(
+            conditions,
+            kind="Preempted",
+            status="True",
+            reason=preemption_reason,
+            message=message,
+            generation=generation,
+            now=now,
+        )
+    return {"conditions": conditions}

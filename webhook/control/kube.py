@@ -71,7 +71,7 @@ class KubeClient:
         auth: AuthHeaders = _no_auth,
         session: aiohttp.ClientSession | None = None,
         user_agent: str = "kueue-webhook",
-        connections: int = 32,
+        connections: int = 16,
     ) -> None:
         self.host = host.rstrip("/")
         self._auth = auth
@@ -88,7 +88,7 @@ class KubeClient:
 
     @classmethod
     async def connect(
-        cls, *, kubeconfig: str | None = None, context: str | None = None, connections: int = 32
+        cls, *, kubeconfig: str | None = None, context: str | None = None, connections: int = 16
     ) -> KubeClient:
         """In-cluster service account when running in a pod and no kubeconfig is given, else a kubeconfig."""
         connection = in_cluster() if kubeconfig is None else None

@@ -45,7 +45,7 @@ from webhook.api.objects import (
     parse_workload,
     parse_workload_priority_class,
 )
-from webhook.control.conditions import admitted_status, is_true, now_rfc3339, pending_status
+from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339, pending_status
 from webhook.control.events import EventSink
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
@@ -62,7 +62,7 @@ from webhook.control.metrics import Metrics
 from webhook.control.reconciler import has_reservation, job_finished
 from webhook.control.store import Change, Store, key_of
 from webhook.control.writers import Writer
-from webhook.core.scheduler import Admit, SchedulerState, Wait
+from webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.admission_loop")
@@ -246,7 +246,12 @@ class AdmissionLoop:
         self.cycles += 1
         for decision in decisions:
             await self._slots.acquire()
-            coroutine = self._admit(decision) if isinstance(decision, Admit) else self._wait(decision)
+            if isinstance(decision, Admit):
+                coroutine = self._admit(decision)
+            elif isinstance(decision, Evict):
+                coroutine = self._evict(decision)
+            else:
+                coroutine = self._wait(decision)
             task = asyncio.get_running_loop().create_task(coroutine)
             self._tasks.add(task)
             task.add_done_callback(self._finished)
@@ -330,6 +335,53 @@ class AdmissionLoop:
         log.info("admitted", extra={"workload": key, "cluster_queue": cluster_queue, "decision": "admit"})
         for callback in self.on_admitted:
             callback(key)
+
+    async def _evict(self, decision: Evict) -> None:
+        """Evicted=True (and Preempted=True); the reconciler then stops the Job and clears the reservation,
+        which is when the core releases the quota."""
+        key = str(decision.workload)
+        namespace, _, name = key.partition("/")
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.is_leader():
+            self.state.eviction_failed(key)
+            return
+
+        def build(current: JSON) -> JSON | None:
+            if not self.is_leader() or not has_reservation(current) or is_true(current, "Finished"):
+                return None
+            if is_true(current, "Evicted"):
+                return None
+            return evicted_status(
+                current,
+                reason=decision.reason,
+                message=decision.message,
+                preemption_reason=decision.preemption_reason,
+                now=now_rfc3339(),
+            )
+
+        try:
+            updated = await self.writer.patch_status(WORKLOADS, workload, build)
+        except Exception as exc:
+            log.warning("eviction write failed", extra={"workload": key, "error": repr(exc)})
+            self.state.eviction_failed(key)
+            self.kick()
+            return
+        if updated is None:
+            current = self.store.get(WORKLOADS, name, namespace)
+            if current is None or not is_true(current, "Evicted"):
+                self.state.eviction_failed(key)
+                self.kick()
+            return
+        self.events.record(updated, type="Normal", reason=decision.reason, message=decision.message)
+        log.info(
+            "evicted",
+            extra={
+                "workload": key,
+                "cluster_queue": decision.cluster_queue,
+                "decision": "evict",
+                "reason": decision.message,
+            },
+        )
 
     async def _wait(self, decision: Wait) -> None:
         key = str(decision.workload)

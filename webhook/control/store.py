@@ -18,6 +18,7 @@ in: no controller reads them and they can double an object's size.
 
 from __future__ import annotations
 
+import sys
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ Listener = Callable[[Change], None]
 
 def key_of(obj: JSON) -> Key:
     meta = obj.get("metadata") or {}
-    return (meta.get("namespace") or "", meta.get("name") or "")
+    # namespaces repeat across thousands of keys: one shared string each
+    return (sys.intern(meta.get("namespace") or ""), meta.get("name") or "")
 
 
 def resource_version(obj: JSON | None) -> int:
