@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import tempfile
 from dataclasses import asdict
@@ -174,7 +175,8 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"# Kueue scheduler benchmark, `{scale}` scenario ({result['date']})",
         "",
         f"Machine: {mach['cpu']}, {mach['cores']} cores, Python {mach['python']}. "
-        f"{controller.get('target', '')}",
+        f"{controller.get('target', '')}"
+        f"{' Commit ' + controller['commit'] + '.' if controller.get('commit') else ''}",
         "",
         f"{sc['cluster_queues']} ClusterQueues, {sc['workloads']:,} Workloads, "
         f"{sc['cpu_seconds_of_work']:,.0f} cpu-seconds of work on {sc['nominal_cpu']} cpu of nominal quota: "
@@ -216,7 +218,8 @@ def markdown(result: JSON, kueue: JSON) -> str:
     ]
     if result.get("controller_profile"):
         lines += [
-            "Where the controller's CPU goes (py-spy, every sample charged to one bucket):",
+            "Where the controller's CPU goes (py-spy samples, each charged to one bucket; cpu s = share of "
+            "the measured CPU time):",
             "",
             "| bucket | cpu s | share |",
             "|---|---|---|",
@@ -235,10 +238,23 @@ async def execute(args: argparse.Namespace) -> JSON:
     kubeconfig = Path(args.kubeconfig) if args.kubeconfig else None
     try:
         if kubeconfig is None:
-            fake, kubeconfig = processes.start_fake_api(workdir)
+            root = processes.ROOT
+            if args.commit:
+                root = processes.snapshot(args.commit, workdir / "src")
+                controller_info["commit"] = subprocess.run(
+                    ["git", "-C", str(processes.ROOT), "rev-parse", "--short", args.commit],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+            fake, kubeconfig = processes.start_fake_api(workdir, root=root)
             profile = (Path(args.out).with_suffix(".pyspy.txt")) if args.profile else None
             controller = processes.start_controller(
-                kubeconfig=kubeconfig, workdir=workdir, profile=profile, log=workdir / "controller.log"
+                kubeconfig=kubeconfig,
+                workdir=workdir,
+                profile=profile,
+                log=workdir / "controller.log",
+                root=root,
             )
             controller_info["target"] = (
                 "kueue-webhook serve and the fake API server in separate processes, HTTPS on loopback."
@@ -293,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=float, default=None, help="seconds (default 900 baseline, 3600 large)"
     )
     parser.add_argument("--profile", action="store_true", help="run the controller under py-spy record")
+    parser.add_argument(
+        "--commit", help="run the controller and fake API server of this commit (default: the working tree)"
+    )
     args = parser.parse_args(argv)
     suffix = "" if args.scale == "baseline" else f"-{args.scale}"
     args.out = str(Path(args.out) if args.out else RESULTS / f"kueue_baseline{suffix}")
@@ -310,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     spy = Path(args.out).with_suffix(".pyspy.txt")
     if args.profile and spy.exists():
         with spy.open() as lines:
-            result["controller_profile"] = profile.breakdown(lines, rate_hz=processes.PROFILE_RATE_HZ)
+            result["controller_profile"] = profile.breakdown(lines, cpu_s=result["controller"].get("cpu_s"))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")

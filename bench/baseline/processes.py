@@ -54,14 +54,23 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_fake_api(workdir: Path) -> tuple[subprocess.Popen[str], Path]:
-    """``python -m tests.fakeapi`` on a free port; returns the process and its admin kubeconfig."""
+def snapshot(commit: str, directory: Path) -> Path:
+    """The tree of ``commit`` exported to ``directory``: run from there, the system under test is exactly
+    that commit, not whatever is being edited in the working tree at the time."""
+    directory.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(directory)], input=archive.stdout, check=True)
+    return directory
+
+
+def start_fake_api(workdir: Path, *, root: Path = ROOT) -> tuple[subprocess.Popen[str], Path]:
+    """``python -m tests.fakeapi`` on a free port, modules from ``root``; its process and admin kubeconfig."""
     kubeconfig = workdir / "kubeconfig.yaml"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fakeapi", "--port", "0", "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=root,
     )
     assert process.stdout is not None
     for line in process.stdout:
@@ -123,12 +132,15 @@ async def _sleep_poll() -> None:
     await asyncio.sleep(0.1)
 
 
-def start_controller(*, kubeconfig: Path, workdir: Path, profile: Path | None, log: Path) -> Controller:
+def start_controller(
+    *, kubeconfig: Path, workdir: Path, profile: Path | None, log: Path, root: Path = ROOT
+) -> Controller:
+    """``kueue-webhook serve`` (modules from ``root``: ``python -m`` puts the working directory first)."""
     certs = workdir / "certs"
     subprocess.run(
         [sys.executable, "-m", "webhook", "certs", "--dir", str(certs), "--ip", "127.0.0.1"],
         check=True,
-        cwd=ROOT,
+        cwd=root,
         capture_output=True,
     )
     port = free_port()
@@ -166,7 +178,7 @@ def start_controller(*, kubeconfig: Path, workdir: Path, profile: Path | None, l
             *serve,
         ]
     handle = log.open("wb")
-    process = subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, cwd=root, stdout=handle, stderr=subprocess.STDOUT)
     pid = process.pid
     if profile is not None:
         pid = _child_pid(process.pid, timeout=10.0)

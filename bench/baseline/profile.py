@@ -73,11 +73,16 @@ def parse(lines: Iterable[str]) -> dict[str, int]:
     return out
 
 
-def breakdown(lines: Iterable[str], *, rate_hz: float) -> list[dict[str, object]]:
-    """Buckets, largest first, with CPU seconds and share of all samples."""
+def breakdown(lines: Iterable[str], *, cpu_s: float | None) -> list[dict[str, object]]:
+    """Buckets, largest first, with their share of the samples and of ``cpu_s`` (the process's measured
+    CPU time: on a busy machine py-spy also samples a thread that is runnable but waiting for a core)."""
     samples = parse(lines)
     total = sum(samples.values()) or 1
     return [
-        {"bucket": name, "cpu_s": round(count / rate_hz, 1), "percent": round(100 * count / total, 1)}
+        {
+            "bucket": name,
+            "cpu_s": round(cpu_s * count / total, 1) if cpu_s is not None else None,
+            "percent": round(100 * count / total, 1),
+        }
         for name, count in sorted(samples.items(), key=lambda item: -item[1])
     ]
