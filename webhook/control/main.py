@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import socket
 import ssl
 import sys
@@ -86,8 +87,14 @@ async def serve(args: argparse.Namespace) -> None:
         port=args.port,
     )
     await server.start()
+    running = asyncio.ensure_future(controller.run())
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):  # a pod being stopped: release the lease, then exit 0
+        loop.add_signal_handler(signum, running.cancel)
     try:
-        await controller.run()
+        await running
+    except asyncio.CancelledError:
+        logging.getLogger("kueue_webhook").info("shutting down")
     finally:
         await server.stop()
         await client.close()

@@ -1,0 +1,76 @@
+"""`kueue-webhook serve` as a process: ready only once synced, admits, and on SIGTERM releases its lease."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import ssl
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from tests.e2e.support import certificates
+from tests.fakeapi import FakeApiServer
+from tests.integration.test_controller_lifecycle import QUOTA, gpu_job, running
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def readyz(port: int, ca: Path) -> int:
+    context = ssl.create_default_context(cafile=str(ca))
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"https://127.0.0.1:{port}/readyz", ssl=context) as response,
+        ):
+            return response.status
+    except aiohttp.ClientConnectionError:
+        return 0
+
+
+async def test_serve_process_becomes_ready_admits_and_releases_its_lease_on_sigterm(
+    fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    await fake_api.apply_manifests(
+        QUOTA + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: kueue-system}\n"
+    )
+    tls = certificates(tmp_path / "tls")
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "webhook",
+        "serve",
+        "--kubeconfig",
+        str(fake_api.kubeconfig_path()),
+        "--tls-dir",
+        str(tls.directory),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--identity",
+        "serve-under-test",
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        deadline = asyncio.get_running_loop().time() + 30
+        while await readyz(port, tls.ca_cert) != 200:  # another process: its probe is all we can watch
+            assert asyncio.get_running_loop().time() < deadline, "serve never became ready"
+            await asyncio.sleep(0.1)
+        await fake_api.create(gpu_job("a"))
+        await fake_api.wait_for(lambda: running(fake_api, "a"), timeout=15)
+        lease = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
+        assert lease is not None and lease["spec"]["holderIdentity"] == "serve-under-test"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 0, stderr.decode()[-2000:]
+    lease = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
+    assert lease is not None and lease["spec"]["holderIdentity"] == ""
