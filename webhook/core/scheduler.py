@@ -17,6 +17,29 @@ first cycle after a restart sees the cluster's real usage.
 Workloads that cannot be considered at all (missing or stopped LocalQueue or ClusterQueue, inactive
 ClusterQueue) get a ``Wait`` decision once, when they arrive or when the obstacle appears, and cost
 nothing per cycle afterwards. Wait decisions are only emitted when what the user would read changes.
+
+Preemption (``preemption.py``) turns a head that could fit only by evicting others into ``Evict``
+decisions, one per target, plus a ``Wait`` for the preemptor (``WaitingForPreemptedWorkloads``,
+``... Pending the preemption of N workload(s)``). Nothing is released by the decision itself: a target
+keeps its quota, marked *evicting*, until its owner clears the reservation (``upsert_workload`` without
+``status.admission``), exactly as a Workload on the cluster holds quota until then. Meanwhile the
+preemptor holds a *claim*: the room it needs stays charged to its ClusterQueue, so nothing admitted in
+between can take what the evictions free, and when it is tried again it goes before every other head.
+A head that would need preemption but finds nobody to preempt holds the room it lacks for the rest of
+that cycle unless its ClusterQueue can always reclaim (Kueue's reserveCapacityForUnreclaimablePreempt).
+
+What the controller does with each decision:
+
+* ``Admit``: write QuotaReserved=True and ``status.admission`` (and Admitted=True when the ClusterQueue
+  has no admission checks); on failure call ``forget``.
+* ``Wait``: write QuotaReserved=False with the reason and message (position appended as it likes).
+* ``Evict``: write ``Evicted=True`` (reason ``Preempted``, or ``ClusterQueueStopped``/``LocalQueueStopped``
+  for a drain) and, for a preemption, ``Preempted=True`` with ``preemption_reason``, both with
+  ``message``; events ``Preempted`` on the target and ``PreemptedWorkload`` on the preemptor; count
+  ``preempted_workloads_total{preempting_cluster_queue, reason}`` and ``evicted_workloads_total``. Then
+  stop the Job (re-suspend, template restored) and, once it has no active pods, clear the reservation
+  (QuotaReserved=False, Admitted=False, ``status.admission`` removed, Requeued=True); the resulting
+  Workload event releases the quota here. If the eviction write fails, call ``eviction_failed``.
 """
 
 from __future__ import annotations
@@ -158,8 +181,8 @@ class SchedulerState:
         self.ledger = Ledger()
         self.preemption = ClassicalPreemption(holders=self)
         self.oracle: PreemptionOracle = oracle or self.preemption
-        #: preemptors waiting for their targets to go -> the targets still holding quota
-        self._claims: dict[WorkloadKey, set[WorkloadKey]] = {}
+        #: preemptors waiting for their targets to go, with the room held for them meanwhile
+        self._claims: dict[WorkloadKey, _Claim] = {}
         self._sequence = 0
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cohorts: dict[str, Cohort] = {}
@@ -217,6 +240,8 @@ class SchedulerState:
         self._wake([*old_tree, *self.ledger.tree_queues(name)])
         if not queue.open:
             self._notice_queue(name)
+        for key in sorted(queue.reserving):
+            self._drain_if_stopped(self._workloads[key])
 
     def delete_cluster_queue(self, name: str) -> None:
         queue = self._queues.pop(name, None)
@@ -233,6 +258,9 @@ class SchedulerState:
             self._emit(info.key, name, REASON_MISCONFIGURED, f"ClusterQueue {name} is terminating or missing")
         for key in queue.reserving:
             self._workloads[key].charged = False  # charged again if the ClusterQueue comes back
+        for claim in self._claims.values():
+            if claim.cluster_queue == name:
+                claim.usage = {}  # the room it held went with the ClusterQueue
         self._wake(tree)
 
     def upsert_cohort(self, cohort: Cohort) -> None:
@@ -278,6 +306,10 @@ class SchedulerState:
             held = self._workloads.get(key)
             if held is not None:
                 self._route(held)
+        if queue.stop_policy == "HoldAndDrain":
+            cluster_queue = self._queues.get(queue.cluster_queue)
+            for key in sorted(cluster_queue.reserving if cluster_queue is not None else ()):
+                self._drain_if_stopped(self._workloads[key])
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
         key = f"{namespace}/{name}"
@@ -403,7 +435,7 @@ class SchedulerState:
         """One scheduling pass over the heads of every open ClusterQueue."""
         decisions: list[Decision] = list(self._notices)
         self._notices.clear()
-        entries: list[tuple[tuple[bool, bool, int, float, str], WorkloadInfo, _QueueState, Assignment]] = []
+        heads: list[tuple[WorkloadInfo, _QueueState]] = []
         for name in sorted(self._ready):
             queue = self._queues[name]
             info = queue.pending.pop()
@@ -423,6 +455,17 @@ class SchedulerState:
                 self._workloads[info.key].queued = True
                 self._wait(decisions, info, name, REASON_MISCONFIGURED, NAMESPACE_MISMATCH, queue)
                 continue
+            heads.append((info, queue))
+        if not heads:
+            return decisions
+        claimed: list[_Claim] = []
+        for info, _ in heads:  # a preemptor being retried gets back the room held for it
+            claim = self._claims.get(info.key)
+            if claim is not None:
+                claim.unhold(self.ledger)
+                claimed.append(claim)
+        entries: list[tuple[tuple[float, bool, int, float, str], WorkloadInfo, _QueueState, Assignment]] = []
+        for info, queue in heads:
             assignment = assign_flavors(
                 workload=info,
                 queue=queue.compiled,
@@ -430,17 +473,17 @@ class SchedulerState:
                 ledger=self.ledger,
                 oracle=self.oracle,
             )
-            # a preemptor whose targets are on their way out goes first: nobody overtakes its claim
+            # preemptors whose targets are on their way out go first, in the order they preempted:
+            # nobody overtakes a claim
+            claim = self._claims.get(info.key)
             order = (
-                info.key not in self._claims,
+                float("inf") if claim is None else claim.sequence,
                 assignment.borrowing,
                 -info.priority,
                 info.created,
                 info.key,
             )
             entries.append((order, info, queue, assignment))
-        if not entries:
-            return decisions
         entries.sort(key=lambda entry: entry[0])
         cycle = _Cycle()
         try:
@@ -449,6 +492,10 @@ class SchedulerState:
         finally:
             for name, usage in cycle.holds:  # capacity held for this cycle only
                 self.ledger.release(name, usage)
+        for claim in claimed:
+            if not claim.usage and claim.cluster_queue in self.ledger.queues:
+                # given up without being admitted: what it held is free for the others again
+                self._wake(self.ledger.tree_queues(claim.cluster_queue), released=True)
         return decisions
 
     def _process(
@@ -467,6 +514,8 @@ class SchedulerState:
             targets = self.preemption.targets(
                 queue=name, workload=info, requests=assignment.usage, needs=assignment.needs
             )
+        if not targets:
+            self._drop_claim(info.key)
         if mode is not Mode.FIT and not targets:
             if mode.needs_preemption and queue.spec.preemption.reclaim_within_cohort != "Any":
                 # it would preempt if it could, so the room it lacks is not lent out in this cycle
@@ -479,6 +528,7 @@ class SchedulerState:
         if targets or cycle.preempted:
             target_keys = {t.candidate.info.key for t in targets}
             if target_keys & cycle.preempted:
+                self._drop_claim(info.key)
                 queue.pending.requeue_failed(info, retry_when=None)
                 tracked.queued = True
                 self._wait(decisions, info, name, REASON_WAITING, OVERLAPPING_TARGETS, queue)
@@ -488,11 +538,13 @@ class SchedulerState:
             available = self.ledger.available
             fits = all(amount <= available(name, fr) for fr, amount in assignment.usage.items())
         if not fits:
+            self._drop_claim(info.key)
             # It fitted at nomination but an admission before it in this cycle took the room.
             # Kueue requeues it for the next cycle with this message. We do the same when some
             # flavor could still hold it; otherwise it parks until enough is available again.
             retry = _any_flavor_condition(queue.compiled, info)
-            if not targets and may_fit(retry, partial(self.ledger.available, name)):
+            # (room held for this cycle only is back in the next one: try again then)
+            if not targets and (cycle.holds or may_fit(retry, partial(self.ledger.available, name))):
                 queue.pending.requeue_retry(info)
                 self._ready.add(name)
             else:
@@ -503,7 +555,6 @@ class SchedulerState:
         if targets:
             self._preempt(decisions, cycle, info, queue, assignment, targets)
             return
-        self._claims.pop(info.key, None)
         admission = _admission(name, assignment)
         info.admission = admission
         info.usage = dict(assignment.usage)
@@ -530,7 +581,6 @@ class SchedulerState:
         name = queue.spec.name
         tracked = self._workloads[info.key]
         cycle.preempted.update(t.candidate.info.key for t in targets)
-        cycle.hold(self.ledger, name, assignment.usage)
         preemptor_path = queue_path(self.ledger, name)
         for target in targets:
             victim = self._workloads.get(target.candidate.info.key)
@@ -555,7 +605,12 @@ class SchedulerState:
                     name,
                 )
             )
-        self._claims[info.key] = {t.candidate.info.key for t in targets}
+        claim = self._claims.get(info.key)
+        if claim is None:
+            self._sequence += 1
+            claim = self._claims[info.key] = _Claim(self._sequence, name)
+        claim.targets = {t.candidate.info.key for t in targets}
+        claim.hold(self.ledger, name, assignment.usage)
         queue.pending.requeue_failed(info, retry_when=None)
         tracked.queued = True
         message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
@@ -752,6 +807,23 @@ class SchedulerState:
         self.ledger.charge(tracked.cluster_queue, tracked.info.usage)
         queue.reserving.add(tracked.info.key)
         tracked.charged = True
+        self._drain_if_stopped(tracked)
+
+    def _drain_if_stopped(self, tracked: _Tracked) -> None:
+        """``stopPolicy: HoldAndDrain`` on its ClusterQueue or LocalQueue takes an admitted workload's quota
+        back (Kueue's workload controller: Evicted with ClusterQueueStopped / LocalQueueStopped)."""
+        if tracked.evicting or not tracked.charged:
+            return
+        queue = self._queues.get(tracked.cluster_queue)
+        local_queue = self.local_queues.get(self._local_queue_key(tracked.info))
+        if queue is not None and queue.spec.stop_policy == "HoldAndDrain":
+            reason, message = "ClusterQueueStopped", "The ClusterQueue is stopped"
+        elif local_queue is not None and local_queue.stop_policy == "HoldAndDrain":
+            reason, message = "LocalQueueStopped", "The LocalQueue is stopped"
+        else:
+            return
+        tracked.evicting = True
+        self._notices.append(Evict(tracked.info.key, tracked.cluster_queue, reason, message))
 
     def _release(self, tracked: _Tracked) -> None:
         if not tracked.charged:
@@ -764,13 +836,20 @@ class SchedulerState:
         tracked.charged = False
         if tracked.evicting:
             tracked.evicting = False
-            for waiting in self._claims.values():
-                waiting.discard(tracked.info.key)
+            for claim in self._claims.values():
+                claim.targets.discard(tracked.info.key)
         if name in self.ledger.queues:
             self._wake(self.ledger.tree_queues(name), released=True)
 
+    def _drop_claim(self, key: WorkloadKey) -> None:
+        claim = self._claims.pop(key, None)
+        if claim is not None and claim.usage:
+            claim.unhold(self.ledger)
+            if claim.cluster_queue in self.ledger.queues:
+                self._wake(self.ledger.tree_queues(claim.cluster_queue), released=True)
+
     def _drop(self, tracked: _Tracked) -> None:
-        self._claims.pop(tracked.info.key, None)
+        self._drop_claim(tracked.info.key)
         self._release(tracked)
         self._unqueue(tracked)
         self._unhold(tracked)
@@ -825,6 +904,29 @@ class SchedulerState:
             return
         self._last_wait[workload_key] = seen
         out.append(Wait(workload_key, cluster_queue, reason, message, position))
+
+
+@dataclass(slots=True)
+class _Claim:
+    """A preemptor waiting for its targets: the room it will take stays charged in its ClusterQueue
+    (on top of the targets' own usage, which they still hold), so that nobody else takes what the
+    evictions free. Released when the preemptor is tried again, admitted, or gone."""
+
+    sequence: int
+    cluster_queue: str
+    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    targets: set[WorkloadKey] = field(default_factory=set)
+
+    def hold(self, ledger: Ledger, name: str, usage: Mapping[FlavorResource, int]) -> None:
+        self.unhold(ledger)
+        self.cluster_queue, self.usage = name, dict(usage)
+        if name in ledger.queues:
+            ledger.charge(name, self.usage)
+
+    def unhold(self, ledger: Ledger) -> None:
+        if self.usage and self.cluster_queue in ledger.queues:
+            ledger.release(self.cluster_queue, self.usage)
+        self.usage = {}
 
 
 @dataclass(slots=True)

@@ -1,0 +1,358 @@
+"""Preemption as a user sees it: who is evicted, for whom, with which reason and message, and what follows.
+
+Each test plays the owner the way the controller does for Jobs: when the core decides ``Evict``, the
+workload's reservation is cleared (the Workload fed back without ``status.admission``), which releases
+its quota. Rules cited are Kueue's (``pkg/scheduler/preemption``, ``site/.../concepts/preemption.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from webhook.api.objects import Workload
+from webhook.core.scheduler import Admit, Decision, Evict, SchedulerState
+
+from .builders import cluster_queue, last_wait, run_until_quiet, state_with, workload
+
+G = 10**9
+CPU = ("default", "cpu")
+
+
+@dataclass
+class Cluster:
+    """A SchedulerState plus the Workloads fed to it, so evictions can be acknowledged."""
+
+    state: SchedulerState
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    admitted: set[str] = field(default_factory=set)
+    evictions: list[Evict] = field(default_factory=list)
+
+    def add(
+        self, name: str, cpu: int | str, *, queue: str = "lq", priority: int = 0, created: int = 0
+    ) -> None:
+        wl = workload(name, {"cpu": str(cpu)}, queue=queue, priority=priority, created=created)
+        self.workloads[wl.key] = wl
+        self.state.upsert_workload(wl)
+
+    def finish(self, key: str) -> None:
+        self.admitted.discard(key)
+        self.state.finish_workload(key)
+
+    def settle(self, *, acknowledge: bool = True) -> list[Decision]:
+        """Cycle until quiet; with ``acknowledge`` every eviction is carried out at once (the owner
+        clears the reservation) and cycling goes on."""
+        out: list[Decision] = []
+        while True:
+            decisions = run_until_quiet(self.state)
+            out.extend(decisions)
+            evicted = [d for d in decisions if isinstance(d, Evict)]
+            for d in decisions:
+                if isinstance(d, Admit):
+                    self.admitted.add(d.workload)
+            self.evictions.extend(evicted)
+            if not acknowledge or not evicted:
+                return out
+            for d in evicted:
+                self.admitted.discard(d.workload)
+                self.state.upsert_workload(self.workloads[d.workload])  # pending again: quota released
+
+
+def cluster(*queues: Any, local_queues: dict[str, str] | None = None) -> Cluster:
+    return Cluster(state_with(*queues, local_queues=local_queues))
+
+
+def cpu_queue(name: str, nominal: Any, **spec: Any) -> Any:
+    return cluster_queue(name, {"default": {"cpu": nominal}}, **spec)
+
+
+# -- within a ClusterQueue -----------------------------------------------------------------------------
+
+
+def test_lower_priority_evicts_the_most_recently_admitted_and_says_why() -> None:
+    c = cluster(cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("old", 2, created=0)
+    c.add("new", 2, created=1)
+    c.settle()
+    c.add("urgent", 2, priority=10, created=2)
+    decisions = c.settle(acknowledge=False)
+    evicts = [d for d in decisions if isinstance(d, Evict)]
+    assert [(e.workload, e.reason, e.preemption_reason) for e in evicts] == [
+        ("ns/new", "Preempted", "InClusterQueue")
+    ]
+    assert evicts[0].preemptor == "ns/urgent" and evicts[0].preempting_cluster_queue == "cq"
+    assert evicts[0].message == (
+        "Preempted to accommodate a workload (UID: uid-urgent, JobUID: UNKNOWN) due to prioritization in "
+        "the ClusterQueue; preemptor path: /cq; preemptee path: /cq"
+    )
+    wait = last_wait(decisions, "ns/urgent")
+    assert wait.reason == "WaitingForPreemptedWorkloads"
+    assert wait.message == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, "
+        "2 more needed. Pending the preemption of 1 workload(s)"
+    )
+
+
+def test_preemptor_waits_for_the_eviction_without_issuing_it_twice_then_is_admitted() -> None:
+    c = cluster(cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("low", 4)
+    c.settle()
+    c.add("high", 4, priority=10, created=1)
+    first = c.settle(acknowledge=False)
+    assert [d.workload for d in first if isinstance(d, Evict)] == ["ns/low"]
+    assert not c.state.has_work()  # nothing to do until the eviction is acknowledged
+    c.add("other", 1, created=2)  # a newcomer cannot take what is being freed for "high"
+    later = c.settle(acknowledge=False)
+    assert not [d for d in later if isinstance(d, Evict | Admit)]
+    c.state.upsert_workload(c.workloads["ns/low"])  # the owner clears the reservation
+    after = run_until_quiet(c.state)
+    assert [d.workload for d in after if isinstance(d, Admit)] == ["ns/high"]
+    assert c.state.ledger.usage("cq")[CPU] == 4 * G
+
+
+def test_failed_eviction_write_is_issued_again() -> None:
+    c = cluster(cpu_queue("cq", 2, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("low", 2)
+    c.settle()
+    c.add("high", 2, priority=5, created=1)
+    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+    c.state.eviction_failed("ns/low")
+    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+
+
+def test_targets_are_minimal_the_smaller_victim_is_put_back() -> None:
+    # candidates in order: tiny (priority 0), big (priority 1); removing tiny is not enough, removing big
+    # is, and with big gone tiny can stay
+    c = cluster(cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("tiny", 1, priority=0, created=0)
+    c.add("big", 3, priority=1, created=1)
+    c.settle()
+    c.add("urgent", 3, priority=5, created=2)
+    c.settle()
+    assert [e.workload for e in c.evictions] == ["ns/big"]
+    assert c.admitted == {"ns/tiny", "ns/urgent"}
+
+
+def test_equal_priority_is_never_preempted_under_lower_priority() -> None:
+    c = cluster(cpu_queue("cq", 2, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("first", 2, priority=3)
+    c.settle()
+    c.add("second", 2, priority=3, created=1)
+    decisions = c.settle()
+    assert not c.evictions
+    assert last_wait(decisions, "ns/second").reason == "WaitingForQuota"
+
+
+def test_lower_or_newer_equal_priority_evicts_newer_equals_only() -> None:
+    policy = {"withinClusterQueue": "LowerOrNewerEqualPriority"}
+    c = cluster(cpu_queue("cq", 2, preemption=policy))
+    c.add("newer", 2, priority=3, created=50)  # admitted first, but created later
+    c.settle()
+    c.add("older", 2, priority=3, created=10)
+    c.settle()
+    assert [(e.workload, e.preemptor) for e in c.evictions] == [("ns/newer", "ns/older")]
+    assert c.admitted == {"ns/older"}
+    # and "newer" can never take it back: it is the newer one
+    assert not c.state.has_work()
+
+
+def test_never_policy_evicts_nothing() -> None:
+    c = cluster(cpu_queue("cq", 2))
+    c.add("low", 2)
+    c.settle()
+    c.add("high", 2, priority=100, created=1)
+    c.settle()
+    assert not c.evictions and c.admitted == {"ns/low"}
+
+
+# -- within a cohort -----------------------------------------------------------------------------------
+
+
+def two_teams(a_preemption: dict[str, Any], *, b_nominal: int = 4) -> Cluster:
+    return cluster(
+        cpu_queue("a", 4, cohortName="org", preemption=a_preemption),
+        cpu_queue("b", b_nominal, cohortName="org"),
+        local_queues={"lq-a": "a", "lq-b": "b"},
+    )
+
+
+def test_reclaim_takes_back_only_from_a_borrowing_queue() -> None:
+    c = two_teams({"reclaimWithinCohort": "Any"})
+    c.add("b-own", 4, queue="lq-b", priority=9)
+    c.add("b-borrow", 2, queue="lq-b", priority=9, created=1)
+    c.settle()
+    c.add("a-1", 4, queue="lq-a", created=2)
+    c.settle()
+    # only the borrowed part goes, whatever its priority; b is back within its quota
+    assert [(e.workload, e.preemption_reason) for e in c.evictions] == [
+        ("ns/b-borrow", "InCohortReclamation")
+    ]
+    assert c.evictions[0].message.endswith("preemptor path: /org/a; preemptee path: /org/b")
+    assert c.admitted == {"ns/b-own", "ns/a-1"}
+
+
+def test_reclaim_lower_priority_spares_equal_priority_borrowers() -> None:
+    c = two_teams({"reclaimWithinCohort": "LowerPriority"})
+    c.add("b-own", 4, queue="lq-b", priority=1)
+    c.add("b-borrow", 4, queue="lq-b", priority=1, created=1)
+    c.settle()
+    c.add("a-1", 4, queue="lq-a", priority=1, created=2)
+    decisions = c.settle()
+    assert not c.evictions
+    assert last_wait(decisions, "ns/a-1").reason == "WaitingForQuota"
+
+
+def test_borrow_within_cohort_respects_the_priority_threshold() -> None:
+    policy = {
+        "reclaimWithinCohort": "LowerPriority",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+    }
+    c = two_teams(policy)
+    c.add("a-base", 2, queue="lq-a", priority=1000)
+    c.add("b-service", 3, queue="lq-b", priority=500, created=1)
+    c.add("b-batch", 3, queue="lq-b", priority=50, created=2)
+    c.settle()
+    assert c.admitted == {"ns/a-base", "ns/b-service", "ns/b-batch"}
+    c.add("a-burst", 3, queue="lq-a", priority=1000, created=3)  # a would borrow 1
+    c.settle()
+    assert [(e.workload, e.preemption_reason) for e in c.evictions] == [
+        ("ns/b-batch", "InCohortReclaimWhileBorrowing")
+    ]
+
+
+def test_without_borrow_within_cohort_a_borrowing_preemptor_cannot_reclaim() -> None:
+    c = two_teams({"reclaimWithinCohort": "LowerPriority"})
+    c.add("a-base", 2, queue="lq-a", priority=1000)
+    c.add("b-batch", 6, queue="lq-b", priority=50, created=1)
+    c.settle()
+    c.add("a-burst", 4, queue="lq-a", priority=1000, created=3)  # would end at 6 > 4: borrowing
+    c.settle()
+    assert not c.evictions
+
+
+def test_queue_that_cannot_reclaim_holds_back_its_quota_for_the_cycle() -> None:
+    # a's head would need preemption but has no candidates (the borrower has higher priority); in that
+    # cycle the room a lacks is not lent to b's borrowing head (reserveCapacityForUnreclaimablePreempt)
+    c = two_teams({"reclaimWithinCohort": "LowerPriority"}, b_nominal=2)
+    c.add("b-high", 4, queue="lq-b", priority=10)
+    c.settle()
+    c.add("a-1", 4, queue="lq-a", created=1)
+    c.add("b-more", 2, queue="lq-b", priority=10, created=2)
+    decisions = c.state.cycle()
+    assert not [d for d in decisions if isinstance(d, Admit)]
+    assert (
+        last_wait(decisions, "ns/b-more").message
+        == "Workload no longer fits after processing another workload"
+    )
+    c.settle()
+    assert "ns/b-more" in c.admitted  # the next cycle, with a's head parked, it borrows
+
+
+# -- properties ----------------------------------------------------------------------------------------
+
+policies = st.fixed_dictionaries(
+    {
+        "withinClusterQueue": st.sampled_from(["LowerPriority", "LowerOrNewerEqualPriority", "Never"]),
+        "reclaimWithinCohort": st.sampled_from(["Any", "LowerPriority", "Never"]),
+    }
+).flatmap(
+    lambda p: (
+        st.just(p)
+        if p["reclaimWithinCohort"] == "Never"
+        else st.one_of(
+            st.just(p),
+            st.builds(
+                lambda t: {**p, "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": t}},
+                st.one_of(st.none(), st.integers(0, 3)),
+            ),
+        )
+    )
+)
+queues = st.tuples(st.integers(1, 5), st.one_of(st.none(), st.integers(0, 3)), policies)
+adds = st.tuples(st.just("add"), st.integers(0, 2), st.integers(1, 4), st.integers(0, 3))
+# mostly arrivals, so queues fill up and preemption has work to do
+steps = st.lists(
+    st.one_of(adds, adds, adds, st.tuples(st.just("finish"), st.integers(0, 1000))),
+    min_size=4,
+    max_size=30,
+)
+
+
+def build(specs: list[tuple[int, int | None, dict[str, Any]]]) -> Cluster:
+    made = []
+    for i, (nominal, borrowing, policy) in enumerate(specs):
+        quota: dict[str, Any] = {"nominalQuota": nominal}
+        if borrowing is not None:
+            quota["borrowingLimit"] = borrowing
+        made.append(cpu_queue(f"q{i}", quota, cohortName="org", preemption=policy))
+    return cluster(*made, local_queues={f"lq{i}": f"q{i}" for i in range(len(specs))})
+
+
+def replay_steps(specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]]) -> Cluster:
+    c = build(specs)
+    for step, op in enumerate(ops):
+        if op[0] == "add":
+            _, index, cpu, priority = op
+            c.add(f"w{step}", cpu, queue=f"lq{index % len(specs)}", priority=priority, created=step)
+        elif c.admitted:
+            c.finish(sorted(c.admitted)[op[1] % len(c.admitted)])
+        seen = len(c.evictions)
+        c.settle()
+        check_quota(c, specs)
+        for eviction in c.evictions[seen:]:
+            # nobody is evicted for a workload that then does not get in
+            assert eviction.preemptor in c.admitted, eviction
+    return c
+
+
+def check_quota(c: Cluster, specs: list[tuple[int, int | None, dict[str, Any]]]) -> None:
+    used = {f"q{i}": 0 for i in range(len(specs))}
+    for key in c.admitted:
+        info = c.state.workload(key)
+        assert info is not None and info.admission is not None
+        used[info.admission.cluster_queue] += info.usage.get(CPU, 0)
+    for i, (nominal, borrowing, _) in enumerate(specs):
+        assert c.state.ledger.usage(f"q{i}").get(CPU, 0) == used[f"q{i}"]
+        if borrowing is not None:
+            assert used[f"q{i}"] <= (nominal + borrowing) * G
+    assert sum(used.values()) <= sum(nominal for nominal, _, _ in specs) * G
+
+
+@given(st.lists(queues, min_size=1, max_size=3), steps)
+@settings(max_examples=600)
+def test_quota_holds_and_every_preemptor_gets_in(
+    specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]]
+) -> None:
+    replay_steps(specs, ops)
+
+
+@given(st.lists(queues, min_size=1, max_size=3), steps)
+@settings(max_examples=600)
+def test_no_preemption_for_lower_priority_and_no_mutual_preemption(
+    specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]]
+) -> None:
+    c = replay_steps(specs, ops)
+    priority = {key: wl.priority or 0 for key, wl in c.workloads.items()}
+    pairs = set()
+    for e in c.evictions:
+        assert e.preemptor is not None
+        if e.preemption_reason != "InCohortReclamation" or (
+            specs[int(e.preempting_cluster_queue[1:])][2]["reclaimWithinCohort"] == "LowerPriority"
+        ):
+            # every policy but reclaim Any only ever evicts lower priorities (or newer equals in the
+            # ClusterQueue under LowerOrNewerEqualPriority)
+            assert priority[e.preemptor] >= priority[e.workload], e
+        pairs.add((e.preemptor, e.workload))
+    assert not {(b, a) for a, b in pairs} & pairs, "two workloads preempted each other"
+
+
+def test_same_inputs_same_preemptions() -> None:
+    specs = [(2, None, {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}), (2, 2, {})]
+    specs[1] = (2, 2, {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"})
+    ops = [("add", 1, 4, 0), ("add", 0, 2, 2), ("add", 1, 1, 0), ("add", 0, 2, 3), ("finish", 3)]
+    first = [(e.workload, e.preemptor) for e in replay_steps(specs, ops).evictions]
+    assert first == [(e.workload, e.preemptor) for e in replay_steps(specs, ops).evictions]
+    assert first  # the trace does preempt
