@@ -64,11 +64,17 @@ async def test_admitted_workload_whose_job_is_still_suspended_gets_its_job_start
 
 async def test_conflict_storm_delays_but_never_duplicates_admissions(fake_api: FakeApiServer) -> None:
     await fake_api.apply_manifests(QUOTA)
-    async with replica(fake_api.kubeconfig_path()):
+    async with replica(fake_api.kubeconfig_path()) as serving:
+        await asyncio.wait_for(serving.controller.leading.wait(), 10)
         fake_api.fail_next_writes(25, status=409)
         for index in range(4):
             await fake_api.create(gpu_job(f"job-{index}"))
-        await fake_api.wait_for(lambda: len(running_jobs(fake_api)) == 2, timeout=15)
+        await fake_api.wait_for(
+            lambda: (
+                len(running_jobs(fake_api)) == 2 and all(workloads_of(fake_api, f"job-{i}") for i in range(4))
+            ),
+            timeout=15,
+        )
         assert admitted_gpus(fake_api) == QUOTA_GPUS
         assert all(len(workloads_of(fake_api, f"job-{i}")) == 1 for i in range(4))
 

@@ -34,6 +34,7 @@ from webhook.api.jobs import (
     workload_for_job,
 )
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor
+from webhook.control.backoff import Backoff
 from webhook.control.conditions import finished_status, is_true, now_rfc3339, released_status
 from webhook.control.events import EventSink
 from webhook.control.kinds import JOBS, RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
@@ -192,6 +193,7 @@ class JobReconciler:
         self.workers = workers
         self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
         self._deleted_jobs: dict[tuple[str, str], str] = {}  # job key -> uid, until its Workload is gone
+        self._backoffs: dict[tuple[str, str], Backoff] = {}
 
     def on_change(self, change: Change) -> None:
         if change.kind is JOBS:
@@ -222,13 +224,11 @@ class JobReconciler:
         await asyncio.gather(*(worker() for _ in range(self.workers)))
 
     def _failed(self, key: tuple[str, str], exc: BaseException) -> None:
-        log.warning("reconcile failed, retrying: %r", exc, extra={"job": "/".join(key)})
-
-        async def retry() -> None:
-            await asyncio.sleep(1.0)
-            self.queue.add(key)
-
-        asyncio.get_running_loop().create_task(retry())
+        """Retry a failed key with its own exponential backoff (a conflict storm must not spin)."""
+        backoff = self._backoffs.setdefault(key, Backoff(base=0.05, cap=10.0))
+        delay = backoff.next_delay()
+        log.warning("reconcile failed, retrying in %.2fs: %r", delay, exc, extra={"job": "/".join(key)})
+        asyncio.get_running_loop().call_later(delay, self.queue.add, key)
 
     def _flavor(self, name: str) -> ResourceFlavor | None:
         raw = self.store.get(RESOURCE_FLAVORS, name)
@@ -257,9 +257,9 @@ class JobReconciler:
         uid = str((job.get("metadata") or {}).get("uid", ""))
         workload = self.store.workload_owned_by(namespace=namespace, owner_uid=uid)
         step = plan_job(job, workload, flavors=self._flavor, priorities=self._priorities())
-        if step is None:
-            return
-        await self._execute(job, step)
+        if step is not None:
+            await self._execute(job, step)
+        self._backoffs.pop(key, None)
 
     async def _job_deleted(self, key: tuple[str, str]) -> None:
         uid = self._deleted_jobs.pop(key, None)

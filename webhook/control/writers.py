@@ -63,13 +63,13 @@ class Writer:
         self.metrics.api_writes.labels(kind.kind, verb).inc()
 
     async def create(self, kind: Kind, body: JSON) -> JSON | None:
-        """Create; an existing object of that name is success (idempotent), answered with None."""
+        """Create; an existing object of that name (409 AlreadyExists) is success, answered with None."""
         _, namespace = _ident(body)
         self._count(kind, "create")
         try:
             created = await self.client.create(kind, body, namespace=namespace or None)
         except ApiError as exc:
-            if exc.status == 409:
+            if exc.status == 409 and exc.reason == "AlreadyExists":
                 return None
             raise
         created.setdefault("kind", kind.kind)
@@ -119,7 +119,10 @@ class Writer:
     async def patch(
         self, kind: Kind, obj: JSON, patch: Any, *, patch_type: PatchType = "json"
     ) -> JSON | None:
-        """Patch the main resource; a failed JSON Patch ``test`` (422) or a missing object answers None."""
+        """Patch the main resource; a failed JSON Patch ``test`` (422) or a missing object answers None.
+
+        A conflict (409) is raised: the caller's retry decides again from the current state.
+        """
         name, namespace = _ident(obj)
         self._count(kind, "patch")
         try:
@@ -127,7 +130,7 @@ class Writer:
                 kind, name=name, namespace=namespace or None, patch=patch, patch_type=patch_type
             )
         except ApiError as exc:
-            if exc.status in (404, 409, 422):
+            if exc.status in (404, 422):
                 log.info("patch skipped", extra={"kind": kind.kind, "name": name, "error": exc.message})
                 return None
             raise
