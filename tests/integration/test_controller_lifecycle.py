@@ -155,7 +155,7 @@ async def test_job_beyond_quota_waits_with_kueue_message_and_starts_when_another
 
 async def test_cluster_queue_status_reports_usage_and_counts(fake_api: FakeApiServer) -> None:
     await fake_api.apply_manifests(QUOTA)
-    async with replica(fake_api.kubeconfig_path()):
+    async with replica(fake_api.kubeconfig_path()) as serving:
         await fake_api.create(gpu_job("a"))
 
         def reported() -> bool:
@@ -170,6 +170,19 @@ async def test_cluster_queue_status_reports_usage_and_counts(fake_api: FakeApiSe
         [flavor] = cq["status"]["flavorsUsage"]
         assert flavor["name"] == "gpu-nodes"
         assert flavor["resources"] == [{"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]
+
+        registry = serving.controller.metrics.registry
+        queue = {"cluster_queue": "research", "replica_role": "leader"}
+        gpus = {**queue, "cohort": "", "flavor": "gpu-nodes", "resource": "nvidia.com/gpu"}
+        assert (
+            registry.get_sample_value("kueue_admitted_workloads_total", {**queue, "priority_class": ""}) == 1
+        )
+        assert registry.get_sample_value("kueue_cluster_queue_resource_usage", gpus) == 2
+        assert registry.get_sample_value("kueue_cluster_queue_nominal_quota", gpus) == 4
+        assert registry.get_sample_value("kueue_cluster_queue_status", {**queue, "status": "active"}) == 1
+        assert registry.get_sample_value(
+            "kueue_admission_attempts_total", {"result": "success", "replica_role": "leader"}
+        )
 
 
 async def test_user_unsuspending_a_job_that_is_not_admitted_gets_it_suspended_again(
