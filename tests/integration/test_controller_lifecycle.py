@@ -355,3 +355,30 @@ async def test_higher_priority_job_preempts_a_running_one_which_is_stopped_and_r
         assert preempted is not None and preempted["reason"] == "InClusterQueue"
         assert not is_true(victim, "QuotaReserved")
         assert "admission" not in victim["status"]
+
+
+async def test_editing_a_waiting_job_updates_what_its_workload_asks_for(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path()):
+        for name in ("a", "b"):
+            await fake_api.create(gpu_job(name))
+        work_queue_job = gpu_job("c")  # parallelism without completions: a work queue that can be resized
+        work_queue_job["spec"]["parallelism"] = 1
+        await fake_api.create(work_queue_job)
+        await fake_api.wait_for(
+            lambda: running(fake_api, "a") and running(fake_api, "b") and bool(workloads_of(fake_api, "c"))
+        )
+        await fake_api.patch("jobs", "c", {"spec": {"parallelism": 2}}, namespace="team-a")
+
+        def asks_for_two_pods() -> bool:
+            found = workloads_of(fake_api, "c")
+            return bool(found) and found[0]["spec"]["podSets"][0]["count"] == 2
+
+        await fake_api.wait_for(asks_for_two_pods)
+        await fake_api.complete_job("team-a", "a")
+        await fake_api.complete_job("team-a", "b")
+        await fake_api.wait_for(lambda: running(fake_api, "c"))
+        [workload] = workloads_of(fake_api, "c")
+        assert workload["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] == {
+            "nvidia.com/gpu": "4"
+        }

@@ -14,7 +14,9 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    nodeSelector/tolerations) — also the crash-recovery path when we died between the two writes;
 4. a running Job whose Workload holds no reservation (a user unsuspended it, or it was evicted) is
    suspended again and its pod template restored, with a ``Stopped`` Event;
-5. an evicted Workload whose Job has stopped gets its reservation cleared, releasing the quota.
+5. an evicted Workload whose Job has stopped gets its reservation cleared, releasing the quota;
+6. a suspended Job edited while waiting (parallelism, requests) gets its Workload's pod sets updated, so it
+   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job").
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from typing import Any
 from webhook.api.config import Configuration
 from webhook.api.jobs import (
     FlavorConflict,
+    job_pod_sets,
     job_queue_name,
     resuspend_patch,
     unsuspend_patch,
     workload_for_job,
 )
-from webhook.api.objects import ResourceFlavor, parse_resource_flavor
+from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_workload
 from webhook.control.backoff import Backoff
 from webhook.control.conditions import finished_status, is_true, now_rfc3339, released_status
 from webhook.control.events import EventSink
@@ -82,7 +85,15 @@ class ReleaseReservation:
     message: str
 
 
-Step = CreateWorkload | FinishWorkload | StartJob | StopJob | ReleaseReservation
+@dataclass(frozen=True, slots=True)
+class UpdatePodSets:
+    """A suspended, unadmitted Job was edited (parallelism, requests): its Workload asks for the new shape."""
+
+    workload: JSON
+    pod_sets: list[JSON]
+
+
+Step = CreateWorkload | FinishWorkload | StartJob | StopJob | ReleaseReservation | UpdatePodSets
 
 
 def job_finished(job: JSON) -> tuple[bool, bool, str]:
@@ -156,12 +167,30 @@ def plan_job(
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")))
+        if not has_reservation(workload) and _shape(job) != _workload_shape(workload):
+            desired = workload_for_job(job, workload_priority_classes=priorities)["spec"]["podSets"]
+            return UpdatePodSets(workload, desired)
         return None
     if evicted:
         return StopJob(resuspend_patch(job, _original_template(workload)), _evicted_message(workload))
     if not has_reservation(workload):
         return StopJob(resuspend_patch(job, _original_template(workload)), "Not admitted by cluster queue")
     return None
+
+
+def _shape(job: JSON) -> tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...] | None:
+    """What quota a Job asks for: (pod set, count, per-pod requests); None when its template is invalid."""
+    pod_sets = job_pod_sets(job)
+    if isinstance(pod_sets, list):
+        return None
+    return tuple((p.name, p.count, tuple(sorted(p.requests.items()))) for p in pod_sets)
+
+
+def _workload_shape(workload: JSON) -> tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...] | None:
+    parsed = parse_workload(workload)
+    if isinstance(parsed, list):
+        return None
+    return tuple((p.name, p.count, tuple(sorted(p.requests.items()))) for p in parsed.pod_sets)
 
 
 def _evicted_message(workload: JSON) -> str:
@@ -313,6 +342,17 @@ class JobReconciler:
         elif isinstance(step, StopJob):
             if await self.writer.patch(JOBS, job, step.patch) is not None:
                 self.events.record(job, type="Normal", reason="Stopped", message=step.message)
+        elif isinstance(step, UpdatePodSets):
+            updated = await self.writer.patch(
+                WORKLOADS, step.workload, {"spec": {"podSets": step.pod_sets}}, patch_type="merge"
+            )
+            if updated is not None:
+                self.events.record(
+                    job,
+                    type="Normal",
+                    reason="UpdatedWorkload",
+                    message=f"Updated not matching Workload for suspended job: {'/'.join(key_of(updated))}",
+                )
         elif isinstance(step, ReleaseReservation):
             message = step.message
             await self.writer.patch_status(
