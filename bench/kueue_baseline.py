@@ -6,7 +6,8 @@ Kueue itself). It writes ``bench/results/kueue_baseline[-large].json`` and ``.md
 date and Kueue's published figures side by side:
 
     .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH] [--scale baseline|large] [--out PATH]
-        [--profile]   # py-spy record the controller; the raw folded stacks go next to the results
+        [--profile]       # py-spy record the controller and the fake API server: where the time goes
+        [--commit REV]    # measure that commit's controller, not the working tree being edited
 """
 
 from __future__ import annotations
@@ -226,6 +227,16 @@ def markdown(result: JSON, kueue: JSON) -> str:
             *(f"| {b['bucket']} | {b['cpu_s']} | {b['percent']} % |" for b in result["controller_profile"]),
             "",
         ]
+    for key, title in (("controller_hot_spots", "controller"), ("fake_api_hot_spots", "fake API server")):
+        if result.get(key):
+            lines += [
+                f"Hot spots of the {title} (share of samples in the function or its callees):",
+                "",
+                "| function | share |",
+                "|---|---|",
+                *(f"| `{h['function']}` | {h['percent']} % |" for h in result[key]),
+                "",
+            ]
     return "\n".join(lines)
 
 
@@ -247,13 +258,13 @@ async def execute(args: argparse.Namespace) -> JSON:
                     capture_output=True,
                     text=True,
                 ).stdout.strip()
-            fake, kubeconfig = processes.start_fake_api(workdir, root=root)
-            profile = (Path(args.out).with_suffix(".pyspy.txt")) if args.profile else None
+            fake, kubeconfig = processes.start_fake_api(
+                workdir, root=root, profile=workdir / "fakeapi.pyspy.txt" if args.profile else None
+            )
             controller = processes.start_controller(
                 kubeconfig=kubeconfig,
                 workdir=workdir,
-                profile=profile,
-                log=workdir / "controller.log",
+                profile=workdir / "controller.pyspy.txt" if args.profile else None,
                 root=root,
             )
             controller_info["target"] = (
@@ -283,17 +294,15 @@ async def execute(args: argparse.Namespace) -> JSON:
                     controller_info["api_writes"] = parse_writes(await controller.metrics())
             dump_timeline(run, workdir / "timeline.jsonl.gz")
             print(f"timeline: {workdir / 'timeline.jsonl.gz'}", flush=True)
-            return summarize(run, plan, controller=controller_info)
+            return {**summarize(run, plan, controller=controller_info), "workdir": str(workdir)}
         finally:
             await client.close()
     finally:
         if controller is not None:
             controller.stop()
-            if controller.process.returncode not in (0, -2, None):
-                print((workdir / "controller.log").read_text()[-3000:], file=sys.stderr)
+            print(f"logs and profiles: {workdir}", flush=True)
         if fake is not None:
-            fake.terminate()
-            fake.wait(timeout=15)
+            fake.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=None, help="seconds (default 900 baseline, 3600 large)"
     )
-    parser.add_argument("--profile", action="store_true", help="run the controller under py-spy record")
+    parser.add_argument(
+        "--profile", action="store_true", help="run the controller and fake API server under py-spy record"
+    )
     parser.add_argument(
         "--commit", help="run the controller and fake API server of this commit (default: the working tree)"
     )
@@ -326,10 +337,15 @@ def main(argv: list[str] | None = None) -> int:
         else {"wall_s": [], "usage_percent": [], "mean_time_to_admission_s": {}}
     )
     result["kueue"] = kueue
-    spy = Path(args.out).with_suffix(".pyspy.txt")
-    if args.profile and spy.exists():
-        with spy.open() as lines:
+    workdir = Path(result["workdir"])
+    if (workdir / "controller.pyspy.txt").exists():
+        with (workdir / "controller.pyspy.txt").open() as lines:
             result["controller_profile"] = profile.breakdown(lines, cpu_s=result["controller"].get("cpu_s"))
+        with (workdir / "controller.pyspy.txt").open() as lines:
+            result["controller_hot_spots"] = profile.hot_spots(lines, under="webhook/")
+    if (workdir / "fakeapi.pyspy.txt").exists():
+        with (workdir / "fakeapi.pyspy.txt").open() as lines:
+            result["fake_api_hot_spots"] = profile.hot_spots(lines, under="tests/fakeapi/")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")

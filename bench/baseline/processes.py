@@ -21,6 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -63,31 +64,74 @@ def snapshot(commit: str, directory: Path) -> Path:
     return directory
 
 
-def start_fake_api(workdir: Path, *, root: Path = ROOT) -> tuple[subprocess.Popen[str], Path]:
-    """``python -m tests.fakeapi`` on a free port, modules from ``root``; its process and admin kubeconfig."""
-    kubeconfig = workdir / "kubeconfig.yaml"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakeapi", "--port", "0", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=root,
-    )
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("kubeconfig:"):
-            return process, kubeconfig
-    raise RuntimeError(f"the fake API server exited with {process.wait()} before serving")
+def _under_py_spy(command: list[str], profile: Path | None) -> list[str]:
+    if profile is None:
+        return command
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    rate = str(PROFILE_RATE_HZ)
+    return [
+        spy,
+        "record",
+        "--rate",
+        rate,
+        "--native",
+        "--format",
+        "raw",
+        "--output",
+        str(profile),
+        "--",
+        *command,
+    ]
 
 
 @dataclass
-class Controller:
-    """A running ``kueue-webhook serve``; ``pid`` is the Python process even when py-spy wraps it."""
+class Spawned:
+    """A process of the system under test; ``pid`` is the Python process even when py-spy wraps it."""
 
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[Any]
     pid: int
+    profile: Path | None
+
+    def stop(self) -> None:
+        """SIGTERM (as a kubelet stops a pod); py-spy writes its profile once its target is gone."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=120 if self.profile else 15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.pid != self.process.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+def _spawn(command: list[str], *, root: Path, profile: Path | None, log: Path, stdout: int) -> Spawned:
+    with log.open("ab") as handle:
+        process = subprocess.Popen(_under_py_spy(command, profile), cwd=root, stdout=stdout, stderr=handle)
+    pid = _child_pid(process.pid, timeout=10.0) if profile is not None else process.pid
+    return Spawned(process, pid, profile)
+
+
+def start_fake_api(workdir: Path, *, root: Path = ROOT, profile: Path | None = None) -> tuple[Spawned, Path]:
+    """``python -m tests.fakeapi`` on a free port, modules from ``root``; the process and admin kubeconfig."""
+    kubeconfig = workdir / "kubeconfig.yaml"
+    command = [sys.executable, "-m", "tests.fakeapi", "--port", "0", "--kubeconfig", str(kubeconfig)]
+    spawned = _spawn(command, root=root, profile=profile, log=workdir / "fakeapi.log", stdout=subprocess.PIPE)
+    stdout = spawned.process.stdout
+    assert stdout is not None
+    for raw in stdout:
+        if raw.startswith(b"kubeconfig:"):
+            return spawned, kubeconfig
+    raise RuntimeError(f"the fake API server exited with {spawned.process.wait()} before serving")
+
+
+@dataclass
+class Controller(Spawned):
+    """A running ``kueue-webhook serve``."""
+
     port: int
     ca_file: Path
-    profile: Path | None
 
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_file))
@@ -113,19 +157,6 @@ class Controller:
         ):
             return await response.text()
 
-    def stop(self) -> None:
-        """SIGTERM the controller (as a kubelet stops a pod); py-spy writes its profile once it is gone."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=120 if self.profile else 15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.pid != self.process.pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
-
 
 async def _sleep_poll() -> None:
     """Readiness has no event to await across processes: poll /readyz every 100 ms."""
@@ -133,7 +164,7 @@ async def _sleep_poll() -> None:
 
 
 def start_controller(
-    *, kubeconfig: Path, workdir: Path, profile: Path | None, log: Path, root: Path = ROOT
+    *, kubeconfig: Path, workdir: Path, profile: Path | None, root: Path = ROOT
 ) -> Controller:
     """``kueue-webhook serve`` (modules from ``root``: ``python -m`` puts the working directory first)."""
     certs = workdir / "certs"
@@ -152,37 +183,11 @@ def start_controller(
         "--kubeconfig",
         str(kubeconfig),
         "--no-leader-election",
-        "--tls-dir",
-        str(certs),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
     ]
-    command = serve
-    if profile is not None:
-        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        command = [
-            spy,
-            "record",
-            "--rate",
-            str(PROFILE_RATE_HZ),
-            "--native",
-            "--format",
-            "raw",
-            "--output",
-            str(profile),
-            "--",
-            *serve,
-        ]
-    handle = log.open("wb")
-    process = subprocess.Popen(command, cwd=root, stdout=handle, stderr=subprocess.STDOUT)
-    pid = process.pid
-    if profile is not None:
-        pid = _child_pid(process.pid, timeout=10.0)
-    return Controller(process, pid, port, certs / "ca.crt", profile)
+    serve += ["--tls-dir", str(certs), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    log = workdir / "controller.log"
+    spawned = _spawn(serve, root=root, profile=profile, log=log, stdout=subprocess.DEVNULL)
+    return Controller(spawned.process, spawned.pid, profile, port, certs / "ca.crt")
 
 
 def _child_pid(parent: int, *, timeout: float) -> int:

@@ -27,7 +27,7 @@ _OURS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("webhook server", re.compile(r"server\.py|admission/")),
 )
 #: helpers charged to their caller, and entry points whose callee (the event loop) is not ours
-_PASS_THROUGH = re.compile(r"webhook/api/|webhook/__main__\.py|webhook/cli\.py|webhook/control/main\.py")
+_PASS_THROUGH = re.compile(r"webhook/api/|__main__\.py|webhook/cli\.py|webhook/control/main\.py")
 _WATCH_VERBS = re.compile(r"^(KubeClient\.)?(watch|list_pages|list_all) \(.*kube\.py")
 
 
@@ -86,3 +86,29 @@ def breakdown(lines: Iterable[str], *, cpu_s: float | None) -> list[dict[str, ob
         }
         for name, count in sorted(samples.items(), key=lambda item: -item[1])
     ]
+
+
+def hot_spots(lines: Iterable[str], *, under: str, count: int = 12) -> list[dict[str, object]]:
+    """The functions of ``under`` (a path fragment) found in most samples, inclusive of their callees."""
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in lines:
+        stack, _, number = line.rstrip("\n").rpartition(" ")
+        if not number.isdigit():
+            continue
+        total += int(number)
+        seen: set[str] = set()
+        for frame in stack.split(";"):
+            match = FRAME.match(frame)
+            if (
+                match is None
+                or under not in match.group("where")
+                or _PASS_THROUGH.search(match.group("where"))
+            ):
+                continue
+            name = f"{match.group('function')} ({match.group('where').rsplit(':', 1)[0]})"
+            if name not in seen:
+                seen.add(name)
+                inclusive[name] = inclusive.get(name, 0) + int(number)
+    ranked = sorted(inclusive.items(), key=lambda item: -item[1])[:count]
+    return [{"function": name, "percent": round(100 * n / max(total, 1), 1)} for name, n in ranked]
