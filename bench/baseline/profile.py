@@ -100,11 +100,9 @@ def hot_spots(lines: Iterable[str], *, under: str, count: int = 12) -> list[dict
         seen: set[str] = set()
         for frame in stack.split(";"):
             match = FRAME.match(frame)
-            if (
-                match is None
-                or under not in match.group("where")
-                or _PASS_THROUGH.search(match.group("where"))
-            ):
+            if match is None or match.group("function") == "<module>":
+                continue
+            if under not in match.group("where") or _PASS_THROUGH.search(match.group("where")):
                 continue
             name = f"{match.group('function')} ({match.group('where').rsplit(':', 1)[0]})"
             if name not in seen:
