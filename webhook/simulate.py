@@ -23,6 +23,15 @@ table with the pending message of each waiting workload, and per ClusterQueue th
 counts, usage against nominal quota per flavor and resource, and the wait-time p50/p95 over the whole
 replay. ``--output json`` prints the same for machines; ``--plot FILE.png`` draws usage over time per
 ClusterQueue (needs the ``plot`` extra: matplotlib).
+
+Preemption is simulated end to end: when the scheduler evicts a workload to make room, simulate plays
+the owner at once (the Job stops, the reservation is cleared, the workload queues again and, when
+admitted again, runs its whole runtime from the start). The report lists every preemption: when, who
+was evicted from which ClusterQueue, for which workload, and Kueue's reason (``InClusterQueue``,
+``InCohortReclamation``, ``InCohortReclaimWhileBorrowing``, ``InCohortFairSharing``, or a drain's
+``ClusterQueueStopped``/``LocalQueueStopped``); the plot marks them. A ``kueue-webhook-config`` ConfigMap
+in the input turns on what it turns on in a cluster (``fairSharing``), and the report then shows each
+ClusterQueue's weighted share.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
 from webhook.api.errors import FieldError
 from webhook.api.jobs import JOB_UID_LABEL, job_pod_sets, job_queue_name, workload_name
 from webhook.api.objects import (
@@ -71,6 +81,8 @@ __all__ = [
 ]
 
 ARRIVAL_ANNOTATION = "simulate.kueue-webhook/arrival"
+#: the controller's ConfigMap; in the input it switches on what the cluster's would (fair sharing)
+CONFIGMAP_NAME = "kueue-webhook-config"
 RUNTIME_ANNOTATION = "simulate.kueue-webhook/runtime"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 _EPOCH_SECONDS = EPOCH.timestamp()
@@ -153,6 +165,8 @@ class Scenario:
     local_queues: list[LocalQueue] = field(default_factory=list)
     priority_classes: list[WorkloadPriorityClass] = field(default_factory=list)
     submissions: list[Submission] = field(default_factory=list)
+    #: the ConfigMap ``kueue-webhook-config`` when the input has one (fair sharing and its strategies)
+    configuration: Configuration = field(default_factory=Configuration)
 
 
 class _Where:
@@ -262,6 +276,16 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         return
     if kind == "Job":
         scenario.submissions.append(_job_submission(where, doc, index))
+        return
+    if kind == "ConfigMap":
+        meta = doc.get("metadata") or {}
+        if meta.get("name") != CONFIGMAP_NAME:
+            return  # someone else's ConfigMap: nothing to simulate
+        text = (doc.get("data") or {}).get("config.yaml")
+        parsed_config = parse_configuration(text)
+        if isinstance(parsed_config, ConfigurationErrors):
+            raise SimulationError(f"{where}: data[config.yaml]: {parsed_config}")
+        scenario.configuration = parsed_config
         return
     if kind == "Workload":
         scenario.submissions.append(_workload_submission(where, doc))
@@ -392,6 +416,8 @@ def _step(moment: float, resolution: float) -> float:
 
 
 def _apply_config(state: SchedulerState, scenario: Scenario) -> None:
+    fair = scenario.configuration.fair_sharing
+    state.configure_fair_sharing(enabled=fair.enable, strategies=fair.preemption_strategies)
     for name, labels in scenario.namespaces.items():
         state.upsert_namespace(name, labels)
     for priority_class in scenario.priority_classes:
@@ -790,6 +816,9 @@ def report_text(result: Result, scenario: Scenario, out: TextIO) -> None:
         counts = f"  admitted {queue['admitted']}   pending {queue['pending']}   finished {queue['finished']}"
         if queue["preempted"]:
             counts += f"   preempted {queue['preempted']}"
+        share = queue["status"].get("fairSharing")
+        if share is not None:
+            counts += f"   weighted share {share['weightedShare']}"
         print(counts, file=out)
         usage_rows = [
             [

@@ -100,7 +100,8 @@ class CompiledQueue:
     preempt_while_borrowing: bool = False
 
 
-def compile_queue(queue: ClusterQueue) -> CompiledQueue:
+def compile_queue(queue: ClusterQueue, *, fair_sharing: bool = False) -> CompiledQueue:
+    """``fair_sharing``: reclaiming lets a borrowing workload preempt too (canPreemptWhileBorrowing)."""
     groups = tuple(
         (frozenset(group.covered_resources), tuple(f.name for f in group.flavors))
         for group in queue.resource_groups
@@ -118,7 +119,8 @@ def compile_queue(queue: ClusterQueue) -> CompiledQueue:
         group_of,
         nominal,
         queue.flavor_fungibility,
-        queue.preemption.borrow_within_cohort != "Never",
+        queue.preemption.borrow_within_cohort != "Never"
+        or (fair_sharing and queue.preemption.reclaim_within_cohort != "Never"),
     )
 
 

@@ -28,11 +28,12 @@ the non-preempting path costs nothing extra.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from webhook.api.objects import Preemption
+from webhook.core.fairsharing import Share
 from webhook.core.flavors import Mode
 from webhook.core.ledger import Ledger, Node, available
 from webhook.core.model import FlavorResource, WorkloadInfo
@@ -44,6 +45,7 @@ __all__ = [
     "REASON_IN_COHORT_RECLAMATION",
     "Candidate",
     "ClassicalPreemption",
+    "FairSharingPreemption",
     "QuotaHolders",
     "Target",
     "preemption_message",
@@ -153,6 +155,8 @@ class ClassicalPreemption:
 
     def __init__(self, *, holders: QuotaHolders) -> None:
         self.holders = holders
+        #: set while fair sharing is on: the flavor assigner's question is then answered by it
+        self.fair: FairSharingPreemption | None = None
 
     @property
     def ledger(self) -> Ledger:
@@ -165,7 +169,10 @@ class ClassicalPreemption:
         policy = self.holders.preemption_policy(queue)
         if policy.within_cluster_queue == "Never" and policy.reclaim_within_cohort == "Never":
             return Mode.NO_CANDIDATES, 0
-        targets = self.targets(queue=queue, workload=workload, requests={fr: amount}, needs=frozenset((fr,)))
+        search = self.fair if self.fair is not None else self
+        targets = search.targets(
+            queue=queue, workload=workload, requests={fr: amount}, needs=frozenset((fr,))
+        )
         if not targets:
             return Mode.NO_CANDIDATES, self.ledger.borrowing_height(queue, fr, amount)
         self._remove(t.candidate for t in targets)
@@ -402,3 +409,199 @@ class ClassicalPreemption:
         for c in candidates:
             if c.cluster_queue in self.ledger.queues:
                 self.ledger.charge(c.cluster_queue, c.info.usage)
+
+
+class FairSharingPreemption:
+    """Kueue's fair-sharing preemption (``fairPreemptions``): evict from the ClusterQueues with the
+    highest share first, as long as the preemption strategy holds between the preemptor's share with the
+    workload and the target's share, until the preemptor fits.
+
+    ``LessThanOrEqualToFinalShare``: preempt when the preemptor's new share is at most the target's share
+    without the candidate. ``LessThanInitialShare``: when it is below the target's current share. With
+    both (the default), candidates refused by the first are retried under the second.
+    """
+
+    def __init__(
+        self,
+        *,
+        holders: QuotaHolders,
+        classical: ClassicalPreemption,
+        share: Callable[[Node], Share],
+        strategies: tuple[str, ...],
+    ) -> None:
+        self.holders = holders
+        self.classical = classical
+        self.share = share
+        self.strategies = strategies or ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+    def targets(
+        self,
+        *,
+        queue: str,
+        workload: WorkloadInfo,
+        requests: Mapping[FlavorResource, int],
+        needs: frozenset[FlavorResource],
+    ) -> list[Target]:
+        ledger = self.holders.ledger
+        node = ledger.queues.get(queue)
+        if node is None or not needs:
+            return []
+        policy = self.holders.preemption_policy(queue)
+        candidates = self._candidates(node, workload, policy, needs)
+        if not candidates:
+            return []
+        candidates.sort(key=lambda c: ClassicalPreemption._order(c, queue))
+        chosen: list[Target] = []
+        ledger.charge(queue, requests)  # shares are compared with the preemptor admitted
+        try:
+            fits, retry = self._first_strategy(node, requests, candidates, chosen)
+            if not fits and len(self.strategies) > 1:
+                fits = self._second_strategy(node, requests, retry, chosen)
+        finally:
+            ledger.release(queue, requests)
+        if not fits:
+            self.classical._restore(t.candidate for t in chosen)
+            return []
+        kept = self._fill_back(node, requests, chosen)
+        self.classical._restore(t.candidate for t in kept)
+        return kept
+
+    def _candidates(
+        self, node: Node, workload: WorkloadInfo, policy: Preemption, needs: frozenset[FlavorResource]
+    ) -> list[Candidate]:
+        out: list[Candidate] = []
+        allowed = ClassicalPreemption._allowed
+        if policy.within_cluster_queue != "Never":
+            out.extend(
+                c
+                for c in self.holders.holders(node.name)
+                if c.info.key != workload.key
+                and _uses(c.info, needs)
+                and allowed(policy.within_cluster_queue, workload, c.info)
+            )
+        if node.parent is not None and policy.reclaim_within_cohort != "Never":
+            stack = [node.root()]
+            while stack:
+                current = stack.pop()
+                if current.is_cohort:
+                    stack.extend(current.children)
+                    continue
+                if current is node or all(
+                    current.usage.get(fr, 0) <= current.subtree.get(fr, 0) for fr in needs
+                ):
+                    continue  # only borrowing ClusterQueues give anything back
+                out.extend(
+                    c
+                    for c in self.holders.holders(current.name)
+                    if _uses(c.info, needs) and allowed(policy.reclaim_within_cohort, workload, c.info)
+                )
+        return out
+
+    def _fits(self, node: Node, requests: Mapping[FlavorResource, int]) -> bool:
+        """Whether the preemptor fits (its transient charge taken off for the check)."""
+        ledger = self.holders.ledger
+        ledger.release(node.name, requests)
+        try:
+            return all(amount <= available(node, fr) for fr, amount in requests.items())
+        finally:
+            ledger.charge(node.name, requests)
+
+    def _queue_share(self, name: str) -> Share | None:
+        target = self.holders.ledger.queues.get(name)
+        return self.share(target) if target is not None else None
+
+    def _first_strategy(
+        self,
+        node: Node,
+        requests: Mapping[FlavorResource, int],
+        candidates: list[Candidate],
+        chosen: list[Target],
+    ) -> tuple[bool, list[Candidate]]:
+        strategy = self.strategies[0]
+        remaining: dict[str, list[Candidate]] = {}
+        for c in candidates:
+            remaining.setdefault(c.cluster_queue, []).append(c)
+        retry: list[Candidate] = []
+        while remaining:
+            target_queue = self._highest_share(remaining)
+            queue_candidates = remaining[target_queue]
+            if target_queue == node.name:
+                candidate = queue_candidates.pop(0)
+                if not queue_candidates:
+                    del remaining[target_queue]
+                self._take(candidate, REASON_IN_CLUSTER_QUEUE, chosen)
+                if self._fits(node, requests):
+                    return True, retry
+                continue
+            preemptor_share = self.share(node)
+            target_old = self._queue_share(target_queue)
+            while queue_candidates:
+                candidate = queue_candidates.pop(0)
+                self.classical._remove((candidate,))
+                target_new = self._queue_share(target_queue)
+                self.classical._restore((candidate,))
+                if _strategy_holds(strategy, preemptor_share, target_old, target_new):
+                    self._take(candidate, REASON_IN_COHORT_FAIR_SHARING, chosen)
+                    if self._fits(node, requests):
+                        return True, retry
+                    break  # shares moved: choose the next queue afresh
+                retry.append(candidate)
+            if not queue_candidates:
+                del remaining[target_queue]
+        return False, retry
+
+    def _second_strategy(
+        self, node: Node, requests: Mapping[FlavorResource, int], retry: list[Candidate], chosen: list[Target]
+    ) -> bool:
+        remaining: dict[str, list[Candidate]] = {}
+        for c in retry:
+            remaining.setdefault(c.cluster_queue, []).append(c)
+        while remaining:
+            target_queue = self._highest_share(remaining)
+            candidate = remaining.pop(target_queue)[0]  # one try per queue, then the queue is dropped
+            if _strategy_holds(
+                "LessThanInitialShare", self.share(node), self._queue_share(target_queue), None
+            ):
+                self._take(candidate, REASON_IN_COHORT_FAIR_SHARING, chosen)
+                if self._fits(node, requests):
+                    return True
+        return False
+
+    def _highest_share(self, remaining: Mapping[str, list[Candidate]]) -> str:
+        """The ClusterQueue to take from next: highest share first (recomputed, as removals move it),
+        then by name."""
+
+        def rank(name: str) -> tuple[int, float, str]:
+            share = self._queue_share(name)
+            group, value = share.key() if share is not None else (0, 0.0)
+            return (-group, -value, name)
+
+        return min(remaining, key=rank)
+
+    def _take(self, candidate: Candidate, reason: str, chosen: list[Target]) -> None:
+        self.classical._remove((candidate,))
+        chosen.append(Target(candidate, reason))
+
+    def _fill_back(
+        self, node: Node, requests: Mapping[FlavorResource, int], chosen: list[Target]
+    ) -> list[Target]:
+        """Put back every target but the last without which the preemptor still fits; the ones kept
+        stay removed (the caller restores them)."""
+        for index in range(len(chosen) - 2, -1, -1):
+            candidate = chosen[index].candidate
+            self.classical._restore((candidate,))
+            if all(amount <= available(node, fr) for fr, amount in requests.items()):
+                del chosen[index]
+            else:
+                self.classical._remove((candidate,))
+        return chosen
+
+
+def _strategy_holds(
+    strategy: str, preemptor: Share, target_old: Share | None, target_new: Share | None
+) -> bool:
+    if target_old is None:
+        return False
+    if strategy == "LessThanOrEqualToFinalShare":
+        return target_new is not None and preemptor.key() <= target_new.key()
+    return preemptor.key() < target_old.key()

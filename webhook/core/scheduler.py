@@ -44,7 +44,7 @@ What the controller does with each decision:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -61,6 +61,7 @@ from webhook.api.objects import (
     parse_timestamp,
 )
 from webhook.api.selectors import LabelSelector
+from webhook.core.fairsharing import Contender, Share, dominant_resource_share, pick_fairest
 from webhook.core.flavors import (
     Assignment,
     CompiledQueue,
@@ -69,9 +70,16 @@ from webhook.core.flavors import (
     assign_flavors,
     compile_queue,
 )
-from webhook.core.ledger import Ledger
+from webhook.core.ledger import Ledger, Node
 from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount_quantity
-from webhook.core.preemption import Candidate, ClassicalPreemption, Target, preemption_message, queue_path
+from webhook.core.preemption import (
+    Candidate,
+    ClassicalPreemption,
+    FairSharingPreemption,
+    Target,
+    preemption_message,
+    queue_path,
+)
 from webhook.core.queues import PendingQueue, RetryCondition, may_fit
 
 __all__ = ["Admit", "Decision", "Evict", "SchedulerState", "Wait"]
@@ -181,6 +189,11 @@ class SchedulerState:
         self.ledger = Ledger()
         self.preemption = ClassicalPreemption(holders=self)
         self.oracle: PreemptionOracle = oracle or self.preemption
+        #: fair sharing (the ConfigMap's ``fairSharing``): admission order and preemption by share
+        self.fair_sharing = False
+        self.fair_preemption = FairSharingPreemption(
+            holders=self, classical=self.preemption, share=self.share_of, strategies=()
+        )
         #: preemptors waiting for their targets to go, with the room held for them meanwhile
         self._claims: dict[WorkloadKey, _Claim] = {}
         self._sequence = 0
@@ -200,6 +213,39 @@ class SchedulerState:
         self._last_wait: dict[WorkloadKey, tuple[str, str, int | None]] = {}
 
     # == configuration events ==========================================================================
+    def configure_fair_sharing(self, *, enabled: bool, strategies: tuple[str, ...] = ()) -> None:
+        """Turn fair sharing on or off (the ConfigMap's ``fairSharing``) with its preemption strategies."""
+        if enabled == self.fair_sharing and strategies == self.fair_preemption.strategies:
+            return
+        self.fair_sharing = enabled
+        self.fair_preemption.strategies = strategies or (
+            "LessThanOrEqualToFinalShare",
+            "LessThanInitialShare",
+        )
+        self.preemption.fair = self.fair_preemption if enabled else None
+        for queue in self._queues.values():
+            queue.compiled = compile_queue(queue.spec, fair_sharing=enabled)
+        self._wake(self._queues)
+
+    def weight_of(self, node: Node) -> float:
+        """``fairSharing.weight`` of a ClusterQueue or Cohort (1 when unset)."""
+        spec: ClusterQueue | Cohort | None
+        if node.is_cohort:
+            spec = self.cohorts.get(node.name)
+        else:
+            queue = self._queues.get(node.name)
+            spec = queue.spec if queue is not None else None
+        weight = spec.fair_sharing_weight if spec is not None else None
+        return 1.0 if weight is None else weight.nanos / 1e9
+
+    def share_of(self, node: Node) -> Share:
+        return dominant_resource_share(node, self.weight_of(node))
+
+    def fair_share(self, cluster_queue: str) -> Share | None:
+        """The ClusterQueue's dominant resource share now (``status.fairSharing``), None if unknown."""
+        node = self.ledger.queues.get(cluster_queue)
+        return self.share_of(node) if node is not None else None
+
     def upsert_resource_flavor(self, flavor: ResourceFlavor) -> None:
         self.flavors[flavor.name] = flavor
         self._refresh_flavor_references()
@@ -226,7 +272,9 @@ class SchedulerState:
         missing = tuple(f for f in spec.flavor_names() if f not in self.flavors)
         if queue is None:
             queue = _QueueState(
-                spec, compile_queue(spec), PendingQueue(strict=spec.queueing_strategy == "StrictFIFO")
+                spec,
+                compile_queue(spec, fair_sharing=self.fair_sharing),
+                PendingQueue(strict=spec.queueing_strategy == "StrictFIFO"),
             )
             queue.missing_flavors = missing
             self._queues[name] = queue
@@ -234,7 +282,8 @@ class SchedulerState:
             self._admit_held_for_cluster_queue(name)
         else:
             was_open = queue.open
-            queue.spec, queue.compiled, queue.missing_flavors = spec, compile_queue(spec), missing
+            queue.spec, queue.missing_flavors = spec, missing
+            queue.compiled = compile_queue(spec, fair_sharing=self.fair_sharing)
             queue.pending.set_strict(spec.queueing_strategy == "StrictFIFO")
             self._queue_opened_or_closed(name, was_open)
         self._wake([*old_tree, *self.ledger.tree_queues(name)])
@@ -487,7 +536,7 @@ class SchedulerState:
         entries.sort(key=lambda entry: entry[0])
         cycle = _Cycle()
         try:
-            for _, info, queue, assignment in entries:
+            for info, queue, assignment in self._in_turn(entries):
                 self._process(decisions, cycle, info, queue, assignment)
         finally:
             for name, usage in cycle.holds:  # capacity held for this cycle only
@@ -497,6 +546,37 @@ class SchedulerState:
                 # given up without being admitted: what it held is free for the others again
                 self._wake(self.ledger.tree_queues(claim.cluster_queue), released=True)
         return decisions
+
+    def _in_turn(
+        self,
+        entries: list[tuple[tuple[float, bool, int, float, str], WorkloadInfo, _QueueState, Assignment]],
+    ) -> Iterator[tuple[WorkloadInfo, _QueueState, Assignment]]:
+        """The heads in the order they are processed: sorted (classical), or with fair sharing one
+        tournament per pick within each cohort tree, on the usage left by the picks before."""
+        if not self.fair_sharing:
+            for _, info, queue, assignment in entries:
+                yield info, queue, assignment
+            return
+        trees: dict[str, list[Contender[tuple[WorkloadInfo, _QueueState, Assignment]]]] = {}
+        for order, info, queue, assignment in entries:
+            node = self.ledger.queues.get(queue.spec.name)
+            root = node.root().name if node is not None else queue.spec.name
+            contender = Contender(
+                (info, queue, assignment),
+                queue.spec.name,
+                assignment.usage,
+                info.priority,
+                info.created,
+                info.key,
+                order[0],
+            )
+            trees.setdefault(root, []).append(contender)
+        for root in sorted(trees):
+            contenders = trees[root]
+            while contenders:
+                winner = pick_fairest(contenders, ledger=self.ledger, weight=self.weight_of)
+                contenders.remove(winner)
+                yield winner.entry
 
     def _process(
         self,
@@ -511,7 +591,8 @@ class SchedulerState:
         mode = assignment.mode
         targets: list[Target] = []
         if mode.needs_preemption and mode is not Mode.NO_CANDIDATES:
-            targets = self.preemption.targets(
+            search = self.fair_preemption if self.fair_sharing else self.preemption
+            targets = search.targets(
                 queue=name, workload=info, requests=assignment.usage, needs=assignment.needs
             )
         if not targets:

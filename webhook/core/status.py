@@ -78,7 +78,7 @@ def cluster_queue_status(state: SchedulerState, name: str) -> dict[str, Any]:
     """The ``status`` of a ClusterQueue (conditions without timestamps)."""
     reserving = state.reserving_in(name)
     status, reason, message = cluster_queue_active(state, name)
-    return {
+    out: dict[str, Any] = {
         "conditions": [{"type": "Active", "status": status, "reason": reason, "message": message}],
         "flavorsReservation": _flavor_usage(
             state, name, _usage_of(reserving, admitted_only=False), with_borrowed=True
@@ -90,6 +90,10 @@ def cluster_queue_status(state: SchedulerState, name: str) -> dict[str, Any]:
         "reservingWorkloads": len(reserving),
         "admittedWorkloads": sum(1 for _, admitted in reserving if admitted),
     }
+    share = state.fair_share(name) if state.fair_sharing else None
+    if share is not None:
+        out["fairSharing"] = {"weightedShare": share.rounded}
+    return out
 
 
 def local_queue_status(state: SchedulerState, namespace: str, name: str) -> dict[str, Any]:

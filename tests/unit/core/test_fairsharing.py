@@ -1,0 +1,101 @@
+"""Fair sharing: dominant resource shares as Kueue reports them, admission by lowest share, and
+preemption that brings tenants of equal weight and equal demand to equal shares."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from webhook.core.scheduler import Admit, Evict, SchedulerState
+from webhook.core.status import cluster_queue_status
+
+from .builders import cluster_queue, cohort, run_until_quiet, state_with, workload
+
+CPU = ("default", "cpu")
+G = 10**9
+
+
+def teams(*weights: str | None, nominal: int = 0, shared: int = 12, fair: bool = True) -> SchedulerState:
+    """ClusterQueues t0, t1... in cohort ``org`` whose own quota is ``shared`` cpu."""
+    queues = []
+    for index, weight in enumerate(weights):
+        spec = {
+            "cohortName": "org",
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+        }
+        if weight is not None:
+            spec["fairSharing"] = {"weight": weight}
+        queues.append(cluster_queue(f"t{index}", {"default": {"cpu": nominal}}, **spec))
+    state = state_with(*queues, local_queues={f"lq{i}": f"t{i}" for i in range(len(weights))})
+    state.upsert_cohort(cohort("org", {"default": {"cpu": shared}}))
+    state.configure_fair_sharing(enabled=fair)
+    return state
+
+
+def test_weighted_share_in_status_follows_borrowing_and_weight() -> None:
+    state = teams(None, "2", "0")
+    for index in range(3):
+        state.upsert_workload(workload(f"w{index}", {"cpu": "2"}, queue=f"lq{index}", created=index))
+    run_until_quiet(state)
+    # 2 of 12 lendable cpu borrowed = 166.7 per mille; weight 2 halves it; weight 0 ranks last
+    shares = [cluster_queue_status(state, f"t{i}")["fairSharing"]["weightedShare"] for i in range(3)]
+    assert shares == [167, 84, 2**63 - 1]
+
+
+def test_no_fair_sharing_field_when_disabled() -> None:
+    state = teams(None, fair=False)
+    assert "fairSharing" not in cluster_queue_status(state, "t0")
+
+
+def test_lowest_share_is_admitted_first() -> None:
+    state = teams(None, None, shared=4)
+    state.upsert_workload(workload("busy-1", {"cpu": "2"}, queue="lq0", created=0))
+    run_until_quiet(state)
+    # t0 already borrows 2; t1's newer head goes before t0's older one
+    state.upsert_workload(workload("busy-2", {"cpu": "2"}, queue="lq0", created=1))
+    state.upsert_workload(workload("idle-1", {"cpu": "2"}, queue="lq1", created=2))
+    decisions = state.cycle()
+    assert [d.workload for d in decisions if isinstance(d, Admit)] == ["ns/idle-1"]
+
+
+def test_classical_order_would_take_the_older_head() -> None:
+    state = teams(None, None, shared=4, fair=False)
+    state.upsert_workload(workload("busy-1", {"cpu": "2"}, queue="lq0", created=0))
+    run_until_quiet(state)
+    state.upsert_workload(workload("busy-2", {"cpu": "2"}, queue="lq0", created=1))
+    state.upsert_workload(workload("idle-1", {"cpu": "2"}, queue="lq1", created=2))
+    assert [d.workload for d in state.cycle() if isinstance(d, Admit)] == ["ns/busy-2"]
+
+
+def settle(state: SchedulerState, fed: dict[str, object]) -> list[Evict]:
+    evictions: list[Evict] = []
+    while True:
+        found = [d for d in run_until_quiet(state) if isinstance(d, Evict)]
+        if not found:
+            return evictions
+        evictions.extend(found)
+        for d in found:
+            state.upsert_workload(fed[d.workload])  # type: ignore[arg-type]
+
+
+@given(st.integers(12, 16), st.integers(12, 16), st.sampled_from([6, 8, 12]))
+@settings(max_examples=30)
+def test_equal_weights_and_equal_demand_converge_to_equal_shares(
+    first: int, second: int, shared: int
+) -> None:
+    state = teams(None, None, shared=shared)
+    fed: dict[str, object] = {}
+    for index in range(first):  # t0 arrives first and takes everything
+        wl = workload(f"a{index}", {"cpu": "1"}, queue="lq0", created=index)
+        fed[wl.key] = wl
+        state.upsert_workload(wl)
+    settle(state, fed)
+    assert state.ledger.usage("t0")[CPU] == shared * G
+    for index in range(second):  # then t1 wants at least as much
+        wl = workload(f"b{index}", {"cpu": "1"}, queue="lq1", created=100 + index)
+        fed[wl.key] = wl
+        state.upsert_workload(wl)
+    evictions = settle(state, fed)
+    assert all(e.preemption_reason == "InCohortFairSharing" for e in evictions)
+    used = [state.ledger.usage(f"t{i}").get(CPU, 0) // G for i in range(2)]
+    assert sum(used) == shared and abs(used[0] - used[1]) <= 1, used
