@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline import processes, profile, scenario
-from bench.baseline.figures import compute, over_admission_summary
+from bench.baseline.figures import compute, over_admission_summary, windows
 from bench.baseline.runner import Run
 from bench.baseline.timeline import Change, QuotaLimits, check_over_admission
 from webhook.control.kinds import NAMESPACES
@@ -146,6 +146,13 @@ def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
         "errors": counters.errors[:10],
         "controller": controller,
     }
+    width = 10.0 if figures.wall_s <= 200 else float(round(figures.wall_s / 15))
+    result["phases"] = [
+        asdict(w)
+        for w in windows(
+            run.timeline.transitions, nominal_cpu=plan.nominal_cpu(), start=start, end=run.end_at, width=width
+        )
+    ]
     by_verb = controller.get("api_writes") or {}
     if by_verb and admissions:
         result["writes"]["controller_per_admission"] = round(sum(by_verb.values()) / admissions, 3)
@@ -217,6 +224,19 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{_fmt(result['queues_idle_after_s'], ' s')} | | |",
         "",
     ]
+    if result.get("phases"):
+        lines += [
+            "The run by phase (from the timeline):",
+            "",
+            "| from (s) | usage | admissions/s | finished/s |",
+            "|---|---|---|---|",
+            *(
+                f"| {w['start_s']:g} | {w['usage_percent']} % | {w['admissions_per_s']} | "
+                f"{w['finished_per_s']} |"
+                for w in result["phases"]
+            ),
+            "",
+        ]
     if result.get("controller_profile"):
         lines += [
             "Where the controller's CPU goes (py-spy samples, each charged to one bucket; cpu s = share of "

@@ -158,3 +158,58 @@ def over_admission_summary(
         "cohort_limit_cpu": cohort_limit / 1000,
         "quota_still_held_at_end_cpu": sum(report.held_at_end.values()) / 1000,
     }
+
+
+@dataclass(frozen=True)
+class Window:
+    start_s: float
+    usage_percent: float
+    admissions_per_s: float
+    finished_per_s: float
+
+
+def windows(
+    transitions: Sequence[Transition], *, nominal_cpu: int, start: float, end: float, width: float
+) -> list[Window]:
+    """Usage and admission rate per ``width`` seconds from ``start``: which phase of the run loses time."""
+    count = max(1, int((end - start) // width) + (1 if (end - start) % width else 0))
+    held_milli_s = [0.0] * count
+    admissions = [0] * count
+    finishes = [0] * count
+    held, last = 0, start
+
+    def spread(until: float) -> None:
+        nonlocal last
+        at = last
+        while at < until:
+            index = min(count - 1, int((at - start) // width))
+            edge = min(until, start + (index + 1) * width) if index < count - 1 else until
+            held_milli_s[index] += held * (edge - at)
+            at = edge
+        last = max(last, until)
+
+    for transition in sorted(transitions, key=lambda t: t.seq):
+        at = min(max(transition.at, start), end)
+        index = min(count - 1, int((at - start) // width))
+        if transition.change is Change.ADMITTED:
+            admissions[index] += 1
+        elif transition.change is Change.FINISHED:
+            finishes[index] += 1
+        elif transition.change in (Change.RESERVED, Change.RELEASED):
+            spread(at)
+            held += transition.cpu_milli if transition.change is Change.RESERVED else -transition.cpu_milli
+    spread(end)
+    out = []
+    for index in range(count):
+        span = min(width, end - (start + index * width))
+        out.append(
+            Window(
+                start_s=round(index * width, 3),
+                usage_percent=round(100 * held_milli_s[index] / 1000 / (nominal_cpu * span), 1)
+                if span > 0
+                else 0.0,
+                admissions_per_s=round(admissions[index] / span, 1) if span > 0 else 0.0,
+                finished_per_s=round(finishes[index] / span, 1) if span > 0 else 0.0,
+            )
+        )
+    return out

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bench.baseline import profile, scenario
-from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample, compute, held_cpu_seconds
+from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample, compute, held_cpu_seconds, windows
 from bench.baseline.runner import eviction_ack_patch, finished_patch
 from bench.baseline.timeline import Change, QuotaLimits, Timeline, Transition, check_over_admission
 from bench.kueue_baseline import limits_of, parse_writes
@@ -322,3 +322,15 @@ def test_controller_write_counts_are_read_from_its_metrics() -> None:
 )
 def test_profile_samples_are_charged_to_the_component_that_spent_them(stack: list[str], bucket: str) -> None:
     assert profile.bucket_of(stack) == bucket
+
+
+def test_windows_show_usage_and_admission_rate_per_phase() -> None:
+    transitions = [
+        Transition(1, 0.0, "a/w1", Change.RESERVED, "a", 2_000),
+        Transition(2, 0.0, "a/w1", Change.ADMITTED, "a", 0),
+        Transition(3, 15.0, "a/w1", Change.FINISHED, "a", 0),
+        Transition(4, 15.0, "a/w1", Change.RELEASED, "a", 2_000),
+    ]
+    first, second = windows(transitions, nominal_cpu=2, start=0.0, end=20.0, width=10.0)
+    assert (first.usage_percent, first.admissions_per_s, first.finished_per_s) == (100.0, 0.1, 0.0)
+    assert (second.start_s, second.usage_percent, second.finished_per_s) == (10.0, 50.0, 0.1)
