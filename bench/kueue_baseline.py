@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -218,7 +219,9 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{_fmt(result['writes'].get('controller_per_admission'))}; "
         f"{_fmt(result['writes']['observed_per_admission'])} | | |",
         f"| controller peak RSS (VmHWM) | {_fmt(controller.get('peak_rss_mb'), ' MB')} | | |",
-        f"| controller CPU time during the run | {_fmt(controller.get('cpu_s'), ' s')} | | |",
+        f"| CPU time during the run: controller / fake API server / benchmark | "
+        f"{_fmt(controller.get('cpu_s'), ' s')} / {_fmt(controller.get('fake_api_cpu_s'), ' s')} / "
+        f"{_fmt(controller.get('benchmark_process_cpu_s'), ' s')} | | |",
         f"| creation span (last Workload created) | {_fmt(result['generation_s'], ' s')} | | |",
         f"| ClusterQueue statuses idle (Kueue's end condition) at | "
         f"{_fmt(result['queues_idle_after_s'], ' s')} | | |",
@@ -301,7 +304,10 @@ async def execute(args: argparse.Namespace) -> JSON:
                 await controller.wait_ready(timeout=60)
             run = Run(api=client, plan=plan, timeout=args.timeout, progress=lambda m: print(m, flush=True))
             cpu_before = processes.cpu_seconds(controller.pid) if controller else None
+            fake_cpu_before = processes.cpu_seconds(fake.pid) if fake else None
+            own_before = time.process_time()
             await run.execute()
+            controller_info["benchmark_process_cpu_s"] = round(time.process_time() - own_before, 1)
             if controller is not None:
                 controller_info["peak_rss_mb"] = processes.peak_rss_mb(controller.pid)
                 cpu_after = processes.cpu_seconds(controller.pid)
@@ -310,6 +316,10 @@ async def execute(args: argparse.Namespace) -> JSON:
                 if fake is not None:
                     controller_info["fake_api_peak_rss_mb"] = processes.peak_rss_mb(fake.pid)
                     controller_info["fake_api_cpu_s"] = processes.cpu_seconds(fake.pid)
+                    if fake_cpu_before is not None and controller_info["fake_api_cpu_s"] is not None:
+                        controller_info["fake_api_cpu_s"] = round(
+                            controller_info["fake_api_cpu_s"] - fake_cpu_before, 1
+                        )
                 with contextlib.suppress(Exception):
                     controller_info["api_writes"] = parse_writes(await controller.metrics())
             dump_timeline(run, workdir / "timeline.jsonl.gz")
