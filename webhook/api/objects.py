@@ -28,6 +28,8 @@ from webhook.api.selectors import LabelSelector, SelectorError, parse_label_sele
 __all__ = [
     "GROUP",
     "Admission",
+    "AdmissionCheck",
+    "AdmissionCheckState",
     "ClusterQueue",
     "Cohort",
     "Condition",
@@ -45,6 +47,7 @@ __all__ = [
     "Taint",
     "Workload",
     "WorkloadPriorityClass",
+    "parse_admission_check",
     "parse_cluster_queue",
     "parse_cohort",
     "parse_local_queue",
@@ -729,6 +732,72 @@ class Admission:
         }
 
 
+CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCheckState:
+    """One entry of ``status.admissionChecks``."""
+
+    name: str
+    state: str = "Pending"
+    message: str = ""
+    last_transition_time: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "state": self.state, "message": self.message}
+        if self.last_transition_time:
+            out["lastTransitionTime"] = self.last_transition_time
+        return out
+
+
+def _check_states(raw: Any, errors: list[FieldError]) -> tuple[AdmissionCheckState, ...]:
+    out: list[AdmissionCheckState] = []
+    for index, entry in enumerate(_list(raw, "status.admissionChecks", errors)):
+        path = f"status.admissionChecks[{index}]"
+        if not isinstance(entry, Mapping) or not entry.get("name"):
+            errors.append(FieldError.required(f"{path}.name"))
+            continue
+        state = _enum(entry.get("state"), f"{path}.state", CHECK_STATES, "Pending", errors)
+        out.append(
+            AdmissionCheckState(
+                str(entry["name"]),
+                state,
+                str(entry.get("message") or ""),
+                str(entry.get("lastTransitionTime") or ""),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCheck:
+    """Cluster-scoped ``AdmissionCheck``: which controller decides the check (``spec.controllerName``)."""
+
+    meta: Meta
+    controller_name: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+def parse_admission_check(obj: Mapping[str, Any]) -> Parsed[AdmissionCheck]:
+    errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=False)
+    spec = _spec(obj, errors, required=True)
+    controller = spec.get("controllerName")
+    if not isinstance(controller, str) or not controller:
+        errors.append(FieldError.required("spec.controllerName"))
+        controller = ""
+    parameters = spec.get("parameters") or {}
+    if not isinstance(parameters, Mapping):
+        errors.append(FieldError.invalid("spec.parameters", None, "must be an object"))
+        parameters = {}
+    return _finish(AdmissionCheck(meta, controller, dict(parameters)), errors)
+
+
 @dataclass(frozen=True, slots=True)
 class Workload:
     meta: Meta
@@ -741,6 +810,8 @@ class Workload:
     active: bool = True
     conditions: tuple[Condition, ...] = ()
     admission: Admission | None = None
+    #: ``status.admissionChecks``: the state each admission check of its ClusterQueue reported
+    admission_checks: tuple[AdmissionCheckState, ...] = ()
 
     @property
     def name(self) -> str:
@@ -905,6 +976,7 @@ def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
         active=active is not False,
         conditions=_conditions(status.get("conditions"), errors),
         admission=_admission(status.get("admission"), errors),
+        admission_checks=_check_states(status.get("admissionChecks"), errors),
     )
     return _finish(workload, errors)
 
@@ -918,9 +990,12 @@ _PARSERS: dict[str, Any] = {
     "LocalQueue": parse_local_queue,
     "WorkloadPriorityClass": parse_workload_priority_class,
     "Workload": parse_workload,
+    "AdmissionCheck": parse_admission_check,
 }
 
-KueueObject = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload
+KueueObject = (
+    ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload | AdmissionCheck
+)
 
 
 def parse_object(obj: Mapping[str, Any]) -> KueueObject | list[FieldError]:

@@ -61,6 +61,7 @@ from webhook.api.objects import (
     parse_timestamp,
 )
 from webhook.api.selectors import LabelSelector
+from webhook.core.checks import check_eviction
 from webhook.core.fairsharing import Contender, Share, dominant_resource_share, pick_fairest
 from webhook.core.flavors import (
     Assignment,
@@ -142,6 +143,8 @@ class Evict:
     #: the workload that needs the room, and its ClusterQueue (metric ``preempting_cluster_queue``)
     preemptor: WorkloadKey | None = None
     preempting_cluster_queue: str = ""
+    #: a Rejected admission check: also set ``spec.active=false`` so it does not queue again
+    deactivate: bool = False
 
 
 Decision = Admit | Wait | Evict
@@ -411,6 +414,7 @@ class SchedulerState:
                 if reserved_time:
                     tracked.reserved_at = (reserved_time, tracked.reserved_at[1])
                 if tracked.info.usage == info.usage and tracked.cluster_queue == info.admission.cluster_queue:
+                    self._evict_on_failed_checks(tracked, workload)
                     return
                 self._release(tracked)
             if tracked is not None:
@@ -426,6 +430,7 @@ class SchedulerState:
             )
             self._workloads[key] = tracked
             self._charge(tracked)
+            self._evict_on_failed_checks(tracked, workload)
             return
         if tracked is not None and tracked.charged:
             if tracked.assumed and not tracked.evicting:
@@ -889,6 +894,24 @@ class SchedulerState:
         queue.reserving.add(tracked.info.key)
         tracked.charged = True
         self._drain_if_stopped(tracked)
+
+    def _evict_on_failed_checks(self, tracked: _Tracked, workload: Workload) -> None:
+        """A check in Retry or Rejected state takes the quota back (Kueue's reconcileCheckBasedEviction)."""
+        if tracked.evicting or not tracked.charged or not workload.admission_checks:
+            return
+        eviction = check_eviction(workload.admission_checks)
+        if eviction is None:
+            return
+        tracked.evicting = True
+        self._notices.append(
+            Evict(
+                tracked.info.key,
+                tracked.cluster_queue,
+                eviction.reason,
+                eviction.message,
+                deactivate=eviction.deactivate,
+            )
+        )
 
     def _drain_if_stopped(self, tracked: _Tracked) -> None:
         """``stopPolicy: HoldAndDrain`` on its ClusterQueue or LocalQueue takes an admitted workload's quota
