@@ -53,7 +53,13 @@ import yaml
 
 from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
 from webhook.api.errors import FieldError
-from webhook.api.jobs import JOB_UID_LABEL, job_pod_sets, job_queue_name, workload_name
+from webhook.api.jobs import (
+    JOB_UID_LABEL,
+    PRIORITY_CLASS_LABEL,
+    job_pod_sets,
+    job_queue_name,
+    workload_name,
+)
 from webhook.api.objects import (
     ClusterQueue,
     Cohort,
@@ -154,6 +160,9 @@ class Submission:
     runtime: float | None
     #: set when the Workload's priority must be resolved from a WorkloadPriorityClass at arrival
     priority_class: str = ""
+    #: the pod template's ``priorityClassName`` (a scheduling.k8s.io PriorityClass), used when no
+    #: WorkloadPriorityClass is named, as Kueue does
+    pod_priority_class: str = ""
 
 
 @dataclass(slots=True)
@@ -164,6 +173,8 @@ class Scenario:
     cluster_queues: list[ClusterQueue] = field(default_factory=list)
     local_queues: list[LocalQueue] = field(default_factory=list)
     priority_classes: list[WorkloadPriorityClass] = field(default_factory=list)
+    #: ``scheduling.k8s.io`` PriorityClasses: name -> value
+    pod_priority_classes: dict[str, int] = field(default_factory=dict)
     submissions: list[Submission] = field(default_factory=list)
     #: the ConfigMap ``kueue-webhook-config`` when the input has one (fair sharing and its strategies)
     configuration: Configuration = field(default_factory=Configuration)
@@ -237,7 +248,12 @@ def _job_submission(where: _Where, job: Mapping[str, Any], index: int) -> Submis
         pod_sets=pod_sets,
         queue_name=queue,
     )
-    return Submission(workload, arrival, runtime)
+    pod_spec = (job.get("spec") or {}).get("template", {}).get("spec") or {}
+    pod_class = pod_spec.get("priorityClassName") if isinstance(pod_spec, Mapping) else None
+    named = PRIORITY_CLASS_LABEL in labels or pod_class
+    if isinstance(pod_spec, Mapping) and isinstance(pod_spec.get("priority"), int) and not named:
+        workload = _with_priority(workload, pod_spec["priority"])
+    return Submission(workload, arrival, runtime, pod_priority_class=str(pod_class or ""))
 
 
 def _workload_submission(where: _Where, doc: Mapping[str, Any]) -> Submission:
@@ -276,6 +292,15 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         return
     if kind == "Job":
         scenario.submissions.append(_job_submission(where, doc, index))
+        return
+    if kind == "PriorityClass" and str(doc.get("apiVersion", "")).startswith("scheduling.k8s.io/"):
+        meta = doc.get("metadata") or {}
+        value = doc.get("value")
+        if not meta.get("name"):
+            raise SimulationError(f"{where}: metadata.name: Required value")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SimulationError(f"{where}: value: Required value: a 32-bit integer")
+        scenario.pod_priority_classes[str(meta["name"])] = value
         return
     if kind == "ConfigMap":
         meta = doc.get("metadata") or {}
@@ -475,6 +500,9 @@ def _replay(
             labels = submission.workload.meta.labels
             wpc = labels.get("kueue.x-k8s.io/priority-class")
             submission.priority_class = wpc or ""
+            if not wpc and submission.pod_priority_class:
+                value = scenario.pod_priority_classes.get(submission.pod_priority_class, 0)
+                submission.workload = _with_priority(submission.workload, value)
     priorities = {pc.name: pc.value for pc in scenario.priority_classes}
     records: dict[str, WorkloadRecord] = {}
     events: list[tuple[float, int, int, str]] = []

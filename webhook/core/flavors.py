@@ -12,10 +12,12 @@ workload already took from that flavor:
 * otherwise it fits, possibly by borrowing from the cohort.
 
 ``flavorFungibility`` decides when to stop: ``whenCanBorrow: MayStopSearch`` takes the first flavor
-that fits even if it borrows, ``TryNextFlavor`` keeps looking for one that fits without borrowing.
-Whether preemption could free the quota is asked of a ``PreemptionOracle``; the one shipped here
-answers "no candidates" (every ClusterQueue's preemption policy is honoured as ``Never``), and a
-preemption module plugs in through the same Protocol. Reasons are collected per flavor, sorted and
+that fits even if it borrows, ``TryNextFlavor`` keeps looking for one that fits without borrowing;
+``whenCanPreempt`` does the same for a flavor that fits only by preempting. When several flavors were
+tried, ``preference`` ranks them as Kueue's ``isPreferred`` does (``BorrowingOverPreemption``: fewer
+preemptions first; ``PreemptionOverBorrowing``: less borrowing first). Whether preemption could free the
+quota is asked of a ``PreemptionOracle`` (``preemption.ClassicalPreemption`` in the scheduler;
+``NoPreemption`` answers "no candidates" everywhere). Reasons are collected per flavor, sorted and
 joined, and the QuotaReserved reason is resolved by Kueue's severity rules, so the message a user sees
 is the one Kueue would write.
 """

@@ -1,0 +1,64 @@
+"""``kueue-webhook simulate`` on the preemption example: who was preempted, by whom and why, in the text
+and JSON reports, and what happens to the preempted Jobs afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from webhook.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "manifests" / "examples" / "preemption.yaml"
+
+
+def test_text_report_lists_each_preemption_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  10m  nlp/job-nlp-sweep-1f25f (nlp) preempted by vision/job-vision-batch-a8f8a (vision): "
+        "InCohortReclamation"
+    ) in out
+    assert (
+        "  20m  vision/job-vision-batch-a8f8a (vision) preempted by vision/job-vision-deadline-34b99 "
+        "(vision): InClusterQueue"
+    ) in out
+    assert "admitted 1   pending 1   finished 0   preempted 1" in out
+
+
+def test_json_report_carries_kueues_messages(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "-o", "json", str(EXAMPLE)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    first, second = report["preemptions"]
+    assert (first["at"], first["workload"], first["preemptor"], first["reason"]) == (
+        600.0,
+        "nlp/job-nlp-sweep-1f25f",
+        "vision/job-vision-batch-a8f8a",
+        "InCohortReclamation",
+    )
+    assert first["message"].startswith("Preempted to accommodate a workload (UID: simulated-")
+    assert first["message"].endswith(
+        "due to reclamation within the cohort; preemptor path: /research/vision; "
+        "preemptee path: /research/nlp"
+    )
+    assert (second["clusterQueue"], second["preemptingClusterQueue"]) == ("vision", "vision")
+    assert {q["name"]: q["preempted"] for q in report["clusterQueues"]} == {"vision": 1, "nlp": 1}
+
+
+def test_preempted_jobs_run_again_from_the_start_once_room_returns(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the deadline Job (30m from 20m) finishes at 50m and vision-batch gets in again: it runs its whole
+    # hour from there (to 1h50m), not the 50 minutes it had left
+    def rows_at(at: str) -> dict[str, dict[str, object]]:
+        assert main(["simulate", "-o", "json", "--at", at, str(EXAMPLE)]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert len(report["preemptions"]) == 2  # nothing preempted twice, no back-and-forth
+        return {w["name"].rsplit("-", 1)[0]: w for w in report["workloads"]}
+
+    early = rows_at("1h45m")
+    assert early["job-vision-deadline"]["finished"]
+    assert early["job-vision-batch"]["admitted"] and not early["job-vision-batch"]["finished"]
+    assert rows_at("1h51m")["job-vision-batch"]["finished"]
