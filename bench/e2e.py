@@ -184,6 +184,7 @@ class RunningJobs:
     def __init__(self, queue_prefix: str) -> None:
         self.prefix = queue_prefix
         self.started: dict[str, float] = {}
+        self.order: list[str] = []
         self.changed = asyncio.Event()
 
     def __call__(self, change: Change) -> None:
@@ -191,6 +192,7 @@ class RunningJobs:
             return
         if change.new.get("spec", {}).get("suspend") is False and change.key[1] not in self.started:
             self.started[change.key[1]] = time.perf_counter()
+            self.order.append(change.key[1])
             self.changed.set()
 
     async def wait_for(self, count: int, timeout: float) -> None:
@@ -265,8 +267,7 @@ async def bench(jobs: int, samples: int) -> JSON:
         latencies: list[float] = []
         round_trips: list[float] = []
         for index in range(samples):
-            running = f"serial-{index:04d}"
-            assert running in serial.started, f"{running} should be the one running"
+            running = serial.order[index]  # queue order follows Workload creation, not Job names
             begin = time.perf_counter()
             await setup.patch(
                 JOBS,
@@ -277,7 +278,7 @@ async def bench(jobs: int, samples: int) -> JSON:
             )
             round_trips.append(time.perf_counter() - begin)
             await serial.wait_for(index + 2, timeout=30)
-            latencies.append(serial.started[f"serial-{index + 1:04d}"] - begin)
+            latencies.append(serial.started[serial.order[index + 1]] - begin)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
