@@ -6,6 +6,10 @@
    backlog would show.
 2. Replay: 100,000 Jobs (the same cluster, arrivals over time, runtimes, ~80% offered load) through
    ``webhook.simulate.replay``, Job parsing included; YAML loading is timed separately on a sample.
+   No ClusterQueue preempts here, which is the path preemption must not slow down.
+3. Replay with preemption: the same cluster with ``withinClusterQueue: LowerPriority`` and
+   ``reclaimWithinCohort: Any`` everywhere, Jobs in three WorkloadPriorityClasses, at ~95% offered
+   load, so urgent Jobs keep preempting batch ones: the cost of the preempting path.
 
 Results go to ``bench/results/core.json`` and ``bench/results/core.md``. Timing is wall-clock on the
 machine that runs it; nothing here asserts, the unit tests check behaviour.
@@ -36,8 +40,22 @@ QUEUES, COHORTS = 100, 10
 SHAPES = (("1", "2Gi", 0), ("2", "4Gi", 0), ("4", "8Gi", 1), ("8", "16Gi", 2))
 
 
-def _manifests() -> list[dict[str, Any]]:
+PRIORITIES = (("batch", 100), ("standard", 500), ("urgent", 1000))
+PREEMPTING = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+
+
+def _manifests(*, preemption: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}]
+    if preemption:
+        for name, value in PRIORITIES:
+            docs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                }
+            )
     for flavor in FLAVORS:
         docs.append(
             {
@@ -68,6 +86,7 @@ def _manifests() -> list[dict[str, Any]]:
                     "cohortName": f"cohort-{index % COHORTS}",
                     "namespaceSelector": {},
                     "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
+                    **({"preemption": preemption} if preemption else {}),
                 },
             }
         )
@@ -161,14 +180,19 @@ def bench_decisions(pending: int, measured: int = 3000) -> dict[str, Any]:
     }
 
 
-def _jobs(count: int, rng: random.Random) -> list[dict[str, Any]]:
+def _jobs(
+    count: int, rng: random.Random, *, gap: float = 0.16, priorities: bool = False
+) -> list[dict[str, Any]]:
     # capacity: 100 queues x 3 flavors = 12,000 CPU and 2,400 GPUs; a Job asks on average for 5 CPU
     # and 1 GPU for 300 s, so one arrival every 0.16 s offers ~80% of both
     jobs = []
     clock = 0.0
     for index in range(count):
-        clock += rng.expovariate(1 / 0.16)
+        clock += rng.expovariate(1 / gap)
         shape = SHAPES[rng.randrange(len(SHAPES))]
+        labels = {"kueue.x-k8s.io/queue-name": f"lq-{rng.randrange(QUEUES)}"}
+        if priorities:
+            labels["kueue.x-k8s.io/priority-class"] = rng.choice(("batch", "batch", "standard", "urgent"))
         jobs.append(
             {
                 "apiVersion": "batch/v1",
@@ -177,7 +201,7 @@ def _jobs(count: int, rng: random.Random) -> list[dict[str, Any]]:
                     "name": f"job-{index}",
                     "namespace": "bench",
                     "uid": f"uid-{index}",
-                    "labels": {"kueue.x-k8s.io/queue-name": f"lq-{rng.randrange(QUEUES)}"},
+                    "labels": labels,
                     "annotations": {
                         "simulate.kueue-webhook/arrival": f"{clock:.3f}s",
                         "simulate.kueue-webhook/runtime": f"{rng.uniform(60, 540):.0f}s",
@@ -220,13 +244,35 @@ def bench_replay(count: int) -> dict[str, Any]:
     }
 
 
+def bench_preemption_replay(count: int) -> dict[str, Any]:
+    rng = random.Random(11)
+    docs = _manifests(preemption=PREEMPTING) + _jobs(count, rng, gap=0.135, priorities=True)
+    start = time.perf_counter()
+    scenario = scenario_from_documents(("bench", index, doc) for index, doc in enumerate(docs))
+    parsed = time.perf_counter()
+    result = replay(scenario)
+    done = time.perf_counter()
+    return {
+        "jobs": count,
+        "parse_seconds": round(parsed - start, 2),
+        "replay_seconds": round(done - parsed, 2),
+        "jobs_per_second": round(count / (done - start)),
+        "preemptions": len(result.preemptions),
+        "admissions": sum(1 for r in result.records.values() if r.admitted_at is not None),
+        "decisions": result.decisions,
+        "simulated_seconds": round(result.end),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="pending workloads per decision run")
     parser.add_argument("--jobs", type=int, default=100_000, help="Jobs in the replay")
+    parser.add_argument("--preemption-jobs", type=int, default=10_000, help="Jobs in the preempting replay")
     args = parser.parse_args()
     decision_runs = [bench_decisions(int(size)) for size in args.sizes.split(",")]
     replay_run = bench_replay(args.jobs)
+    preemption_run = bench_preemption_replay(args.preemption_jobs)
     machine = {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -234,7 +280,12 @@ def main() -> int:
         "cpus": os.cpu_count(),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
-    report = {"machine": machine, "decisions": decision_runs, "replay": replay_run}
+    report = {
+        "machine": machine,
+        "decisions": decision_runs,
+        "replay": replay_run,
+        "preemption_replay": preemption_run,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "core.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
@@ -256,6 +307,14 @@ def main() -> int:
         f"{r['parse_seconds']} s parsing Jobs + {r['replay_seconds']} s replay "
         f"({r['jobs_per_second']:,} jobs/s). "
         f"YAML loading adds {r['yaml_us_per_document']} us per document.",
+    ]
+    p = preemption_run
+    lines += [
+        "",
+        f"Replay with preemption ({p['jobs']:,} Jobs in 3 priority classes, LowerPriority within "
+        f"ClusterQueues, reclaim Any in cohorts, ~95% offered load): {p['preemptions']:,} preemptions, "
+        f"{p['decisions']:,} decisions, {p['parse_seconds']} s parsing + {p['replay_seconds']} s replay "
+        f"({p['jobs_per_second']:,} jobs/s).",
     ]
     (RESULTS / "core.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -83,6 +83,8 @@ class Candidate:
     evicting: bool
     #: when its quota was reserved, for "most recently admitted first" (bigger is more recent)
     reserved_at: tuple[float, int]
+    #: the flavor/resources it holds
+    frs: frozenset[FlavorResource] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +128,10 @@ def _within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
     return all(node.usage.get(fr, 0) <= node.subtree.get(fr, 0) for fr in frs)
 
 
-def _uses(info: WorkloadInfo, frs: frozenset[FlavorResource]) -> bool:
-    return any(fr in frs for fr in info.usage)
+def _uses(candidate: Candidate, needs: frozenset[FlavorResource]) -> bool:
+    if candidate.frs:
+        return not candidate.frs.isdisjoint(needs)
+    return any(fr in needs for fr in candidate.info.usage)
 
 
 def _fits_in_quota(
@@ -263,7 +267,7 @@ class ClassicalPreemption:
             _Elem(c, _WITHIN_CQ, None)
             for c in self.holders.holders(queue)
             if c.info.key != workload.key
-            and _uses(c.info, needs)
+            and _uses(c, needs)
             and self._allowed(policy.within_cluster_queue, workload, c.info)
         ]
 
@@ -322,7 +326,7 @@ class ClassicalPreemption:
         needs: frozenset[FlavorResource],
         advantage: bool,
     ) -> int | None:
-        if not _uses(candidate.info, needs):
+        if not _uses(candidate, needs):
             return None
         if not self._allowed(policy.reclaim_within_cohort, workload, candidate.info):
             return None
@@ -476,7 +480,7 @@ class FairSharingPreemption:
                 c
                 for c in self.holders.holders(node.name)
                 if c.info.key != workload.key
-                and _uses(c.info, needs)
+                and _uses(c, needs)
                 and allowed(policy.within_cluster_queue, workload, c.info)
             )
         if node.parent is not None and policy.reclaim_within_cohort != "Never":
@@ -493,7 +497,7 @@ class FairSharingPreemption:
                 out.extend(
                     c
                     for c in self.holders.holders(current.name)
-                    if _uses(c.info, needs) and allowed(policy.reclaim_within_cohort, workload, c.info)
+                    if _uses(c, needs) and allowed(policy.reclaim_within_cohort, workload, c.info)
                 )
         return out
 

@@ -199,6 +199,7 @@ class SchedulerState:
         )
         #: preemptors waiting for their targets to go, with the room held for them meanwhile
         self._claims: dict[WorkloadKey, _Claim] = {}
+        self._holders_cache: dict[str, list[Candidate]] = {}
         self._sequence = 0
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cohorts: dict[str, Cohort] = {}
@@ -308,6 +309,7 @@ class SchedulerState:
             tracked.queued = False
             held.add(info.key)
             self._emit(info.key, name, REASON_MISCONFIGURED, f"ClusterQueue {name} is terminating or missing")
+        self._holders_cache.pop(name, None)
         for key in queue.reserving:
             self._workloads[key].charged = False  # charged again if the ClusterQueue comes back
         for claim in self._claims.values():
@@ -410,9 +412,11 @@ class SchedulerState:
             if tracked is not None and tracked.charged and tracked.info.admission is not None:
                 tracked.assumed = False
                 tracked.admitted = workload.is_admitted or tracked.admitted
-                tracked.evicting = tracked.evicting or workload.is_evicted
-                if reserved_time:
+                if workload.is_evicted and not tracked.evicting:
+                    self._mark_evicting(tracked, True)
+                if reserved_time and reserved_time != tracked.reserved_at[0]:
                     tracked.reserved_at = (reserved_time, tracked.reserved_at[1])
+                    self._holders_cache.pop(tracked.cluster_queue, None)
                 if tracked.info.usage == info.usage and tracked.cluster_queue == info.admission.cluster_queue:
                     self._evict_on_failed_checks(tracked, workload)
                     return
@@ -468,7 +472,7 @@ class SchedulerState:
         tracked = self._workloads.get(WorkloadKey(key))
         if tracked is None or not tracked.evicting:
             return
-        tracked.evicting = False
+        self._mark_evicting(tracked, False)
         if tracked.cluster_queue in self.ledger.queues:
             self._wake(self.ledger.tree_queues(tracked.cluster_queue))
 
@@ -672,7 +676,7 @@ class SchedulerState:
             victim = self._workloads.get(target.candidate.info.key)
             if victim is None or victim.evicting:
                 continue  # already on its way out: nothing new to write
-            victim.evicting = True
+            self._mark_evicting(victim, True)
             message = preemption_message(
                 preemptor_uid=info.uid,
                 preemptor_job_uid=info.job_uid,
@@ -737,13 +741,22 @@ class SchedulerState:
         return queue.spec.preemption if queue is not None else Preemption()
 
     def holders(self, cluster_queue: str) -> list[Candidate]:
+        """The workloads holding quota in a ClusterQueue (kept until one is charged, released or
+        marked evicting: preemption asks for them many times per cycle)."""
+        cached = self._holders_cache.get(cluster_queue)
+        if cached is not None:
+            return cached
         queue = self._queues.get(cluster_queue)
         if queue is None:
             return []
         out = []
-        for key in queue.reserving:
+        for key in sorted(queue.reserving):
             tracked = self._workloads[key]
-            out.append(Candidate(tracked.info, cluster_queue, tracked.evicting, tracked.reserved_at))
+            info = tracked.info
+            out.append(
+                Candidate(info, cluster_queue, tracked.evicting, tracked.reserved_at, frozenset(info.usage))
+            )
+        self._holders_cache[cluster_queue] = out
         return out
 
     def has_work(self) -> bool:
@@ -892,8 +905,13 @@ class SchedulerState:
             return  # charged when the ClusterQueue appears
         self.ledger.charge(tracked.cluster_queue, tracked.info.usage)
         queue.reserving.add(tracked.info.key)
+        self._holders_cache.pop(tracked.cluster_queue, None)
         tracked.charged = True
         self._drain_if_stopped(tracked)
+
+    def _mark_evicting(self, tracked: _Tracked, evicting: bool) -> None:
+        tracked.evicting = evicting
+        self._holders_cache.pop(tracked.cluster_queue, None)
 
     def _evict_on_failed_checks(self, tracked: _Tracked, workload: Workload) -> None:
         """A check in Retry or Rejected state takes the quota back (Kueue's reconcileCheckBasedEviction)."""
@@ -902,7 +920,7 @@ class SchedulerState:
         eviction = check_eviction(workload.admission_checks)
         if eviction is None:
             return
-        tracked.evicting = True
+        self._mark_evicting(tracked, True)
         self._notices.append(
             Evict(
                 tracked.info.key,
@@ -926,7 +944,7 @@ class SchedulerState:
             reason, message = "LocalQueueStopped", "The LocalQueue is stopped"
         else:
             return
-        tracked.evicting = True
+        self._mark_evicting(tracked, True)
         self._notices.append(Evict(tracked.info.key, tracked.cluster_queue, reason, message))
 
     def _release(self, tracked: _Tracked) -> None:
@@ -937,9 +955,10 @@ class SchedulerState:
         queue = self._queues.get(name)
         if queue is not None:
             queue.reserving.discard(tracked.info.key)
+        self._holders_cache.pop(name, None)
         tracked.charged = False
         if tracked.evicting:
-            tracked.evicting = False
+            self._mark_evicting(tracked, False)
             for claim in self._claims.values():
                 claim.targets.discard(tracked.info.key)
         if name in self.ledger.queues:
