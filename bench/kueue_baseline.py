@@ -41,12 +41,19 @@ JSON = dict[str, Any]
 
 #: Kueue v0.20 on a 2-core machine with kube-apiserver v1.36.2, two runs (the issue's bar)
 KUEUE_BASELINE = {
+    "label": "Kueue v0.20, 2 cores (two runs)",
     "wall_s": [365, 380],
     "usage_percent": [55.6, 51.2],
     "mean_time_to_admission_s": {"small": [205, 226], "medium": [82, 89], "large": [29, 22]},
 }
-#: Kueue's own range spec for large-scale (configs/large-scale/rangespec.yaml)
-KUEUE_LARGE = {"wall_s": [1416], "usage_percent": [31.6], "mean_time_to_admission_s": {}}
+#: Kueue's own pass/fail limits for large-scale (configs/large-scale/rangespec.yaml: max wall, min usage,
+#: max mean time to admission), calibrated at 1.2 x the mean of its CI runs
+KUEUE_LARGE = {
+    "label": "Kueue's limits (rangespec.yaml)",
+    "wall_s": [1416],
+    "usage_percent": [31.6],
+    "mean_time_to_admission_s": {"small": [841], "medium": [308], "large": [128]},
+}
 
 
 def limits_of(plan: scenario.Plan) -> QuotaLimits:
@@ -191,7 +198,7 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{sc['cpu_seconds_of_work']:,.0f} cpu-seconds of work on {sc['nominal_cpu']} cpu of nominal quota: "
         f"no scheduler can finish under {sc['lower_bound_wall_s']} s.",
         "",
-        "| figure | kueue-webhook | Kueue v0.20 (runs) | target |",
+        f"| figure | kueue-webhook | {kueue.get('label', 'Kueue')} | target |",
         "|---|---|---|---|",
         f"| wall time (first creation to last Workload finished) | {_fmt(result['wall_s'], ' s')}"
         f"{' (TIMED OUT)' if result['timed_out'] else ''} | {_runs(kueue['wall_s'])} s | "
@@ -203,7 +210,7 @@ def markdown(result: JSON, kueue: JSON) -> str:
     ]
     for name, figures in result["classes"].items():
         theirs = kueue["mean_time_to_admission_s"].get(name, [])
-        target = f"<= {0.2 * min(theirs):.1f} s" if theirs else ""
+        target = f"<= {0.2 * min(theirs):.1f} s" if theirs and scale == "baseline" else ""
         lines.append(
             f"| mean time to admission, {name} (max) | {_fmt(figures['mean_time_to_admission_s'], ' s')} "
             f"({_fmt(figures['max_time_to_admission_s'], ' s')}) | {_runs(theirs)} s | {target} |"
@@ -364,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.scale == "baseline"
         else KUEUE_LARGE
         if args.scale == "large"
-        else {"wall_s": [], "usage_percent": [], "mean_time_to_admission_s": {}}
+        else {"label": "Kueue", "wall_s": [], "usage_percent": [], "mean_time_to_admission_s": {}}
     )
     result["kueue"] = kueue
     workdir = Path(result["workdir"])
