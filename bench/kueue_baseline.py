@@ -329,6 +329,8 @@ async def execute(args: argparse.Namespace) -> JSON:
                         )
                 with contextlib.suppress(Exception):
                     controller_info["api_writes"] = parse_writes(await controller.metrics())
+            if args.kubeconfig and not args.keep:
+                await run.cleanup()
             dump_timeline(run, workdir / "timeline.jsonl.gz")
             print(f"timeline: {workdir / 'timeline.jsonl.gz'}", flush=True)
             return {**summarize(run, plan, controller=controller_info), "workdir": str(workdir)}
@@ -357,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="run the controller and fake API server under py-spy record"
     )
+    parser.add_argument("--keep", action="store_true", help="with --kubeconfig: leave the objects in place")
     parser.add_argument(
         "--commit", help="run the controller and fake API server of this commit (default: the working tree)"
     )

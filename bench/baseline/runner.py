@@ -60,6 +60,8 @@ class Api(Protocol):
 
     async def list_all(self, kind: Kind, *, namespace: str | None = None) -> tuple[list[JSON], str]: ...
 
+    async def delete(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON: ...
+
     def watch(self, kind: Kind, *, resource_version: str, timeout_seconds: int = 290) -> Any: ...
 
 
@@ -441,6 +443,20 @@ class Run:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*background, *self._tasks, return_exceptions=True)
+
+    async def cleanup(self) -> None:
+        """Delete what setup created, as Kueue's runner does on a real cluster: namespaces (and the
+        Workloads and LocalQueues in them), then the ClusterQueues and the ResourceFlavor."""
+        slots = asyncio.Semaphore(16)
+
+        async def delete(kind: Kind, name: str) -> None:
+            async with slots:
+                with contextlib.suppress(ApiError):
+                    await self.api.delete(kind, name=name)
+
+        await asyncio.gather(*(delete(NAMESPACES, q.name) for q in self.plan.queues))
+        await asyncio.gather(*(delete(CLUSTER_QUEUES, q.name) for q in self.plan.queues))
+        await delete(RESOURCE_FLAVORS, scenario.RESOURCE_FLAVOR)
 
     @property
     def end_at(self) -> float:
