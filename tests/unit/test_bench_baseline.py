@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from bench.baseline import profile, scenario
 from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample, compute, held_cpu_seconds, windows
-from bench.baseline.runner import eviction_ack_patch, finished_patch
+from bench.baseline.runner import Run, eviction_ack_patch, finished_patch
 from bench.baseline.timeline import Change, QuotaLimits, Timeline, Transition, check_over_admission
 from bench.kueue_baseline import limits_of, parse_writes
+from webhook.control.kinds import CLUSTER_QUEUES, WORKLOADS, Kind
+from webhook.control.kube import ApiError
 
 JSON = dict[str, Any]
 
@@ -334,3 +339,141 @@ def test_windows_show_usage_and_admission_rate_per_phase() -> None:
     first, second = windows(transitions, nominal_cpu=2, start=0.0, end=20.0, width=10.0)
     assert (first.usage_percent, first.admissions_per_s, first.finished_per_s) == (100.0, 0.1, 0.0)
     assert (second.start_s, second.usage_percent, second.finished_per_s) == (10.0, 50.0, 0.1)
+
+
+# -- the live run against an in-memory API with a trivial admitter -----------------------------------------
+
+
+class MemoryApi:
+    """Stores objects, streams watch events, applies the JSON Patches the actor sends; a trivial
+    controller admits every Workload at once and evicts the ones named ``evict-*`` once."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], JSON] = {}
+        self.version = 0
+        self.watchers: dict[str, list[asyncio.Queue[JSON]]] = {}
+        self.evicted: set[str] = set()
+        self.patches: list[tuple[str, list[JSON]]] = []
+
+    def _commit(self, kind: Kind, obj: JSON, event: str) -> JSON:
+        self.version += 1
+        obj["metadata"]["resourceVersion"] = str(self.version)
+        meta = obj["metadata"]
+        self.objects[(kind.plural, meta.get("namespace", ""), meta["name"])] = obj
+        for queue in self.watchers.get(kind.plural, []):
+            queue.put_nowait({"type": event, "object": copy.deepcopy(obj)})
+        if kind is WORKLOADS:
+            asyncio.get_running_loop().call_soon(self._control, copy.deepcopy(obj))
+        return copy.deepcopy(obj)
+
+    def _control(self, obj: JSON) -> None:
+        name = obj["metadata"]["name"]
+        status = obj.setdefault("status", {})
+        conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
+        if conditions.get("Finished") == "True":
+            return
+        if conditions.get("QuotaReserved") != "True":
+            status["conditions"] = [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+                {"type": "Admitted", "status": "True", "reason": "Admitted"},
+            ]
+            status["admission"] = {
+                "clusterQueue": obj["metadata"]["namespace"],
+                "podSetAssignments": [{"name": "main", "resourceUsage": {"cpu": "1"}}],
+            }
+            self._commit(WORKLOADS, obj, "MODIFIED")
+        elif name.startswith("evict-") and name not in self.evicted:
+            self.evicted.add(name)
+            status["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})
+            self._commit(WORKLOADS, obj, "MODIFIED")
+
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON:
+        obj = copy.deepcopy(body)
+        if kind is CLUSTER_QUEUES:
+            obj["status"] = {"conditions": [{"type": "Active", "status": "True"}]}
+        return self._commit(kind, obj, "ADDED")
+
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+        return copy.deepcopy(self.objects[(kind.plural, namespace or "", name)])
+
+    async def delete(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+        return self.objects.pop((kind.plural, namespace or "", name))
+
+    async def patch(
+        self,
+        kind: Kind,
+        *,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        patch_type: Any = "merge",
+        subresource: str = "",
+    ) -> JSON:
+        assert (patch_type, subresource) == ("json", "status")
+        obj = copy.deepcopy(self.objects[(kind.plural, namespace or "", name)])
+        for op in patch:
+            if op["op"] == "test" and obj["metadata"]["resourceVersion"] != op["value"]:
+                raise ApiError(status=422, reason="Invalid", message="test failed")
+            if op["op"] == "add":
+                obj.setdefault("status", {})[op["path"].rsplit("/", 1)[1]] = op["value"]
+            if op["op"] == "remove":
+                del obj["status"][op["path"].rsplit("/", 1)[1]]
+        self.patches.append((name, patch))
+        return self._commit(kind, obj, "MODIFIED")
+
+    async def list_all(self, kind: Kind, *, namespace: str | None = None) -> tuple[list[JSON], str]:
+        self.watchers.setdefault(kind.plural, []).append(asyncio.Queue())
+        items = [copy.deepcopy(o) for (plural, _, _), o in self.objects.items() if plural == kind.plural]
+        return items, str(self.version)
+
+    async def watch(self, kind: Kind, *, resource_version: str, timeout_seconds: int = 290) -> Any:
+        queue = self.watchers[kind.plural][-1]
+        while True:
+            yield await queue.get()
+
+
+async def test_a_run_finishes_every_workload_after_its_run_time_and_acknowledges_evictions() -> None:
+    templates = (scenario.WorkloadTemplate("small", 30, 50, 1), scenario.WorkloadTemplate("evict", 30, 50, 1))
+    queue_set = scenario.QueueSet(
+        "cq", 1, 20, 100, "Any", "LowerPriority", (scenario.WorkloadSet(3, 5, templates),)
+    )
+    shape = scenario.Shape("tiny", (scenario.CohortSet("cohort", 1, (queue_set,)),))
+    api = MemoryApi()
+    plan = scenario.plan(shape)
+    # name the second template's Workloads evict-* so the trivial controller evicts them once
+    plan = replace(
+        plan,
+        streams=tuple(
+            replace(
+                stream,
+                workloads=tuple(
+                    replace(w, name=f"evict-{w.name}") if w.template.class_name == "evict" else w
+                    for w in stream.workloads
+                ),
+            )
+            for stream in plan.streams
+        ),
+    )
+    run = Run(api=api, plan=plan, timeout=20, progress=lambda _: None)
+    await run.execute(wait_active=5, idle_grace=1)
+    assert not run.timed_out
+    records = run.timeline.records
+    assert len(records) == 6 and all(r.finished for r in records.values())
+    assert sorted(key for key, r in records.items() if r.evictions) == [
+        "cq-0-0-cohort-0/evict-evict-0-0-1",
+        "cq-0-0-cohort-0/evict-evict-0-1-1",
+        "cq-0-0-cohort-0/evict-evict-0-2-1",
+    ]
+    for record in records.values():  # finished no sooner than its run time after the (last) admission
+        assert record.finished_at is not None and record.admitted_at is not None
+        assert record.finished_at - record.admitted_at >= 0.03
+    acknowledgements = [p for _, p in api.patches if {"op": "remove", "path": "/status/admission"} in p]
+    assert len(acknowledgements) == 3
+    finishes = [
+        p
+        for _, p in api.patches
+        for op in p
+        if op["path"] == "/status/conditions" and any(c.get("reason") == "ByTest" for c in op["value"])
+    ]
+    assert len(finishes) == 6
+    assert check_over_admission(run.timeline.transitions, limits_of(plan)).violations == []
