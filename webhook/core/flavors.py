@@ -207,6 +207,8 @@ def _requirement_holds(labels: Mapping[str, str], key: str, operator: str, value
 
 def flavor_incompatibility(pod_set: PodSetInfo, flavor: ResourceFlavor) -> str:
     """Why pods of ``pod_set`` could not run on ``flavor``'s nodes ("" when they can)."""
+    if not flavor.node_taints and not pod_set.node_selector and not pod_set.affinity_terms:
+        return ""  # the common case: nothing on either side to disagree about
     tolerations = (*pod_set.tolerations, *flavor.tolerations)
     for taint in flavor.node_taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
