@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from webhook.api.objects import Workload
 from webhook.core.scheduler import Admit, Decision, Evict, SchedulerState
 
-from .builders import cluster_queue, last_wait, run_until_quiet, state_with, workload
+from .builders import cluster_queue, cohort, last_wait, run_until_quiet, state_with, workload
 
 G = 10**9
 CPU = ("default", "cpu")
@@ -356,3 +356,26 @@ def test_same_inputs_same_preemptions() -> None:
     first = [(e.workload, e.preemptor) for e in replay_steps(specs, ops).evictions]
     assert first == [(e.workload, e.preemptor) for e in replay_steps(specs, ops).evictions]
     assert first  # the trace does preempt
+
+
+def test_reclaim_across_a_cohort_tree_names_both_paths() -> None:
+    # org -> left (a, b) and right (c): c borrows what left does not use; a takes its share back
+    c = cluster(
+        cpu_queue("a", 4, cohortName="left", preemption={"reclaimWithinCohort": "Any"}),
+        cpu_queue("b", 0, cohortName="left"),
+        cpu_queue("c", 2, cohortName="right"),
+        local_queues={"lq-a": "a", "lq-c": "c"},
+    )
+    c.state.upsert_cohort(cohort("left", parent="org"))
+    c.state.upsert_cohort(cohort("right", parent="org"))
+    c.add("c-own", 2, queue="lq-c")
+    c.add("c-borrowed", 3, queue="lq-c", created=1)
+    c.settle()
+    assert c.admitted == {"ns/c-own", "ns/c-borrowed"}
+    c.add("a-1", 3, queue="lq-a", created=2)
+    c.settle()
+    assert [(e.workload, e.preemption_reason) for e in c.evictions] == [
+        ("ns/c-borrowed", "InCohortReclamation")
+    ]
+    assert c.evictions[0].message.endswith("preemptor path: /org/left/a; preemptee path: /org/right/c")
+    assert c.admitted == {"ns/c-own", "ns/a-1"}
