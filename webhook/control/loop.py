@@ -11,11 +11,7 @@ Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserv
 ``status.admission``) through ``/status`` with a resourceVersion precondition, and nothing else; starting
 the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
-changes. Its rank in the ClusterQueue is appended to the condition message as
-``(position N in ClusterQueue X)``, so ``kubectl describe workload`` answers "why am I waiting and
-behind how many"; the Event carries Kueue's message alone. One admission moves the rank of every Workload
-behind it, so rank-only changes are not written at once but coalesced and written in the background, front
-of the queue first, at a bounded rate (50 per second by default): a queue of 10,000 never causes a storm.
+changes, with its rank in the ClusterQueue appended (``webhook.control.positions`` keeps ranks current).
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
@@ -25,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +54,7 @@ from webhook.control.kinds import (
     Kind,
 )
 from webhook.control.metrics import Metrics
+from webhook.control.positions import QueuePositions, base_message, position_suffix, quota_condition
 from webhook.control.reconciler import has_reservation, job_finished
 from webhook.control.store import Change, Store, key_of
 from webhook.control.writers import Writer
@@ -77,20 +73,6 @@ REBUILD_ORDER: tuple[Kind, ...] = (
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
 )
-
-
-POSITION_SUFFIX = re.compile(r" \(position (\d+) in ClusterQueue [^()]*\)$")
-
-
-def position_suffix(position: int | None, cluster_queue: str) -> str:
-    if position is None or not cluster_queue:
-        return ""
-    return f" (position {position} in ClusterQueue {cluster_queue})"
-
-
-def base_message(message: str) -> str:
-    """A condition message without our position suffix: Kueue's own text."""
-    return POSITION_SUFFIX.sub("", message)
 
 
 class AdmissionLoop:
@@ -116,10 +98,13 @@ class AdmissionLoop:
         self._kick = asyncio.Event()
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
-        self.position_writes_per_second = position_writes_per_second
-        self._positions_dirty: set[str] = set()  # ClusterQueues whose shown ranks may be stale
-        self._positions_ready = asyncio.Event()
-        self._shown: dict[str, int] = {}  # workload key -> rank its condition message shows
+        self.positions = QueuePositions(
+            store=store,
+            writer=writer,
+            state=lambda: self.state,
+            is_leader=is_leader,
+            writes_per_second=position_writes_per_second,
+        )
         self.admitted = 0
         self.cycles = 0
         self.on_admitted: list[Callable[[str], None]] = []
@@ -176,9 +161,9 @@ class AdmissionLoop:
                 state.delete_priority_class(name)
             elif kind is WORKLOADS:
                 state.delete_workload(f"{namespace}/{name}")
-                self._shown.pop(f"{namespace}/{name}", None)
+                self.positions.forget(f"{namespace}/{name}")
                 for cluster_queue in state.cluster_queue_names():  # ranks behind it moved up
-                    self.mark_positions(cluster_queue)
+                    self.positions.mark(cluster_queue)
             return
         if kind is WORKLOADS and self._owner_job_gone(obj):
             state.delete_workload(f"{namespace}/{name}")
@@ -228,7 +213,7 @@ class AdmissionLoop:
         The caller rebuilds the state first (``rebuild``), while no change can slip in between.
         """
         self.kick()
-        positions = asyncio.get_running_loop().create_task(self._refresh_positions(), name="queue-positions")
+        positions = asyncio.get_running_loop().create_task(self.positions.run(), name="queue-positions")
         try:
             while True:
                 await self._kick.wait()
@@ -275,8 +260,8 @@ class AdmissionLoop:
 
     async def _admit(self, decision: Admit) -> None:
         key = str(decision.workload)
-        self._shown.pop(key, None)
-        self.mark_positions(decision.cluster_queue)
+        self.positions.forget(key)
+        self.positions.mark(decision.cluster_queue)
         namespace, _, name = key.partition("/")
         workload = self.store.get(WORKLOADS, name, namespace)
         if workload is None or not self.is_leader():
@@ -390,8 +375,8 @@ class AdmissionLoop:
         if workload is None or not self.is_leader():
             return
         reason = decision.reason or "Pending"
-        self.mark_positions(decision.cluster_queue)
-        before = _quota_condition(workload)
+        self.positions.mark(decision.cluster_queue)
+        before = quota_condition(workload)
         if (
             before is not None
             and before.get("status") == "False"
@@ -404,7 +389,7 @@ class AdmissionLoop:
         if await self._write_wait(decision, workload) is None:
             return
         if decision.position is not None:
-            self._shown[key] = decision.position
+            self.positions.remember(key, decision.position)
         self.events.record(workload, type="Warning", reason=reason, message=decision.message)
         log.info(
             "pending",
@@ -435,80 +420,6 @@ class AdmissionLoop:
         if updated is not None:
             self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
         return updated
-
-    def mark_positions(self, cluster_queue: str) -> None:
-        """Ranks in ``cluster_queue`` may have moved; the background writer will look."""
-        if cluster_queue:
-            self._positions_dirty.add(cluster_queue)
-            self._positions_ready.set()
-
-    def _shown_position(self, key: str) -> int | None:
-        """The rank the Workload's condition shows now (remembered, or read once from the store)."""
-        if key in self._shown:
-            return self._shown[key]
-        namespace, _, name = key.partition("/")
-        workload = self.store.get(WORKLOADS, name, namespace)
-        found = POSITION_SUFFIX.search(str((_quota_condition(workload or {}) or {}).get("message", "")))
-        position = int(found.group(1)) if found else None
-        if position is not None:
-            self._shown[key] = position
-        return position
-
-    async def _refresh_positions(self) -> None:
-        """Bring the ranks shown on pending Workloads up to date: front of the queue first, at most
-        ``position_writes_per_second`` writes a second, ranks recomputed from the queue on every pass."""
-        while True:
-            await self._positions_ready.wait()
-            self._positions_ready.clear()
-            while self._positions_dirty and self.is_leader():
-                queues, self._positions_dirty = self._positions_dirty, set()
-                stale: list[tuple[int, str, str]] = []
-                for cluster_queue in sorted(queues):
-                    for rank, info in enumerate(self.state.pending_in(cluster_queue), start=1):
-                        shown = self._shown_position(str(info.key))
-                        if shown is not None and shown != rank:
-                            stale.append((rank, str(info.key), cluster_queue))
-                stale.sort()
-                if len(stale) > self.position_writes_per_second:
-                    self._positions_dirty.update(cq for _, _, cq in stale)  # the rest on the next pass
-                await asyncio.gather(
-                    *(
-                        self._write_position(key, rank, cq)
-                        for rank, key, cq in stale[: self.position_writes_per_second]
-                    )
-                )
-                await asyncio.sleep(1.0)  # the rate limit itself, not a synchronisation
-
-    async def _write_position(self, key: str, rank: int, cluster_queue: str) -> None:
-        namespace, _, name = key.partition("/")
-        workload = self.store.get(WORKLOADS, name, namespace)
-        if workload is None:
-            return
-        suffix = position_suffix(rank, cluster_queue)
-
-        def build(current: JSON) -> JSON | None:
-            condition = _quota_condition(current)
-            if not self.is_leader() or condition is None or condition.get("status") != "False":
-                return None
-            if has_reservation(current) or is_true(current, "Finished"):
-                return None
-            message = base_message(str(condition.get("message", ""))) + suffix
-            return pending_status(
-                current, reason=str(condition.get("reason", "")), message=message, now=now_rfc3339()
-            )
-
-        try:
-            if await self.writer.patch_status(WORKLOADS, workload, build) is not None:
-                self._shown[key] = rank
-        except Exception as exc:
-            log.warning("queue position write failed", extra={"workload": key, "error": repr(exc)})
-
-
-def _quota_condition(workload: JSON) -> JSON | None:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "QuotaReserved":
-            return dict(condition)
-    return None
 
 
 _PARSERS: dict[Kind, Callable[[JSON], Any]] = {
