@@ -203,4 +203,4 @@ class Controller:
 
 def _apply_log_level(configuration: Configuration) -> None:
     """``logLevel`` in the ConfigMap takes effect live, like every other field."""
-    logging.getLogger().setLevel(configuration.log_level.upper())
+    logging.getLogger("kueue_webhook").setLevel(configuration.log_level.upper())
