@@ -97,7 +97,13 @@ def machine() -> JSON:
             if line.startswith("model name"):
                 model = re.sub(r"\s+", " ", line.split(":", 1)[1]).strip()
                 break
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()}
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        # the machine is shared: how busy it was when the run ended says how far to trust the figures
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+    }
 
 
 def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
@@ -190,7 +196,8 @@ def markdown(result: JSON, kueue: JSON) -> str:
     lines = [
         f"# Kueue scheduler benchmark, `{scale}` scenario ({result['date']})",
         "",
-        f"Machine: {mach['cpu']}, {mach['cores']} cores, Python {mach['python']}. "
+        f"Machine: {mach['cpu']}, {mach['cores']} cores, Python {mach['python']}, "
+        f"load average {mach.get('load_average_1m_at_end', 'n/a')} at the end. "
         f"{controller.get('target', '')}"
         f"{' Commit ' + controller['commit'] + '.' if controller.get('commit') else ''}",
         "",
