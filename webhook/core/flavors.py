@@ -42,6 +42,8 @@ __all__ = [
     "PreemptionOracle",
     "assign_flavors",
     "compile_queue",
+    "first_plain_fit",
+    "search_flavors",
 ]
 
 REASON_WAITING = "WaitingForQuota"
@@ -280,6 +282,21 @@ def assign_flavors(
     oracle: PreemptionOracle,
 ) -> Assignment:
     """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
+    plain = first_plain_fit(workload, queue, flavors, ledger)
+    if plain is not None:
+        return plain
+    return search_flavors(workload=workload, queue=queue, flavors=flavors, ledger=ledger, oracle=oracle)
+
+
+def search_flavors(
+    *,
+    workload: WorkloadInfo,
+    queue: CompiledQueue,
+    flavors: Mapping[str, ResourceFlavor],
+    ledger: Ledger,
+    oracle: PreemptionOracle,
+) -> Assignment:
+    """The full search of ``assign_flavors`` (every rule, every reason)."""
     assigned: dict[FlavorResource, int] = {}
     results: list[PodSetResult] = []
     overall = Mode.FIT
@@ -365,6 +382,50 @@ def assign_flavors(
         frozenset(needs),
         tuple(shortfalls) if known else None,
     )
+
+
+def first_plain_fit(
+    workload: WorkloadInfo, queue: CompiledQueue, flavors: Mapping[str, ResourceFlavor], ledger: Ledger
+) -> Assignment | None:
+    """What ``search_flavors`` answers in its most common case, without its bookkeeping: one pod set
+    whose resources share one group, and a flavor that fits without borrowing reached before any flavor
+    the search could stop at (one fitting by borrowing under ``whenCanBorrow: MayStopSearch``; preempting
+    flavors are passed over under ``whenCanPreempt: TryNextFlavor``, the only case taken here).
+    ``None``: the full search decides."""
+    if len(workload.pod_sets) != 1 or queue.fungibility.when_can_preempt != "TryNextFlavor":
+        return None
+    pod_set = workload.pod_sets[0]
+    if not pod_set.requests:
+        return None
+    group_of = queue.group_of
+    group = group_of.get(pod_set.requests[0][0])
+    if group is None or any(group_of.get(resource) != group for resource, _ in pod_set.requests):
+        return None
+    count = pod_set.count
+    requests = {resource: amount * count for resource, amount in pod_set.requests}
+    node = ledger.queues[queue.name]
+    usage, subtree, nominal = node.usage, node.subtree, queue.nominal
+    may_stop_borrowing = queue.fungibility.when_can_borrow == "MayStopSearch"
+    for flavor_name in queue.groups[group][1]:
+        flavor = flavors.get(flavor_name)
+        if flavor is None or flavor_incompatibility(pod_set, flavor):
+            continue
+        plain = True
+        for resource, wanted in requests.items():
+            fr = (flavor_name, resource)
+            if fr not in nominal or wanted > available(node, fr):
+                plain = False
+                break
+            if usage.get(fr, 0) + wanted > subtree.get(fr, 0):
+                if may_stop_borrowing:
+                    return None  # the search would stop here, borrowing
+                plain = False
+                break
+        if plain:
+            result = PodSetResult(pod_set.name, count, dict.fromkeys(requests, flavor_name), requests)
+            used = {(flavor_name, resource): amount for resource, amount in requests.items()}
+            return Assignment([result], used, Mode.FIT, shortfalls=())
+    return None
 
 
 def _note(group_min_reason: dict[int, str], group: int, reason: str) -> None:

@@ -774,6 +774,11 @@ class SchedulerState:
         queue = self._queues.get(name)
         return queue.spec if queue is not None else None
 
+    def compiled_queue(self, name: str) -> CompiledQueue | None:
+        """The ClusterQueue as flavor assignment reads it."""
+        queue = self._queues.get(name)
+        return queue.compiled if queue is not None else None
+
     def cluster_queue_names(self) -> list[str]:
         return sorted(self._queues)
 
