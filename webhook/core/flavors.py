@@ -388,10 +388,10 @@ def first_plain_fit(
     workload: WorkloadInfo, queue: CompiledQueue, flavors: Mapping[str, ResourceFlavor], ledger: Ledger
 ) -> Assignment | None:
     """What ``search_flavors`` answers in its most common case, without its bookkeeping: one pod set
-    whose resources share one group, and a flavor that fits without borrowing reached before any flavor
-    the search could stop at (one fitting by borrowing under ``whenCanBorrow: MayStopSearch``; preempting
-    flavors are passed over under ``whenCanPreempt: TryNextFlavor``, the only case taken here).
-    ``None``: the full search decides."""
+    whose resources share one group, and a first flavor that fits, borrowing or not. Flavors before it
+    that do not fit, or fit only by preempting, are passed over by the search too (``whenCanPreempt:
+    TryNextFlavor``, the only case taken here), and it stops at a fit unless the fit borrows under
+    ``whenCanBorrow: TryNextFlavor``. ``None``: the full search decides."""
     if len(workload.pod_sets) != 1 or queue.fungibility.when_can_preempt != "TryNextFlavor":
         return None
     pod_set = workload.pod_sets[0]
@@ -410,21 +410,21 @@ def first_plain_fit(
         flavor = flavors.get(flavor_name)
         if flavor is None or flavor_incompatibility(pod_set, flavor):
             continue
-        plain = True
+        fits, borrows = True, False
         for resource, wanted in requests.items():
             fr = (flavor_name, resource)
             if fr not in nominal or wanted > available(node, fr):
-                plain = False
+                fits = False
                 break
             if usage.get(fr, 0) + wanted > subtree.get(fr, 0):
-                if may_stop_borrowing:
-                    return None  # the search would stop here, borrowing
-                plain = False
-                break
-        if plain:
-            result = PodSetResult(pod_set.name, count, dict.fromkeys(requests, flavor_name), requests)
-            used = {(flavor_name, resource): amount for resource, amount in requests.items()}
-            return Assignment([result], used, Mode.FIT, shortfalls=())
+                borrows = True
+        if not fits:
+            continue
+        if borrows and not may_stop_borrowing:
+            return None  # the search goes on looking for a flavor without borrowing, then compares
+        result = PodSetResult(pod_set.name, count, dict.fromkeys(requests, flavor_name), requests)
+        used = {(flavor_name, resource): amount for resource, amount in requests.items()}
+        return Assignment([result], used, Mode.FIT, borrows, shortfalls=())
     return None
 
 
