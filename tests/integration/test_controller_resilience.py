@@ -110,6 +110,7 @@ async def test_configuration_edits_apply_live_and_a_bad_edit_keeps_the_last_good
 ) -> None:
     await fake_api.apply_manifests(QUOTA)
     async with replica(fake_api.kubeconfig_path()) as serving:
+        await asyncio.wait_for(serving.controller.leading.wait(), 10)  # the leader reports bad edits
         live = serving.controller.live_config
         await fake_api.create(CONFIGMAP)
         await fake_api.patch(

@@ -38,11 +38,13 @@ class LiveConfiguration:
         metrics: Metrics,
         initial: Configuration | None = None,
         name: str = CONFIGMAP_NAME,
+        records_events: Callable[[], bool] = lambda: True,
     ) -> None:
         self.namespace = namespace
         self.name = name
         self.events = events
         self.metrics = metrics
+        self.records_events = records_events
         self.current = initial if initial is not None else Configuration(namespace=namespace)
         self.last_errors: tuple[str, ...] = ()
         self._subscribers: list[Callable[[Configuration], None]] = []
@@ -69,9 +71,10 @@ class LiveConfiguration:
             self.metrics.config_last_reload_success.set(0)
             message = f"Invalid {CONFIG_KEY}, keeping the last good configuration: {parsed}"
             log.error("configuration rejected", extra={"configmap": self.name, "errors": list(parsed.errors)})
-            self.events.record(
-                configmap, type="Warning", reason="InvalidConfiguration", message=message[:1000]
-            )
+            if self.records_events():  # every replica rejects the edit; one of them says so
+                self.events.record(
+                    configmap, type="Warning", reason="InvalidConfiguration", message=message[:1000]
+                )
             return False
         self.last_errors = ()
         self.current = parsed

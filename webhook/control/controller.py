@@ -61,6 +61,7 @@ class Controller:
             events=self.recorder,
             metrics=self.metrics,
             initial=Configuration(namespace=namespace),
+            records_events=self.is_leader,
         )
         self.writer = Writer(client=client, store=self.store, metrics=self.metrics)
         self.elector: LeaderElector | None = None
