@@ -13,7 +13,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
-from webhook.api.objects import Admission, ClusterQueue, PodSet, Workload
+from webhook.api.objects import Admission, ClusterQueue, PodSet, Workload, parse_timestamp
 from webhook.api.quantity import Format, Quantity
 
 __all__ = [
@@ -110,7 +110,7 @@ class WorkloadInfo:
             namespace=workload.namespace,
             queue_name=workload.queue_name,
             priority=priority if priority is not None else (workload.priority or 0),
-            created=workload.meta.created,
+            created=_queue_order_time(workload),
             pod_sets=pod_sets,
             uid=workload.meta.uid,
             job_uid=workload.meta.labels.get("kueue.x-k8s.io/job-uid", ""),
@@ -122,6 +122,19 @@ class WorkloadInfo:
             info.admission = workload.admission
             info.usage = usage_of_admission(workload.admission)
         return info
+
+
+def _queue_order_time(workload: Workload) -> float:
+    """When the workload entered its queue, for ordering: its creation, or, after an eviction by an
+    admission check, the eviction (Kueue's GetQueueOrderTimestamp), so a retried workload goes to the
+    back of its priority instead of jumping the queue again."""
+    if workload.conditions:
+        evicted = workload.condition("Evicted")
+        if evicted is not None and evicted.is_true and evicted.reason == "AdmissionCheck":
+            moment = parse_timestamp(evicted.last_transition_time)
+            if moment:
+                return moment
+    return workload.meta.created
 
 
 def _shape(namespace: str, pod_sets: tuple[PodSetInfo, ...]) -> Hashable:

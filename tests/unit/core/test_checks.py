@@ -115,3 +115,20 @@ def test_workload_status_admission_checks_are_parsed() -> None:
     wl = workload("w", status={"admissionChecks": [{"name": "finance", "state": "Ready", "message": "ok"}]})
     assert isinstance(wl, Workload)
     assert wl.admission_checks == (AdmissionCheckState("finance", "Ready", "ok"),)
+
+
+def test_a_workload_evicted_by_a_check_queues_again_from_the_eviction_time() -> None:
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 1}}))
+    evicted = {
+        "conditions": [
+            {
+                "type": "Evicted",
+                "status": "True",
+                "reason": "AdmissionCheck",
+                "lastTransitionTime": "2026-01-01T00:10:00Z",
+            }
+        ]
+    }
+    state.upsert_workload(workload("retried", {"cpu": "1"}, created=0, status=evicted))
+    state.upsert_workload(workload("newer", {"cpu": "1"}, created=60))
+    assert [d.workload for d in run_until_quiet(state) if isinstance(d, Admit)] == ["ns/newer"]
