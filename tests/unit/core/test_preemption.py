@@ -291,8 +291,11 @@ def build(specs: list[tuple[int, int | None, dict[str, Any]]]) -> Cluster:
     return cluster(*made, local_queues={f"lq{i}": f"q{i}" for i in range(len(specs))})
 
 
-def replay_steps(specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]]) -> Cluster:
+def replay_steps(
+    specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]], *, fair: bool = False
+) -> Cluster:
     c = build(specs)
+    c.state.configure_fair_sharing(enabled=fair)
     for step, op in enumerate(ops):
         if op[0] == "add":
             _, index, cpu, priority = op
@@ -379,3 +382,13 @@ def test_reclaim_across_a_cohort_tree_names_both_paths() -> None:
     ]
     assert c.evictions[0].message.endswith("preemptor path: /org/left/a; preemptee path: /org/right/c")
     assert c.admitted == {"ns/c-own", "ns/a-1"}
+
+
+@given(st.lists(queues, min_size=2, max_size=3), steps)
+@settings(max_examples=300)
+def test_fair_sharing_preemption_keeps_quota_and_never_goes_back_and_forth(
+    specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]]
+) -> None:
+    c = replay_steps(specs, ops, fair=True)
+    pairs = {(e.preemptor, e.workload) for e in c.evictions}
+    assert not {(b, a) for a, b in pairs} & pairs, "two workloads preempted each other"
