@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -73,6 +74,31 @@ REBUILD_ORDER: tuple[Kind, ...] = (
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
 )
+
+
+def intern_workload_strings(workload: JSON) -> None:
+    """Share the strings that repeat across thousands of Workloads (namespace, queue, flavor names) before
+    the core keeps them: one copy each instead of one per Workload."""
+    meta = workload.get("metadata") or {}
+    if isinstance(meta.get("namespace"), str):
+        meta["namespace"] = sys.intern(meta["namespace"])
+    spec = workload.get("spec") or {}
+    if isinstance(spec.get("queueName"), str):
+        spec["queueName"] = sys.intern(spec["queueName"])
+    for pod_set in spec.get("podSets") or []:
+        if isinstance(pod_set.get("name"), str):
+            pod_set["name"] = sys.intern(pod_set["name"])
+    admission = (workload.get("status") or {}).get("admission") or {}
+    if isinstance(admission.get("clusterQueue"), str):
+        admission["clusterQueue"] = sys.intern(admission["clusterQueue"])
+    for assignment in admission.get("podSetAssignments") or []:
+        if isinstance(assignment.get("name"), str):
+            assignment["name"] = sys.intern(assignment["name"])
+        flavors = assignment.get("flavors")
+        if isinstance(flavors, dict):
+            for resource, flavor in flavors.items():
+                if isinstance(flavor, str):
+                    flavors[resource] = sys.intern(flavor)
 
 
 class AdmissionLoop:
@@ -168,6 +194,8 @@ class AdmissionLoop:
         if kind is WORKLOADS and self._owner_job_gone(obj):
             state.delete_workload(f"{namespace}/{name}")
             return
+        if kind is WORKLOADS:
+            intern_workload_strings(obj)  # equal values, shared: harmless to other listeners of this change
         parser = _PARSERS[kind]
         parsed = parser(obj)
         if isinstance(parsed, list):
