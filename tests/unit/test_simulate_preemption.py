@@ -62,3 +62,31 @@ def test_preempted_jobs_run_again_from_the_start_once_room_returns(
     assert early["job-vision-deadline"]["finished"]
     assert early["job-vision-batch"]["admitted"] and not early["job-vision-batch"]["finished"]
     assert rows_at("1h51m")["job-vision-batch"]["finished"]
+
+
+FAIR = ROOT / "manifests" / "examples" / "fair-sharing.yaml"
+
+
+def test_fair_sharing_example_takes_from_both_borrowers_and_reports_shares(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["simulate", "--at", "5s", str(FAIR)]) == 0
+    assert "weighted share 167" in capsys.readouterr().out  # 2 of 12 lendable CPUs borrowed
+    assert main(["simulate", "-o", "json", str(FAIR)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    first = [p["workload"].split("/")[0] for p in report["preemptions"] if p["at"] == 10.0]
+    assert sorted(first) == ["team-a", "team-b"]
+    assert {p["reason"] for p in report["preemptions"]} == {"InCohortFairSharing"}
+
+
+def test_without_the_configmap_classical_preemption_takes_the_newest_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = FAIR.read_text().split("\n---\n")
+    classical = tmp_path / "classical.yaml"
+    classical.write_text("\n---\n".join(d for d in docs if "kind: ConfigMap" not in d))
+    assert main(["simulate", "-o", "json", str(classical)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    first = [p["workload"].split("/")[0] for p in report["preemptions"] if p["at"] == 10.0]
+    assert first == ["team-b", "team-b"]
+    assert {p["reason"] for p in report["preemptions"]} == {"InCohortReclamation"}

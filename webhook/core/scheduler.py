@@ -566,10 +566,11 @@ class SchedulerState:
             for _, info, queue, assignment in entries:
                 yield info, queue, assignment
             return
-        trees: dict[str, list[Contender[tuple[WorkloadInfo, _QueueState, Assignment]]]] = {}
+        trees: dict[tuple[str, bool], list[Contender[tuple[WorkloadInfo, _QueueState, Assignment]]]] = {}
         for order, info, queue, assignment in entries:
             node = self.ledger.queues.get(queue.spec.name)
-            root = node.root().name if node is not None else queue.spec.name
+            top = node.root() if node is not None else None
+            root = (top.name, top.is_cohort) if top is not None else (queue.spec.name, False)
             contender = Contender(
                 (info, queue, assignment),
                 queue.spec.name,
