@@ -31,7 +31,8 @@ was evicted from which ClusterQueue, for which workload, and Kueue's reason (``I
 ``InCohortReclamation``, ``InCohortReclaimWhileBorrowing``, ``InCohortFairSharing``, or a drain's
 ``ClusterQueueStopped``/``LocalQueueStopped``); the plot marks them. A ``kueue-webhook-config`` ConfigMap
 in the input turns on what it turns on in a cluster (``fairSharing``), and the report then shows each
-ClusterQueue's weighted share.
+ClusterQueue's weighted share. Admission checks are assumed to pass at once (nobody approves on a
+simulated clock), and ``scheduling.k8s.io`` PriorityClasses give Jobs their pod priority.
 """
 
 from __future__ import annotations

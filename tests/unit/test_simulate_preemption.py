@@ -90,3 +90,13 @@ def test_without_the_configmap_classical_preemption_takes_the_newest_first(
     first = [p["workload"].split("/")[0] for p in report["preemptions"] if p["at"] == 10.0]
     assert first == ["team-b", "team-b"]
     assert {p["reason"] for p in report["preemptions"]} == {"InCohortReclamation"}
+
+
+def test_manual_approval_example_loads_and_checks_are_assumed_to_pass(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    example = ROOT / "manifests" / "examples" / "manual-approval.yaml"
+    assert main(["simulate", "-o", "json", str(example)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [w["admitted"] for w in report["workloads"]] == [True]
+    assert report["clusterQueues"][0]["usage"][0]["used"] == "16"
