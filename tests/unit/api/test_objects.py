@@ -10,6 +10,7 @@ import pytest
 
 from webhook.api.errors import FieldError
 from webhook.api.objects import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -316,3 +317,54 @@ def test_parsing_never_raises_on_garbage() -> None:
             parse_resource_flavor,
         ):
             assert isinstance(parse(garbage), list)
+
+
+def test_fungibility_preference_defaults_and_rejects_unknown_values() -> None:
+    parsed = parse_cluster_queue(cluster_queue({"resourceGroups": one_group(nominalQuota=1)}))
+    assert isinstance(parsed, ClusterQueue)
+    assert parsed.flavor_fungibility.preference == "BorrowingOverPreemption"
+    spec = {
+        "resourceGroups": one_group(nominalQuota=1),
+        "flavorFungibility": {"preference": "PreemptionOverBorrowing"},
+    }
+    parsed = parse_cluster_queue(cluster_queue(spec))
+    assert isinstance(parsed, ClusterQueue)
+    assert parsed.flavor_fungibility.preference == "PreemptionOverBorrowing"
+    spec["flavorFungibility"] = {"preference": "Whatever"}
+    assert messages(parse_cluster_queue(cluster_queue(spec))) == [
+        'spec.flavorFungibility.preference: Unsupported value: "Whatever": '
+        'supported values: "BorrowingOverPreemption", "PreemptionOverBorrowing"'
+    ]
+
+
+def test_workload_admission_check_states_are_read_and_checked() -> None:
+    body = {
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+        "status": {
+            "admissionChecks": [
+                {"name": "finance", "state": "Ready", "message": "ok"},
+                {"name": "capacity", "state": "Maybe"},
+            ]
+        },
+    }
+    assert messages(parse_workload(body)) == [
+        'status.admissionChecks[1].state: Unsupported value: "Maybe": '
+        'supported values: "Pending", "Ready", "Retry", "Rejected"'
+    ]
+    body["status"] = {"admissionChecks": [{"name": "finance", "state": "Ready", "message": "ok"}]}
+    parsed = parse_workload(body)
+    assert isinstance(parsed, Workload)
+    assert [(c.name, c.state, c.message) for c in parsed.admission_checks] == [("finance", "Ready", "ok")]
+
+
+def test_admission_check_kind_is_dispatched() -> None:
+    parsed = parse_object(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "finance"},
+            "spec": {"controllerName": "kueue-webhook.io/manual-approval"},
+        }
+    )
+    assert isinstance(parsed, AdmissionCheck) and parsed.controller_name == "kueue-webhook.io/manual-approval"
