@@ -76,6 +76,11 @@ class Recorder:
         self._recent: OrderedDict[int, float] = OrderedDict()  # hash of (uid, type, reason, message)
         self.written = 0
 
+    @property
+    def pending(self) -> int:
+        """Events waiting to be written."""
+        return len(self._queue)
+
     def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
         involved = involved_object(obj)
         signature = hash((str(involved.get("uid")), type, reason, message))
