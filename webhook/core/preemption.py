@@ -24,6 +24,11 @@ The same search answers the flavor assigner's question ("could preemption make r
 this resource?") through ``simulate``, which is why ``ClassicalPreemption`` is the ``PreemptionOracle``.
 A ClusterQueue whose policies are all ``Never`` is answered at once without looking at any workload, so
 the non-preempting path costs nothing extra.
+
+With fair sharing on, ``FairSharingPreemption`` replaces the search (same candidates, same ordering
+within a ClusterQueue): it takes from the ClusterQueue with the highest dominant resource share first,
+only while the configured strategy holds between the preemptor's share and the target's, with reason
+``InCohortFairSharing`` (``InClusterQueue`` within the preemptor's own ClusterQueue).
 """
 
 from __future__ import annotations
