@@ -16,7 +16,7 @@ from typing import Any
 from webhook.core.model import FlavorResource, amount_quantity
 from webhook.core.scheduler import SchedulerState
 
-__all__ = ["cluster_queue_active", "cluster_queue_status", "local_queue_status"]
+__all__ = ["cluster_queue_active", "cluster_queue_status", "cohort_status", "local_queue_status"]
 
 
 def cluster_queue_active(state: SchedulerState, name: str) -> tuple[str, str, str]:
@@ -94,6 +94,14 @@ def cluster_queue_status(state: SchedulerState, name: str) -> dict[str, Any]:
     if share is not None:
         out["fairSharing"] = {"weightedShare": share.rounded}
     return out
+
+
+def cohort_status(state: SchedulerState, name: str) -> dict[str, Any]:
+    """The ``status`` of a Cohort: its weighted share while fair sharing is on (empty otherwise)."""
+    node = state.ledger.cohorts.get(name)
+    if not state.fair_sharing or node is None:
+        return {}
+    return {"fairSharing": {"weightedShare": state.share_of(node).rounded}}
 
 
 def local_queue_status(state: SchedulerState, namespace: str, name: str) -> dict[str, Any]:

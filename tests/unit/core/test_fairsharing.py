@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from webhook.core.scheduler import Admit, Evict, SchedulerState
-from webhook.core.status import cluster_queue_status
+from webhook.core.status import cluster_queue_status, cohort_status
 
 from .builders import cluster_queue, cohort, run_until_quiet, state_with, workload
 
@@ -99,3 +99,16 @@ def test_equal_weights_and_equal_demand_converge_to_equal_shares(
     assert all(e.preemption_reason == "InCohortFairSharing" for e in evictions)
     used = [state.ledger.usage(f"t{i}").get(CPU, 0) // G for i in range(2)]
     assert sum(used) == shared and abs(used[0] - used[1]) <= 1, used
+
+
+def test_cohort_share_counts_what_its_subtree_borrows_from_the_parent() -> None:
+    state = teams(None, None, shared=0)  # "org" holds no quota of its own: its members lend to each other
+    state.upsert_cohort(cohort("org", {"default": {"cpu": 0}}, parent="root"))
+    state.upsert_cohort(cohort("root", {"default": {"cpu": 8}}))
+    state.upsert_workload(workload("big", {"cpu": "4"}, queue="lq0"))
+    run_until_quiet(state)
+    # org borrows all 4 of the 8 cpu root can lend it: 500 per mille
+    assert cohort_status(state, "org") == {"fairSharing": {"weightedShare": 500}}
+    assert cohort_status(state, "root") == {"fairSharing": {"weightedShare": 0}}
+    state.configure_fair_sharing(enabled=False)
+    assert cohort_status(state, "org") == {}
