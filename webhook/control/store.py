@@ -18,6 +18,7 @@ in: no controller reads them and they can double an object's size.
 
 from __future__ import annotations
 
+import struct
 import sys
 import zlib
 from collections.abc import Callable, Iterable
@@ -83,37 +84,49 @@ def _is_stale(incoming: JSON, held_version: int) -> bool:
 
 
 class _Codec:
-    """Raw deflate with a preset dictionary, fixed for the life of the store (entries depend on it)."""
+    """Raw deflate with a preset dictionary; entries encoded with it are decoded with it."""
 
     __slots__ = ("zdict",)
 
     def __init__(self, sample: bytes) -> None:
-        self.zdict = sample
+        self.zdict = sample[-32768:]  # deflate looks back 32 KiB at most
 
     def encode(self, raw: bytes) -> bytes:
-        compressor = zlib.compressobj(1, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, self.zdict)
+        compressor = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, self.zdict)
         return compressor.compress(raw) + compressor.flush()
 
-    def decode(self, data: bytes) -> JSON:
+    def decode_raw(self, data: bytes | memoryview) -> bytes:
         decompressor = zlib.decompressobj(-15, zdict=self.zdict)
-        obj: JSON = orjson.loads(decompressor.decompress(data) + decompressor.flush())
+        return decompressor.decompress(data) + decompressor.flush()
+
+    def decode(self, entry: bytes) -> JSON:
+        obj: JSON = orjson.loads(self.decode_raw(memoryview(entry)[_VERSION.size :]))
         return obj
 
 
-@dataclass(slots=True)
-class _Entry:
-    """One stored object: its deflated JSON and its resourceVersion as an integer."""
+#: an entry is one bytes object: the resourceVersion (8 bytes) then the deflated JSON, no per-entry object
+_VERSION = struct.Struct(">q")
+#: after this many objects of a kind, its dictionary is rebuilt once from recent objects (which by then
+#: carry the status fields a freshly created first object lacks), and the kind re-encoded
+RETRAIN_AT = 256
+_SAMPLES = 6
 
-    data: bytes
-    version: int
+
+def _version_of(entry: bytes) -> int:
+    return int(_VERSION.unpack_from(entry)[0])
+
+
+def _payload(entry: bytes) -> bytes:
+    return entry[_VERSION.size :]
 
 
 class Store:
     """Objects per kind and key, tombstones for deletions, an owner index for Workloads, and listeners."""
 
     def __init__(self) -> None:
-        self._objects: dict[Kind, dict[Key, _Entry]] = {}
+        self._objects: dict[Kind, dict[Key, bytes]] = {}
         self._codecs: dict[Kind, _Codec] = {}
+        self._samples: dict[Kind, list[bytes]] = {}  # recent encodings, until the kind's dictionary is final
         self._tombstones: dict[Kind, dict[Key, int]] = {}
         self._owned: dict[str, Key] = {}  # owner uid -> key of the Workload it controls
         self._listeners: list[Listener] = []
@@ -123,7 +136,7 @@ class Store:
 
     def get(self, kind: Kind, name: str, namespace: str = "") -> JSON | None:
         entry = self._objects.get(kind, {}).get((namespace, name))
-        return self._codecs[kind].decode(entry.data) if entry is not None else None
+        return self._codecs[kind].decode(entry) if entry is not None else None
 
     def items(self, kind: Kind, *, namespace: str | None = None) -> list[JSON]:
         objects = self._objects.get(kind, {})
@@ -131,8 +144,8 @@ class Store:
             return []
         decode = self._codecs[kind].decode
         if namespace is None:
-            return [decode(entry.data) for entry in objects.values()]
-        return [decode(entry.data) for (ns, _), entry in objects.items() if ns == namespace]
+            return [decode(entry) for entry in objects.values()]
+        return [decode(entry) for (ns, _), entry in objects.items() if ns == namespace]
 
     def keys(self, kind: Kind) -> list[Key]:
         return list(self._objects.get(kind, {}))
@@ -191,21 +204,19 @@ class Store:
         key = key_of(obj)
         objects = self._objects.setdefault(kind, {})
         held = objects.get(key)
-        if held is not None and _is_stale(obj, held.version):
+        if held is not None and _is_stale(obj, _version_of(held)):
             return False
         if held is None and _is_stale(obj, self._tombstones.get(kind, {}).get(key, -1)):
             return False
         self._tombstones.get(kind, {}).pop(key, None)
         obj = slim(obj)
         raw = orjson.dumps(obj)
-        codec = self._codecs.get(kind)
-        if codec is None:
-            codec = self._codecs[kind] = _Codec(bytes(memoryview(raw)))  # orjson over-allocates; copy to size
-        data = codec.encode(raw)
-        if held is not None and held.data == data:
+        codec = self._codec_for(kind, raw)
+        entry = _VERSION.pack(resource_version(obj)) + codec.encode(raw)
+        if held is not None and _payload(held) == _payload(entry):
             return False
-        objects[key] = _Entry(data, resource_version(obj))
-        old = codec.decode(held.data) if held is not None else None
+        objects[key] = entry
+        old = codec.decode(held) if held is not None else None
         if kind is WORKLOADS:
             self._index_owner(key, old, obj)
         self._notify(Change(kind, key, old, obj))
@@ -217,14 +228,14 @@ class Store:
         objects = self._objects.setdefault(kind, {})
         held = objects.get(key)
         version = resource_version(obj)
-        if held is not None and 0 <= version < held.version:
+        if held is not None and 0 <= version < _version_of(held):
             return False  # a late delete (e.g. of an earlier incarnation); the newer object stays
         tombstones = self._tombstones.setdefault(kind, {})
-        tombstones[key] = max(version, tombstones.get(key, -1), held.version if held is not None else -1)
+        tombstones[key] = max(version, tombstones.get(key, -1), _version_of(held) if held is not None else -1)
         if held is None:
             return False
         del objects[key]
-        old = self._codecs[kind].decode(held.data)
+        old = self._codecs[kind].decode(held)
         if kind is WORKLOADS:
             self._index_owner(key, old, None)
         self._notify(Change(kind, key, old, None))
@@ -242,8 +253,33 @@ class Store:
         """After a relist whose objects were upserted: forget every object the list did not contain."""
         for key, held in list(self._objects.get(kind, {}).items()):
             if key not in keys:
-                self.remove(kind, self._codecs[kind].decode(held.data))
+                self.remove(kind, self._codecs[kind].decode(held))
         self._tombstones.pop(kind, None)
+
+    def _codec_for(self, kind: Kind, raw: bytes) -> _Codec:
+        """The kind's codec: the first object is the dictionary until ``RETRAIN_AT`` objects exist, then
+        recent objects are, once (every entry of the kind is re-encoded then)."""
+        codec = self._codecs.get(kind)
+        if codec is None:
+            self._samples[kind] = []
+            codec = self._codecs[kind] = _Codec(bytes(raw))
+            return codec
+        samples = self._samples.get(kind)
+        if samples is None:
+            return codec
+        samples.append(bytes(raw))
+        del samples[:-_SAMPLES]
+        objects = self._objects.get(kind, {})
+        if len(objects) < RETRAIN_AT:
+            return codec
+        trained = _Codec(b"".join(samples))
+        for key, entry in objects.items():
+            objects[key] = entry[: _VERSION.size] + trained.encode(
+                codec.decode_raw(memoryview(entry)[_VERSION.size :])
+            )
+        del self._samples[kind]
+        self._codecs[kind] = trained
+        return trained
 
     def _index_owner(self, key: Key, old: JSON | None, new: JSON | None) -> None:
         old_owner = controller_owner(old) if old is not None else None

@@ -155,3 +155,22 @@ def test_managed_fields_and_last_applied_configuration_are_not_kept() -> None:
     assert held is not None
     assert "managedFields" not in held["metadata"]
     assert held["metadata"]["annotations"] == {"team": "a"}
+
+
+def test_every_object_reads_back_exactly_after_the_kind_dictionary_is_retrained() -> None:
+    from webhook.control.store import RETRAIN_AT
+
+    store = Store()
+    written: dict[str, dict[str, object]] = {}
+    for index in range(RETRAIN_AT + 50):
+        job = obj(f"job-{index}", index + 1, uid=f"uid-{index}", labels={"n": str(index) * (index % 7)})
+        if index % 3:
+            job["status"] = {
+                "conditions": [{"type": "Complete", "status": "True", "message": f"done {index}"}]
+            }
+        store.upsert(JOBS, job)
+        written[f"job-{index}"] = job
+    assert {o["metadata"]["name"]: o for o in store.items(JOBS)} == written
+    held = store.get(JOBS, "job-3", "ns")
+    assert held == written["job-3"]
+    assert held is not store.get(JOBS, "job-3", "ns")  # every read is a fresh copy
