@@ -65,6 +65,7 @@ from webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.admission_loop")
 COLLECT_AFTER_DECISIONS = 2000
+UNFREEZE_EVERY = 1800.0
 
 #: the order in which a rebuild feeds kinds: capacity and routing first, then Workloads
 REBUILD_ORDER: tuple[Kind, ...] = (
@@ -136,6 +137,7 @@ class AdmissionLoop:
         self.admitted = 0
         self.cycles = 0
         self._decided_since_collect = 0
+        self._last_unfreeze = time.monotonic()
         self.on_admitted: list[Callable[[str], None]] = []
 
     # -- feeding ------------------------------------------------------------------------------------------
@@ -252,14 +254,24 @@ class AdmissionLoop:
                 while self.is_leader() and self.state.has_work():
                     await self._cycle()
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
-                    # A burst leaves many survivors for the collector's oldest generation; collect while
-                    # idle, so that full collection is not paid later inside a latency-sensitive cycle.
-                    self._decided_since_collect = 0
-                    gc.collect()
+                    self._collect_while_idle()
         finally:
             positions.cancel()
             for task in list(self._tasks):
                 task.cancel()
+
+    def _collect_while_idle(self) -> None:
+        """A burst leaves many long-lived survivors (one per Workload); a later full collection would scan
+        them all inside some latency-sensitive cycle. So collect now, while idle, and freeze the survivors
+        out of the collector's reach. Anything frozen that later dies in a reference cycle would stay, so
+        every ``UNFREEZE_EVERY`` seconds the frozen set is handed back and collected once."""
+        self._decided_since_collect = 0
+        now = time.monotonic()
+        if now - self._last_unfreeze >= UNFREEZE_EVERY:
+            gc.unfreeze()
+            self._last_unfreeze = now
+        gc.collect()
+        gc.freeze()
 
     async def _cycle(self) -> None:
         started = time.perf_counter()
