@@ -546,6 +546,7 @@ def _replay(
                 if record is None:
                     continue
                 if isinstance(decision, Admit):
+                    state.confirm(decision.workload)  # the simulated status write lands at once
                     record.admitted_at = moment
                     record.cluster_queue = decision.cluster_queue
                     record.wait = None

@@ -437,8 +437,13 @@ class SchedulerState:
             self._evict_on_failed_checks(tracked, workload)
             return
         if tracked is not None and tracked.charged:
-            if tracked.assumed and not tracked.evicting:
-                return  # an event from before our own admission reached the API server; keep it
+            if tracked.assumed:
+                # An event from before our own admission write reached the API server. Even when the
+                # workload is already chosen for eviction its quota stays charged: the write may still land,
+                # and releasing now would let a preemptor take the same room (Kueue keeps assumed workloads
+                # in its cache until the write fails or the reservation shows up). The controller can only
+                # evict a reservation it has seen, so the release comes with a later, real event.
+                return
             self._release(tracked)  # the reservation was cleared (evicted): back to the queue
             self._last_wait.pop(key, None)
         if tracked is not None:
@@ -475,6 +480,17 @@ class SchedulerState:
         self._mark_evicting(tracked, False)
         if tracked.cluster_queue in self.ledger.queues:
             self._wake(self.ledger.tree_queues(tracked.cluster_queue))
+
+    def confirm(self, key: str) -> None:
+        """The API server now shows the admission of an assumed workload, as when its status write has
+        been observed; from here on an event without a reservation means the reservation was cleared.
+
+        The controller needs no call: the watch event carrying ``status.admission`` does the same. A
+        replay whose writes land at once (``simulate``) calls this instead of feeding that event back.
+        """
+        tracked = self._workloads.get(WorkloadKey(key))
+        if tracked is not None and tracked.charged:
+            tracked.assumed = False
 
     def forget(self, key: str) -> None:
         """Undo an assumed admission whose status write failed; the workload queues again."""

@@ -70,7 +70,11 @@ def test_classical_order_would_take_the_older_head() -> None:
 def settle(state: SchedulerState, fed: dict[str, object]) -> list[Evict]:
     evictions: list[Evict] = []
     while True:
-        found = [d for d in run_until_quiet(state) if isinstance(d, Evict)]
+        decisions = run_until_quiet(state)
+        for d in decisions:
+            if isinstance(d, Admit):
+                state.confirm(d.workload)  # the admission write landed and was seen
+        found = [d for d in decisions if isinstance(d, Evict)]
         if not found:
             return evictions
         evictions.extend(found)

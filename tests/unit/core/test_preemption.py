@@ -53,6 +53,7 @@ class Cluster:
             for d in decisions:
                 if isinstance(d, Admit):
                     self.admitted.add(d.workload)
+                    self.state.confirm(d.workload)  # the admission write landed and was seen
             self.evictions.extend(evicted)
             if not acknowledge or not evicted:
                 return out
@@ -392,3 +393,19 @@ def test_fair_sharing_preemption_keeps_quota_and_never_goes_back_and_forth(
     c = replay_steps(specs, ops, fair=True)
     pairs = {(e.preemptor, e.workload) for e in c.evictions}
     assert not {(b, a) for a, b in pairs} & pairs, "two workloads preempted each other"
+
+
+def test_a_stale_event_cannot_release_a_preempted_workload_whose_admission_write_is_in_flight() -> None:
+    """Kueue keeps an assumed workload charged until its write fails or the reservation shows up: an event
+    from before the admission write must not free room that a preemptor could take while the write lands."""
+    c = cluster(cpu_queue("cq", 10, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("low", 10, created=0)
+    assert [d.workload for d in run_until_quiet(c.state) if isinstance(d, Admit)] == ["ns/low"]
+    c.add("high", 10, priority=100, created=1)
+    assert [d.workload for d in run_until_quiet(c.state) if isinstance(d, Evict)] == ["ns/low"]
+    c.state.upsert_workload(c.workloads["ns/low"])  # the pre-admission event, arriving late
+    assert not [d for d in run_until_quiet(c.state) if isinstance(d, Admit)]
+    c.state.confirm("ns/low")  # its admission write is seen at last; then the owner clears it
+    c.state.upsert_workload(c.workloads["ns/low"])
+    assert [d.workload for d in run_until_quiet(c.state) if isinstance(d, Admit)] == ["ns/high"]
+    assert c.state.ledger.usage("cq")[CPU] == 10 * G

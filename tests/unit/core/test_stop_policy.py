@@ -38,6 +38,7 @@ def test_hold_and_drain_on_the_cluster_queue_evicts_admitted_work_until_resumed(
     first = workload("running", {"cpu": "1"})
     state.upsert_workload(first)
     run_until_quiet(state)
+    state.confirm("ns/running")  # its admission write landed
     state.upsert_cluster_queue(cluster_queue("cq", CPU, stopPolicy="HoldAndDrain"))
     decisions = run_until_quiet(state)
     evicts = [d for d in decisions if isinstance(d, Evict)]
