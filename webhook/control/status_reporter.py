@@ -6,6 +6,13 @@ API load of the admission path. Instead changes only mark queues dirty, and a fl
 decides with) and writes those whose visible status differs. Quiet periods therefore cost nothing and a
 burst costs one write per queue per interval. The same pass refreshes Kueue's per-queue gauges and adds
 GPU-seconds for chargeback.
+
+Routing a change to the queues it touches must not read the store: at 1,000 queues, decoding every
+LocalQueue on each ClusterQueue event (most of them echoes of our own status writes) was most of the
+controller's CPU. So the reporter keeps its own LocalQueue -> ClusterQueue index, built once from the
+store and then kept current from LocalQueue changes, and a ClusterQueue change that only touched its
+status (our echo) does not mark its LocalQueues: their status derives from the core's state, not from the
+ClusterQueue's status.
 """
 
 from __future__ import annotations
@@ -54,6 +61,9 @@ class QueueStatusReporter:
         self._dirty_cq: set[str] = set()
         self._dirty_lq: set[tuple[str, str]] = set()
         self._kick = asyncio.Event()
+        #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
+        self._cq_of_lq: dict[tuple[str, str], str] | None = None
+        self._lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
         self._last_flush = 0.0
         self._last_gpu_tick = time.monotonic()
         self.flushed = asyncio.Event()
@@ -61,11 +71,13 @@ class QueueStatusReporter:
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
             self._dirty_cq.add(change.key[1])
-            self._mark_local_queues_of(change.key[1])
+            if not _only_status_changed(change):
+                self._mark_local_queues_of(change.key[1])
         elif change.kind is LOCAL_QUEUES:
             self._dirty_lq.add(change.key)
             queue = change.new or change.old or {}
             self._dirty_cq.add(str((queue.get("spec") or {}).get("clusterQueue", "")))
+            self._index_local_queue(change.key, change.new)
         elif change.kind is RESOURCE_FLAVORS:
             self.mark_all()
         elif change.kind is WORKLOADS:
@@ -77,9 +89,9 @@ class QueueStatusReporter:
                 if queue_name:
                     lq_key = (change.key[0], queue_name)
                     self._dirty_lq.add(lq_key)
-                    lq = self.store.get(LOCAL_QUEUES, queue_name, change.key[0])
-                    if lq is not None:
-                        self._dirty_cq.add(str((lq.get("spec") or {}).get("clusterQueue", "")))
+                    cluster_queue = self._index().get(lq_key)
+                    if cluster_queue is not None:
+                        self._dirty_cq.add(cluster_queue)
                 admitted_to = (status.get("admission") or {}).get("clusterQueue")
                 if admitted_to:
                     self._dirty_cq.add(str(admitted_to))
@@ -89,13 +101,32 @@ class QueueStatusReporter:
 
     def mark_all(self) -> None:
         self._dirty_cq.update(key_of(cq)[1] for cq in self.store.items(CLUSTER_QUEUES))
-        self._dirty_lq.update(key_of(lq) for lq in self.store.items(LOCAL_QUEUES))
+        self._dirty_lq.update(self.store.keys(LOCAL_QUEUES))
         self._kick.set()
 
+    def _index(self) -> dict[tuple[str, str], str]:
+        """LocalQueue key -> ClusterQueue name, built from the store on first use."""
+        if self._cq_of_lq is None:
+            self._cq_of_lq = {}
+            self._lqs_of_cq = {}
+            for lq in self.store.items(LOCAL_QUEUES):
+                self._index_local_queue(key_of(lq), lq)
+        return self._cq_of_lq
+
+    def _index_local_queue(self, key: tuple[str, str], lq: JSON | None) -> None:
+        if self._cq_of_lq is None:
+            return  # not built yet: the first build reads the store, which already holds this change
+        previous = self._cq_of_lq.pop(key, None)
+        if previous is not None:
+            self._lqs_of_cq.get(previous, set()).discard(key)
+        cluster_queue = str(((lq or {}).get("spec") or {}).get("clusterQueue", "")) if lq else ""
+        if cluster_queue:
+            self._cq_of_lq[key] = cluster_queue
+            self._lqs_of_cq.setdefault(cluster_queue, set()).add(key)
+
     def _mark_local_queues_of(self, cluster_queue: str) -> None:
-        for lq in self.store.items(LOCAL_QUEUES):
-            if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue:
-                self._dirty_lq.add(key_of(lq))
+        self._index()
+        self._dirty_lq.update(self._lqs_of_cq.get(cluster_queue, ()))
 
     async def run(self) -> None:
         self.mark_all()
@@ -189,6 +220,20 @@ class QueueStatusReporter:
                     totals[resource] = totals.get(resource, 0) + nanos
             for resource, nanos in totals.items():
                 self.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
+
+
+def _only_status_changed(change: Change) -> bool:
+    """An update that left everything but ``status`` (and the resourceVersion) as it was."""
+    old, new = change.old, change.new
+    if old is None or new is None:
+        return False
+    if old.get("spec") != new.get("spec"):
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return all(
+        old_meta.get(field) == new_meta.get(field)
+        for field in ("generation", "labels", "deletionTimestamp", "uid")
+    )
 
 
 def _generation(obj: JSON) -> int | None:

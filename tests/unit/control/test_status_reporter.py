@@ -1,0 +1,129 @@
+"""Queue status routing: a ClusterQueue change reaches the LocalQueues that point at it, and only those."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor
+from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
+from webhook.control.metrics import Metrics
+from webhook.control.status_reporter import QueueStatusReporter
+from webhook.control.store import Store
+from webhook.core.scheduler import SchedulerState
+
+JSON = dict[str, Any]
+
+
+class RecordingWriter:
+    """Applies status writes to the store (as the API server's answer would) and remembers them."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.written: list[tuple[str, str, JSON]] = []
+        self.version = 1000
+
+    async def patch_status(self, kind: Kind, obj: JSON, build: Any) -> JSON | None:
+        status = build(obj)
+        self.version += 1
+        updated = {
+            **obj,
+            "status": status,
+            "metadata": {**obj["metadata"], "resourceVersion": str(self.version)},
+        }
+        self.written.append((kind.kind, obj["metadata"]["name"], status))
+        self.store.upsert(kind, updated)
+        return updated
+
+
+def cluster_queue(name: str, *, version: int, stop_policy: str = "None") -> JSON:
+    return {
+        "kind": "ClusterQueue",
+        "metadata": {"name": name, "generation": version, "resourceVersion": str(version)},
+        "spec": {
+            "namespaceSelector": {},
+            "stopPolicy": stop_policy,
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
+                }
+            ],
+        },
+    }
+
+
+def local_queue(name: str, *, to: str, version: int) -> JSON:
+    return {
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": "team", "generation": 1, "resourceVersion": str(version)},
+        "spec": {"clusterQueue": to},
+    }
+
+
+class World:
+    def __init__(self) -> None:
+        self.store = Store()
+        self.state = SchedulerState()
+        self.writer = RecordingWriter(self.store)
+        self.reporter = QueueStatusReporter(
+            store=self.store,
+            writer=self.writer,  # type: ignore[arg-type]
+            metrics=Metrics(),
+            state=lambda: self.state,
+            is_leader=lambda: True,
+        )
+        self.store.subscribe(self.reporter.on_change)
+        flavor = {"kind": "ResourceFlavor", "metadata": {"name": "rf", "resourceVersion": "1"}, "spec": {}}
+        self.store.upsert(RESOURCE_FLAVORS, flavor)
+        self.state.upsert_resource_flavor(parse_resource_flavor(flavor))  # type: ignore[arg-type]
+
+    def put_cq(self, obj: JSON) -> None:
+        self.writer.version += 1  # every object version is newer than any written before
+        obj["metadata"]["resourceVersion"] = str(self.writer.version)
+        self.state.upsert_cluster_queue(parse_cluster_queue(obj))  # type: ignore[arg-type]
+        self.store.upsert(CLUSTER_QUEUES, obj)
+
+    def put_lq(self, obj: JSON) -> None:
+        self.writer.version += 1
+        obj["metadata"]["resourceVersion"] = str(self.writer.version)
+        self.state.upsert_local_queue(parse_local_queue(obj))  # type: ignore[arg-type]
+        self.store.upsert(LOCAL_QUEUES, obj)
+
+    def lq_reason(self, name: str) -> str:
+        lq = self.store.get(LOCAL_QUEUES, name, "team") or {}
+        conditions = (lq.get("status") or {}).get("conditions") or []
+        return next(str(c["reason"]) for c in conditions if c["type"] == "Active")
+
+
+async def test_stopping_a_cluster_queue_reaches_the_local_queues_that_moved_to_it() -> None:
+    world = World()
+    world.put_cq(cluster_queue("a", version=2))
+    world.put_cq(cluster_queue("b", version=3))
+    world.put_lq(local_queue("research", to="a", version=4))
+    await world.reporter.flush()
+    assert world.lq_reason("research") == "Ready"
+
+    world.put_lq(local_queue("research", to="b", version=5))
+    await world.reporter.flush()
+    world.put_cq(cluster_queue("a", version=6, stop_policy="Hold"))
+    await world.reporter.flush()
+    assert world.lq_reason("research") == "Ready"  # it no longer submits to the stopped queue
+
+    world.put_cq(cluster_queue("b", version=7, stop_policy="Hold"))
+    await world.reporter.flush()
+    assert world.lq_reason("research") == "ClusterQueueIsInactive"
+
+
+async def test_echo_of_a_cluster_queue_status_write_rewrites_no_local_queue() -> None:
+    world = World()
+    world.put_cq(cluster_queue("a", version=2))
+    world.put_lq(local_queue("research", to="a", version=3))
+    await world.reporter.flush()
+    written = len(world.writer.written)
+    assert written == 2  # one status each
+
+    cq = world.store.get(CLUSTER_QUEUES, "a") or {}
+    echo = {**cq, "metadata": {**cq["metadata"], "resourceVersion": "5000"}, "status": {**cq["status"]}}
+    world.store.upsert(CLUSTER_QUEUES, echo)
+    await world.reporter.flush()
+    assert len(world.writer.written) == written
