@@ -10,8 +10,12 @@ and tools match on them.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
+
+from webhook.api.objects import AdmissionCheckState
+from webhook.core.checks import admitted_condition, sync_check_states
 
 JSON = dict[str, Any]
 #: condition messages are capped like Kueue's api.TruncateConditionMessage (32 KiB)
@@ -78,8 +82,35 @@ def _conditions_copy(workload: JSON) -> list[JSON]:
     return copy.deepcopy(list((workload.get("status") or {}).get("conditions") or []))
 
 
-def admitted_status(workload: JSON, *, admission: JSON, now: str) -> JSON:
-    """``status`` with the quota reservation and admission recorded (no admission checks: both at once)."""
+def _check_states(workload: JSON) -> tuple[AdmissionCheckState, ...]:
+    out: list[AdmissionCheckState] = []
+    for entry in (workload.get("status") or {}).get("admissionChecks") or []:
+        if isinstance(entry, dict) and entry.get("name"):
+            out.append(
+                AdmissionCheckState(
+                    str(entry["name"]),
+                    str(entry.get("state") or "Pending"),
+                    str(entry.get("message") or ""),
+                    str(entry.get("lastTransitionTime") or ""),
+                )
+            )
+    return tuple(out)
+
+
+def _stamped(states: tuple[AdmissionCheckState, ...], now: str) -> list[JSON]:
+    """The API requires ``lastTransitionTime`` on every check state: new ones get ``now``."""
+    return [
+        (state if state.last_transition_time else replace(state, last_transition_time=now)).to_dict()
+        for state in states
+    ]
+
+
+def admitted_status(
+    workload: JSON, *, admission: JSON, now: str, admission_checks: tuple[str, ...] = ()
+) -> JSON:
+    """``status`` with the quota reservation recorded, and Admitted as Kueue's SyncAdmittedCondition
+    derives it: True at once without admission checks; with checks, ``status.admissionChecks`` lists
+    them (new ones Pending) and Admitted stays False until every one is Ready."""
     conditions = _conditions_copy(workload)
     generation = _generation(workload)
     cluster_queue = str(admission.get("clusterQueue", ""))
@@ -92,12 +123,16 @@ def admitted_status(workload: JSON, *, admission: JSON, now: str) -> JSON:
         generation=generation,
         now=now,
     )
+    states: tuple[AdmissionCheckState, ...] = ()
+    if admission_checks:
+        states, _ = sync_check_states(_check_states(workload), admission_checks)
+    status, reason, message = admitted_condition(has_reservation=True, states=states)
     set_condition(
         conditions,
         kind="Admitted",
-        status="True",
-        reason="Admitted",
-        message="The workload is admitted",
+        status=status,
+        reason=reason,
+        message=message,
         generation=generation,
         now=now,
     )
@@ -113,7 +148,47 @@ def admitted_status(workload: JSON, *, admission: JSON, now: str) -> JSON:
                 generation=generation,
                 now=now,
             )
-    return {"admission": admission, "conditions": conditions}
+    out: JSON = {"admission": admission, "conditions": conditions}
+    if admission_checks:
+        out["admissionChecks"] = _stamped(states, now)
+    return out
+
+
+def checks_status(workload: JSON, *, admission_checks: tuple[str, ...], now: str) -> JSON | None:
+    """Bring ``status.admissionChecks`` in line with the ClusterQueue's checks and Admitted in line with
+    their states (Kueue's workload controller: syncAdmissionCheckConditions + SyncAdmittedCondition);
+    None when nothing changes. Only for a Workload holding a reservation."""
+    current = _check_states(workload)
+    states, changed = sync_check_states(current, admission_checks)
+    conditions = _conditions_copy(workload)
+    status, reason, message = admitted_condition(has_reservation=True, states=states)
+    changed |= set_condition(
+        conditions,
+        kind="Admitted",
+        status=status,
+        reason=reason,
+        message=message,
+        generation=_generation(workload),
+        now=now,
+    )
+    if not changed:
+        return None
+    return {"conditions": conditions, "admissionChecks": _stamped(states, now)}
+
+
+def check_state_status(workload: JSON, *, check: str, state: str, message: str, now: str) -> JSON | None:
+    """Set one check's state (what a check controller reports); None when it already says so or the
+    Workload does not list that check."""
+    states = list(_check_states(workload))
+    for index, existing in enumerate(states):
+        if existing.name != check:
+            continue
+        if existing.state == state and existing.message == message:
+            return None
+        moved = now if existing.state != state else (existing.last_transition_time or now)
+        states[index] = AdmissionCheckState(check, state, message, moved)
+        return {"admissionChecks": _stamped(tuple(states), now)}
+    return None
 
 
 def pending_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
@@ -149,9 +224,26 @@ def finished_status(workload: JSON, *, reason: str, message: str, now: str) -> J
 
 
 def released_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON:
-    """Clear the reservation (the owner acknowledging an eviction): QuotaReserved=False, no admission."""
+    """Clear the reservation (the owner acknowledging an eviction): QuotaReserved=False, no admission.
+
+    After an eviction this is Kueue's jobframework step "the job is no longer active, clear the
+    workload's admission": first ``Requeued`` with the Evicted condition's reason and message (True only
+    for a preemption, the one eviction after which the workload simply queues again), then
+    QuotaReserved=False and Admitted=False."""
     conditions = _conditions_copy(workload)
     generation = _generation(workload)
+    evicted = find(conditions, "Evicted")
+    if evicted is not None and evicted.get("status") == "True":
+        evicted_reason = str(evicted.get("reason", ""))
+        set_condition(
+            conditions,
+            kind="Requeued",
+            status="True" if evicted_reason == "Preempted" else "False",
+            reason=evicted_reason,
+            message=str(evicted.get("message", "")),
+            generation=generation,
+            now=now,
+        )
     set_condition(
         conditions,
         kind="QuotaReserved",
@@ -174,9 +266,11 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
 
 
 def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reason: str, now: str) -> JSON:
-    """Evicted=True (and Preempted=True for a preemption), as Kueue's SetEvictedCondition does."""
+    """Evicted=True (and Preempted=True for a preemption), as Kueue's evict.Evict does, which also resets
+    every admission check that is not Pending to Pending so the checks start again on readmission."""
     conditions = _conditions_copy(workload)
     generation = _generation(workload)
+    states = _check_states(workload)
     set_condition(
         conditions,
         kind="Evicted",
@@ -196,4 +290,14 @@ def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reas
             generation=generation,
             now=now,
         )
-    return {"conditions": conditions}
+    out: JSON = {"conditions": conditions}
+    if any(state.state != "Pending" for state in states):
+        out["admissionChecks"] = [
+            state.to_dict()
+            if state.state == "Pending"
+            else AdmissionCheckState(
+                state.name, "Pending", f"Reset to Pending after eviction. Previously: {state.state}", now
+            ).to_dict()
+            for state in states
+        ]
+    return out

@@ -12,6 +12,9 @@ Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserv
 the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
 changes, with its rank in the ClusterQueue appended (``webhook.control.positions`` keeps ranks current).
+Those pending writes go to ``webhook.control.pending_reasons``, a coalescing background writer with its own
+slots, so the write slots here serve admissions and evictions only: a burst of arrivals cannot delay the
+admission that follows a quota release.
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
@@ -42,7 +45,7 @@ from webhook.api.objects import (
     parse_workload,
     parse_workload_priority_class,
 )
-from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339, pending_status
+from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339
 from webhook.control.events import EventSink
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
@@ -56,7 +59,8 @@ from webhook.control.kinds import (
     Kind,
 )
 from webhook.control.metrics import Metrics
-from webhook.control.positions import QueuePositions, base_message, position_suffix, quota_condition
+from webhook.control.pending_reasons import PendingReasons
+from webhook.control.positions import QueuePositions
 from webhook.control.reconciler import has_reservation, job_finished
 from webhook.control.store import Change, Store, key_of
 from webhook.control.writers import Writer
@@ -116,6 +120,7 @@ class AdmissionLoop:
         metrics: Metrics,
         is_leader: Callable[[], bool],
         max_in_flight: int = 16,
+        pending_writes_in_flight: int = 4,
         position_writes_per_second: int = 50,
     ) -> None:
         self.store = store
@@ -133,6 +138,15 @@ class AdmissionLoop:
             state=lambda: self.state,
             is_leader=is_leader,
             writes_per_second=position_writes_per_second,
+        )
+        self.pending = PendingReasons(
+            store=store,
+            writer=writer,
+            events=events,
+            metrics=metrics,
+            positions=self.positions,
+            is_leader=is_leader,
+            max_in_flight=pending_writes_in_flight,
         )
         self.admitted = 0
         self.cycles = 0
@@ -193,6 +207,7 @@ class AdmissionLoop:
             elif kind is WORKLOADS:
                 state.delete_workload(f"{namespace}/{name}")
                 self.positions.forget(f"{namespace}/{name}")
+                self.pending.drop(f"{namespace}/{name}")
                 for cluster_queue in state.cluster_queue_names():  # ranks behind it moved up
                     self.positions.mark(cluster_queue)
             return
@@ -246,7 +261,9 @@ class AdmissionLoop:
         The caller rebuilds the state first (``rebuild``), while no change can slip in between.
         """
         self.kick()
-        positions = asyncio.get_running_loop().create_task(self.positions.run(), name="queue-positions")
+        loop = asyncio.get_running_loop()
+        positions = loop.create_task(self.positions.run(), name="queue-positions")
+        pending = loop.create_task(self.pending.run(), name="pending-reasons")
         try:
             while True:
                 await self._kick.wait()
@@ -257,6 +274,7 @@ class AdmissionLoop:
                     self._collect_while_idle()
         finally:
             positions.cancel()
+            pending.cancel()
             for task in list(self._tasks):
                 task.cancel()
 
@@ -279,13 +297,16 @@ class AdmissionLoop:
         self.cycles += 1
         self._decided_since_collect += len(decisions)
         for decision in decisions:
+            if isinstance(decision, Wait):
+                self.positions.mark(decision.cluster_queue)
+                self.pending.submit(decision)
+                continue
             await self._slots.acquire()
             if isinstance(decision, Admit):
+                self.pending.drop(str(decision.workload))
                 coroutine = self._admit(decision)
-            elif isinstance(decision, Evict):
-                coroutine = self._evict(decision)
             else:
-                coroutine = self._wait(decision)
+                coroutine = self._evict(decision)
             task = asyncio.get_running_loop().create_task(coroutine)
             self._tasks.add(task)
             task.add_done_callback(self._finished)
@@ -304,13 +325,14 @@ class AdmissionLoop:
 
     @property
     def in_flight(self) -> int:
-        """Decision writes still running."""
-        return len(self._tasks)
+        """Decision writes still running or queued (pending reasons included)."""
+        return len(self._tasks) + self.pending.queued
 
     async def wait_writes(self) -> None:
         """Until every decision write in flight has finished (tests, orderly shutdown)."""
-        while self._tasks:
+        while self._tasks or self.pending.queued:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            await self.pending.wait_idle()
 
     async def _admit(self, decision: Admit) -> None:
         key = str(decision.workload)
@@ -323,10 +345,12 @@ class AdmissionLoop:
             return
         admission = decision.admission.to_dict()
 
+        checks = decision.admission_checks
+
         def build(current: JSON) -> JSON | None:
             if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
-            return admitted_status(current, admission=admission, now=now_rfc3339())
+            return admitted_status(current, admission=admission, now=now_rfc3339(), admission_checks=checks)
 
         try:
             updated = await self.writer.patch_status(WORKLOADS, workload, build)
@@ -354,9 +378,7 @@ class AdmissionLoop:
         role = self.metrics.role
         self.metrics.admission_attempts.labels("success", role).inc()
         self.metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
-        self.metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
         self.metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
-        self.metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
         self.events.record(
             workload,
             type="Normal",
@@ -365,12 +387,15 @@ class AdmissionLoop:
                 f"Quota reserved in ClusterQueue {cluster_queue}, wait time since queued was {waited:.0f}s"
             ),
         )
-        self.events.record(
-            workload,
-            type="Normal",
-            reason="Admitted",
-            message=f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was 0s",
-        )
+        if not decision.admission_checks:  # with checks, Admitted comes when they are all Ready
+            self.metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
+            self.metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
+            self.events.record(
+                workload,
+                type="Normal",
+                reason="Admitted",
+                message=f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was 0s",
+            )
         log.info("admitted", extra={"workload": key, "cluster_queue": cluster_queue, "decision": "admit"})
         for callback in self.on_admitted:
             callback(key)
@@ -411,7 +436,9 @@ class AdmissionLoop:
                 self.state.eviction_failed(key)
                 self.kick()
             return
-        self.events.record(updated, type="Normal", reason=decision.reason, message=decision.message)
+        self._record_eviction(updated, decision)
+        if decision.deactivate:
+            await self._deactivate(updated, key)
         log.info(
             "evicted",
             extra={
@@ -422,58 +449,68 @@ class AdmissionLoop:
             },
         )
 
-    async def _wait(self, decision: Wait) -> None:
-        key = str(decision.workload)
-        namespace, _, name = key.partition("/")
-        workload = self.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.is_leader():
-            return
-        reason = decision.reason or "Pending"
-        self.positions.mark(decision.cluster_queue)
-        before = quota_condition(workload)
-        if (
-            before is not None
-            and before.get("status") == "False"
-            and before.get("reason") == reason
-            and base_message(str(before.get("message", ""))) == decision.message
-        ):
-            # Only the rank moved (someone ahead was admitted): one such change touches every pending
-            # Workload of the queue, so these are written in the background at a bounded rate instead.
-            return
-        if await self._write_wait(decision, workload) is None:
-            return
-        if decision.position is not None:
-            self.positions.remember(key, decision.position)
-        self.events.record(workload, type="Warning", reason=reason, message=decision.message)
-        log.info(
-            "pending",
-            extra={
-                "workload": key,
-                "cluster_queue": decision.cluster_queue,
-                "decision": "wait",
-                "reason": decision.message,
-            },
+    def _record_eviction(self, workload: JSON, decision: Evict) -> None:
+        """Kueue's events and metrics of an eviction (pkg/workload/evict and the preemptor's
+        IssuePreemptions): ``EvictedDueTo<reason>`` on the Workload, and for a preemption ``Preempted`` on
+        it and ``PreemptedWorkload`` on the preemptor, each naming both effective priorities."""
+        role = self.metrics.role
+        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+        reason, cause = decision.reason, ""
+        if decision.deactivate:
+            reason, cause = "Deactivated", decision.reason
+        self.metrics.evicted_workloads.labels(
+            decision.cluster_queue, reason, cause, priority_class, role
+        ).inc()
+        self.events.record(
+            workload, type="Normal", reason=f"EvictedDueTo{decision.reason}", message=decision.message
         )
-
-    async def _write_wait(self, decision: Wait, workload: JSON) -> JSON | None:
-        reason = decision.reason or "Pending"
-        message = decision.message + position_suffix(decision.position, decision.cluster_queue)
-
-        def build(current: JSON) -> JSON | None:
-            if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
-                return None
-            return pending_status(current, reason=reason, message=message, now=now_rfc3339())
-
-        try:
-            updated = await self.writer.patch_status(WORKLOADS, workload, build)
-        except Exception as exc:
-            log.warning(
-                "pending status write failed", extra={"workload": str(decision.workload), "error": repr(exc)}
+        if decision.deactivate:
+            self.events.record(
+                workload,
+                type="Warning",
+                reason="AdmissionCheckRejected",
+                message=f"Deactivated due to {decision.message}",
             )
-            return None
-        if updated is not None:
-            self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
-        return updated
+        if not decision.preemption_reason:
+            return
+        self.metrics.preempted_workloads.labels(
+            decision.preempting_cluster_queue, decision.preemption_reason, role
+        ).inc()
+        target = self.state.workload(str(decision.workload))
+        target_priority = target.priority if target is not None else 0
+        preemptor_priority = 0
+        preemptor: JSON | None = None
+        if decision.preemptor is not None:
+            info = self.state.workload(str(decision.preemptor))
+            preemptor_priority = info.priority if info is not None else 0
+            namespace, _, name = str(decision.preemptor).partition("/")
+            preemptor = self.store.get(WORKLOADS, name, namespace)
+        priorities = (
+            f"preemptor effective priority: {preemptor_priority} (base: {preemptor_priority}, boost: 0); "
+            f"preemptee effective priority: {target_priority} (base: {target_priority}, boost: 0)"
+        )
+        self.events.record(
+            workload, type="Normal", reason="Preempted", message=f"{decision.message}; {priorities}"
+        )
+        if preemptor is not None:
+            uid = (workload.get("metadata") or {}).get("uid", "")
+            self.events.record(
+                preemptor,
+                type="Normal",
+                reason="PreemptedWorkload",
+                message=(
+                    f"Preempted workload {decision.workload} (UID: {uid}) in ClusterQueue "
+                    f"{decision.cluster_queue}; {priorities}"
+                ),
+            )
+
+    async def _deactivate(self, workload: JSON, key: str) -> None:
+        """A Rejected admission check: ``spec.active=false`` so the workload does not queue again (Kueue's
+        deactivation target); a user sets it back to true to retry."""
+        try:
+            await self.writer.patch(WORKLOADS, workload, {"spec": {"active": False}}, patch_type="merge")
+        except Exception as exc:
+            log.warning("deactivation write failed", extra={"workload": key, "error": repr(exc)})
 
 
 _PARSERS: dict[Kind, Callable[[JSON], Any]] = {

@@ -120,6 +120,33 @@ class Metrics:
             list(CQ_RESOURCE_LABELS),
             registry=r,
         )
+        self.evicted_workloads = Counter(
+            "kueue_evicted_workloads_total",
+            "Evicted workloads per cluster_queue; reason is Preempted, AdmissionCheck, ClusterQueueStopped, "
+            "LocalQueueStopped or Deactivated, underlying_cause what led to a deactivation.",
+            ["cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role"],
+            registry=r,
+        )
+        self.preempted_workloads = Counter(
+            "kueue_preempted_workloads_total",
+            "Preempted workloads per preempting_cluster_queue; reason is InClusterQueue, "
+            "InCohortReclamation, InCohortFairSharing or InCohortReclaimWhileBorrowing.",
+            ["preempting_cluster_queue", "reason", "replica_role"],
+            registry=r,
+        )
+        self.cluster_queue_weighted_share = Gauge(
+            "kueue_cluster_queue_weighted_share",
+            "Largest ratio of usage above nominal quota to what the cohort can lend, over the ClusterQueue's "
+            "resources, divided by its fair-sharing weight (0: within nominal quota).",
+            ["cluster_queue", "cohort", "replica_role"],
+            registry=r,
+        )
+        self.cohort_weighted_share = Gauge(
+            "kueue_cohort_weighted_share",
+            "The weighted share of a Cohort, computed as for a ClusterQueue.",
+            ["cohort", "replica_role"],
+            registry=r,
+        )
         self.config_reloads = Counter(
             "kueue_webhook_config_reloads_total",
             "Reloads of the kueue-webhook-config ConfigMap; result is applied or rejected.",
@@ -163,6 +190,7 @@ class Metrics:
             self.nominal_quota,
             self.borrowing_limit,
             self.lending_limit,
+            self.cluster_queue_weighted_share,
         ):
             names = metric._labelnames
             index = names.index("cluster_queue")

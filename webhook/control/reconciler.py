@@ -14,7 +14,9 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    nodeSelector/tolerations) — also the crash-recovery path when we died between the two writes;
 4. a running Job whose Workload holds no reservation (a user unsuspended it, or it was evicted) is
    suspended again and its pod template restored, with a ``Stopped`` Event;
-5. an evicted Workload whose Job has stopped gets its reservation cleared, releasing the quota;
+5. an evicted Workload whose Job has stopped and has no active pods left (``status.active`` is 0, Kueue's
+   ``IsActive``) gets its reservation cleared, with Requeued (True after a preemption) first, releasing
+   the quota;
 6. a suspended Job edited while waiting (parallelism, requests) gets its Workload's pod sets updated, so it
    queues for what it now asks (Kueue's "Updated not matching Workload for suspended job").
 """
@@ -118,6 +120,12 @@ def is_managed(job: JSON, *, config: Configuration, namespace_labels: Mapping[st
     return config.manage_jobs_without_queue_name and config.manages_namespace(namespace_labels)
 
 
+def has_active_pods(job: JSON) -> bool:
+    """Pods still running or terminating: the quota they use is not free yet (Kueue's Job.IsActive)."""
+    active = (job.get("status") or {}).get("active")
+    return isinstance(active, int) and active > 0
+
+
 def has_reservation(workload: JSON) -> bool:
     return is_true(workload, "QuotaReserved") and bool((workload.get("status") or {}).get("admission"))
 
@@ -152,6 +160,8 @@ def plan_job(
     evicted = is_true(workload, "Evicted")
     if is_suspended(job):
         if evicted and has_reservation(workload):
+            if has_active_pods(job):
+                return None  # the Job's status change when its pods are gone re-triggers us
             return ReleaseReservation(workload, _evicted_message(workload))
         if is_true(workload, "Admitted") and has_reservation(workload) and not evicted:
             names: list[str] = []
