@@ -1,0 +1,299 @@
+"""Preemption and stop policies carried through the real controller to real Jobs on the fake API server.
+
+What a user sees: the preempted Workload walks Evicted=True, Preempted=True, then (once its Job has no
+active pods) QuotaReserved=False, Admitted=False and Requeued=True, with Kueue's messages; its Job is
+suspended again with the pod template it had before admission; events on both Workloads; Kueue's
+``kueue_preempted_workloads_total`` and ``kueue_evicted_workloads_total``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.support import replica
+from tests.fakeapi import FakeApiServer
+
+JSON = dict[str, Any]
+
+PRIORITIES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: batch}
+value: 100
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu-nodes}
+spec: {nodeLabels: {node-pool: gpu}}
+"""
+
+
+def team(name: str, *, gpus: int, cohort: str = "", preemption: str = "", stop: str = "") -> str:
+    cohort_line = f"  cohortName: {cohort}\n" if cohort else ""
+    preemption_line = f"  preemption: {preemption}\n" if preemption else ""
+    stop_line = f"  stopPolicy: {stop}\n" if stop else ""
+    return f"""
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {name}, labels: {{team: {name}}}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {name}}}
+spec:
+{cohort_line}{preemption_line}{stop_line}  namespaceSelector: {{matchLabels: {{team: {name}}}}}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu-nodes
+      resources: [{{name: nvidia.com/gpu, nominalQuota: {gpus}}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: gpus, namespace: {name}}}
+spec: {{clusterQueue: {name}}}
+"""
+
+
+def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"kueue.x-k8s.io/queue-name": "gpus", "kueue.x-k8s.io/priority-class": priority},
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "tolerations": [{"key": "team", "operator": "Exists"}],
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "busybox",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+def condition(obj: JSON | None, kind: str) -> JSON | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def is_true(obj: JSON | None, kind: str) -> bool:
+    cond = condition(obj, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+def workload_of(fake_api: FakeApiServer, namespace: str, job: str) -> JSON | None:
+    for workload in fake_api.list("workloads", namespace):
+        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
+            return workload
+    return None
+
+
+def running(fake_api: FakeApiServer, namespace: str, name: str) -> bool:
+    job = fake_api.get("jobs", name, namespace)
+    return job is not None and job["spec"].get("suspend") is False
+
+
+def events_of(fake_api: FakeApiServer, namespace: str, name: str) -> dict[str, str]:
+    return {
+        e["reason"]: e["message"]
+        for e in fake_api.list("events", namespace)
+        if e.get("involvedObject", {}).get("name") == name
+    }
+
+
+async def test_urgent_job_preempts_batch_job_in_its_cluster_queue(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(
+        PRIORITIES + team("vision", gpus=4, preemption="{withinClusterQueue: LowerPriority}")
+    )
+    async with replica(fake_api.kubeconfig_path()) as serving:
+        await fake_api.create(gpu_job("vision", "batch-1", gpus=4))
+        await fake_api.wait_for(lambda: running(fake_api, "vision", "batch-1"))
+        started = fake_api.get("jobs", "batch-1", "vision")
+        assert started is not None
+        assert started["spec"]["template"]["spec"]["nodeSelector"] == {"node-pool": "gpu"}
+
+        await fake_api.create(gpu_job("vision", "urgent-1", gpus=4, priority="urgent"))
+        await fake_api.wait_for(lambda: running(fake_api, "vision", "urgent-1"), timeout=20)
+
+        low = workload_of(fake_api, "vision", "batch-1")
+        high = workload_of(fake_api, "vision", "urgent-1")
+        assert low is not None and high is not None
+        high_uid, job_uid = (
+            high["metadata"]["uid"],
+            fake_api.get("jobs", "urgent-1", "vision")["metadata"]["uid"],
+        )
+        message = (
+            f"Preempted to accommodate a workload (UID: {high_uid}, JobUID: {job_uid}) due to prioritization "
+            "in the ClusterQueue; preemptor path: /vision; preemptee path: /vision"
+        )
+        evicted, preempted = condition(low, "Evicted"), condition(low, "Preempted")
+        assert evicted is not None and (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+        assert preempted is not None and (preempted["status"], preempted["reason"]) == (
+            "True",
+            "InClusterQueue",
+        )
+        assert evicted["message"] == preempted["message"] == message
+        requeued = condition(low, "Requeued")
+        assert requeued is not None and (requeued["status"], requeued["reason"]) == ("True", "Preempted")
+        assert requeued["message"] == message
+        reserved, admitted = condition(low, "QuotaReserved"), condition(low, "Admitted")
+        assert reserved is not None and reserved["status"] == "False"
+        assert admitted is not None and (admitted["status"], admitted["reason"]) == ("False", "NoReservation")
+        assert "admission" not in low["status"]
+
+        # the preempted Job is suspended again with the template it was created with
+        stopped = fake_api.get("jobs", "batch-1", "vision")
+        assert stopped is not None and stopped["spec"]["suspend"] is True
+        assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
+        assert stopped["spec"]["template"]["spec"]["tolerations"] == [{"key": "team", "operator": "Exists"}]
+
+        low_name, high_name = low["metadata"]["name"], high["metadata"]["name"]
+        await fake_api.wait_for(lambda: "PreemptedWorkload" in events_of(fake_api, "vision", high_name))
+        await fake_api.wait_for(lambda: "Stopped" in events_of(fake_api, "vision", "batch-1"))
+        low_events = events_of(fake_api, "vision", low_name)
+        priorities = (
+            "preemptor effective priority: 1000 (base: 1000, boost: 0); "
+            "preemptee effective priority: 100 (base: 100, boost: 0)"
+        )
+        assert low_events["Preempted"] == f"{message}; {priorities}"
+        assert low_events["EvictedDueToPreempted"] == message
+        assert events_of(fake_api, "vision", high_name)["PreemptedWorkload"] == (
+            f"Preempted workload vision/{low_name} (UID: {low['metadata']['uid']}) in ClusterQueue vision; "
+            f"{priorities}"
+        )
+        assert events_of(fake_api, "vision", "batch-1")["Stopped"] == message
+
+        registry = serving.controller.metrics.registry
+        assert (
+            registry.get_sample_value(
+                "kueue_preempted_workloads_total",
+                {"preempting_cluster_queue": "vision", "reason": "InClusterQueue", "replica_role": "leader"},
+            )
+            == 1
+        )
+        evicted_labels = {
+            "cluster_queue": "vision",
+            "reason": "Preempted",
+            "underlying_cause": "",
+            "priority_class": "batch",
+            "replica_role": "leader",
+        }
+        assert registry.get_sample_value("kueue_evicted_workloads_total", evicted_labels) == 1
+
+        # the preempted Job queues again and runs once the urgent one finishes
+        await fake_api.complete_job("vision", "urgent-1")
+        await fake_api.wait_for(lambda: running(fake_api, "vision", "batch-1"), timeout=20)
+        readmitted = workload_of(fake_api, "vision", "batch-1")
+        evicted_again = condition(readmitted, "Evicted")
+        assert evicted_again is not None and evicted_again["status"] == "False"
+        assert evicted_again["message"] == f"Previously: {message}"
+
+
+async def test_a_team_reclaims_its_lent_quota_from_the_borrower(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(
+        PRIORITIES
+        + team("vision", gpus=4, cohort="research", preemption="{reclaimWithinCohort: Any}")
+        + team("nlp", gpus=4, cohort="research")
+    )
+    async with replica(fake_api.kubeconfig_path()) as serving:
+        await fake_api.create(gpu_job("nlp", "own", gpus=4))
+        await fake_api.wait_for(lambda: running(fake_api, "nlp", "own"))
+        await fake_api.create(gpu_job("nlp", "borrowed", gpus=4))
+        await fake_api.wait_for(lambda: running(fake_api, "nlp", "borrowed"))
+
+        await fake_api.create(gpu_job("vision", "mine", gpus=4))
+        await fake_api.wait_for(lambda: running(fake_api, "vision", "mine"), timeout=20)
+
+        assert running(fake_api, "nlp", "own")
+        borrower = workload_of(fake_api, "nlp", "borrowed")
+        preempted = condition(borrower, "Preempted")
+        assert preempted is not None and preempted["reason"] == "InCohortReclamation"
+        assert preempted["message"].endswith(
+            "due to reclamation within the cohort; preemptor path: /research/vision; "
+            "preemptee path: /research/nlp"
+        )
+        assert is_true(borrower, "Requeued") and not running(fake_api, "nlp", "borrowed")
+        registry = serving.controller.metrics.registry
+        assert (
+            registry.get_sample_value(
+                "kueue_preempted_workloads_total",
+                {
+                    "preempting_cluster_queue": "vision",
+                    "reason": "InCohortReclamation",
+                    "replica_role": "leader",
+                },
+            )
+            == 1
+        )
+
+
+async def test_hold_and_drain_evicts_running_jobs_and_admits_nothing(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(PRIORITIES + team("vision", gpus=4))
+    async with replica(fake_api.kubeconfig_path()) as serving:
+        await fake_api.create(gpu_job("vision", "running", gpus=2))
+        await fake_api.wait_for(lambda: running(fake_api, "vision", "running"))
+
+        await fake_api.patch("clusterqueues", "vision", {"spec": {"stopPolicy": "HoldAndDrain"}})
+        await fake_api.wait_for(
+            lambda: (
+                condition(workload_of(fake_api, "vision", "running"), "QuotaReserved") is not None
+                and not is_true(workload_of(fake_api, "vision", "running"), "QuotaReserved")
+            )
+        )
+        drained = workload_of(fake_api, "vision", "running")
+        evicted = condition(drained, "Evicted")
+        assert evicted is not None and (evicted["reason"], evicted["message"]) == (
+            "ClusterQueueStopped",
+            "The ClusterQueue is stopped",
+        )
+        assert condition(drained, "Preempted") is None
+        requeued = condition(drained, "Requeued")
+        assert requeued is not None and (requeued["status"], requeued["reason"]) == (
+            "False",
+            "ClusterQueueStopped",
+        )
+        assert not running(fake_api, "vision", "running")
+
+        await fake_api.create(gpu_job("vision", "later", gpus=1))
+        await fake_api.wait_for(
+            lambda: condition(workload_of(fake_api, "vision", "later"), "QuotaReserved") is not None
+        )
+        waiting = condition(workload_of(fake_api, "vision", "later"), "QuotaReserved")
+        assert waiting is not None and waiting["status"] == "False"
+        assert not running(fake_api, "vision", "later")
+        labels = {
+            "cluster_queue": "vision",
+            "reason": "ClusterQueueStopped",
+            "underlying_cause": "",
+            "priority_class": "batch",
+            "replica_role": "leader",
+        }
+        assert (
+            serving.controller.metrics.registry.get_sample_value("kueue_evicted_workloads_total", labels) == 1
+        )
+
+        await fake_api.patch("clusterqueues", "vision", {"spec": {"stopPolicy": "None"}})
+        await fake_api.wait_for(
+            lambda: running(fake_api, "vision", "running") and running(fake_api, "vision", "later"),
+            timeout=20,
+        )
