@@ -326,11 +326,11 @@ class AdmissionLoop:
     @property
     def in_flight(self) -> int:
         """Decision writes still running or queued (pending reasons included)."""
-        return len(self._tasks) + self.pending.queued
+        return len(self._tasks) + self.pending.outstanding
 
     async def wait_writes(self) -> None:
         """Until every decision write in flight has finished (tests, orderly shutdown)."""
-        while self._tasks or self.pending.queued:
+        while self._tasks or self.pending.outstanding:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
             await self.pending.wait_idle()
 
