@@ -8,7 +8,10 @@ the old object as well lives here, with Kueue's messages (``pkg/webhooks``):
 * LocalQueue: ``spec.clusterQueue`` is immutable (a CEL rule in Kueue's CRD, "field is immutable");
 * Workload: ``status.admission`` must be set while ``QuotaReserved`` is true, names existing pod sets, and
   is immutable once set; the pod sets are immutable while quota is reserved; ``pods`` is reserved as a
-  resource name; ``status.reclaimablePods`` names existing pod sets and never exceeds their count.
+  resource name; ``status.reclaimablePods`` names existing pod sets and never exceeds their count;
+* Workload approval annotations (``approval.kueue-webhook.io/<check>``, the built-in manual-approval
+  admission check) may be added, changed or removed only by the configured ``manualApproval.approvers``:
+  the annotation is what the check controller acts on, so refusing it here is what makes it an approval.
 
 A Workload is validated on its ``/status`` subresource too: that is where admissions are written.
 """
@@ -26,6 +29,7 @@ from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.objects import GROUP, parse_object
+from webhook.core.checks import approval_change_denial
 
 __all__ = ["KUEUE_KINDS", "validate_kueue_object"]
 
@@ -40,7 +44,7 @@ def validate_kueue_object(
     request: AdmissionRequest, *, config: Configuration, view: ClusterView, kind: str | None = None
 ) -> Verdict:
     """Validate a CREATE or UPDATE of a Kueue object; ``kind`` pins the endpoint to one kind."""
-    del config, view  # same signature as every handler; Kueue objects need neither
+    del view  # same signature as every handler; Kueue objects need no view of the cluster
     if (
         request.kind.group != GROUP
         or request.kind.kind not in KUEUE_KINDS
@@ -62,6 +66,16 @@ def validate_kueue_object(
         rule = _UPDATE_RULES.get(request.kind.kind)
         if rule is not None:
             problems += rule(old, new)
+    if request.kind.kind == "Workload":  # on CREATE too: a Workload must not be born approved
+        denial = approval_change_denial(
+            old_annotations=_annotations(old) if old is not None else {},
+            new_annotations=_annotations(new),
+            user=request.username,
+            groups=request.groups,
+            approvers=config.manual_approval.approvers,
+        )
+        if denial is not None:
+            problems.append(denial)
     if problems:
         return Verdict.deny(aggregate_message(problems))
     return Verdict.allow()
@@ -74,6 +88,13 @@ def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+def _annotations(obj: Mapping[str, Any]) -> dict[str, str]:
+    raw = _get(obj, "metadata", "annotations")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(key): str(value) for key, value in raw.items()}
 
 
 def _json(value: Any) -> str:

@@ -37,6 +37,10 @@ Reference (every field is optional)::
     controllerIdentity:                # ours: the only user allowed to flip spec.suspend true -> false on a
       username: system:serviceaccount:kueue-system:kueue-webhook   # managed Job, or change an admitted
                                        #   Job's nodeSelector/tolerations/resources
+    manualApproval:                    # ours: the built-in manual-approval admission check
+      approvers: [alice, "group:ml-leads"]   # who may set approval.kueue-webhook.io/<check>: approved
+                                       #   (or rejected) on a Workload: a user name or group:<name>;
+                                       #   default: nobody (every approval change is refused)
     logLevel: info                     # ours: debug | info | warning | error
 
 The enforced-namespace selector is deliberately absent by default: enforcement is opt-in per namespace, so
@@ -62,6 +66,7 @@ __all__ = [
     "ControllerIdentity",
     "FairSharing",
     "LabelPolicy",
+    "ManualApproval",
     "RequeuingStrategy",
     "WaitForPodsReady",
     "parse_configuration",
@@ -154,6 +159,17 @@ class LabelPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class ManualApproval:
+    """Who may approve or reject Workloads for the built-in manual-approval admission check.
+
+    An entry is a user name or ``group:<name>``. Empty means nobody: an approval check that nobody may
+    approve keeps Workloads waiting, which is the safe failure for a check meant to guard spending.
+    """
+
+    approvers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerIdentity:
     """The user name the controller authenticates as; the only one allowed to start a managed Job."""
 
@@ -185,6 +201,7 @@ class Configuration:
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     label_policy: LabelPolicy = field(default_factory=LabelPolicy)
     controller_identity: ControllerIdentity = field(default_factory=ControllerIdentity)
+    manual_approval: ManualApproval = field(default_factory=ManualApproval)
     log_level: str = "info"
     #: fields of Kueue's configuration that were present but have no effect here
     warnings: tuple[str, ...] = ()
@@ -301,6 +318,7 @@ class _Reader:
             "waitForPodsReady",
             "labelPolicy",
             "controllerIdentity",
+            "manualApproval",
             "logLevel",
         }
         root = self.mapping(data, "", frozenset(own) | _KUEUE_ONLY_FIELDS)
@@ -329,6 +347,7 @@ class _Reader:
             wait_for_pods_ready=self.wait_for_pods_ready(root),
             label_policy=self.label_policy(root.get("labelPolicy")),
             controller_identity=self.controller_identity(root.get("controllerIdentity")),
+            manual_approval=self.manual_approval(root.get("manualApproval")),
             log_level=log_level,
             warnings=tuple(
                 f"{key}: accepted for compatibility with Kueue, has no effect here"
@@ -441,6 +460,23 @@ class _Reader:
             section.get("username"), "controllerIdentity.username", DEFAULT_CONTROLLER_USERNAME
         )
         return ControllerIdentity(username=username)
+
+    def manual_approval(self, value: object) -> ManualApproval:
+        section = self.mapping(value, "manualApproval", frozenset({"approvers"}))
+        if not section or section.get("approvers") is None:
+            return ManualApproval()
+        path = "manualApproval.approvers"
+        approvers = section["approvers"]
+        if not isinstance(approvers, list):
+            self.fail(path, f"must be a list of user names or group:<name>, got {approvers!r}")
+            return ManualApproval()
+        kept: list[str] = []
+        for index, entry in enumerate(approvers):
+            if not isinstance(entry, str) or not entry.strip() or entry.strip() == "group:":
+                self.fail(f"{path}[{index}]", f"must be a user name or group:<name>, got {entry!r}")
+                continue
+            kept.append(entry.strip())
+        return ManualApproval(approvers=tuple(kept))
 
 
 def _parse_go_duration(value: object) -> float | None:

@@ -10,6 +10,7 @@ from webhook.api.config import (
     DEFAULT_CONTROLLER_USERNAME,
     Configuration,
     ConfigurationErrors,
+    ManualApproval,
     parse_configuration,
 )
 
@@ -133,3 +134,25 @@ def test_any_decoded_document_gives_a_config_or_errors_never_an_exception(docume
     assert isinstance(result, Configuration | ConfigurationErrors)
     if isinstance(result, ConfigurationErrors):
         assert result.errors and all(": " in error for error in result.errors)
+
+
+def test_manual_approval_approvers_are_users_or_groups() -> None:
+    parsed = parse_configuration("manualApproval:\n  approvers: [alice, 'group:ml-leads']\n")
+    assert isinstance(parsed, Configuration)
+    assert parsed.manual_approval == ManualApproval(approvers=("alice", "group:ml-leads"))
+    assert Configuration().manual_approval.approvers == ()
+
+
+def test_manual_approval_rejects_empty_entries_and_non_lists() -> None:
+    parsed = parse_configuration("manualApproval:\n  approvers: ['', 'group:', 3]\n")
+    assert isinstance(parsed, ConfigurationErrors)
+    assert parsed.errors == (
+        "manualApproval.approvers[0]: must be a user name or group:<name>, got ''",
+        "manualApproval.approvers[1]: must be a user name or group:<name>, got 'group:'",
+        "manualApproval.approvers[2]: must be a user name or group:<name>, got 3",
+    )
+    parsed = parse_configuration("manualApproval: {approvers: alice}\n")
+    assert isinstance(parsed, ConfigurationErrors)
+    assert parsed.errors == (
+        "manualApproval.approvers: must be a list of user names or group:<name>, got 'alice'",
+    )
