@@ -210,14 +210,16 @@ class QueueStatusReporter:
                     self.metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
 
     def _tick_gpu_seconds(self, state: SchedulerState) -> None:
-        """Charge each queue the GPUs it held (reserved quota, from the ledger) since the previous pass."""
+        """Charge each queue the GPUs its workloads held (their reservations; not the ledger, which also
+        counts room claimed for a preemptor that is still waiting) since the previous pass."""
         now = time.monotonic()
         elapsed, self._last_gpu_tick = now - self._last_gpu_tick, now
         for name in state.cluster_queue_names():
             totals: dict[str, int] = {}
-            for (_, resource), nanos in state.ledger.usage(name).items():
-                if "gpu" in resource and nanos > 0:
-                    totals[resource] = totals.get(resource, 0) + nanos
+            for info, _ in state.reserving_in(name):
+                for (_, resource), nanos in info.usage.items():
+                    if "gpu" in resource and nanos > 0:
+                        totals[resource] = totals.get(resource, 0) + nanos
             for resource, nanos in totals.items():
                 self.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
 
