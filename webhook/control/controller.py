@@ -3,7 +3,8 @@
 Every replica watches the cluster (so each can answer admission reviews from a current view and take over
 without a cold start) but only the Lease holder writes. Leadership gates three tasks, started together
 when the lease is won and cancelled together, synchronously, the moment it is lost: the admission loop,
-the Job reconciler and the queue status reporter. Winning the lease rebuilds the core from the store and
+the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
+reporter. Winning the lease rebuilds the core from the store and
 queues every Job, so whatever a previous leader left half done (a Workload admitted whose Job is still
 suspended) is finished first. Nothing leader-only runs before every informer has listed once.
 """
@@ -17,8 +18,10 @@ import logging
 from typing import Any
 
 from webhook.api.config import Configuration
+from webhook.control.approval import AdmissionChecksController
 from webhook.control.config import CONFIGMAP_NAME, LiveConfiguration
 from webhook.control.events import Recorder
+from webhook.control.fair_sharing import FairSharingReporter
 from webhook.control.informer import Informer
 from webhook.control.kinds import CONFIGMAPS, WATCHED
 from webhook.control.kube import KubeClient
@@ -94,6 +97,22 @@ class Controller:
             is_leader=self.is_leader,
             min_interval=status_interval,
         )
+        self.checks = AdmissionChecksController(
+            store=self.store,
+            writer=self.writer,
+            events=self.recorder,
+            metrics=self.metrics,
+            state=lambda: self.admission.state,
+            is_leader=self.is_leader,
+        )
+        self.fair_sharing = FairSharingReporter(
+            store=self.store,
+            writer=self.writer,
+            metrics=self.metrics,
+            state=lambda: self.admission.state,
+            is_leader=self.is_leader,
+            min_interval=status_interval,
+        )
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout_seconds)
             for kind in WATCHED
@@ -110,6 +129,7 @@ class Controller:
         )
         self.store.subscribe(self.live_config.on_change)
         self.live_config.subscribe(_apply_log_level)
+        self.live_config.subscribe(self._apply_fair_sharing)
         self.store.subscribe(self._dispatch)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
@@ -145,13 +165,18 @@ class Controller:
         self.following.clear()
         log.info("leading: admission task started", extra={"identity": self.identity})
         self.admission.rebuild()
+        self._apply_fair_sharing(self.configuration())
         self.reconciler.resync()
+        self.checks.resync()
         self.status.mark_all()
+        self.fair_sharing.mark_all()
         loop = asyncio.get_running_loop()
         self._leader_tasks = [
             loop.create_task(self.admission.run(), name="admission-loop"),
             loop.create_task(self.reconciler.run(), name="job-reconciler"),
             loop.create_task(self.status.run(), name="queue-status"),
+            loop.create_task(self.checks.run(), name="admission-checks"),
+            loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
         ]
 
     def _stop_leading(self) -> None:
@@ -170,6 +195,18 @@ class Controller:
         self.admission.on_change(change)
         self.reconciler.on_change(change)
         self.status.on_change(change)
+        self.checks.on_change(change)
+        self.fair_sharing.on_change(change)
+
+    def _apply_fair_sharing(self, configuration: Configuration) -> None:
+        """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
+        fair = configuration.fair_sharing
+        self.admission.state.configure_fair_sharing(
+            enabled=fair.enable, strategies=fair.preemption_strategies
+        )
+        self.admission.kick()
+        self.status.mark_all()
+        self.fair_sharing.mark_all()
 
     # -- running -----------------------------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ COHORTS = Kind("Cohort", KUEUE, "v1beta2", "cohorts", namespaced=False)
 WORKLOAD_PRIORITY_CLASSES = Kind(
     "WorkloadPriorityClass", KUEUE, "v1beta2", "workloadpriorityclasses", namespaced=False
 )
+ADMISSION_CHECKS = Kind("AdmissionCheck", KUEUE, "v1beta2", "admissionchecks", namespaced=False)
 
 #: Everything the store mirrors; the ConfigMap informer is scoped to our namespace and name separately.
 WATCHED: tuple[Kind, ...] = (
@@ -60,6 +61,7 @@ WATCHED: tuple[Kind, ...] = (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     WORKLOAD_PRIORITY_CLASSES,
+    ADMISSION_CHECKS,
     WORKLOADS,
     JOBS,
 )

@@ -66,6 +66,8 @@ def test_rbac_has_no_wildcards_and_covers_every_watched_kind() -> None:
             for v in r["verbs"]
         }
         assert {"list", "watch"} <= granted, kind.plural
+    for written in ("clusterqueues/status", "localqueues/status", "cohorts/status", "admissionchecks/status"):
+        assert "patch" in {v for r in rules if written in r["resources"] for v in r["verbs"]}, written
     lease_verbs = {v for r in rules if LEASES.plural in r["resources"] for v in r["verbs"]}
     assert {"get", "create", "update"} <= lease_verbs
 
@@ -96,7 +98,7 @@ def test_kustomize_renders_crds_and_controller_together() -> None:
         [kubectl, "kustomize", str(ROOT)], capture_output=True, text=True, check=True, timeout=60
     )
     kinds = [doc["kind"] for doc in yaml.safe_load_all(rendered.stdout) if doc]
-    assert kinds.count("CustomResourceDefinition") == 6
+    assert kinds.count("CustomResourceDefinition") == 7
     assert {
         "Deployment",
         "Service",

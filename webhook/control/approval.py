@@ -1,0 +1,215 @@
+"""Admission checks on the controller side: the Workload's check list and Admitted condition, and the
+built-in manual-approval check.
+
+Two small duties share one work queue keyed by Workload, because both are re-derived from the same pair
+(the Workload as the store shows it, the ClusterQueue's checks as the core knows them) and both end in
+one status write:
+
+* the workload side (Kueue's workload controller, ``reconcileSyncAdmissionChecks`` and
+  ``SyncAdmittedCondition``): a Workload holding a reservation lists exactly its ClusterQueue's checks and
+  is ``Admitted`` only when every one is ``Ready`` (``webhook.control.conditions.checks_status``); the
+  Job starts once Admitted, which the reconciler already waits for;
+* the check side, for every AdmissionCheck whose ``spec.controllerName`` is
+  ``kueue-webhook.io/manual-approval``: the state is what ``webhook.core.checks.manual_approval_state``
+  reads from the Workload's approval annotation. Who may set that annotation is enforced by the admission
+  webhook (``manualApproval.approvers``), not here. Such AdmissionChecks are marked ``Active=True`` so
+  users see that a controller serves them.
+
+Retry and Rejected states need nothing here: the core turns them into ``Evict`` decisions, which the
+admission loop carries out like any eviction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from webhook.api.objects import parse_timestamp
+from webhook.control.conditions import (
+    check_state_status,
+    checks_status,
+    find,
+    is_true,
+    now_rfc3339,
+    set_condition,
+)
+from webhook.control.events import EventSink
+from webhook.control.kinds import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
+from webhook.control.metrics import Metrics
+from webhook.control.reconciler import has_reservation
+from webhook.control.store import Change, Store, key_of
+from webhook.control.workqueue import WorkQueue
+from webhook.control.writers import Writer
+from webhook.core.checks import MANUAL_APPROVAL_CONTROLLER, manual_approval_state
+from webhook.core.scheduler import SchedulerState
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.admission_checks")
+#: the AdmissionCheck condition a check controller sets (Kueue's check controllers word it so)
+ACTIVE = ("True", "Active", "The admission check is active")
+
+
+class AdmissionChecksController:
+    """Keeps reserved Workloads' check states and Admitted condition current; runs while leading."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        writer: Writer,
+        events: EventSink,
+        metrics: Metrics,
+        state: Callable[[], SchedulerState],
+        is_leader: Callable[[], bool],
+        workers: int = 2,
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.events = events
+        self.metrics = metrics
+        self.state = state
+        self.is_leader = is_leader
+        self.workers = workers
+        self.workloads: WorkQueue[tuple[str, str]] = WorkQueue()
+        self.checks: WorkQueue[str] = WorkQueue()
+
+    # -- routing -------------------------------------------------------------------------------------------
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is WORKLOADS and change.new is not None:
+            if has_reservation(change.new):
+                self.workloads.add(change.key)
+        elif change.kind is ADMISSION_CHECKS and change.new is not None:
+            self.checks.add(change.key[1])
+            self._mark_reserved(lambda _workload: True)
+        elif change.kind is CLUSTER_QUEUES and change.new is not None:
+            name = change.key[1]
+            self._mark_reserved(lambda workload: _cluster_queue_of(workload) == name)
+
+    def resync(self) -> None:
+        """Everything once (on becoming leader)."""
+        for check in self.store.items(ADMISSION_CHECKS):
+            self.checks.add(key_of(check)[1])
+        self._mark_reserved(lambda _workload: True)
+
+    def _mark_reserved(self, wanted: Callable[[JSON], bool]) -> None:
+        for workload in self.store.items(WORKLOADS):
+            if has_reservation(workload) and wanted(workload):
+                self.workloads.add(key_of(workload))
+
+    # -- running -------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        async def serve_workloads() -> None:
+            await self.workloads.serve(self.sync_workload, on_error=self._failed)
+
+        async def serve_checks() -> None:
+            await self.checks.serve(self.sync_check, on_error=self._failed)
+
+        await asyncio.gather(*(serve_workloads() for _ in range(self.workers)), serve_checks())
+
+    def _failed(self, key: object, exc: BaseException) -> None:
+        log.warning("admission check sync failed, retrying: %r", exc, extra={"key": str(key)})
+        queue: Any = self.checks if isinstance(key, str) else self.workloads
+        asyncio.get_running_loop().call_later(0.5, queue.add, key)
+
+    async def sync_check(self, name: str) -> None:
+        """Mark a manual-approval AdmissionCheck Active (others belong to other controllers)."""
+        check = self.store.get(ADMISSION_CHECKS, name)
+        if check is None or not self.is_leader():
+            return
+        if (check.get("spec") or {}).get("controllerName") != MANUAL_APPROVAL_CONTROLLER:
+            return
+
+        def build(current: JSON) -> JSON | None:
+            conditions = [dict(c) for c in (current.get("status") or {}).get("conditions") or []]
+            generation = (current.get("metadata") or {}).get("generation")
+            status, reason, message = ACTIVE
+            changed = set_condition(
+                conditions,
+                kind="Active",
+                status=status,
+                reason=reason,
+                message=message,
+                generation=generation if isinstance(generation, int) else None,
+                now=now_rfc3339(),
+            )
+            return {"conditions": conditions} if changed else None
+
+        await self.writer.patch_status(ADMISSION_CHECKS, check, build)
+
+    async def sync_workload(self, key: tuple[str, str]) -> None:
+        namespace, name = key
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.is_leader() or not _in_force(workload):
+            return
+        spec = self.state().cluster_queue(_cluster_queue_of(workload))
+        required = spec.admission_checks if spec is not None else ()
+        if not required and not (workload.get("status") or {}).get("admissionChecks"):
+            return  # nothing to check: the admission loop wrote Admitted=True with the reservation
+        was_admitted = is_true(workload, "Admitted")
+        updated = await self.writer.patch_status(
+            WORKLOADS,
+            workload,
+            lambda current: (
+                checks_status(current, admission_checks=required, now=now_rfc3339())
+                if _in_force(current)
+                else None
+            ),
+        )
+        current = updated or workload
+        if updated is not None and not was_admitted and is_true(updated, "Admitted"):
+            self._record_admitted(updated)
+        for state in (current.get("status") or {}).get("admissionChecks") or []:
+            check = self.store.get(ADMISSION_CHECKS, str(state.get("name", "")))
+            if check is None or (check.get("spec") or {}).get("controllerName") != MANUAL_APPROVAL_CONTROLLER:
+                continue
+            await self._approve(current, str(state["name"]))
+
+    async def _approve(self, workload: JSON, check: str) -> None:
+        annotations = (workload.get("metadata") or {}).get("annotations") or {}
+        state, message = manual_approval_state(check=check, annotations=annotations)
+
+        def build(current: JSON) -> JSON | None:
+            if not _in_force(current):
+                return None
+            return check_state_status(current, check=check, state=state, message=message, now=now_rfc3339())
+
+        updated = await self.writer.patch_status(WORKLOADS, workload, build)
+        if updated is not None:
+            log.info(
+                "admission check",
+                extra={"workload": "/".join(key_of(updated)), "check": check, "state": state},
+            )
+
+    def _record_admitted(self, workload: JSON) -> None:
+        """Kueue's Admitted event and admission metrics, at the moment the last check turned Ready."""
+        cluster_queue = _cluster_queue_of(workload)
+        reserved = find((workload.get("status") or {}).get("conditions"), "QuotaReserved") or {}
+        since = parse_timestamp(reserved.get("lastTransitionTime"))
+        waited = max(0.0, time.time() - since) if since else 0.0
+        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+        role = self.metrics.role
+        self.metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
+        self.events.record(
+            workload,
+            type="Normal",
+            reason="Admitted",
+            message=(
+                f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {waited:.0f}s"
+            ),
+        )
+
+
+def _cluster_queue_of(workload: JSON) -> str:
+    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+
+
+def _in_force(workload: JSON) -> bool:
+    """Holding a reservation, not finished and not being evicted (an eviction resets the checks itself)."""
+    return (
+        has_reservation(workload) and not is_true(workload, "Finished") and not is_true(workload, "Evicted")
+    )

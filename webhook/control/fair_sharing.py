@@ -1,0 +1,106 @@
+"""Fair sharing, seen from outside: Cohort ``status.fairSharing`` and Kueue's weighted-share gauges.
+
+The core owns the numbers (``SchedulerState.share_of``, the dominant resource share divided by the
+weight) and ``webhook.core.status`` words them; ClusterQueue status already carries its share through the
+queue status reporter. What is left is the same for Cohorts, written through their status subresource,
+and the two gauges dashboards built for Kueue read, ``kueue_cluster_queue_weighted_share{cluster_queue,
+cohort}`` and ``kueue_cohort_weighted_share{cohort}``. A share moves with every admission in a cohort, so
+like queue status this is recomputed on a change-driven tick at a bounded rate and written only when the
+visible value changed; with fair sharing off nothing is computed or written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+from webhook.control.kinds import CLUSTER_QUEUES, COHORTS, WORKLOADS
+from webhook.control.metrics import Metrics
+from webhook.control.store import Change, Store
+from webhook.control.writers import Writer
+from webhook.core.scheduler import SchedulerState
+from webhook.core.status import cohort_status
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.fair_sharing")
+
+
+class FairSharingReporter:
+    """Recomputes shares after changes, at most every ``min_interval`` seconds, while leading."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        writer: Writer,
+        metrics: Metrics,
+        state: Callable[[], SchedulerState],
+        is_leader: Callable[[], bool],
+        min_interval: float = 0.25,
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.metrics = metrics
+        self.state = state
+        self.is_leader = is_leader
+        self.min_interval = min_interval
+        self._kick = asyncio.Event()
+        self.flushed = asyncio.Event()
+
+    def on_change(self, change: Change) -> None:
+        if change.kind in (WORKLOADS, CLUSTER_QUEUES, COHORTS):
+            self._kick.set()
+
+    def mark_all(self) -> None:
+        self._kick.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._kick.wait()
+            self._kick.clear()
+            if self.is_leader():
+                await self.flush()
+            self.flushed.set()
+            await asyncio.sleep(self.min_interval)  # rate limit: later changes coalesce into one pass
+
+    async def flush(self) -> None:
+        state = self.state()
+        if not state.fair_sharing:
+            return
+        role = self.metrics.role
+        for name in state.cluster_queue_names():
+            share = state.fair_share(name)
+            spec = state.cluster_queue(name)
+            if share is None or spec is None:
+                continue
+            self.metrics.cluster_queue_weighted_share.labels(name, spec.cohort_name or "", role).set(
+                _gauge(share.weighted)
+            )
+        for name in sorted(state.ledger.cohorts):
+            node = state.ledger.cohorts[name]
+            self.metrics.cohort_weighted_share.labels(name, role).set(_gauge(state.share_of(node).weighted))
+            cohort = self.store.get(COHORTS, name)
+            if cohort is None:
+                continue  # an implicit cohort (named by ClusterQueues only) has no object to write to
+            computed = cohort_status(state, name)
+            current = cohort.get("status") or {}
+            if computed and current.get("fairSharing") != computed.get("fairSharing"):
+                try:
+                    await self.writer.patch_status(COHORTS, cohort, _constant(computed))
+                except Exception as exc:  # the next change tries again
+                    log.warning("cohort status write failed", extra={"cohort": name, "error": repr(exc)})
+
+
+def _gauge(weighted: float) -> float:
+    """Kueue reports NaN for a node of weight 0 that borrows (its share is unbounded)."""
+    return weighted if math.isfinite(weighted) else math.nan
+
+
+def _constant(status: JSON) -> Callable[[JSON], JSON | None]:
+    def build(_current: JSON) -> JSON | None:
+        return status
+
+    return build
