@@ -179,8 +179,18 @@ class Api:
         elif rtype.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             builtins.default_webhook_configuration(obj)
 
-    def validate(self, rtype: ResourceType, obj: Obj, old: Obj | None) -> None:
+    def validate(self, rtype: ResourceType, obj: Obj, old: Obj | None, *, status_only: bool = False) -> None:
+        """Reject ``obj`` as the apiserver would. With ``status_only`` (a write through ``/status`` of an
+        object whose schema is known) everything but the status is the stored object, validated when it
+        was stored, so only the status subtree is checked again: a status write costs its own size."""
         name = obj["metadata"].get("name", "")
+        if status_only and rtype.schema is not None and old is not None:
+            causes = schema.validate_fields(obj, rtype.schema, ("status",))
+            if not causes:
+                causes = schema.validate_transitions(obj, old, rtype.schema)
+            if causes:
+                raise invalid(kind=rtype.kind, group=rtype.group, name=name, causes=causes)
+            return
         meta_causes = object_meta.validate_object_meta(
             obj, namespace_kind=rtype.kind == "Namespace" and not rtype.group
         )
@@ -443,7 +453,7 @@ class Api:
                 if mutated is not None:
                     new = mutated
             new = self._merge_for_update(rtype, current, new, subresource, bump_generation=True)
-            self.validate(rtype, new, current)
+            self.validate(rtype, new, current, status_only=subresource == "status")
             if admit:
                 await self.admission.validate(
                     AdmissionRequest(
@@ -477,7 +487,16 @@ class Api:
         """Apply what the apiserver keeps from the stored object: identity, status or spec per endpoint."""
         new["apiVersion"] = rtype.api_version
         new["kind"] = rtype.kind
-        self.apply_defaults(rtype, new)
+        if subresource == "status" and rtype.schema is not None:
+            # Only the status is taken from the request; the rest is the stored (already defaulted) object.
+            status_view = {"status": new["status"]} if "status" in new else {}
+            self.apply_defaults(rtype, status_view)
+            if "status" in status_view:
+                new["status"] = status_view["status"]
+            else:
+                new.pop("status", None)
+        else:
+            self.apply_defaults(rtype, new)
         meta = new.setdefault("metadata", {})
         old_meta = current["metadata"]
         for field in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp"):
@@ -493,10 +512,10 @@ class Api:
             if "status" in new:
                 merged["status"] = new["status"]
             merged["metadata"] = current["metadata"]
-            return copy.deepcopy(merged)
+            return patches.copy_json(merged)  # type: ignore[no-any-return]
         if rtype.status_subresource:
             if "status" in current:
-                new["status"] = copy.deepcopy(current["status"])
+                new["status"] = patches.copy_json(current["status"])
             else:
                 new.pop("status", None)
         # Like the apiserver's PrepareForUpdate, the bump happens after mutating admission.

@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
 from tests.fakeapi.errors import ApiError, bad_request, unprocessable_patch
 
 # Field name -> merge key, for lists kube's Go types mark with patchStrategy=merge (subset we serve).
@@ -35,10 +37,20 @@ MERGE_KEYS: dict[str, str] = {
 SET_LISTS = frozenset({"finalizers"})
 
 
+def copy_json(value: Any) -> Any:
+    """A deep copy of decoded JSON, through orjson: several times faster than ``copy.deepcopy``, which
+    dominated the cost of a status patch. Anything orjson cannot encode exactly (integers beyond 64 bits,
+    non-string keys) takes the slow path."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (orjson.JSONEncodeError, TypeError):
+        return copy.deepcopy(value)
+
+
 def json_patch(obj: dict[str, Any], operations: Any) -> dict[str, Any]:
     if not isinstance(operations, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    doc: Any = copy.deepcopy(obj)
+    doc: Any = copy_json(obj)
     for op in operations:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
             raise bad_request("the server rejected our request due to an error in our request")
@@ -140,7 +152,7 @@ def _apply_op(doc: Any, op: dict[str, Any]) -> Any:
 def merge_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
     if not isinstance(patch, dict):
         raise bad_request("the body of the request was not a JSON object")
-    result = _merge(copy.deepcopy(obj), patch)
+    result = _merge(copy_json(obj), patch)
     assert isinstance(result, dict)
     return result
 
@@ -161,7 +173,7 @@ def _merge(target: Any, patch: Any) -> Any:
 def strategic_merge_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
     if not isinstance(patch, dict):
         raise bad_request("the body of the request was not a JSON object")
-    result = _strategic(copy.deepcopy(obj), patch)
+    result = _strategic(copy_json(obj), patch)
     assert isinstance(result, dict)
     return result
 

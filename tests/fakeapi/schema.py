@@ -122,6 +122,18 @@ def validate(obj: dict[str, Any], schema: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+def validate_fields(obj: dict[str, Any], schema: dict[str, Any], fields: tuple[str, ...]) -> list[Cause]:
+    """``validate`` restricted to some top-level fields (the rest of ``obj`` known to be valid)."""
+    causes: list[Cause] = []
+    properties = schema.get("properties") or {}
+    for key in fields:
+        if key in obj and key in properties:
+            _validate_value(obj[key], properties[key], key, causes)
+    if causes and _has_cel_rules(schema):
+        causes.append(dict(_RULES_NOT_CHECKED))
+    return causes
+
+
 def _has_cel_rules(schema: Any) -> bool:
     return "x-kubernetes-validations" in _json(schema)
 
