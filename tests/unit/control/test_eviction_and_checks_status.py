@@ -1,0 +1,127 @@
+"""Workload status transitions of evictions and admission checks, as Kueue writes them.
+
+Kueue's order (pkg/workload/evict, jobframework reconciler step "handle eviction", workload controller's
+SyncAdmittedCondition): Evicted=True (+ Preempted=True) with the checks reset to Pending; the Job stopped;
+once it has no active pods, Requeued (True only after a preemption), QuotaReserved=False, Admitted=False.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.unit.control.test_reconciler_plan import ADMISSION, job, plan, workload
+from webhook.control.conditions import (
+    admitted_status,
+    check_state_status,
+    checks_status,
+    evicted_status,
+    find,
+    released_status,
+)
+from webhook.control.reconciler import ReleaseReservation
+
+JSON = dict[str, Any]
+NOW = "2026-11-22T01:00:00Z"
+LATER = "2026-11-22T02:00:00Z"
+MESSAGE = "Preempted to accommodate a workload (UID: u, JobUID: j) due to prioritization in the ClusterQueue"
+
+
+def with_status(status: JSON, base: JSON | None = None) -> JSON:
+    out = base if base is not None else workload()
+    out["status"] = {**(out.get("status") or {}), **status}
+    return out
+
+
+def admitted_with_checks(*checks: str) -> JSON:
+    return with_status(admitted_status(workload(), admission=ADMISSION, now=NOW, admission_checks=checks))
+
+
+def test_reservation_with_checks_lists_them_pending_and_is_not_admitted() -> None:
+    reserved = admitted_with_checks("finance", "budget")
+    conditions = reserved["status"]["conditions"]
+    assert find(conditions, "QuotaReserved")["status"] == "True"  # type: ignore[index]
+    admitted = find(conditions, "Admitted")
+    assert admitted is not None
+    assert (admitted["status"], admitted["reason"]) == ("False", "UnsatisfiedChecks")
+    assert [(c["name"], c["state"]) for c in reserved["status"]["admissionChecks"]] == [
+        ("budget", "Pending"),
+        ("finance", "Pending"),
+    ]
+    assert all(c["lastTransitionTime"] == NOW for c in reserved["status"]["admissionChecks"])
+
+
+def test_the_last_ready_check_admits_and_a_repeat_writes_nothing() -> None:
+    reserved = admitted_with_checks("finance")
+    ready = with_status(
+        check_state_status(reserved, check="finance", state="Ready", message="Approved", now=LATER) or {},
+        reserved,
+    )
+    assert ready["status"]["admissionChecks"][0]["lastTransitionTime"] == LATER
+    synced = checks_status(ready, admission_checks=("finance",), now=LATER)
+    assert synced is not None
+    admitted = find(synced["conditions"], "Admitted")
+    assert admitted is not None and (admitted["status"], admitted["reason"]) == ("True", "Admitted")
+    assert checks_status(with_status(synced, ready), admission_checks=("finance",), now=LATER) is None
+    assert check_state_status(ready, check="finance", state="Ready", message="Approved", now=LATER) is None
+    assert check_state_status(ready, check="unknown", state="Ready", message="", now=LATER) is None
+
+
+def test_eviction_resets_checks_that_are_not_pending() -> None:
+    reserved = admitted_with_checks("finance", "budget")
+    ready = with_status(
+        check_state_status(reserved, check="finance", state="Ready", message="Approved", now=NOW) or {},
+        reserved,
+    )
+    evicted = evicted_status(
+        ready, reason="Preempted", message=MESSAGE, preemption_reason="InClusterQueue", now=LATER
+    )
+    by_name = {c["name"]: c for c in evicted["admissionChecks"]}
+    assert by_name["finance"]["state"] == "Pending"
+    assert by_name["finance"]["message"] == "Reset to Pending after eviction. Previously: Ready"
+    assert by_name["budget"]["lastTransitionTime"] == NOW  # already Pending: untouched
+    preempted = find(evicted["conditions"], "Preempted")
+    assert preempted is not None and (preempted["reason"], preempted["message"]) == (
+        "InClusterQueue",
+        MESSAGE,
+    )
+    assert "admissionChecks" not in evicted_status(
+        admitted_with_checks(), reason="Preempted", message=MESSAGE, preemption_reason="", now=LATER
+    )
+
+
+def evicted(reason: str) -> JSON:
+    reserved = admitted_with_checks()
+    preemption = "InClusterQueue" if reason == "Preempted" else ""
+    return with_status(
+        evicted_status(reserved, reason=reason, message=MESSAGE, preemption_reason=preemption, now=NOW),
+        reserved,
+    )
+
+
+def test_release_after_a_preemption_requeues_with_the_eviction_reason_and_message() -> None:
+    released = released_status(evicted("Preempted"), reason="Pending", message=MESSAGE, now=LATER)
+    conditions = released["conditions"]
+    requeued = find(conditions, "Requeued")
+    assert requeued is not None
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == ("True", "Preempted", MESSAGE)
+    assert find(conditions, "QuotaReserved")["status"] == "False"  # type: ignore[index]
+    admitted = find(conditions, "Admitted")
+    assert admitted is not None and (admitted["status"], admitted["reason"]) == ("False", "NoReservation")
+    assert released["admission"] is None
+
+
+def test_release_after_a_drain_is_not_a_requeue() -> None:
+    released = released_status(evicted("ClusterQueueStopped"), reason="Pending", message="stopped", now=LATER)
+    requeued = find(released["conditions"], "Requeued")
+    assert requeued is not None and (requeued["status"], requeued["reason"]) == (
+        "False",
+        "ClusterQueueStopped",
+    )
+
+
+def test_quota_is_released_only_once_the_job_has_no_active_pods() -> None:
+    stopping = job(suspend=True)
+    stopping["status"]["active"] = 2
+    assert plan(stopping, evicted("Preempted")) is None
+    stopping["status"]["active"] = 0
+    assert isinstance(plan(stopping, evicted("Preempted")), ReleaseReservation)
