@@ -79,15 +79,25 @@ class AdmissionChecksController:
     # -- routing -------------------------------------------------------------------------------------------
 
     def on_change(self, change: Change) -> None:
+        """Route a change to the Workloads it concerns. Cheap on the hot path: most Workloads are in
+        ClusterQueues without checks, and most ClusterQueue changes are our own status writes."""
         if change.kind is WORKLOADS and change.new is not None:
-            if has_reservation(change.new):
+            if has_reservation(change.new) and self._concerned(change.new):
                 self.workloads.add(change.key)
         elif change.kind is ADMISSION_CHECKS and change.new is not None:
             self.checks.add(change.key[1])
             self._mark_reserved(lambda _workload: True)
         elif change.kind is CLUSTER_QUEUES and change.new is not None:
+            if _checks_spec(change.old) == _checks_spec(change.new):
+                return
             name = change.key[1]
             self._mark_reserved(lambda workload: _cluster_queue_of(workload) == name)
+
+    def _concerned(self, workload: JSON) -> bool:
+        if (workload.get("status") or {}).get("admissionChecks"):
+            return True
+        spec = self.state().cluster_queue(_cluster_queue_of(workload))
+        return spec is not None and bool(spec.admission_checks)
 
     def resync(self) -> None:
         """Everything once (on becoming leader)."""
@@ -202,6 +212,11 @@ class AdmissionChecksController:
                 f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {waited:.0f}s"
             ),
         )
+
+
+def _checks_spec(cluster_queue: JSON | None) -> tuple[object, object]:
+    spec = (cluster_queue or {}).get("spec") or {}
+    return spec.get("admissionChecks"), spec.get("admissionChecksStrategy")
 
 
 def _cluster_queue_of(workload: JSON) -> str:
