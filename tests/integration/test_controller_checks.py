@@ -214,11 +214,22 @@ async def test_a_rejected_workload_is_deactivated_and_gives_its_quota_back(
     assert current is not None and current["spec"]["active"] is False
     evicted = condition(current, "Evicted")
     assert evicted is not None and (evicted["reason"], evicted["message"]) == (
-        "AdmissionCheck",
+        "DeactivatedDueToAdmissionCheck",
+        "The workload is deactivated due to "
         'AdmissionCheck in Rejected state: "finance" (Rejected by an approver)',
     )
     requeued = condition(current, "Requeued")
-    assert requeued is not None and requeued["status"] == "False"
+    assert requeued is not None
+    assert (requeued["status"], requeued["reason"]) == ("False", "DeactivatedDueToAdmissionCheck")
+    registry = serving.controller.metrics.registry
+    labels = {
+        "cluster_queue": "a100",
+        "reason": "Deactivated",
+        "underlying_cause": "AdmissionCheck",
+        "priority_class": "",
+        "replica_role": "leader",
+    }
+    assert registry.get_sample_value("kueue_evicted_workloads_total", labels) == 1
     assert not is_true(current, "QuotaReserved") and "admission" not in current["status"]
     assert not running(fake_api, "expensive")
 

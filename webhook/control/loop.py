@@ -69,6 +69,8 @@ from webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.admission_loop")
 COLLECT_AFTER_DECISIONS = 2000
+#: Kueue's Evicted reason (and evicted_workloads_total reason) when spec.active turns false
+DEACTIVATED = "Deactivated"
 UNFREEZE_EVERY = 1800.0
 
 #: the order in which a rebuild feeds kinds: capacity and routing first, then Workloads
@@ -415,10 +417,11 @@ class AdmissionLoop:
                 return None
             if is_true(current, "Evicted"):
                 return None
+            reason, message = evicted_condition(decision)
             return evicted_status(
                 current,
-                reason=decision.reason,
-                message=decision.message,
+                reason=reason,
+                message=message,
                 preemption_reason=decision.preemption_reason,
                 now=now_rfc3339(),
             )
@@ -511,6 +514,17 @@ class AdmissionLoop:
             await self.writer.patch(WORKLOADS, workload, {"spec": {"active": False}}, patch_type="merge")
         except Exception as exc:
             log.warning("deactivation write failed", extra={"workload": key, "error": repr(exc)})
+
+
+def evicted_condition(decision: Evict) -> tuple[str, str]:
+    """(reason, message) of the Evicted condition. A deactivating eviction (a Rejected check) is worded as
+    Kueue's deactivation: ``DeactivatedDueTo<cause>``, "The workload is deactivated due to <why>"."""
+    if decision.deactivate:
+        return (
+            f"{DEACTIVATED}DueTo{decision.reason}",
+            f"The workload is deactivated due to {decision.message}",
+        )
+    return decision.reason, decision.message
 
 
 _PARSERS: dict[Kind, Callable[[JSON], Any]] = {
