@@ -202,8 +202,11 @@ class AdmissionChecksController:
         since = parse_timestamp(reserved.get("lastTransitionTime"))
         waited = max(0.0, time.time() - since) if since else 0.0
         priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+        created = parse_timestamp((workload.get("metadata") or {}).get("creationTimestamp"))
+        queued = max(0.0, time.time() - created) if created else 0.0
         role = self.metrics.role
         self.metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
+        self.metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(queued)
         self.events.record(
             workload,
             type="Normal",
