@@ -12,6 +12,13 @@ deflated with a per-kind preset dictionary (the first object of that kind the st
 kind share most of their bytes, so a 1.5 KB Workload shrinks to a few hundred bytes), and decoded on access
 (a few microseconds). Every reader gets its own fresh dict, so no caller can corrupt the mirror by
 mutating what it got.
+
+Deflating is the expensive half (a compressor primed with a 32 KiB dictionary costs ~0.2 ms per object,
+while inflating costs microseconds), and the objects that change are few and change several times in a row
+(a Workload is created, marked pending, admitted, finished within seconds). So the ``HOT_OBJECTS`` most
+recently written objects are kept as plain JSON bytes and deflated only when they drop out of that window:
+an object rewritten while hot is never deflated at all, and the memory bound is unchanged (a fixed window
+of ~1-2 KB objects).
 ``metadata.managedFields`` and kubectl's ``last-applied-configuration`` annotation are dropped on the way
 in: no controller reads them and they can double an object's size.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 import struct
 import sys
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -99,10 +107,6 @@ class _Codec:
         decompressor = zlib.decompressobj(-15, zdict=self.zdict)
         return decompressor.decompress(data) + decompressor.flush()
 
-    def decode(self, entry: bytes) -> JSON:
-        obj: JSON = orjson.loads(self.decode_raw(memoryview(entry)[_VERSION.size :]))
-        return obj
-
 
 #: an entry is one bytes object: the resourceVersion (8 bytes) then the deflated JSON, no per-entry object
 _VERSION = struct.Struct(">q")
@@ -110,14 +114,12 @@ _VERSION = struct.Struct(">q")
 #: carry the status fields a freshly created first object lacks), and the kind re-encoded
 RETRAIN_AT = 256
 _SAMPLES = 6
+#: objects kept as plain JSON (their entry then holds only the version); the oldest is deflated beyond it
+HOT_OBJECTS = 2048
 
 
 def _version_of(entry: bytes) -> int:
     return int(_VERSION.unpack_from(entry)[0])
-
-
-def _payload(entry: bytes) -> bytes:
-    return entry[_VERSION.size :]
 
 
 class Store:
@@ -131,21 +133,43 @@ class Store:
         self._owned: dict[str, Key] = {}  # owner uid -> key of the Workload it controls
         self._listeners: list[Listener] = []
         self._synced: set[Kind] = set()
+        #: (kind, key) -> plain JSON of a recently written object, oldest first
+        self._hot: OrderedDict[tuple[Kind, Key], bytes] = OrderedDict()
+
+    def _raw(self, kind: Kind, key: Key, entry: bytes) -> bytes:
+        """The JSON of a held entry: plain if hot, else inflated."""
+        if len(entry) == _VERSION.size:
+            return self._hot[(kind, key)]
+        return self._codecs[kind].decode_raw(memoryview(entry)[_VERSION.size :])
+
+    def _decode(self, kind: Kind, key: Key, entry: bytes) -> JSON:
+        obj: JSON = orjson.loads(self._raw(kind, key, entry))
+        return obj
+
+    def _cool(self) -> None:
+        """Deflate the oldest hot objects beyond ``HOT_OBJECTS``."""
+        while len(self._hot) > HOT_OBJECTS:
+            (kind, key), raw = self._hot.popitem(last=False)
+            objects = self._objects.get(kind, {})
+            entry = objects.get(key)
+            if entry is not None and len(entry) == _VERSION.size:
+                objects[key] = entry + self._codecs[kind].encode(raw)
 
     # -- reading ------------------------------------------------------------------------------------------
 
     def get(self, kind: Kind, name: str, namespace: str = "") -> JSON | None:
-        entry = self._objects.get(kind, {}).get((namespace, name))
-        return self._codecs[kind].decode(entry) if entry is not None else None
+        key = (namespace, name)
+        entry = self._objects.get(kind, {}).get(key)
+        return self._decode(kind, key, entry) if entry is not None else None
 
     def items(self, kind: Kind, *, namespace: str | None = None) -> list[JSON]:
         objects = self._objects.get(kind, {})
         if not objects:
             return []
-        decode = self._codecs[kind].decode
+        decode = self._decode
         if namespace is None:
-            return [decode(entry) for entry in objects.values()]
-        return [decode(entry) for (ns, _), entry in objects.items() if ns == namespace]
+            return [decode(kind, key, entry) for key, entry in objects.items()]
+        return [decode(kind, key, entry) for key, entry in objects.items() if key[0] == namespace]
 
     def keys(self, kind: Kind) -> list[Key]:
         return list(self._objects.get(kind, {}))
@@ -211,12 +235,16 @@ class Store:
         self._tombstones.get(kind, {}).pop(key, None)
         obj = slim(obj)
         raw = orjson.dumps(obj)
-        codec = self._codec_for(kind, raw)
-        entry = _VERSION.pack(resource_version(obj)) + codec.encode(raw)
-        if held is not None and _payload(held) == _payload(entry):
+        old_raw = self._raw(kind, key, held) if held is not None else None
+        if old_raw is not None and old_raw == raw:
             return False
-        objects[key] = entry
-        old = codec.decode(held) if held is not None else None
+        self._codec_for(kind, raw)
+        objects[key] = _VERSION.pack(resource_version(obj))
+        hot_key = (kind, key)
+        self._hot[hot_key] = raw
+        self._hot.move_to_end(hot_key)
+        self._cool()
+        old: JSON | None = orjson.loads(old_raw) if old_raw is not None else None
         if kind is WORKLOADS:
             self._index_owner(key, old, obj)
         self._notify(Change(kind, key, old, obj))
@@ -234,8 +262,9 @@ class Store:
         tombstones[key] = max(version, tombstones.get(key, -1), _version_of(held) if held is not None else -1)
         if held is None:
             return False
+        old = self._decode(kind, key, held)
         del objects[key]
-        old = self._codecs[kind].decode(held)
+        self._hot.pop((kind, key), None)
         if kind is WORKLOADS:
             self._index_owner(key, old, None)
         self._notify(Change(kind, key, old, None))
@@ -253,7 +282,7 @@ class Store:
         """After a relist whose objects were upserted: forget every object the list did not contain."""
         for key, held in list(self._objects.get(kind, {}).items()):
             if key not in keys:
-                self.remove(kind, self._codecs[kind].decode(held))
+                self.remove(kind, self._decode(kind, key, held))
         self._tombstones.pop(kind, None)
 
     def _codec_for(self, kind: Kind, raw: bytes) -> _Codec:
@@ -274,6 +303,8 @@ class Store:
             return codec
         trained = _Codec(b"".join(samples))
         for key, entry in objects.items():
+            if len(entry) == _VERSION.size:
+                continue  # hot: deflated later, with the new dictionary
             objects[key] = entry[: _VERSION.size] + trained.encode(
                 codec.decode_raw(memoryview(entry)[_VERSION.size :])
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -174,3 +175,31 @@ def test_every_object_reads_back_exactly_after_the_kind_dictionary_is_retrained(
     held = store.get(JOBS, "job-3", "ns")
     assert held == written["job-3"]
     assert held is not store.get(JOBS, "job-3", "ns")  # every read is a fresh copy
+
+
+def test_objects_read_back_exactly_whether_recently_written_or_long_since(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import webhook.control.store as store_module
+
+    monkeypatch.setattr(store_module, "HOT_OBJECTS", 8)
+    store = Store()
+    changes: list[Change] = []
+    store.subscribe(changes.append)
+    written: dict[str, dict[str, object]] = {}
+    version = 0
+    for index in range(store_module.RETRAIN_AT + 40):
+        version += 1
+        job = obj(f"job-{index}", version, uid=f"uid-{index}")
+        store.upsert(JOBS, job)
+        written[f"job-{index}"] = job
+    for index in range(0, store_module.RETRAIN_AT + 40, 5):  # long cold, rewritten: old state reported
+        version += 1
+        updated = obj(f"job-{index}", version, uid=f"uid-{index}", labels={"rewritten": "yes"})
+        assert store.upsert(JOBS, updated)
+        assert changes[-1].old == written[f"job-{index}"] and changes[-1].new == updated
+        written[f"job-{index}"] = updated
+    assert not store.upsert(JOBS, {**written["job-5"]})  # same content again: no change
+    store.remove(JOBS, written["job-7"])
+    assert changes[-1].old == written.pop("job-7") and changes[-1].new is None
+    assert {o["metadata"]["name"]: o for o in store.items(JOBS)} == written
