@@ -15,10 +15,10 @@ mutating what it got.
 
 Deflating is the expensive half (a compressor primed with a 32 KiB dictionary costs ~0.2 ms per object,
 while inflating costs microseconds), and the objects that change are few and change several times in a row
-(a Workload is created, marked pending, admitted, finished within seconds). So the ``HOT_OBJECTS`` most
-recently written objects are kept as plain JSON bytes and deflated only when they drop out of that window:
-an object rewritten while hot is never deflated at all, and the memory bound is unchanged (a fixed window
-of ~1-2 KB objects).
+(a Workload is created, marked pending, admitted, finished within seconds). So the most recently written
+objects, up to ``HOT_BYTES`` of JSON, are kept plain and deflated only when they drop out of that window: an
+object rewritten while hot is never deflated at all, and the memory cost is a fixed ~1.5 MB whatever the
+number of objects.
 ``metadata.managedFields`` and kubectl's ``last-applied-configuration`` annotation are dropped on the way
 in: no controller reads them and they can double an object's size.
 """
@@ -114,8 +114,9 @@ _VERSION = struct.Struct(">q")
 #: carry the status fields a freshly created first object lacks), and the kind re-encoded
 RETRAIN_AT = 256
 _SAMPLES = 6
-#: objects kept as plain JSON (their entry then holds only the version); the oldest is deflated beyond it
-HOT_OBJECTS = 2048
+#: bytes of recently written objects kept as plain JSON (their entry then holds only the version); the
+#: oldest are deflated beyond it
+HOT_BYTES = 1536 * 1024
 
 
 def _version_of(entry: bytes) -> int:
@@ -135,6 +136,7 @@ class Store:
         self._synced: set[Kind] = set()
         #: (kind, key) -> plain JSON of a recently written object, oldest first
         self._hot: OrderedDict[tuple[Kind, Key], bytes] = OrderedDict()
+        self._hot_bytes = 0
 
     def _raw(self, kind: Kind, key: Key, entry: bytes) -> bytes:
         """The JSON of a held entry: plain if hot, else inflated."""
@@ -147,9 +149,10 @@ class Store:
         return obj
 
     def _cool(self) -> None:
-        """Deflate the oldest hot objects beyond ``HOT_OBJECTS``."""
-        while len(self._hot) > HOT_OBJECTS:
+        """Deflate the oldest hot objects beyond ``HOT_BYTES``."""
+        while self._hot_bytes > HOT_BYTES and self._hot:
             (kind, key), raw = self._hot.popitem(last=False)
+            self._hot_bytes -= len(raw)
             objects = self._objects.get(kind, {})
             entry = objects.get(key)
             if entry is not None and len(entry) == _VERSION.size:
@@ -241,8 +244,9 @@ class Store:
         self._codec_for(kind, raw)
         objects[key] = _VERSION.pack(resource_version(obj))
         hot_key = (kind, key)
+        replaced = self._hot.pop(hot_key, None)
+        self._hot_bytes += len(raw) - (len(replaced) if replaced is not None else 0)
         self._hot[hot_key] = raw
-        self._hot.move_to_end(hot_key)
         self._cool()
         old: JSON | None = orjson.loads(old_raw) if old_raw is not None else None
         if kind is WORKLOADS:
@@ -264,7 +268,8 @@ class Store:
             return False
         old = self._decode(kind, key, held)
         del objects[key]
-        self._hot.pop((kind, key), None)
+        dropped = self._hot.pop((kind, key), None)
+        self._hot_bytes -= len(dropped) if dropped is not None else 0
         if kind is WORKLOADS:
             self._index_owner(key, old, None)
         self._notify(Change(kind, key, old, None))

@@ -182,7 +182,7 @@ def test_objects_read_back_exactly_whether_recently_written_or_long_since(
 ) -> None:
     import webhook.control.store as store_module
 
-    monkeypatch.setattr(store_module, "HOT_OBJECTS", 8)
+    monkeypatch.setattr(store_module, "HOT_BYTES", 600)  # a handful of objects
     store = Store()
     changes: list[Change] = []
     store.subscribe(changes.append)
