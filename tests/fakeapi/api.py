@@ -445,6 +445,7 @@ class Api:
                 raise conflict(plural=rtype.plural, group=rtype.group, name=name)
             new = build(current)
             new = self._merge_for_update(rtype, current, new, subresource, bump_generation=False)
+            mutated = None
             if admit:
                 request = AdmissionRequest(
                     rtype, "UPDATE", subresource, ns, name, new, current, user, dry_run, request_options
@@ -452,7 +453,9 @@ class Api:
                 mutated = await self.admission.mutate(request)
                 if mutated is not None:
                     new = mutated
-            new = self._merge_for_update(rtype, current, new, subresource, bump_generation=True)
+            if mutated is not None or subresource != "status":
+                # (an unmutated status write is final already: generation never moves through /status)
+                new = self._merge_for_update(rtype, current, new, subresource, bump_generation=True)
             self.validate(rtype, new, current, status_only=subresource == "status")
             if admit:
                 await self.admission.validate(
