@@ -101,6 +101,22 @@ def test_plot_without_matplotlib_fails_clearly(
     assert "--plot needs matplotlib" in capsys.readouterr().err
 
 
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_plot_draws_one_panel_per_cluster_queue(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    one, two = tmp_path / "seed.png", tmp_path / "preemption.png"
+    assert main(["simulate", "--plot", str(one), str(SEED)]) == 0
+    assert main(["simulate", "--plot", str(two), str(SEED.parent / "preemption.yaml")]) == 0
+    (width_one, height_one), (width_two, height_two) = _png_size(one), _png_size(two)
+    assert width_one == width_two
+    assert height_two > 1.5 * height_one  # the preemption example has two ClusterQueues, the seed one
+
+
 def test_help_documents_the_simulation_annotations(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])
