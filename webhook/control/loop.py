@@ -12,9 +12,8 @@ Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserv
 the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
 changes, with its rank in the ClusterQueue appended (``webhook.control.positions`` keeps ranks current).
-Those pending writes go to ``webhook.control.pending_reasons``, a coalescing background writer with its own
-slots, so the write slots here serve admissions and evictions only: a burst of arrivals cannot delay the
-admission that follows a quota release.
+Those pending writes (``webhook.control.pending_reasons``) share the write slots with admissions and
+evictions: the back-pressure keeps cycles batched (that module says what separating them cost).
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
@@ -64,7 +63,7 @@ from webhook.control.positions import QueuePositions
 from webhook.control.reconciler import has_reservation, job_finished
 from webhook.control.store import Change, Store, key_of
 from webhook.control.writers import Writer
-from webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
+from webhook.core.scheduler import Admit, Evict, SchedulerState
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.admission_loop")
@@ -122,7 +121,6 @@ class AdmissionLoop:
         metrics: Metrics,
         is_leader: Callable[[], bool],
         max_in_flight: int = 16,
-        pending_writes_in_flight: int = 4,
         position_writes_per_second: int = 50,
     ) -> None:
         self.store = store
@@ -148,7 +146,6 @@ class AdmissionLoop:
             metrics=metrics,
             positions=self.positions,
             is_leader=is_leader,
-            max_in_flight=pending_writes_in_flight,
         )
         self.admitted = 0
         self.cycles = 0
@@ -209,7 +206,6 @@ class AdmissionLoop:
             elif kind is WORKLOADS:
                 state.delete_workload(f"{namespace}/{name}")
                 self.positions.forget(f"{namespace}/{name}")
-                self.pending.drop(f"{namespace}/{name}")
                 for cluster_queue in state.cluster_queue_names():  # ranks behind it moved up
                     self.positions.mark(cluster_queue)
             return
@@ -265,7 +261,6 @@ class AdmissionLoop:
         self.kick()
         loop = asyncio.get_running_loop()
         positions = loop.create_task(self.positions.run(), name="queue-positions")
-        pending = loop.create_task(self.pending.run(), name="pending-reasons")
         try:
             while True:
                 await self._kick.wait()
@@ -276,7 +271,6 @@ class AdmissionLoop:
                     self._collect_while_idle()
         finally:
             positions.cancel()
-            pending.cancel()
             for task in list(self._tasks):
                 task.cancel()
 
@@ -299,16 +293,14 @@ class AdmissionLoop:
         self.cycles += 1
         self._decided_since_collect += len(decisions)
         for decision in decisions:
-            if isinstance(decision, Wait):
-                self.positions.mark(decision.cluster_queue)
-                self.pending.submit(decision)
-                continue
             await self._slots.acquire()
             if isinstance(decision, Admit):
-                self.pending.drop(str(decision.workload))
                 coroutine = self._admit(decision)
-            else:
+            elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
+            else:
+                self.positions.mark(decision.cluster_queue)
+                coroutine = self.pending.write(decision)
             task = asyncio.get_running_loop().create_task(coroutine)
             self._tasks.add(task)
             task.add_done_callback(self._finished)
@@ -327,14 +319,13 @@ class AdmissionLoop:
 
     @property
     def in_flight(self) -> int:
-        """Decision writes still running or queued (pending reasons included)."""
-        return len(self._tasks) + self.pending.outstanding
+        """Decision writes still running."""
+        return len(self._tasks)
 
     async def wait_writes(self) -> None:
         """Until every decision write in flight has finished (tests, orderly shutdown)."""
-        while self._tasks or self.pending.outstanding:
+        while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-            await self.pending.wait_idle()
 
     async def _admit(self, decision: Admit) -> None:
         key = str(decision.workload)

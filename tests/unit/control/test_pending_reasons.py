@@ -1,9 +1,8 @@
-"""Pending reasons are written behind admissions: once per Workload with the latest reason, never after it
-was admitted."""
+"""Pending reasons: Kueue's message with the rank appended, written only when the reason changes and never
+over an admission."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from webhook.control.kinds import WORKLOADS, Kind
@@ -31,7 +30,6 @@ class RecordingWriter:
         status = build(current)
         if status is None:
             return None
-        await asyncio.sleep(0)  # a round trip: other submissions may arrive meanwhile
         self.version += 1
         meta = {**current["metadata"], "resourceVersion": str(self.version)}
         updated = {**current, "metadata": meta, "status": {**(current.get("status") or {}), **status}}
@@ -41,8 +39,11 @@ class RecordingWriter:
 
 
 class Events:
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
     def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
-        pass
+        self.reasons.append(f"{type} {reason}")
 
 
 def workload(name: str) -> JSON:
@@ -53,49 +54,46 @@ def workload(name: str) -> JSON:
     }
 
 
-def setup() -> tuple[Store, RecordingWriter, PendingReasons]:
+def setup() -> tuple[Store, RecordingWriter, Events, PendingReasons]:
     store = Store()
     writer = RecordingWriter(store)
+    events = Events()
     positions = QueuePositions(
         store=store,
-        writer=writer,
+        writer=writer,  # type: ignore[arg-type]
         state=SchedulerState,
-        is_leader=lambda: True,  # type: ignore[arg-type]
+        is_leader=lambda: True,
     )
     pending = PendingReasons(
         store=store,
         writer=writer,  # type: ignore[arg-type]
-        events=Events(),
+        events=events,
         metrics=Metrics(),
         positions=positions,
         is_leader=lambda: True,
-        max_in_flight=1,
     )
-    return store, writer, pending
+    return store, writer, events, pending
 
 
 def wait(name: str, message: str, position: int) -> Wait:
     return Wait(WorkloadKey(f"team/{name}"), "cq", "Pending", message, position)
 
 
-async def test_a_workload_decided_pending_twice_before_its_turn_is_written_once_with_the_latest() -> None:
-    store, writer, pending = setup()
-    for name in ("a", "b"):
-        store.upsert(WORKLOADS, workload(name))
-    runner = asyncio.get_running_loop().create_task(pending.run())
-    pending.submit(wait("a", FULL, 1))
-    pending.submit(wait("b", "first reason", 2))
-    pending.submit(wait("b", FULL, 2))
-    await pending.wait_idle()
-    runner.cancel()
+async def test_a_new_reason_is_written_with_the_rank_and_a_moved_rank_alone_is_not() -> None:
+    store, writer, events, pending = setup()
+    store.upsert(WORKLOADS, workload("b"))
+    await pending.write(wait("b", "first reason", 2))
+    await pending.write(wait("b", FULL, 2))
+    await pending.write(wait("b", FULL, 1))  # only the rank moved: the position writer's business
     assert writer.messages == [
-        ("a", FULL + " (position 1 in ClusterQueue cq)"),
+        ("b", "first reason (position 2 in ClusterQueue cq)"),
         ("b", FULL + " (position 2 in ClusterQueue cq)"),
     ]
+    assert events.reasons == ["Warning Pending", "Warning Pending"]
 
 
-async def test_an_admitted_workload_gets_no_pending_reason_and_a_shown_reason_is_not_rewritten() -> None:
-    store, writer, pending = setup()
+async def test_an_admitted_workload_gets_no_pending_reason() -> None:
+    store, writer, events, pending = setup()
     admitted = workload("a")
     admitted["status"] = {
         "admission": {"clusterQueue": "cq", "podSetAssignments": []},
@@ -104,15 +102,5 @@ async def test_an_admitted_workload_gets_no_pending_reason_and_a_shown_reason_is
         ],
     }
     store.upsert(WORKLOADS, admitted)
-    store.upsert(WORKLOADS, workload("b"))
-    store.upsert(WORKLOADS, workload("c"))
-    runner = asyncio.get_running_loop().create_task(pending.run())
-    pending.submit(wait("a", FULL, 1))
-    pending.submit(wait("b", FULL, 1))
-    pending.submit(wait("c", FULL, 2))
-    pending.drop("team/c")  # admitted meanwhile
-    await pending.wait_idle()
-    pending.submit(wait("b", FULL, 3))  # only the rank moved: left to the position writer
-    await pending.wait_idle()
-    runner.cancel()
-    assert writer.messages == [("b", FULL + " (position 1 in ClusterQueue cq)")]
+    await pending.write(wait("a", FULL, 1))
+    assert writer.messages == [] and events.reasons == []
