@@ -5,6 +5,7 @@ admitted than the quota, and every Job that fits eventually runs."""
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 from typing import Any
 
 from tests.e2e.support import Replica, replica, start_replica
@@ -13,6 +14,12 @@ from tests.integration.test_controller_lifecycle import QUOTA, gpu_job, is_true,
 
 JSON = dict[str, Any]
 QUOTA_GPUS = 4  # QUOTA gives research 4 GPUs: two 2-GPU Jobs at a time
+HANG = 60.0  # seconds: generous, only so that a hang fails instead of blocking the suite
+
+
+def micro_time(text: str) -> datetime:
+    """A Lease's MicroTime (``2026-11-22T01:02:03.456789Z``)."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def admitted_gpus(fake_api: FakeApiServer) -> int:
@@ -36,15 +43,15 @@ async def test_restart_in_the_middle_of_admissions_never_over_admits(fake_api: F
     for index in range(6):
         await fake_api.create(gpu_job(f"job-{index}"))
     first = await start_replica(fake_api.kubeconfig_path(), identity="first")
-    await fake_api.wait_for(lambda: len(running_jobs(fake_api)) >= 1)
+    await fake_api.wait_for(lambda: len(running_jobs(fake_api)) >= 1, timeout=HANG)
     await first.stop()  # possibly between a Workload's status write and its Job patch
     assert admitted_gpus(fake_api) <= QUOTA_GPUS
     async with replica(fake_api.kubeconfig_path(), identity="second"):
-        await fake_api.wait_for(lambda: len(running_jobs(fake_api)) == 2, timeout=15)
+        await fake_api.wait_for(lambda: len(running_jobs(fake_api)) == 2, timeout=HANG)
         assert admitted_gpus(fake_api) == QUOTA_GPUS
         for name in running_jobs(fake_api):
             await fake_api.complete_job("team-a", name)
-        await fake_api.wait_for(lambda: len(running_jobs(fake_api)) == 4)
+        await fake_api.wait_for(lambda: len(running_jobs(fake_api)) == 4, timeout=HANG)
         assert admitted_gpus(fake_api) == QUOTA_GPUS
 
 
@@ -55,17 +62,17 @@ async def test_admitted_workload_whose_job_is_still_suspended_gets_its_job_start
     await fake_api.apply_manifests(QUOTA)
     async with replica(fake_api.kubeconfig_path(), identity="first"):
         await fake_api.create(gpu_job("a"))
-        await fake_api.wait_for(lambda: running(fake_api, "a"))
+        await fake_api.wait_for(lambda: running(fake_api, "a"), timeout=HANG)
     await fake_api.patch("jobs", "a", {"spec": {"suspend": True}}, namespace="team-a")
     async with replica(fake_api.kubeconfig_path(), identity="second"):
-        await fake_api.wait_for(lambda: running(fake_api, "a"))
+        await fake_api.wait_for(lambda: running(fake_api, "a"), timeout=HANG)
         assert len(workloads_of(fake_api, "a")) == 1
 
 
 async def test_conflict_storm_delays_but_never_duplicates_admissions(fake_api: FakeApiServer) -> None:
     await fake_api.apply_manifests(QUOTA)
     async with replica(fake_api.kubeconfig_path()) as serving:
-        await asyncio.wait_for(serving.controller.leading.wait(), 10)
+        await asyncio.wait_for(serving.controller.leading.wait(), HANG)
         fake_api.fail_next_writes(25, status=409)
         for index in range(4):
             await fake_api.create(gpu_job(f"job-{index}"))
@@ -73,7 +80,7 @@ async def test_conflict_storm_delays_but_never_duplicates_admissions(fake_api: F
             lambda: (
                 len(running_jobs(fake_api)) == 2 and all(workloads_of(fake_api, f"job-{i}") for i in range(4))
             ),
-            timeout=15,
+            timeout=HANG,
         )
         assert admitted_gpus(fake_api) == QUOTA_GPUS
         assert all(len(workloads_of(fake_api, f"job-{i}")) == 1 for i in range(4))
@@ -83,16 +90,16 @@ async def test_dropped_watches_are_resumed_and_expired_ones_relisted(fake_api: F
     await fake_api.apply_manifests(QUOTA)
     async with replica(fake_api.kubeconfig_path()) as serving:
         await fake_api.create(gpu_job("a"))
-        await fake_api.wait_for(lambda: running(fake_api, "a"))
+        await fake_api.wait_for(lambda: running(fake_api, "a"), timeout=HANG)
         fake_api.drop_watches()
         await fake_api.create(gpu_job("b"))
-        await fake_api.wait_for(lambda: running(fake_api, "b"))
+        await fake_api.wait_for(lambda: running(fake_api, "b"), timeout=HANG)
         relists = sum(informer.relists for informer in serving.controller.informers)
         fake_api.compact()
         fake_api.drop_watches()
         await fake_api.complete_job("team-a", "a")
         await fake_api.create(gpu_job("c"))
-        await fake_api.wait_for(lambda: running(fake_api, "c"), timeout=15)
+        await fake_api.wait_for(lambda: running(fake_api, "c"), timeout=HANG)
         assert sum(informer.relists for informer in serving.controller.informers) > relists
         assert admitted_gpus(fake_api) == QUOTA_GPUS
 
@@ -110,7 +117,7 @@ async def test_configuration_edits_apply_live_and_a_bad_edit_keeps_the_last_good
 ) -> None:
     await fake_api.apply_manifests(QUOTA)
     async with replica(fake_api.kubeconfig_path()) as serving:
-        await asyncio.wait_for(serving.controller.leading.wait(), 10)  # the leader reports bad edits
+        await asyncio.wait_for(serving.controller.leading.wait(), HANG)  # the leader reports bad edits
         live = serving.controller.live_config
         await fake_api.create(CONFIGMAP)
         await fake_api.patch(
@@ -119,7 +126,7 @@ async def test_configuration_edits_apply_live_and_a_bad_edit_keeps_the_last_good
             {"data": {"config.yaml": "manageJobsWithoutQueueName: true\n"}},
             namespace="kueue-system",
         )
-        await fake_api.wait_for(lambda: live.current.manage_jobs_without_queue_name)
+        await fake_api.wait_for(lambda: live.current.manage_jobs_without_queue_name, timeout=HANG)
 
         await fake_api.patch(
             "configmaps",
@@ -135,7 +142,7 @@ async def test_configuration_edits_apply_live_and_a_bad_edit_keeps_the_last_good
                 if e.get("reason") == "InvalidConfiguration"
             ]
 
-        await fake_api.wait_for(lambda: bool(warned()))
+        await fake_api.wait_for(lambda: bool(warned()), timeout=HANG)
         [event] = warned()
         assert event["type"] == "Warning"
         assert event["involvedObject"]["name"] == "kueue-webhook-config"
@@ -150,7 +157,7 @@ async def test_configuration_edits_apply_live_and_a_bad_edit_keeps_the_last_good
 async def first_leader(*replicas: Replica) -> None:
     waits = [asyncio.ensure_future(r.controller.leading.wait()) for r in replicas]
     try:
-        await asyncio.wait_for(asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED), 10)
+        await asyncio.wait_for(asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED), HANG)
     finally:
         for waiting in waits:
             waiting.cancel()
@@ -165,21 +172,29 @@ async def test_two_replicas_one_leader_and_failover_within_the_lease(fake_api: F
         leader, standby = (a, b) if a.controller.is_leader() else (b, a)
         assert not standby.controller.is_leader()
         await fake_api.create(gpu_job("first"))
-        await fake_api.wait_for(lambda: running(fake_api, "first"))
+        await fake_api.wait_for(lambda: running(fake_api, "first"), timeout=HANG)
         assert standby.controller.admission.admitted == 0
 
-        # the leader loses the API server (a network partition): it cannot renew, nor release the lease
+        # the leader loses the API server (a network partition): it can neither renew nor release the lease
         await leader.client.close()
-        lost_at = asyncio.get_running_loop().time()
-        await asyncio.wait_for(leader.controller.following.wait(), 5)
-        stepped_down = asyncio.get_running_loop().time() - lost_at
-        assert stepped_down < 1.5  # renew deadline (1 s) < lease duration (1.5 s): never two leaders
-        lease = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
-        assert lease is not None and lease["spec"]["holderIdentity"] == leader.controller.identity
+        await asyncio.wait_for(leader.controller.following.wait(), HANG)
+        # never two leaders: the cut-off leader steps down at its renew deadline (1 s), before the lease it
+        # can no longer renew expires and the standby may take it
+        assert not standby.controller.is_leader()
+        last_held = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
+        assert last_held is not None and last_held["spec"]["holderIdentity"] == leader.controller.identity
         await fake_api.create(gpu_job("second"))
-        await asyncio.wait_for(standby.controller.leading.wait(), 5)
-        assert asyncio.get_running_loop().time() - lost_at < 1.5 + 1.0  # lease duration + a retry period
-        await fake_api.wait_for(lambda: running(fake_api, "second"), timeout=5)
+        await asyncio.wait_for(standby.controller.leading.wait(), HANG)
+        lease = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
+        assert lease is not None
+        taken, held = lease["spec"], last_held["spec"]
+        assert taken["holderIdentity"] == standby.controller.identity
+        assert taken["leaseTransitions"] == held["leaseTransitions"] + 1
+        # the standby waited out a whole lease duration after the last renewal it saw, and no more than
+        # that lease duration plus its retry period and a generous allowance for a loaded machine
+        waited = micro_time(taken["acquireTime"]) - micro_time(held["renewTime"])
+        assert timedelta(seconds=held["leaseDurationSeconds"]) <= waited < timedelta(seconds=HANG)
+        await fake_api.wait_for(lambda: running(fake_api, "second"), timeout=HANG)
         assert admitted_gpus(fake_api) == QUOTA_GPUS
     finally:
         await a.stop()

@@ -13,7 +13,7 @@ import aiohttp
 
 from tests.e2e.support import certificates
 from tests.fakeapi import FakeApiServer
-from tests.integration.test_controller_lifecycle import QUOTA, gpu_job, running
+from tests.integration.test_controller_lifecycle import HANG, QUOTA, gpu_job, running
 
 
 def free_port() -> int:
@@ -60,17 +60,17 @@ async def test_serve_process_becomes_ready_admits_and_releases_its_lease_on_sigt
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        deadline = asyncio.get_running_loop().time() + 30
+        deadline = asyncio.get_running_loop().time() + HANG
         while await readyz(port, tls.ca_cert) != 200:  # another process: its probe is all we can watch
             assert asyncio.get_running_loop().time() < deadline, "serve never became ready"
             await asyncio.sleep(0.1)
         await fake_api.create(gpu_job("a"))
-        await fake_api.wait_for(lambda: running(fake_api, "a"), timeout=15)
+        await fake_api.wait_for(lambda: running(fake_api, "a"), timeout=HANG)
         lease = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
         assert lease is not None and lease["spec"]["holderIdentity"] == "serve-under-test"
     finally:
         process.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+        _, stderr = await asyncio.wait_for(process.communicate(), HANG)
     assert process.returncode == 0, stderr.decode()[-2000:]
     lease = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
     assert lease is not None and lease["spec"]["holderIdentity"] == ""

@@ -19,6 +19,7 @@ from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
 CONTROLLER_TOKEN = "controller-token"
+HANG = 60.0  # seconds: only bounds a hang; kubectl runs are slow on a loaded 2-core machine
 
 CLUSTER_QUEUE = """
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -98,7 +99,7 @@ async def test_seed_walkthrough_with_kubectl(
     async def get(*args: str) -> JSON:
         return dict(json.loads(await run("get", *args, "-o", "json")))
 
-    async def until(check: Callable[[], Any], what: str, timeout: float = 15.0) -> None:
+    async def until(check: Callable[[], Any], what: str, timeout: float = HANG) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
         while not await check():
             assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
@@ -145,6 +146,17 @@ async def test_seed_walkthrough_with_kubectl(
         assert cq["status"]["flavorsUsage"][0]["resources"] == [
             {"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}
         ]
+
+        # the queue's counters follow the quota ledger, charged when the admission is decided; the
+        # Workload's own conditions land with its status write, possibly a moment later
+        async def workload_admitted() -> bool:
+            [workload] = (await get("workloads", "-n", "team-a"))["items"]
+            return all(
+                (condition(workload, kind) or {}).get("status") == "True"
+                for kind in ("QuotaReserved", "Admitted")
+            )
+
+        await until(workload_admitted, "the Workload's QuotaReserved and Admitted conditions")
         [workload] = (await get("workloads", "-n", "team-a"))["items"]
         for kind, reason in (("QuotaReserved", "QuotaReserved"), ("Admitted", "Admitted")):
             cond = condition(workload, kind)
@@ -165,6 +177,17 @@ async def test_seed_walkthrough_with_kubectl(
             return status.get("admittedWorkloads") == 32 and status.get("pendingWorkloads") == 1
 
         await until(thirty_two_admitted, "32 admitted and 1 pending")
+
+        async def one_shows_why_it_waits() -> bool:
+            """32 Workloads show their reservation and the last one its pending condition (the pending
+            reason is written in the background, behind the admissions)."""
+            states = [
+                (condition(w, "QuotaReserved") or {}).get("status")
+                for w in (await get("workloads", "-n", "team-a"))["items"]
+            ]
+            return states.count("True") == 32 and states.count("False") == 1 and len(states) == 33
+
+        await until(one_shows_why_it_waits, "32 Workloads reserved and 1 pending")
         workloads = (await get("workloads", "-n", "team-a"))["items"]
         [waiting] = [w for w in workloads if (condition(w, "QuotaReserved") or {}).get("status") != "True"]
         assert waiting["metadata"]["ownerReferences"][0]["name"] == "train-33"
