@@ -209,6 +209,12 @@ async def test_seed_walkthrough_with_kubectl(
             return bool((await get("job", "-n", "team-a", "train-33"))["spec"].get("suspend") is False)
 
         await until(last_one_started, "train-33 to start after train-01 finished")
+
+        # a finished Job frees its quota at once; its Workload's Finished condition is written alongside
+        async def finished_recorded() -> bool:
+            return any(condition(w, "Finished") for w in (await get("workloads", "-n", "team-a"))["items"])
+
+        await until(finished_recorded, "train-01's Workload to show Finished")
         finished = [w for w in (await get("workloads", "-n", "team-a"))["items"] if condition(w, "Finished")]
         assert [w["metadata"]["ownerReferences"][0]["name"] for w in finished] == ["train-01"]
         assert (condition(finished[0], "Finished") or {}).get("reason") == "Succeeded"
