@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
 from collections.abc import Callable
@@ -124,7 +125,7 @@ class LeaderElector:
         now_wall = datetime.now(UTC)
         spec_ours = {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": round(self.lease_duration),
+            "leaseDurationSeconds": math.ceil(self.lease_duration),
             "renewTime": micro_time(now_wall),
         }
         try:

@@ -108,3 +108,21 @@ async def test_lease_is_created_in_the_coordination_group() -> None:
     assert LEASES.path(namespace="kueue-system", name="x") == (
         "/apis/coordination.k8s.io/v1/namespaces/kueue-system/leases/x"
     )
+
+
+async def test_a_fractional_lease_duration_is_published_rounded_up_never_shorter() -> None:
+    """The Lease carries whole seconds; rounding 2.5 down to 2 would let a standby take over while the
+    leader still believes it leads (its renew deadline may be up to the configured duration)."""
+    api, clock = MemoryApi(), Clock()
+    a = LeaderElector(
+        client=api,
+        namespace="kueue-system",
+        name="kueue-webhook-leader",
+        identity="a",
+        clock=clock,
+        lease_duration=2.5,
+        renew_deadline=2.4,
+        retry_period=0.5,
+    )
+    await a.tick()
+    assert lease(api)["leaseDurationSeconds"] == 3
