@@ -530,6 +530,16 @@ def _fungibility(raw: Any, errors: list[FieldError]) -> FlavorFungibility:
         "BorrowingOverPreemption",
         errors,
     )
+    chosen = raw.get("preference")
+    if chosen is not None and (borrow, preempt) != ("TryNextFlavor", "TryNextFlavor"):
+        # Kueue's ClusterQueue webhook and CRD rule: a preference only matters when both policies go on
+        errors.append(
+            FieldError.invalid(
+                f"{path}.preference",
+                chosen,
+                f'preference "{chosen}" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor',
+            )
+        )
     return FlavorFungibility(borrow, preempt, preference)
 
 

@@ -325,12 +325,17 @@ def test_fungibility_preference_defaults_and_rejects_unknown_values() -> None:
     assert parsed.flavor_fungibility.preference == "BorrowingOverPreemption"
     spec = {
         "resourceGroups": one_group(nominalQuota=1),
-        "flavorFungibility": {"preference": "PreemptionOverBorrowing"},
+        "flavorFungibility": {
+            "whenCanBorrow": "TryNextFlavor",
+            "whenCanPreempt": "TryNextFlavor",
+            "preference": "PreemptionOverBorrowing",
+        },
     }
     parsed = parse_cluster_queue(cluster_queue(spec))
     assert isinstance(parsed, ClusterQueue)
     assert parsed.flavor_fungibility.preference == "PreemptionOverBorrowing"
-    spec["flavorFungibility"] = {"preference": "Whatever"}
+    spec["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+    spec["flavorFungibility"]["preference"] = "Whatever"
     assert messages(parse_cluster_queue(cluster_queue(spec))) == [
         'spec.flavorFungibility.preference: Unsupported value: "Whatever": '
         'supported values: "BorrowingOverPreemption", "PreemptionOverBorrowing"'
@@ -368,3 +373,16 @@ def test_admission_check_kind_is_dispatched() -> None:
         }
     )
     assert isinstance(parsed, AdmissionCheck) and parsed.controller_name == "kueue-webhook.io/manual-approval"
+
+
+def test_fungibility_preference_needs_both_policies_to_try_the_next_flavor() -> None:
+    """Kueue (clusterqueue_webhook.go and the CRD's rule): with whenCanBorrow left at MayStopSearch the
+    preference could never apply, so it is refused rather than silently ignored."""
+    spec = {
+        "resourceGroups": one_group(nominalQuota=1),
+        "flavorFungibility": {"preference": "BorrowingOverPreemption"},
+    }
+    assert messages(parse_cluster_queue(cluster_queue(spec))) == [
+        'spec.flavorFungibility.preference: Invalid value: "BorrowingOverPreemption": preference '
+        '"BorrowingOverPreemption" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor'
+    ]
