@@ -43,6 +43,7 @@ from webhook.control.backoff import Backoff
 from webhook.control.conditions import finished_status, is_true, now_rfc3339, released_status
 from webhook.control.events import EventSink
 from webhook.control.kinds import JOBS, RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
+from webhook.control.kube import ApiError
 from webhook.control.store import Change, Store, controller_owner, key_of
 from webhook.control.workqueue import WorkQueue
 from webhook.control.writers import Writer
@@ -73,6 +74,7 @@ class FinishWorkload:
 class StartJob:
     patch: list[JSON]
     cluster_queue: str
+    workload: JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,7 @@ def plan_job(
                 patch = unsuspend_patch(job, [flavor for flavor in resolved if flavor is not None])
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
-            return StartJob(patch, str(admission.get("clusterQueue", "")))
+            return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
         if not has_reservation(workload) and _shape(job) != _workload_shape(workload):
             desired = workload_for_job(job, workload_priority_classes=priorities)["spec"]["podSets"]
             return UpdatePodSets(workload, desired)
@@ -342,7 +344,17 @@ class JobReconciler:
                     message=message,
                 )
         elif isinstance(step, StartJob):
-            if await self.writer.patch(JOBS, job, step.patch) is not None:
+            try:
+                started = await self.writer.patch(JOBS, job, step.patch)
+            except ApiError as exc:
+                if exc.status != 422:
+                    raise
+                # The API server refuses the Job as admission would start it (a flavor's nodeSelector or
+                # toleration it cannot accept): a retry cannot help, so, like Kueue for a start that can
+                # never succeed, the Workload finishes as FailedToStart, which frees its quota and says why.
+                await self._execute(job, FinishWorkload(step.workload, "FailedToStart", exc.message))
+                return
+            if started is not None:
                 self.events.record(
                     job,
                     type="Normal",

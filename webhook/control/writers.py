@@ -43,6 +43,12 @@ class WriteClient(Protocol):
     async def delete(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
 
 
+def refused_fields(exc: ApiError) -> list[Any]:
+    """The causes of a 422 Invalid (field errors); empty for a JSON Patch whose ``test`` failed."""
+    causes = (exc.body.get("details") or {}).get("causes")
+    return causes if isinstance(causes, list) else []
+
+
 def _ident(obj: JSON) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("name", "")), str(meta.get("namespace") or "")
@@ -121,7 +127,9 @@ class Writer:
     ) -> JSON | None:
         """Patch the main resource; a failed JSON Patch ``test`` (422) or a missing object answers None.
 
-        A conflict (409) is raised: the caller's retry decides again from the current state.
+        A conflict (409) is raised: the caller's retry decides again from the current state. So is a 422
+        that names the fields at fault (``details.causes``): the API server refused the patched object
+        itself, which no retry of the same patch can cure, and the caller must say so.
         """
         name, namespace = _ident(obj)
         self._count(kind, "patch")
@@ -130,8 +138,8 @@ class Writer:
                 kind, name=name, namespace=namespace or None, patch=patch, patch_type=patch_type
             )
         except ApiError as exc:
-            if exc.status in (404, 422):
-                log.info("patch skipped", extra={"kind": kind.kind, "name": name, "error": exc.message})
+            if exc.status == 404 or (exc.status == 422 and not refused_fields(exc)):
+                log.info("patch skipped", extra={"kind": kind.kind, "object": name, "error": exc.message})
                 return None
             raise
         updated.setdefault("kind", kind.kind)
