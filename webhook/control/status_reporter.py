@@ -181,7 +181,11 @@ class QueueStatusReporter:
     ) -> None:
         role = self.metrics.role
         cohort = str((cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort") or "")
-        self.metrics.pending_workloads.labels(name, "active", role).set(state.pending_count(name))
+        inadmissible = state.inadmissible_count(name)
+        self.metrics.pending_workloads.labels(name, "active", role).set(
+            state.pending_count(name) - inadmissible
+        )
+        self.metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
         self.metrics.reserving_active_workloads.labels(name, role).set(len(reserving))
         self.metrics.admitted_active_workloads.labels(name, role).set(sum(1 for _, a in reserving if a))
         active = is_true({"status": status}, "Active")

@@ -82,6 +82,11 @@ class PendingQueue:
         return len(self._entries) + len(self._parked)
 
     @property
+    def parked_count(self) -> int:
+        """Workloads set aside until something changes (Kueue's inadmissible workloads)."""
+        return len(self._parked)
+
+    @property
     def waiting(self) -> bool:
         """Whether anything is parked or stalled (what a wake-up could return)."""
         return bool(self._buckets) or self._stalled is not None

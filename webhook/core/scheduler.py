@@ -812,6 +812,13 @@ class SchedulerState:
         queue = self._queues.get(name)
         return len(queue.pending) if queue is not None else 0
 
+    def inadmissible_count(self, name: str) -> int:
+        """Pending workloads parked until something changes (Kueue's inadmissible ones, as
+        ``kueue_pending_workloads{status="inadmissible"}`` counts them); the rest of ``pending_count`` are
+        active."""
+        queue = self._queues.get(name)
+        return queue.pending.parked_count if queue is not None else 0
+
     def reserving_in(self, name: str) -> list[tuple[WorkloadInfo, bool]]:
         """(workload, admitted) for every workload holding quota in a ClusterQueue."""
         queue = self._queues.get(name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor
+from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor, parse_workload
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
 from webhook.control.metrics import Metrics
 from webhook.control.status_reporter import QueueStatusReporter
@@ -65,10 +65,11 @@ class World:
         self.store = Store()
         self.state = SchedulerState()
         self.writer = RecordingWriter(self.store)
+        self.metrics = Metrics()
         self.reporter = QueueStatusReporter(
             store=self.store,
             writer=self.writer,  # type: ignore[arg-type]
-            metrics=Metrics(),
+            metrics=self.metrics,
             state=lambda: self.state,
             is_leader=lambda: True,
         )
@@ -127,3 +128,42 @@ async def test_echo_of_a_cluster_queue_status_write_rewrites_no_local_queue() ->
     world.store.upsert(CLUSTER_QUEUES, echo)
     await world.reporter.flush()
     assert len(world.writer.written) == written
+
+
+async def test_pending_workloads_metric_splits_active_and_inadmissible() -> None:
+    """Kueue's kueue_pending_workloads{cluster_queue, status}: parked workloads are "inadmissible"."""
+    world = World()
+    world.put_cq(cluster_queue("a", version=2))
+    world.put_lq(local_queue("research", to="a", version=3))
+    for index, cpu in enumerate(("4", "4", "1")):
+        body = {
+            "metadata": {
+                "name": f"w{index}",
+                "namespace": "team",
+                "creationTimestamp": f"2026-01-01T00:00:0{index}Z",
+            },
+            "spec": {
+                "queueName": "research",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+                        },
+                    }
+                ],
+            },
+        }
+        world.state.upsert_workload(parse_workload(body))  # type: ignore[arg-type]
+        if index < 2:  # w0 takes the whole quota; w1 cannot fit and is parked; w2 is not tried yet
+            world.state.cycle()
+    world.reporter.mark_all()  # the metrics follow every flush
+    await world.reporter.flush()
+
+    def pending(status: str) -> float | None:
+        return world.metrics.registry.get_sample_value(
+            "kueue_pending_workloads", {"cluster_queue": "a", "status": status, "replica_role": "follower"}
+        )
+
+    assert (pending("active"), pending("inadmissible")) == (1.0, 1.0)

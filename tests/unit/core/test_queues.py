@@ -132,3 +132,17 @@ def test_identical_parked_workloads_are_admitted_in_order_as_room_appears() -> N
     assert admitted(run_until_quiet(state)) == ["ns/same-0", "ns/same-1"]
     state.finish_workload("ns/same-1")
     assert admitted(run_until_quiet(state)) == ["ns/same-2"]
+
+
+def test_parked_workloads_count_as_inadmissible_until_they_are_woken() -> None:
+    """kueue_pending_workloads splits pending into active and inadmissible (Kueue's parked list)."""
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 2}}))
+    state.upsert_workload(workload("a", {"cpu": "2"}, created=0))
+    state.upsert_workload(workload("b", {"cpu": "2"}, created=1))
+    run_until_quiet(state)
+    assert (state.pending_count("cq"), state.inadmissible_count("cq")) == (1, 1)
+    state.upsert_workload(workload("c", {"cpu": "1"}, created=2))  # new arrivals are active
+    assert (state.pending_count("cq"), state.inadmissible_count("cq")) == (2, 1)
+    state.finish_workload("ns/a")
+    assert state.inadmissible_count("cq") == 0  # woken: active again
+    assert state.inadmissible_count("absent") == 0
