@@ -117,6 +117,31 @@ class Meta:
         return parse_timestamp(self.creation_timestamp)
 
 
+class _NamedByMeta:
+    """``name`` read from ``self.meta``, for the views below (which keep their own ``__slots__``)."""
+
+    __slots__ = ()
+    meta: Meta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+class _NamespacedByMeta(_NamedByMeta):
+    """``name``, ``namespace`` and the ``namespace/name`` key, read from ``self.meta``."""
+
+    __slots__ = ()
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+
 def _str_map(raw: Any, path: str, errors: list[FieldError]) -> dict[str, str]:
     if raw is None:
         return {}
@@ -244,7 +269,7 @@ class Taint:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceFlavor:
+class ResourceFlavor(_NamedByMeta):
     """Cluster-scoped: which nodes a flavor stands for (labels injected, taints to tolerate)."""
 
     meta: Meta
@@ -252,10 +277,6 @@ class ResourceFlavor:
     node_taints: tuple[Taint, ...] = ()
     tolerations: tuple[Mapping[str, Any], ...] = ()
     topology_name: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
 
 def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
@@ -452,7 +473,7 @@ class Preemption:
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterQueue:
+class ClusterQueue(_NamedByMeta):
     meta: Meta
     resource_groups: tuple[ResourceGroup, ...] = ()
     cohort_name: str = ""
@@ -464,10 +485,6 @@ class ClusterQueue:
     stop_policy: str = "None"
     admission_checks: tuple[str, ...] = ()
     fair_sharing_weight: Quantity | None = None
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
     def flavor_names(self) -> tuple[str, ...]:
         """Every flavor referenced, in spec order, without repeats."""
@@ -590,17 +607,13 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
 
 
 @dataclass(frozen=True, slots=True)
-class Cohort:
+class Cohort(_NamedByMeta):
     """An explicit cohort: its own quota (shared with its members) and an optional parent cohort."""
 
     meta: Meta
     parent_name: str = ""
     resource_groups: tuple[ResourceGroup, ...] = ()
     fair_sharing_weight: Quantity | None = None
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
 
 def parse_cohort(obj: Mapping[str, Any]) -> Parsed[Cohort]:
@@ -621,22 +634,10 @@ def parse_cohort(obj: Mapping[str, Any]) -> Parsed[Cohort]:
 
 
 @dataclass(frozen=True, slots=True)
-class LocalQueue:
+class LocalQueue(_NamespacedByMeta):
     meta: Meta
     cluster_queue: str
     stop_policy: str = "None"
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.meta.namespace}/{self.meta.name}"
 
 
 def parse_local_queue(obj: Mapping[str, Any]) -> Parsed[LocalQueue]:
@@ -652,14 +653,10 @@ def parse_local_queue(obj: Mapping[str, Any]) -> Parsed[LocalQueue]:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkloadPriorityClass:
+class WorkloadPriorityClass(_NamedByMeta):
     meta: Meta
     value: int
     description: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -781,16 +778,12 @@ def _check_states(raw: Any, errors: list[FieldError]) -> tuple[AdmissionCheckSta
 
 
 @dataclass(frozen=True, slots=True)
-class AdmissionCheck:
+class AdmissionCheck(_NamedByMeta):
     """Cluster-scoped ``AdmissionCheck``: which controller decides the check (``spec.controllerName``)."""
 
     meta: Meta
     controller_name: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
 
 def parse_admission_check(obj: Mapping[str, Any]) -> Parsed[AdmissionCheck]:
@@ -809,7 +802,7 @@ def parse_admission_check(obj: Mapping[str, Any]) -> Parsed[AdmissionCheck]:
 
 
 @dataclass(frozen=True, slots=True)
-class Workload:
+class Workload(_NamespacedByMeta):
     meta: Meta
     pod_sets: tuple[PodSet, ...]
     queue_name: str = ""
@@ -822,18 +815,6 @@ class Workload:
     admission: Admission | None = None
     #: ``status.admissionChecks``: the state each admission check of its ClusterQueue reported
     admission_checks: tuple[AdmissionCheckState, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.meta.namespace}/{self.meta.name}"
 
     def condition(self, kind: str) -> Condition | None:
         for cond in self.conditions:
