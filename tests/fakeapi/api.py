@@ -176,6 +176,8 @@ class Api:
             builtins.default_namespace(obj)
         elif rtype.kind == "Secret" and rtype.group == "":
             builtins.default_secret(obj)
+        elif rtype.kind == "PriorityClass" and rtype.group == "scheduling.k8s.io":
+            builtins.default_priority_class(obj)
         elif rtype.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             builtins.default_webhook_configuration(obj)
 

@@ -99,6 +99,12 @@ def default_secret(secret: Obj) -> None:
         secret["type"] = "Opaque"
 
 
+def default_priority_class(priority_class: Obj) -> None:
+    """scheduling/v1 SetDefaults_PriorityClass: preemptionPolicy PreemptLowerPriority."""
+    if not priority_class.get("preemptionPolicy"):
+        priority_class["preemptionPolicy"] = "PreemptLowerPriority"
+
+
 def default_webhook_configuration(config: Obj) -> None:
     """admissionregistration/v1 defaults: Fail, Equivalent, timeout 10s, empty selectors, scope *."""
     for hook in config.get("webhooks") or ():

@@ -139,6 +139,10 @@ def builtin_types() -> list[ResourceType]:
         _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
         _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+        # Read by the controller as a Job's priority source (pod template priorityClassName).
+        _builtin(
+            "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False, short=("pc",)
+        ),
         _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
         _builtin(
             "admissionregistration.k8s.io",

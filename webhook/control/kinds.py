@@ -51,6 +51,8 @@ COHORTS = Kind("Cohort", KUEUE, "v1beta2", "cohorts", namespaced=False)
 WORKLOAD_PRIORITY_CLASSES = Kind(
     "WorkloadPriorityClass", KUEUE, "v1beta2", "workloadpriorityclasses", namespaced=False
 )
+#: scheduling.k8s.io PriorityClasses: a Job's priority when its pod template names one (priorityClassName)
+PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 ADMISSION_CHECKS = Kind("AdmissionCheck", KUEUE, "v1beta2", "admissionchecks", namespaced=False)
 
 #: Everything the store mirrors; the ConfigMap informer is scoped to our namespace and name separately.
@@ -61,6 +63,7 @@ WATCHED: tuple[Kind, ...] = (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     WORKLOAD_PRIORITY_CLASSES,
+    PRIORITY_CLASSES,
     ADMISSION_CHECKS,
     WORKLOADS,
     JOBS,

@@ -42,7 +42,14 @@ from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_wor
 from webhook.control.backoff import Backoff
 from webhook.control.conditions import finished_status, is_true, now_rfc3339, released_status
 from webhook.control.events import EventSink
-from webhook.control.kinds import JOBS, RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
+from webhook.control.kinds import (
+    JOBS,
+    PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    Kind,
+)
 from webhook.control.kube import ApiError
 from webhook.control.store import Change, Store, controller_owner, key_of
 from webhook.control.workqueue import WorkQueue
@@ -143,6 +150,7 @@ def plan_job(
     *,
     flavors: Callable[[str], ResourceFlavor | None],
     priorities: dict[str, int],
+    pod_priorities: dict[str, int] | None = None,
 ) -> Step | None:
     """The next step for a managed Job and its Workload (None: they agree)."""
     finished, succeeded, message = job_finished(job)
@@ -155,7 +163,9 @@ def plan_job(
             return StopJob(
                 [{"op": "replace", "path": "/spec/suspend", "value": True}], "Not admitted by cluster queue"
             )
-        return CreateWorkload(workload_for_job(job, workload_priority_classes=priorities))
+        return CreateWorkload(
+            workload_for_job(job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities)
+        )
     if is_true(workload, "Finished"):
         return None
     admission = (workload.get("status") or {}).get("admission") or {}
@@ -180,7 +190,9 @@ def plan_job(
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
         if not has_reservation(workload) and _shape(job) != _workload_shape(workload):
-            desired = workload_for_job(job, workload_priority_classes=priorities)["spec"]["podSets"]
+            desired = workload_for_job(
+                job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
+            )["spec"]["podSets"]
             return UpdatePodSets(workload, desired)
         return None
     if evicted:
@@ -278,12 +290,13 @@ class JobReconciler:
         parsed = parse_resource_flavor(raw)
         return parsed if isinstance(parsed, ResourceFlavor) else None
 
-    def _priorities(self) -> dict[str, int]:
+    def _priorities(self, kind: Kind = WORKLOAD_PRIORITY_CLASSES) -> dict[str, int]:
+        """``{name: value}`` of the WorkloadPriorityClasses (or of another kind with a top-level value)."""
         out: dict[str, int] = {}
-        for wpc in self.store.items(WORKLOAD_PRIORITY_CLASSES):
-            value = wpc.get("value")
+        for item in self.store.items(kind):
+            value = item.get("value")
             if isinstance(value, int):
-                out[str((wpc.get("metadata") or {}).get("name", ""))] = value
+                out[str((item.get("metadata") or {}).get("name", ""))] = value
         return out
 
     async def reconcile(self, key: tuple[str, str]) -> None:
@@ -297,7 +310,13 @@ class JobReconciler:
             return
         uid = str((job.get("metadata") or {}).get("uid", ""))
         workload = self.store.workload_owned_by(namespace=namespace, owner_uid=uid)
-        step = plan_job(job, workload, flavors=self._flavor, priorities=self._priorities())
+        step = plan_job(
+            job,
+            workload,
+            flavors=self._flavor,
+            priorities=self._priorities(),
+            pod_priorities=self._priorities(PRIORITY_CLASSES),
+        )
         if step is not None:
             await self._execute(job, step)
         self._backoffs.pop(key, None)
