@@ -16,6 +16,8 @@ import pytest
 
 from tests.e2e.support import Replica, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
+from tests.integration import controller_harness as harness
+from tests.integration.controller_harness import condition, is_true
 from webhook.certs import ca_bundle, ensure_certificates
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import ApiError, KubeClient
@@ -95,23 +97,8 @@ def gpu_job(name: str, gpus: int = 8) -> JSON:
     }
 
 
-def condition(obj: JSON | None, kind: str) -> JSON | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
-
-
-def is_true(obj: JSON | None, kind: str) -> bool:
-    cond = condition(obj, kind)
-    return cond is not None and cond.get("status") == "True"
-
-
 def workload_of(fake_api: FakeApiServer, job: str) -> JSON | None:
-    for workload in fake_api.list("workloads", "ml"):
-        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return None
+    return harness.workload_of(fake_api, "ml", job)
 
 
 def check_state(workload: JSON | None) -> JSON | None:
@@ -120,8 +107,7 @@ def check_state(workload: JSON | None) -> JSON | None:
 
 
 def running(fake_api: FakeApiServer, name: str) -> bool:
-    job = fake_api.get("jobs", name, "ml")
-    return job is not None and job["spec"].get("suspend") is False
+    return harness.running(fake_api, "ml", name)
 
 
 @pytest.fixture

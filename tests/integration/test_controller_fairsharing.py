@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
+from tests.integration.controller_harness import condition, running
 
 JSON = dict[str, Any]
 
@@ -81,21 +82,9 @@ def cpu_job(namespace: str, name: str, cpus: int) -> JSON:
     }
 
 
-def running(fake_api: FakeApiServer, namespace: str, name: str) -> bool:
-    job = fake_api.get("jobs", name, namespace)
-    return job is not None and job["spec"].get("suspend") is False
-
-
 def weighted_share(obj: JSON | None) -> int | None:
     value = (((obj or {}).get("status") or {}).get("fairSharing") or {}).get("weightedShare")
     return value if isinstance(value, int) else None
-
-
-def condition(obj: JSON | None, kind: str) -> JSON | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
 
 
 async def test_shares_are_reported_and_a_borrower_gives_back_under_fair_sharing(

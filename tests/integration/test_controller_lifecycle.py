@@ -11,6 +11,8 @@ from typing import Any
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
+from tests.integration import controller_harness as harness
+from tests.integration.controller_harness import condition, is_true
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: generous, only so that a hang fails instead of blocking the suite
@@ -70,29 +72,12 @@ def gpu_job(name: str, *, gpus: int = 2, suspend: bool = True) -> JSON:
     }
 
 
-def condition(obj: JSON | None, kind: str) -> JSON | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
-
-
-def is_true(obj: JSON | None, kind: str) -> bool:
-    cond = condition(obj, kind)
-    return cond is not None and cond.get("status") == "True"
-
-
 def workloads_of(fake_api: FakeApiServer, job_name: str) -> list[JSON]:
-    return [
-        w
-        for w in fake_api.list("workloads", "team-a")
-        if any(ref.get("name") == job_name for ref in w["metadata"].get("ownerReferences") or [])
-    ]
+    return harness.workloads_of(fake_api, "team-a", job_name)
 
 
 def running(fake_api: FakeApiServer, name: str) -> bool:
-    job = fake_api.get("jobs", name, "team-a")
-    return job is not None and job["spec"].get("suspend") is False
+    return harness.running(fake_api, "team-a", name)
 
 
 async def test_job_is_admitted_started_on_its_flavor_and_finishes(fake_api: FakeApiServer) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
+from tests.integration.controller_harness import condition, events_of, is_true, running, workload_of
 
 JSON = dict[str, Any]
 
@@ -86,38 +87,6 @@ def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") ->
                 }
             },
         },
-    }
-
-
-def condition(obj: JSON | None, kind: str) -> JSON | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
-
-
-def is_true(obj: JSON | None, kind: str) -> bool:
-    cond = condition(obj, kind)
-    return cond is not None and cond.get("status") == "True"
-
-
-def workload_of(fake_api: FakeApiServer, namespace: str, job: str) -> JSON | None:
-    for workload in fake_api.list("workloads", namespace):
-        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return None
-
-
-def running(fake_api: FakeApiServer, namespace: str, name: str) -> bool:
-    job = fake_api.get("jobs", name, namespace)
-    return job is not None and job["spec"].get("suspend") is False
-
-
-def events_of(fake_api: FakeApiServer, namespace: str, name: str) -> dict[str, str]:
-    return {
-        e["reason"]: e["message"]
-        for e in fake_api.list("events", namespace)
-        if e.get("involvedObject", {}).get("name") == name
     }
 
 

@@ -1,0 +1,49 @@
+"""What the controller tests read back from the fake API server: conditions, a Job's Workloads, whether
+a Job runs, and the events recorded on an object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fakeapi import FakeApiServer
+
+JSON = dict[str, Any]
+
+
+def condition(obj: JSON | None, kind: str) -> JSON | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def is_true(obj: JSON | None, kind: str) -> bool:
+    cond = condition(obj, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+def workloads_of(fake_api: FakeApiServer, namespace: str, job: str) -> list[JSON]:
+    """The Workloads in ``namespace`` owned by the Job named ``job``, in listing order."""
+    return [
+        w
+        for w in fake_api.list("workloads", namespace)
+        if any(ref.get("name") == job for ref in w["metadata"].get("ownerReferences") or [])
+    ]
+
+
+def workload_of(fake_api: FakeApiServer, namespace: str, job: str) -> JSON | None:
+    found = workloads_of(fake_api, namespace, job)
+    return found[0] if found else None
+
+
+def running(fake_api: FakeApiServer, namespace: str, name: str) -> bool:
+    job = fake_api.get("jobs", name, namespace)
+    return job is not None and job["spec"].get("suspend") is False
+
+
+def events_of(fake_api: FakeApiServer, namespace: str, name: str) -> dict[str, str]:
+    return {
+        e["reason"]: e["message"]
+        for e in fake_api.list("events", namespace)
+        if e.get("involvedObject", {}).get("name") == name
+    }
