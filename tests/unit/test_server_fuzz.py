@@ -18,20 +18,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.unit.admission.damage import damage_one_field
 from tests.unit.admission.golden import golden_review
 from tests.unit.admission.servers import Webhook, webhook_in_thread
 from webhook.admission.routes import ROUTES
 
 PATHS = sorted(ROUTES)
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=8,
-)
 
 
 class Client:
@@ -87,21 +79,7 @@ def check(status: int, body: bytes, sent: Any) -> None:
 def damaged_reviews(draw: st.DrawFn) -> dict[str, Any]:
     """A golden review with one field, somewhere below ``request``, deleted or replaced."""
     review = golden_review(draw(st.sampled_from(range(9))))
-    parent: Any = review["request"]
-    while True:
-        keys = sorted(parent) if isinstance(parent, dict) else list(range(len(parent)))
-        if not keys:
-            break
-        key = draw(st.sampled_from(keys))
-        child = parent[key]
-        if isinstance(child, dict | list) and child and draw(st.booleans()):
-            parent = child
-            continue
-        if draw(st.booleans()):
-            del parent[key]
-        else:
-            parent[key] = draw(JSON_VALUES)
-        break
+    damage_one_field(draw, review)
     return review
 
 

@@ -10,21 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.admission.damage import damage_one_field
 from tests.unit.admission.golden import golden_review
 from webhook.admission.review import ReviewError, Verdict, parse_review, render_response
 from webhook.admission.routes import ROUTES
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration, parse_configuration
 
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=8,
-)
 CONFIGS = [
     Configuration(),
     parse_configuration("manageJobsWithoutQueueName: true\nlabelPolicy: {enforcedNamespaceSelector: {}}\n"),
@@ -103,21 +95,7 @@ def test_malformed_reviews_say_what_is_wrong(review: dict[str, Any], message: st
 def damaged_reviews(draw: st.DrawFn) -> dict[str, Any]:
     review = golden_review(draw(st.sampled_from(range(9))))
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
-        parent: Any = review["request"]
-        while True:
-            keys = sorted(parent) if isinstance(parent, dict) else list(range(len(parent)))
-            if not keys:
-                break
-            key = draw(st.sampled_from(keys))
-            child = parent[key]
-            if isinstance(child, dict | list) and child and draw(st.booleans()):
-                parent = child
-                continue
-            if draw(st.booleans()):
-                del parent[key]
-            else:
-                parent[key] = draw(JSON_VALUES)
-            break
+        damage_one_field(draw, review)
     return review
 
 
