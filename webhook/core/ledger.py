@@ -74,6 +74,18 @@ class Node:
             node = node.parent
         return node
 
+    def queue_names(self) -> list[str]:
+        """The ClusterQueues (leaves) at or below this node, in depth-first order, last child first."""
+        out: list[str] = []
+        stack = [self]
+        while stack:
+            current = stack.pop()
+            if current.is_cohort:
+                stack.extend(current.children)
+            else:
+                out.append(current.name)
+        return out
+
 
 def available(node: Node, fr: FlavorResource) -> int:
     """What ``node`` could still take of ``fr`` right now: its private part plus what the tree above lends.
@@ -338,13 +350,5 @@ class Ledger:
         cached = self._trees.get(id(root))
         if cached is not None:
             return cached
-        out: list[str] = []
-        stack = [root]
-        while stack:
-            current = stack.pop()
-            if current.is_cohort:
-                stack.extend(current.children)
-            else:
-                out.append(current.name)
-        self._trees[id(root)] = out
+        out = self._trees[id(root)] = root.queue_names()
         return out

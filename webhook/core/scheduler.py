@@ -334,16 +334,7 @@ class SchedulerState:
         node = self.ledger.cohorts.get(name)
         if node is None:
             return []
-        root = node.root()
-        out: list[str] = []
-        stack = [root]
-        while stack:
-            current = stack.pop()
-            if current.is_cohort:
-                stack.extend(current.children)
-            else:
-                out.append(current.name)
-        return out
+        return node.root().queue_names()
 
     def upsert_local_queue(self, queue: LocalQueue) -> None:
         old = self.local_queues.get(queue.key)
