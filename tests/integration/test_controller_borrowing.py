@@ -1,0 +1,257 @@
+"""Borrowing in a cohort carried through the real controller to real Jobs on the fake API server.
+
+``borrowWithinCohort``: a ClusterQueue whose Job must borrow to fit may preempt a lower-priority workload
+of another (borrowing) ClusterQueue in its cohort only when its policy is ``LowerPriority`` and the
+candidate's priority is at most ``maxPriorityThreshold``; the preempted Workload reads
+``InCohortReclaimWhileBorrowing``. ``flavorFungibility``: with ``whenCanBorrow: TryNextFlavor`` a Job that
+would borrow in the first flavor lands on the next one that fits without borrowing, and its Job gets that
+flavor's nodeSelector.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.support import replica
+from tests.fakeapi import FakeApiServer
+
+JSON = dict[str, Any]
+
+PRIORITIES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: batch}
+value: 100
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu-nodes}
+spec: {nodeLabels: {node-pool: gpu}}
+"""
+
+FLAVORS = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: on-demand}
+spec: {nodeLabels: {node-pool: on-demand}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: spot}
+spec: {nodeLabels: {node-pool: spot}}
+"""
+
+
+def team(name: str, *, flavors: dict[str, int], cohort: str = "research", extra: str = "") -> str:
+    """A namespace, a ClusterQueue of ``cohort`` with one GPU quota per flavor (in order), a LocalQueue."""
+    flavor_lines = "".join(
+        f"    - name: {flavor}\n      resources: [{{name: nvidia.com/gpu, nominalQuota: {gpus}}}]\n"
+        for flavor, gpus in flavors.items()
+    )
+    return f"""
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {name}, labels: {{team: {name}}}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {name}}}
+spec:
+  cohortName: {cohort}
+{extra}  namespaceSelector: {{matchLabels: {{team: {name}}}}}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+{flavor_lines}---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: gpus, namespace: {name}}}
+spec: {{clusterQueue: {name}}}
+"""
+
+
+def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"kueue.x-k8s.io/queue-name": "gpus", "kueue.x-k8s.io/priority-class": priority},
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "busybox",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+def condition(obj: JSON | None, kind: str) -> JSON | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def workload_of(fake_api: FakeApiServer, namespace: str, job: str) -> JSON | None:
+    for workload in fake_api.list("workloads", namespace):
+        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
+            return workload
+    return None
+
+
+def running(fake_api: FakeApiServer, namespace: str, name: str) -> bool:
+    job = fake_api.get("jobs", name, namespace)
+    return job is not None and job["spec"].get("suspend") is False
+
+
+def pending(fake_api: FakeApiServer, namespace: str, name: str) -> bool:
+    """The Job's Workload was looked at by the scheduler and left waiting for quota (no preemption)."""
+    cond = condition(workload_of(fake_api, namespace, name), "QuotaReserved")
+    return cond is not None and (cond["status"], cond["reason"]) == ("False", "WaitingForQuota")
+
+
+def assigned_flavors(workload: JSON | None) -> dict[str, str]:
+    admission = ((workload or {}).get("status") or {}).get("admission") or {}
+    assignments = admission.get("podSetAssignments") or [{}]
+    return dict(assignments[0].get("flavors") or {})
+
+
+def borrowing_setup(borrow_within_cohort: str) -> str:
+    """vision (2 GPUs) and nlp (2 GPUs) share a cohort; vision may reclaim, and borrow as configured."""
+    preemption = (
+        f"  preemption:\n    reclaimWithinCohort: Any\n    borrowWithinCohort: {borrow_within_cohort}\n"
+    )
+    return (
+        PRIORITIES
+        + team("vision", flavors={"gpu-nodes": 2}, extra=preemption)
+        + team("nlp", flavors={"gpu-nodes": 2})
+    )
+
+
+async def _borrower_runs_then_urgent_arrives(fake_api: FakeApiServer) -> None:
+    """nlp runs a 4-GPU batch Job (borrowing vision's 2), then vision asks for 4 GPUs (it must borrow 2)."""
+    await fake_api.create(gpu_job("nlp", "batch-1", gpus=4))
+    await fake_api.wait_for(lambda: running(fake_api, "nlp", "batch-1"))
+    await fake_api.create(gpu_job("vision", "urgent-1", gpus=4, priority="urgent"))
+
+
+async def test_borrow_within_cohort_lower_priority_preempts_the_borrower(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(borrowing_setup("{policy: LowerPriority, maxPriorityThreshold: 100}"))
+    async with replica(fake_api.kubeconfig_path()) as serving:
+        await _borrower_runs_then_urgent_arrives(fake_api)
+        await fake_api.wait_for(lambda: running(fake_api, "vision", "urgent-1"), timeout=20)
+
+        urgent = workload_of(fake_api, "vision", "urgent-1")
+        admitted = condition(urgent, "Admitted")
+        assert admitted is not None and admitted["status"] == "True"
+        assert assigned_flavors(urgent) == {"nvidia.com/gpu": "gpu-nodes"}
+        started = fake_api.get("jobs", "urgent-1", "vision")
+        assert started is not None
+        assert started["spec"]["template"]["spec"]["nodeSelector"] == {"node-pool": "gpu"}
+
+        borrower = workload_of(fake_api, "nlp", "batch-1")
+        preempted = condition(borrower, "Preempted")
+        assert preempted is not None and (preempted["status"], preempted["reason"]) == (
+            "True",
+            "InCohortReclaimWhileBorrowing",
+        )
+        assert preempted["message"].endswith(
+            "due to reclamation within the cohort while borrowing; preemptor path: /research/vision; "
+            "preemptee path: /research/nlp"
+        )
+        evicted = condition(borrower, "Evicted")
+        assert evicted is not None and (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+        assert not running(fake_api, "nlp", "batch-1")
+        registry = serving.controller.metrics.registry
+        assert (
+            registry.get_sample_value(
+                "kueue_preempted_workloads_total",
+                {
+                    "preempting_cluster_queue": "vision",
+                    "reason": "InCohortReclaimWhileBorrowing",
+                    "replica_role": "leader",
+                },
+            )
+            == 1
+        )
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        pytest.param("{policy: Never}", id="policy-never"),
+        pytest.param("{policy: LowerPriority, maxPriorityThreshold: 99}", id="threshold-below-candidate"),
+    ],
+)
+async def test_borrowing_job_does_not_preempt_without_borrow_within_cohort(
+    fake_api: FakeApiServer, policy: str
+) -> None:
+    await fake_api.apply_manifests(borrowing_setup(policy))
+    async with replica(fake_api.kubeconfig_path()):
+        await _borrower_runs_then_urgent_arrives(fake_api)
+        await fake_api.wait_for(lambda: pending(fake_api, "vision", "urgent-1"), timeout=20)
+
+        assert running(fake_api, "nlp", "batch-1")
+        assert not running(fake_api, "vision", "urgent-1")
+        borrower = workload_of(fake_api, "nlp", "batch-1")
+        assert condition(borrower, "Preempted") is None
+        evicted = condition(borrower, "Evicted")
+        assert evicted is None or evicted["status"] == "False"
+        urgent = workload_of(fake_api, "vision", "urgent-1")
+        assert "admission" not in (urgent or {}).get("status", {})
+        reserved = condition(urgent, "QuotaReserved")
+        assert reserved is not None
+        assert reserved["message"] == (
+            "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
+            "gpu-nodes, 4 more needed (position 1 in ClusterQueue vision)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("when_can_borrow", "flavor", "node_pool"),
+    [
+        pytest.param("TryNextFlavor", "spot", "spot", id="try-next-flavor"),
+        pytest.param("MayStopSearch", "on-demand", "on-demand", id="may-stop-search"),
+    ],
+)
+async def test_when_can_borrow_picks_the_flavor(
+    fake_api: FakeApiServer, when_can_borrow: str, flavor: str, node_pool: str
+) -> None:
+    fungibility = f"  flavorFungibility: {{whenCanBorrow: {when_can_borrow}}}\n"
+    await fake_api.apply_manifests(
+        FLAVORS
+        + team("vision", flavors={"on-demand": 2, "spot": 4}, extra=fungibility)
+        + team("nlp", flavors={"on-demand": 4})
+    )
+    async with replica(fake_api.kubeconfig_path()):
+        # 3 GPUs: on-demand fits only by borrowing 1 from nlp; spot fits within vision's own quota
+        await fake_api.create(gpu_job("vision", "train", gpus=3))
+        await fake_api.wait_for(lambda: running(fake_api, "vision", "train"), timeout=20)
+
+        workload = workload_of(fake_api, "vision", "train")
+        admitted = condition(workload, "Admitted")
+        assert admitted is not None and admitted["status"] == "True"
+        assert assigned_flavors(workload) == {"nvidia.com/gpu": flavor}
+        started = fake_api.get("jobs", "train", "vision")
+        assert started is not None
+        assert started["spec"]["template"]["spec"]["nodeSelector"] == {"node-pool": node_pool}
