@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
+from tests.integration.controller_harness import condition, running, workload_of
 
 JSON = dict[str, Any]
 
@@ -103,25 +104,6 @@ def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") ->
             },
         },
     }
-
-
-def condition(obj: JSON | None, kind: str) -> JSON | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
-
-
-def workload_of(fake_api: FakeApiServer, namespace: str, job: str) -> JSON | None:
-    for workload in fake_api.list("workloads", namespace):
-        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return None
-
-
-def running(fake_api: FakeApiServer, namespace: str, name: str) -> bool:
-    job = fake_api.get("jobs", name, namespace)
-    return job is not None and job["spec"].get("suspend") is False
 
 
 def pending(fake_api: FakeApiServer, namespace: str, name: str) -> bool:

@@ -12,6 +12,8 @@ from typing import Any
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
+from tests.integration import controller_harness as harness
+from tests.integration.controller_harness import condition
 
 JSON = dict[str, Any]
 
@@ -79,23 +81,12 @@ def gpu_job(name: str, *, gpus: int, priority_class: str) -> JSON:
     }
 
 
-def condition(obj: JSON | None, kind: str) -> JSON | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
-
-
 def workload_of(fake_api: FakeApiServer, job: str) -> JSON | None:
-    for workload in fake_api.list("workloads", "vision"):
-        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return None
+    return harness.workload_of(fake_api, "vision", job)
 
 
 def running(fake_api: FakeApiServer, name: str) -> bool:
-    job = fake_api.get("jobs", name, "vision")
-    return job is not None and job["spec"].get("suspend") is False
+    return harness.running(fake_api, "vision", name)
 
 
 async def test_the_fake_serves_priority_classes_with_their_defaults(fake_api: FakeApiServer) -> None:
