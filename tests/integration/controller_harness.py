@@ -47,3 +47,40 @@ def events_of(fake_api: FakeApiServer, namespace: str, name: str) -> dict[str, s
         for e in fake_api.list("events", namespace)
         if e.get("involvedObject", {}).get("name") == name
     }
+
+
+def queued_job(
+    namespace: str,
+    name: str,
+    *,
+    queue: str,
+    resources: JSON,
+    labels: dict[str, str] | None = None,
+    pod: JSON | None = None,
+    suspend: bool = True,
+) -> JSON:
+    """A one-container busybox Job for LocalQueue ``queue``; ``labels`` join the queue-name label and
+    ``pod`` adds fields to the pod spec (between ``restartPolicy`` and ``containers``)."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"kueue.x-k8s.io/queue-name": queue, **(labels or {})},
+        },
+        "spec": {
+            "suspend": suspend,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    **(pod or {}),
+                    "containers": [{"name": "c", "image": "busybox", "resources": resources}],
+                }
+            },
+        },
+    }
+
+
+def gpu_limits(gpus: int) -> JSON:
+    return {"limits": {"nvidia.com/gpu": str(gpus)}}

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, running, workload_of
+from tests.integration.controller_harness import condition, gpu_limits, queued_job, running, workload_of
 
 JSON = dict[str, Any]
 
@@ -80,30 +80,13 @@ spec: {{clusterQueue: {name}}}
 
 
 def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"kueue.x-k8s.io/queue-name": "gpus", "kueue.x-k8s.io/priority-class": priority},
-        },
-        "spec": {
-            "suspend": True,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "busybox",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    return queued_job(
+        namespace,
+        name,
+        queue="gpus",
+        resources=gpu_limits(gpus),
+        labels={"kueue.x-k8s.io/priority-class": priority},
+    )
 
 
 def pending(fake_api: FakeApiServer, namespace: str, name: str) -> bool:

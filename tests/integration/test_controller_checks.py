@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.support import Replica, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, is_true
+from tests.integration.controller_harness import condition, gpu_limits, is_true, queued_job
 from webhook.certs import ca_bundle, ensure_certificates
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import ApiError, KubeClient
@@ -75,26 +75,7 @@ spec: {{clusterQueue: a100}}
 
 
 def gpu_job(name: str, gpus: int = 8) -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "a100"}},
-        "spec": {
-            "suspend": True,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "busybox",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    return queued_job("ml", name, queue="a100", resources=gpu_limits(gpus))
 
 
 def workload_of(fake_api: FakeApiServer, job: str) -> JSON | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, running
+from tests.integration.controller_harness import condition, queued_job, running
 
 JSON = dict[str, Any]
 
@@ -64,22 +64,7 @@ metadata: {{name: default}}
 
 
 def cpu_job(namespace: str, name: str, cpus: int) -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}},
-        "spec": {
-            "suspend": True,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": str(cpus)}}}
-                    ],
-                }
-            },
-        },
-    }
+    return queued_job(namespace, name, queue="q", resources={"requests": {"cpu": str(cpus)}})
 
 
 def weighted_share(obj: JSON | None) -> int | None:

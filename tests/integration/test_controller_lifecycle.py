@@ -12,7 +12,7 @@ from typing import Any
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, is_true
+from tests.integration.controller_harness import condition, gpu_limits, is_true, queued_job
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: generous, only so that a hang fails instead of blocking the suite
@@ -46,30 +46,7 @@ spec: {clusterQueue: research}
 
 
 def gpu_job(name: str, *, gpus: int = 2, suspend: bool = True) -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "team-a",
-            "labels": {"kueue.x-k8s.io/queue-name": "team-a-gpu"},
-        },
-        "spec": {
-            "suspend": suspend,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "busybox",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    return queued_job("team-a", name, queue="team-a-gpu", resources=gpu_limits(gpus), suspend=suspend)
 
 
 def workloads_of(fake_api: FakeApiServer, job_name: str) -> list[JSON]:

@@ -13,7 +13,7 @@ from typing import Any
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition
+from tests.integration.controller_harness import condition, gpu_limits, queued_job
 
 JSON = dict[str, Any]
 
@@ -58,27 +58,9 @@ spec: {clusterQueue: vision}
 
 
 def gpu_job(name: str, *, gpus: int, priority_class: str) -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
-        "spec": {
-            "suspend": True,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "priorityClassName": priority_class,
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "busybox",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    return queued_job(
+        "vision", name, queue="gpus", resources=gpu_limits(gpus), pod={"priorityClassName": priority_class}
+    )
 
 
 def workload_of(fake_api: FakeApiServer, job: str) -> JSON | None:

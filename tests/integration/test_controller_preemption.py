@@ -12,7 +12,15 @@ from typing import Any
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, events_of, is_true, running, workload_of
+from tests.integration.controller_harness import (
+    condition,
+    events_of,
+    gpu_limits,
+    is_true,
+    queued_job,
+    running,
+    workload_of,
+)
 
 JSON = dict[str, Any]
 
@@ -63,31 +71,14 @@ spec: {{clusterQueue: {name}}}
 
 
 def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"kueue.x-k8s.io/queue-name": "gpus", "kueue.x-k8s.io/priority-class": priority},
-        },
-        "spec": {
-            "suspend": True,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "tolerations": [{"key": "team", "operator": "Exists"}],
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "busybox",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    return queued_job(
+        namespace,
+        name,
+        queue="gpus",
+        resources=gpu_limits(gpus),
+        labels={"kueue.x-k8s.io/priority-class": priority},
+        pod={"tolerations": [{"key": "team", "operator": "Exists"}]},
+    )
 
 
 async def test_urgent_job_preempts_batch_job_in_its_cluster_queue(fake_api: FakeApiServer) -> None:
