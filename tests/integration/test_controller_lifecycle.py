@@ -72,11 +72,7 @@ async def test_job_is_admitted_started_on_its_flavor_and_finishes(fake_api: Fake
         assert (owner["kind"], owner["uid"], owner["controller"]) == ("Job", job["metadata"]["uid"], True)
 
         def events_of(name: str) -> dict[str, str]:
-            return {
-                e["reason"]: e["message"]
-                for e in fake_api.list("events", "team-a")
-                if e.get("involvedObject", {}).get("name") == name
-            }
+            return harness.events_of(fake_api, "team-a", name)
 
         await fake_api.wait_for(lambda: "Admitted" in events_of(workload["metadata"]["name"]), timeout=HANG)
         texts = events_of(workload["metadata"]["name"])

@@ -15,6 +15,7 @@ from typing import Any
 from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.identity import service_account
+from tests.integration.controller_harness import condition
 from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
@@ -79,13 +80,6 @@ spec:
           limits:
             nvidia.com/gpu: 2
 """
-
-
-def condition(obj: JSON, kind: str) -> JSON | None:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
 
 
 async def test_seed_walkthrough_with_kubectl(
