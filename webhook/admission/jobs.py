@@ -31,7 +31,7 @@ from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
-from webhook.api.jobs import QUEUE_NAME_LABEL, job_queue_name
+from webhook.api.jobs import QUEUE_NAME_LABEL, QUEUED_OWNER_KINDS, is_managed, job_queue_name
 
 __all__ = [
     "MAX_EXEC_TIME_LABEL",
@@ -47,23 +47,6 @@ PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 
-#: kinds Kueue integrates: a Job controlled by one of these is queued through its owner, not on its own
-_QUEUED_OWNER_KINDS = frozenset(
-    {
-        "JobSet",
-        "RayJob",
-        "RayCluster",
-        "RayService",
-        "MPIJob",
-        "PyTorchJob",
-        "TFJob",
-        "XGBoostJob",
-        "PaddleJob",
-        "JAXJob",
-        "TrainJob",
-        "AppWrapper",
-    }
-)
 _KUBECTL_HINT = (
     "kubectl create job cannot set labels: write the label into the manifest and use kubectl create -f, or "
     "pipe it: kubectl create job NAME --image=IMAGE --dry-run=client -o yaml | kubectl label --local -f - "
@@ -109,7 +92,7 @@ class _Job:
 
     @property
     def queued_through_owner(self) -> bool:
-        return not self.owner_kinds.isdisjoint(_QUEUED_OWNER_KINDS)
+        return not self.owner_kinds.isdisjoint(QUEUED_OWNER_KINDS)
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -290,14 +273,6 @@ def _policy_on_create(
     ]
 
 
-def _is_managed(job: _Job, config: Configuration, namespace_labels: Mapping[str, str]) -> bool:
-    if job.queued_through_owner:
-        return False
-    return bool(job.queue_name) or (
-        config.manage_jobs_without_queue_name and config.manages_namespace(namespace_labels)
-    )
-
-
 def _policy_on_update(
     request: AdmissionRequest, old: _Job, new: _Job, config: Configuration, view: ClusterView
 ) -> list[FieldError]:
@@ -315,7 +290,9 @@ def _policy_on_update(
     controller = config.controller_identity.username
     if request.username == controller:
         return errors
-    managed = _is_managed(old, config, namespace_labels) or _is_managed(new, config, namespace_labels)
+    managed = is_managed(
+        request.old_object or {}, config=config, namespace_labels=namespace_labels
+    ) or is_managed(request.object or {}, config=config, namespace_labels=namespace_labels)
     if not managed:
         return errors
     queue = new.queue_name or old.queue_name

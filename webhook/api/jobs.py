@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.objects import API_VERSION, GROUP, PodSet, ResourceFlavor
 from webhook.api.pods import pod_requests
@@ -27,6 +28,7 @@ from webhook.api.pods import pod_requests
 __all__ = [
     "JOB_UID_LABEL",
     "PRIORITY_CLASS_LABEL",
+    "QUEUED_OWNER_KINDS",
     "QUEUE_NAME_ANNOTATION",
     "QUEUE_NAME_LABEL",
     "FlavorConflict",
@@ -37,6 +39,7 @@ __all__ = [
     "job_priority_class",
     "job_queue_name",
     "merge_patch_unsuspend",
+    "queued_through_owner",
     "resuspend_patch",
     "unsuspend_patch",
     "workload_for_job",
@@ -74,9 +77,53 @@ def job_queue_name(job: Mapping[str, Any]) -> str | None:
     return None
 
 
-def is_managed(job: Mapping[str, Any]) -> bool:
-    """A Job is queued by us when it names a queue (Kueue's default ``manageJobsWithoutQueueName: false``)."""
-    return job_queue_name(job) is not None
+#: kinds Kueue integrates: a Job controlled by one of these is queued through its owner, not on its own
+QUEUED_OWNER_KINDS = frozenset(
+    {
+        "JobSet",
+        "RayJob",
+        "RayCluster",
+        "RayService",
+        "MPIJob",
+        "PyTorchJob",
+        "TFJob",
+        "XGBoostJob",
+        "PaddleJob",
+        "JAXJob",
+        "TrainJob",
+        "AppWrapper",
+    }
+)
+
+
+def queued_through_owner(job: Mapping[str, Any]) -> bool:
+    """Whether the Job's controller is a higher-level workload that Kueue queues instead of the Job."""
+    owners = _metadata(job).get("ownerReferences")
+    return isinstance(owners, list) and any(
+        isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") in QUEUED_OWNER_KINDS
+        for ref in owners
+    )
+
+
+def is_managed(
+    job: Mapping[str, Any],
+    *,
+    config: Configuration | None = None,
+    namespace_labels: Mapping[str, str] | None = None,
+) -> bool:
+    """Whether we queue this Job: the one rule the webhook (suspend, anti-bypass) and the controller
+    (Workload per Job) share, so they can never disagree. Not when a higher-level workload owns it; yes when
+    it names a queue; otherwise only with ``manageJobsWithoutQueueName`` in a managed namespace (without a
+    ``config``, Kueue's default: false)."""
+    if queued_through_owner(job):
+        return False
+    if job_queue_name(job) is not None:
+        return True
+    return (
+        config is not None
+        and config.manage_jobs_without_queue_name
+        and config.manages_namespace(namespace_labels or {})
+    )
 
 
 def job_priority_class(job: Mapping[str, Any]) -> str | None:

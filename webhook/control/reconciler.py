@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.config import Configuration
 from webhook.api.jobs import (
     FlavorConflict,
+    is_managed,
     job_pod_sets,
-    job_queue_name,
     resuspend_patch,
     unsuspend_patch,
     workload_for_job,
@@ -57,9 +57,6 @@ from webhook.control.writers import Writer
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.reconciler")
-
-#: Jobs run by a higher-level workload (JobSet, Ray, ...) are queued through their owner, never on their own
-OWNER_QUEUED_KINDS = frozenset({"JobSet", "RayJob", "RayCluster", "RayService", "MPIJob", "TrainJob"})
 
 
 # -- the steps ----------------------------------------------------------------------------------------
@@ -117,16 +114,6 @@ def job_finished(job: JSON) -> tuple[bool, bool, str]:
 
 def is_suspended(job: JSON) -> bool:
     return (job.get("spec") or {}).get("suspend") is True
-
-
-def is_managed(job: JSON, *, config: Configuration, namespace_labels: Mapping[str, str]) -> bool:
-    """The webhook's rule: a queue label, or any Job in a managed namespace if manageJobsWithoutQueueName."""
-    owner = controller_owner(job)
-    if owner is not None and owner.get("kind") in OWNER_QUEUED_KINDS:
-        return False
-    if job_queue_name(job):
-        return True
-    return config.manage_jobs_without_queue_name and config.manages_namespace(namespace_labels)
 
 
 def has_active_pods(job: JSON) -> bool:

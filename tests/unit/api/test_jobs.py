@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from webhook.api.config import Configuration, parse_configuration
 from webhook.api.jobs import (
     FlavorConflict,
     is_managed,
@@ -108,6 +109,27 @@ def test_queue_name_from_label_then_legacy_annotation() -> None:
     assert job_queue_name(legacy) == "old"
     assert not is_managed(job())
     assert is_managed(job(labels={"kueue.x-k8s.io/queue-name": "q"}))
+
+
+@pytest.mark.parametrize("owner", ["PyTorchJob", "JobSet", "AppWrapper"])
+def test_a_job_run_by_a_higher_level_workload_is_never_queued_on_its_own(owner: str) -> None:
+    """Kueue queues the owner (the PyTorchJob, JobSet, ...), not its Jobs; the webhook and the controller
+    read this one rule, so neither suspends nor creates a Workload for such a Job."""
+    owned = job(labels={"kueue.x-k8s.io/queue-name": "q"})
+    owned["metadata"]["ownerReferences"] = [{"kind": owner, "name": "x", "uid": "u", "controller": True}]
+    assert not is_managed(owned)
+    owned["metadata"]["ownerReferences"][0]["controller"] = False  # merely owned, not controlled
+    assert is_managed(owned)
+
+
+def test_jobs_without_a_queue_are_managed_only_where_the_configuration_says() -> None:
+    config = parse_configuration("manageJobsWithoutQueueName: true")
+    assert isinstance(config, Configuration)
+    assert not is_managed(job())  # Kueue's default
+    assert is_managed(job(), config=config, namespace_labels={"kubernetes.io/metadata.name": "team-a"})
+    assert not is_managed(
+        job(), config=config, namespace_labels={"kubernetes.io/metadata.name": "kube-system"}
+    )
 
 
 def test_priority_from_workload_priority_class_label_wins_over_pod_priority() -> None:
