@@ -156,6 +156,18 @@ class PendingQueue:
         insort(self._parked_keys, info.sort_key)
         heapq.heappush(self._buckets.setdefault(info.shape, []), (info.sort_key, info.key))
 
+    def retry(self, key: WorkloadKey) -> bool:
+        """Put one parked workload back in the heap to be tried for real, whatever its shape waits for
+        (a preemptor whose targets are gone: the room it lacks is held for it, so ``wake`` would never
+        see it available)."""
+        info = self._parked.get(key)
+        if info is None:
+            return False
+        self.remove(key)
+        info.parked = False
+        self.push(info)
+        return True
+
     def requeue_retry(self, info: WorkloadInfo) -> None:
         """A popped head should be tried again in the next cycle (it failed only because of another
         admission in the same cycle)."""

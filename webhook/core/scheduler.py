@@ -979,10 +979,20 @@ class SchedulerState:
         tracked.charged = False
         if tracked.evicting:
             self._mark_evicting(tracked, False)
-            for claim in self._claims.values():
-                claim.targets.discard(tracked.info.key)
+            for preemptor, claim in self._claims.items():
+                if tracked.info.key in claim.targets:
+                    claim.targets.discard(tracked.info.key)
+                    if not claim.targets:
+                        self._retry_preemptor(preemptor, claim)
         if name in self.ledger.queues:
             self._wake(self.ledger.tree_queues(name), released=True)
+
+    def _retry_preemptor(self, key: WorkloadKey, claim: _Claim) -> None:
+        """Its last target is gone: try the preemptor in the next cycle. It cannot wait for a wake-up
+        like other parked workloads, since the room it lacks is the room held for it."""
+        queue = self._queues.get(claim.cluster_queue)
+        if queue is not None and queue.pending.retry(key):
+            self._ready.add(claim.cluster_queue)
 
     def _drop_claim(self, key: WorkloadKey) -> None:
         claim = self._claims.pop(key, None)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from webhook.api.objects import Workload
 from webhook.core.scheduler import Admit, Decision, Evict, SchedulerState
 
-from .builders import cluster_queue, cohort, last_wait, run_until_quiet, state_with, workload
+from .builders import admitted, cluster_queue, cohort, last_wait, run_until_quiet, state_with, workload
 
 G = 10**9
 CPU = ("default", "cpu")
@@ -112,6 +112,21 @@ def test_preemptor_waits_for_the_eviction_without_issuing_it_twice_then_is_admit
     after = run_until_quiet(c.state)
     assert [d.workload for d in after if isinstance(d, Admit)] == ["ns/high"]
     assert c.state.ledger.usage("cq")[CPU] == 4 * G
+
+
+def test_a_preemptor_is_admitted_when_its_target_leaves_even_behind_a_parked_twin() -> None:
+    """A same-shaped workload that failed after the preemptor parks the shape on needing the whole room;
+    the room is held for the preemptor, so no release ever shows it free. The preemptor must still be
+    tried when its last target is gone (a deadlock otherwise: every queue of a cohort held by claims)."""
+    c = cluster(cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("low", 4)
+    c.settle()
+    c.add("high", 4, priority=10, created=1)
+    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+    c.add("twin", 4, priority=10, created=2)
+    assert not [d for d in c.settle(acknowledge=False) if isinstance(d, Evict | Admit)]
+    c.state.upsert_workload(c.workloads["ns/low"])  # the owner clears the reservation
+    assert admitted(run_until_quiet(c.state)) == ["ns/high"]
 
 
 def test_failed_eviction_write_is_issued_again() -> None:
