@@ -50,7 +50,7 @@ class Controller:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
-        status_interval: float = 0.25,
+        status_interval: float = 1.0,
         watch_timeout_seconds: int = 290,
     ) -> None:
         self.client = client
@@ -58,7 +58,7 @@ class Controller:
         self.identity = identity
         self.metrics = Metrics()
         self.store = Store()
-        self.recorder = Recorder(client=client, instance=identity)
+        self.recorder = Recorder(client=client, instance=identity, on_drop=self.metrics.events_dropped.inc)
         self.live_config = LiveConfiguration(
             namespace=namespace,
             events=self.recorder,

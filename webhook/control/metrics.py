@@ -170,6 +170,11 @@ class Metrics:
             ["kind", "verb"],
             registry=r,
         )
+        self.events_dropped = Counter(
+            "kueue_webhook_events_dropped_total",
+            "Events not written because more were recorded than the rate limit lets through.",
+            registry=r,
+        )
 
     def set_cluster_queue_state(self, *, cluster_queue: str, state: str) -> None:
         """One-hot the queue's state, as Kueue reports it."""

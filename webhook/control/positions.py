@@ -7,6 +7,10 @@ writing them eagerly would turn each admission into a write per pending Workload
 dirty, and a background pass recomputes the ranks from the queue order itself and writes only those that
 differ from what the Workload shows, front of the queue first, at most ``writes_per_second`` a second. A
 queue of 10,000 therefore converges in seconds without ever producing a write storm.
+
+The same pass keeps Kueue's message current when only its wording moved (``N more needed`` changes with
+every admission in the cohort; see ``webhook.control.pending_reasons``): it writes the latest message the
+scheduler decided for the Workload, with the rank, under the same rate limit.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
@@ -26,7 +31,7 @@ from webhook.core.scheduler import SchedulerState
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.positions")
-_NOT_SHOWN = -1  # remembered: the Workload's message carries no rank (nothing to keep current)
+_NOT_SHOWN = -1  # remembered: the Workload's message carries no rank
 POSITION_SUFFIX = re.compile(r" \(position (\d+) in ClusterQueue [^()]*\)$")
 
 
@@ -41,6 +46,15 @@ def base_message(message: str) -> str:
     return POSITION_SUFFIX.sub("", message)
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a pending Workload's QuotaReserved=False condition shows: reason, Kueue's message, rank."""
+
+    reason: str
+    message: str
+    rank: int
+
+
 def quota_condition(workload: JSON) -> JSON | None:
     for condition in (workload.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "QuotaReserved":
@@ -49,7 +63,7 @@ def quota_condition(workload: JSON) -> JSON | None:
 
 
 class QueuePositions:
-    """Keeps the ranks shown on pending Workloads current, at a bounded write rate."""
+    """Keeps the rank and message shown on pending Workloads current, at a bounded write rate."""
 
     def __init__(
         self,
@@ -65,65 +79,82 @@ class QueuePositions:
         self.state = state
         self.is_leader = is_leader
         self.writes_per_second = writes_per_second
-        self._dirty: set[str] = set()  # ClusterQueues whose shown ranks may be stale
+        self._dirty: set[str] = set()  # ClusterQueues whose shown ranks or messages may be stale
         self._ready = asyncio.Event()
-        self._shown: dict[str, int] = {}  # workload key -> rank its condition message shows
+        self._shown: dict[str, Shown | None] = {}  # workload key -> its pending condition (None: none)
 
-    def remember(self, key: str, position: int) -> None:
-        """A write elsewhere just showed ``position`` on this Workload."""
-        self._shown[key] = position
+    def remember(self, key: str, *, reason: str, message: str, position: int | None) -> None:
+        """A write elsewhere just showed this reason, Kueue's ``message`` and ``position`` on the Workload."""
+        self._shown[key] = Shown(reason, message, _NOT_SHOWN if position is None else position)
 
     def forget(self, key: str) -> None:
         self._shown.pop(key, None)
 
     def mark(self, cluster_queue: str) -> None:
-        """Ranks in ``cluster_queue`` may have moved; the background writer will look."""
+        """Ranks or messages in ``cluster_queue`` may have moved; the background writer will look."""
         if cluster_queue:
             self._dirty.add(cluster_queue)
             self._ready.set()
 
-    def _shown_position(self, key: str) -> int | None:
-        """The rank the Workload's condition shows now (remembered, or read once from the store)."""
+    def shown(self, key: str) -> Shown | None:
+        """The pending condition the Workload shows now (remembered, or read once from the store)."""
         if key in self._shown:
-            shown = self._shown[key]
-            return None if shown == _NOT_SHOWN else shown
+            return self._shown[key]
         namespace, _, name = key.partition("/")
-        workload = self.store.get(WORKLOADS, name, namespace)
-        found = POSITION_SUFFIX.search(str((quota_condition(workload or {}) or {}).get("message", "")))
-        self._shown[key] = int(found.group(1)) if found else _NOT_SHOWN
-        return self._shown[key] if found else None
+        condition = quota_condition(self.store.get(WORKLOADS, name, namespace) or {})
+        shown = None
+        if condition is not None and condition.get("status") == "False":
+            message = str(condition.get("message", ""))
+            found = POSITION_SUFFIX.search(message)
+            rank = int(found.group(1)) if found else _NOT_SHOWN
+            shown = Shown(str(condition.get("reason", "")), base_message(message), rank)
+        self._shown[key] = shown
+        return shown
+
+    def _stale(self, key: str, rank: int) -> tuple[str, str] | None:
+        """(reason, message) to write if what the Workload shows is behind the queue or the scheduler."""
+        shown = self.shown(key)
+        if shown is None:
+            return None  # no pending condition yet: that first write is PendingReasons'
+        latest = self.state().last_wait(key)
+        if latest is not None:
+            reason, message = latest[0] or "Pending", latest[1]
+            if (reason, message) != (shown.reason, shown.message):
+                return reason, message
+        if shown.rank in (_NOT_SHOWN, rank):
+            return None
+        return shown.reason, shown.message
 
     async def run(self) -> None:
-        """Bring the ranks shown on pending Workloads up to date: front of the queue first, at most
-        ``writes_per_second`` writes a second, ranks recomputed from the queue on every pass."""
+        """Bring ranks and messages shown on pending Workloads up to date: front of the queue first, at
+        most ``writes_per_second`` writes a second, recomputed from the queue on every pass."""
         while True:
             await self._ready.wait()
             self._ready.clear()
             while self._dirty and self.is_leader():
-                queues, self._dirty = self._dirty, set()
-                stale: list[tuple[int, str, str]] = []
-                for cluster_queue in sorted(queues):
-                    for rank, info in enumerate(self.state().pending_in(cluster_queue), start=1):
-                        shown = self._shown_position(str(info.key))
-                        if shown is not None and shown != rank:
-                            stale.append((rank, str(info.key), cluster_queue))
-                stale.sort()
-                if len(stale) > self.writes_per_second:
-                    self._dirty.update(cq for _, _, cq in stale)  # the rest on the next pass
-                await asyncio.gather(
-                    *(
-                        self._write_position(key, rank, cq)
-                        for rank, key, cq in stale[: self.writes_per_second]
-                    )
-                )
+                await self.refresh_once()
                 await asyncio.sleep(1.0)  # the rate limit itself, not a synchronisation
 
-    async def _write_position(self, key: str, rank: int, cluster_queue: str) -> None:
+    async def refresh_once(self) -> None:
+        """One pass over the dirty ClusterQueues: up to ``writes_per_second`` writes, the rest stay dirty."""
+        queues, self._dirty = self._dirty, set()
+        stale: list[tuple[int, str, str, str, str]] = []
+        for cluster_queue in sorted(queues):
+            for rank, info in enumerate(self.state().pending_in(cluster_queue), start=1):
+                wanted = self._stale(str(info.key), rank)
+                if wanted is not None:
+                    stale.append((rank, str(info.key), cluster_queue, *wanted))
+        stale.sort()
+        if len(stale) > self.writes_per_second:
+            self._dirty.update(entry[2] for entry in stale)  # the rest on the next pass
+        await asyncio.gather(*(self._write(*entry) for entry in stale[: self.writes_per_second]))
+
+    async def _write(self, rank: int, key: str, cluster_queue: str, reason: str, message: str) -> None:
         namespace, _, name = key.partition("/")
         workload = self.store.get(WORKLOADS, name, namespace)
         if workload is None:
             return
-        suffix = position_suffix(rank, cluster_queue)
+        shown = message + position_suffix(rank, cluster_queue)
 
         def build(current: JSON) -> JSON | None:
             condition = quota_condition(current)
@@ -131,13 +162,10 @@ class QueuePositions:
                 return None
             if has_reservation(current) or is_true(current, "Finished"):
                 return None
-            message = base_message(str(condition.get("message", ""))) + suffix
-            return pending_status(
-                current, reason=str(condition.get("reason", "")), message=message, now=now_rfc3339()
-            )
+            return pending_status(current, reason=reason, message=shown, now=now_rfc3339())
 
         try:
             if await self.writer.patch_status(WORKLOADS, workload, build) is not None:
-                self._shown[key] = rank
+                self.remember(key, reason=reason, message=message, position=rank)
         except Exception as exc:
             log.warning("queue position write failed", extra={"workload": key, "error": repr(exc)})

@@ -50,7 +50,7 @@ class QueueStatusReporter:
         metrics: Metrics,
         state: Callable[[], SchedulerState],
         is_leader: Callable[[], bool],
-        min_interval: float = 0.25,
+        min_interval: float = 1.0,
     ) -> None:
         self.store = store
         self.writer = writer

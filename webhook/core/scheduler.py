@@ -821,6 +821,12 @@ class SchedulerState:
             out.append((tracked.info, tracked.admitted))
         return out
 
+    def last_wait(self, key: str) -> tuple[str, str] | None:
+        """(reason, message) of the latest wait decided for a pending workload; None if it has not been
+        tried since it was queued."""
+        seen = self._last_wait.get(WorkloadKey(key))
+        return (seen[0], seen[1]) if seen is not None else None
+
     def workload(self, key: str) -> WorkloadInfo | None:
         tracked = self._workloads.get(WorkloadKey(key))
         return tracked.info if tracked is not None else None

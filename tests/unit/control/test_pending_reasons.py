@@ -1,8 +1,10 @@
-"""Pending reasons: Kueue's message with the rank appended, written only when the reason changes and never
-over an admission."""
+"""Pending reasons: Kueue's message with the rank appended. The first pending condition and a new reason are
+written at once; a reworded message or a moved rank is left to the rate-limited positions pass, which writes
+the latest message with the current rank. Never over an admission."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from webhook.control.kinds import WORKLOADS, Kind
@@ -54,14 +56,28 @@ def workload(name: str) -> JSON:
     }
 
 
-def setup() -> tuple[Store, RecordingWriter, Events, PendingReasons]:
+class Queue:
+    """The two things the positions pass asks the scheduler: queue order and each one's latest wait."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.waits: dict[str, tuple[str, str]] = {}
+
+    def pending_in(self, name: str) -> list[SimpleNamespace]:
+        return [SimpleNamespace(key=key) for key in self.order] if name == "cq" else []
+
+    def last_wait(self, key: str) -> tuple[str, str] | None:
+        return self.waits.get(key)
+
+
+def setup(queue: Queue | None = None) -> tuple[Store, RecordingWriter, Events, PendingReasons]:
     store = Store()
     writer = RecordingWriter(store)
     events = Events()
     positions = QueuePositions(
         store=store,
         writer=writer,  # type: ignore[arg-type]
-        state=SchedulerState,
+        state=(lambda: queue) if queue is not None else SchedulerState,  # type: ignore[arg-type,return-value]
         is_leader=lambda: True,
     )
     pending = PendingReasons(
@@ -75,21 +91,47 @@ def setup() -> tuple[Store, RecordingWriter, Events, PendingReasons]:
     return store, writer, events, pending
 
 
-def wait(name: str, message: str, position: int) -> Wait:
-    return Wait(WorkloadKey(f"team/{name}"), "cq", "Pending", message, position)
+def wait(name: str, message: str, position: int, reason: str = "Pending") -> Wait:
+    return Wait(WorkloadKey(f"team/{name}"), "cq", reason, message, position)
 
 
-async def test_a_new_reason_is_written_with_the_rank_and_a_moved_rank_alone_is_not() -> None:
+async def test_the_first_reason_and_a_new_reason_are_written_at_once_a_reworded_message_is_not() -> None:
     store, writer, events, pending = setup()
     store.upsert(WORKLOADS, workload("b"))
-    await pending.write(wait("b", "first reason", 2))
     await pending.write(wait("b", FULL, 2))
-    await pending.write(wait("b", FULL, 1))  # only the rank moved: the position writer's business
+    await pending.write(wait("b", FULL.replace("1 more", "3 more"), 2))  # the positions pass's business
+    await pending.write(wait("b", FULL, 1))  # only the rank moved: the positions pass's business too
+    await pending.write(wait("b", "preempting", 1, reason="WaitingForPreemptedWorkloads"))
     assert writer.messages == [
-        ("b", "first reason (position 2 in ClusterQueue cq)"),
         ("b", FULL + " (position 2 in ClusterQueue cq)"),
+        ("b", "preempting (position 1 in ClusterQueue cq)"),
     ]
-    assert events.reasons == ["Warning Pending", "Warning Pending"]
+    assert events.reasons == ["Warning Pending", "Warning WaitingForPreemptedWorkloads"]
+
+
+async def test_the_positions_pass_writes_the_latest_message_with_the_current_rank_front_first() -> None:
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    for name in ("a", "b", "c"):
+        store.upsert(WORKLOADS, workload(name))
+    queue.order = ["team/a", "team/b", "team/c"]
+    for rank, name in enumerate(("a", "b", "c"), start=1):
+        await pending.write(wait(name, FULL, rank))
+        queue.waits[f"team/{name}"] = ("Pending", FULL)
+    writer.messages.clear()
+
+    # a was admitted; b was tried again and Kueue's numbers moved; c only moved up
+    queue.order = ["team/b", "team/c"]
+    reworded = FULL.replace("1 more", "4 more")
+    queue.waits["team/b"] = ("Pending", reworded)
+    pending.positions.writes_per_second = 1
+    pending.positions.mark("cq")
+    await pending.positions.refresh_once()
+    assert writer.messages == [("b", reworded + " (position 1 in ClusterQueue cq)")]
+    await pending.positions.refresh_once()  # what the rate limit held back comes on the next pass
+    assert writer.messages[1:] == [("c", FULL + " (position 2 in ClusterQueue cq)")]
+    await pending.positions.refresh_once()
+    assert len(writer.messages) == 2  # converged: nothing left to write
 
 
 async def test_an_admitted_workload_gets_no_pending_reason() -> None:
