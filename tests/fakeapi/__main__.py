@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 from pathlib import Path
 
 from tests.fakeapi.server import DEFAULT_CRDS, FakeApiServer
@@ -16,6 +17,10 @@ from tests.fakeapi.server import DEFAULT_CRDS, FakeApiServer
 async def serve(*, port: int, crds: Path, kubeconfig: Path | None) -> None:
     server = FakeApiServer(crds=crds, port=port)
     await server.start()
+    # A long-running server allocates a few dicts per request, nearly all short-lived or kept in the store
+    # for good: frequent young-generation collections were ~6 % of its CPU under benchmark load.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
     path = server.kubeconfig_path()
     if kubeconfig is not None:
         kubeconfig.write_text(path.read_text())

@@ -455,16 +455,22 @@ class Handlers:
         while True:
             if self.server.watch_generation != generation or self.server.closing:
                 break
-            if cursor < store.compacted_rv:
+            if cursor < store.compacted_rv_of(rtype.storage_key):
                 await response.write(
                     self._error_event(expired(f"too old resource version: {cursor} ({store.compacted_rv})"))
                 )
                 break
-            for event in store.events_after(cursor):
-                cursor = event.rv
+            # Only this kind's events, and every event that is ready in one write: a burst of commits
+            # reaches the client as one chunk of lines (clients split on newlines, as with the apiserver).
+            head = store.rv
+            lines = []
+            for event in store.events_after(cursor, rtype.storage_key):
                 line = self._filter_event(target, event, selected, namespace, table)
                 if line is not None:
-                    await response.write(line)
+                    lines.append(line)
+            cursor = head
+            if lines:
+                await response.write(b"".join(lines))
             now = loop.time()
             if bookmarks and now >= next_bookmark:
                 await response.write(self._bookmark(target, cursor))
@@ -472,7 +478,7 @@ class Handlers:
             remaining = min(deadline, next_bookmark if bookmarks else deadline) - now
             if now >= deadline:
                 break
-            await store.changed(max(remaining, 0.001))
+            await store.changed(max(remaining, 0.001), rtype.storage_key)
         return response
 
     def _filter_event(

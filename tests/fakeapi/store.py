@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,6 +51,10 @@ class Event:
 EventList = list[Event]
 
 
+def _rv_of(event: Event) -> int:
+    return event.rv
+
+
 class Store:
     """All objects of all kinds, keyed by (group, plural) then (namespace, name)."""
 
@@ -58,8 +63,13 @@ class Store:
         self.rv = first_rv
         self._objects: dict[StorageKey, dict[tuple[str, str], Obj]] = {}
         self._log: list[Event] = []
+        #: the same events per kind, so a watch reads and wakes for its own kind only
+        self._log_by_key: dict[StorageKey, list[Event]] = {}
         self._compacted_rv = first_rv
+        #: per kind, the newest of its events that compaction dropped (a watch of it older than that lost one)
+        self._compacted_by_key: dict[StorageKey, int] = {}
         self._changed = asyncio.Event()
+        self._changed_by_key: dict[StorageKey, asyncio.Event] = {}
         # owner uid -> dependents, so garbage collection does not scan every object on each delete.
         self._dependents: dict[str, set[tuple[StorageKey, str, str]]] = {}
 
@@ -155,13 +165,30 @@ class Store:
 
     def _append(self, event: Event) -> None:
         self._log.append(event)
+        own = self._log_by_key.setdefault(event.key, [])
+        own.append(event)
         excess = len(self._log) - self.history
         if excess > max(1000, self.history // 10):
             del self._log[:excess]
             self._compacted_rv = max(self._compacted_rv, self._log[0].rv - 1)
-        self.notify()
+            for kind, events in self._log_by_key.items():
+                dropped = bisect_right(events, self._compacted_rv, key=_rv_of)
+                if dropped:
+                    self._compacted_by_key[kind] = events[dropped - 1].rv
+                    del events[:dropped]
+        self._notify_key(event.key)
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _notify_key(self, key: StorageKey) -> None:
+        changed = self._changed_by_key.pop(key, None)
+        if changed is not None:
+            changed.set()
 
     def notify(self) -> None:
+        """Wake every waiter, whatever it watches (compaction, a server shutting its watches)."""
+        for key in list(self._changed_by_key):
+            self._notify_key(key)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
@@ -174,22 +201,37 @@ class Store:
     def compact(self) -> None:
         """Forget all history, as an etcd compaction at the current revision does."""
         self._log.clear()
+        self._log_by_key.clear()
         self._compacted_rv = self.rv
+        self._compacted_by_key = dict.fromkeys(self._objects, self.rv)
         self.notify()
+
+    def compacted_rv_of(self, key: StorageKey) -> int:
+        """A watch of this kind at a version older than this has lost events: it must relist (410)."""
+        return self._compacted_by_key.get(key, 0)
 
     def check_watch_rv(self, rv: int) -> None:
         if rv < self._compacted_rv:
             raise expired(f"too old resource version: {rv} ({self._compacted_rv})")
 
-    def events_after(self, rv: int) -> EventList:
+    def events_after(self, rv: int, key: StorageKey | None = None) -> EventList:
+        """Events newer than ``rv``: all of them, or those of one kind."""
+        if key is not None:
+            events = self._log_by_key.get(key, [])
+            if not events or rv >= events[-1].rv:
+                return []
+            return events[bisect_right(events, rv, key=_rv_of) :]
         if not self._log or rv >= self._log[-1].rv:
             return []
         start = rv + 1 - self._log[0].rv
         return self._log[max(start, 0) :]
 
-    async def changed(self, timeout: float | None) -> bool:
-        """Wait for the next write (or a notify); False on timeout."""
-        waiter = self._changed
+    async def changed(self, timeout: float | None, key: StorageKey | None = None) -> bool:
+        """Wait for the next write (of kind ``key`` when given) or a notify; False on timeout."""
+        if key is None:
+            waiter = self._changed
+        else:
+            waiter = self._changed_by_key.get(key) or self._changed_by_key.setdefault(key, asyncio.Event())
         try:
             async with asyncio.timeout(timeout):
                 await waiter.wait()

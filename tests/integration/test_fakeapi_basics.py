@@ -118,6 +118,29 @@ async def test_watch_from_compacted_resource_version_gets_410(
     assert lines[0]["object"]["code"] == 410 and lines[0]["object"]["reason"] == "Expired"
 
 
+async def test_a_quiet_watch_survives_compaction_of_other_kinds_history(
+    fake_api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    """As with the apiserver's watch cache, an open watch loses nothing when other kinds' events are
+    compacted away: it goes on, it is not told to relist (410)."""
+    _, created = await call(http, "POST", "/apis/batch/v1/namespaces/default/jobs", JOB)
+    rv = created["metadata"]["resourceVersion"]
+    url = f"/apis/batch/v1/namespaces/default/jobs?watch=1&resourceVersion={rv}&timeoutSeconds=5"
+    fake_api.store.history = 100
+    async with http.get(url) as stream:
+        for i in range(1200):  # enough commits of another kind to compact
+            fake_api.store.insert(
+                ("", "secrets"), {"metadata": {"name": f"s{i}", "namespace": "default"}}, plural="secrets"
+            )
+        assert fake_api.store.compacted_rv > int(rv)
+        await fake_api.patch("jobs", "sample", {"metadata": {"labels": {"a": "b"}}}, namespace="default")
+        async for line in stream.content:
+            event = orjson.loads(line)
+            assert event["type"] == "MODIFIED"
+            if event["object"]["metadata"]["labels"].get("a") == "b":
+                break
+
+
 async def test_fail_next_writes_injects_conflicts(
     fake_api: FakeApiServer, http: aiohttp.ClientSession
 ) -> None:
