@@ -71,6 +71,10 @@ COLLECT_AFTER_DECISIONS = 2000
 #: Kueue's Evicted reason (and evicted_workloads_total reason) when spec.active turns false
 DEACTIVATED = "Deactivated"
 UNFREEZE_EVERY = 1800.0
+#: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
+STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
+    (RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES)
+)
 
 #: the order in which a rebuild feeds kinds: capacity and routing first, then Workloads
 REBUILD_ORDER: tuple[Kind, ...] = (
@@ -175,6 +179,10 @@ class AdmissionLoop:
                 if workload is not None:
                     self.state.delete_workload("/".join(key_of(workload)))
                     self.kick()
+            return
+        if change.kind in STATUS_ONLY_IRRELEVANT and change.only_status_changed():
+            # the echo of our own queue status write: re-reading an unchanged spec would wake every
+            # parked workload of the cohort for nothing (each status flush retried them all)
             return
         if change.kind in REBUILD_ORDER:
             self._apply(change.kind, change.key, change.new)

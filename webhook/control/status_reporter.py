@@ -71,7 +71,7 @@ class QueueStatusReporter:
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
             self._dirty_cq.add(change.key[1])
-            if not _only_status_changed(change):
+            if not change.only_status_changed():
                 self._mark_local_queues_of(change.key[1])
         elif change.kind is LOCAL_QUEUES:
             self._dirty_lq.add(change.key)
@@ -226,20 +226,6 @@ class QueueStatusReporter:
                         totals[resource] = totals.get(resource, 0) + nanos
             for resource, nanos in totals.items():
                 self.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
-
-
-def _only_status_changed(change: Change) -> bool:
-    """An update that left everything but ``status`` (and the resourceVersion) as it was."""
-    old, new = change.old, change.new
-    if old is None or new is None:
-        return False
-    if old.get("spec") != new.get("spec"):
-        return False
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    return all(
-        old_meta.get(field) == new_meta.get(field)
-        for field in ("generation", "labels", "deletionTimestamp", "uid")
-    )
 
 
 def _generation(obj: JSON) -> int | None:

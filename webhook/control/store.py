@@ -50,6 +50,19 @@ class Change:
     old: JSON | None
     new: JSON | None
 
+    def only_status_changed(self) -> bool:
+        """An update that left everything but ``status`` (and the resourceVersion) as it was: for a queue
+        or a flavor, most often the echo of our own status write, which nothing derived from the spec needs
+        to see."""
+        old, new = self.old, self.new
+        if old is None or new is None or old.get("spec") != new.get("spec"):
+            return False
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        return all(
+            old_meta.get(field) == new_meta.get(field)
+            for field in ("generation", "labels", "deletionTimestamp", "uid")
+        )
+
 
 Listener = Callable[[Change], None]
 
