@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 from typing import Any
 
 __all__ = ["Format", "Quantity", "QuantityError", "parse_quantity"]
@@ -179,6 +179,13 @@ def parse_quantity(text: Any) -> Quantity:
         return Quantity.from_units(Fraction(repr(text)))
     if not isinstance(text, str):
         raise QuantityError(f"expected a string or number, got {type(text).__name__}")
+    return _parse_text(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Quantity:
+    """The string form; memoized because thousands of objects repeat the same few quantities ("1", "500m",
+    "4Gi") and exact parsing through fractions costs microseconds each (a Quantity is immutable)."""
     if text == "":
         raise QuantityError("quantities must not be empty")
     match = _PATTERN.match(text)

@@ -10,6 +10,7 @@ and tools match on them.
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -22,8 +23,18 @@ JSON = dict[str, Any]
 MAX_MESSAGE = 32 * 1024
 
 
+_last_second: list[tuple[int, str]] = [(-1, "")]
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The time as Kubernetes writes condition timestamps (whole seconds, UTC). Formatting is done once
+    per second: under load thousands of conditions a second share the same string."""
+    second = int(time.time())
+    cached_second, text = _last_second[0]
+    if second != cached_second:
+        text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _last_second[0] = (second, text)
+    return text
 
 
 def find(conditions: list[JSON] | None, kind: str) -> JSON | None:

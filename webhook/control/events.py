@@ -23,9 +23,9 @@ import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from webhook.control.conditions import now_rfc3339
 from webhook.control.kinds import EVENTS, Kind
 
 JSON = dict[str, Any]
@@ -66,7 +66,7 @@ def involved_object(obj: JSON) -> JSON:
 
 
 def _timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_rfc3339()
 
 
 class Recorder:

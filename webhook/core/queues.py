@@ -223,6 +223,11 @@ class PendingQueue:
         infos.sort(key=lambda i: i.sort_key)
         return iter(infos)
 
+    def unordered(self) -> Iterator[WorkloadInfo]:
+        """Every pending workload, in no particular order (O(n): for counts)."""
+        yield from (entry[1] for entry in self._entries.values())
+        yield from self._parked.values()
+
     def set_strict(self, strict: bool) -> None:
         if strict != self.strict:
             self.strict = strict

@@ -799,6 +799,11 @@ class SchedulerState:
         queue = self._queues.get(name)
         return list(queue.pending) if queue is not None else []
 
+    def pending_unordered(self, name: str) -> Iterator[WorkloadInfo]:
+        """Pending workloads of a ClusterQueue in no particular order (for counting: O(n), no sort)."""
+        queue = self._queues.get(name)
+        return queue.pending.unordered() if queue is not None else iter(())
+
     def pending_count(self, name: str) -> int:
         queue = self._queues.get(name)
         return len(queue.pending) if queue is not None else 0

@@ -147,7 +147,7 @@ def local_queue_status(state: SchedulerState, namespace: str, name: str) -> dict
     ]
     pending = sum(
         1
-        for info in state.pending_in(cluster_queue)
+        for info in state.pending_unordered(cluster_queue)
         if info.namespace == namespace and info.queue_name == name
     )
     return {
