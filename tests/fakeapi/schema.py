@@ -40,6 +40,49 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+class _Settled:
+    """Objects already found clean under a schema node (pruned, defaulted or valid), by their JSON bytes.
+
+    Each of those steps is a pure, idempotent function of (value, schema node), and a status write sends
+    back mostly what is stored: its unchanged conditions and admission need not be walked again. The
+    schema node is held, not only its id, so that an id is never reused for another node while cached.
+    """
+
+    def __init__(self, *, limit: int = 50_000) -> None:
+        self.limit = limit
+        self._by_node: dict[int, tuple[dict[str, Any], set[bytes]]] = {}
+        self._size = 0
+
+    def seen(self, schema: dict[str, Any], data: bytes | None) -> bool:
+        entry = self._by_node.get(id(schema))
+        return entry is not None and data is not None and data in entry[1]
+
+    def add(self, schema: dict[str, Any], data: bytes | None) -> None:
+        if data is None:
+            return
+        if self._size >= self.limit:
+            self._by_node.clear()
+            self._size = 0
+        entry = self._by_node.get(id(schema))
+        if entry is None:
+            entry = self._by_node[id(schema)] = (schema, set())
+        entry[1].add(data)
+        self._size += 1
+
+
+def _encoded(value: dict[str, Any]) -> bytes | None:
+    """The cache key of an object; None (never cached) for what JSON cannot carry exactly."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return None
+
+
+_PRUNED = _Settled()
+_DEFAULTED = _Settled()
+_VALID = _Settled()
+
+
 def prune(obj: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """Drop unknown fields and non-nullable nulls in place; returns the paths of the unknown fields dropped.
 
@@ -63,6 +106,8 @@ def prune(obj: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 def _prune_value(value: Any, schema: dict[str, Any], path: str, unknown: list[str]) -> Any:
     if isinstance(value, dict):
+        if _PRUNED.seen(schema, _encoded(value)):
+            return value
         props = schema.get("properties")
         additional = schema.get("additionalProperties")
         preserve = schema.get("x-kubernetes-preserve-unknown-fields")
@@ -81,6 +126,7 @@ def _prune_value(value: Any, schema: dict[str, Any], path: str, unknown: list[st
                 del value[key]
             else:
                 value[key] = _prune_value(value[key], sub, f"{path}.{key}", unknown)
+        _PRUNED.add(schema, _encoded(value))
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         items = schema["items"]
         return [_prune_value(v, items, f"{path}[{i}]", unknown) for i, v in enumerate(value)]
@@ -94,6 +140,8 @@ def apply_defaults(obj: dict[str, Any], schema: dict[str, Any]) -> None:
 
 def _default_value(value: Any, schema: dict[str, Any]) -> None:
     if isinstance(value, dict):
+        if _DEFAULTED.seen(schema, _encoded(value)):
+            return
         for key, sub in (schema.get("properties") or {}).items():
             if key not in value and "default" in sub:
                 value[key] = copy.deepcopy(sub["default"])
@@ -103,6 +151,7 @@ def _default_value(value: Any, schema: dict[str, Any]) -> None:
         if isinstance(additional, dict):
             for item in value.values():
                 _default_value(item, additional)
+        _DEFAULTED.add(schema, _encoded(value))
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for item in value:
             _default_value(item, schema["items"])
@@ -179,7 +228,13 @@ def _validate_value(value: Any, schema: dict[str, Any], path: str, causes: list[
     elif isinstance(value, list):
         _validate_array(value, schema, path, causes)
     elif isinstance(value, dict):
+        data = _encoded(value)
+        if _VALID.seen(schema, data):
+            return
+        before = len(causes)
         _validate_object(value, schema, path, causes)
+        if len(causes) == before:
+            _VALID.add(schema, data)
 
 
 def _type_error(value: Any, schema: dict[str, Any], path: str) -> Cause:
