@@ -6,6 +6,7 @@ whose ``parse_*`` functions list every problem with its path; the scheduler, the
 the old object as well lives here, with Kueue's messages (``pkg/webhooks``):
 
 * LocalQueue: ``spec.clusterQueue`` is immutable (a CEL rule in Kueue's CRD, "field is immutable");
+* ResourceFlavor: ``spec.topologyName`` cannot change or go once set (a CEL transition rule in Kueue's CRD);
 * Workload: ``status.admission`` must be set while ``QuotaReserved`` is true, names existing pod sets, and
   is immutable once set; the pod sets are immutable while quota is reserved; ``pods`` is reserved as a
   resource name; ``status.reclaimablePods`` names existing pod sets and never exceeds their count;
@@ -37,6 +38,7 @@ __all__ = ["KUEUE_KINDS", "validate_kueue_object"]
 KUEUE_KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "Workload", "WorkloadPriorityClass")
 
 Problem = FieldError | str
+_ABSENT = object()
 UpdateRule = Callable[[Mapping[str, Any], Mapping[str, Any]], list[Problem]]
 
 
@@ -106,6 +108,20 @@ def _local_queue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     if old_queue != new_queue:
         return [FieldError.invalid("spec.clusterQueue", new_queue, IMMUTABLE)]
     return []
+
+
+def _resource_flavor_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    """Kueue's CRD transition rule on ``spec``: a topology, once named, stays (nodes are grouped by it)."""
+    old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
+    if (
+        not isinstance(old_spec, Mapping)
+        or not isinstance(new_spec, Mapping)
+        or "topologyName" not in old_spec
+    ):
+        return []
+    if new_spec.get("topologyName", _ABSENT) == old_spec["topologyName"]:
+        return []
+    return [FieldError.invalid("spec", "object", "topologyName is immutable when topologyName is set")]
 
 
 def _reserves_quota(workload: Mapping[str, Any] | None) -> bool:
@@ -185,4 +201,8 @@ def _workload_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Pro
     return problems
 
 
-_UPDATE_RULES: dict[str, UpdateRule] = {"LocalQueue": _local_queue_update, "Workload": _workload_update}
+_UPDATE_RULES: dict[str, UpdateRule] = {
+    "LocalQueue": _local_queue_update,
+    "ResourceFlavor": _resource_flavor_update,
+    "Workload": _workload_update,
+}

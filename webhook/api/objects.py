@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeAlias, TypeVar
 
-from webhook.api.errors import FieldError
+from webhook.api.errors import ErrorType, FieldError
 from webhook.api.pods import Requests, pod_requests
 from webhook.api.quantity import Quantity, QuantityError, parse_quantity
 from webhook.api.selectors import LabelSelector, SelectorError, parse_label_selector
@@ -214,19 +214,146 @@ def _reference(raw: Any, path: str, errors: list[FieldError], *, required: bool 
     return raw
 
 
-def _resource_name_errors(name: str, path: str) -> list[FieldError]:
-    """``IsQualifiedName`` as applied to resource names (``nvidia.com/gpu``, ``cpu``)."""
-    prefix, _, local = name.rpartition("/")
+_QUALIFIED_NAME_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    f"character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    f"'{_QUALIFIED_NAME_FORMAT}')"
+)
+_SUBDOMAIN_FORMAT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_SUBDOMAIN_REGEX_MSG = (
+    f"{_SUBDOMAIN_MSG} (e.g. 'example.com', regex used for validation is '{_SUBDOMAIN_FORMAT}')"
+)
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+    "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def _qualified_name_problems(value: str) -> list[str]:
+    """apimachinery's ``IsQualifiedName`` (label keys, taint keys, resource names), word for word."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            f"a qualified name {_QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
     problems: list[str] = []
-    if not local or len(local) > 63 or not _LABEL_NAME.match(local):
-        problems.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-            "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-        )
-    if "/" in name and (not prefix or not _DNS1123_SUBDOMAIN.match(prefix)):
-        problems.append(f"prefix part {_SUBDOMAIN_MSG}")
-    return [FieldError.invalid(path, name, p) for p in problems]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 characters")
+            if not _DNS1123_SUBDOMAIN.match(prefix):
+                problems.append(f"prefix part {_SUBDOMAIN_REGEX_MSG}")
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _LABEL_NAME.match(name):
+        problems.append(f"name part {_QUALIFIED_NAME_MSG}")
+    return problems
+
+
+def _label_value_problems(value: str) -> list[str]:
+    """apimachinery's ``IsValidLabelValue``."""
+    problems: list[str] = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        problems.append(_LABEL_VALUE_MSG)
+    return problems
+
+
+def _label_map_errors(labels: Mapping[str, str], path: str) -> list[FieldError]:
+    """``ValidateLabels``: every bad key and value, reported on the map itself as apimachinery does."""
+    errors: list[FieldError] = []
+    for key, value in labels.items():
+        errors.extend(FieldError.invalid(path, key, p) for p in _qualified_name_problems(key))
+        errors.extend(FieldError.invalid(path, value, p) for p in _label_value_problems(value))
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class _Worded(FieldError):
+    """A field error whose wording apimachinery builds in a way :class:`FieldError` has no kind for (CEL rule
+    failures with their evaluation errors, ``Too many``, a duplicate printed as a Go struct with a detail):
+    the message body is kept verbatim so users read exactly what kube-apiserver would have said."""
+
+    body: str = ""
+    cause: str = ""
+
+    @property
+    def message(self) -> str:
+        return self.body
+
+    @property
+    def reason(self) -> str:
+        return self.cause or self.type.reason
+
+
+def _too_many(path: str, count: int, limit: int) -> FieldError:
+    return _Worded(
+        path,
+        ErrorType.INVALID,
+        body=f"Too many: {count}: must have at most {limit} items",
+        cause="FieldValueTooMany",
+    )
+
+
+class _NoSuchKey(Exception):
+    """A CEL rule selected a field the object does not have (CEL's ``no such key`` evaluation error)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _field(obj: Mapping[str, Any], key: str) -> Any:
+    """CEL field selection on an object: a missing field is an evaluation error, not a null."""
+    if key not in obj:
+        raise _NoSuchKey(key)
+    return obj[key]
+
+
+def _cel_failure(path: str, node_type: str, message: str, error: _NoSuchKey | None = None) -> FieldError:
+    """How kube-apiserver reports a failed ``x-kubernetes-validations`` rule: ``Invalid value: "<type>"``
+    and the rule's message, prefixed by the evaluation error when the rule could not be evaluated."""
+    body = message if error is None else f"no such key: {error.key} evaluating rule: {message}"
+    return FieldError.invalid(path, node_type, body)
+
+
+def _cel_all(items: list[Mapping[str, Any]], predicate: Any) -> bool | _NoSuchKey:
+    """CEL's ``self.all(x, p)``: false as soon as one item is false, else the first evaluation error, else
+    true (CEL's logical operators absorb errors when the outcome is already decided)."""
+    error: _NoSuchKey | None = None
+    for item in items:
+        try:
+            if not predicate(item):
+                return False
+        except _NoSuchKey as exc:
+            error = error or exc
+    return error if error is not None else True
+
+
+def _cel_check(
+    outcome: bool | _NoSuchKey, path: str, node_type: str, message: str, errors: list[FieldError]
+) -> None:
+    if outcome is True:
+        return
+    errors.append(
+        _cel_failure(path, node_type, message, outcome if isinstance(outcome, _NoSuchKey) else None)
+    )
+
+
+def _resource_name_errors(name: str, path: str) -> list[FieldError]:
+    """Resource names (``nvidia.com/gpu``, ``cpu``) are checked as label keys (Kueue's ``IsLabelKey``)."""
+    return [FieldError.invalid(path, name, p) for p in _qualified_name_problems(name)]
 
 
 def _quantity(raw: Any, path: str, errors: list[FieldError]) -> Quantity | None:
@@ -279,30 +406,141 @@ class ResourceFlavor(_NamedByMeta):
     topology_name: str = ""
 
 
-def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
-    errors: list[FieldError] = []
-    meta = _meta(obj, errors, namespaced=False)
-    spec = _spec(obj, errors)
-    labels = _str_map(spec.get("nodeLabels"), "spec.nodeLabels", errors)
+TOLERATION_OPERATORS = ("Equal", "Exists")
+#: the most taints, tolerations and node labels a flavor may carry (Kueue's CRD)
+FLAVOR_LIST_LIMIT = 8
+
+
+def _flavor_taints(raw: Any, errors: list[FieldError], rule_errors: list[FieldError]) -> list[Taint]:
+    """``spec.nodeTaints``: the CRD's shape (key and effect required, effect enum) and Kueue's webhook checks
+    (key a qualified name, value a label value, unique by key and effect)."""
+    items = _list(raw, "spec.nodeTaints", errors)
+    if len(items) > FLAVOR_LIST_LIMIT:
+        errors.append(_too_many("spec.nodeTaints", len(items), FLAVOR_LIST_LIMIT))
     taints: list[Taint] = []
-    for index, raw in enumerate(_list(spec.get("nodeTaints"), "spec.nodeTaints", errors)):
+    seen: set[tuple[str, str]] = set()
+    for index, item in enumerate(items):
         path = f"spec.nodeTaints[{index}]"
-        if not isinstance(raw, Mapping) or not raw.get("key"):
+        if not isinstance(item, Mapping) or not item.get("key"):
             errors.append(FieldError.required(f"{path}.key"))
             continue
-        effect = raw.get("effect")
+        effect = item.get("effect")
         if effect not in TAINT_EFFECTS:
             errors.append(FieldError.not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
             continue
-        taints.append(Taint(str(raw["key"]), str(raw.get("value") or ""), str(effect)))
-    tolerations: list[Mapping[str, Any]] = []
-    for index, raw in enumerate(_list(spec.get("tolerations"), "spec.tolerations", errors)):
-        if not isinstance(raw, Mapping):
-            errors.append(FieldError.invalid(f"spec.tolerations[{index}]", None, "must be a toleration"))
+        taint = Taint(str(item["key"]), str(item.get("value") or ""), str(effect))
+        rule_errors.extend(
+            FieldError.invalid(f"{path}.key", taint.key, p) for p in _qualified_name_problems(taint.key)
+        )
+        value_problems = _label_value_problems(taint.value)
+        if value_problems:
+            rule_errors.append(FieldError.invalid(f"{path}.value", taint.value, ";".join(value_problems)))
+        if (taint.key, taint.effect) in seen:
+            rule_errors.append(
+                _Worded(
+                    path,
+                    ErrorType.DUPLICATE,
+                    body=f"Duplicate value: {_go_taint(item)}: taints must be unique by key and effect pair",
+                )
+            )
             continue
-        tolerations.append(dict(raw))
-    topology = spec.get("topologyName") or ""
-    flavor = ResourceFlavor(meta, labels, tuple(taints), tuple(tolerations), str(topology))
+        seen.add((taint.key, taint.effect))
+        taints.append(taint)
+    return taints
+
+
+def _go_taint(raw: Mapping[str, Any]) -> str:
+    """A taint as Go's ``%#v`` prints a ``corev1.Taint``: the shape of Kueue's duplicate-taint error. (Go
+    prints a set ``timeAdded`` as a pointer address, which no one can reproduce; we print the time.)"""
+    added = "(*v1.Time)(nil)" if raw.get("timeAdded") is None else f"(*v1.Time)({raw['timeAdded']})"
+    key, value, effect = (str(raw.get(k) or "") for k in ("key", "value", "effect"))
+    return f'v1.Taint{{Key:"{key}", Value:"{value}", Effect:"{effect}", TimeAdded:{added}}}'
+
+
+def _flavor_tolerations(
+    raw: Any, errors: list[FieldError], rule_errors: list[FieldError]
+) -> list[Mapping[str, Any]]:
+    """``spec.tolerations``: what the CRD's enums and CEL rules refuse, and Kueue's webhook key check.
+
+    Each toleration is copied into the pod template of every Job admitted on the flavor, so one a pod would
+    refuse has to be refused here. The CRD keeps enums on ``operator`` and ``effect`` (their "Unsupported
+    value" names the field at fault); Kueue's two CEL rules that restate those enums can then never fail
+    (an enum failure stops the CEL rules), so only the other three are evaluated.
+    """
+    items = _list(raw, "spec.tolerations", errors)
+    if len(items) > FLAVOR_LIST_LIMIT:
+        errors.append(_too_many("spec.tolerations", len(items), FLAVOR_LIST_LIMIT))
+    tolerations: list[Mapping[str, Any]] = []
+    for index, item in enumerate(items):
+        path = f"spec.tolerations[{index}]"
+        if not isinstance(item, Mapping):
+            errors.append(FieldError.invalid(path, None, "must be a toleration"))
+            continue
+        if "operator" in item and item["operator"] not in TOLERATION_OPERATORS:
+            errors.append(
+                FieldError.not_supported(f"{path}.operator", item["operator"], TOLERATION_OPERATORS)
+            )
+        if "effect" in item and item["effect"] not in TAINT_EFFECTS:
+            errors.append(FieldError.not_supported(f"{path}.effect", item["effect"], TAINT_EFFECTS))
+        key = item.get("key")
+        if isinstance(key, str) and key:
+            rule_errors.extend(
+                FieldError.invalid(f"{path}.key", key, p) for p in _qualified_name_problems(key)
+            )
+        tolerations.append(dict(item))
+    # Kueue's CRD rules on spec.tolerations, in its order (has() is true for a field set to "")
+    _cel_check(
+        _cel_all(tolerations, lambda x: "key" in x or _field(x, "operator") == "Exists"),
+        "spec.tolerations",
+        "array",
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+        rule_errors,
+    )
+    _cel_check(
+        _cel_all(tolerations, lambda x: "tolerationSeconds" not in x or _field(x, "effect") == "NoExecute"),
+        "spec.tolerations",
+        "array",
+        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        rule_errors,
+    )
+    _cel_check(
+        _cel_all(tolerations, lambda x: not (x.get("operator") == "Exists" and "value" in x)),
+        "spec.tolerations",
+        "array",
+        "a value must be empty when 'operator' is 'Exists'",
+        rule_errors,
+    )
+    return tolerations
+
+
+def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
+    """Kueue's ResourceFlavor rules: the CRD's schema first; its CEL rules and Kueue's webhook checks only
+    when the schema holds, because kube-apiserver skips CEL rules on an object that already failed an enum,
+    a required field or a size limit (and never calls the webhook)."""
+    errors: list[FieldError] = []
+    rule_errors: list[FieldError] = []
+    meta = _meta(obj, errors, namespaced=False)
+    spec = _spec(obj, errors)
+    labels = _str_map(spec.get("nodeLabels"), "spec.nodeLabels", errors)
+    if len(labels) > FLAVOR_LIST_LIMIT:
+        errors.append(_too_many("spec.nodeLabels", len(labels), FLAVOR_LIST_LIMIT))
+    if "topologyName" in spec:
+        # Kueue's CRD rule on spec: a topology needs node labels to find its nodes
+        try:
+            has_labels = len(_field(spec, "nodeLabels") or {}) >= 1
+            outcome: bool | _NoSuchKey = has_labels
+        except _NoSuchKey as exc:
+            outcome = exc
+        _cel_check(
+            outcome, "spec", "object", "at least one nodeLabel is required when topology is set", rule_errors
+        )
+    taints = _flavor_taints(spec.get("nodeTaints"), errors, rule_errors)
+    tolerations = _flavor_tolerations(spec.get("tolerations"), errors, rule_errors)
+    rule_errors.extend(_label_map_errors(labels, "spec.nodeLabels"))
+    topology = _reference(spec.get("topologyName"), "spec.topologyName", errors)
+    if not errors:
+        errors = rule_errors
+    flavor = ResourceFlavor(meta, labels, tuple(taints), tuple(tolerations), topology)
     return _finish(flavor, errors)
 
 

@@ -107,3 +107,30 @@ def test_resource_flavor_taints_are_checked_by_the_object_model() -> None:
     verdict = validate(flavor)
     assert not verdict.allowed and verdict.code == 403
     assert verdict.message.startswith('spec.nodeTaints[0].effect: Unsupported value: "Sometimes"')
+
+
+def test_resource_flavor_toleration_rules_deny_with_kueues_crd_message() -> None:
+    flavor = golden_object("kueue-resourceflavor-create")
+    flavor["spec"]["tolerations"] = [{"operator": "Equal", "value": "x"}]
+    assert validate(flavor).message == (
+        'spec.tolerations: Invalid value: "array": '
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
+    )
+
+
+def test_resource_flavor_topology_name_stays_once_set() -> None:
+    old = golden_object("kueue-resourceflavor-create")
+    old["spec"]["nodeLabels"] = {"pool": "gpu"}
+    named = copy.deepcopy(old)
+    named["spec"]["topologyName"] = "default"
+    assert validate(named, old).allowed  # naming a topology for the first time is fine
+    renamed = copy.deepcopy(named)
+    renamed["spec"]["topologyName"] = "racks"
+    removed = copy.deepcopy(named)
+    del removed["spec"]["topologyName"]
+    immutable = 'spec: Invalid value: "object": topologyName is immutable when topologyName is set'
+    assert validate(renamed, named).message == immutable
+    assert validate(removed, named).message == immutable
+    relabelled = copy.deepcopy(named)
+    relabelled["spec"]["nodeLabels"] = {"pool": "a100"}
+    assert validate(relabelled, named).allowed
