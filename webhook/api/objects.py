@@ -675,7 +675,38 @@ def _resource_groups(
                 f"total number of flavors across all resourceGroups must be ≤ 256, got {total_flavors}",
             )
         )
+    if not is_cohort:
+        errors.extend(_resource_group_size_errors(raw_groups, path))
     return tuple(groups)
+
+
+def _resource_group_size_errors(raw_groups: list[Any], path: str) -> list[FieldError]:
+    """Kueue's ClusterQueue webhook bounds the whole quota table, not only each list: at most 256 covered
+    resources over all groups and 512 flavor-resource quotas in one group (each is a scheduler cell)."""
+    groups = [g for g in raw_groups if isinstance(g, Mapping)]
+    errors: list[FieldError] = []
+    covered = sum(len(g.get("coveredResources") or ()) for g in groups)
+    if covered > 256:
+        errors.append(
+            FieldError.invalid(
+                path,
+                covered,
+                f"total number of covered resources across all resourceGroups must be ≤ 256, got {covered}",
+            )
+        )
+    for index, group in enumerate(raw_groups):
+        if not isinstance(group, Mapping) or not isinstance(group.get("flavors"), list):
+            continue
+        cells = sum(len(f.get("resources") or ()) for f in group["flavors"] if isinstance(f, Mapping))
+        if cells > 512:
+            errors.append(
+                FieldError.invalid(
+                    f"{path}[{index}]",
+                    cells,
+                    f"number of flavor-resource combinations in a resourceGroup must be ≤ 512, got {cells}",
+                )
+            )
+    return errors
 
 
 def _fair_sharing_weight(raw: Any, path: str, errors: list[FieldError]) -> Quantity | None:
@@ -787,7 +818,15 @@ def _fungibility(raw: Any, errors: list[FieldError]) -> FlavorFungibility:
     )
     chosen = raw.get("preference")
     if chosen is not None and (borrow, preempt) != ("TryNextFlavor", "TryNextFlavor"):
-        # Kueue's ClusterQueue webhook and CRD rule: a preference only matters when both policies go on
+        # Kueue's CRD rule on flavorFungibility (kube-apiserver answers with it first) and its ClusterQueue
+        # webhook's own check: a preference only matters when both policies go on to the next flavor
+        errors.append(
+            _cel_failure(
+                path,
+                "object",
+                "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor",
+            )
+        )
         errors.append(
             FieldError.invalid(
                 f"{path}.preference",
@@ -796,6 +835,52 @@ def _fungibility(raw: Any, errors: list[FieldError]) -> FlavorFungibility:
             )
         )
     return FlavorFungibility(borrow, preempt, preference)
+
+
+def _admission_checks_strategy(
+    raw: Any, groups: tuple[ResourceGroup, ...], errors: list[FieldError]
+) -> list[str]:
+    """``spec.admissionChecksStrategy``: the CRD makes ``admissionChecks`` a list keyed by name and each
+    ``onFlavors`` a set; Kueue's webhook wants every ``onFlavors`` entry to be one of the queue's flavors
+    (a check bound to a flavor the queue never assigns would silently never run)."""
+    if raw is None:
+        return []
+    path = "spec.admissionChecksStrategy"
+    if not isinstance(raw, Mapping):
+        errors.append(FieldError.invalid(path, None, "must be an object"))
+        return []
+    if "admissionChecks" not in raw:
+        errors.append(FieldError.required(f"{path}.admissionChecks"))
+    flavors = tuple(dict.fromkeys(f.name for g in groups for f in g.flavors))
+    names: list[str] = []
+    for index, entry in enumerate(_list(raw.get("admissionChecks"), f"{path}.admissionChecks", errors)):
+        epath = f"{path}.admissionChecks[{index}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"]:
+            errors.append(FieldError.required(f"{epath}.name"))
+            continue
+        name = entry["name"]
+        if len(name) > 316:
+            errors.append(
+                _Worded(
+                    f"{epath}.name",
+                    ErrorType.INVALID,
+                    body="Too long: may not be more than 316 bytes",
+                    cause="FieldValueTooLong",
+                )
+            )
+        if name in names:
+            errors.append(_Worded(epath, ErrorType.DUPLICATE, body=f'Duplicate value: {{"name":"{name}"}}'))
+            continue
+        names.append(name)
+        seen: set[str] = set()
+        for fi, flavor in enumerate(_list(entry.get("onFlavors"), f"{epath}.onFlavors", errors)):
+            fpath = f"{epath}.onFlavors[{fi}]"
+            if flavor in seen:
+                errors.append(FieldError.duplicate(fpath, flavor))
+            elif flavor not in flavors:
+                errors.append(FieldError.not_supported(fpath, flavor, flavors))
+            seen.add(str(flavor))
+    return names
 
 
 def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
@@ -819,13 +904,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
     )
     stop = _enum(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None", errors)
     checks: list[str] = [str(c) for c in _list(spec.get("admissionChecks"), "spec.admissionChecks", errors)]
-    strategy_raw = spec.get("admissionChecksStrategy")
-    if isinstance(strategy_raw, Mapping):
-        for entry in _list(
-            strategy_raw.get("admissionChecks"), "spec.admissionChecksStrategy.admissionChecks", errors
-        ):
-            if isinstance(entry, Mapping) and entry.get("name"):
-                checks.append(str(entry["name"]))
+    checks += _admission_checks_strategy(spec.get("admissionChecksStrategy"), groups, errors)
     queue = ClusterQueue(
         meta=meta,
         resource_groups=groups,

@@ -383,6 +383,8 @@ def test_fungibility_preference_needs_both_policies_to_try_the_next_flavor() -> 
         "flavorFungibility": {"preference": "BorrowingOverPreemption"},
     }
     assert messages(parse_cluster_queue(cluster_queue(spec))) == [
+        'spec.flavorFungibility: Invalid value: "object": '
+        "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor",
         'spec.flavorFungibility.preference: Invalid value: "BorrowingOverPreemption": preference '
-        '"BorrowingOverPreemption" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor'
+        '"BorrowingOverPreemption" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor',
     ]
