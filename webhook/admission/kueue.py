@@ -10,6 +10,9 @@ the old object as well lives here, with Kueue's messages (``pkg/webhooks``):
 * Workload: ``status.admission`` must be set while ``QuotaReserved`` is true, names existing pod sets, and
   is immutable once set; the pod sets are immutable while quota is reserved; ``pods`` is reserved as a
   resource name; ``status.reclaimablePods`` names existing pod sets and never exceeds their count;
+  and the rules of Kueue's Workload CRD that look at more than one field or at the old object (one
+  assignment per pod set; priority class, queue and time limit frozen while quota is held; the dispatch
+  cluster), which kube-apiserver evaluates as CEL and the test API server does not;
 * Workload approval annotations (``approval.kueue-webhook.io/<check>``, the built-in manual-approval
   admission check) may be added, changed or removed only by the configured ``manualApproval.approvers``:
   the annotation is what the check controller acts on, so refusing it here is what makes it an approval.
@@ -39,6 +42,8 @@ KUEUE_KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "Worklo
 
 Problem = FieldError | str
 _ABSENT = object()
+#: how kube-apiserver names the object root in a field error (a CEL rule on the whole object)
+ROOT = "<nil>"
 UpdateRule = Callable[[Mapping[str, Any], Mapping[str, Any]], list[Problem]]
 
 
@@ -182,11 +187,89 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
                     "status.admission", "must be set while the QuotaReserved condition is true"
                 )
             )
+    problems += _workload_object_rules(new)
+    return problems
+
+
+def _cel(path: str, message: str, *, missing: str = "") -> FieldError:
+    """A failed CEL rule of Kueue's Workload CRD as kube-apiserver words it (``<nil>`` is the object root);
+    ``missing`` names the field whose absence stopped the rule from being evaluated."""
+    body = f"no such key: {missing} evaluating rule: {message}" if missing else message
+    return FieldError.invalid(path, "object", body)
+
+
+def _workload_object_rules(new: Mapping[str, Any]) -> list[Problem]:
+    """Kueue's CRD rules on a Workload that need no old object (create, update and ``/status`` alike)."""
+    problems: list[Problem] = []
+    admission = _get(new, "status", "admission")
+    if _reserves_quota(new) and isinstance(admission, Mapping):
+        message = "podSetAssignments must have the same number of podSets as the spec"
+        assignments, pod_sets = admission.get("podSetAssignments"), _get(new, "spec", "podSets")
+        if "podSetAssignments" not in admission:
+            problems.append(_cel(ROOT, message, missing="podSetAssignments"))
+        elif (
+            isinstance(assignments, list) and isinstance(pod_sets, list) and len(assignments) != len(pod_sets)
+        ):
+            problems.append(_cel(ROOT, message))
+    status = _get(new, "status")
+    if isinstance(status, Mapping) and "clusterName" in status and status.get("nominatedClusterNames"):
+        problems.append(_cel("status", "clusterName and nominatedClusterNames are mutually exclusive"))
+    return problems
+
+
+def _has_condition(workload: Mapping[str, Any], kind: str) -> bool:
+    conditions = _get(workload, "status", "conditions")
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping) and c.get("type") == kind and c.get("status") == "True" for c in conditions
+    )
+
+
+def _workload_transition_rules(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    """Kueue's CRD transition rules: what a Workload holding quota may no longer change (its priority
+    class, its queue) and what an admitted one keeps (its time limit), and a dispatch cluster once chosen."""
+    problems: list[Problem] = []
+    old_spec, new_spec = _get(old, "spec") or {}, _get(new, "spec") or {}
+    if _reserves_quota(old):
+        old_ref, new_ref = old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef")
+        if (old_ref is None) != (new_ref is None):
+            problems.append(_cel(ROOT, "priorityClassRef is immutable while workload quota reserved"))
+        elif isinstance(old_ref, Mapping) and isinstance(new_ref, Mapping):
+            for key in ("group", "kind"):
+                if old_ref.get(key) != new_ref.get(key):
+                    problems.append(
+                        _cel(ROOT, f"priorityClassRef.{key} is immutable while workload quota reserved")
+                    )
+            pod_class = (new_ref.get("group"), new_ref.get("kind")) == ("scheduling.k8s.io", "PriorityClass")
+            if pod_class and old_ref.get("name") != new_ref.get("name"):
+                problems.append(
+                    _cel(
+                        ROOT,
+                        "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass "
+                        "while workload quota reserved",
+                    )
+                )
+        if _reserves_quota(new) and old_spec.get("queueName", _ABSENT) != new_spec.get("queueName", _ABSENT):
+            problems.append(_cel(ROOT, "queueName is immutable while workload quota reserved"))
+    if _has_condition(old, "Admitted") and _has_condition(new, "Admitted"):
+        limit = "maximumExecutionTimeSeconds"
+        if old_spec.get(limit, 0) != new_spec.get(limit, 0):
+            problems.append(
+                _cel(ROOT, "maximumExecutionTimeSeconds is immutable while workload quota reserved")
+            )
+    old_status, new_status = _get(old, "status"), _get(new, "status")
+    if (
+        isinstance(old_status, Mapping)
+        and isinstance(new_status, Mapping)
+        and "clusterName" in old_status
+        and "clusterName" in new_status
+        and old_status["clusterName"] != new_status["clusterName"]
+    ):
+        problems.append(_cel("status", "clusterName is immutable once set"))
     return problems
 
 
 def _workload_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: list[Problem] = _workload_transition_rules(old, new)
     if _reserves_quota(old):
         old_sets, new_sets = _get(old, "spec", "podSets") or [], _get(new, "spec", "podSets") or []
         if len(old_sets) != len(new_sets):

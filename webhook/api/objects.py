@@ -1229,6 +1229,43 @@ def _admission(raw: Any, errors: list[FieldError]) -> Admission | None:
     return Admission(cluster_queue, tuple(assignments))
 
 
+#: Kueue v1beta2's limit on pod sets in one Workload (its CRD's maxItems)
+MAX_POD_SETS = 18
+PRIORITY_CLASS_KINDS = {GROUP: "WorkloadPriorityClass", "scheduling.k8s.io": "PriorityClass"}
+
+
+def _priority_class_ref_errors(ref: Mapping[str, Any], *, has_priority: bool) -> list[FieldError]:
+    """``spec.priorityClassRef``: the CRD's required fields and enums, then its CEL rules (a kind that belongs
+    to the group; a resolved ``spec.priority`` alongside, since the scheduler orders by the number)."""
+    path = "spec.priorityClassRef"
+    errors: list[FieldError] = []
+    for key in ("group", "kind", "name"):
+        if key not in ref:
+            errors.append(FieldError.required(f"{path}.{key}"))
+    group, kind = ref.get("group"), ref.get("kind")
+    if group is not None and group not in PRIORITY_CLASS_KINDS:
+        errors.append(FieldError.not_supported(f"{path}.group", group, tuple(PRIORITY_CLASS_KINDS)))
+    if kind is not None and kind not in PRIORITY_CLASS_KINDS.values():
+        errors.append(FieldError.not_supported(f"{path}.kind", kind, tuple(PRIORITY_CLASS_KINDS.values())))
+    name = ref.get("name")
+    if name is not None:
+        _reference(name, f"{path}.name", errors, required=True)
+    if errors:  # kube-apiserver evaluates no CEL rule on an object that failed a required field or an enum
+        return errors
+    for rule_group, rule_kind in PRIORITY_CLASS_KINDS.items():
+        if group == rule_group and kind != rule_kind:
+            errors.append(
+                _cel_failure(
+                    path, "object", f"only the {rule_kind} kind is allowed for the {rule_group} group"
+                )
+            )
+    if not has_priority:
+        errors.append(
+            _cel_failure("spec", "object", "priority should not be nil when priorityClassRef is set")
+        )
+    return errors
+
+
 def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
     errors: list[FieldError] = []
     meta = _meta(obj, errors, namespaced=True)
@@ -1237,8 +1274,8 @@ def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
     raw_pod_sets = _list(spec.get("podSets"), "spec.podSets", errors)
     if not raw_pod_sets:
         errors.append(FieldError.required("spec.podSets"))
-    elif len(raw_pod_sets) > 8:
-        errors.append(FieldError.invalid("spec.podSets", len(raw_pod_sets), "must have at most 8 items"))
+    elif len(raw_pod_sets) > MAX_POD_SETS:
+        errors.append(_too_many("spec.podSets", len(raw_pod_sets), MAX_POD_SETS))
     seen: set[str] = set()
     for index, raw in enumerate(raw_pod_sets):
         path = f"spec.podSets[{index}]"
@@ -1257,6 +1294,11 @@ def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
             template = {}
         requests, request_errors = pod_requests(template.get("spec") or {}, f"{path}.template.spec")
         errors.extend(request_errors)
+        if min_count is not None and count is not None and min_count > count:
+            # Kueue's CRD rule on each pod set: partial admission never asks for more pods than the set has
+            errors.append(
+                _cel_failure(path, "object", "minCount should be positive and less or equal to count")
+            )
         pod_sets.append(PodSet(name, count or 0, requests, template, min_count))
     queue_name = _reference(spec.get("queueName"), "spec.queueName", errors) if spec.get("queueName") else ""
     priority = _int(spec.get("priority"), "spec.priority", errors)
@@ -1265,6 +1307,7 @@ def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
     if isinstance(ref, Mapping):
         class_name = str(ref.get("name") or "")
         class_group = str(ref.get("group") or "")
+        errors.extend(_priority_class_ref_errors(ref, has_priority="priority" in spec))
     elif spec.get("priorityClassName"):  # v1beta1 spelling
         class_name = str(spec["priorityClassName"])
         source = str(spec.get("priorityClassSource") or "")

@@ -388,3 +388,19 @@ def test_fungibility_preference_needs_both_policies_to_try_the_next_flavor() -> 
         'spec.flavorFungibility.preference: Invalid value: "BorrowingOverPreemption": preference '
         '"BorrowingOverPreemption" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor',
     ]
+
+
+def test_a_workload_may_have_up_to_eighteen_pod_sets() -> None:
+    """Kueue v1beta2's CRD allows 18 pod sets (v1beta1 allowed 8)."""
+
+    def workload(pod_sets: int) -> dict[str, Any]:
+        sets = [
+            {"name": f"p{i}", "count": 1, "template": {"spec": {"containers": []}}} for i in range(pod_sets)
+        ]
+        return {"metadata": {"name": "w", "namespace": "ns"}, "spec": {"podSets": sets}}
+
+    parsed = parse_workload(workload(18))
+    assert isinstance(parsed, Workload) and len(parsed.pod_sets) == 18
+    result = parse_workload(workload(19))
+    assert messages(result) == ["spec.podSets: Too many: 19: must have at most 18 items"]
+    assert isinstance(result, list) and result[0].reason == "FieldValueTooMany"
