@@ -989,7 +989,17 @@ def parse_workload_priority_class(obj: Mapping[str, Any]) -> Parsed[WorkloadPrio
     elif not isinstance(value, int) or isinstance(value, bool) or not _INT32[0] <= value <= _INT32[1]:
         errors.append(FieldError.invalid("value", value, "must be a 32-bit integer"))
         value = 0
-    return _finish(WorkloadPriorityClass(meta, value, str(obj.get("description") or "")), errors)
+    description = str(obj.get("description") or "")
+    if len(description) > 2048:  # Kueue's CRD: maxLength
+        errors.append(
+            _Worded(
+                "description",
+                ErrorType.INVALID,
+                body="Too long: may not be more than 2048 bytes",
+                cause="FieldValueTooLong",
+            )
+        )
+    return _finish(WorkloadPriorityClass(meta, value, description), errors)
 
 
 # -- Workload ---------------------------------------------------------------------------------------
