@@ -32,7 +32,13 @@ from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
-from webhook.api.objects import GROUP, parse_object
+from webhook.api.objects import (
+    GROUP,
+    parse_object,
+    validate_annotations,
+    validate_labels,
+    validate_tolerations,
+)
 from webhook.core.checks import approval_change_denial
 
 __all__ = ["KUEUE_KINDS", "validate_kueue_object"]
@@ -188,6 +194,29 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
                 )
             )
     problems += _workload_object_rules(new)
+    problems += _pod_set_update_rules(new, names)
+    return problems
+
+
+def _pod_set_update_rules(new: Mapping[str, Any], pod_set_names: list[str]) -> list[Problem]:
+    """What an admission check asks to change in the pods (``status.admissionChecks[].podSetUpdates``) is
+    copied into the Job's pod template on admission, so Kueue's webhook checks it as a pod would: a known
+    pod set, tolerations (the CRD's CEL rules, keys), annotations, node selector and labels."""
+    problems: list[Problem] = []
+    known = tuple(sorted(set(pod_set_names)))
+    checks = _get(new, "status", "admissionChecks")
+    for i, check in enumerate(checks if isinstance(checks, list) else []):
+        updates = _get(check, "podSetUpdates")
+        for j, update in enumerate(updates if isinstance(updates, list) else []):
+            if not isinstance(update, Mapping):
+                continue
+            path = f"status.admissionChecks[{i}].podSetUpdates[{j}]"
+            if update.get("name") not in known:
+                problems.append(FieldError.not_supported(f"{path}.name", update.get("name"), known))
+            problems += validate_tolerations(update.get("tolerations"), f"{path}.tolerations")
+            problems += validate_annotations(update.get("annotations"), f"{path}.annotations")
+            problems += validate_labels(update.get("nodeSelector"), f"{path}.nodeSelector")
+            problems += validate_labels(update.get("labels"), f"{path}.labels")
     return problems
 
 
@@ -268,8 +297,58 @@ def _workload_transition_rules(old: Mapping[str, Any], new: Mapping[str, Any]) -
     return problems
 
 
+def _reclaimable_counts(workload: Mapping[str, Any]) -> dict[str, Any]:
+    entries = _get(workload, "status", "reclaimablePods")
+    return {
+        str(e.get("name")): e.get("count")
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, Mapping)
+    }
+
+
+def _reclaimable_pods_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    """Kueue's webhook, while quota stays reserved: a pod set's reclaimable count only grows and is never
+    dropped, since the quota it gave back may already be someone else's."""
+    if not (_reserves_quota(old) and _reserves_quota(new)):
+        return []
+    before, after = _reclaimable_counts(old), _reclaimable_counts(new)
+    if not before or before == after:
+        return []
+    problems: list[Problem] = []
+    for name, count in after.items():
+        previous = before.get(name)
+        if isinstance(count, int) and isinstance(previous, int) and count < previous:
+            path = f"status.reclaimablePods[{name}].count"
+            problems.append(FieldError.invalid(path, count, f"cannot be less than {previous}"))
+    problems += [
+        FieldError.required(f"status.reclaimablePods[{name}]", "cannot be removed")
+        for name in before
+        if name not in after
+    ]
+    return problems
+
+
+def _cluster_name_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    """Kueue's webhook: a dispatch cluster is chosen among the clusters nominated before."""
+    old_status, new_status = _get(old, "status") or {}, _get(new, "status") or {}
+    if "clusterName" in old_status or new_status.get("clusterName") is None:
+        return []
+    nominated = old_status.get("nominatedClusterNames") or []
+    if new_status["clusterName"] in nominated:
+        return []
+    return [
+        FieldError.invalid(
+            "status.clusterName",
+            new_status["clusterName"],
+            "when setting clusterName it must be one of the nominatedClusterNames",
+        )
+    ]
+
+
 def _workload_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
     problems: list[Problem] = _workload_transition_rules(old, new)
+    problems += _reclaimable_pods_update(old, new)
+    problems += _cluster_name_update(old, new)
     if _reserves_quota(old):
         old_sets, new_sets = _get(old, "spec", "podSets") or [], _get(new, "spec", "podSets") or []
         if len(old_sets) != len(new_sets):

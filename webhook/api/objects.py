@@ -56,6 +56,9 @@ __all__ = [
     "parse_timestamp",
     "parse_workload",
     "parse_workload_priority_class",
+    "validate_annotations",
+    "validate_labels",
+    "validate_tolerations",
 ]
 
 GROUP = "kueue.x-k8s.io"
@@ -457,60 +460,102 @@ def _go_taint(raw: Mapping[str, Any]) -> str:
     return f'v1.Taint{{Key:"{key}", Value:"{value}", Effect:"{effect}", TimeAdded:{added}}}'
 
 
-def _flavor_tolerations(
-    raw: Any, errors: list[FieldError], rule_errors: list[FieldError]
-) -> list[Mapping[str, Any]]:
-    """``spec.tolerations``: what the CRD's enums and CEL rules refuse, and Kueue's webhook key check.
+#: Kueue's CRD rules on every toleration list, in its order (CEL's has() is true for a field set to "")
+_TOLERATION_RULES: tuple[tuple[str, Any], ...] = (
+    (
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+        lambda x: "key" in x or _field(x, "operator") == "Exists",
+    ),
+    (
+        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        lambda x: "tolerationSeconds" not in x or _field(x, "effect") == "NoExecute",
+    ),
+    (
+        "supported toleration values: 'Equal'(default), 'Exists'",
+        lambda x: "operator" not in x or x["operator"] in TOLERATION_OPERATORS,
+    ),
+    (
+        "a value must be empty when 'operator' is 'Exists'",
+        lambda x: not (x.get("operator") == "Exists" and "value" in x),
+    ),
+    (
+        "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+        lambda x: "effect" not in x or x["effect"] in TAINT_EFFECTS,
+    ),
+)
 
-    Each toleration is copied into the pod template of every Job admitted on the flavor, so one a pod would
-    refuse has to be refused here. The CRD keeps enums on ``operator`` and ``effect`` (their "Unsupported
-    value" names the field at fault); Kueue's two CEL rules that restate those enums can then never fail
-    (an enum failure stops the CEL rules), so only the other three are evaluated.
+
+def _toleration_list(
+    raw: Any, path: str, errors: list[FieldError], rule_errors: list[FieldError], *, enums: bool
+) -> list[Mapping[str, Any]]:
+    """A toleration list as Kueue's CRD and webhook check it: at most 8, the five CEL rules on the list,
+    and every non-empty key a qualified name.
+
+    Tolerations end up in pod templates, so one a pod would refuse has to be refused where it is written.
+    ``enums``: the schema also has enums on ``operator`` and ``effect`` (our ResourceFlavor CRD keeps them, so
+    "Unsupported value" names the field at fault); an enum failure stops the CEL rules, so the two rules
+    restating the enums can then never be what fails.
     """
-    items = _list(raw, "spec.tolerations", errors)
+    items = _list(raw, path, errors)
     if len(items) > FLAVOR_LIST_LIMIT:
-        errors.append(_too_many("spec.tolerations", len(items), FLAVOR_LIST_LIMIT))
+        errors.append(_too_many(path, len(items), FLAVOR_LIST_LIMIT))
     tolerations: list[Mapping[str, Any]] = []
     for index, item in enumerate(items):
-        path = f"spec.tolerations[{index}]"
+        ipath = f"{path}[{index}]"
         if not isinstance(item, Mapping):
-            errors.append(FieldError.invalid(path, None, "must be a toleration"))
+            errors.append(FieldError.invalid(ipath, None, "must be a toleration"))
             continue
-        if "operator" in item and item["operator"] not in TOLERATION_OPERATORS:
+        if enums and "operator" in item and item["operator"] not in TOLERATION_OPERATORS:
             errors.append(
-                FieldError.not_supported(f"{path}.operator", item["operator"], TOLERATION_OPERATORS)
+                FieldError.not_supported(f"{ipath}.operator", item["operator"], TOLERATION_OPERATORS)
             )
-        if "effect" in item and item["effect"] not in TAINT_EFFECTS:
-            errors.append(FieldError.not_supported(f"{path}.effect", item["effect"], TAINT_EFFECTS))
+        if enums and "effect" in item and item["effect"] not in TAINT_EFFECTS:
+            errors.append(FieldError.not_supported(f"{ipath}.effect", item["effect"], TAINT_EFFECTS))
         key = item.get("key")
         if isinstance(key, str) and key:
             rule_errors.extend(
-                FieldError.invalid(f"{path}.key", key, p) for p in _qualified_name_problems(key)
+                FieldError.invalid(f"{ipath}.key", key, p) for p in _qualified_name_problems(key)
             )
         tolerations.append(dict(item))
-    # Kueue's CRD rules on spec.tolerations, in its order (has() is true for a field set to "")
-    _cel_check(
-        _cel_all(tolerations, lambda x: "key" in x or _field(x, "operator") == "Exists"),
-        "spec.tolerations",
-        "array",
-        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-        rule_errors,
-    )
-    _cel_check(
-        _cel_all(tolerations, lambda x: "tolerationSeconds" not in x or _field(x, "effect") == "NoExecute"),
-        "spec.tolerations",
-        "array",
-        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-        rule_errors,
-    )
-    _cel_check(
-        _cel_all(tolerations, lambda x: not (x.get("operator") == "Exists" and "value" in x)),
-        "spec.tolerations",
-        "array",
-        "a value must be empty when 'operator' is 'Exists'",
-        rule_errors,
-    )
+    for message, predicate in _TOLERATION_RULES:
+        _cel_check(_cel_all(tolerations, predicate), path, "array", message, rule_errors)
     return tolerations
+
+
+def validate_tolerations(raw: Any, path: str) -> list[FieldError]:
+    """A toleration list with no enums in its schema (a Workload's ``podSetUpdates``): the schema's errors
+    if any, else the CEL rules' and the webhook's, as kube-apiserver then Kueue's webhook would answer."""
+    errors: list[FieldError] = []
+    rule_errors: list[FieldError] = []
+    _toleration_list(raw, path, errors, rule_errors, enums=False)
+    return errors or rule_errors
+
+
+def validate_annotations(raw: Any, path: str) -> list[FieldError]:
+    """``ValidateAnnotations``: keys are qualified names (checked lower-cased), 256 KiB in all."""
+    errors: list[FieldError] = []
+    annotations = _str_map(raw, path, errors)
+    if errors:
+        return errors
+    for key in annotations:
+        errors.extend(FieldError.invalid(path, key, p) for p in _qualified_name_problems(key.lower()))
+    if sum(len(k) + len(v) for k, v in annotations.items()) > 262144:
+        errors.append(
+            _Worded(
+                path,
+                ErrorType.INVALID,
+                body="Too long: may not be more than 262144 bytes",
+                cause="FieldValueTooLong",
+            )
+        )
+    return errors
+
+
+def validate_labels(raw: Any, path: str) -> list[FieldError]:
+    """``ValidateLabels`` on a map field (keys qualified names, values label values), reported on the map."""
+    errors: list[FieldError] = []
+    labels = _str_map(raw, path, errors)
+    return errors or _label_map_errors(labels, path)
 
 
 def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
@@ -535,7 +580,9 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
             outcome, "spec", "object", "at least one nodeLabel is required when topology is set", rule_errors
         )
     taints = _flavor_taints(spec.get("nodeTaints"), errors, rule_errors)
-    tolerations = _flavor_tolerations(spec.get("tolerations"), errors, rule_errors)
+    tolerations = _toleration_list(
+        spec.get("tolerations"), "spec.tolerations", errors, rule_errors, enums=True
+    )
     rule_errors.extend(_label_map_errors(labels, "spec.nodeLabels"))
     topology = _reference(spec.get("topologyName"), "spec.topologyName", errors)
     if not errors:
@@ -1310,6 +1357,9 @@ def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
                 _cel_failure(path, "object", "minCount should be positive and less or equal to count")
             )
         pod_sets.append(PodSet(name, count or 0, requests, template, min_count))
+    partial = sum(1 for pod_set in pod_sets if pod_set.min_count is not None)
+    if partial > 1:  # Kueue's Workload webhook: partial admission shrinks one pod set, never several
+        errors.append(FieldError.invalid("spec.podSets", partial, "at most one podSet can use minCount"))
     queue_name = _reference(spec.get("queueName"), "spec.queueName", errors) if spec.get("queueName") else ""
     priority = _int(spec.get("priority"), "spec.priority", errors)
     ref = spec.get("priorityClassRef")
