@@ -930,6 +930,18 @@ def _admission_checks_strategy(
     return names
 
 
+def _sets_borrowing_limit(raw_groups: Any) -> bool:
+    """Whether any quota of these resource groups sets a ``borrowingLimit``."""
+    return any(
+        isinstance(quota, Mapping) and quota.get("borrowingLimit") is not None
+        for group in (raw_groups if isinstance(raw_groups, list) else [])
+        if isinstance(group, Mapping) and isinstance(group.get("flavors"), list)
+        for flavor in group["flavors"]
+        if isinstance(flavor, Mapping) and isinstance(flavor.get("resources"), list)
+        for quota in flavor["resources"]
+    )
+
+
 def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
     errors: list[FieldError] = []
     meta = _meta(obj, errors, namespaced=False)
@@ -937,6 +949,13 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
     cohort_raw = spec.get("cohortName") or spec.get("cohort")  # v1beta1 spelled it ``cohort``
     cohort_path = "spec.cohortName" if spec.get("cohortName") else "spec.cohort"
     cohort = _reference(cohort_raw, cohort_path, errors)
+    if (
+        "cohortName" not in spec
+        and "cohort" not in spec
+        and _sets_borrowing_limit(spec.get("resourceGroups"))
+    ):
+        # Kueue's CRD rule on spec, answered before its webhook's per-quota "must be nil" below
+        errors.append(_cel_failure("spec", "object", "borrowingLimit must be nil when cohort is empty"))
     groups = _resource_groups(
         spec.get("resourceGroups"), "spec.resourceGroups", errors, has_parent=bool(cohort), is_cohort=False
     )

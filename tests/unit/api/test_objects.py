@@ -112,10 +112,20 @@ def test_lending_limit_above_nominal_is_refused_with_the_field_path() -> None:
 
 
 def test_limits_without_a_cohort_are_refused() -> None:
+    """Kueue's CRD rule on spec (what kube-apiserver answers first), then its webhook's per-quota check."""
     result = parse_cluster_queue(
         cluster_queue({"resourceGroups": one_group(nominalQuota="4", borrowingLimit="2")})
     )
     assert messages(result) == [
+        'spec: Invalid value: "object": borrowingLimit must be nil when cohort is empty',
+        'spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: Invalid value: "2": '
+        "must be nil when cohort is empty",
+    ]
+    # an empty cohortName satisfies the CRD rule (has() is true) but not the webhook
+    empty = cluster_queue(
+        {"cohortName": "", "resourceGroups": one_group(nominalQuota="4", borrowingLimit="2")}
+    )
+    assert messages(parse_cluster_queue(empty)) == [
         'spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: Invalid value: "2": '
         "must be nil when cohort is empty"
     ]
