@@ -8,6 +8,13 @@ because the same function backs the validating webhook (which must list all caus
 and CEL rules plus the webhook's spec checks); update-only rules such as immutability belong to the
 webhook, which sees both the old and the new object.
 
+Kueue's CRDs carry CEL rules (``x-kubernetes-validations``) that kube-apiserver evaluates before any
+webhook runs; our CRDs carry the same rules, and the rules are restated here in Python with the API server's
+wording (``<path>: Invalid value: "object": <message>``, ``no such key: <field> evaluating rule: ...`` when
+a rule selects a missing field), because the test API server does not evaluate CEL and ``simulate`` reads
+manifests without any API server. Where kube-apiserver skips CEL rules on an object that already failed its
+schema (an enum, a required field, a size limit), the parser does too.
+
 Names and defaults follow ``kueue.x-k8s.io/v1beta2``; the v1beta1 ``spec.cohort`` is read as an alias of
 ``spec.cohortName`` so manifests written for older Kueue releases keep working.
 """
