@@ -13,7 +13,8 @@ webhook runs; our CRDs carry the same rules, and the rules are restated here in 
 wording (``<path>: Invalid value: "object": <message>``, ``no such key: <field> evaluating rule: ...`` when
 a rule selects a missing field), because the test API server does not evaluate CEL and ``simulate`` reads
 manifests without any API server. Where kube-apiserver skips CEL rules on an object that already failed its
-schema (an enum, a required field, a size limit), the parser does too.
+schema (an enum, a required field, a size limit), the ResourceFlavor and priority-class checks do too;
+elsewhere every problem is listed at once.
 
 Names and defaults follow ``kueue.x-k8s.io/v1beta2``; the v1beta1 ``spec.cohort`` is read as an alias of
 ``spec.cohortName`` so manifests written for older Kueue releases keep working.
