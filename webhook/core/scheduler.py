@@ -619,7 +619,13 @@ class SchedulerState:
                 # it would preempt if it could, so the room it lacks is not lent out in this cycle
                 # (Kueue's reserveCapacityForUnreclaimablePreempt)
                 cycle.hold(self.ledger, name, self._reservable(name, queue, assignment))
-            queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
+            # Kueue retries an inadmissible workload on any release in its cohort. Waiting until what
+            # it lacks is free is enough when only free quota can help; one that could preempt may
+            # succeed sooner, once the holders have changed (a borrower it may reclaim from), so any
+            # release in the cohort tree retries it.
+            may_preempt = mode.needs_preemption and self._may_preempt(queue)
+            retry_when = None if may_preempt else assignment.shortfalls
+            queue.pending.requeue_failed(info, retry_when=retry_when)
             tracked.queued = True
             self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
             return
@@ -646,7 +652,9 @@ class SchedulerState:
                 queue.pending.requeue_retry(info)
                 self._ready.add(name)
             else:
-                queue.pending.requeue_failed(info, retry_when=None if targets else retry)
+                # (one that may preempt is retried on any release, as above)
+                may_preempt = bool(targets) or self._may_preempt(queue)
+                queue.pending.requeue_failed(info, retry_when=None if may_preempt else retry)
             tracked.queued = True
             self._wait(decisions, info, name, REASON_WAITING, NO_LONGER_FITS, queue)
             return
@@ -713,6 +721,15 @@ class SchedulerState:
         tracked.queued = True
         message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
         self._wait(decisions, info, name, REASON_WAITING_FOR_PREEMPTED, message, queue)
+
+    def _may_preempt(self, queue: _QueueState) -> bool:
+        """Whether a workload of this ClusterQueue could ever preempt to get in (its policies allow it)."""
+        policy = queue.spec.preemption
+        return (
+            self.fair_sharing
+            or policy.within_cluster_queue != "Never"
+            or policy.reclaim_within_cohort != "Never"
+        )
 
     def _fits_without(self, name: str, usage: Mapping[FlavorResource, int], gone: set[WorkloadKey]) -> bool:
         """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota."""

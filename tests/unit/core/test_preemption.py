@@ -210,6 +210,23 @@ def test_reclaim_takes_back_only_from_a_borrowing_queue() -> None:
     assert c.admitted == {"ns/b-own", "ns/a-1"}
 
 
+def test_a_parked_workload_that_can_reclaim_is_retried_on_any_release_in_its_cohort() -> None:
+    """Kueue requeues inadmissible workloads on any release in the cohort. One that may preempt must not
+    wait for its whole request to be free: a borrower may hold the rest, which it can take back."""
+    c = two_teams({"reclaimWithinCohort": "Any"})
+    c.add("b-own", 4, queue="lq-b")
+    c.add("a-small", 2, queue="lq-a", created=1)
+    c.settle()
+    c.add("a-big", 4, queue="lq-a", priority=10, created=2)  # 2 free in a: no candidates yet, it parks
+    assert not admitted(c.settle())
+    c.add("b-extra", 2, queue="lq-b", created=3)  # borrows a's free 2 cpu
+    assert admitted(c.settle()) == ["ns/b-extra"]
+    c.finish("ns/a-small")  # a release in the cohort: a-big may now reclaim from the borrower
+    c.settle()
+    assert [(e.workload, e.preemption_reason) for e in c.evictions] == [("ns/b-extra", "InCohortReclamation")]
+    assert "ns/a-big" in c.admitted
+
+
 def test_reclaim_lower_priority_spares_equal_priority_borrowers() -> None:
     c = two_teams({"reclaimWithinCohort": "LowerPriority"})
     c.add("b-own", 4, queue="lq-b", priority=1)
