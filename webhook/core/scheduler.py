@@ -619,13 +619,9 @@ class SchedulerState:
                 # it would preempt if it could, so the room it lacks is not lent out in this cycle
                 # (Kueue's reserveCapacityForUnreclaimablePreempt)
                 cycle.hold(self.ledger, name, self._reservable(name, queue, assignment))
-            # Kueue retries an inadmissible workload on any release in its cohort. Waiting until what
-            # it lacks is free is enough when only free quota can help; one that could preempt may
-            # succeed sooner, once the holders have changed (a borrower it may reclaim from), so any
-            # release in the cohort tree retries it.
-            may_preempt = mode.needs_preemption and self._may_preempt(queue)
-            retry_when = None if may_preempt else assignment.shortfalls
-            queue.pending.requeue_failed(info, retry_when=retry_when)
+            # parked until what it lacks may be free; in a queue that may preempt, also until any
+            # release in its own ClusterQueue (``_release``)
+            queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
             tracked.queued = True
             self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
             return
@@ -652,9 +648,7 @@ class SchedulerState:
                 queue.pending.requeue_retry(info)
                 self._ready.add(name)
             else:
-                # (one that may preempt is retried on any release, as above)
-                may_preempt = bool(targets) or self._may_preempt(queue)
-                queue.pending.requeue_failed(info, retry_when=None if may_preempt else retry)
+                queue.pending.requeue_failed(info, retry_when=None if targets else retry)
             tracked.queued = True
             self._wait(decisions, info, name, REASON_WAITING, NO_LONGER_FITS, queue)
             return
@@ -1014,6 +1008,12 @@ class SchedulerState:
                         self._retry_preemptor(preemptor, claim)
         if name in self.ledger.queues:
             self._wake(self.ledger.tree_queues(name), released=True)
+        if queue is not None and queue.open and self._may_preempt(queue) and queue.pending.wake():
+            # Kueue retries inadmissible workloads on releases in their cohort. Here a release in the
+            # cohort retries those whose request may now be free; a release in their own ClusterQueue
+            # retries every one, even if others borrowed the room at once: it is their nominal quota,
+            # which they may reclaim (waiting for it to be free could take for ever under load).
+            self._ready.add(name)
 
     def _retry_preemptor(self, key: WorkloadKey, claim: _Claim) -> None:
         """Its last target is gone: try the preemptor in the next cycle. It cannot wait for a wake-up

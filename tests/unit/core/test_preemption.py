@@ -210,9 +210,10 @@ def test_reclaim_takes_back_only_from_a_borrowing_queue() -> None:
     assert c.admitted == {"ns/b-own", "ns/a-1"}
 
 
-def test_a_parked_workload_that_can_reclaim_is_retried_on_any_release_in_its_cohort() -> None:
-    """Kueue requeues inadmissible workloads on any release in the cohort. One that may preempt must not
-    wait for its whole request to be free: a borrower may hold the rest, which it can take back."""
+def test_a_parked_workload_that_can_reclaim_is_retried_when_its_own_queue_releases() -> None:
+    """Kueue requeues inadmissible workloads on releases in the cohort. One that may preempt must not wait
+    for its whole request to be free: when its own queue releases quota and a borrower holds the rest, it
+    takes that back (before, it waited until the borrower happened to finish)."""
     c = two_teams({"reclaimWithinCohort": "Any"})
     c.add("b-own", 4, queue="lq-b")
     c.add("a-small", 2, queue="lq-a", created=1)
