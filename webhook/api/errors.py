@@ -24,6 +24,7 @@ class ErrorType(Enum):
     NOT_SUPPORTED = ("Unsupported value", "FieldValueNotSupported")
     DUPLICATE = ("Duplicate value", "FieldValueDuplicate")
     FORBIDDEN = ("Forbidden", "FieldValueForbidden")
+    TOO_MANY = ("Too many", "FieldValueTooMany")
 
     @property
     def label(self) -> str:
@@ -76,6 +77,11 @@ class FieldError:
     def forbidden(cls, path: str, detail: str) -> FieldError:
         return cls(path, ErrorType.FORBIDDEN, detail)
 
+    @classmethod
+    def too_many(cls, path: str, count: int, limit: int) -> FieldError:
+        """``field.TooMany``: ``Too many: 9: must have at most 8 items``."""
+        return cls(path, ErrorType.TOO_MANY, f"must have at most {limit} items", count)
+
     @property
     def reason(self) -> str:
         """The ``StatusCause.reason`` for this error (``FieldValueInvalid``...)."""
@@ -85,7 +91,7 @@ class FieldError:
     def message(self) -> str:
         """The message without the field path, as in ``StatusCause.message``."""
         kind = self.type
-        if kind is ErrorType.INVALID:
+        if kind is ErrorType.INVALID or kind is ErrorType.TOO_MANY:
             text = f"{kind.label}: {render_value(self.value)}"
         elif kind is ErrorType.NOT_SUPPORTED:
             choices = ", ".join(render_value(s) for s in self.supported)

@@ -293,7 +293,7 @@ def _label_map_errors(labels: Mapping[str, str], path: str) -> list[FieldError]:
 @dataclass(frozen=True, slots=True)
 class _Worded(FieldError):
     """A field error whose wording apimachinery builds in a way :class:`FieldError` has no kind for (CEL rule
-    failures with their evaluation errors, ``Too many``, a duplicate printed as a Go struct with a detail):
+    failures with their evaluation errors, a duplicate printed as a Go struct with a detail):
     the message body is kept verbatim so users read exactly what kube-apiserver would have said."""
 
     body: str = ""
@@ -308,13 +308,6 @@ class _Worded(FieldError):
         return self.cause or self.type.reason
 
 
-def _too_many(path: str, count: int, limit: int) -> FieldError:
-    return _Worded(
-        path,
-        ErrorType.INVALID,
-        body=f"Too many: {count}: must have at most {limit} items",
-        cause="FieldValueTooMany",
-    )
 
 
 class _NoSuchKey(Exception):
@@ -427,7 +420,7 @@ def _flavor_taints(raw: Any, errors: list[FieldError], rule_errors: list[FieldEr
     (key a qualified name, value a label value, unique by key and effect)."""
     items = _list(raw, "spec.nodeTaints", errors)
     if len(items) > FLAVOR_LIST_LIMIT:
-        errors.append(_too_many("spec.nodeTaints", len(items), FLAVOR_LIST_LIMIT))
+        errors.append(FieldError.too_many("spec.nodeTaints", len(items), FLAVOR_LIST_LIMIT))
     taints: list[Taint] = []
     seen: set[tuple[str, str]] = set()
     for index, item in enumerate(items):
@@ -506,7 +499,7 @@ def _toleration_list(
     """
     items = _list(raw, path, errors)
     if len(items) > FLAVOR_LIST_LIMIT:
-        errors.append(_too_many(path, len(items), FLAVOR_LIST_LIMIT))
+        errors.append(FieldError.too_many(path, len(items), FLAVOR_LIST_LIMIT))
     tolerations: list[Mapping[str, Any]] = []
     for index, item in enumerate(items):
         ipath = f"{path}[{index}]"
@@ -576,7 +569,7 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
     spec = _spec(obj, errors)
     labels = _str_map(spec.get("nodeLabels"), "spec.nodeLabels", errors)
     if len(labels) > FLAVOR_LIST_LIMIT:
-        errors.append(_too_many("spec.nodeLabels", len(labels), FLAVOR_LIST_LIMIT))
+        errors.append(FieldError.too_many("spec.nodeLabels", len(labels), FLAVOR_LIST_LIMIT))
     if "topologyName" in spec:
         # Kueue's CRD rule on spec: a topology needs node labels to find its nodes
         try:
@@ -1359,7 +1352,7 @@ def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
     if not raw_pod_sets:
         errors.append(FieldError.required("spec.podSets"))
     elif len(raw_pod_sets) > MAX_POD_SETS:
-        errors.append(_too_many("spec.podSets", len(raw_pod_sets), MAX_POD_SETS))
+        errors.append(FieldError.too_many("spec.podSets", len(raw_pod_sets), MAX_POD_SETS))
     seen: set[str] = set()
     for index, raw in enumerate(raw_pod_sets):
         path = f"spec.podSets[{index}]"
