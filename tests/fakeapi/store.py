@@ -214,17 +214,12 @@ class Store:
         if rv < self._compacted_rv:
             raise expired(f"too old resource version: {rv} ({self._compacted_rv})")
 
-    def events_after(self, rv: int, key: StorageKey | None = None) -> EventList:
-        """Events newer than ``rv``: all of them, or those of one kind."""
-        if key is not None:
-            events = self._log_by_key.get(key, [])
-            if not events or rv >= events[-1].rv:
-                return []
-            return events[bisect_right(events, rv, key=_rv_of) :]
-        if not self._log or rv >= self._log[-1].rv:
+    def events_after(self, rv: int, key: StorageKey) -> EventList:
+        """The events of one kind newer than ``rv`` (what a watch of that kind has not sent yet)."""
+        events = self._log_by_key.get(key, [])
+        if not events or rv >= events[-1].rv:
             return []
-        start = rv + 1 - self._log[0].rv
-        return self._log[max(start, 0) :]
+        return events[bisect_right(events, rv, key=_rv_of) :]
 
     async def changed(self, timeout: float | None, key: StorageKey | None = None) -> bool:
         """Wait for the next write (of kind ``key`` when given) or a notify; False on timeout."""

@@ -65,10 +65,6 @@ def involved_object(obj: JSON) -> JSON:
     return ref
 
 
-def _timestamp() -> str:
-    return now_rfc3339()
-
-
 class Recorder:
     """Queue of Event intents drained by ``run``; identical repeats within ``fold_seconds`` are dropped."""
 
@@ -147,7 +143,7 @@ class Recorder:
                     await self._write(intent)
 
     async def _write(self, intent: EventIntent) -> None:
-        now = _timestamp()
+        now = now_rfc3339()
         name = f"{intent.involved.get('name', 'object')}.{uuid.uuid4().hex[:16]}"
         body = {
             "apiVersion": "v1",
