@@ -308,8 +308,6 @@ class _Worded(FieldError):
         return self.cause or self.type.reason
 
 
-
-
 class _NoSuchKey(Exception):
     """A CEL rule selected a field the object does not have (CEL's ``no such key`` evaluation error)."""
 
