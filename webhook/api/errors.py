@@ -25,6 +25,7 @@ class ErrorType(Enum):
     DUPLICATE = ("Duplicate value", "FieldValueDuplicate")
     FORBIDDEN = ("Forbidden", "FieldValueForbidden")
     TOO_MANY = ("Too many", "FieldValueTooMany")
+    TOO_LONG = ("Too long", "FieldValueTooLong")
 
     @property
     def label(self) -> str:
@@ -76,6 +77,11 @@ class FieldError:
     @classmethod
     def forbidden(cls, path: str, detail: str) -> FieldError:
         return cls(path, ErrorType.FORBIDDEN, detail)
+
+    @classmethod
+    def too_long(cls, path: str, limit: int) -> FieldError:
+        """``field.TooLong`` on a string or a map: ``Too long: may not be more than 316 bytes``."""
+        return cls(path, ErrorType.TOO_LONG, f"may not be more than {limit} bytes")
 
     @classmethod
     def too_many(cls, path: str, count: int, limit: int) -> FieldError:

@@ -539,14 +539,7 @@ def validate_annotations(raw: Any, path: str) -> list[FieldError]:
     for key in annotations:
         errors.extend(FieldError.invalid(path, key, p) for p in _qualified_name_problems(key.lower()))
     if sum(len(k) + len(v) for k, v in annotations.items()) > 262144:
-        errors.append(
-            _Worded(
-                path,
-                ErrorType.INVALID,
-                body="Too long: may not be more than 262144 bytes",
-                cause="FieldValueTooLong",
-            )
-        )
+        errors.append(FieldError.too_long(path, 262144))
     return errors
 
 
@@ -906,14 +899,7 @@ def _admission_checks_strategy(
             continue
         name = entry["name"]
         if len(name) > 316:
-            errors.append(
-                _Worded(
-                    f"{epath}.name",
-                    ErrorType.INVALID,
-                    body="Too long: may not be more than 316 bytes",
-                    cause="FieldValueTooLong",
-                )
-            )
+            errors.append(FieldError.too_long(f"{epath}.name", 316))
         if name in names:
             errors.append(_Worded(epath, ErrorType.DUPLICATE, body=f'Duplicate value: {{"name":"{name}"}}'))
             continue
@@ -1056,14 +1042,7 @@ def parse_workload_priority_class(obj: Mapping[str, Any]) -> Parsed[WorkloadPrio
         value = 0
     description = str(obj.get("description") or "")
     if len(description) > 2048:  # Kueue's CRD: maxLength
-        errors.append(
-            _Worded(
-                "description",
-                ErrorType.INVALID,
-                body="Too long: may not be more than 2048 bytes",
-                cause="FieldValueTooLong",
-            )
-        )
+        errors.append(FieldError.too_long("description", 2048))
     return _finish(WorkloadPriorityClass(meta, value, description), errors)
 
 
