@@ -28,7 +28,7 @@ from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.events import EventSink
 from webhook.control.kinds import WORKLOADS
 from webhook.control.metrics import Metrics
-from webhook.control.positions import QueuePositions, position_suffix, quota_condition
+from webhook.control.positions import QueuePositions, base_message, position_suffix, quota_condition
 from webhook.control.reconciler import has_reservation
 from webhook.control.store import Store
 from webhook.control.writers import Writer
@@ -72,7 +72,12 @@ class PendingReasons:
             return
         reason = decision.reason or "Pending"
         if shows_reason(workload, reason=reason):
-            return  # the wording alone moved, or nothing did: the positions pass refreshes it
+            # the wording alone moved, or only the rank: the positions pass brings the Workload up to date,
+            # but a new message is still a decision, counted and logged once like any other
+            shown = base_message(str((quota_condition(workload) or {}).get("message", "")))
+            if shown != decision.message:
+                self._decided(key, decision)
+            return
         message = decision.message + position_suffix(decision.position, decision.cluster_queue)
 
         def build(current: JSON) -> JSON | None:
@@ -87,9 +92,12 @@ class PendingReasons:
             return
         if updated is None:
             return
-        self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
         self.positions.remember(key, reason=reason, message=decision.message, position=decision.position)
         self.events.record(workload, type="Warning", reason=reason, message=decision.message)
+        self._decided(key, decision)
+
+    def _decided(self, key: str, decision: Wait) -> None:
+        self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
         log.info(
             "pending",
             extra={

@@ -107,6 +107,11 @@ async def test_the_first_reason_and_a_new_reason_are_written_at_once_a_reworded_
         ("b", "preempting (position 1 in ClusterQueue cq)"),
     ]
     assert events.reasons == ["Warning Pending", "Warning WaitingForPreemptedWorkloads"]
+    # every new message is a decision: counted as an inadmissible attempt, the moved rank alone is not
+    attempts = pending.metrics.registry.get_sample_value(
+        "kueue_admission_attempts_total", {"result": "inadmissible", "replica_role": pending.metrics.role}
+    )
+    assert attempts == 3
 
 
 async def test_the_positions_pass_writes_the_latest_message_with_the_current_rank_front_first() -> None:
