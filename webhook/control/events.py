@@ -9,7 +9,7 @@ does, so a pending Workload cannot flood etcd.
 
 Writes are paced by a token bucket (``rate`` a second, bursts of ``burst``), as client-go paces every
 request of a controller (Kueue runs its client at 50 requests a second, burst 100). Without it, a burst of
-admissions sent two Events per admission to the API server, a quarter of all requests in Kueue's baseline
+admissions sent two Events per admission to the API server, a fifth of all requests in Kueue's baseline
 benchmark, competing with the writes that admit and release quota.
 """
 
