@@ -38,10 +38,13 @@ JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.admission_loop")
 
 
-def shows_reason(workload: JSON, *, reason: str) -> bool:
-    """The Workload already shows a pending condition with this reason (whatever its message and rank)."""
+def shown_message(workload: JSON, *, reason: str) -> str | None:
+    """Kueue's message (without the rank) of the pending condition the Workload shows with this reason;
+    None when it shows no pending condition or another reason."""
     before = quota_condition(workload)
-    return before is not None and before.get("status") == "False" and before.get("reason") == reason
+    if before is None or before.get("status") != "False" or before.get("reason") != reason:
+        return None
+    return base_message(str(before.get("message", "")))
 
 
 class PendingReasons:
@@ -71,10 +74,10 @@ class PendingReasons:
         if workload is None or not self.is_leader():
             return
         reason = decision.reason or "Pending"
-        if shows_reason(workload, reason=reason):
+        shown = shown_message(workload, reason=reason)
+        if shown is not None:
             # the wording alone moved, or only the rank: the positions pass brings the Workload up to date,
             # but a new message is still a decision, counted and logged once like any other
-            shown = base_message(str((quota_condition(workload) or {}).get("message", "")))
             if shown != decision.message:
                 self._decided(key, decision)
             return
