@@ -625,7 +625,7 @@ class SchedulerState:
             tracked.queued = True
             self._wait(decisions, info, name, assignment.reason(), assignment.message(), queue)
             return
-        if targets or cycle.preempted:
+        if targets:
             target_keys = {t.candidate.info.key for t in targets}
             if target_keys & cycle.preempted:
                 self._drop_claim(info.key)
@@ -633,8 +633,13 @@ class SchedulerState:
                 tracked.queued = True
                 self._wait(decisions, info, name, REASON_WAITING, OVERLAPPING_TARGETS, queue)
                 return
+            # a preemptor is only parked here, never admitted: it may count on every eviction of the cycle
             fits = self._fits_without(name, assignment.usage, cycle.preempted | target_keys)
         else:
+            # An admission takes only room that is free now. Kueue's re-check (scheduler.go ``fits``) also
+            # counts the room of workloads preempted earlier in the same cycle as free, so heads that fit
+            # one by one at nomination can together exceed the quota until those evictions complete; the
+            # victims still run, so that would be over-admission, which the ledger never allows.
             available = self.ledger.available
             fits = all(amount <= available(name, fr) for fr, amount in assignment.usage.items())
         if not fits:

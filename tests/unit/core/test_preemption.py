@@ -7,6 +7,7 @@ its quota. Rules cited are Kueue's (``pkg/scheduler/preemption``, ``site/.../con
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,8 @@ class Cluster:
     workloads: dict[str, Workload] = field(default_factory=dict)
     admitted: set[str] = field(default_factory=set)
     evictions: list[Evict] = field(default_factory=list)
+    #: called whenever cycling stops, before evictions are carried out (victims still hold their quota)
+    on_quiet: Callable[[Cluster], None] | None = None
 
     def add(
         self, name: str, cpu: int | str, *, queue: str = "lq", priority: int = 0, created: int = 0
@@ -55,6 +58,8 @@ class Cluster:
                     self.admitted.add(d.workload)
                     self.state.confirm(d.workload)  # the admission write landed and was seen
             self.evictions.extend(evicted)
+            if self.on_quiet is not None:
+                self.on_quiet(self)
             if not acknowledge or not evicted:
                 return out
             for d in evicted:
@@ -267,6 +272,44 @@ def test_without_borrow_within_cohort_a_borrowing_preemptor_cannot_reclaim() -> 
     assert not c.evictions
 
 
+def holding_cpu(c: Cluster) -> int:
+    """Cpu held right now by admitted workloads, victims whose eviction is not yet done included."""
+    total = 0
+    for key in c.admitted:
+        info = c.state.workload(key)
+        assert info is not None
+        total += info.usage.get(CPU, 0)
+    return total // G
+
+
+def test_an_admission_never_takes_room_a_pending_eviction_has_not_freed_yet() -> None:
+    """Kueue's re-check in the cycle (scheduler.go ``fits``) counts the room of workloads preempted in the
+    same cycle as free for every later head; two heads that each fit at nomination then both get in while
+    the victim still runs. Ours admits only into room that is free now: the quota holds at every instant."""
+    c = cluster(
+        cpu_queue("a", 4, cohortName="org", preemption={"reclaimWithinCohort": "Any"}),
+        cpu_queue("b", 4, cohortName="org"),
+        cpu_queue("c", 4, cohortName="org"),
+        local_queues={"lq-a": "a", "lq-b": "b", "lq-c": "c"},
+    )
+    c.add("b-own", 4, queue="lq-b")
+    c.add("b-borrow", 5, queue="lq-b", created=1)  # b borrows 5 of a's and c's quota
+    c.add("c-own", 2, queue="lq-c", created=2)
+    c.settle()
+    assert holding_cpu(c) == 11  # of 12
+    c.add("a-urgent", 3, queue="lq-a", priority=10, created=3)  # reclaims b-borrow
+    c.add("c-more", 1, queue="lq-c", created=4)  # each fits the 1 cpu left on its own
+    c.add("b-more", 1, queue="lq-b", created=5)
+    c.settle(acknowledge=False)  # the eviction is written; b-borrow runs until it is done
+    assert [e.workload for e in c.evictions] == ["ns/b-borrow"]
+    assert holding_cpu(c) <= 12
+    c.admitted.discard("ns/b-borrow")  # the eviction is done: its reservation cleared
+    c.state.upsert_workload(c.workloads["ns/b-borrow"])
+    c.settle()  # the preemptor gets in, and what is left is handed out
+    assert {"ns/a-urgent", "ns/c-more"} <= c.admitted
+    assert holding_cpu(c) <= 12
+
+
 def test_queue_that_cannot_reclaim_holds_back_its_quota_for_the_cycle() -> None:
     # a's head would need preemption but has no candidates (the borrower has higher priority); in that
     # cycle the room a lacks is not lent to b's borrowing head (reserveCapacityForUnreclaimablePreempt)
@@ -330,6 +373,7 @@ def replay_steps(
 ) -> Cluster:
     c = build(specs)
     c.state.configure_fair_sharing(enabled=fair)
+    c.on_quiet = lambda current: check_holding(current, specs)
     for step, op in enumerate(ops):
         if op[0] == "add":
             _, index, cpu, priority = op
@@ -353,6 +397,19 @@ def check_quota(c: Cluster, specs: list[tuple[int, int | None, dict[str, Any]]])
         used[info.admission.cluster_queue] += info.usage.get(CPU, 0)
     for i, (nominal, borrowing, _) in enumerate(specs):
         assert c.state.ledger.usage(f"q{i}").get(CPU, 0) == used[f"q{i}"]
+        if borrowing is not None:
+            assert used[f"q{i}"] <= (nominal + borrowing) * G
+    assert sum(used.values()) <= sum(nominal for nominal, _, _ in specs) * G
+
+
+def check_holding(c: Cluster, specs: list[tuple[int, int | None, dict[str, Any]]]) -> None:
+    """At every instant, victims whose eviction is still under way included, the quota holds."""
+    used = {f"q{i}": 0 for i in range(len(specs))}
+    for key in c.admitted:
+        info = c.state.workload(key)
+        assert info is not None and info.admission is not None
+        used[info.admission.cluster_queue] += info.usage.get(CPU, 0)
+    for i, (nominal, borrowing, _) in enumerate(specs):
         if borrowing is not None:
             assert used[f"q{i}"] <= (nominal + borrowing) * G
     assert sum(used.values()) <= sum(nominal for nominal, _, _ in specs) * G
