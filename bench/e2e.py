@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from webhook import runtime
 from webhook.control.controller import Controller
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
@@ -45,6 +46,7 @@ from webhook.control.kinds import (
     RESOURCE_FLAVORS,
 )
 from webhook.control.kube import KubeClient
+from webhook.control.main import API_CONNECTIONS
 from webhook.control.store import Change
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -234,7 +236,7 @@ async def bench(jobs: int, samples: int) -> JSON:
         create_in_another_process(kubeconfig, prefix="bulk-", queue="bulk", count=jobs)
         creation_seconds = time.perf_counter() - t0
 
-        client = await KubeClient.connect(kubeconfig=str(kubeconfig))
+        client = await KubeClient.connect(kubeconfig=str(kubeconfig), connections=API_CONNECTIONS)
         controller = Controller(
             client=client, namespace="kueue-system", identity="bench", status_interval=0.5
         )
@@ -400,7 +402,7 @@ def main() -> None:
     if args.create:  # helper mode: the users' side, in its own process
         asyncio.run(create_jobs(args.kubeconfig, prefix=args.prefix, queue=args.queue, count=args.create))
         return
-    result = asyncio.run(bench(args.jobs, args.latency_samples))
+    result = runtime.run(bench(args.jobs, args.latency_samples))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "e2e.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "e2e.md").write_text(markdown(result))

@@ -13,7 +13,6 @@ date and Kueue's published figures side by side:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import gzip
 import json
@@ -33,6 +32,7 @@ from bench.baseline import processes, profile, scenario
 from bench.baseline.figures import compute, over_admission_summary, windows
 from bench.baseline.runner import Run
 from bench.baseline.timeline import Change, QuotaLimits, check_over_admission
+from webhook import runtime
 from webhook.control.kinds import NAMESPACES
 from webhook.control.kube import ApiError, KubeClient
 
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out = str(Path(args.out) if args.out else RESULTS / f"kueue_baseline{suffix}")
     if args.timeout is None:
         args.timeout = {"baseline": 900.0, "large": 3600.0}.get(args.scale, 300.0)
-    result = asyncio.run(execute(args))
+    result = runtime.run(execute(args))
     kueue = (
         KUEUE_BASELINE
         if args.scale == "baseline"

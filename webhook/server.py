@@ -43,6 +43,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
+from webhook import runtime
 from webhook.admission.review import ReviewError, Verdict, parse_review, render_response
 from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView, StaticClusterView
@@ -393,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
             await server.stop()
 
     try:
-        asyncio.run(run())
+        runtime.run(run())
     except KeyboardInterrupt:
         return 0
     except (OSError, ssl.SSLError) as exc:

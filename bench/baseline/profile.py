@@ -27,7 +27,9 @@ _OURS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("webhook server", re.compile(r"server\.py|admission/")),
 )
 #: helpers charged to their caller, and entry points whose callee (the event loop) is not ours
-_PASS_THROUGH = re.compile(r"webhook/api/|__main__\.py|webhook/cli\.py|webhook/control/main\.py")
+_PASS_THROUGH = re.compile(
+    r"webhook/api/|__main__\.py|webhook/cli\.py|webhook/control/main\.py|webhook/runtime\.py"
+)
 _WATCH_VERBS = re.compile(r"^(KubeClient\.)?(watch|list_pages|list_all) \(.*kube\.py")
 
 

@@ -40,7 +40,13 @@ def main() -> None:
     parser.add_argument("--kubeconfig", type=Path, default=None, help="also write the kubeconfig here")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(port=args.port, crds=args.crds, kubeconfig=args.kubeconfig))
+        main_coroutine = serve(port=args.port, crds=args.crds, kubeconfig=args.kubeconfig)
+        try:
+            import uvloop  # the same event loop the controller runs on, when installed
+        except ImportError:
+            asyncio.run(main_coroutine)
+        else:
+            uvloop.run(main_coroutine)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,8 @@ from webhook.core.scheduler import Admit, Evict, SchedulerState
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.admission_loop")
 COLLECT_AFTER_DECISIONS = 2000
+#: decision writes (admissions, evictions, pending reasons) in flight at once
+DECISION_WRITES_IN_FLIGHT = 16
 #: Kueue's Evicted reason (and evicted_workloads_total reason) when spec.active turns false
 DEACTIVATED = "Deactivated"
 UNFREEZE_EVERY = 1800.0
@@ -124,7 +126,7 @@ class AdmissionLoop:
         events: EventSink,
         metrics: Metrics,
         is_leader: Callable[[], bool],
-        max_in_flight: int = 16,
+        max_in_flight: int = DECISION_WRITES_IN_FLIGHT,
         position_writes_per_second: int = 50,
     ) -> None:
         self.store = store
