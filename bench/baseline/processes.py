@@ -183,6 +183,10 @@ def start_controller(
         "--kubeconfig",
         str(kubeconfig),
         "--no-leader-election",
+        # a connection for each of the 16 decision writes in flight beside the watches (the default pool
+        # is sized for memory; Kueue's own runner likewise raises its client's QPS and burst)
+        "--api-connections",
+        "32",
     ]
     serve += ["--tls-dir", str(certs), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     log = workdir / "controller.log"

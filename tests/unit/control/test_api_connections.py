@@ -1,22 +1,24 @@
-"""The controller's API client keeps room for its decision writes beside the watches it holds open.
+"""``serve --api-connections``: room for the decision writes beside the watches held open.
 
-Each watch occupies one HTTP/1.1 connection for as long as it runs. If the pool were only as large as the
-watches plus a few, admissions would wait for a free connection one round trip after another while the
-CPU sat idle (the tail of Kueue's baseline benchmark did, with 16 connections for 11 watches).
+Each watch occupies one HTTP/1.1 connection for as long as it runs. With the default pool (sized for
+memory) writes share the few connections left; with ``WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT`` every
+decision write in flight has its own (the tail of Kueue's baseline benchmark waited on connections while
+the CPU sat partly idle).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 
-from webhook.control.kinds import WATCHED, WORKLOADS
+from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
-from webhook.control.main import API_CONNECTIONS
+from webhook.control.main import WATCH_CONNECTIONS, add_arguments
 
 
 class SlowServer:
@@ -35,7 +37,7 @@ class SlowServer:
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
             await response.prepare(request)
             self.watches_open += 1
-            if self.watches_open == len(WATCHED) + 1:
+            if self.watches_open == WATCH_CONNECTIONS:
                 self.all_watching.set()
             await self.stop.wait()
             return response
@@ -70,12 +72,19 @@ async def _watch(client: KubeClient) -> None:
         pass
 
 
-async def test_every_decision_write_is_in_flight_at_once_while_all_watches_are_open(
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+async def test_with_enough_connections_every_decision_write_is_in_flight_beside_all_watches(
     slow_server: tuple[SlowServer, str],
 ) -> None:
     server, url = slow_server
-    client = KubeClient(host=url, connections=API_CONNECTIONS)
-    watches = [asyncio.create_task(_watch(client)) for _ in range(len(WATCHED) + 1)]
+    args = parse("--api-connections", str(WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT))
+    client = KubeClient(host=url, connections=args.api_connections)
+    watches = [asyncio.create_task(_watch(client)) for _ in range(WATCH_CONNECTIONS)]
     try:
         await asyncio.wait_for(server.all_watching.wait(), timeout=10)
         writes = [
@@ -90,3 +99,16 @@ async def test_every_decision_write_is_in_flight_at_once_while_all_watches_are_o
             task.cancel()
         await asyncio.gather(*watches, return_exceptions=True)
         await client.close()
+
+
+def test_too_few_connections_for_the_watches_is_refused_with_the_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse("--api-connections", str(WATCH_CONNECTIONS))
+    assert exit_info.value.code == 2
+    assert f"{WATCH_CONNECTIONS} connections are held by watches" in capsys.readouterr().err
+
+
+def test_the_default_pool_leaves_connections_for_writes() -> None:
+    assert parse().api_connections > WATCH_CONNECTIONS
