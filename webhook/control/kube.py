@@ -96,7 +96,9 @@ class KubeClient:
             path = Path(kubeconfig) if kubeconfig else default_kubeconfig()
             connection = from_kubeconfig(path, context=context)
             if connection is None:  # exec plugin or auth-provider: kubernetes-asyncio knows how
-                return await cls._connect_with_kubernetes_asyncio(kubeconfig=str(path), context=context)
+                return await cls._connect_with_kubernetes_asyncio(
+                    kubeconfig=str(path), context=context, connections=connections
+                )
         return cls(
             host=connection.host,
             ssl_context=connection.ssl_context,
@@ -105,7 +107,9 @@ class KubeClient:
         )
 
     @classmethod
-    async def _connect_with_kubernetes_asyncio(cls, *, kubeconfig: str, context: str | None) -> KubeClient:
+    async def _connect_with_kubernetes_asyncio(
+        cls, *, kubeconfig: str, context: str | None, connections: int
+    ) -> KubeClient:
         from kubernetes_asyncio import config as kube_config
         from kubernetes_asyncio.client import Configuration
 
@@ -125,7 +129,13 @@ class KubeClient:
             bearer = settings.get("BearerToken")
             return {"Authorization": bearer["value"]} if bearer and bearer.get("value") else {}
 
-        return cls(host=str(configuration.host), ssl_context=context_ssl, auth=auth)
+        return cls(host=str(configuration.host), ssl_context=context_ssl, auth=auth, connections=connections)
+
+    @property
+    def connections(self) -> int:
+        """The most HTTP connections this client opens at once (watches hold one each)."""
+        connector = self._session.connector
+        return connector.limit if connector is not None else 0
 
     async def close(self) -> None:
         if self._owns_session:

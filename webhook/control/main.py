@@ -29,7 +29,7 @@ from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
 #: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
 WATCH_CONNECTIONS = len(WATCHED) + 1
 #: the default pool: the watches plus a few for writes. Memory stays low (in the 10,000-Job e2e benchmark
-#: the controller's steady RSS was 96 MB with 16 connections, 108 MB with 20 or more: more writes in flight
+#: the controller's steady RSS was 93-96 MB with 16 connections, 108 MB with 20 or more: more writes in flight
 #: during a burst interleave short-lived and kept objects, and Python's allocator then holds 68 arenas
 #: instead of 56 for the same live data), but under heavy load writes wait for a free connection; from
 #: ``WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT`` up (``--api-connections 32``) every decision write in
@@ -94,14 +94,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
+async def connect(args: argparse.Namespace) -> KubeClient:
+    """The API client as ``serve``'s arguments describe it."""
+    return await KubeClient.connect(
+        kubeconfig=args.kubeconfig, context=args.context, connections=args.api_connections
+    )
+
+
 async def serve(args: argparse.Namespace) -> None:
     """Build the client, the controller and the webhook server, and run them until cancelled."""
 
     from webhook.server import WebhookServer, create_app
 
-    client = await KubeClient.connect(
-        kubeconfig=args.kubeconfig, context=args.context, connections=args.api_connections
-    )
+    client = await connect(args)
     controller = Controller(
         client=client,
         namespace=args.namespace,

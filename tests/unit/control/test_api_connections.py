@@ -11,14 +11,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp import web
 
+from tests.unit.control.test_kubeconfig import write
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
-from webhook.control.main import WATCH_CONNECTIONS, add_arguments
+from webhook.control.main import API_CONNECTIONS, WATCH_CONNECTIONS, add_arguments, api_connections, connect
 
 
 class SlowServer:
@@ -110,5 +112,14 @@ def test_too_few_connections_for_the_watches_is_refused_with_the_reason(
     assert f"{WATCH_CONNECTIONS} connections are held by watches" in capsys.readouterr().err
 
 
-def test_the_default_pool_leaves_connections_for_writes() -> None:
-    assert parse().api_connections > WATCH_CONNECTIONS
+def test_the_default_pool_passes_the_same_check_as_a_given_one() -> None:
+    assert api_connections(str(API_CONNECTIONS)) == parse().api_connections == API_CONNECTIONS
+
+
+async def test_serve_connects_with_the_pool_it_was_given(tmp_path: Path) -> None:
+    kubeconfig = write(tmp_path, {"token": "t"})
+    client = await connect(parse("--kubeconfig", str(kubeconfig), "--api-connections", "27"))
+    try:
+        assert client.connections == 27
+    finally:
+        await client.close()

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from webhook.certs import ensure_certificates
+from webhook.control.kube import KubeClient
 from webhook.control.kubeconfig import KubeconfigError, from_kubeconfig
 
 
@@ -73,3 +74,26 @@ def test_unknown_context_is_named_in_the_error(tmp_path: Path) -> None:
 def test_cluster_without_server_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(KubeconfigError, match="has no server"):
         from_kubeconfig(write(tmp_path, {"token": "abc"}, cluster={"insecure-skip-tls-verify": True}))
+
+
+async def test_the_connection_pool_size_is_kept_for_a_token_user(tmp_path: Path) -> None:
+    client = await KubeClient.connect(kubeconfig=str(write(tmp_path, {"token": "t"})), connections=27)
+    try:
+        assert client.connections == 27
+    finally:
+        await client.close()
+
+
+async def test_the_connection_pool_size_is_kept_for_an_exec_plugin_user(tmp_path: Path) -> None:
+    credential = '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", '
+    credential += '"status": {"token": "from-plugin"}}'
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": "sh",
+        "args": ["-c", f"echo '{credential}'"],
+    }
+    client = await KubeClient.connect(kubeconfig=str(write(tmp_path, {"exec": plugin})), connections=27)
+    try:
+        assert client.connections == 27
+    finally:
+        await client.close()
