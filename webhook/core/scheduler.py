@@ -639,7 +639,7 @@ class SchedulerState:
             # An admission takes only room that is free now. Kueue's re-check (scheduler.go ``fits``) also
             # counts the room of workloads preempted earlier in the same cycle as free, so heads that fit
             # one by one at nomination can together exceed the quota until those evictions complete; the
-            # victims still run, so that would be over-admission, which the ledger never allows.
+            # victims still run, so that would be over-admission, which an admission here never does.
             available = self.ledger.available
             fits = all(amount <= available(name, fr) for fr, amount in assignment.usage.items())
         if not fits:

@@ -49,7 +49,7 @@ class Cluster:
         """Cycle until quiet; with ``acknowledge`` every eviction is carried out at once (the owner
         clears the reservation) and cycling goes on."""
         out: list[Decision] = []
-        while True:
+        for _ in range(200):
             decisions = run_until_quiet(self.state)
             out.extend(decisions)
             evicted = [d for d in decisions if isinstance(d, Evict)]
@@ -65,6 +65,8 @@ class Cluster:
             for d in evicted:
                 self.admitted.discard(d.workload)
                 self.state.upsert_workload(self.workloads[d.workload])  # pending again: quota released
+        looping = [(e.workload, e.preemptor) for e in out[-40:] if isinstance(e, Evict)]
+        raise AssertionError(f"evictions never stop: {looping}")
 
 
 def cluster(*queues: Any, local_queues: dict[str, str] | None = None) -> Cluster:
@@ -302,12 +304,13 @@ def test_an_admission_never_takes_room_a_pending_eviction_has_not_freed_yet() ->
     c.add("b-more", 1, queue="lq-b", created=5)
     c.settle(acknowledge=False)  # the eviction is written; b-borrow runs until it is done
     assert [e.workload for e in c.evictions] == ["ns/b-borrow"]
-    assert holding_cpu(c) <= 12
+    # the free cpu is part of the room held for the preemptor: neither newcomer gets in beside the victim
+    assert c.admitted == {"ns/b-own", "ns/b-borrow", "ns/c-own"}
     c.admitted.discard("ns/b-borrow")  # the eviction is done: its reservation cleared
     c.state.upsert_workload(c.workloads["ns/b-borrow"])
     c.settle()  # the preemptor gets in, and what is left is handed out
-    assert {"ns/a-urgent", "ns/c-more"} <= c.admitted
-    assert holding_cpu(c) <= 12
+    assert c.admitted == {"ns/b-own", "ns/c-own", "ns/c-more", "ns/a-urgent", "ns/b-more"}
+    assert holding_cpu(c) == 11
 
 
 def test_queue_that_cannot_reclaim_holds_back_its_quota_for_the_cycle() -> None:
@@ -349,13 +352,24 @@ policies = st.fixed_dictionaries(
     )
 )
 queues = st.tuples(st.integers(1, 5), st.one_of(st.none(), st.integers(0, 3)), policies)
-adds = st.tuples(st.just("add"), st.integers(0, 2), st.integers(1, 4), st.integers(0, 3))
-# mostly arrivals, so queues fill up and preemption has work to do
-steps = st.lists(
-    st.one_of(adds, adds, adds, st.tuples(st.just("finish"), st.integers(0, 1000))),
-    min_size=4,
-    max_size=30,
+# Without borrowWithinCohort: with it, a queue that reclaims (Any) and one that preempts lower priorities
+# while borrowing can evict each other's workloads for ever when arrivals come in bursts (each step is one
+# Kueue's rules allow: q1 reclaims its nominal quota from borrowing q0, q0 borrows it back by preempting
+# q1's lower-priority workloads once q1 borrows in turn)
+plain_policies = st.fixed_dictionaries(
+    {
+        "withinClusterQueue": st.sampled_from(["LowerPriority", "LowerOrNewerEqualPriority", "Never"]),
+        "reclaimWithinCohort": st.sampled_from(["Any", "LowerPriority", "Never"]),
+    }
 )
+plain_queues = st.tuples(st.integers(1, 5), st.one_of(st.none(), st.integers(0, 3)), plain_policies)
+adds = st.tuples(st.just("add"), st.integers(0, 2), st.integers(1, 4), st.integers(0, 3))
+finishes = st.tuples(st.just("finish"), st.integers(0, 1000))
+# mostly arrivals, so queues fill up and preemption has work to do
+steps = st.lists(st.one_of(adds, adds, adds, finishes), min_size=4, max_size=30)
+# several arrivals before the next cycle: a preemptor and other heads then meet in one cycle
+bursts = st.tuples(st.just("burst"), st.lists(adds, min_size=2, max_size=4))
+burst_steps = st.lists(st.one_of(adds, bursts, bursts, finishes), min_size=4, max_size=30)
 
 
 def build(specs: list[tuple[int, int | None, dict[str, Any]]]) -> Cluster:
@@ -369,23 +383,31 @@ def build(specs: list[tuple[int, int | None, dict[str, Any]]]) -> Cluster:
 
 
 def replay_steps(
-    specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]], *, fair: bool = False
+    specs: list[tuple[int, int | None, dict[str, Any]]],
+    ops: list[tuple[Any, ...]],
+    *,
+    fair: bool = False,
+    preemptors_get_in: bool = True,
 ) -> Cluster:
+    """Play the steps, settling after each; the quota is checked whenever cycling stops. With one arrival
+    per step every preemptor also gets in; in a burst an older head of its queue may take the room first
+    (Kueue orders a ClusterQueue by priority and age, preemptors included)."""
     c = build(specs)
     c.state.configure_fair_sharing(enabled=fair)
     c.on_quiet = lambda current: check_holding(current, specs)
     for step, op in enumerate(ops):
-        if op[0] == "add":
-            _, index, cpu, priority = op
-            c.add(f"w{step}", cpu, queue=f"lq{index % len(specs)}", priority=priority, created=step)
-        elif c.admitted:
+        arrivals = [op] if op[0] == "add" else op[1] if op[0] == "burst" else []
+        for n, (_, index, cpu, priority) in enumerate(arrivals):
+            c.add(f"w{step}-{n}", cpu, queue=f"lq{index % len(specs)}", priority=priority, created=step)
+        if op[0] == "finish" and c.admitted:
             c.finish(sorted(c.admitted)[op[1] % len(c.admitted)])
-        seen = len(c.evictions)
-        c.settle()
+        decisions = c.settle()
         check_quota(c, specs)
-        for eviction in c.evictions[seen:]:
-            # nobody is evicted for a workload that then does not get in
-            assert eviction.preemptor in c.admitted, eviction
+        for i, eviction in enumerate(decisions):
+            if preemptors_get_in and isinstance(eviction, Evict):
+                # nobody is evicted for a workload that then does not get in (it may be reclaimed later)
+                later = decisions[i + 1 :]
+                assert any(isinstance(d, Admit) and d.workload == eviction.preemptor for d in later), eviction
     return c
 
 
@@ -421,6 +443,16 @@ def test_quota_holds_and_every_preemptor_gets_in(
     specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]]
 ) -> None:
     replay_steps(specs, ops)
+
+
+@given(st.lists(plain_queues, min_size=1, max_size=3), burst_steps)
+@settings(max_examples=600)
+def test_quota_holds_at_every_instant_when_arrivals_come_in_bursts(
+    specs: list[tuple[int, int | None, dict[str, Any]]], ops: list[tuple[Any, ...]]
+) -> None:
+    """Several heads meet in one cycle. (The in-cycle case of a preemptor freeing more than it needs while
+    other heads fit one by one is rare here: the example test above pins it down.)"""
+    replay_steps(specs, ops, preemptors_get_in=False)
 
 
 @given(st.lists(queues, min_size=1, max_size=3), steps)
