@@ -402,11 +402,13 @@ class Run:
         # collector's full passes held its loop for up to a few hundred ms in the tail (finishes came late
         # and the jobs seemed to run longer). Reference counting frees nearly everything; the few cycles
         # wait for the end of the run.
+        collecting = gc.isenabled()
         gc.disable()
         try:
             await self._execute(wait_active=wait_active, idle_grace=idle_grace)
         finally:
-            gc.enable()
+            if collecting:
+                gc.enable()
 
     async def _execute(self, *, wait_active: float, idle_grace: float) -> None:
         background = [
