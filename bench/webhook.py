@@ -35,9 +35,9 @@ from typing import Any
 
 import aiohttp
 
+from tests.golden import GOLDEN
 from webhook.certs import ensure_certificates
 
-GOLDEN = Path(os.environ.get("KUEUE_WEBHOOK_GOLDEN", "/work/shared/golden"))
 RESULTS = Path(__file__).resolve().parent / "results" / "webhook.json"
 MIX = [(0, "/mutate-batch-v1-job"), (1, "/validate-batch-v1-job"), (5, "/validate-batch-v1-job")]
 

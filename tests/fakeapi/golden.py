@@ -1,4 +1,4 @@
-"""The captures of a real kube-apiserver v1.36.2 (../shared/golden), for tests that compare with them.
+"""The captures of a real kube-apiserver v1.36.2 (tests/golden), for tests that compare with them.
 
 Replaying a capture sends its request unchanged; `normalise` hides what differs on every run (uids,
 timestamps, resourceVersions, managedFields) so the remaining comparison is exact.
@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden"
-if not GOLDEN.is_dir():
-    GOLDEN = Path("/work/shared/golden")
+from tests.golden import GOLDEN
 
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 _VOLATILE_KEYS = frozenset({"managedFields", "resourceVersion", "storageVersionHash"})
-
-
-def available() -> bool:
-    return GOLDEN.is_dir()
 
 
 def load(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""The fake API server replayed against traffic captured from kube-apiserver v1.36.2 (../shared/golden).
+"""The fake API server replayed against traffic captured from kube-apiserver v1.36.2 (tests/golden).
 
 Each test sends the captured request and compares the answer field by field. Values that differ on every run
 (uids, timestamps, resourceVersions) are normalised on both sides; managedFields are not implemented by the
@@ -19,10 +19,10 @@ from aiohttp import web
 
 from tests.fakeapi import ADMIN_TOKEN, FakeApiServer
 from tests.fakeapi import golden as golden_captures
-from tests.fakeapi.golden import GOLDEN, normalise, replay, replay_file
+from tests.fakeapi.golden import normalise, replay, replay_file
 from tests.fakeapi.tls import serving_material
+from tests.golden import GOLDEN
 
-pytestmark = pytest.mark.skipif(not golden_captures.available(), reason=f"no golden captures at {GOLDEN}")
 golden = golden_captures.load
 
 

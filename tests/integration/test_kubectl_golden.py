@@ -17,8 +17,6 @@ import pytest
 from tests.fakeapi import ADMIN_TOKEN, FakeApiServer
 from tests.fakeapi import golden as captures
 
-pytestmark = pytest.mark.skipif(not captures.available(), reason=f"no golden captures at {captures.GOLDEN}")
-
 _AGE = re.compile(r"\b\d+[smhd]\b")
 
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import orjson
 
+from tests.golden import GOLDEN
 from webhook.admission.review import AdmissionRequest, parse_review
-
-GOLDEN = Path("/work/shared/golden")
-if not GOLDEN.is_dir():  # a checkout next to the shared tree
-    GOLDEN = Path(__file__).resolve().parents[4] / "shared" / "golden"
 
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.golden import GOLDEN
 from webhook.api.config import Configuration, parse_configuration
 from webhook.api.jobs import (
     FlavorConflict,
@@ -25,13 +25,9 @@ from webhook.api.jobs import (
 )
 from webhook.api.objects import PodSet, ResourceFlavor, Workload, parse_resource_flavor, parse_workload
 
-GOLDEN = Path("/work/shared/golden/job-create.json")
-
 
 def golden_job() -> dict[str, Any]:
-    if not GOLDEN.exists():
-        pytest.skip("golden job capture not available")
-    body: dict[str, Any] = json.loads(GOLDEN.read_text())["response"]["body"]
+    body: dict[str, Any] = json.loads((GOLDEN / "job-create.json").read_text())["response"]["body"]
     return body
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.golden import GOLDEN
 from webhook.api.errors import FieldError
 from webhook.api.objects import (
     AdmissionCheck,
@@ -27,14 +25,9 @@ from webhook.api.objects import (
 )
 from webhook.api.quantity import parse_quantity
 
-GOLDEN = Path("/work/shared/golden")
-
 
 def golden_body(name: str) -> dict[str, Any]:
-    path = GOLDEN / name
-    if not path.exists():
-        pytest.skip(f"golden capture {name} not available")
-    body: dict[str, Any] = json.loads(path.read_text())["response"]["body"]
+    body: dict[str, Any] = json.loads((GOLDEN / name).read_text())["response"]["body"]
     return body
 
 
