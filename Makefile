@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit e2e bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,17 @@ unit: $(STAMP)
 	$(BIN)/pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 test: lint typecheck unit
+
+# The e2e tests on a real API server: KUEUE_E2E_KUBECONFIG's, else the control plane of ../shared/kube, started
+# here when it exists (state in $KUBE_DIR, default /tmp/kube-local). Runs hold /tmp/kube.lock: one at a time.
+KUBE_UP := ../shared/kube/up.sh
+e2e: $(STAMP)
+	@if [ -z "$$KUEUE_E2E_KUBECONFIG" ] && [ -x $(KUBE_UP) ]; then \
+		$(KUBE_UP) || exit 1; \
+		export KUEUE_E2E_KUBECONFIG=$${KUBE_DIR:-/tmp/kube-local}/kubeconfig; \
+	fi; \
+	flock /tmp/kube.lock $(BIN)/pytest tests/e2e -rs; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "no e2e tests collected"; exit 0; fi; exit $$rc
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.core

@@ -1,0 +1,207 @@
+"""The README's two ways to run kueue-webhook, carried out on a real API server on this host.
+
+* **Out of cluster**: ``kubectl apply -k manifests/controller/local``, ``kueue-webhook certs --ip 127.0.0.1
+  --patch-webhook-configurations``, ``kueue-webhook serve --kubeconfig <admin kubeconfig> --tls-dir ...
+  --no-leader-election``, word for word.
+* **In cluster**: ``kubectl apply -k manifests/`` (CRDs, RBAC, Deployment, Service, webhook configurations),
+  the serving certificate as the Secret ``certs --secret -`` writes, the caBundle patched in; then the
+  process runs as the Deployment's container would: with the ServiceAccount's token and the cluster CA at
+  ``/var/run/secrets/kubernetes.io/serviceaccount``, ``KUBERNETES_SERVICE_HOST/PORT``, ``POD_NAME``, the
+  Deployment's own arguments and leader election. The token directory is mounted in a private mount
+  namespace (``unshare``, root only), so nothing is left on the machine. Two things differ from a real
+  node, because this control plane has no kubelet and its API server cannot reach Services: the process runs
+  here rather than in a Pod, and the webhook configurations are pointed at ``https://127.0.0.1:9443``.
+
+Both stop the process and remove the webhook configurations on the way out: left behind, they would make
+the API server refuse every Job create in the cluster (``failurePolicy: Fail``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+from tests.e2e.cluster import Cluster, until
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PORT = 9443
+WEBHOOK_CONFIGURATIONS = (
+    ("mutatingwebhookconfiguration", "kueue-webhook-mutating"),
+    ("validatingwebhookconfiguration", "kueue-webhook-validating"),
+)
+KUEUE_WEBHOOK = [sys.executable, "-m", "webhook"]
+
+
+@dataclass
+class Running:
+    """A ``kueue-webhook serve`` process and where its log goes."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def kueue_webhook(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([*KUEUE_WEBHOOK, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"kueue-webhook {' '.join(args)}: {result.stderr}"
+    return result
+
+
+def start(command: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> Running:
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    running = Running(process, log)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+
+    def ready() -> bool:
+        assert process.poll() is None, f"kueue-webhook serve exited {process.returncode}:\n{running.tail()}"
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{PORT}/readyz", context=context, timeout=2) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
+
+    try:
+        until(ready, "kueue-webhook serve to report /readyz", timeout=60, every=0.2)
+    except BaseException:
+        running.stop()
+        raise
+    return running
+
+
+def remove_webhook_configurations(cluster: Cluster) -> None:
+    for kind, name in WEBHOOK_CONFIGURATIONS:
+        cluster.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+
+
+@contextlib.contextmanager
+def out_of_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
+    cluster.kubectl("apply", "-k", str(REPO_ROOT / "manifests" / "controller" / "local"))
+    try:
+        tls = workdir / "certs"
+        kueue_webhook(
+            "certs",
+            "--dir",
+            str(tls),
+            "--ip",
+            "127.0.0.1",
+            "--patch-webhook-configurations",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            cwd=workdir,
+        )
+        command = [
+            *KUEUE_WEBHOOK,
+            "serve",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--tls-dir",
+            str(tls),
+            "--no-leader-election",
+        ]
+        running = start(command, cwd=workdir, env=dict(os.environ), log=workdir / "serve.log")
+        try:
+            yield running
+        finally:
+            running.stop()
+    finally:
+        remove_webhook_configurations(cluster)
+
+
+def can_mount_namespaces() -> bool:
+    return os.geteuid() == 0 and shutil.which("unshare") is not None
+
+
+@contextlib.contextmanager
+def in_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
+    cluster.kubectl("apply", "-k", str(REPO_ROOT / "manifests"))
+    try:
+        tls = workdir / "certs"
+        secret = kueue_webhook("certs", "--dir", str(tls), "--ip", "127.0.0.1", "--secret", "-", cwd=workdir)
+        cluster.apply(secret.stdout)
+        kueue_webhook(
+            "certs",
+            "--dir",
+            str(tls),
+            "--ip",
+            "127.0.0.1",
+            "--patch-webhook-configurations",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            cwd=workdir,
+        )
+        for kind, name in WEBHOOK_CONFIGURATIONS:  # the API server here cannot reach the Service
+            hooks = cluster.get(kind, name)["webhooks"]
+            patch = [
+                {"op": "replace", "path": f"/webhooks/{i}/clientConfig", "value": url_config(hook)}
+                for i, hook in enumerate(hooks)
+            ]
+            cluster.kubectl("patch", kind, name, "--type=json", "-p", yaml.safe_dump(patch))
+        running = pod_like(cluster, workdir, tls)
+        try:
+            yield running
+        finally:
+            running.stop()
+    finally:
+        remove_webhook_configurations(cluster)
+
+
+def url_config(hook: dict[str, object]) -> dict[str, object]:
+    config = dict(hook["clientConfig"])  # type: ignore[call-overload]
+    service = config.pop("service")
+    config["url"] = f"https://127.0.0.1:{PORT}{service['path']}"
+    return config
+
+
+def pod_like(cluster: Cluster, workdir: Path, tls: Path) -> Running:
+    """The Deployment's container, run here: its arguments, its ServiceAccount, its environment."""
+    deployment = yaml.safe_load((REPO_ROOT / "manifests" / "controller" / "deployment.yaml").read_text())
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = [a.replace("/etc/kueue-webhook/tls", str(tls)) for a in container["args"]]
+    account = workdir / "serviceaccount"
+    account.mkdir()
+    token = cluster.kubectl("-n", "kueue-system", "create", "token", "kueue-webhook", "--duration=1h").stdout
+    (account / "token").write_text(token.strip())
+    (account / "ca.crt").write_bytes(cluster.ca_certificate())
+    (account / "namespace").write_text("kueue-system")
+    server = urlsplit(cluster.server)
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+        "KUBERNETES_SERVICE_HOST": server.hostname or "",
+        "KUBERNETES_SERVICE_PORT": str(server.port or 443),
+        "POD_NAME": "kueue-webhook-e2e-0",
+    }
+    mount = (
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount && "
+        f"mount --bind {shlex.quote(str(account))} /run/secrets/kubernetes.io/serviceaccount && "
+        f"exec {shlex.join([*KUEUE_WEBHOOK, *args])}"
+    )
+    command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount]
+    return start(command, cwd=workdir, env=env, log=workdir / "serve.log")
