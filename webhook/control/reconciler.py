@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,7 @@ from webhook.control.writers import Writer, refused_fields
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.reconciler")
+_CONDITION_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 
 
 # -- the steps ----------------------------------------------------------------------------------------
@@ -358,7 +360,9 @@ class JobReconciler:
             f"{admitted}, but the API server refused to start the Job ({exc.status} {exc.reason}): "
             f"{exc.message}; retrying"
         )
-        reason = exc.reason or "Refused"
+        # the server's Status reason (Forbidden, BadRequest...); a webhook may send any text, the condition
+        # reason must be CamelCase (metav1.Condition's pattern)
+        reason = exc.reason if _CONDITION_REASON.fullmatch(exc.reason) else "Refused"
         updated = await self.writer.patch_status(
             WORKLOADS,
             self._current(workload),

@@ -148,6 +148,15 @@ async def test_a_refused_start_is_said_on_the_workload_and_the_job_then_retried(
     assert events.seen[0][3] == failed["message"]
 
 
+async def test_a_reason_a_condition_cannot_carry_is_replaced() -> None:
+    api, events = JobApi(WORKLOAD, {**DENIED, "reason": "not allowed today"}), Events()
+    with pytest.raises(ApiError):
+        await reconciler(api, events)._execute(JOB, START)
+    failed = api.condition("StartFailed")
+    assert failed is not None and failed["reason"] == "Refused"
+    assert "(403 not allowed today)" in failed["message"]
+
+
 async def test_the_same_refusal_again_writes_nothing_new_and_a_start_clears_it() -> None:
     api, events = JobApi(WORKLOAD, DENIED, DENIED), Events()
     controller = reconciler(api, events)
