@@ -343,34 +343,28 @@ def webhook_ca_patch(configuration: Any, bundle: str) -> list[dict[str, Any]]:
 async def patch_webhook_configurations(
     bundle: str, *, mutating: Sequence[str], validating: Sequence[str], kubeconfig: str | None = None
 ) -> list[str]:
-    """Fill the caBundle of the named webhook configurations; returns one line per configuration patched."""
-    from kubernetes_asyncio import client, config  # imported here: the other subcommands never need it
+    """Fill the caBundle of the named webhook configurations; returns one line per configuration patched.
 
-    try:
-        await config.load_kube_config(config_file=kubeconfig)
-    except Exception:
-        if kubeconfig is not None:
-            raise
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    Connects as ``serve`` does (``KubeClient.connect``: ``--kubeconfig``, ``$KUBECONFIG``, the pod's service
+    account, ``~/.kube/config``), so both commands reach the same cluster as the same user.
+    """
+    from webhook.control.kinds import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS
+    from webhook.control.kube import KubeClient
+
+    client = await KubeClient.connect(kubeconfig=kubeconfig, connections=2)
     done: list[str] = []
-    async with client.ApiClient() as api_client:
-        api = client.AdmissionregistrationV1Api(api_client)
-        targets = [(name, "Mutating") for name in mutating] + [(name, "Validating") for name in validating]
+    try:
+        targets = [(name, MUTATING_WEBHOOKS) for name in mutating]
+        targets += [(name, VALIDATING_WEBHOOKS) for name in validating]
         for name, kind in targets:
-            current: Any
-            if kind == "Mutating":
-                current = await api.read_mutating_webhook_configuration(name)
-            else:
-                current = await api.read_validating_webhook_configuration(name)
-            patch = webhook_ca_patch(api_client.sanitize_for_serialization(current), bundle)
+            patch = webhook_ca_patch(await client.get(kind, name=name), bundle)
             if not patch:
-                done.append(f"{kind}WebhookConfiguration {name}: no webhooks to patch")
+                done.append(f"{kind.kind} {name}: no webhooks to patch")
                 continue
-            if kind == "Mutating":
-                await api.patch_mutating_webhook_configuration(name, patch)
-            else:
-                await api.patch_validating_webhook_configuration(name, patch)
-            done.append(f"{kind}WebhookConfiguration {name}: caBundle set on {len(patch) // 2} webhook(s)")
+            await client.patch(kind, name=name, patch=patch, patch_type="json")
+            done.append(f"{kind.kind} {name}: caBundle set on {len(patch) // 2} webhook(s)")
+    finally:
+        await client.close()
     return done
 
 
@@ -413,7 +407,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--validating-webhook-configuration", action="append", help=f"default {DEFAULT_VALIDATING}"
     )
     parser.add_argument(
-        "--kubeconfig", help="kubeconfig for --patch-webhook-configurations (default: usual lookup)"
+        "--kubeconfig", help="kubeconfig for --patch-webhook-configurations (default: as kubectl, like serve)"
     )
 
 
@@ -474,7 +468,7 @@ def run(args: argparse.Namespace) -> int:
                     kubeconfig=args.kubeconfig,
                 )
             )
-        except Exception as exc:  # the API client raises many types; all mean the same to the user
+        except Exception as exc:  # API, connection and kubeconfig errors all mean the same to the user
             print(f"kueue-webhook certs: patching the webhook configurations failed: {exc}", file=sys.stderr)
             return 1
         for line in lines:

@@ -29,7 +29,7 @@ from tests.fakeapi.errors import (
     resource_not_found,
     unauthorized,
 )
-from tests.fakeapi.identity import UserInfo
+from tests.fakeapi.identity import UserInfo, self_subject_review
 from tests.fakeapi.protobuf import decode_object
 from tests.fakeapi.resources import ResourceType
 from tests.fakeapi.store import Event, Obj
@@ -211,6 +211,8 @@ class Handlers:
     async def resource(self, request: web.Request) -> web.StreamResponse:
         target = self._target(request)
         method = request.method
+        if not target.rtype.stored:
+            return await self._review(request, target)
         if method == "GET":
             if target.name:
                 return self._render_one(
@@ -306,6 +308,16 @@ class Handlers:
                 }
             )
         raise method_not_allowed()
+
+    async def _review(self, request: web.Request, target: Target) -> web.Response:
+        """A create-only review: answered from the caller's identity, never stored (golden
+        selfsubjectreview-*.json: a name in the path is 404, any other method 405)."""
+        if target.name:
+            raise resource_not_found()
+        if request.method != "POST":
+            raise method_not_allowed()
+        review = self_subject_review(request[USER_KEY], await self._body(request))
+        return json_response(review, status=201)
 
     async def _delete_collection(
         self, request: web.Request, target: Target, user: UserInfo, dry_run: bool

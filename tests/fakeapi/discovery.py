@@ -42,7 +42,8 @@ def _legacy_resource(rtype: ResourceType) -> list[dict[str, Any]]:
         main["shortNames"] = list(rtype.short_names)
     if rtype.categories:
         main["categories"] = list(rtype.categories)
-    main["storageVersionHash"] = rtype.storage_version_hash
+    if rtype.stored:
+        main["storageVersionHash"] = rtype.storage_version_hash
     out = [main]
     for sub, verbs in rtype.subresources():
         out.append(

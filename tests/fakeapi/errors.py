@@ -131,10 +131,12 @@ def unauthorized() -> ApiError:
 
 
 def method_not_allowed() -> ApiError:
+    """As golden selfsubjectreview-list-not-allowed.json shows it (empty details included)."""
     return ApiError(
         code=405,
         reason="MethodNotAllowed",
         message="the server does not allow this method on the requested resource",
+        details={},
     )
 
 

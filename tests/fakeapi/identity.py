@@ -1,13 +1,19 @@
 """Who is calling: a bearer-token table, as a static token file gives kube-apiserver.
 
 Tests act as a user, or as the controller's service account, by choosing a token; the resulting user info is
-what webhooks receive in `request.userInfo`, so identity-based admission rules can be tested end to end.
+what webhooks receive in `request.userInfo`, so identity-based admission rules can be tested end to end, and
+what `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` answers (`kubectl auth whoami`), as the golden
+`selfsubjectreview-*.json` captures show: 201, `metadata.creationTimestamp` only, `status.userInfo` with the
+groups including `system:authenticated`; the body sent is read only for its kind.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+
+from tests.fakeapi.errors import bad_request
 
 ADMIN_TOKEN = "fake-admin-token"
 
@@ -53,3 +59,22 @@ class TokenTable:
 
     def lookup(self, token: str) -> UserInfo | None:
         return self._tokens.get(token)
+
+
+def self_subject_review(user: UserInfo, body: Any) -> dict[str, Any]:
+    """kube-apiserver's answer to a SelfSubjectReview create: the caller's own user info."""
+    sent = body if isinstance(body, dict) else {}
+    kind, api_version = sent.get("kind") or "", sent.get("apiVersion") or ""
+    if kind and kind != "SelfSubjectReview":
+        version = api_version.rsplit("/", 1)[-1]
+        raise bad_request(
+            f'{kind} in version "{version}" cannot be handled as a SelfSubjectReview: converting '
+            f"({version}.{kind}) to (authentication.SelfSubjectReview): unknown conversion"
+        )
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": now},
+        "status": {"userInfo": user.to_review()},
+    }

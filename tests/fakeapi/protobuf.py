@@ -176,8 +176,20 @@ MESSAGES: dict[str, dict[int, Field]] = {
     "EnvVar": {1: ("name", "string", None, ""), 2: ("value", "string", None, "")},
     "ResourceRequirements": {1: ("limits", "map", "Quantity", ""), 2: ("requests", "map", "Quantity", "")},
     "Quantity": {1: ("string", "string", None, "")},
+    # `kubectl auth whoami` (golden kubectl-auth-whoami.log): the server reads none of it but the kind
+    "SelfSubjectReview": {
+        1: ("metadata", "msg", "ObjectMeta", ""),
+        2: ("status", "msg", "SelfSubjectReviewStatus", ""),
+    },
+    "SelfSubjectReviewStatus": {1: ("userInfo", "msg", "UserInfo", "")},
+    "UserInfo": {
+        1: ("username", "string", None, ""),
+        2: ("uid", "string", None, ""),
+        3: ("groups", "string", None, "r"),
+        4: ("extra", "msg", "Opaque", "r"),
+    },
 }
-KIND_MESSAGES = {"Namespace", "ConfigMap", "Secret", "ServiceAccount", "Job"}
+KIND_MESSAGES = {"Namespace", "ConfigMap", "Secret", "ServiceAccount", "Job", "SelfSubjectReview"}
 
 
 def _unsupported(message: str) -> ApiError:

@@ -49,6 +49,8 @@ class ResourceType:
     printer_columns: tuple[PrinterColumn, ...] = ()
     builtin: bool = True
     served_versions: tuple[str, ...] = field(default_factory=tuple)
+    #: False for the create-only reviews (SelfSubjectReview): answered, never stored, no storage version hash
+    stored: bool = True
 
     @property
     def api_version(self) -> str:
@@ -107,8 +109,25 @@ def _builtin(
     )
 
 
-def builtin_types() -> list[ResourceType]:
-    """The built-in kinds our controller, webhook and kubectl walk-throughs touch (v1.36 discovery facts)."""
+def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
+    """The built-in kinds our controller, webhook and kubectl walk-throughs touch (v1.36 discovery facts).
+
+    Without ``self_subject_review`` the server is one from before v1.28, which does not serve
+    ``authentication.k8s.io/v1`` ``selfsubjectreviews`` (a POST there answers 404).
+    """
+    reviews = [
+        # `kubectl auth whoami`, and the controller learning its own user name at start
+        ResourceType(
+            group="authentication.k8s.io",
+            version="v1",
+            plural="selfsubjectreviews",
+            singular="selfsubjectreview",
+            kind="SelfSubjectReview",
+            namespaced=False,
+            verbs=("create",),
+            stored=False,
+        )
+    ]
     return [
         _builtin(
             "",
@@ -144,6 +163,7 @@ def builtin_types() -> list[ResourceType]:
             "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False, short=("pc",)
         ),
         _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+        *(reviews if self_subject_review else []),
         _builtin(
             "admissionregistration.k8s.io",
             "v1",

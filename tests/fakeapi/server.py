@@ -75,11 +75,12 @@ class FakeApiServer:
         watch_timeout: float = 1800.0,
         bookmark_interval: float = 60.0,
         namespace_deletion_delay: float = 1.0,
+        self_subject_review: bool = True,
     ) -> None:
         self.host = host
         self.port = port
         self.store = Store(history=history)
-        self.registry = Registry(builtin_types())
+        self.registry = Registry(builtin_types(self_subject_review=self_subject_review))
         self.tokens = TokenTable()
         self.admission = WebhookAdmission(store=self.store)
         self.api = Api(

@@ -57,6 +57,7 @@ async def test_core_group_versions(http: aiohttp.ClientSession) -> None:
         "discovery-apis-events-v1.json",
         "discovery-apis-admissionregistration-v1.json",
         "discovery-apis-kueue-v1beta2.json",
+        "discovery-apis-authentication-v1.json",
     ],
 )
 async def test_resource_lists_match_for_every_kind_we_serve(

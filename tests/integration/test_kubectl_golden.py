@@ -16,6 +16,7 @@ import pytest
 
 from tests.fakeapi import ADMIN_TOKEN, FakeApiServer
 from tests.fakeapi import golden as captures
+from tests.fakeapi.identity import UserInfo
 
 _AGE = re.compile(r"\b\d+[smhd]\b")
 
@@ -90,3 +91,31 @@ async def test_kubectl_write_commands_print_the_same(
     for log, args, stdin in steps:
         printed = await kubectl_output(kubectl, *args, input=stdin)
         assert printed == captures.kubectl_stdout(log), log
+
+
+@pytest.mark.parametrize(
+    ("log", "args"),
+    [
+        ("kubectl-auth-whoami.log", ("auth", "whoami")),
+        ("kubectl-auth-whoami-json.log", ("auth", "whoami", "-o", "json")),
+    ],
+)
+async def test_kubectl_auth_whoami_prints_the_same(
+    fake_api: FakeApiServer, kubectl: Callable[..., Any], log: str, args: tuple[str, ...]
+) -> None:
+    # the captured admin: a client certificate there, a token here; the identity it carries is the same
+    fake_api.tokens.add(
+        "captured-admin",
+        UserInfo(
+            username="kubernetes-admin",
+            groups=("system:masters",),
+            extra={
+                "authentication.kubernetes.io/credential-id": [
+                    "X509SHA256=bed6fdfdd4889dfe57e4a98c196c155ff2cf9f99dbf9cc8422340be3cad70a82"
+                ]
+            },
+        ),
+    )
+    result = await asyncio.to_thread(kubectl, *args, token="captured-admin")
+    assert result.returncode == 0, result.stderr
+    assert normalise_output(result.stdout) == normalise_output(captures.kubectl_stdout(log))

@@ -74,3 +74,27 @@ async def test_serve_process_becomes_ready_admits_and_releases_its_lease_on_sigt
     assert process.returncode == 0, stderr.decode()[-2000:]
     lease = fake_api.get("leases", "kueue-webhook-leader", "kueue-system")
     assert lease is not None and lease["spec"]["holderIdentity"] == ""
+
+
+async def test_serve_with_an_unusable_kubeconfig_exits_2_naming_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "config"
+    broken.write_text(
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443', proxy-url: 'socks5://proxy:1080'}}]\n"
+        "contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n"
+    )
+    for kubeconfig, message in (
+        (tmp_path / "absent", f"{tmp_path / 'absent'}: no such kubeconfig file"),
+        (broken, f"{broken}: invalid 'proxy-url' 'socks5://proxy:1080' for cluster 'c': socks5 proxies"),
+    ):
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "webhook",
+            "serve",
+            "--kubeconfig",
+            str(kubeconfig),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, stderr = await asyncio.wait_for(process.communicate(), HANG)
+        assert process.returncode == 2
+        assert stderr.decode().startswith(f"kueue-webhook serve: {message}")

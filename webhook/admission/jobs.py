@@ -13,7 +13,8 @@ engines, each denial saying which rule fired and what to do instead:
 
 * label policy: in a namespace matched by ``labelPolicy.enforcedNamespaceSelector`` a Job must carry the
   queue label (the denial lists the LocalQueues there) and the label can never be removed;
-* anti-bypass: on a managed Job only the controller identity may flip ``spec.suspend`` from true to false,
+* anti-bypass: on a managed Job only the controller identity (the configured user name, and the one the
+  API server reported for the controller's credentials) may flip ``spec.suspend`` from true to false,
   and may change the pod template's nodeSelector, tolerations or resources while the Job runs (the
   controller injects them from the assigned ResourceFlavor; a user editing them would escape the quota
   accounting).
@@ -287,9 +288,10 @@ def _policy_on_update(
                 f"({_queue_list(view, request.namespace)})",
             )
         )
-    controller = config.controller_identity.username
-    if request.username == controller:
+    identity = config.controller_identity
+    if identity.trusts(request.username):
         return errors
+    controller = " or ".join(identity.usernames)
     managed = is_managed(
         request.old_object or {}, config=config, namespace_labels=namespace_labels
     ) or is_managed(request.object or {}, config=config, namespace_labels=namespace_labels)

@@ -34,9 +34,11 @@ Reference (every field is optional)::
         matchLabels: {kueue.x-k8s.io/enforce-queue-label: "true"}   # the default queue); absent = nowhere
       defaultQueues:                   #   namespace -> LocalQueue name used instead of `default` there
         team-a: team-a-gpu
-    controllerIdentity:                # ours: the only user allowed to flip spec.suspend true -> false on a
+    controllerIdentity:                # ours: the user allowed to flip spec.suspend true -> false on a
       username: system:serviceaccount:kueue-system:kueue-webhook   # managed Job, or change an admitted
-                                       #   Job's nodeSelector/tolerations/resources
+                                       #   Job's nodeSelector/tolerations/resources; the user the API
+                                       #   server reports for the controller's own credentials at start
+                                       #   (SelfSubjectReview) is allowed as well
     manualApproval:                    # ours: the built-in manual-approval admission check
       approvers: [alice, "group:ml-leads"]   # who may set approval.kueue-webhook.io/<check>: approved
                                        #   (or rejected) on a Workload: a user name or group:<name>;
@@ -171,9 +173,25 @@ class ManualApproval:
 
 @dataclass(frozen=True, slots=True)
 class ControllerIdentity:
-    """The user name the controller authenticates as; the only one allowed to start a managed Job."""
+    """Who the controller authenticates as: the only users allowed to start a managed Job.
+
+    ``username`` is configured; ``discovered`` is not part of the document: it is what the API server said
+    the controller's own credentials are (a SelfSubjectReview at start), so a controller running with other
+    credentials than the configured service account (an admin kubeconfig out of cluster) is trusted too.
+    """
 
     username: str = DEFAULT_CONTROLLER_USERNAME
+    discovered: str = ""
+
+    @property
+    def usernames(self) -> tuple[str, ...]:
+        """The trusted user names, configured first."""
+        if self.discovered and self.discovered != self.username:
+            return (self.username, self.discovered)
+        return (self.username,)
+
+    def trusts(self, username: str) -> bool:
+        return username in self.usernames
 
 
 def _default_managed_selector(namespace: str) -> LabelSelector:

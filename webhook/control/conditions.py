@@ -217,6 +217,31 @@ def pending_status(workload: JSON, *, reason: str, message: str, now: str) -> JS
     return {"conditions": conditions} if changed else None
 
 
+#: ours: an admitted Workload whose Job the API server refused to start (abnormal-true, like Kueue's
+#: Evicted); absent until a start is refused, False again (reason ``Started``) once the Job starts
+START_FAILED = "StartFailed"
+
+
+def start_failed_status(workload: JSON, *, failed: bool, reason: str, message: str, now: str) -> JSON | None:
+    """``status.conditions`` with StartFailed set (``failed``) or cleared; None if nothing changes.
+
+    Clearing a Workload that never failed writes nothing: a start that succeeds at once costs no write.
+    """
+    conditions = _conditions_copy(workload)
+    if not failed and find(conditions, START_FAILED) is None:
+        return None
+    changed = set_condition(
+        conditions,
+        kind=START_FAILED,
+        status="True" if failed else "False",
+        reason=reason,
+        message=message,
+        generation=_generation(workload),
+        now=now,
+    )
+    return {"conditions": conditions} if changed else None
+
+
 def finished_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
     """``status.conditions`` with Finished=True (Succeeded, Failed, FailedToStart...); None if already."""
     if is_true(workload, "Finished"):

@@ -7,12 +7,17 @@ in force and is announced to subscribers, an invalid one changes nothing and is 
 Warning Event ``InvalidConfiguration`` on the ConfigMap naming the fields, a log line, and the metrics
 ``kueue_webhook_config_reloads_total{result="rejected"}`` / ``kueue_webhook_config_last_reload_successful``.
 Deleting the ConfigMap keeps the configuration in force (an accidental delete must not reset the policy).
+
+The controller's own user name, as the API server reported it (``webhook.control.identity``), is not in the
+ConfigMap; it is kept here and stamped on every configuration that comes into force, so an edit of
+``controllerIdentity`` never drops it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
@@ -49,6 +54,16 @@ class LiveConfiguration:
         self.last_errors: tuple[str, ...] = ()
         self._subscribers: list[Callable[[Configuration], None]] = []
         self._seen_text: str | None = None
+        self._discovered_username = ""
+
+    def trust_controller(self, username: str) -> None:
+        """Trust ``username`` (the controller's own credentials) as well as the configured identity."""
+        self._discovered_username = username
+        self.current = self._with_discovered(self.current)
+
+    def _with_discovered(self, configuration: Configuration) -> Configuration:
+        identity = replace(configuration.controller_identity, discovered=self._discovered_username)
+        return replace(configuration, controller_identity=identity)
 
     def subscribe(self, callback: Callable[[Configuration], None]) -> None:
         self._subscribers.append(callback)
@@ -77,6 +92,7 @@ class LiveConfiguration:
                 )
             return False
         self.last_errors = ()
+        parsed = self._with_discovered(parsed)
         self.current = parsed
         self.metrics.config_reloads.labels("applied").inc()
         self.metrics.config_last_reload_success.set(1)

@@ -6,7 +6,9 @@ when the lease is won and cancelled together, synchronously, the moment it is lo
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
 reporter. Winning the lease rebuilds the core from the store and
 queues every Job, so whatever a previous leader left half done (a Workload admitted whose Job is still
-suspended) is finished first. Nothing leader-only runs before every informer has listed once.
+suspended) is finished first. Nothing leader-only runs before every informer has listed once, and nothing
+at all before the API server has said who the controller is (``webhook.control.identity``): the webhook
+trusts that user to start queued Jobs.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from webhook.control.approval import AdmissionChecksController
 from webhook.control.config import CONFIGMAP_NAME, LiveConfiguration
 from webhook.control.events import Recorder
 from webhook.control.fair_sharing import FairSharingReporter
+from webhook.control.identity import own_username
 from webhook.control.informer import Informer
 from webhook.control.kinds import CONFIGMAPS, WATCHED
 from webhook.control.kube import KubeClient
@@ -211,6 +214,10 @@ class Controller:
     # -- running -----------------------------------------------------------------------------------------
 
     async def run(self) -> None:
+        # before any watch: a replica must know whom its webhook trusts before it can turn ready
+        username = await own_username(self.client)
+        if username is not None:
+            self.live_config.trust_controller(username)
         loop = asyncio.get_running_loop()
         background = [
             loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")

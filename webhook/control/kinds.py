@@ -54,6 +54,21 @@ WORKLOAD_PRIORITY_CLASSES = Kind(
 #: scheduling.k8s.io PriorityClasses: a Job's priority when its pod template names one (priorityClassName)
 PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 ADMISSION_CHECKS = Kind("AdmissionCheck", KUEUE, "v1beta2", "admissionchecks", namespaced=False)
+#: not watched; ``certs --patch-webhook-configurations`` sets their caBundle
+MUTATING_WEBHOOKS = Kind(
+    "MutatingWebhookConfiguration",
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    namespaced=False,
+)
+VALIDATING_WEBHOOKS = Kind(
+    "ValidatingWebhookConfiguration",
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    namespaced=False,
+)
 
 #: Everything the store mirrors; the ConfigMap informer is scoped to our namespace and name separately.
 WATCHED: tuple[Kind, ...] = (

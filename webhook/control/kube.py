@@ -1,7 +1,7 @@
 """A thin JSON client for the Kubernetes API: plain dicts on the wire, no generated models.
 
-Connection settings come from ``webhook.control.kubeconfig`` (service account or kubeconfig), which hands
-the rare kubeconfig it cannot serve (exec plugins, auth providers) to kubernetes-asyncio. Generated typed
+Connection settings come from ``webhook.control.connection`` (kubeconfig or service account, in client-go's
+order, with the cluster's ``proxy-url`` and ``tls-server-name`` applied to every request). Generated typed
 models are not used: they drop fields they do not know, cost a deserialisation pass per object, and cannot
 speak JSON merge patches on custom resources. Everything above this module works on plain ``dict`` objects
 exactly as the API server sends them, so a Workload written back is what was read plus our change.
@@ -12,17 +12,17 @@ Errors surface as ``ApiError`` carrying the Status body's code, reason and messa
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlencode
 
 import aiohttp
 import orjson
 
+from webhook.control.connection import describe, resolve
 from webhook.control.kinds import Kind
-from webhook.control.kubeconfig import default_kubeconfig, from_kubeconfig, in_cluster
 
 JSON = dict[str, Any]
 AuthHeaders = Callable[[], Awaitable[dict[str, str]]]
@@ -34,6 +34,7 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "strategic": "application/strategic-merge-patch+json",
 }
 FIELD_MANAGER = "kueue-webhook"
+log = logging.getLogger("kueue_webhook.kube")
 
 
 class ApiError(Exception):
@@ -72,9 +73,17 @@ class KubeClient:
         session: aiohttp.ClientSession | None = None,
         user_agent: str = "kueue-webhook",
         connections: int = 16,
+        proxy: str | None = None,
+        server_hostname: str | None = None,
     ) -> None:
         self.host = host.rstrip("/")
         self._auth = auth
+        #: per-request options: the cluster's proxy-url and tls-server-name
+        self._via: dict[str, Any] = {}
+        if proxy:
+            self._via["proxy"] = proxy
+        if server_hostname:
+            self._via["server_hostname"] = server_hostname
         self._owns_session = session is None
         self._session = session or aiohttp.ClientSession(
             # each TLS connection holds a 128 KiB read buffer: enough connections for the watches (one per
@@ -90,46 +99,18 @@ class KubeClient:
     async def connect(
         cls, *, kubeconfig: str | None = None, context: str | None = None, connections: int = 16
     ) -> KubeClient:
-        """In-cluster service account when running in a pod and no kubeconfig is given, else a kubeconfig."""
-        connection = in_cluster() if kubeconfig is None else None
-        if connection is None:
-            path = Path(kubeconfig) if kubeconfig else default_kubeconfig()
-            connection = from_kubeconfig(path, context=context)
-            if connection is None:  # exec plugin or auth-provider: kubernetes-asyncio knows how
-                return await cls._connect_with_kubernetes_asyncio(
-                    kubeconfig=str(path), context=context, connections=connections
-                )
+        """As kubectl would connect: ``kubeconfig``, else ``$KUBECONFIG``, else the pod's service account,
+        else ``~/.kube/config`` (``webhook.control.connection.resolve``)."""
+        connection = await resolve(kubeconfig, context=context)
+        log.info("API server", extra=describe(connection))
         return cls(
             host=connection.host,
             ssl_context=connection.ssl_context,
             auth=connection.auth,
+            proxy=connection.proxy,
+            server_hostname=connection.server_hostname,
             connections=connections,
         )
-
-    @classmethod
-    async def _connect_with_kubernetes_asyncio(
-        cls, *, kubeconfig: str, context: str | None, connections: int
-    ) -> KubeClient:
-        from kubernetes_asyncio import config as kube_config
-        from kubernetes_asyncio.client import Configuration
-
-        configuration = Configuration()
-        await kube_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
-        context_ssl = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-        if configuration.cert_file:
-            context_ssl.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-        if not configuration.verify_ssl:
-            context_ssl.check_hostname = False
-            context_ssl.verify_mode = ssl.CERT_NONE
-
-        async def auth() -> dict[str, str]:
-            settings = await configuration.auth_settings()
-            bearer = settings.get("BearerToken")
-            return {"Authorization": bearer["value"]} if bearer and bearer.get("value") else {}
-
-        return cls(host=str(configuration.host), ssl_context=context_ssl, auth=auth, connections=connections)
 
     @property
     def connections(self) -> int:
@@ -166,6 +147,7 @@ class KubeClient:
             data=data,
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=timeout),
+            **self._via,
         ) as response:
             raw = await response.read()
             parsed: Any = orjson.loads(raw) if raw else {}
@@ -257,6 +239,7 @@ class KubeClient:
             self._url(kind.path(namespace=namespace), query),
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30),
+            **self._via,
         ) as response:
             if response.status >= 400:
                 raw = await response.read()

@@ -1,172 +1,187 @@
-"""Where the API server is and how to authenticate: in-cluster service account or a kubeconfig file.
+"""Kubeconfig files read and merged the way kubectl reads them (client-go ``tools/clientcmd/loader.go``).
 
-The common cases are read here directly: the pod's service-account token (re-read every minute, because
-bound tokens rotate) with the cluster CA, and kubeconfig users with a token, a token file or a client
-certificate. Importing kubernetes-asyncio costs about 40 MB of resident memory (its package imports every
-generated model), a third of the controller's budget at 10,000 Jobs, so it is imported only for kubeconfig
-users this module does not handle itself: ``exec`` credential plugins and ``auth-provider`` entries.
+Users point the controller at the same files they point kubectl at, so the files must mean the same thing
+here: ``KUBECONFIG=a:b`` merges both files, and what kubectl would connect to is what we connect to. The
+rules of client-go's ``ClientConfigLoadingRules.Load``:
+
+* files are read in order; missing ones are skipped (an explicit ``--kubeconfig`` must exist), an unreadable
+  or malformed one is an error naming it;
+* the first file to set ``current-context`` wins, and the first file to define a cluster, user or context
+  of a given name wins it whole: a later entry of the same name is ignored, even its fields the first lacks;
+* a name defined twice in one file is an error;
+* relative paths (``certificate-authority``, ``client-certificate``, ``client-key``, ``tokenFile``, and an
+  exec ``command`` with a ``/`` in it) are resolved against the directory of the file that defines the entry.
+
+This module only reads and merges; ``webhook.control.connection`` turns the selected context into a
+connection.
 """
 
 from __future__ import annotations
 
-import base64
 import os
-import ssl
-import tempfile
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-AuthHeaders = Callable[[], Awaitable[dict[str, str]]]
+JSON = dict[str, Any]
+
+#: fields holding file paths, per section (client-go GetClusterFileReferences / GetAuthInfoFileReferences)
+_PATH_FIELDS = {
+    "clusters": ("certificate-authority",),
+    "users": ("client-certificate", "client-key", "tokenFile"),
+    "contexts": (),
+}
+_SECTIONS = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
 
 
 class KubeconfigError(ValueError):
     """The kubeconfig cannot be used; the message names the file and the field."""
 
 
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One named cluster, user or context, with the file it came from (paths already made absolute)."""
+
+    name: str
+    body: JSON
+    origin: Path
+
+
 @dataclass
-class Connection:
-    host: str
-    ssl_context: ssl.SSLContext
-    auth: AuthHeaders
+class Merged:
+    """Several kubeconfig files as one, first definition winning."""
+
+    files: list[Path] = field(default_factory=list)
+    missing: list[Path] = field(default_factory=list)
+    current_context: str = ""
+    clusters: dict[str, Entry] = field(default_factory=dict)
+    users: dict[str, Entry] = field(default_factory=dict)
+    contexts: dict[str, Entry] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return ", ".join(str(path) for path in self.files) or "kubeconfig"
 
 
-def _ssl_context(
-    *, ca_file: str | None, ca_data: bytes | None, insecure: bool, cert: tuple[str, str] | None
-) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=ca_file, cadata=ca_data.decode() if ca_data else None)
-    if cert is not None:
-        context.load_cert_chain(cert[0], cert[1])
-    if insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """The context in use and the cluster and user it names."""
+
+    context: Entry
+    cluster: Entry
+    user: Entry | None
+
+    def document(self) -> JSON:
+        """A one-context kubeconfig of the selection, for libraries that want a whole file's content."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": self.cluster.name, "cluster": self.cluster.body}],
+            "users": [{"name": self.user.name, "user": self.user.body}] if self.user else [],
+            "contexts": [{"name": self.context.name, "context": self.context.body}],
+            "current-context": self.context.name,
+        }
 
 
-class _FileToken:
-    """A bearer token read from a file and re-read at most every ``ttl`` seconds (token rotation)."""
-
-    def __init__(self, path: Path, ttl: float = 60.0) -> None:
-        self.path = path
-        self.ttl = ttl
-        self._value = ""
-        self._read_at = -ttl
-
-    async def __call__(self) -> dict[str, str]:
-        now = time.monotonic()
-        if now - self._read_at >= self.ttl:
-            self._value = self.path.read_text().strip()
-            self._read_at = now
-        return {"Authorization": f"Bearer {self._value}"}
+def split_paths(value: str) -> list[Path]:
+    """``$KUBECONFIG`` split at ``os.pathsep`` (``:``, ``;`` on Windows), empties and repeats dropped."""
+    out: list[Path] = []
+    for item in value.split(os.pathsep):
+        if item and Path(item) not in out:
+            out.append(Path(item))
+    return out
 
 
-def in_cluster() -> Connection | None:
-    """The pod's service account, or None when not running in a pod."""
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-    token = SERVICE_ACCOUNT / "token"
-    if not host or not token.exists():
-        return None
-    if ":" in host:
-        host = f"[{host}]"
-    context = _ssl_context(ca_file=str(SERVICE_ACCOUNT / "ca.crt"), ca_data=None, insecure=False, cert=None)
-    return Connection(f"https://{host}:{port}", context, _FileToken(token))
+def load(files: Iterable[Path], *, explicit: bool = False) -> Merged:
+    """Read and merge ``files`` in order; ``explicit``: the file ``--kubeconfig`` names, which must exist."""
+    merged = Merged()
+    for path in files:
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            if explicit:
+                raise KubeconfigError(f"{path}: no such kubeconfig file") from None
+            merged.missing.append(path)
+            continue
+        except OSError as exc:
+            raise KubeconfigError(f"{path}: cannot read kubeconfig: {exc}") from exc
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise KubeconfigError(f"{path}: cannot read kubeconfig: {exc}") from exc
+        _merge(merged, document if document is not None else {}, path)
+    return merged
 
 
-def _named(entries: Any, name: str, what: str, path: Path) -> dict[str, Any]:
-    for entry in entries or []:
-        if isinstance(entry, dict) and entry.get("name") == name:
-            return dict(entry.get(what) or {})
-    raise KubeconfigError(f"{path}: no {what} named {name!r}")
+def _merge(merged: Merged, document: Any, path: Path) -> None:
+    if not isinstance(document, dict):
+        raise KubeconfigError(f"{path}: a kubeconfig is a mapping (apiVersion, clusters, users, contexts)")
+    merged.files.append(path)
+    current = document.get("current-context")
+    if current and not merged.current_context:
+        merged.current_context = str(current)
+    base = path.parent.absolute()
+    for section, key in _SECTIONS:
+        target: dict[str, Entry] = getattr(merged, section)
+        seen: set[str] = set()
+        entries = document.get(section) or []
+        if not isinstance(entries, list):
+            raise KubeconfigError(f"{path}: {section} must be a list of {{name, {key}}} entries")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+                raise KubeconfigError(f"{path}: {section}[{index}] needs a name")
+            name = entry["name"]
+            if name in seen:
+                raise KubeconfigError(f'{path}: duplicate name "{name}" in {section}')
+            seen.add(name)
+            body = entry.get(key) or {}
+            if not isinstance(body, dict):
+                raise KubeconfigError(f"{path}: {section}[{index}].{key} must be a mapping")
+            if name not in target:
+                target[name] = Entry(name, _absolute(dict(body), section, base), path)
 
 
-def _material(section: dict[str, Any], key: str, base: Path) -> tuple[str | None, bytes | None]:
-    """(file path, inline bytes) for a ``key`` / ``key-data`` pair; relative paths start at the file."""
-    data = section.get(f"{key}-data")
-    if data:
-        return None, base64.b64decode(data)
-    value = section.get(key)
-    if value:
-        file = Path(value)
-        return str(file if file.is_absolute() else base / file), None
-    return None, None
+def _absolute(body: JSON, section: str, base: Path) -> JSON:
+    for key in _PATH_FIELDS[section]:
+        value = body.get(key)
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            body[key] = str(base / value)
+    plugin = body.get("exec")
+    if section == "users" and isinstance(plugin, dict):
+        command = plugin.get("command")
+        if isinstance(command, str) and os.sep in command and not Path(command).is_absolute():
+            body["exec"] = {**plugin, "command": str(base / command)}
+    return body
 
 
-def _spill(data: bytes, directory: Path, name: str) -> str:
-    """ssl wants client certificates as files; inline data is written once to a private temp file."""
-    path = directory / name
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    return str(path)
+def select(merged: Merged, *, context: str | None = None) -> Selected:
+    """The context named by ``context`` (``--context``) or ``current-context``, with its cluster and user."""
+    name = context or merged.current_context
+    if not name:
+        raise KubeconfigError(f"{merged.where}: no current-context and no --context given")
+    ctx = _named(merged.contexts, name, "context", merged.where)
+    cluster_name = ctx.body.get("cluster")
+    if not cluster_name:
+        raise KubeconfigError(f"{ctx.origin}: context {name!r} names no cluster")
+    cluster = _named(merged.clusters, str(cluster_name), "cluster", merged.where)
+    user_name = ctx.body.get("user")
+    user = _named(merged.users, str(user_name), "user", merged.where) if user_name else None
+    return Selected(context=ctx, cluster=cluster, user=user)
 
 
-def from_kubeconfig(path: Path, *, context: str | None = None) -> Connection | None:
-    """The connection a kubeconfig describes; None when its user needs an exec plugin or auth provider."""
-    try:
-        document = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise KubeconfigError(f"{path}: cannot read kubeconfig: {exc}") from exc
-    context_name = context or document.get("current-context")
-    if not context_name:
-        raise KubeconfigError(f"{path}: no current-context and no --context given")
-    ctx = _named(document.get("contexts"), context_name, "context", path)
-    cluster = _named(document.get("clusters"), str(ctx.get("cluster", "")), "cluster", path)
-    user = _named(document.get("users"), str(ctx.get("user", "")), "user", path) if ctx.get("user") else {}
-    if user.get("exec") or user.get("auth-provider"):
-        return None
-    server = cluster.get("server")
-    if not server:
-        raise KubeconfigError(f"{path}: cluster {ctx.get('cluster')!r} has no server")
-    base = path.parent
-    ca_file, ca_data = _material(cluster, "certificate-authority", base)
-    cert_file, cert_data = _material(user, "client-certificate", base)
-    key_file, key_data = _material(user, "client-key", base)
-    cert: tuple[str, str] | None = None
-    if cert_file or cert_data:
-        spill = Path(tempfile.mkdtemp(prefix="kueue-webhook-kubeconfig-"))
-        cert = (
-            cert_file or _spill(cert_data or b"", spill, "client.crt"),
-            key_file or _spill(key_data or b"", spill, "client.key"),
-        )
-    context_ssl = _ssl_context(
-        ca_file=ca_file, ca_data=ca_data, insecure=bool(cluster.get("insecure-skip-tls-verify")), cert=cert
-    )
-    if cluster.get("tls-server-name"):
-        raise KubeconfigError(
-            f"{path}: tls-server-name is not supported; use a server URL matching the certificate"
-        )
-    auth: AuthHeaders
-    if user.get("token"):
-        header = {"Authorization": f"Bearer {user['token']}"}
-
-        async def static() -> dict[str, str]:
-            return header
-
-        auth = static
-    elif user.get("tokenFile"):
-        auth = _FileToken(Path(user["tokenFile"]))
-    elif user.get("username"):
-        pair = base64.b64encode(f"{user['username']}:{user.get('password', '')}".encode()).decode()
-        basic = {"Authorization": f"Basic {pair}"}
-
-        async def static_basic() -> dict[str, str]:
-            return basic
-
-        auth = static_basic
-    else:
-
-        async def anonymous() -> dict[str, str]:
-            return {}
-
-        auth = anonymous
-    return Connection(str(server), context_ssl, auth)
+def _named(entries: dict[str, Entry], name: str, what: str, where: str) -> Entry:
+    found = entries.get(name)
+    if found is None:
+        raise KubeconfigError(f"{where}: no {what} named {name!r}")
+    return found
 
 
-def default_kubeconfig() -> Path:
-    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    return Path(first) if first else Path.home() / ".kube" / "config"
+def load_selected(files: Sequence[Path], *, explicit: bool = False, context: str | None = None) -> Selected:
+    """``load`` then ``select``; an error when none of ``files`` exists."""
+    merged = load(files, explicit=explicit)
+    if not merged.files:
+        raise KubeconfigError("no kubeconfig file found: " + ", ".join(str(path) for path in merged.missing))
+    return select(merged, context=context)

@@ -4,7 +4,7 @@ One process, one event loop, one in-memory view: the webhook answers admission r
 the controller's informers keep current, so the label policy sees a LocalQueue the moment it is watched,
 and ``/readyz`` turns green only when every informer has listed once (a replica with an empty view must
 not take traffic). Runs in a pod (service-account credentials) or beside a local API server with
-``--kubeconfig``; the webhook configurations then point at ``https://127.0.0.1:9443/...``.
+``--kubeconfig`` or ``$KUBECONFIG``; the webhook configurations then point at ``https://127.0.0.1:9443/...``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from webhook import runtime
 from webhook.control.controller import Controller
 from webhook.control.kinds import WATCHED
 from webhook.control.kube import KubeClient
+from webhook.control.kubeconfig import KubeconfigError
 from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
 
 #: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
@@ -52,7 +53,11 @@ def api_connections(value: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kubeconfig", help="kubeconfig file (default: in-cluster service account, else ~/.kube)"
+        "--kubeconfig",
+        help=(
+            "kubeconfig file; without it, as kubectl: $KUBECONFIG (its files merged), else the pod's "
+            "service account, else ~/.kube/config"
+        ),
     )
     parser.add_argument("--context", help="kubeconfig context to use")
     parser.add_argument(
@@ -154,6 +159,9 @@ def run(args: argparse.Namespace) -> int:
         runtime.run(serve(args))
     except KeyboardInterrupt:
         return 0
+    except KubeconfigError as exc:
+        print(f"kueue-webhook serve: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ssl.SSLError) as exc:
         print(f"kueue-webhook serve: {exc}", file=sys.stderr)
         return 1

@@ -11,7 +11,11 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    condition's message) — which is what releases its quota;
 2. a managed Job without a Workload gets one (owned by the Job, so deleting the Job deletes it);
 3. an admitted Workload whose Job is still suspended starts the Job (suspend=false plus the flavors'
-   nodeSelector/tolerations) — also the crash-recovery path when we died between the two writes;
+   nodeSelector/tolerations) — also the crash-recovery path when we died between the two writes. A start
+   the API server refuses (a webhook's or RBAC's 403, a 400) must not look admitted silently: the Workload
+   gets ``StartFailed=True`` with the server's answer and a Warning Event ``FailedToStart`` (so does the
+   Job), and the start is retried with backoff; ``StartFailed`` turns False once the Job starts. A 422
+   naming fields can never succeed and finishes the Workload as ``FailedToStart``, as Kueue does;
 4. a running Job whose Workload holds no reservation (a user unsuspended it, or it was evicted) is
    suspended again and its pod template restored, with a ``Stopped`` Event;
 5. an evicted Workload whose Job has stopped and has no active pods left (``status.active`` is 0, Kueue's
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +45,13 @@ from webhook.api.jobs import (
 )
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_workload
 from webhook.control.backoff import Backoff
-from webhook.control.conditions import finished_status, is_true, now_rfc3339, released_status
+from webhook.control.conditions import (
+    finished_status,
+    is_true,
+    now_rfc3339,
+    released_status,
+    start_failed_status,
+)
 from webhook.control.events import EventSink
 from webhook.control.kinds import (
     JOBS,
@@ -53,10 +64,11 @@ from webhook.control.kinds import (
 from webhook.control.kube import ApiError
 from webhook.control.store import Change, Store, controller_owner, key_of
 from webhook.control.workqueue import WorkQueue
-from webhook.control.writers import Writer
+from webhook.control.writers import Writer, refused_fields
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.reconciler")
+_CONDITION_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 
 
 # -- the steps ----------------------------------------------------------------------------------------
@@ -214,6 +226,12 @@ def _evicted_message(workload: JSON) -> str:
 # -- execution ----------------------------------------------------------------------------------------
 
 
+def start_refused(exc: ApiError) -> bool:
+    """The API server answered no to starting a Job (an admission webhook, RBAC, a bad request), as opposed
+    to a conflict to decide again from (409), a throttle (429) or a server in trouble (5xx)."""
+    return 400 <= exc.status < 500 and exc.status not in (404, 409, 429)
+
+
 class JobReconciler:
     """Runs ``plan_job`` for every Job the store reports changed (directly or through its Workload)."""
 
@@ -308,6 +326,63 @@ class JobReconciler:
             await self._execute(job, step)
         self._backoffs.pop(key, None)
 
+    async def _start(self, job: JSON, step: StartJob) -> None:
+        """Unsuspend an admitted Job; a refusal is said on the Workload and the Job, never only logged."""
+        admitted = f"Admitted by clusterQueue {step.cluster_queue}"
+        try:
+            started = await self.writer.patch(JOBS, job, step.patch)
+        except ApiError as exc:
+            if exc.status == 422 and refused_fields(exc):
+                # The API server refuses the Job as admission would start it (a flavor's nodeSelector or
+                # toleration it cannot accept): a retry cannot help, so, like Kueue for a start that can
+                # never succeed, the Workload finishes as FailedToStart, which frees its quota and says why.
+                self.events.record(job, type="Warning", reason="FailedToStart", message=exc.message)
+                await self._execute(job, FinishWorkload(step.workload, "FailedToStart", exc.message))
+                return
+            if start_refused(exc):
+                await self._record_refusal(job, step.workload, exc, admitted)
+            raise  # retried with backoff: the refusal may be lifted (a webhook or its configuration fixed)
+        if started is None:
+            return
+        self.events.record(job, type="Normal", reason="Started", message=admitted)
+        workload = self._current(step.workload)
+        await self.writer.patch_status(
+            WORKLOADS,
+            workload,
+            lambda current: start_failed_status(
+                current, failed=False, reason="Started", message=admitted, now=now_rfc3339()
+            ),
+        )
+
+    async def _record_refusal(self, job: JSON, workload: JSON, exc: ApiError, admitted: str) -> None:
+        """StartFailed=True on the Workload with the server's answer, and a Warning Event on both objects."""
+        message = (
+            f"{admitted}, but the API server refused to start the Job ({exc.status} {exc.reason}): "
+            f"{exc.message}; retrying"
+        )
+        # the server's Status reason (Forbidden, BadRequest...); a webhook may send any text, the condition
+        # reason must be CamelCase (metav1.Condition's pattern)
+        reason = exc.reason if _CONDITION_REASON.fullmatch(exc.reason) else "Refused"
+        updated = await self.writer.patch_status(
+            WORKLOADS,
+            self._current(workload),
+            lambda current: start_failed_status(
+                current, failed=True, reason=reason, message=message, now=now_rfc3339()
+            ),
+        )
+        if updated is not None:
+            log.warning(
+                "job start refused",
+                extra={"job": "/".join(key_of(job)), "status": exc.status, "error": message},
+            )
+            self.events.record(updated, type="Warning", reason="FailedToStart", message=message)
+            self.events.record(job, type="Warning", reason="FailedToStart", message=message)
+
+    def _current(self, workload: JSON) -> JSON:
+        """The store's copy of ``workload`` (newer than the one planned from, after our own writes)."""
+        namespace, name = key_of(workload)
+        return self.store.get(WORKLOADS, name, namespace) or workload
+
     async def _job_deleted(self, key: tuple[str, str]) -> None:
         uid = self._deleted_jobs.pop(key, None)
         if not uid:
@@ -350,23 +425,7 @@ class JobReconciler:
                     message=message,
                 )
         elif isinstance(step, StartJob):
-            try:
-                started = await self.writer.patch(JOBS, job, step.patch)
-            except ApiError as exc:
-                if exc.status != 422:
-                    raise
-                # The API server refuses the Job as admission would start it (a flavor's nodeSelector or
-                # toleration it cannot accept): a retry cannot help, so, like Kueue for a start that can
-                # never succeed, the Workload finishes as FailedToStart, which frees its quota and says why.
-                await self._execute(job, FinishWorkload(step.workload, "FailedToStart", exc.message))
-                return
-            if started is not None:
-                self.events.record(
-                    job,
-                    type="Normal",
-                    reason="Started",
-                    message=f"Admitted by clusterQueue {step.cluster_queue}",
-                )
+            await self._start(job, step)
         elif isinstance(step, StopJob):
             if await self.writer.patch(JOBS, job, step.patch) is not None:
                 self.events.record(job, type="Normal", reason="Stopped", message=step.message)

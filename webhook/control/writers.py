@@ -49,6 +49,17 @@ def refused_fields(exc: ApiError) -> list[Any]:
     return causes if isinstance(causes, list) else []
 
 
+def denied_by_webhook(exc: ApiError) -> bool:
+    """An admission webhook said no: kube-apiserver prefixes the webhook's message with this, whatever code
+    the webhook chose (golden webhook-create-job-denied-response.json)."""
+    return exc.message.startswith("admission webhook ")
+
+
+def failed_test(exc: ApiError) -> bool:
+    """A JSON Patch whose ``test`` op failed (422 without causes): the object changed under us."""
+    return exc.status == 422 and not refused_fields(exc) and not denied_by_webhook(exc)
+
+
 def _ident(obj: JSON) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("name", "")), str(meta.get("namespace") or "")
@@ -128,8 +139,8 @@ class Writer:
         """Patch the main resource; a failed JSON Patch ``test`` (422) or a missing object answers None.
 
         A conflict (409) is raised: the caller's retry decides again from the current state. So is a 422
-        that names the fields at fault (``details.causes``): the API server refused the patched object
-        itself, which no retry of the same patch can cure, and the caller must say so.
+        that names the fields at fault (``details.causes``) or comes from an admission webhook: the API
+        server refused the patched object itself, and the caller must say so.
         """
         name, namespace = _ident(obj)
         self._count(kind, "patch")
@@ -138,7 +149,7 @@ class Writer:
                 kind, name=name, namespace=namespace or None, patch=patch, patch_type=patch_type
             )
         except ApiError as exc:
-            if exc.status == 404 or (exc.status == 422 and not refused_fields(exc)):
+            if exc.status == 404 or failed_test(exc):
                 log.info("patch skipped", extra={"kind": kind.kind, "object": name, "error": exc.message})
                 return None
             raise

@@ -10,7 +10,7 @@ from tests.unit.admission.golden import CONTROLLER, apply_patch, golden_review, 
 from webhook.admission.jobs import QUEUE_LABEL, mutate_job, validate_job
 from webhook.admission.review import Verdict
 from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration
+from webhook.api.config import Configuration, ControllerIdentity, parse_configuration
 
 NS = "golden-hooked"
 ENFORCING = parse_configuration(
@@ -302,6 +302,19 @@ def test_configured_controller_identity_replaces_the_default() -> None:
     assert isinstance(config, Configuration)
     assert validate(update_review(old_suspend=True, new_suspend=False, user="ops-bot"), config=config).allowed
     assert not validate(update_review(old_suspend=True, new_suspend=False), config=config).allowed
+
+
+def test_the_identity_the_api_server_reported_for_the_controller_may_unsuspend_too() -> None:
+    # out of cluster with an admin kubeconfig: the SelfSubjectReview at start said "kubernetes-admin"
+    config = Configuration(controller_identity=ControllerIdentity(discovered="kubernetes-admin"))
+    starting = update_review(old_suspend=True, new_suspend=False, user="kubernetes-admin")
+    assert validate(starting, config=config).allowed
+    assert validate(update_review(old_suspend=True, new_suspend=False), config=config).allowed
+    verdict = validate(update_review(old_suspend=True, new_suspend=False, user="alice"), config=config)
+    assert verdict.message.startswith(
+        f"spec.suspend: Forbidden: only the queueing controller ({CONTROLLER} or kubernetes-admin) may start "
+        'a queued Job, user "alice" may not'
+    )
 
 
 def test_unmanaged_jobs_may_be_unsuspended_by_anyone() -> None:

@@ -80,3 +80,13 @@ def test_other_configmaps_and_deletion_are_ignored() -> None:
     live.on_change(Change(CONFIGMAPS, ("kueue-system", "kueue-webhook-config"), None, None))
     assert live.current.manage_jobs_without_queue_name is True
     assert events.events == []
+
+
+def test_the_controllers_own_identity_survives_every_edit_of_the_configmap() -> None:
+    live = LiveConfiguration(namespace="kueue-system", events=CollectedEvents(), metrics=Metrics())
+    live.trust_controller("kubernetes-admin")
+    assert live.current.controller_identity.trusts("kubernetes-admin")
+    live.on_change(change(configmap("controllerIdentity: {username: ops-bot}\n", 1)))
+    identity = live.current.controller_identity
+    assert identity.usernames == ("ops-bot", "kubernetes-admin")
+    assert not identity.trusts("system:serviceaccount:kueue-system:kueue-webhook")
