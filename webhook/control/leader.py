@@ -12,8 +12,9 @@ started its lease-duration wait earlier), and it bounds the request itself: clie
 under a context whose timeout is the renew deadline, and here every attempt runs under an asyncio timeout
 that ends at the deadline. A request the API server never answers (a stalled connection, a pool whose
 connections are all busy) therefore cannot keep a replica acting as leader past it. Seeing another holder in
-the record steps it down at once. On shutdown the lease is released (holder cleared), under the same bound,
-so a rolling update fails over immediately instead of after a full lease duration.
+the record steps it down at once. On shutdown the lease is released (holder cleared), bounded by the renew
+deadline as client-go's ``release()`` is, so a rolling update fails over immediately instead of after a full
+lease duration, and a stalled API server cannot hold up the exit.
 """
 
 from __future__ import annotations
