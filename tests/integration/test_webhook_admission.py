@@ -195,3 +195,26 @@ async def test_local_queue_cannot_be_moved_to_another_cluster_queue(
     result = await run(kubectl, "apply", "-f", "-", input=manifest)
     assert result.returncode == 1
     assert "spec.clusterQueue" in result.stderr and "field is immutable" in result.stderr
+
+
+async def test_cluster_queue_with_a_bad_namespace_selector_key_is_refused_as_kueue_refuses_it(
+    cluster: list[Configuration], kubectl: Kubectl, fake_api: FakeApiServer
+) -> None:
+    manifest = yaml.safe_dump(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "selective"},
+            "spec": {"namespaceSelector": {"matchLabels": {"bad key!": "x"}}, "resourceGroups": []},
+        }
+    )
+    result = await run(kubectl, "apply", "-f", "-", input=manifest)
+    assert result.returncode == 1
+    assert (
+        'admission webhook "vclusterqueue.kueue.x-k8s.io" denied the request: '
+        'spec.namespaceSelector.matchLabels: Invalid value: "bad key!": name part must consist of '
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+        "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+    ) in result.stderr
+    assert fake_api.get("clusterqueues", "selective") is None

@@ -27,12 +27,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from webhook.admission.fields import IMMUTABLE, aggregate_message, dns1123_subdomain_errors, label_path
+from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
 from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.jobs import QUEUE_NAME_LABEL, QUEUED_OWNER_KINDS, is_managed, job_queue_name
+from webhook.api.validation import dns1123_subdomain_problems
 
 __all__ = [
     "MAX_EXEC_TIME_LABEL",
@@ -183,8 +184,9 @@ def validate_job(request: AdmissionRequest, *, config: Configuration, view: Clus
 def _label_value_errors(job: _Job) -> list[FieldError]:
     errors: list[FieldError] = []
     for key in (QUEUE_LABEL, PREBUILT_WORKLOAD_LABEL):
+        # Kueue's jobframework ValidateLabelAsCRDName: IsDNS1123Subdomain, its problems joined by ","
         value = job.labels.get(key)
-        if value is not None and (problems := dns1123_subdomain_errors(value)):
+        if value is not None and (problems := dns1123_subdomain_problems(value)):
             errors.append(FieldError.invalid(label_path(key), value, ",".join(problems)))
     raw = job.labels.get(MAX_EXEC_TIME_LABEL)
     if raw is not None:

@@ -149,6 +149,13 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
     problems: list[Problem] = []
     pod_sets = _get(new, "spec", "podSets")
     for i, pod_set in enumerate(pod_sets if isinstance(pod_sets, list) else []):
+        # Kueue's validatePodSet (WorkloadValidationForPodSetMetadata, on by default): the template's
+        # labels and annotations as a pod's, before its containers
+        metadata = f"spec.podSets[{i}].template.metadata"
+        problems += validate_labels(_get(pod_set, "template", "metadata", "labels"), f"{metadata}.labels")
+        problems += validate_annotations(
+            _get(pod_set, "template", "metadata", "annotations"), f"{metadata}.annotations"
+        )
         for kind in ("initContainers", "containers"):
             containers = _get(pod_set, "template", "spec", kind)
             for c, container in enumerate(containers if isinstance(containers, list) else []):

@@ -58,7 +58,9 @@ from typing import Any
 
 import yaml
 
-from webhook.api.selectors import LabelSelector, SelectorError, parse_label_selector
+from webhook.api.errors import FieldError
+from webhook.api.selectors import LabelSelector, Requirement, label_selector
+from webhook.api.validation import dns1123_label_problems, dns1123_subdomain_problems
 
 __all__ = [
     "DEFAULT_CONTROLLER_USERNAME",
@@ -85,8 +87,6 @@ _PREEMPTION_STRATEGY_LISTS = (
     ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
 )
 _LOG_LEVELS = ("debug", "info", "warning", "error")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -196,12 +196,8 @@ class ControllerIdentity:
 
 def _default_managed_selector(namespace: str) -> LabelSelector:
     # Kueue's default managedJobsNamespaceSelector: every namespace but kube-system and its own.
-    return parse_label_selector(
-        {
-            "matchExpressions": [
-                {"key": _NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", namespace]}
-            ]
-        }
+    return LabelSelector(
+        (Requirement(_NAMESPACE_NAME_LABEL, "NotIn", frozenset(("kube-system", namespace))),)
     )
 
 
@@ -272,6 +268,11 @@ class _Reader:
     def fail(self, path: str, reason: str) -> None:
         self.errors.append(f"{path}: {reason}")
 
+    def invalid(self, errors: list[FieldError]) -> bool:
+        """Record apimachinery-worded field errors; True if there were any."""
+        self.errors.extend(str(error) for error in errors)
+        return bool(errors)
+
     def mapping(self, value: object, path: str, known: frozenset[str]) -> Mapping[str, Any] | None:
         if value is None:
             return {}
@@ -320,11 +321,12 @@ class _Reader:
         return seconds
 
     def selector(self, value: object, path: str) -> LabelSelector | None:
-        try:
-            return parse_label_selector(value, path)
-        except SelectorError as exc:
-            self.fail(exc.path or path, exc.detail)
+        """Kueue checks its configuration's selectors with ``ValidateLabelSelector``, as its webhooks do."""
+        parsed = label_selector(value, path)
+        if isinstance(parsed, list):
+            self.invalid(parsed)
             return None
+        return parsed
 
     def configuration(self, data: object) -> Configuration | None:
         own = {
@@ -343,8 +345,9 @@ class _Reader:
         if root is None:
             return None
         namespace = self.string(root.get("namespace"), "namespace", "kueue-system")
-        if not _DNS1123_LABEL.match(namespace):
-            self.fail("namespace", f"must be a valid namespace name (RFC 1123 label), got {namespace!r}")
+        self.invalid(
+            [FieldError.invalid("namespace", namespace, m) for m in dns1123_label_problems(namespace)]
+        )
         managed = _default_managed_selector(namespace)
         if root.get("managedJobsNamespaceSelector") is not None:
             managed = (
@@ -462,11 +465,12 @@ class _Reader:
         elif raw_defaults:
             for namespace, queue in raw_defaults.items():
                 where = f"{path}.defaultQueues[{namespace}]"
-                if not isinstance(namespace, str) or not _DNS1123_LABEL.match(namespace):
-                    self.fail(where, "the key must be a namespace name (RFC 1123 label)")
-                elif not isinstance(queue, str) or len(queue) > 253 or not _DNS1123_SUBDOMAIN.match(queue):
-                    self.fail(where, f"must be a LocalQueue name (RFC 1123 subdomain), got {queue!r}")
-                else:
+                if not isinstance(namespace, str) or not isinstance(queue, str):
+                    self.fail(where, "must map a namespace name to a LocalQueue name")
+                elif not self.invalid(
+                    [FieldError.invalid(where, namespace, p) for p in dns1123_label_problems(namespace)]
+                    + [FieldError.invalid(where, queue, p) for p in dns1123_subdomain_problems(queue)]
+                ):
                     defaults[namespace] = queue
         return LabelPolicy(enforced_namespace_selector=enforced, default_queues=defaults)
 

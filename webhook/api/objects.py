@@ -22,7 +22,6 @@ Names and defaults follow ``kueue.x-k8s.io/v1beta2``; the v1beta1 ``spec.cohort`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,7 +30,14 @@ from typing import Any, TypeAlias, TypeVar
 from webhook.api.errors import ErrorType, FieldError
 from webhook.api.pods import Requests, pod_requests
 from webhook.api.quantity import Quantity, QuantityError, parse_quantity
-from webhook.api.selectors import LabelSelector, SelectorError, parse_label_selector
+from webhook.api.selectors import LabelSelector, label_selector
+from webhook.api.validation import (
+    label_value_problems,
+    schema_name_errors,
+    validate_annotation_keys,
+    validate_label_name,
+)
+from webhook.api.validation import validate_labels as validate_label_map
 
 __all__ = [
     "GROUP",
@@ -76,12 +82,6 @@ T = TypeVar("T")
 #: a parse result: the typed view, or every error found
 Parsed: TypeAlias = T | list[FieldError]
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
 
 QUEUEING_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
 STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
@@ -210,7 +210,7 @@ def _enum(raw: Any, path: str, allowed: tuple[str, ...], default: str, errors: l
 
 
 def _reference(raw: Any, path: str, errors: list[FieldError], *, required: bool = False) -> str:
-    """A reference to another Kueue object by name (DNS-1123 subdomain, at most 253 characters)."""
+    """A reference to another Kueue object by name: the CRD schema's DNS-1123 subdomain of at most 253."""
     if raw is None or raw == "":
         if required:
             errors.append(FieldError.required(path))
@@ -218,76 +218,8 @@ def _reference(raw: Any, path: str, errors: list[FieldError], *, required: bool 
     if not isinstance(raw, str):
         errors.append(FieldError.invalid(path, str(raw), "must be a string"))
         return ""
-    if len(raw) > 253:
-        errors.append(FieldError.invalid(path, raw, "must be no more than 253 characters"))
-    elif not _DNS1123_SUBDOMAIN.match(raw):
-        errors.append(FieldError.invalid(path, raw, _SUBDOMAIN_MSG))
+    errors.extend(schema_name_errors(raw, path))
     return raw
-
-
-_QUALIFIED_NAME_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
-    f"character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    f"'{_QUALIFIED_NAME_FORMAT}')"
-)
-_SUBDOMAIN_FORMAT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_SUBDOMAIN_REGEX_MSG = (
-    f"{_SUBDOMAIN_MSG} (e.g. 'example.com', regex used for validation is '{_SUBDOMAIN_FORMAT}')"
-)
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
-    "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
-
-
-def _qualified_name_problems(value: str) -> list[str]:
-    """apimachinery's ``IsQualifiedName`` (label keys, taint keys, resource names), word for word."""
-    parts = value.split("/")
-    if len(parts) > 2:
-        return [
-            f"a qualified name {_QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
-    problems: list[str] = []
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            problems.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                problems.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN.match(prefix):
-                problems.append(f"prefix part {_SUBDOMAIN_REGEX_MSG}")
-    if not name:
-        problems.append("name part must be non-empty")
-    elif len(name) > 63:
-        problems.append("name part must be no more than 63 characters")
-    if not _LABEL_NAME.match(name):
-        problems.append(f"name part {_QUALIFIED_NAME_MSG}")
-    return problems
-
-
-def _label_value_problems(value: str) -> list[str]:
-    """apimachinery's ``IsValidLabelValue``."""
-    problems: list[str] = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.match(value):
-        problems.append(_LABEL_VALUE_MSG)
-    return problems
-
-
-def _label_map_errors(labels: Mapping[str, str], path: str) -> list[FieldError]:
-    """``ValidateLabels``: every bad key and value, reported on the map itself as apimachinery does."""
-    errors: list[FieldError] = []
-    for key, value in labels.items():
-        errors.extend(FieldError.invalid(path, key, p) for p in _qualified_name_problems(key))
-        errors.extend(FieldError.invalid(path, value, p) for p in _label_value_problems(value))
-    return errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,7 +287,7 @@ def _cel_check(
 
 def _resource_name_errors(name: str, path: str) -> list[FieldError]:
     """Resource names (``nvidia.com/gpu``, ``cpu``) are checked as label keys (Kueue's ``IsLabelKey``)."""
-    return [FieldError.invalid(path, name, p) for p in _qualified_name_problems(name)]
+    return validate_label_name(name, path)
 
 
 def _quantity(raw: Any, path: str, errors: list[FieldError]) -> Quantity | None:
@@ -431,10 +363,8 @@ def _flavor_taints(raw: Any, errors: list[FieldError], rule_errors: list[FieldEr
             errors.append(FieldError.not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
             continue
         taint = Taint(str(item["key"]), str(item.get("value") or ""), str(effect))
-        rule_errors.extend(
-            FieldError.invalid(f"{path}.key", taint.key, p) for p in _qualified_name_problems(taint.key)
-        )
-        value_problems = _label_value_problems(taint.value)
+        rule_errors.extend(validate_label_name(taint.key, f"{path}.key"))
+        value_problems = label_value_problems(taint.value)
         if value_problems:
             rule_errors.append(FieldError.invalid(f"{path}.value", taint.value, ";".join(value_problems)))
         if (taint.key, taint.effect) in seen:
@@ -512,9 +442,7 @@ def _toleration_list(
             errors.append(FieldError.not_supported(f"{ipath}.effect", item["effect"], TAINT_EFFECTS))
         key = item.get("key")
         if isinstance(key, str) and key:
-            rule_errors.extend(
-                FieldError.invalid(f"{ipath}.key", key, p) for p in _qualified_name_problems(key)
-            )
+            rule_errors.extend(validate_label_name(key, f"{ipath}.key"))
         tolerations.append(dict(item))
     for message, predicate in _TOLERATION_RULES:
         _cel_check(_cel_all(tolerations, predicate), path, "array", message, rule_errors)
@@ -536,18 +464,14 @@ def validate_annotations(raw: Any, path: str) -> list[FieldError]:
     annotations = _str_map(raw, path, errors)
     if errors:
         return errors
-    for key in annotations:
-        errors.extend(FieldError.invalid(path, key, p) for p in _qualified_name_problems(key.lower()))
-    if sum(len(k) + len(v) for k, v in annotations.items()) > 262144:
-        errors.append(FieldError.too_long(path, 262144))
-    return errors
+    return validate_annotation_keys(annotations, path)
 
 
 def validate_labels(raw: Any, path: str) -> list[FieldError]:
     """``ValidateLabels`` on a map field (keys qualified names, values label values), reported on the map."""
     errors: list[FieldError] = []
     labels = _str_map(raw, path, errors)
-    return errors or _label_map_errors(labels, path)
+    return errors or validate_label_map(labels, path)
 
 
 def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
@@ -575,7 +499,7 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
     tolerations = _toleration_list(
         spec.get("tolerations"), "spec.tolerations", errors, rule_errors, enums=True
     )
-    rule_errors.extend(_label_map_errors(labels, "spec.nodeLabels"))
+    rule_errors.extend(validate_label_map(labels, "spec.nodeLabels"))
     topology = _reference(spec.get("topologyName"), "spec.topologyName", errors)
     if not errors:
         errors = rule_errors
@@ -946,10 +870,12 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
     )
     selector: LabelSelector | None = None
     if spec.get("namespaceSelector") is not None:
-        try:
-            selector = parse_label_selector(spec["namespaceSelector"], "spec.namespaceSelector")
-        except SelectorError as exc:
-            errors.append(FieldError.invalid(exc.path, None, exc.detail))
+        # Kueue's ClusterQueue webhook: ValidateLabelSelector on spec.namespaceSelector
+        parsed_selector = label_selector(spec["namespaceSelector"], "spec.namespaceSelector")
+        if isinstance(parsed_selector, list):
+            errors.extend(parsed_selector)
+        else:
+            selector = parsed_selector
     strategy = _enum(
         spec.get("queueingStrategy"), "spec.queueingStrategy", QUEUEING_STRATEGIES, "BestEffortFIFO", errors
     )

@@ -7,6 +7,10 @@ enforced-namespace and managed-namespace selectors of our configuration. Semanti
 value, ``Exists``/``DoesNotExist`` look at the key only. The empty selector ``{}`` matches everything; an
 absent selector (``None``) is a different thing and each caller decides what it means (for a ClusterQueue
 it matches no namespace, per Kueue's API).
+
+A selector is accepted as Kueue's webhooks accept one: the shape its CRD schema enforces (``key`` and
+``operator`` required, strings where strings belong), then apimachinery's ``ValidateLabelSelector``
+(:mod:`webhook.api.validation`), with every problem listed.
 """
 
 from __future__ import annotations
@@ -15,18 +19,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LabelSelector", "Requirement", "SelectorError", "parse_label_selector"]
+from webhook.api.errors import FieldError
+from webhook.api.validation import validate_label_selector
 
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+__all__ = ["LabelSelector", "Requirement", "SelectorError", "label_selector", "parse_label_selector"]
 
 
 class SelectorError(ValueError):
-    """An invalid selector; ``path`` names the offending field (relative to the selector)."""
+    """An invalid selector where one must be valid; ``errors`` are all the problems, the first one shown."""
 
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.detail = message
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__(str(errors[0]))
+        self.errors = errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,40 +64,60 @@ class LabelSelector:
         return not self.requirements
 
 
-def parse_label_selector(raw: Any, path: str = "") -> LabelSelector:
-    """Parse a ``LabelSelector`` dict; raises SelectorError naming the field at fault."""
+def _shape_errors(raw: Any, path: str) -> list[FieldError]:
+    """What the ``LabelSelector`` schema refuses before any webhook sees the object."""
     if not isinstance(raw, Mapping):
-        raise SelectorError(path, "must be an object with matchLabels and/or matchExpressions")
-    requirements: list[Requirement] = []
+        return [FieldError.invalid(path, None, "must be an object with matchLabels and/or matchExpressions")]
+    errors: list[FieldError] = []
     match_labels = raw.get("matchLabels") or {}
     if not isinstance(match_labels, Mapping):
-        raise SelectorError(f"{path}.matchLabels", "must be a map of label keys to values")
-    for key, value in match_labels.items():
-        if not isinstance(value, str):
-            raise SelectorError(f"{path}.matchLabels[{key}]", "label values must be strings")
-        requirements.append(Requirement(str(key), "In", frozenset((value,))))
+        errors.append(
+            FieldError.invalid(f"{path}.matchLabels", None, "must be a map of label keys to values")
+        )
+    else:
+        errors += [
+            FieldError.invalid(f"{path}.matchLabels[{key}]", None, "label values must be strings")
+            for key, value in match_labels.items()
+            if not isinstance(value, str)
+        ]
     expressions = raw.get("matchExpressions") or []
     if not isinstance(expressions, list):
-        raise SelectorError(f"{path}.matchExpressions", "must be a list")
+        return [*errors, FieldError.invalid(f"{path}.matchExpressions", None, "must be a list")]
     for index, expr in enumerate(expressions):
         where = f"{path}.matchExpressions[{index}]"
         if not isinstance(expr, Mapping):
-            raise SelectorError(where, "must be an object with key, operator and values")
-        key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if not isinstance(key, str) or not key:
-            raise SelectorError(f"{where}.key", "Required value")
-        if operator not in _OPERATORS:
-            raise SelectorError(
-                f"{where}.operator",
-                f'Unsupported value: "{operator}": supported values: "In", "NotIn", "Exists", "DoesNotExist"',
-            )
+            errors.append(FieldError.invalid(where, None, "must be an object with key, operator and values"))
+            continue
+        for name in ("key", "operator"):
+            if expr.get(name) is None:
+                errors.append(FieldError.required(f"{where}.{name}"))
+            elif not isinstance(expr[name], str):
+                errors.append(FieldError.invalid(f"{where}.{name}", None, "must be a string"))
+        values = expr.get("values") or []
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise SelectorError(f"{where}.values", "must be a list of strings")
-        if operator in ("In", "NotIn") and not values:
-            raise SelectorError(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise SelectorError(
-                f"{where}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            )
-        requirements.append(Requirement(key, str(operator), frozenset(values)))
+            errors.append(FieldError.invalid(f"{where}.values", None, "must be a list of strings"))
+    return errors
+
+
+def label_selector(raw: Any, path: str) -> LabelSelector | list[FieldError]:
+    """Parse a ``LabelSelector`` dict; every problem, each naming its field, if it is not a valid one."""
+    errors = _shape_errors(raw, path) or validate_label_selector(raw, path)
+    if errors:
+        return errors
+    requirements = [
+        Requirement(str(key), "In", frozenset((value,)))
+        for key, value in (raw.get("matchLabels") or {}).items()
+    ]
+    requirements += [
+        Requirement(expr["key"], expr["operator"], frozenset(expr.get("values") or []))
+        for expr in raw.get("matchExpressions") or []
+    ]
     return LabelSelector(tuple(requirements))
+
+
+def parse_label_selector(raw: Any, path: str = "") -> LabelSelector:
+    """``label_selector`` for a selector that must be valid: raises SelectorError otherwise."""
+    parsed = label_selector(raw, path)
+    if isinstance(parsed, list):
+        raise SelectorError(parsed)
+    return parsed

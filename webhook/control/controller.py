@@ -187,6 +187,7 @@ class Controller:
             return
         self.leading.clear()  # every write path checks this before writing: admitting stops now
         self.following.set()
+        self.admission.abandon_writes()  # its write tasks are its own: cancel them before any resumes
         for task in self._leader_tasks:
             task.cancel()
         self._leader_tasks = []

@@ -3,10 +3,18 @@
 Every replica serves the webhook, but only one may run the admission task: two schedulers reading the same
 ledger would both admit into the last free GPU. The Lease is the lock. Expiry is judged the way client-go
 judges it: not by comparing our clock with the ``renewTime`` another machine wrote (clocks skew), but by how
-long *we* have watched the record stay unchanged. A leader that cannot renew within ``renew_deadline``
-(shorter than ``lease_duration``) steps down before anyone else may take over, so two leaders never overlap;
-seeing another holder in the record steps it down at once. On shutdown the lease is released (holder
-cleared) so a rolling update fails over immediately instead of after a full lease duration.
+long *we* have watched the record stay unchanged.
+
+A leader that cannot renew within ``renew_deadline`` (shorter than ``lease_duration``) steps down before
+anyone else may take over, so two leaders never overlap. The deadline runs from the moment the last
+successful renewal was *sent* (the record cannot have changed before then, so no other replica can have
+started its lease-duration wait earlier), and it bounds the request itself: client-go's ``renew()`` polls
+under a context whose timeout is the renew deadline, and here every attempt runs under an asyncio timeout
+that ends at the deadline. A request the API server never answers (a stalled connection, a pool whose
+connections are all busy) therefore cannot keep a replica acting as leader past it. Seeing another holder in
+the record steps it down at once. On shutdown the lease is released (holder cleared), bounded by the renew
+deadline as client-go's ``release()`` is, so a rolling update fails over immediately instead of after a full
+lease duration, and a stalled API server cannot hold up the exit.
 """
 
 from __future__ import annotations
@@ -15,7 +23,6 @@ import asyncio
 import logging
 import math
 import random
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -54,7 +61,7 @@ class LeaderElector:
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
         on_change: Callable[[bool], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if not retry_period < renew_deadline < lease_duration:
             raise ValueError("leader election needs retry_period < renew_deadline < lease_duration")
@@ -66,7 +73,9 @@ class LeaderElector:
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self.on_change = on_change
-        self.clock = clock
+        #: monotonic seconds; the event loop's own clock unless a test injects one, so that asyncio
+        #: timeouts and this clock agree (and a test loop with fake time drives both)
+        self.clock = clock or _loop_time
         self.leading = asyncio.Event()
         self._observed_spec: JSON | None = None
         self._observed_at = 0.0
@@ -82,25 +91,44 @@ class LeaderElector:
         try:
             while True:
                 await self.tick()
-                jitter = 1.0 if self.is_leader else self._rng.uniform(1.0, 1.2)
-                await asyncio.sleep(self.retry_period * jitter)
+                await asyncio.sleep(self._until_next_tick())
         finally:
             if self.is_leader:
                 self._set(False)
                 await self._release()
 
+    def _until_next_tick(self) -> float:
+        """A retry period (jittered while campaigning, as client-go's JitterUntil), but a leader wakes up no
+        later than its renew deadline, to step down on time even if every attempt before it failed fast."""
+        if not self.is_leader:
+            return self.retry_period * self._rng.uniform(1.0, 1.2)
+        return max(0.0, min(self.retry_period, self._deadline() - self.clock()))
+
+    def _deadline(self) -> float:
+        """When a leader must have renewed by, or stop acting as leader."""
+        return self._last_renew + self.renew_deadline
+
     async def tick(self) -> None:
-        """One round: try to acquire or renew, then step up, or down when renewal has failed too long."""
-        try:
-            acquired = await self.try_acquire_or_renew()
-        except Exception as exc:  # any failure to reach the API counts as a missed renewal, never a crash
-            log.warning("lease request failed: %r", exc, extra={"lease": self.name})
-            acquired = False
-        now = self.clock()
+        """One round: try to acquire or renew, then step up, or down when renewal has failed too long.
+
+        The attempt is bounded: a leader's by what is left of its renew deadline, a candidate's by a whole
+        renew deadline (so a stalled request cannot hold up the campaign either).
+        """
+        started = self.clock()
+        budget = self._deadline() - started if self.is_leader else self.renew_deadline
+        acquired = False
+        if budget > 0:
+            try:
+                async with asyncio.timeout(budget):
+                    acquired = await self.try_acquire_or_renew()
+            except TimeoutError:
+                log.warning("lease request timed out after %.3fs", budget, extra={"lease": self.name})
+            except Exception as exc:  # any failure to reach the API counts as a missed renewal, never a crash
+                log.warning("lease request failed: %r", exc, extra={"lease": self.name})
         if acquired:
-            self._last_renew = now
+            self._last_renew = started  # the record changed no earlier than this: others wait from later
             self._set(True)
-        elif self.is_leader and (now - self._last_renew >= self.renew_deadline or self._held_by_other()):
+        elif self.is_leader and (self.clock() >= self._deadline() or self._held_by_other()):
             self._set(False)
 
     def _held_by_other(self) -> bool:
@@ -179,12 +207,22 @@ class LeaderElector:
             self._observed_at = self.clock()
 
     async def _release(self) -> None:
+        """Clear the holder, best effort and bounded: an API that does not answer must not hold up shutdown
+        (the lease then simply expires)."""
         try:
-            lease = await self.client.get(LEASES, name=self.name, namespace=self.namespace)
-            spec = dict(lease.get("spec") or {})
-            if spec.get("holderIdentity") != self.identity:
-                return
-            spec.update({"holderIdentity": "", "leaseDurationSeconds": 1})
-            await self.client.replace(LEASES, {**lease, "spec": spec})
+            async with asyncio.timeout(self.renew_deadline):
+                await self._clear_holder()
         except Exception as exc:
             log.warning("could not release lease: %r", exc, extra={"lease": self.name})
+
+    async def _clear_holder(self) -> None:
+        lease = await self.client.get(LEASES, name=self.name, namespace=self.namespace)
+        spec = dict(lease.get("spec") or {})
+        if spec.get("holderIdentity") != self.identity:
+            return
+        spec.update({"holderIdentity": "", "leaseDurationSeconds": 1})
+        await self.client.replace(LEASES, {**lease, "spec": spec})
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()

@@ -281,8 +281,14 @@ class AdmissionLoop:
                     self._collect_while_idle()
         finally:
             positions.cancel()
-            for task in list(self._tasks):
-                task.cancel()
+            self.abandon_writes()
+
+    def abandon_writes(self) -> None:
+        """Cancel every decision write in flight, now: called the moment leadership is lost, before any of
+        them can resume. A request already on the wire cannot be recalled, but none goes on to a retry or a
+        follow-up write (a deactivation after an eviction), and the slots it held are not handed on."""
+        for task in list(self._tasks):
+            task.cancel()
 
     def _collect_while_idle(self) -> None:
         """A burst leaves many long-lived survivors (one per Workload); a later full collection would scan
@@ -304,6 +310,10 @@ class AdmissionLoop:
         self._decided_since_collect += len(decisions)
         for decision in decisions:
             await self._slots.acquire()
+            if not self.is_leader():
+                # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
+                self._slots.release()
+                return
             if isinstance(decision, Admit):
                 coroutine = self._admit(decision)
             elif isinstance(decision, Evict):
@@ -511,6 +521,8 @@ class AdmissionLoop:
     async def _deactivate(self, workload: JSON, key: str) -> None:
         """A Rejected admission check: ``spec.active=false`` so the workload does not queue again (Kueue's
         deactivation target); a user sets it back to true to retry."""
+        if not self.is_leader():
+            return
         try:
             await self.writer.patch(WORKLOADS, workload, {"spec": {"active": False}}, patch_type="merge")
         except Exception as exc:

@@ -134,3 +134,52 @@ def test_resource_flavor_topology_name_stays_once_set() -> None:
     relabelled = copy.deepcopy(named)
     relabelled["spec"]["nodeLabels"] = {"pool": "a100"}
     assert validate(relabelled, named).allowed
+
+
+NAME_PART = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+def test_cluster_queue_with_a_bad_namespace_selector_key_is_denied_with_apimachinerys_message() -> None:
+    """Kueue's ClusterQueue webhook runs ValidateLabelSelector on spec.namespaceSelector."""
+    queue = golden_object("kueue-clusterqueue-create")
+    queue["spec"]["namespaceSelector"] = {"matchLabels": {"bad key!": "x"}}
+    verdict = validate(queue)
+    assert not verdict.allowed
+    assert verdict.message == f'spec.namespaceSelector.matchLabels: Invalid value: "bad key!": {NAME_PART}'
+
+
+def test_cluster_queue_namespace_selector_expressions_are_validated_on_update_too() -> None:
+    old = golden_object("kueue-clusterqueue-create")
+    new = copy.deepcopy(old)
+    new["spec"]["namespaceSelector"] = {
+        "matchExpressions": [
+            {"key": "team", "operator": "Bogus", "values": ["a"]},
+            {"key": "tier", "operator": "Exists", "values": ["gold"]},
+        ]
+    }
+    assert validate(new, old).message == (
+        '[spec.namespaceSelector.matchExpressions[0].operator: Invalid value: "Bogus": not a valid selector '
+        "operator, spec.namespaceSelector.matchExpressions[1].values: Forbidden: may not be specified when "
+        "`operator` is 'Exists' or 'DoesNotExist']"
+    )
+    new["spec"]["namespaceSelector"] = {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}
+    assert validate(new, old).allowed
+
+
+def test_workload_pod_set_template_labels_and_annotations_are_validated_as_a_pods() -> None:
+    workload = golden_object("kueue-workload-create")
+    metadata = workload["spec"]["podSets"][0]["template"].setdefault("metadata", {})
+    metadata["labels"] = {"bad key!": "ok"}
+    metadata["annotations"] = {"a/b/c": "x"}
+    assert validate(workload).message == (
+        f'[spec.podSets[0].template.metadata.labels: Invalid value: "bad key!": {NAME_PART}, '
+        'spec.podSets[0].template.metadata.annotations: Invalid value: "a/b/c": a valid label key must '
+        "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
+        "(e.g. 'example.com/MyName')]"
+    )

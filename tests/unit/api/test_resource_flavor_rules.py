@@ -148,7 +148,7 @@ def test_a_taint_without_a_supported_effect_is_refused_on_the_effect() -> None:
 def test_node_labels_are_validated_as_labels_on_the_map() -> None:
     errors = messages(parse_resource_flavor(flavor(nodeLabels={"pool": "a" * 64, "-bad": "ok"})))
     assert errors == [
-        f'spec.nodeLabels: Invalid value: "{"a" * 64}": must be no more than 63 characters',
+        f'spec.nodeLabels: Invalid value: "{"a" * 64}": must be no more than 63 bytes',
         f'spec.nodeLabels: Invalid value: "-bad": {NAME_PART}',
     ]
 

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from tests.unit.control.fakes import Clock, MemoryApi
-from webhook.control.kinds import LEASES
+from webhook.control.kinds import LEASES, Kind
 from webhook.control.leader import LeaderElector
+
+JSON = dict[str, Any]
 
 
 def elector(api: MemoryApi, clock: Clock, identity: str) -> LeaderElector:
@@ -126,3 +132,177 @@ async def test_a_fractional_lease_duration_is_published_rounded_up_never_shorter
     )
     await a.tick()
     assert lease(api)["leaseDurationSeconds"] == 3
+
+
+# -- a stalled API server: requests that are never answered ------------------------------------------------
+# These run on looptime's fake event-loop clock: timeouts and sleeps take no real time, and every instant
+# below is exact. Timings are FAST_LEASE's (lease 1.5 s, renew deadline 1 s, retry period 0.2 s).
+
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 1.5, 1.0, 0.2
+
+
+class Partitionable:
+    """One replica's connection to a shared ``MemoryApi``. Once ``cut``, its requests are never answered.
+    Without ``lands`` none of them arrives; with it reads are still answered and writes still reach the
+    server and are applied, but their answers are lost. ``renewals`` records when each of its Lease writes
+    was applied (the loop's clock)."""
+
+    def __init__(self, api: MemoryApi, *, lands: bool = False) -> None:
+        self.api = api
+        self.lands = lands
+        self.cut = False
+        self.renewals: list[float] = []
+
+    async def _stall(self) -> None:
+        await asyncio.Event().wait()
+
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+        if self.cut and not self.lands:
+            await self._stall()
+        return await self.api.get(kind, name=name, namespace=namespace)
+
+    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON:
+        if self.cut and not self.lands:
+            await self._stall()
+        created = await self.api.create(kind, body, namespace=namespace)
+        self.renewals.append(asyncio.get_running_loop().time())
+        if self.cut:
+            await self._stall()
+        return created
+
+    async def replace(self, kind: Kind, body: JSON, *, subresource: str = "") -> JSON:
+        if self.cut and not self.lands:
+            await self._stall()
+        replaced = await self.api.replace(kind, body, subresource=subresource)
+        self.renewals.append(asyncio.get_running_loop().time())
+        if self.cut:
+            await self._stall()
+        return replaced
+
+
+class Timeline:
+    """Every leadership transition of every replica, at the loop's clock."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[float, str, bool]] = []
+        self.changed = asyncio.Event()
+
+    def listener(self, identity: str) -> Callable[[bool], None]:
+        def record(leading: bool) -> None:
+            self.entries.append((asyncio.get_running_loop().time(), identity, leading))
+            self.changed.set()
+
+        return record
+
+    def at(self, identity: str, leading: bool) -> float:
+        return next(t for t, who, now in self.entries if who == identity and now is leading)
+
+    def most_leaders_at_once(self) -> int:
+        leaders: set[str] = set()
+        most = 0
+        for _, identity, leading in self.entries:
+            (leaders.add if leading else leaders.discard)(identity)
+            most = max(most, len(leaders))
+        return most
+
+    async def until(self, identity: str, leading: bool) -> float:
+        while not any(who == identity and now is leading for _, who, now in self.entries):
+            self.changed.clear()
+            await self.changed.wait()
+        return self.at(identity, leading)
+
+
+def fast_elector(client: Partitionable, identity: str, timeline: Timeline) -> LeaderElector:
+    return LeaderElector(
+        client=client,
+        namespace="kueue-system",
+        name="kueue-webhook-leader",
+        identity=identity,
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        on_change=timeline.listener(identity),
+    )
+
+
+async def stop(*tasks: asyncio.Task[None]) -> None:
+    """Cancel the electors and wait for them; releasing the lease is bounded too, even when stalled."""
+    for task in tasks:
+        task.cancel()
+    _, still_running = await asyncio.wait(tasks, timeout=RENEW_DEADLINE + 1)
+    assert not still_running, "shutting down hung on a stalled lease release"
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("lands", [False, True], ids=["requests-lost", "write-answers-lost"])
+async def test_a_leader_whose_renewal_hangs_steps_down_within_the_renew_deadline(lands: bool) -> None:
+    """client-go bounds each renewal by the renew deadline; a request that is never answered must not keep
+    a replica leading past it (it used to: 6.1 s with a 1.5 s lease)."""
+    api, timeline = MemoryApi(), Timeline()
+    connection = Partitionable(api, lands=lands)
+    a = fast_elector(connection, "a", timeline)
+    task = asyncio.create_task(a.run())
+    try:
+        await timeline.until("a", True)
+        await asyncio.sleep(0.5)  # a few renewals go through
+        known_renewals = len(connection.renewals)
+        assert known_renewals >= 3
+        last_answered = connection.renewals[-1]
+        connection.cut = True
+        stepped_down = await asyncio.wait_for(timeline.until("a", False), LEASE_DURATION)
+        assert not a.is_leader
+        # the deadline runs from the last renewal the leader saw answered (sent at that same instant here)
+        assert stepped_down - last_answered <= RENEW_DEADLINE
+        # whatever reached the server, the record last changed no later than the step-down, so any other
+        # replica must wait a whole lease duration beyond it
+        assert stepped_down < connection.renewals[-1] + LEASE_DURATION
+        assert len(connection.renewals) == known_renewals + (1 if lands else 0)
+    finally:
+        await stop(task)
+
+
+@pytest.mark.looptime
+async def test_a_standby_takes_over_from_a_stalled_leader_only_after_it_stepped_down() -> None:
+    api, timeline = MemoryApi(), Timeline()
+    to_a, to_b = Partitionable(api), Partitionable(api)
+    a, b = fast_elector(to_a, "a", timeline), fast_elector(to_b, "b", timeline)
+    tasks = [asyncio.create_task(a.run())]
+    try:
+        await timeline.until("a", True)
+        tasks.append(asyncio.create_task(b.run()))
+        await asyncio.sleep(1.0)  # b watches a renew, and stays a follower
+        assert timeline.entries == [(timeline.at("a", True), "a", True)]
+        to_a.cut = True  # a can no longer reach the API server; b still can
+        b_took_over = await asyncio.wait_for(timeline.until("b", True), 2 * LEASE_DURATION + RETRY_PERIOD * 2)
+        a_stepped_down = timeline.at("a", False)
+        assert timeline.most_leaders_at_once() == 1
+        assert a_stepped_down < b_took_over
+        # b waited a whole lease duration after the last change of the record it could see
+        assert b_took_over >= to_a.renewals[-1] + LEASE_DURATION
+        assert lease(api)["holderIdentity"] == "b"
+    finally:
+        await stop(*tasks)
+
+
+@pytest.mark.looptime
+async def test_a_leader_whose_renewals_fail_fast_still_steps_down_at_the_deadline_not_a_retry_later() -> None:
+    """Failed attempts are retried every retry period; the step-down must not wait for the next one."""
+    api, timeline = MemoryApi(), Timeline()
+    a = LeaderElector(
+        client=api,
+        namespace="kueue-system",
+        name="kueue-webhook-leader",
+        identity="a",
+        lease_duration=1.5,
+        renew_deadline=1.0,
+        retry_period=0.3,  # retries at +0.3, +0.6, +0.9, then +1.2 would be past the deadline
+        on_change=timeline.listener("a"),
+    )
+    task = asyncio.create_task(a.run())
+    try:
+        acquired = await timeline.until("a", True)
+        api.down = True
+        stepped_down = await timeline.until("a", False)
+        assert stepped_down == pytest.approx(acquired + 1.0)
+    finally:
+        await stop(task)
