@@ -28,7 +28,7 @@ from webhook.control.identity import own_username
 from webhook.control.informer import Informer
 from webhook.control.kinds import CONFIGMAPS, WATCHED
 from webhook.control.kube import KubeClient
-from webhook.control.leader import LeaderElector
+from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
 from webhook.control.loop import AdmissionLoop
 from webhook.control.metrics import Metrics
 from webhook.control.reconciler import JobReconciler
@@ -50,9 +50,9 @@ class Controller:
         namespace: str,
         identity: str,
         leader_election: bool = True,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
+        lease_duration: float = LEASE_DURATION,
+        renew_deadline: float = RENEW_DEADLINE,
+        retry_period: float = RETRY_PERIOD,
         status_interval: float = 1.0,
         watch_timeout_seconds: int = 290,
     ) -> None:

@@ -33,6 +33,13 @@ from webhook.control.kube import ApiError
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.leader")
 
+#: Lease timings. A replica that dies holding the Lease is replaced once the Lease has stayed unchanged for
+#: ``LEASE_DURATION`` as its peers see it (they look every ``RETRY_PERIOD``, jittered), so failover takes
+#: 10-12.4 s, within 15 s where Kueue's 15 / 10 / 2 s cannot be; the renew deadline leaves a slow API 7 s.
+LEASE_DURATION = 10.0
+RENEW_DEADLINE = 7.0
+RETRY_PERIOD = 2.0
+
 
 class LeaseClient(Protocol):
     async def get(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
@@ -57,9 +64,9 @@ class LeaderElector:
         namespace: str,
         name: str,
         identity: str,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
+        lease_duration: float = LEASE_DURATION,
+        renew_deadline: float = RENEW_DEADLINE,
+        retry_period: float = RETRY_PERIOD,
         on_change: Callable[[bool], None] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:

@@ -25,6 +25,7 @@ from webhook.control.controller import Controller
 from webhook.control.kinds import WATCHED
 from webhook.control.kube import KubeClient
 from webhook.control.kubeconfig import KubeconfigError
+from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
 
 #: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
@@ -77,9 +78,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", help="serving key (default: <tls-dir>/tls.key)")
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     parser.add_argument("--port", type=int, default=9443, help="HTTPS port of the webhook (default: 9443)")
-    parser.add_argument("--lease-duration", type=float, default=15.0, help="leader lease duration, seconds")
-    parser.add_argument("--renew-deadline", type=float, default=10.0, help="leader renew deadline, seconds")
-    parser.add_argument("--retry-period", type=float, default=2.0, help="leader retry period, seconds")
+    parser.add_argument(
+        "--lease-duration",
+        type=float,
+        default=LEASE_DURATION,
+        help="leader lease duration, seconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--renew-deadline",
+        type=float,
+        default=RENEW_DEADLINE,
+        help="leader renew deadline, seconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--retry-period",
+        type=float,
+        default=RETRY_PERIOD,
+        help="leader retry period, seconds (default: %(default)s)",
+    )
     parser.add_argument(
         "--no-leader-election",
         action="store_true",

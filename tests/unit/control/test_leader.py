@@ -13,11 +13,18 @@ from webhook.control.kinds import LEASES, Kind
 from webhook.control.leader import LeaderElector
 
 JSON = dict[str, Any]
+#: Kueue's (and controller-runtime's) Lease timings, which the step-by-step tests below walk through
+KUEUE_TIMINGS = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
 
 
 def elector(api: MemoryApi, clock: Clock, identity: str) -> LeaderElector:
     return LeaderElector(
-        client=api, namespace="kueue-system", name="kueue-webhook-leader", identity=identity, clock=clock
+        client=api,
+        namespace="kueue-system",
+        name="kueue-webhook-leader",
+        identity=identity,
+        clock=clock,
+        **KUEUE_TIMINGS,
     )
 
 
@@ -70,6 +77,7 @@ async def test_leader_that_cannot_renew_steps_down_before_anyone_may_take_over()
         identity="a",
         clock=clock,
         on_change=transitions.append,
+        **KUEUE_TIMINGS,
     )
     await a.tick()
     api.down = True
