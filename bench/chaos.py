@@ -59,6 +59,7 @@ from webhook.control.kinds import (
     Kind,
 )
 from webhook.control.kube import ApiError, KubeClient
+from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 
 RESULTS = ROOT / "bench" / "results"
 PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
@@ -596,9 +597,9 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--quota", type=int, default=20, help="the ClusterQueue's cpu (each Job asks 1)")
     parser.add_argument("--run-seconds", type=float, default=1.0, help="how long each Pod runs")
-    parser.add_argument("--lease-duration", type=float, default=15.0)
-    parser.add_argument("--renew-deadline", type=float, default=10.0)
-    parser.add_argument("--retry-period", type=float, default=2.0)
+    parser.add_argument("--lease-duration", type=float, default=LEASE_DURATION, help="as serve's (default)")
+    parser.add_argument("--renew-deadline", type=float, default=RENEW_DEADLINE, help="as serve's (default)")
+    parser.add_argument("--retry-period", type=float, default=RETRY_PERIOD, help="as serve's (default)")
     parser.add_argument("--timeout", type=float, default=600.0, help="longest wait for any one stage")
     parser.add_argument("--workdir", help="logs and certificates (default: a new /tmp directory)")
     parser.add_argument("--out", default="chaos", help="result file name under bench/results/")
