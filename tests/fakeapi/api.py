@@ -193,7 +193,8 @@ class Api:
             if causes:
                 raise invalid(kind=rtype.kind, group=rtype.group, name=name, causes=causes)
             return
-        meta_causes = object_meta.validate_object_meta(
+        meta_causes = object_meta.validate_object_meta_update(obj, old) if old is not None else []
+        meta_causes += object_meta.validate_object_meta(
             obj, namespace_kind=rtype.kind == "Namespace" and not rtype.group
         )
         if rtype.kind == "Job" and rtype.group == "batch":
@@ -475,6 +476,8 @@ class Api:
                     raise conflict(plural=rtype.plural, group=rtype.group, name=name)
                 # Someone wrote while webhooks ran: rebuild on the new state, as the apiserver retries.
                 continue
+            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+                return self._delete_emptied(rtype, ns, name, new)
             stored = self.store.replace(
                 rtype.storage_key,
                 new,
@@ -511,6 +514,9 @@ class Api:
                 meta.pop(field, None)
         if "deletionGracePeriodSeconds" in old_meta:
             meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+        for field in ("finalizers", "ownerReferences"):
+            if meta.get(field) == []:
+                del meta[field]  # ObjectMeta omits empty lists: removing the last one removes the field
         meta["resourceVersion"] = old_meta["resourceVersion"]
         if subresource == "status":
             merged = {k: v for k, v in current.items() if k != "status"}
@@ -614,6 +620,16 @@ class Api:
         self._react(rtype, "DELETED", gone)
         self._collect_dependents(gone["metadata"]["uid"], orphan=propagation == "Orphan")
         return self.as_version(rtype, gone)
+
+    def _delete_emptied(self, rtype: ResourceType, namespace: str, name: str, emptied: Obj) -> Obj:
+        """An update took the last finalizer off an object being deleted: like kube-apiserver, the update is
+        not stored but turned into the deletion. Watchers see DELETED only (no MODIFIED without finalizers),
+        carrying the object as stored (its finalizers still listed) at a new resourceVersion; the writer gets
+        its updated object back at the resourceVersion it updated."""
+        gone = self.store.remove(rtype.storage_key, namespace, name, plural=rtype.plural)
+        self._react(rtype, "DELETED", gone)
+        self._collect_dependents(gone["metadata"]["uid"], orphan=False)
+        return self.as_version(rtype, emptied)
 
     def _terminate_namespace(self, rtype: ResourceType, namespace: Obj) -> Obj:
         """Mark the namespace Terminating; the namespace controller empties and removes it a moment later.

@@ -80,8 +80,10 @@ def conflict(*, plural: str, group: str, name: str) -> ApiError:
 
 
 def invalid(*, kind: str, group: str, name: str, causes: list[dict[str, str]]) -> ApiError:
-    """422 with one cause per field error; the message lists them like apimachinery's aggregate does."""
-    texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
+    """422 with one cause per field error; the message lists them like apimachinery's aggregate does (which
+    names a repeated error once, while the causes keep every copy)."""
+    each = (f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes)
+    texts = list(dict.fromkeys(each))
     summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     qualified_kind = f"{kind}.{group}" if group else kind
     return ApiError(

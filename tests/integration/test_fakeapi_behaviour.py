@@ -109,6 +109,79 @@ async def test_finalizers_hold_deletion_until_removed(api: FakeApiServer) -> Non
     assert api.get("workloads", "w", NS) is None
 
 
+async def test_finalizers_leave_one_at_a_time_and_watchers_see_kube_apiserver_events(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    """As kube-apiserver v1.36.2 answers (observed on a real control plane): DELETE marks the object and
+    keeps it (generation bumped, grace period 0); removing one finalizer is a MODIFIED event; removing the
+    last one deletes the object without a MODIFIED, the DELETED event still listing that finalizer, while
+    the writer gets its update back at the resourceVersion it updated."""
+    w = workload("w")
+    w["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use", "example.com/other"]
+    created = await api.create(w)
+    url = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads/w"
+    async with http.delete(url) as response:
+        marked = await response.json()
+    assert response.status == 200
+    assert marked["metadata"]["deletionTimestamp"] and marked["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert marked["metadata"]["generation"] == 2
+    headers = {"Content-Type": "application/json-patch+json"}
+
+    def remove_first(expected: str) -> bytes:
+        return orjson.dumps(
+            [
+                {"op": "test", "path": "/metadata/finalizers/0", "value": expected},
+                {"op": "remove", "path": "/metadata/finalizers/0"},
+            ]
+        )
+
+    async with http.patch(url, data=remove_first("kueue.x-k8s.io/resource-in-use"), headers=headers) as r:
+        assert r.status == 200
+    async with http.patch(url, data=remove_first("kueue.x-k8s.io/resource-in-use"), headers=headers) as r:
+        assert r.status == 422  # the test op guards against removing someone else's finalizer
+    async with http.patch(url, data=remove_first("example.com/other"), headers=headers) as r:
+        last = await r.json()
+    assert r.status == 200 and "finalizers" not in last["metadata"]
+    assert api.get("workloads", "w", NS) is None
+
+    watch = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads?watch=1"
+    events = await asyncio.wait_for(
+        watch_lines(http, f"{watch}&resourceVersion={created['metadata']['resourceVersion']}", 3), 5
+    )
+    assert [e["type"] for e in events] == ["MODIFIED", "MODIFIED", "DELETED"]
+    assert [e["object"]["metadata"].get("finalizers") for e in events] == [
+        ["kueue.x-k8s.io/resource-in-use", "example.com/other"],
+        ["example.com/other"],
+        ["example.com/other"],
+    ]
+    assert last["metadata"]["resourceVersion"] == events[1]["object"]["metadata"]["resourceVersion"]
+    assert int(events[2]["object"]["metadata"]["resourceVersion"]) > int(last["metadata"]["resourceVersion"])
+
+
+async def test_no_finalizer_can_be_added_to_an_object_being_deleted(
+    api: FakeApiServer, http: aiohttp.ClientSession
+) -> None:
+    w = workload("w")
+    w["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    await api.create(w)
+    await api.delete("workloads", "w", namespace=NS)
+    url = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads/w"
+    patch = {"metadata": {"finalizers": ["kueue.x-k8s.io/resource-in-use", "example.com/b", "example.com/a"]}}
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with http.patch(url, data=orjson.dumps(patch), headers=headers) as response:
+        error = await response.json()
+    assert response.status == 422 and error["reason"] == "Invalid"
+    forbidden = (
+        "Forbidden: no new finalizers can be added if the object is being deleted, "
+        'found new finalizers []string{"example.com/a", "example.com/b"}'
+    )
+    assert error["message"] == f'Workload.kueue.x-k8s.io "w" is invalid: metadata.finalizers: {forbidden}'
+    cause = {"reason": "FieldValueForbidden", "message": forbidden, "field": "metadata.finalizers"}
+    assert error["details"]["causes"] == [cause, cause]
+    held = api.get("workloads", "w", NS)
+    assert held is not None and held["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+
+
 async def test_deleting_a_namespace_terminates_it_then_removes_its_content(
     api: FakeApiServer, http: aiohttp.ClientSession
 ) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
+from webhook.api.finalizers import RESOURCE_IN_USE
 from webhook.api.objects import API_VERSION, GROUP, PodSet, ResourceFlavor
 from webhook.api.pods import pod_requests
 
@@ -205,7 +206,8 @@ def workload_for_job(
     workload_priority_classes: Mapping[str, int] | None = None,
     pod_priority_classes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The Workload manifest to create for a managed Job (owned by it, so it is garbage-collected)."""
+    """The Workload manifest to create for a managed Job: owned by it (so it is garbage-collected) and
+    holding Kueue's resource-in-use finalizer (so deleting it cannot free quota the Job's pods still use)."""
     meta = _metadata(job)
     name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
     template = copy.deepcopy(dict(_template(job)))
@@ -227,6 +229,7 @@ def workload_for_job(
         "name": workload_name(name, uid),
         "namespace": meta.get("namespace") or "default",
         "labels": {JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {},
+        "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": [
             {
                 "apiVersion": str(job.get("apiVersion") or "batch/v1"),

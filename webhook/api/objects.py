@@ -120,6 +120,8 @@ class Meta:
     annotations: Mapping[str, str] = field(default_factory=dict)
     #: ``creation_timestamp`` already in seconds, when whoever built this view knows it (simulate)
     created_at: float | None = None
+    #: set once a DELETE was accepted while finalizers hold the object
+    deletion_timestamp: str = ""
 
     @property
     def created(self) -> float:
@@ -185,6 +187,7 @@ def _meta(obj: Mapping[str, Any], errors: list[FieldError], *, namespaced: bool)
         creation_timestamp=str(raw.get("creationTimestamp") or ""),
         labels=_str_map(raw.get("labels"), "metadata.labels", errors),
         annotations=_str_map(raw.get("annotations"), "metadata.annotations", errors),
+        deletion_timestamp=str(raw.get("deletionTimestamp") or ""),
     )
 
 
@@ -1139,6 +1142,11 @@ class Workload(_NamespacedByMeta):
     @property
     def is_evicted(self) -> bool:
         return self._is("Evicted")
+
+    @property
+    def is_deleting(self) -> bool:
+        """Deleted, but held by a finalizer (Kueue's resource-in-use) until its quota is let go."""
+        return bool(self.meta.deletion_timestamp)
 
     def total_requests(self) -> Requests:
         total: Requests = {}

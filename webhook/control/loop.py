@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.finalizers import is_deleting
 from webhook.api.objects import (
     ClusterQueue,
     Cohort,
@@ -222,6 +223,12 @@ class AdmissionLoop:
         if kind is WORKLOADS and self._owner_job_gone(obj):
             state.delete_workload(f"{namespace}/{name}")
             return
+        if kind is WORKLOADS and is_deleting(obj) and not has_reservation(obj):
+            # deleted while pending: the core stops queueing it (a reservation would stay counted until
+            # the finalizer goes); the ranks behind it move up
+            self.positions.forget(f"{namespace}/{name}")
+            for cluster_queue in state.cluster_queue_names():
+                self.positions.mark(cluster_queue)
         if kind is WORKLOADS:
             intern_workload_strings(obj)  # equal values, shared: harmless to other listeners of this change
         parser = _PARSERS[kind]
@@ -362,6 +369,8 @@ class AdmissionLoop:
 
         def build(current: JSON) -> JSON | None:
             if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
+                return None
+            if is_deleting(current):  # deleted since the cycle decided: it is on its way out
                 return None
             return admitted_status(current, admission=admission, now=now_rfc3339(), admission_checks=checks)
 

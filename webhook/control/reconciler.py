@@ -23,6 +23,16 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    the quota;
 6. a suspended Job edited while waiting (parallelism, requests) gets its Workload's pod sets updated, so it
    queues for what it now asks (Kueue's "Updated not matching Workload for suspended job").
+
+Kueue's resource-in-use finalizer (``webhook.api.finalizers``) is let go, checked before all of the above:
+- from a ``Finished`` Workload (its quota is already free);
+- from a Workload being deleted, once its Job is stopped: a running Job is suspended first (``Stopped``,
+  "Workload is deleted"), and — stricter than Kueue, which lets go as soon as the suspend is written —
+  the finalizer stays until the Job has no active pods, as for an eviction (rule 5), so the quota is not
+  handed on while those pods still run. The Workload is then gone, and the Job, still queued, gets a new
+  one once it has no active pods (Kueue's ``handleJobWithNoWorkload`` waits for them too);
+- from a deleted Workload whose Job is gone or being deleted, or that no Job owns (Kueue's
+  ``finalizeWorkloads`` and orphaned-Workload rule): at once, from ``release_orphan``.
 """
 
 from __future__ import annotations
@@ -30,11 +40,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from webhook.api.config import Configuration
+from webhook.api.finalizers import RESOURCE_IN_USE, has_finalizer, is_deleting
 from webhook.api.jobs import (
     FlavorConflict,
     is_managed,
@@ -67,6 +79,7 @@ from webhook.control.workqueue import WorkQueue
 from webhook.control.writers import Writer, refused_fields
 
 JSON = dict[str, Any]
+Handler = Callable[[tuple[str, str]], Awaitable[None]]
 log = logging.getLogger("kueue_webhook.reconciler")
 _CONDITION_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 
@@ -106,6 +119,14 @@ class ReleaseReservation:
 
 
 @dataclass(frozen=True, slots=True)
+class RemoveFinalizer:
+    """Nothing uses the Workload's quota any more: let the object go (if deleted) or drop the finalizer."""
+
+    workload: JSON
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class UpdatePodSets:
     """A suspended, unadmitted Job was edited (parallelism, requests): its Workload asks for the new shape."""
 
@@ -113,7 +134,18 @@ class UpdatePodSets:
     pod_sets: list[JSON]
 
 
-Step = CreateWorkload | FinishWorkload | StartJob | StopJob | ReleaseReservation | UpdatePodSets
+Step = (
+    CreateWorkload
+    | FinishWorkload
+    | StartJob
+    | StopJob
+    | ReleaseReservation
+    | UpdatePodSets
+    | RemoveFinalizer
+)
+
+#: the Stopped event's message when a Job's Workload is deleted (Kueue's StopReasonWorkloadDeleted)
+WORKLOAD_DELETED = "Workload is deleted"
 
 
 def job_finished(job: JSON) -> tuple[bool, bool, str]:
@@ -153,8 +185,16 @@ def plan_job(
 ) -> Step | None:
     """The next step for a managed Job and its Workload (None: they agree)."""
     finished, succeeded, message = job_finished(job)
+    if workload is not None and is_true(workload, "Finished"):
+        return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
+    if workload is not None and is_deleting(workload):
+        if not finished and not is_suspended(job):
+            return StopJob(resuspend_patch(job, _original_template(workload)), WORKLOAD_DELETED)
+        if has_active_pods(job):
+            return None  # the Job's status change when its pods are gone re-triggers us
+        return RemoveFinalizer(workload, "deleted, its Job stopped") if has_finalizer(workload) else None
     if finished:
-        if workload is not None and not is_true(workload, "Finished"):
+        if workload is not None:
             return FinishWorkload(workload, "Succeeded" if succeeded else "Failed", message)
         return None
     if workload is None:
@@ -162,11 +202,11 @@ def plan_job(
             return StopJob(
                 [{"op": "replace", "path": "/spec/suspend", "value": True}], "Not admitted by cluster queue"
             )
+        if has_active_pods(job):
+            return None  # stopped, but its pods still hold what a new Workload would queue for
         return CreateWorkload(
             workload_for_job(job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities)
         )
-    if is_true(workload, "Finished"):
-        return None
     admission = (workload.get("status") or {}).get("admission") or {}
     evicted = is_true(workload, "Evicted")
     if is_suspended(job):
@@ -216,6 +256,11 @@ def _workload_shape(workload: JSON) -> tuple[tuple[str, int, tuple[tuple[str, in
     return tuple((p.name, p.count, tuple(sorted(p.requests.items()))) for p in parsed.pod_sets)
 
 
+def _held(workload: JSON) -> bool:
+    """Deleted, and our finalizer is among those that keep it."""
+    return is_deleting(workload) and has_finalizer(workload)
+
+
 def _evicted_message(workload: JSON) -> str:
     for condition in (workload.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Evicted":
@@ -250,20 +295,30 @@ class JobReconciler:
         self.config = config
         self.workers = workers
         self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        #: keys of deleted Workloads that may have no Job left to speak for them (``release_orphan``)
+        self.orphans: WorkQueue[tuple[str, str]] = WorkQueue()
         self._deleted_jobs: dict[tuple[str, str], str] = {}  # job key -> uid, until its Workload is gone
-        self._backoffs: dict[tuple[str, str], Backoff] = {}
+        self._backoffs: dict[tuple[str, str, str], Backoff] = {}
 
     def on_change(self, change: Change) -> None:
         if change.kind is JOBS:
             if change.new is None and change.old is not None:
                 uid = str((change.old.get("metadata") or {}).get("uid", ""))
                 self._deleted_jobs[change.key] = uid
+            if change.new is None or is_deleting(change.new):
+                gone = change.old if change.new is None else change.new
+                uid = str(((gone or {}).get("metadata") or {}).get("uid", ""))
+                workload = self.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
+                if workload is not None and _held(workload):
+                    self.orphans.add(key_of(workload))
             self.queue.add(change.key)
         elif change.kind is WORKLOADS:
             obj = change.new if change.new is not None else change.old
             owner = controller_owner(obj)
             if owner is not None and owner.get("kind") == "Job":
                 self.queue.add((change.key[0], str(owner.get("name", ""))))
+            if change.new is not None and _held(change.new):
+                self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
             for workload in self.store.items(WORKLOADS):  # admitted Workloads may have waited for this flavor
                 owner = controller_owner(workload)
@@ -271,22 +326,31 @@ class JobReconciler:
                     self.queue.add((key_of(workload)[0], str(owner.get("name", ""))))
 
     def resync(self) -> None:
-        """Queue every Job (after becoming leader: finish anything a previous leader left half done)."""
+        """Queue every Job, and every deleted Workload still held (after becoming leader: finish anything a
+        previous leader left half done, such as a finalizer it did not get to remove)."""
         for job in self.store.items(JOBS):
             self.queue.add(key_of(job))
+        for workload in self.store.items(WORKLOADS):
+            if _held(workload):
+                self.orphans.add(key_of(workload))
 
     async def run(self) -> None:
-        async def worker() -> None:
-            await self.queue.serve(self.reconcile, on_error=self._failed)
+        async def worker(queue: WorkQueue[tuple[str, str]], handler: Handler, tag: str) -> None:
+            await queue.serve(handler, on_error=partial(self._failed, queue, tag))
 
-        await asyncio.gather(*(worker() for _ in range(self.workers)))
+        await asyncio.gather(
+            *(worker(self.queue, self.reconcile, "job") for _ in range(self.workers)),
+            worker(self.orphans, self.release_orphan, "workload"),
+        )
 
-    def _failed(self, key: tuple[str, str], exc: BaseException) -> None:
+    def _failed(
+        self, queue: WorkQueue[tuple[str, str]], tag: str, key: tuple[str, str], exc: BaseException
+    ) -> None:
         """Retry a failed key with its own exponential backoff (a conflict storm must not spin)."""
-        backoff = self._backoffs.setdefault(key, Backoff(base=0.05, cap=10.0))
+        backoff = self._backoffs.setdefault((tag, *key), Backoff(base=0.05, cap=10.0))
         delay = backoff.next_delay()
-        log.warning("reconcile failed, retrying in %.2fs: %r", delay, exc, extra={"job": "/".join(key)})
-        asyncio.get_running_loop().call_later(delay, self.queue.add, key)
+        log.warning("reconcile failed, retrying in %.2fs: %r", delay, exc, extra={tag: "/".join(key)})
+        asyncio.get_running_loop().call_later(delay, queue.add, key)
 
     def _flavor(self, name: str) -> ResourceFlavor | None:
         raw = self.store.get(RESOURCE_FLAVORS, name)
@@ -310,6 +374,8 @@ class JobReconciler:
         if job is None:
             await self._job_deleted(key)
             return
+        if is_deleting(job):
+            return  # its Workload's finalizer is for release_orphan, as Kueue finalizes a deleted Job's
         labels = self.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
         if not is_managed(job, config=self.config(), namespace_labels=labels):
             return
@@ -324,7 +390,29 @@ class JobReconciler:
         )
         if step is not None:
             await self._execute(job, step)
-        self._backoffs.pop(key, None)
+        self._backoffs.pop(("job", *key), None)
+
+    async def release_orphan(self, key: tuple[str, str]) -> None:
+        """A deleted Workload held by the finalizer with no live Job to wait for lets go at once.
+
+        Kueue removes it without waiting for anything when the owning Job is gone or being deleted
+        (``finalizeWorkloads``) and when the Workload has no owner at all (the workload controller's
+        orphaned-Workload rule). A Workload owned by another kind counts as ownerless here: only Jobs are
+        integrated, so nothing else would ever let it go. A live Job's Workload is for ``plan_job``.
+        """
+        namespace, name = key
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None or not _held(workload):
+            return
+        job = self.store.job_of(workload)
+        if job is not None and not is_deleting(job):
+            return
+        if await self.writer.remove_finalizer(WORKLOADS, workload, RESOURCE_IN_USE) is not None:
+            log.info(
+                "finalizer removed",
+                extra={"workload": "/".join(key), "reason": "deleted, no Job to wait for"},
+            )
+        self._backoffs.pop(("workload", *key), None)
 
     async def _start(self, job: JSON, step: StartJob) -> None:
         """Unsuspend an admitted Job; a refusal is said on the Workload and the Job, never only logged."""
@@ -429,6 +517,12 @@ class JobReconciler:
         elif isinstance(step, StopJob):
             if await self.writer.patch(JOBS, job, step.patch) is not None:
                 self.events.record(job, type="Normal", reason="Stopped", message=step.message)
+        elif isinstance(step, RemoveFinalizer):
+            if await self.writer.remove_finalizer(WORKLOADS, step.workload, RESOURCE_IN_USE) is not None:
+                log.info(
+                    "finalizer removed",
+                    extra={"workload": "/".join(key_of(step.workload)), "reason": step.why},
+                )
         elif isinstance(step, UpdatePodSets):
             updated = await self.writer.patch(
                 WORKLOADS, step.workload, {"spec": {"podSets": step.pod_sets}}, patch_type="merge"

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from webhook.api.finalizers import finalizer_removal_patch
 from webhook.control.kinds import Kind
 from webhook.control.kube import ApiError, PatchType
 from webhook.control.metrics import Metrics
@@ -157,6 +158,46 @@ class Writer:
         updated.setdefault("apiVersion", kind.api_version)
         self.store.upsert(kind, updated)
         return updated
+
+    async def remove_finalizer(self, kind: Kind, obj: JSON, name: str) -> JSON | None:
+        """Take finalizer ``name`` off ``obj`` and nothing else (a JSON Patch that ``test``s our entry).
+
+        A failed ``test`` (someone changed the list meanwhile) or a conflict fetches the object and tries
+        again on what it shows now. Returns the API server's answer (for the last finalizer of an object
+        being deleted, the object as it was just before it went), or None when the finalizer or the object
+        is already gone.
+        """
+        current = obj
+        for _ in range(self.attempts):
+            patch = finalizer_removal_patch(current, name)
+            if patch is None:
+                return None
+            ident, namespace = _ident(current)
+            self._count(kind, "patch")
+            try:
+                updated = await self.client.patch(
+                    kind, name=ident, namespace=namespace or None, patch=patch, patch_type="json"
+                )
+            except ApiError as exc:
+                if exc.status == 404:
+                    return None
+                if exc.status != 409 and not (exc.status == 422 and not refused_fields(exc)):
+                    raise
+                try:
+                    current = await self.client.get(kind, name=ident, namespace=namespace or None)
+                except ApiError as get_exc:
+                    if get_exc.status == 404:
+                        return None
+                    raise
+                current.setdefault("kind", kind.kind)
+                current.setdefault("apiVersion", kind.api_version)
+                self.store.upsert(kind, current)
+                continue
+            updated.setdefault("kind", kind.kind)
+            updated.setdefault("apiVersion", kind.api_version)
+            self.store.upsert(kind, updated)
+            return updated
+        raise ApiError(status=409, reason="Conflict", message=f"gave up after {self.attempts} conflicts")
 
     async def delete(self, kind: Kind, obj: JSON) -> bool:
         name, namespace = _ident(obj)

@@ -437,6 +437,12 @@ class SchedulerState:
                 return
             self._release(tracked)  # the reservation was cleared (evicted): back to the queue
             self._last_wait.pop(key, None)
+        if workload.is_deleting:
+            # Deleted while pending: it will be gone once its finalizer is removed, so it takes no place in
+            # the queue (and nothing is preempted for it). A reservation it still holds is counted above.
+            if tracked is not None:
+                self._drop(tracked)
+            return
         if tracked is not None:
             same_place = tracked.queued and self._target_cluster_queue(info) == tracked.cluster_queue
             if (

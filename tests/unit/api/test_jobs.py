@@ -158,6 +158,8 @@ def test_workload_manifest_for_golden_job_parses_back_to_the_same_requests() -> 
             "blockOwnerDeletion": True,
         }
     ]
+    # Kueue's jobframework.NewWorkload: a Job's Workload holds its quota until the controller lets go
+    assert manifest["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
     assert manifest["spec"]["queueName"] == "team-a-gpu"
     assert manifest["spec"]["podSets"][0]["template"] == source["spec"]["template"]
     parsed = parse_workload(manifest)

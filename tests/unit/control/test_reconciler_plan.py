@@ -10,6 +10,7 @@ from webhook.control.reconciler import (
     CreateWorkload,
     FinishWorkload,
     ReleaseReservation,
+    RemoveFinalizer,
     StartJob,
     StopJob,
     plan_job,
@@ -20,7 +21,11 @@ NOW = "2026-11-22T01:00:00Z"
 
 
 def job(
-    *, suspend: bool = True, conditions: list[JSON] | None = None, node_selector: JSON | None = None
+    *,
+    suspend: bool = True,
+    conditions: list[JSON] | None = None,
+    node_selector: JSON | None = None,
+    active: int = 0,
 ) -> JSON:
     pod_spec: JSON = {
         "containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]
@@ -37,7 +42,7 @@ def job(
             "labels": {"kueue.x-k8s.io/queue-name": "gpu"},
         },
         "spec": {"suspend": suspend, "parallelism": 1, "completions": 1, "template": {"spec": pod_spec}},
-        "status": {"conditions": conditions or []},
+        "status": {"conditions": conditions or [], **({"active": active} if active else {})},
     }
 
 
@@ -69,6 +74,17 @@ ADMISSION = {
 
 def admitted() -> JSON:
     return workload(admitted_status(workload(), admission=ADMISSION, now=NOW))
+
+
+FINALIZER = "kueue.x-k8s.io/resource-in-use"
+
+
+def held(w: JSON, *, deleted: bool = False, finalizers: tuple[str, ...] = (FINALIZER,)) -> JSON:
+    """A copy of ``w`` with finalizers, and a deletionTimestamp when ``deleted`` (a DELETE they hold)."""
+    meta: JSON = {**w["metadata"], "finalizers": list(finalizers)}
+    if deleted:
+        meta["deletionTimestamp"] = NOW
+    return {**w, "metadata": meta}
 
 
 def flavor_lookup(name: str) -> ResourceFlavor | None:
@@ -187,3 +203,53 @@ def test_admission_status_has_kueue_condition_texts() -> None:
         "QuotaReserved": ("True", "QuotaReserved", "Quota reserved in ClusterQueue research"),
         "Admitted": ("True", "Admitted", "The workload is admitted"),
     }
+
+
+# -- Kueue's resource-in-use finalizer -------------------------------------------------------------------
+
+
+def test_new_workload_holds_the_resource_in_use_finalizer() -> None:
+    step = plan(job(), None)
+    assert isinstance(step, CreateWorkload)
+    assert step.body["metadata"]["finalizers"] == [FINALIZER]
+
+
+def test_deleting_the_workload_of_a_running_job_stops_the_job_first() -> None:
+    step = plan(job(suspend=False, active=1), held(admitted(), deleted=True))
+    assert isinstance(step, StopJob) and step.message == "Workload is deleted"
+    assert step.patch[0] == {"op": "replace", "path": "/spec/suspend", "value": True}
+
+
+def test_deleted_workload_keeps_its_finalizer_while_the_stopped_jobs_pods_are_active() -> None:
+    assert plan(job(suspend=True, active=1), held(admitted(), deleted=True)) is None
+
+
+def test_deleted_workload_lets_go_once_its_job_is_stopped_and_has_no_active_pods() -> None:
+    step = plan(job(suspend=True), held(admitted(), deleted=True))
+    assert isinstance(step, RemoveFinalizer)
+
+
+def test_deleted_pending_workload_lets_go_at_once() -> None:
+    pending = workload(pending_status(workload(), reason="Pending", message="insufficient quota", now=NOW))
+    assert isinstance(plan(job(), held(pending, deleted=True)), RemoveFinalizer)
+
+
+def test_deleted_workload_of_a_finished_job_lets_go() -> None:
+    done = job(suspend=False, conditions=[{"type": "Complete", "status": "True", "message": "done"}])
+    assert isinstance(plan(done, held(admitted(), deleted=True)), RemoveFinalizer)
+
+
+def test_deleted_workload_held_only_by_someone_elses_finalizer_is_left_to_them() -> None:
+    assert plan(job(), held(admitted(), deleted=True, finalizers=("example.com/audit",))) is None
+
+
+def test_finished_workload_no_longer_needs_the_finalizer() -> None:
+    finished = workload(finished_status(admitted(), reason="Succeeded", message="done", now=NOW))
+    done = job(suspend=False, conditions=[{"type": "Complete", "status": "True", "message": "done"}])
+    assert isinstance(plan(done, held(finished)), RemoveFinalizer)
+    assert plan(done, finished) is None
+
+
+def test_a_job_whose_workload_is_gone_gets_a_new_one_only_once_its_pods_are_gone() -> None:
+    assert plan(job(suspend=True, active=2), None) is None
+    assert isinstance(plan(job(suspend=True), None), CreateWorkload)

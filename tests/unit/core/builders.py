@@ -89,6 +89,7 @@ def workload(
     pod_sets: list[dict[str, Any]] | None = None,
     pod_spec: dict[str, Any] | None = None,
     status: dict[str, Any] | None = None,
+    deleting: bool = False,
 ) -> Workload:
     container = {"name": "c", "resources": {"requests": requests if requests is not None else {"cpu": "1"}}}
     template = {"spec": {"containers": [container], **(pod_spec or {})}}
@@ -108,6 +109,9 @@ def workload(
         },
         "spec": spec,
     }
+    if deleting:  # deleted, held by its finalizer
+        body["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
+        body["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
     if status is not None:
         body["status"] = status
     parsed = parse_workload(body)

@@ -38,6 +38,29 @@ def test_seed_thirty_two_admitted_and_the_thirty_third_waits_with_kueues_message
     assert state.ledger.usage("research") == {("gpu-nodes", "nvidia.com/gpu"): 64 * 10**9}
 
 
+def test_a_deleted_workload_keeps_its_quota_until_its_finalizer_lets_it_go() -> None:
+    """Kueue's resource-in-use finalizer: a deleted Workload stays, with its reservation counted, until the
+    controller removes the finalizer (its Job stopped, its pods gone); only then is the quota free."""
+    state = state_with(cluster_queue("research", GPU), flavors=("gpu-nodes",))
+    holding = admitted_status("research", {"nvidia.com/gpu": "gpu-nodes"}, {"nvidia.com/gpu": "64"})
+    state.upsert_workload(workload("running", {"nvidia.com/gpu": "64"}, status=holding))
+    state.upsert_workload(workload("waiting", {"nvidia.com/gpu": "64"}, created=1))
+    assert admitted(run_until_quiet(state)) == []
+    state.upsert_workload(workload("running", {"nvidia.com/gpu": "64"}, status=holding, deleting=True))
+    assert admitted(run_until_quiet(state)) == []
+    assert state.ledger.usage("research") == {("gpu-nodes", "nvidia.com/gpu"): 64 * 10**9}
+    state.delete_workload("ns/running")  # the finalizer was removed: the object is gone
+    assert admitted(run_until_quiet(state)) == ["ns/waiting"]
+
+
+def test_a_workload_deleted_while_pending_is_not_admitted() -> None:
+    state = state_with(cluster_queue("research", GPU), flavors=("gpu-nodes",))
+    state.upsert_workload(workload("first", {"nvidia.com/gpu": "64"}))
+    state.upsert_workload(workload("second", {"nvidia.com/gpu": "64"}, created=1))
+    state.upsert_workload(workload("first", {"nvidia.com/gpu": "64"}, deleting=True))
+    assert admitted(run_until_quiet(state)) == ["ns/second"]
+
+
 def test_namespace_selector_absent_empty_and_matching() -> None:
     labels = {"team-a": {"kueue.x-k8s.io/queue": "research"}, "other": {}}
     selective = cluster_queue(

@@ -1,0 +1,199 @@
+"""A deleted Workload keeps its quota until its Job's pods are gone, on a real control plane.
+
+``KUEUE_E2E_KUBECONFIG`` names the cluster (the Kueue CRDs installed; no kubelet needed: pods stay
+Pending). The test runs one controller replica in-process, so it needs no installed kueue-webhook and is
+skipped when another controller already holds the leader Lease. Job A takes the ClusterQueue's only CPU and
+its pod is created; Job B waits. A's Workload is deleted: the controller suspends A, the Job controller
+deletes A's pod, the finalizer goes, and only then is B admitted. The order is read from the watch
+streams' resourceVersions: one etcd orders every write, so a smaller version was written earlier.
+
+Everything lives in a fresh namespace with a uniquely named ClusterQueue and ResourceFlavor; the
+controller is stopped and every Workload's finalizer stripped before the namespace is deleted, so nothing
+is left behind waiting for a controller that is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.support import Replica, start_replica
+from webhook.control.kinds import (
+    CLUSTER_QUEUES,
+    JOBS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
+from webhook.control.kube import ApiError, KubeClient
+
+KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
+pytestmark = pytest.mark.skipif(
+    not KUBECONFIG, reason="KUEUE_E2E_KUBECONFIG is not set (the kubeconfig of a cluster with the Kueue CRDs)"
+)
+JSON = dict[str, Any]
+PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
+FINALIZER = "kueue.x-k8s.io/resource-in-use"
+HANG = 120.0  # seconds: a bound on a hang, never a pace
+
+
+class Recorded:
+    """Every event of a watch, kept in arrival order, with a way to await one that matters."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, str, JSON]] = []
+        self._changed = asyncio.Event()
+
+    async def follow(self, client: KubeClient, kind: Kind, namespace: str, since: str) -> None:
+        async for event in client.watch(
+            kind, namespace=namespace, resource_version=since, timeout_seconds=600
+        ):
+            if event.get("type") == "BOOKMARK":
+                continue
+            obj = event["object"]
+            self.events.append((int(obj["metadata"]["resourceVersion"]), str(event["type"]), obj))
+            self._changed.set()
+
+    async def first(self, match: Callable[[str, JSON], bool]) -> int:
+        """The resourceVersion of the first event (type, object) that ``match``es, once it has arrived."""
+        async with asyncio.timeout(HANG):
+            while True:
+                for version, kind, obj in self.events:
+                    if match(kind, obj):
+                        return version
+                self._changed.clear()
+                await self._changed.wait()
+
+
+def reserved(obj: JSON) -> bool:
+    return any(
+        c.get("type") == "QuotaReserved" and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+def owned_by(obj: JSON, job: str) -> bool:
+    return any(ref.get("name") == job for ref in obj["metadata"].get("ownerReferences") or [])
+
+
+def cpu_job(name: str, namespace: str) -> JSON:
+    container = {"name": "work", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "e2e"}},
+        "spec": {
+            "suspend": True,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[tuple[KubeClient, Replica, str]]:
+    suffix = uuid.uuid4().hex[:6]
+    name = f"e2e-finalizer-{suffix}"
+    client = await KubeClient.connect(kubeconfig=KUBECONFIG)
+    running = await start_replica(Path(KUBECONFIG), identity=name)
+    try:
+        try:
+            await asyncio.wait_for(running.controller.leading.wait(), 20)
+        except TimeoutError:
+            pytest.skip("another controller holds kueue-system/kueue-webhook-leader on this cluster")
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        await client.create(
+            RESOURCE_FLAVORS,
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}},
+        )
+        await client.create(
+            CLUSTER_QUEUES,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                        }
+                    ],
+                },
+            },
+        )
+        await client.create(
+            LOCAL_QUEUES,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "e2e", "namespace": name},
+                "spec": {"clusterQueue": name},
+            },
+            namespace=name,
+        )
+        yield client, running, name
+    finally:
+        await running.stop()
+        with contextlib.suppress(ApiError):
+            workloads, _ = await client.list_all(WORKLOADS, namespace=name)
+            for workload in workloads:
+                with contextlib.suppress(ApiError):
+                    await client.patch(
+                        WORKLOADS,
+                        name=workload["metadata"]["name"],
+                        namespace=name,
+                        patch={"metadata": {"finalizers": None}},
+                        patch_type="merge",
+                    )
+        for kind, namespace in ((NAMESPACES, None), (CLUSTER_QUEUES, None), (RESOURCE_FLAVORS, None)):
+            with contextlib.suppress(ApiError):
+                await client.delete(kind, name=name, namespace=namespace)
+        await client.close()
+
+
+async def test_deleted_workload_holds_its_quota_until_the_jobs_pod_is_gone(
+    cluster: tuple[KubeClient, Replica, str],
+) -> None:
+    client, _, ns = cluster
+    _, since = await client.list_all(WORKLOADS, namespace=ns)
+    pods, workloads = Recorded(), Recorded()
+    watches = [
+        asyncio.create_task(pods.follow(client, PODS, ns, since)),
+        asyncio.create_task(workloads.follow(client, WORKLOADS, ns, since)),
+    ]
+    try:
+        await client.create(JOBS, cpu_job("a", ns), namespace=ns)
+        await pods.first(lambda kind, pod: kind == "ADDED" and pod["metadata"]["name"].startswith("a-"))
+        await client.create(JOBS, cpu_job("b", ns), namespace=ns)
+        await workloads.first(lambda kind, w: owned_by(w, "b"))
+
+        held = next(w for _, kind, w in workloads.events if owned_by(w, "a") and reserved(w))
+        assert held["metadata"]["finalizers"] == [FINALIZER]
+        await client.delete(WORKLOADS, name=held["metadata"]["name"], namespace=ns)
+
+        b_reserved = await workloads.first(lambda kind, w: owned_by(w, "b") and reserved(w))
+        uid = held["metadata"]["uid"]
+        a_gone = await workloads.first(lambda kind, w: kind == "DELETED" and w["metadata"]["uid"] == uid)
+        pod_gone = await pods.first(
+            lambda kind, pod: kind == "DELETED" and pod["metadata"]["name"].startswith("a-")
+        )
+        marked = await workloads.first(
+            lambda kind, w: w["metadata"]["uid"] == uid and bool(w["metadata"].get("deletionTimestamp"))
+        )
+        assert marked < pod_gone < a_gone < b_reserved
+        job_a = await client.get(JOBS, name="a", namespace=ns)
+        assert job_a["spec"]["suspend"] is True
+    finally:
+        for watch in watches:
+            watch.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
