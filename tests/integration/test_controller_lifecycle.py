@@ -118,6 +118,21 @@ async def test_job_beyond_quota_waits_with_kueue_message_and_starts_when_another
 
         await fake_api.complete_job("team-a", "a")
         await fake_api.wait_for(lambda: running(fake_api, "c"), timeout=HANG)
+        # Kueue's cache releases quota when the Workload is Finished, not when the Job completes: in the API
+        # server's commit order, a's Finished comes before c's reservation, so nobody watching Workloads ever
+        # sees more reserved than the quota
+        events = [(e.rv, e.obj) for e in fake_api.store.events_after(0, ("kueue.x-k8s.io", "workloads"))]
+        a_finished = min(
+            rv
+            for rv, obj in events
+            if obj["metadata"]["name"].startswith("job-a-") and is_true(obj, "Finished")
+        )
+        c_reserved = min(
+            rv
+            for rv, obj in events
+            if obj["metadata"]["name"].startswith("job-c-") and is_true(obj, "QuotaReserved")
+        )
+        assert a_finished < c_reserved
 
 
 async def test_cluster_queue_status_reports_usage_and_counts(fake_api: FakeApiServer) -> None:

@@ -61,7 +61,7 @@ from webhook.control.kinds import (
 from webhook.control.metrics import Metrics
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.positions import QueuePositions
-from webhook.control.reconciler import has_reservation, job_finished
+from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, Store, key_of
 from webhook.control.writers import Writer
 from webhook.core.scheduler import Admit, Evict, SchedulerState
@@ -172,16 +172,10 @@ class AdmissionLoop:
 
     def on_change(self, change: Change) -> None:
         if change.kind is JOBS:
-            # A deleted or finished Job frees its quota at once, without waiting for the reconciler's
-            # Finished write to come back: its pods no longer hold anything, so admitting the next
-            # workload now cannot over-commit, and it saves one API round trip on the release path.
-            job = change.old if change.new is None else change.new
-            if job is not None and (change.new is None or job_finished(change.new)[0]):
-                uid = str((job.get("metadata") or {}).get("uid", ""))
-                workload = self.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
-                if workload is not None:
-                    self.state.delete_workload("/".join(key_of(workload)))
-                    self.kick()
+            # Quota is released when the Workload says so (Finished, its reservation cleared, or gone), as
+            # Kueue's cache releases it: never on the Job's own change, so that at no instant do the
+            # Workloads holding a reservation exceed the quota, as anyone watching them (or Kueue's tools)
+            # counts it. The reconciler writes Finished as soon as the Job completes.
             return
         if change.kind in STATUS_ONLY_IRRELEVANT and change.only_status_changed():
             # the echo of our own queue status write: re-reading an unchanged spec would wake every
@@ -220,9 +214,6 @@ class AdmissionLoop:
                 for cluster_queue in state.cluster_queue_names():  # ranks behind it moved up
                     self.positions.mark(cluster_queue)
             return
-        if kind is WORKLOADS and self._owner_job_gone(obj):
-            state.delete_workload(f"{namespace}/{name}")
-            return
         if kind is WORKLOADS and is_deleting(obj) and not has_reservation(obj):
             # deleted while pending: the core stops queueing it (a reservation would stay counted until
             # the finalizer goes); the ranks behind it move up
@@ -255,18 +246,6 @@ class AdmissionLoop:
             state.upsert_priority_class(parsed)
         elif isinstance(parsed, Workload):
             state.upsert_workload(parsed)
-
-    def _owner_job_gone(self, workload: JSON) -> bool:
-        """A Workload whose Job was deleted or has finished holds nothing, whatever its status says yet."""
-        for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") == "Job":
-                if not self.store.is_synced([JOBS]):
-                    return False
-                job = self.store.get(JOBS, str(ref.get("name", "")), key_of(workload)[0])
-                if job is None or (job.get("metadata") or {}).get("uid") != ref.get("uid"):
-                    return True
-                return job_finished(job)[0]
-        return False
 
     # -- running ------------------------------------------------------------------------------------------
 
