@@ -1,9 +1,15 @@
 """What the controller tests read back from the fake API server: conditions, a Job's Workloads, whether
-a Job runs, and the events recorded on an object."""
+a Job runs, the events recorded on an object; and how a test reaches a ``serve`` process (a free port, its
+/readyz)."""
 
 from __future__ import annotations
 
+import socket
+import ssl
+from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from tests.fakeapi import FakeApiServer
 
@@ -84,3 +90,21 @@ def queued_job(
 
 def gpu_limits(gpus: int) -> JSON:
     return {"limits": {"nvidia.com/gpu": str(gpus)}}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def readyz(port: int, ca: Path) -> int:
+    context = ssl.create_default_context(cafile=str(ca))
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"https://127.0.0.1:{port}/readyz", ssl=context) as response,
+        ):
+            return response.status
+    except aiohttp.ClientConnectionError:
+        return 0

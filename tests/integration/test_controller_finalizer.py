@@ -19,7 +19,7 @@ from typing import Any
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import events_of, is_true, running, workload_of
-from tests.integration.test_controller_lifecycle import QUOTA, gpu_job
+from tests.integration.research import QUOTA, gpu_job
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.metrics import Metrics

@@ -17,7 +17,7 @@ from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
 from tests.integration.controller_harness import condition
-from tests.integration.test_controller_lifecycle import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]

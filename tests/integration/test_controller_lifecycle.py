@@ -12,49 +12,10 @@ from typing import Any
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, gpu_limits, is_true, queued_job
+from tests.integration.controller_harness import condition, is_true
+from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
 
 JSON = dict[str, Any]
-HANG = 60.0  # seconds: generous, only so that a hang fails instead of blocking the suite
-
-QUOTA = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a, labels: {kueue.x-k8s.io/queue: research}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
-spec: {nodeLabels: {nvidia.com/gpu.present: "true"}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: research}
-spec:
-  namespaceSelector: {matchLabels: {kueue.x-k8s.io/queue: research}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: team-a-gpu, namespace: team-a}
-spec: {clusterQueue: research}
-"""
-
-
-def gpu_job(name: str, *, gpus: int = 2, suspend: bool = True) -> JSON:
-    return queued_job("team-a", name, queue="team-a-gpu", resources=gpu_limits(gpus), suspend=suspend)
-
-
-def workloads_of(fake_api: FakeApiServer, job_name: str) -> list[JSON]:
-    return harness.workloads_of(fake_api, "team-a", job_name)
-
-
-def running(fake_api: FakeApiServer, name: str) -> bool:
-    return harness.running(fake_api, "team-a", name)
 
 
 async def test_job_is_admitted_started_on_its_flavor_and_finishes(fake_api: FakeApiServer) -> None:

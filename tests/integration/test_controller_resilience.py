@@ -10,7 +10,8 @@ from typing import Any
 
 from tests.e2e.support import Replica, replica, start_replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.test_controller_lifecycle import QUOTA, gpu_job, is_true, running, workloads_of
+from tests.integration.controller_harness import is_true
+from tests.integration.research import QUOTA, gpu_job, running, workloads_of
 
 JSON = dict[str, Any]
 QUOTA_GPUS = 4  # QUOTA gives research 4 GPUs: two 2-GPU Jobs at a time

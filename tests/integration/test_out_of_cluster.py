@@ -23,9 +23,8 @@ from typing import Any
 
 from tests.e2e.support import REPO_ROOT
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, workload_of
-from tests.integration.test_serve_cli import free_port, readyz
-from tests.integration.test_walkthrough_install import JOB, QUOTA
+from tests.integration.controller_harness import condition, free_port, readyz, workload_of
+from tests.integration.starter_queue import JOB, QUOTA
 
 HANG = 60.0  # seconds: only bounds a hang on a loaded machine
 

@@ -4,34 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
-import ssl
 import sys
 from pathlib import Path
 
-import aiohttp
-
 from tests.e2e.support import certificates
 from tests.fakeapi import FakeApiServer
-from tests.integration.test_controller_lifecycle import HANG, QUOTA, gpu_job, running
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def readyz(port: int, ca: Path) -> int:
-    context = ssl.create_default_context(cafile=str(ca))
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"https://127.0.0.1:{port}/readyz", ssl=context) as response,
-        ):
-            return response.status
-    except aiohttp.ClientConnectionError:
-        return 0
+from tests.integration.controller_harness import free_port, readyz
+from tests.integration.research import HANG, QUOTA, gpu_job, running
 
 
 async def test_serve_process_becomes_ready_admits_and_releases_its_lease_on_sigterm(

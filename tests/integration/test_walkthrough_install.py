@@ -14,44 +14,8 @@ from typing import Any
 from tests.e2e.support import REPO_ROOT, replica
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.identity import service_account
+from tests.integration.starter_queue import JOB, QUOTA
 from webhook.certs import CertificateSet
-
-QUOTA = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: "4"}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"""
-
-JOB = """
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: sample-job
-  namespace: default
-  labels: {kueue.x-k8s.io/queue-name: user-queue}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - {name: main, image: busybox, command: ["true"], resources: {requests: {cpu: "1"}}}
-"""
 
 
 async def test_install_with_kustomize_and_certs_then_run_a_job(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tests.unit.control.test_kubeconfig import write
+from tests.unit.control.kubeconfigs import write
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.loop import DECISION_WRITES_IN_FLIGHT

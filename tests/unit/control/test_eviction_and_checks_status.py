@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.control.test_reconciler_plan import ADMISSION, job, plan, workload
+from tests.unit.control.plans import ADMISSION, job, plan, workload
 from webhook.control.conditions import (
     admitted_status,
     check_state_status,
