@@ -96,6 +96,14 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> R
     return running
 
 
+def patch_ca_bundles(cluster: Cluster, workdir: Path) -> Path:
+    """``kueue-webhook certs --ip 127.0.0.1 --patch-webhook-configurations``; the certificates' directory."""
+    tls = workdir / "certs"
+    command = ["certs", "--dir", str(tls), "--ip", "127.0.0.1", "--patch-webhook-configurations"]
+    kueue_webhook(*command, "--kubeconfig", str(cluster.kubeconfig), cwd=workdir)
+    return tls
+
+
 def remove_webhook_configurations(cluster: Cluster) -> None:
     for kind, name in WEBHOOK_CONFIGURATIONS:
         cluster.kubectl("delete", kind, name, "--ignore-not-found", check=False)
@@ -105,18 +113,7 @@ def remove_webhook_configurations(cluster: Cluster) -> None:
 def out_of_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
     cluster.kubectl("apply", "-k", str(REPO_ROOT / "manifests" / "controller" / "local"))
     try:
-        tls = workdir / "certs"
-        kueue_webhook(
-            "certs",
-            "--dir",
-            str(tls),
-            "--ip",
-            "127.0.0.1",
-            "--patch-webhook-configurations",
-            "--kubeconfig",
-            str(cluster.kubeconfig),
-            cwd=workdir,
-        )
+        tls = patch_ca_bundles(cluster, workdir)
         command = [
             *KUEUE_WEBHOOK,
             "serve",
@@ -143,20 +140,9 @@ def can_mount_namespaces() -> bool:
 def in_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
     cluster.kubectl("apply", "-k", str(REPO_ROOT / "manifests"))
     try:
-        tls = workdir / "certs"
-        secret = kueue_webhook("certs", "--dir", str(tls), "--ip", "127.0.0.1", "--secret", "-", cwd=workdir)
+        secret = kueue_webhook("certs", "--dir", "certs", "--ip", "127.0.0.1", "--secret", "-", cwd=workdir)
         cluster.apply(secret.stdout)
-        kueue_webhook(
-            "certs",
-            "--dir",
-            str(tls),
-            "--ip",
-            "127.0.0.1",
-            "--patch-webhook-configurations",
-            "--kubeconfig",
-            str(cluster.kubeconfig),
-            cwd=workdir,
-        )
+        tls = patch_ca_bundles(cluster, workdir)
         for kind, name in WEBHOOK_CONFIGURATIONS:  # the API server here cannot reach the Service
             hooks = cluster.get(kind, name)["webhooks"]
             patch = [

@@ -6,22 +6,13 @@ its cohort: under load that retried all of them about once a second, for nothing
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from tests.unit.control.loops import admitted, feed, new_loop
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
-from webhook.control.loop import AdmissionLoop
-from webhook.control.metrics import Metrics
-from webhook.control.store import Change, Store, key_of
-from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"
-
-
-class NoEvents:
-    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
-        pass
 
 
 def cluster_queue(nominal: str, *, version: str, status: JSON | None = None) -> JSON:
@@ -91,36 +82,16 @@ OBJECTS: list[tuple[Kind, JSON]] = [
 ]
 
 
-def feed(loop: AdmissionLoop, store: Store, kind: Kind, obj: JSON) -> None:
-    old = store.get(kind, key_of(obj)[1], key_of(obj)[0])
-    store.upsert(kind, obj)
-    loop.on_change(Change(kind, key_of(obj), old, copy.deepcopy(obj)))
-
-
-def decide(loop: AdmissionLoop) -> list[Any]:
-    decisions: list[Any] = []
-    while loop.state.has_work():
-        decisions.extend(loop.state.cycle())
-    return decisions
-
-
 def test_a_status_only_echo_wakes_nothing_and_a_spec_change_admits() -> None:
-    store = Store()
-    loop = AdmissionLoop(
-        store=store,
-        writer=None,
-        events=NoEvents(),
-        metrics=Metrics(),
-        is_leader=lambda: True,  # type: ignore[arg-type]
-    )
+    loop, store = new_loop()
     feed(loop, store, CLUSTER_QUEUES, cluster_queue("1", version="5"))
     for kind, obj in OBJECTS:
         feed(loop, store, kind, obj)
-    assert not [d for d in decide(loop) if isinstance(d, Admit)]  # 2 cpu do not fit in 1: parked
+    assert not admitted(loop)  # 2 cpu do not fit in 1: parked
 
     echoed = cluster_queue("1", version="6", status={"pendingWorkloads": 1})
     feed(loop, store, CLUSTER_QUEUES, echoed)
     assert not loop.state.has_work()  # nothing to retry: the spec it decides with did not change
 
     feed(loop, store, CLUSTER_QUEUES, cluster_queue("2", version="7", status={"pendingWorkloads": 1}))
-    assert [d.workload for d in decide(loop) if isinstance(d, Admit)] == ["team/big"]
+    assert admitted(loop) == ["team/big"]

@@ -5,9 +5,9 @@ the quota as anyone watching them counts it (a recorded timeline of a real API s
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from tests.unit.control.loops import admitted, feed, new_loop
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
     JOBS,
@@ -17,19 +17,10 @@ from webhook.control.kinds import (
     WORKLOADS,
     Kind,
 )
-from webhook.control.loop import AdmissionLoop
-from webhook.control.metrics import Metrics
-from webhook.control.store import Change, Store, key_of
-from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"
 NOW = "2026-01-01T00:00:00Z"
-
-
-class NoEvents:
-    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
-        pass
 
 
 def meta(name: str, version: int, **extra: Any) -> JSON:
@@ -123,28 +114,8 @@ SETUP: list[tuple[Kind, JSON]] = [
 ]
 
 
-def feed(loop: AdmissionLoop, store: Store, kind: Kind, obj: JSON) -> None:
-    old = store.get(kind, key_of(obj)[1], key_of(obj)[0])
-    store.upsert(kind, obj)
-    loop.on_change(Change(kind, key_of(obj), old, copy.deepcopy(obj)))
-
-
-def admitted(loop: AdmissionLoop) -> list[str]:
-    decisions: list[Any] = []
-    while loop.state.has_work():
-        decisions.extend(loop.state.cycle())
-    return [d.workload for d in decisions if isinstance(d, Admit)]
-
-
 def test_a_completed_job_frees_its_quota_only_once_its_workload_is_finished() -> None:
-    store = Store()
-    loop = AdmissionLoop(
-        store=store,
-        writer=None,
-        events=NoEvents(),
-        metrics=Metrics(),
-        is_leader=lambda: True,  # type: ignore[arg-type]
-    )
+    loop, store = new_loop()
     for kind, obj in SETUP:
         feed(loop, store, kind, obj)
     assert admitted(loop) == []  # 2 cpu of 2 held by "running"
