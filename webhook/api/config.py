@@ -59,6 +59,8 @@ import yaml
 from webhook.api.selectors import LabelSelector, SelectorError, parse_label_selector
 
 __all__ = [
+    "CONFIGMAP_NAME",
+    "CONFIG_KEY",
     "DEFAULT_CONTROLLER_USERNAME",
     "DEFAULT_QUEUE_NAME",
     "Configuration",
@@ -73,6 +75,10 @@ __all__ = [
     "parse_configuration_mapping",
 ]
 
+#: the ConfigMap the controller reads its configuration from (``simulate`` honours one in its input too)
+CONFIGMAP_NAME = "kueue-webhook-config"
+#: the ConfigMap key that holds this document
+CONFIG_KEY = "config.yaml"
 DEFAULT_CONTROLLER_USERNAME = "system:serviceaccount:kueue-system:kueue-webhook"
 #: Kueue's default LocalQueue name (``constants.DefaultLocalQueueName``).
 DEFAULT_QUEUE_NAME = "default"

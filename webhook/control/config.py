@@ -15,15 +15,19 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
+from webhook.api.config import (
+    CONFIG_KEY,
+    CONFIGMAP_NAME,
+    Configuration,
+    ConfigurationErrors,
+    parse_configuration,
+)
 from webhook.control.events import EventSink
 from webhook.control.kinds import CONFIGMAPS
 from webhook.control.metrics import Metrics
 from webhook.control.store import Change
 
 JSON = dict[str, Any]
-CONFIGMAP_NAME = "kueue-webhook-config"
-CONFIG_KEY = "config.yaml"
 log = logging.getLogger("kueue_webhook.config")
 
 
