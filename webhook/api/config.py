@@ -63,6 +63,8 @@ from webhook.api.selectors import LabelSelector, Requirement, label_selector
 from webhook.api.validation import dns1123_label_problems, dns1123_subdomain_problems
 
 __all__ = [
+    "CONFIGMAP_NAME",
+    "CONFIG_KEY",
     "DEFAULT_CONTROLLER_USERNAME",
     "DEFAULT_QUEUE_NAME",
     "Configuration",
@@ -77,6 +79,10 @@ __all__ = [
     "parse_configuration_mapping",
 ]
 
+#: the ConfigMap the controller reads its configuration from (``simulate`` honours one in its input too)
+CONFIGMAP_NAME = "kueue-webhook-config"
+#: the ConfigMap key that holds this document
+CONFIG_KEY = "config.yaml"
 DEFAULT_CONTROLLER_USERNAME = "system:serviceaccount:kueue-system:kueue-webhook"
 #: Kueue's default LocalQueue name (``constants.DefaultLocalQueueName``).
 DEFAULT_QUEUE_NAME = "default"

@@ -20,16 +20,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
+from webhook.api.config import CONFIG_KEY, CONFIGMAP_NAME, Configuration, parse_configuration
 from webhook.control.events import EventSink
 from webhook.control.kinds import CONFIGMAPS
 from webhook.control.metrics import Metrics
 from webhook.control.store import Change
 
-JSON = dict[str, Any]
-CONFIGMAP_NAME = "kueue-webhook-config"
-CONFIG_KEY = "config.yaml"
 log = logging.getLogger("kueue_webhook.config")
+JSON = dict[str, Any]
 
 
 class LiveConfiguration:
@@ -80,7 +78,7 @@ class LiveConfiguration:
             return not self.last_errors
         self._seen_text = text
         parsed = parse_configuration(text)
-        if isinstance(parsed, ConfigurationErrors):
+        if not isinstance(parsed, Configuration):  # ConfigurationErrors, every bad field
             self.last_errors = parsed.errors
             self.metrics.config_reloads.labels("rejected").inc()
             self.metrics.config_last_reload_success.set(0)

@@ -19,9 +19,9 @@ import gc
 import logging
 from typing import Any
 
-from webhook.api.config import Configuration
+from webhook.api.config import CONFIGMAP_NAME, Configuration
 from webhook.control.approval import AdmissionChecksController
-from webhook.control.config import CONFIGMAP_NAME, LiveConfiguration
+from webhook.control.config import LiveConfiguration
 from webhook.control.events import Recorder
 from webhook.control.fair_sharing import FairSharingReporter
 from webhook.control.identity import own_username

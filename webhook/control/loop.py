@@ -31,12 +31,6 @@ from typing import Any
 
 from webhook.api.finalizers import is_deleting
 from webhook.api.objects import (
-    ClusterQueue,
-    Cohort,
-    LocalQueue,
-    ResourceFlavor,
-    Workload,
-    WorkloadPriorityClass,
     parse_cluster_queue,
     parse_cohort,
     parse_local_queue,
@@ -234,18 +228,7 @@ class AdmissionLoop:
                 },
             )
             return
-        if isinstance(parsed, ResourceFlavor):
-            state.upsert_resource_flavor(parsed)
-        elif isinstance(parsed, Cohort):
-            state.upsert_cohort(parsed)
-        elif isinstance(parsed, ClusterQueue):
-            state.upsert_cluster_queue(parsed)
-        elif isinstance(parsed, LocalQueue):
-            state.upsert_local_queue(parsed)
-        elif isinstance(parsed, WorkloadPriorityClass):
-            state.upsert_priority_class(parsed)
-        elif isinstance(parsed, Workload):
-            state.upsert_workload(parsed)
+        state.apply(parsed)
 
     # -- running ------------------------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any, ClassVar
 
 from webhook.api.objects import (
     Admission,
@@ -83,7 +84,10 @@ from webhook.core.preemption import (
 )
 from webhook.core.queues import PendingQueue, RetryCondition, may_fit
 
-__all__ = ["Admit", "Decision", "Evict", "SchedulerState", "Wait"]
+__all__ = ["Admit", "Decision", "Evict", "SchedulerObject", "SchedulerState", "Wait"]
+
+#: the parsed API objects the scheduler keeps (``SchedulerState.apply``)
+SchedulerObject = ResourceFlavor | Cohort | ClusterQueue | LocalQueue | WorkloadPriorityClass | Workload
 
 REASON_MISCONFIGURED = "Misconfigured"
 REASON_SUSPENDED = "Suspended"
@@ -463,6 +467,24 @@ class SchedulerState:
         tracked = self._workloads.get(WorkloadKey(key))
         if tracked is not None:
             self._drop(tracked)
+
+    #: the upsert of each kind of parsed object, for ``apply``
+    _UPSERTS: ClassVar[Mapping[type, Callable[[SchedulerState, Any], None]]] = {
+        ResourceFlavor: upsert_resource_flavor,
+        Cohort: upsert_cohort,
+        ClusterQueue: upsert_cluster_queue,
+        LocalQueue: upsert_local_queue,
+        WorkloadPriorityClass: upsert_priority_class,
+        Workload: upsert_workload,
+    }
+
+    def apply(self, obj: SchedulerObject) -> None:
+        """Add or update one parsed object, whatever its kind: the one entry the controller's watch events
+        and ``simulate``'s manifests both go through, so neither keeps its own list of kinds."""
+        upsert = self._UPSERTS.get(type(obj))
+        if upsert is None:
+            raise TypeError(f"the scheduler keeps no {type(obj).__name__}")
+        upsert(self, obj)
 
     def finish_workload(self, key: str) -> None:
         """The workload finished (``Finished=True``): its quota is free for others."""

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from webhook.api.objects import WorkloadPriorityClass, parse_workload_priority_class
+import pytest
+
+from webhook.api.objects import (
+    AdmissionCheck,
+    WorkloadPriorityClass,
+    parse_admission_check,
+    parse_workload_priority_class,
+)
 from webhook.core.scheduler import Admit, SchedulerState
 
 from .builders import (
@@ -254,3 +261,36 @@ def test_admission_decision_carries_the_cluster_queue_and_usage() -> None:
     assert isinstance(decision, Admit)
     assert decision.cluster_queue == "cq" and not decision.borrowing
     assert decision.admission.pod_set_assignments[0].resource_usage["cpu"].canonical() == "2"
+
+
+def test_apply_takes_every_kind_the_scheduler_keeps_through_one_entry() -> None:
+    """``apply`` is what the controller's watch events and simulate's manifests both call: each parsed kind
+    lands where its upsert puts it, so a Workload applied after its queues is admitted at its priority."""
+    state = SchedulerState()
+    state.upsert_namespace("ns", {})
+    high = parse_workload_priority_class({"metadata": {"name": "high"}, "value": 100})
+    assert isinstance(high, WorkloadPriorityClass)
+    for obj in (
+        high,
+        flavor("default"),
+        cluster_queue("cq", {"default": {"cpu": 1}}),
+        local_queue("lq", "cq"),
+        workload("low", {"cpu": "1"}, priority=1),
+        replace(
+            workload("urgent", {"cpu": "1"}, created=1),
+            priority=None,
+            priority_class_name="high",
+            priority_class_group="kueue.x-k8s.io",
+        ),
+    ):
+        state.apply(obj)
+    assert admitted(run_until_quiet(state)) == ["ns/urgent"]
+
+
+def test_apply_refuses_a_kind_the_scheduler_does_not_keep() -> None:
+    check = parse_admission_check(
+        {"metadata": {"name": "approval"}, "spec": {"controllerName": "example.com/approval"}}
+    )
+    assert isinstance(check, AdmissionCheck)
+    with pytest.raises(TypeError, match="the scheduler keeps no AdmissionCheck"):
+        state_with(cluster_queue("cq", {"default": {"cpu": 1}})).apply(check)  # type: ignore[arg-type]

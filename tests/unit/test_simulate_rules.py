@@ -1,0 +1,181 @@
+"""``simulate`` follows the controller's rules: a Job's priority is the one the controller writes on its
+Workload, and a preempted Workload queues again as its owner leaves it (checks and priority kept)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+import yaml
+
+from webhook.api.jobs import workload_for_job
+from webhook.api.objects import Workload
+from webhook.core.scheduler import SchedulerState
+from webhook.simulate import Scenario, add_document, replay
+
+REPLAY = importlib.import_module("webhook.simulate.replay")
+
+CLUSTER = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+    - coveredResources: [cpu]
+      flavors: [{name: default, resources: [{name: cpu, nominalQuota: 1}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: team}
+spec: {clusterQueue: cq}
+"""
+
+#: after the Jobs that name them, on purpose: the input's order must not matter
+CLASSES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: critical-pods}
+value: 1000
+"""
+
+
+class RecordingState(SchedulerState):
+    """The real scheduler, remembering every Workload the replay hands it."""
+
+    upserted: list[Workload] = []
+
+    def upsert_workload(self, workload: Workload) -> None:
+        RecordingState.upserted.append(workload)
+        super().upsert_workload(workload)
+
+
+@pytest.fixture
+def upserted(monkeypatch: pytest.MonkeyPatch) -> list[Workload]:
+    monkeypatch.setattr(RecordingState, "upserted", [])
+    monkeypatch.setattr(REPLAY, "SchedulerState", RecordingState)
+    return RecordingState.upserted
+
+
+def job(
+    name: str, *, labels: dict[str, str] | None = None, arrival: str = "0s", **pod: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "uid": f"uid-{name}",
+            "labels": {"kueue.x-k8s.io/queue-name": "q", **(labels or {})},
+            "annotations": {"simulate.kueue-webhook/arrival": arrival},
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                    **pod,
+                }
+            }
+        },
+    }
+
+
+def scenario(*docs: Any) -> Scenario:
+    out = Scenario()
+    for index, doc in enumerate(docs):
+        add_document(out, doc, source="test.yaml", index=index)
+    return out
+
+
+def test_a_jobs_priority_in_simulate_is_the_one_the_controller_writes(upserted: list[Workload]) -> None:
+    jobs = [
+        job("labelled", labels={"kueue.x-k8s.io/priority-class": "low"}, priorityClassName="critical-pods"),
+        job("pod-class", priorityClassName="critical-pods"),
+        job("unknown-class", labels={"kueue.x-k8s.io/priority-class": "nonexistent"}),
+        job("empty-label", labels={"kueue.x-k8s.io/priority-class": ""}, priority=7),
+        job("pod-priority", priority=5),
+        job("plain"),
+    ]
+    replay(scenario(*yaml.safe_load_all(CLUSTER), *jobs, *yaml.safe_load_all(CLASSES)))
+    simulated = {w.name.removeprefix("job-").rsplit("-", 1)[0]: w.priority for w in upserted}
+    controller = {
+        j["metadata"]["name"]: workload_for_job(
+            j,
+            workload_priority_classes={"low": 10, "high": 100},
+            pod_priority_classes={"critical-pods": 1000},
+        )["spec"]["priority"]
+        for j in jobs
+    }
+    assert simulated == controller
+    # the label wins over the pod's class; an unknown or empty class name counts for nothing
+    assert controller == {
+        "labelled": 10,
+        "pod-class": 1000,
+        "unknown-class": 0,
+        "empty-label": 7,
+        "pod-priority": 5,
+        "plain": 0,
+    }
+
+
+CHECKED = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: checked
+  namespace: team
+  labels: {kueue.x-k8s.io/priority-class: low}
+spec:
+  queueName: q
+  podSets:
+    - name: main
+      count: 1
+      template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}
+status:
+  admissionChecks:
+    - {name: approval, state: Ready, message: approved by alice, lastTransitionTime: "2026-01-01T00:00:00Z"}
+    - {name: capacity, state: Pending, message: waiting for nodes, lastTransitionTime: "2026-01-01T00:00:00Z"}
+"""
+
+
+@pytest.mark.parametrize("priority", [None, 10], ids=["no-spec-priority", "spec-priority"])
+def test_a_preempted_workload_queues_again_with_its_admission_checks(
+    upserted: list[Workload], priority: int | None
+) -> None:
+    checked = yaml.safe_load(CHECKED)
+    if priority is not None:
+        checked["spec"]["priority"] = priority
+    urgent = job("urgent", labels={"kueue.x-k8s.io/priority-class": "high"}, arrival="10s")
+    result = replay(scenario(*yaml.safe_load_all(CLUSTER), *yaml.safe_load_all(CLASSES), checked, urgent))
+    assert [p.workload for p in result.preemptions] == ["team/checked"]
+    arrived, requeued = (w for w in upserted if w.key == "team/checked")
+    assert requeued.admission is None and requeued.conditions == ()
+    assert [(c.name, c.state) for c in requeued.admission_checks] == [
+        ("approval", "Ready"),
+        ("capacity", "Pending"),
+    ]
+    assert requeued.admission_checks == arrived.admission_checks
+    assert requeued.priority == arrived.priority == priority
