@@ -27,17 +27,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeAlias, TypeVar
 
-from webhook.api.errors import ErrorType, FieldError
+from webhook.api.errors import ErrorType, FieldError, WordedError
 from webhook.api.pods import Requests, pod_requests
 from webhook.api.quantity import Quantity, QuantityError, parse_quantity
 from webhook.api.selectors import LabelSelector, label_selector
 from webhook.api.validation import (
     label_value_problems,
     schema_name_errors,
-    validate_annotation_keys,
+    string_map,
     validate_label_name,
+    validate_labels,
 )
-from webhook.api.validation import validate_labels as validate_label_map
 
 __all__ = [
     "GROUP",
@@ -70,8 +70,6 @@ __all__ = [
     "parse_timestamp",
     "parse_workload",
     "parse_workload_priority_class",
-    "validate_annotations",
-    "validate_labels",
     "validate_tolerations",
 ]
 
@@ -155,15 +153,6 @@ class _NamespacedByMeta(_NamedByMeta):
         return f"{self.meta.namespace}/{self.meta.name}"
 
 
-def _str_map(raw: Any, path: str, errors: list[FieldError]) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
-        errors.append(FieldError.invalid(path, None, "must be a map of strings to strings"))
-        return {}
-    return {str(k): v for k, v in raw.items()}
-
-
 def _meta(obj: Mapping[str, Any], errors: list[FieldError], *, namespaced: bool) -> Meta:
     raw = obj.get("metadata")
     if not isinstance(raw, Mapping):
@@ -185,8 +174,8 @@ def _meta(obj: Mapping[str, Any], errors: list[FieldError], *, namespaced: bool)
         resource_version=str(raw.get("resourceVersion") or ""),
         generation=generation if isinstance(generation, int) else 0,
         creation_timestamp=str(raw.get("creationTimestamp") or ""),
-        labels=_str_map(raw.get("labels"), "metadata.labels", errors),
-        annotations=_str_map(raw.get("annotations"), "metadata.annotations", errors),
+        labels=string_map(raw.get("labels"), "metadata.labels", errors),
+        annotations=string_map(raw.get("annotations"), "metadata.annotations", errors),
         deletion_timestamp=str(raw.get("deletionTimestamp") or ""),
     )
 
@@ -223,24 +212,6 @@ def _reference(raw: Any, path: str, errors: list[FieldError], *, required: bool 
         return ""
     errors.extend(schema_name_errors(raw, path))
     return raw
-
-
-@dataclass(frozen=True, slots=True)
-class _Worded(FieldError):
-    """A field error whose wording apimachinery builds in a way :class:`FieldError` has no kind for (CEL rule
-    failures with their evaluation errors, a duplicate printed as a Go struct with a detail):
-    the message body is kept verbatim so users read exactly what kube-apiserver would have said."""
-
-    body: str = ""
-    cause: str = ""
-
-    @property
-    def message(self) -> str:
-        return self.body
-
-    @property
-    def reason(self) -> str:
-        return self.cause or self.type.reason
 
 
 class _NoSuchKey(Exception):
@@ -372,7 +343,7 @@ def _flavor_taints(raw: Any, errors: list[FieldError], rule_errors: list[FieldEr
             rule_errors.append(FieldError.invalid(f"{path}.value", taint.value, ";".join(value_problems)))
         if (taint.key, taint.effect) in seen:
             rule_errors.append(
-                _Worded(
+                WordedError(
                     path,
                     ErrorType.DUPLICATE,
                     body=f"Duplicate value: {_go_taint(item)}: taints must be unique by key and effect pair",
@@ -461,22 +432,6 @@ def validate_tolerations(raw: Any, path: str) -> list[FieldError]:
     return errors or rule_errors
 
 
-def validate_annotations(raw: Any, path: str) -> list[FieldError]:
-    """``ValidateAnnotations``: keys are qualified names (checked lower-cased), 256 KiB in all."""
-    errors: list[FieldError] = []
-    annotations = _str_map(raw, path, errors)
-    if errors:
-        return errors
-    return validate_annotation_keys(annotations, path)
-
-
-def validate_labels(raw: Any, path: str) -> list[FieldError]:
-    """``ValidateLabels`` on a map field (keys qualified names, values label values), reported on the map."""
-    errors: list[FieldError] = []
-    labels = _str_map(raw, path, errors)
-    return errors or validate_label_map(labels, path)
-
-
 def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
     """Kueue's ResourceFlavor rules: the CRD's schema first; its CEL rules and Kueue's webhook checks only
     when the schema holds, because kube-apiserver skips CEL rules on an object that already failed an enum,
@@ -485,7 +440,7 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
     rule_errors: list[FieldError] = []
     meta = _meta(obj, errors, namespaced=False)
     spec = _spec(obj, errors)
-    labels = _str_map(spec.get("nodeLabels"), "spec.nodeLabels", errors)
+    labels = string_map(spec.get("nodeLabels"), "spec.nodeLabels", errors)
     if len(labels) > FLAVOR_LIST_LIMIT:
         errors.append(FieldError.too_many("spec.nodeLabels", len(labels), FLAVOR_LIST_LIMIT))
     if "topologyName" in spec:
@@ -502,7 +457,7 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> Parsed[ResourceFlavor]:
     tolerations = _toleration_list(
         spec.get("tolerations"), "spec.tolerations", errors, rule_errors, enums=True
     )
-    rule_errors.extend(validate_label_map(labels, "spec.nodeLabels"))
+    rule_errors.extend(validate_labels(labels, "spec.nodeLabels"))
     topology = _reference(spec.get("topologyName"), "spec.topologyName", errors)
     if not errors:
         errors = rule_errors
@@ -828,7 +783,9 @@ def _admission_checks_strategy(
         if len(name) > 316:
             errors.append(FieldError.too_long(f"{epath}.name", 316))
         if name in names:
-            errors.append(_Worded(epath, ErrorType.DUPLICATE, body=f'Duplicate value: {{"name":"{name}"}}'))
+            errors.append(
+                WordedError(epath, ErrorType.DUPLICATE, body=f'Duplicate value: {{"name":"{name}"}}')
+            )
             continue
         names.append(name)
         seen: set[str] = set()
@@ -1204,7 +1161,7 @@ def _admission(raw: Any, errors: list[FieldError]) -> Admission | None:
         if not isinstance(entry, Mapping):
             errors.append(FieldError.invalid(apath, None, "must be an object"))
             continue
-        flavors = _str_map(entry.get("flavors"), f"{apath}.flavors", errors)
+        flavors = string_map(entry.get("flavors"), f"{apath}.flavors", errors)
         usage: dict[str, Quantity] = {}
         raw_usage = entry.get("resourceUsage") or {}
         if isinstance(raw_usage, Mapping):
