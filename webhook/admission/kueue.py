@@ -32,13 +32,8 @@ from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
-from webhook.api.objects import (
-    GROUP,
-    parse_object,
-    validate_annotations,
-    validate_labels,
-    validate_tolerations,
-)
+from webhook.api.objects import GROUP, parse_object, validate_tolerations
+from webhook.api.validation import validate_annotations_field, validate_labels_field
 from webhook.core.checks import approval_change_denial
 
 __all__ = ["KUEUE_KINDS", "validate_kueue_object"]
@@ -152,8 +147,10 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
         # Kueue's validatePodSet (WorkloadValidationForPodSetMetadata, on by default): the template's
         # labels and annotations as a pod's, before its containers
         metadata = f"spec.podSets[{i}].template.metadata"
-        problems += validate_labels(_get(pod_set, "template", "metadata", "labels"), f"{metadata}.labels")
-        problems += validate_annotations(
+        problems += validate_labels_field(
+            _get(pod_set, "template", "metadata", "labels"), f"{metadata}.labels"
+        )
+        problems += validate_annotations_field(
             _get(pod_set, "template", "metadata", "annotations"), f"{metadata}.annotations"
         )
         for kind in ("initContainers", "containers"):
@@ -221,9 +218,9 @@ def _pod_set_update_rules(new: Mapping[str, Any], pod_set_names: list[str]) -> l
             if update.get("name") not in known:
                 problems.append(FieldError.not_supported(f"{path}.name", update.get("name"), known))
             problems += validate_tolerations(update.get("tolerations"), f"{path}.tolerations")
-            problems += validate_annotations(update.get("annotations"), f"{path}.annotations")
-            problems += validate_labels(update.get("nodeSelector"), f"{path}.nodeSelector")
-            problems += validate_labels(update.get("labels"), f"{path}.labels")
+            problems += validate_annotations_field(update.get("annotations"), f"{path}.annotations")
+            problems += validate_labels_field(update.get("nodeSelector"), f"{path}.nodeSelector")
+            problems += validate_labels_field(update.get("labels"), f"{path}.labels")
     return problems
 
 

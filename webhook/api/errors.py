@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-__all__ = ["ErrorType", "FieldError", "render_value"]
+__all__ = ["ErrorType", "FieldError", "WordedError", "render_value"]
 
 
 class ErrorType(Enum):
@@ -113,3 +113,16 @@ class FieldError:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass(frozen=True, slots=True)
+class WordedError(FieldError):
+    """A field error whose message apimachinery words in a way :class:`FieldError` has no kind for (a
+    duplicate printed as a Go struct or as JSON, with a detail): the message body is kept verbatim so users
+    read exactly what kube-apiserver or Kueue's webhook would have said."""
+
+    body: str = ""
+
+    @property
+    def message(self) -> str:
+        return self.body

@@ -31,10 +31,13 @@ __all__ = [
     "label_key_problems",
     "label_value_problems",
     "schema_name_errors",
+    "string_map",
     "validate_annotation_keys",
+    "validate_annotations_field",
     "validate_label_name",
     "validate_label_selector",
     "validate_labels",
+    "validate_labels_field",
 ]
 
 _DNS1123_LABEL_FORMAT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -186,6 +189,33 @@ def validate_annotation_keys(annotations: Mapping[str, str], path: str) -> list[
     if sum(_size(k) + _size(v) for k, v in annotations.items()) > _ANNOTATIONS_MAX_BYTES:
         errors.append(FieldError.too_long(path, _ANNOTATIONS_MAX_BYTES))
     return errors
+
+
+def string_map(raw: Any, path: str, errors: list[FieldError]) -> dict[str, str]:
+    """A ``map[string]string`` field (labels, annotations, a nodeSelector) as the schema takes it: absent is
+    empty; anything but a map of strings is an error on the field, and read as empty."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
+        errors.append(FieldError.invalid(path, None, "must be a map of strings to strings"))
+        return {}
+    return {str(k): v for k, v in raw.items()}
+
+
+def validate_labels_field(raw: Any, path: str) -> list[FieldError]:
+    """``ValidateLabels`` on a map field as written (a pod template's labels, a nodeSelector): its shape's
+    error if any, else every bad key and value, reported on the map."""
+    errors: list[FieldError] = []
+    labels = string_map(raw, path, errors)
+    return errors or validate_labels(labels, path)
+
+
+def validate_annotations_field(raw: Any, path: str) -> list[FieldError]:
+    """``ValidateAnnotations`` on a map field as written: its shape's error if any, else the key rules and
+    the size limit."""
+    errors: list[FieldError] = []
+    annotations = string_map(raw, path, errors)
+    return errors or validate_annotation_keys(annotations, path)
 
 
 def validate_label_selector(selector: Mapping[str, Any], path: str) -> list[FieldError]:
