@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.golden import GOLDEN
 from webhook.api.errors import FieldError
 from webhook.api.objects import (
@@ -407,3 +409,19 @@ def test_a_workload_may_have_up_to_eighteen_pod_sets() -> None:
     result = parse_workload(workload(19))
     assert messages(result) == ["spec.podSets: Too many: 19: must have at most 18 items"]
     assert isinstance(result, list) and result[0].reason == "FieldValueTooMany"
+
+
+@pytest.mark.parametrize(
+    ("group", "field"),
+    [
+        ({"coveredResources": 5, "flavors": []}, "spec.resourceGroups[0].coveredResources"),
+        (
+            {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": True}]},
+            "spec.resourceGroups[0].flavors[0].resources",
+        ),
+    ],
+)
+def test_a_list_field_given_a_scalar_is_a_field_error_not_a_crash(group: dict[str, Any], field: str) -> None:
+    errors = parse_cluster_queue(cluster_queue({"resourceGroups": [group]}))
+    assert isinstance(errors, list)
+    assert any(str(e).startswith(f"{field}: Invalid value") for e in errors), errors

@@ -209,13 +209,18 @@ def _admission_checks_strategy(
     return names
 
 
+def _list_length(value: Any) -> int:
+    """How many items a list field holds; a field that is not a list is reported where it is parsed."""
+    return len(value) if isinstance(value, list) else 0
+
+
 def _resource_group_size_errors(raw: Any, path: str) -> list[FieldError]:
     """Kueue's ClusterQueue webhook bounds the whole quota table, not only each list: at most 256 covered
     resources over all groups and 512 flavor-resource quotas in one group (each is a scheduler cell)."""
     raw_groups = raw if isinstance(raw, list) else []
     groups = [g for g in raw_groups if isinstance(g, Mapping)]
     errors: list[FieldError] = []
-    covered = sum(len(g.get("coveredResources") or ()) for g in groups)
+    covered = sum(_list_length(g.get("coveredResources")) for g in groups)
     if covered > 256:
         errors.append(
             FieldError.invalid(
@@ -227,7 +232,7 @@ def _resource_group_size_errors(raw: Any, path: str) -> list[FieldError]:
     for index, group in enumerate(raw_groups):
         if not isinstance(group, Mapping) or not isinstance(group.get("flavors"), list):
             continue
-        cells = sum(len(f.get("resources") or ()) for f in group["flavors"] if isinstance(f, Mapping))
+        cells = sum(_list_length(f.get("resources")) for f in group["flavors"] if isinstance(f, Mapping))
         if cells > 512:
             errors.append(
                 FieldError.invalid(
