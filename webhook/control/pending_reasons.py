@@ -21,17 +21,13 @@ ran its own small cycle, low-priority Workloads took the room first, borrowed it
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
-from webhook.control.events import EventSink
+from webhook.control.context import ControlContext
 from webhook.control.kinds import WORKLOADS
-from webhook.control.metrics import Metrics
 from webhook.control.positions import QueuePositions, base_message, position_suffix, quota_condition
 from webhook.control.reconciler import has_reservation
-from webhook.control.store import Store
-from webhook.control.writers import Writer
 from webhook.core.scheduler import Wait
 
 JSON = dict[str, Any]
@@ -50,28 +46,15 @@ def shown_message(workload: JSON, *, reason: str) -> str | None:
 class PendingReasons:
     """Writes one pending decision: Kueue's condition with the rank appended, its event and its log line."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        writer: Writer,
-        events: EventSink,
-        metrics: Metrics,
-        positions: QueuePositions,
-        is_leader: Callable[[], bool],
-    ) -> None:
-        self.store = store
-        self.writer = writer
-        self.events = events
-        self.metrics = metrics
+    def __init__(self, context: ControlContext, *, positions: QueuePositions) -> None:
+        self.context = context
         self.positions = positions
-        self.is_leader = is_leader
 
     async def write(self, decision: Wait) -> None:
         key = str(decision.workload)
         namespace, _, name = key.partition("/")
-        workload = self.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.is_leader():
+        workload = self.context.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.context.is_leader():
             return
         reason = decision.reason or "Pending"
         shown = shown_message(workload, reason=reason)
@@ -84,23 +67,23 @@ class PendingReasons:
         message = decision.message + position_suffix(decision.position, decision.cluster_queue)
 
         def build(current: JSON) -> JSON | None:
-            if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
+            if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
             return pending_status(current, reason=reason, message=message, now=now_rfc3339())
 
         try:
-            updated = await self.writer.patch_status(WORKLOADS, workload, build)
+            updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         except Exception as exc:
             log.warning("pending status write failed", extra={"workload": key, "error": repr(exc)})
             return
         if updated is None:
             return
         self.positions.remember(key, reason=reason, message=decision.message, position=decision.position)
-        self.events.record(workload, type="Warning", reason=reason, message=decision.message)
+        self.context.events.record(workload, type="Warning", reason=reason, message=decision.message)
         self._decided(key, decision)
 
     def _decided(self, key: str, decision: Wait) -> None:
-        self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
+        self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
         log.info(
             "pending",
             extra={

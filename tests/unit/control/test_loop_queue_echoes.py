@@ -9,19 +9,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.unit.control.fakes import control_context
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
 from webhook.control.loop import AdmissionLoop
-from webhook.control.metrics import Metrics
 from webhook.control.store import Change, Store, key_of
 from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"
-
-
-class NoEvents:
-    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
-        pass
 
 
 def cluster_queue(nominal: str, *, version: str, status: JSON | None = None) -> JSON:
@@ -106,13 +101,7 @@ def decide(loop: AdmissionLoop) -> list[Any]:
 
 def test_a_status_only_echo_wakes_nothing_and_a_spec_change_admits() -> None:
     store = Store()
-    loop = AdmissionLoop(
-        store=store,
-        writer=None,
-        events=NoEvents(),
-        metrics=Metrics(),
-        is_leader=lambda: True,  # type: ignore[arg-type]
-    )
+    loop = AdmissionLoop(control_context(store))
     feed(loop, store, CLUSTER_QUEUES, cluster_queue("1", version="5"))
     for kind, obj in OBJECTS:
         feed(loop, store, kind, obj)

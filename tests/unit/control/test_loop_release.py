@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.unit.control.fakes import control_context
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
     JOBS,
@@ -18,18 +19,12 @@ from webhook.control.kinds import (
     Kind,
 )
 from webhook.control.loop import AdmissionLoop
-from webhook.control.metrics import Metrics
 from webhook.control.store import Change, Store, key_of
 from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"
 NOW = "2026-01-01T00:00:00Z"
-
-
-class NoEvents:
-    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
-        pass
 
 
 def meta(name: str, version: int, **extra: Any) -> JSON:
@@ -138,13 +133,7 @@ def admitted(loop: AdmissionLoop) -> list[str]:
 
 def test_a_completed_job_frees_its_quota_only_once_its_workload_is_finished() -> None:
     store = Store()
-    loop = AdmissionLoop(
-        store=store,
-        writer=None,
-        events=NoEvents(),
-        metrics=Metrics(),
-        is_leader=lambda: True,  # type: ignore[arg-type]
-    )
+    loop = AdmissionLoop(control_context(store))
     for kind, obj in SETUP:
         feed(loop, store, kind, obj)
     assert admitted(loop) == []  # 2 cpu of 2 held by "running"
