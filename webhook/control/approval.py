@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
-from webhook.api.objects import parse_timestamp
+from webhook.control.admitted import record_admitted, seconds_since
 from webhook.control.conditions import (
     check_state_status,
     checks_status,
@@ -182,24 +181,13 @@ class AdmissionChecksController:
             )
 
     def _record_admitted(self, workload: JSON) -> None:
-        """Kueue's Admitted event and admission metrics, at the moment the last check turned Ready."""
-        cluster_queue = _cluster_queue_of(workload)
+        """The last check turned Ready: admitted now, some time after the reservation."""
         reserved = find((workload.get("status") or {}).get("conditions"), "QuotaReserved") or {}
-        since = parse_timestamp(reserved.get("lastTransitionTime"))
-        waited = max(0.0, time.time() - since) if since else 0.0
-        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
-        created = parse_timestamp((workload.get("metadata") or {}).get("creationTimestamp"))
-        queued = max(0.0, time.time() - created) if created else 0.0
-        metrics, role = self.context.metrics, self.context.metrics.role
-        metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
-        metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(queued)
-        self.context.events.record(
+        record_admitted(
+            self.context,
             workload,
-            type="Normal",
-            reason="Admitted",
-            message=(
-                f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {waited:.0f}s"
-            ),
+            cluster_queue=_cluster_queue_of(workload),
+            since_reservation=seconds_since(reserved.get("lastTransitionTime")),
         )
 
 

@@ -41,10 +41,10 @@ from webhook.api.objects import (
     parse_cohort,
     parse_local_queue,
     parse_resource_flavor,
-    parse_timestamp,
     parse_workload,
     parse_workload_priority_class,
 )
+from webhook.control.admitted import priority_class_of, queued_for, record_admitted
 from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339
 from webhook.control.context import ControlContext
 from webhook.control.kinds import (
@@ -353,9 +353,8 @@ class AdmissionLoop:
         self.admitted += 1
         key = str(decision.workload)
         cluster_queue = decision.cluster_queue
-        created = parse_timestamp((workload.get("metadata") or {}).get("creationTimestamp"))
-        waited = max(0.0, time.time() - created) if created else 0.0
-        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+        waited = queued_for(workload)
+        priority_class = priority_class_of(workload)
         metrics, role = self.context.metrics, self.context.metrics.role
         metrics.admission_attempts.labels("success", role).inc()
         metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
@@ -369,14 +368,7 @@ class AdmissionLoop:
             ),
         )
         if not decision.admission_checks:  # with checks, Admitted comes when they are all Ready
-            metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
-            metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
-            self.context.events.record(
-                workload,
-                type="Normal",
-                reason="Admitted",
-                message=f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was 0s",
-            )
+            record_admitted(self.context, workload, cluster_queue=cluster_queue, since_reservation=0.0)
         log.info("admitted", extra={"workload": key, "cluster_queue": cluster_queue, "decision": "admit"})
         for callback in self.on_admitted:
             callback(key)
@@ -436,7 +428,7 @@ class AdmissionLoop:
         IssuePreemptions): ``EvictedDueTo<reason>`` on the Workload, and for a preemption ``Preempted`` on
         it and ``PreemptedWorkload`` on the preemptor, each naming both effective priorities."""
         role = self.context.metrics.role
-        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+        priority_class = priority_class_of(workload)
         reason, cause = decision.reason, ""
         if decision.deactivate:
             reason, cause = "Deactivated", decision.reason
