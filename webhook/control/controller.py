@@ -41,6 +41,10 @@ from webhook.core.scheduler import SchedulerState
 
 log = logging.getLogger("kueue_webhook.controller")
 LEASE_NAME = "kueue-webhook-leader"
+#: seconds between queue status (and fair-sharing) passes at most
+STATUS_INTERVAL = 1.0
+#: the server-side timeout of each watch request; the informer then resumes from where it was
+WATCH_TIMEOUT_SECONDS = 290
 
 
 class Controller:
@@ -56,8 +60,8 @@ class Controller:
         lease_duration: float = LEASE_DURATION,
         renew_deadline: float = RENEW_DEADLINE,
         retry_period: float = RETRY_PERIOD,
-        status_interval: float = 1.0,
-        watch_timeout_seconds: int = 290,
+        status_interval: float = STATUS_INTERVAL,
+        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
     ) -> None:
         self.client = client
         self.namespace = namespace
