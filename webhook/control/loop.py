@@ -13,7 +13,7 @@ the Job is the reconciler's business once it sees the admitted Workload (the sec
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
 changes, with its rank in the ClusterQueue appended (``webhook.control.positions`` keeps ranks current).
 Those pending writes (``webhook.control.pending_reasons``) share the write slots with admissions and
-evictions: the back-pressure keeps cycles batched (that module says what separating them cost).
+evictions: the back-pressure keeps cycles batched (that module says why).
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.

@@ -4,18 +4,16 @@ Every new Workload that does not fit gets Kueue's pending condition, so under a 
 writes outnumber admissions. A Workload's first pending condition, and any change of its reason, is written
 at once. A message whose reason stands and whose wording alone moved is not: Kueue's text carries numbers
 (``insufficient unused quota for cpu in flavor rf, 3 more needed``) that change with every admission in the
-cohort, and writing each change made a waiting head take many writes (Kueue's baseline benchmark: pending
-writes were 47 % of the controller's Workload status writes, six per medium Workload). Those, and a rank
-that moved alone, are left to ``webhook.control.positions``, which brings the shown message and rank up to
-date at a bounded rate, front of the queue first. The write re-reads the store, so a Workload admitted
-meanwhile is not written, and the resourceVersion precondition settles a race with its admission write.
+cohort, so writing each change would cost a waiting head many writes. Those, and a rank that moved alone,
+are left to ``webhook.control.positions``, which brings the shown message and rank up to date at a bounded
+rate, front of the queue first. The write re-reads the store, so a Workload admitted meanwhile is not
+written, and the resourceVersion precondition settles a race with its admission write.
 
-The admission loop runs these writes in the same slots as admissions, on purpose. Giving them a separate,
-coalescing background queue was measured on Kueue's baseline benchmark (same commit, one run each): wall
-168 s instead of 132 s, 2,444 evictions instead of 588, large Workloads admitted after 51 s instead of 1.5 s.
-Shared slots are back-pressure: while they are busy the loop does not cycle, so changes accumulate and the
-next cycle sees many heads at once and admits in priority order across the cohort. Without it every change
-ran its own small cycle, low-priority Workloads took the room first, borrowed it, and had it reclaimed.
+The admission loop runs these writes in the same slots as admissions, on purpose: shared slots are
+back-pressure. While they are busy the loop does not cycle, so changes accumulate and the next cycle sees
+many heads at once and admits in priority order across the cohort; with separate slots every change runs
+its own small cycle, low-priority Workloads take freed room first by borrowing it, and then have it
+reclaimed (measured in bench/baseline/README.md).
 """
 
 from __future__ import annotations

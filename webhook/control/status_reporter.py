@@ -7,9 +7,9 @@ decides with) and writes those whose visible status differs. Quiet periods there
 burst costs one write per queue per interval. The same pass refreshes Kueue's per-queue gauges and adds
 GPU-seconds for chargeback.
 
-Routing a change to the queues it touches must not read the store: at 1,000 queues, decoding every
-LocalQueue on each ClusterQueue event (most of them echoes of our own status writes) was most of the
-controller's CPU. So the reporter keeps its own LocalQueue -> ClusterQueue index, built once from the
+Routing a change to the queues it touches must not read the store: decoding every LocalQueue on each
+ClusterQueue event (most of them echoes of our own status writes) would cost in proportion to the number of
+queues on every event. So the reporter keeps its own LocalQueue -> ClusterQueue index, built once from the
 store and then kept current from LocalQueue changes, and a ClusterQueue change that only touched its
 status (our echo) does not mark its LocalQueues: their status derives from the core's state, not from the
 ClusterQueue's status.

@@ -2,8 +2,7 @@
 
 Each watch occupies one HTTP/1.1 connection for as long as it runs. With the default pool (sized for
 memory) writes share the few connections left; with ``WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT`` every
-decision write in flight has its own (the tail of Kueue's baseline benchmark waited on connections while
-the CPU sat partly idle).
+decision write in flight has its own, so a heavy admission burst never waits for a connection.
 """
 
 from __future__ import annotations
