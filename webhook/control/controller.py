@@ -41,7 +41,7 @@ from webhook.core.scheduler import SchedulerState
 
 log = logging.getLogger("kueue_webhook.controller")
 LEASE_NAME = "kueue-webhook-leader"
-#: seconds between queue status (and fair-sharing) passes at most
+#: the least time between two queue status (or fair-sharing) passes, in seconds
 STATUS_INTERVAL = 1.0
 #: the server-side timeout of each watch request; the informer then resumes from where it was
 WATCH_TIMEOUT_SECONDS = 290
