@@ -46,8 +46,8 @@ from webhook.control.kinds import (
     RESOURCE_FLAVORS,
 )
 from webhook.control.kube import KubeClient
-from webhook.control.main import API_CONNECTIONS
 from webhook.control.store import Change
+from webhook.control.wiring import API_CONNECTIONS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 JSON = dict[str, Any]

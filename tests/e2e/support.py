@@ -1,8 +1,8 @@
 """Run `kueue-webhook serve` in-process against any API server given by a kubeconfig (fake or real).
 
 Integration tests (on tests/fakeapi) and e2e tests (on a real cluster) share this harness so they exercise
-exactly the production wiring: ``Controller`` + ``WebhookServer`` + ``create_app``, as ``serve`` builds
-them, only with short lease timings so failover tests take seconds.
+exactly the production wiring: ``webhook.control.wiring.build``, which ``serve`` calls too, only with short
+lease timings so failover tests take seconds, and an ephemeral port.
 """
 
 from __future__ import annotations
@@ -10,42 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from webhook.certs import CertificateSet, ca_bundle, ensure_certificates
-from webhook.control.controller import Controller
 from webhook.control.kinds import NAMESPACES
 from webhook.control.kube import ApiError, KubeClient
-from webhook.server import WebhookServer, create_app
+from webhook.control.wiring import Listen, Replica, build
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTROLLER_MANIFESTS = REPO_ROOT / "manifests" / "controller"
 FAST_LEASE = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
-
-
-@dataclass
-class Replica:
-    controller: Controller
-    client: KubeClient
-    server: WebhookServer | None
-    task: asyncio.Task[None]
-
-    @property
-    def port(self) -> int:
-        assert self.server is not None
-        return self.server.port
-
-    async def stop(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
-        if self.server is not None:
-            await self.server.stop()
-        await self.client.close()
 
 
 def certificates(directory: Path) -> CertificateSet:
@@ -77,32 +54,22 @@ async def start_replica(
     wait_ready: bool = True,
 ) -> Replica:
     """Start one replica; with ``tls`` it also serves the webhook on 127.0.0.1 (an ephemeral port)."""
-    client = await KubeClient.connect(kubeconfig=str(kubeconfig))
-    await ensure_namespace(client, namespace)
-    controller = Controller(
-        client=client,
+    listen = None if tls is None else Listen(cert_file=tls.cert, key_file=tls.key, host="127.0.0.1", port=0)
+    started = await build(
+        kubeconfig=str(kubeconfig),
         namespace=namespace,
         identity=identity,
         leader_election=leader_election,
         status_interval=status_interval,
         watch_timeout_seconds=60,
+        listen=listen,
         **FAST_LEASE,
     )
-    server = None
-    if tls is not None:
-        app = create_app(
-            view=controller.store,
-            config=controller.configuration,
-            registry=controller.metrics.registry,
-            ready=controller.ready,
-        )
-        server = WebhookServer(app, cert_file=tls.cert, key_file=tls.key, host="127.0.0.1", port=0)
-        await server.start()
-    task = asyncio.create_task(controller.run(), name=f"controller-{identity}")
-    replica = Replica(controller, client, server, task)
+    await ensure_namespace(started.client, namespace)
+    await started.start()
     if wait_ready:
-        await asyncio.wait_for(controller.synced.wait(), 20)
-    return replica
+        await asyncio.wait_for(started.controller.synced.wait(), 20)
+    return started
 
 
 async def ensure_namespace(client: KubeClient, name: str) -> None:

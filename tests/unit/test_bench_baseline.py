@@ -80,7 +80,7 @@ def test_baseline_plan_has_kueues_counts_names_and_pacing() -> None:
         for planned in stream.workloads:
             by_class[planned.template.class_name] = by_class.get(planned.template.class_name, 0) + 1
     assert by_class == {"small": 10_500, "medium": 3_000, "large": 1_500}
-    assert plan.cpu_seconds() == 39_600  # the figure: 66 s on 600 cpu
+    assert plan.cpu_seconds() == 39_600  # 66 s of work on 600 cpu: the shortest possible run
     assert plan.nominal_cpu() == 600
     assert {q.cohort for q in plan.queues} == {f"cohort-{i}" for i in range(5)}
     assert plan.queues[8].name == "cq-0-2-cohort-1"

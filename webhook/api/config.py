@@ -1,52 +1,12 @@
-"""The configuration model: the ``config.yaml`` key of ConfigMap ``kueue-webhook-config``.
+"""The configuration model: the ``config.yaml`` key of ConfigMap ``kueue-webhook-config`` (every field is
+described in README.md, section Configuration).
 
 The controller reloads this document live, so a bad edit must never take the process down or half-apply:
 :func:`parse_configuration` either returns a complete, typed :class:`Configuration` or a
-:class:`ConfigurationErrors` listing every problem as ``path: reason`` (all of them at once, so one edit
-fixes them all). It never raises. The caller keeps the last good configuration when it gets errors.
-
-Field names follow Kueue's ``Configuration`` (``apis/config/v1beta2``) where the two overlap, so a Kueue
-``controller_manager_config.yaml`` can be pasted in: fields of Kueue's configuration that we do not implement
-are accepted and reported as warnings; names that neither Kueue nor we know are errors (a typo must not be
-silently ignored). An empty or absent document gives the defaults, which are a working setup.
-
-Reference (every field is optional)::
-
-    namespace: kueue-system            # where the controller runs; excluded by the default managed selector
-    manageJobsWithoutQueueName: false  # Kueue: also suspend (and queue) Jobs that have no queue label
-    managedJobsNamespaceSelector:      # Kueue: namespaces where Jobs are managed (suspended, defaulted).
-      matchExpressions:                #   default: every namespace except kube-system and `namespace`
-      - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kueue-system]}
-    resources:
-      excludeResourcePrefixes: []      # Kueue: resource names with these prefixes are not counted
-    fairSharing:                       # Kueue: present = enabled (v1beta2); `enable` kept for v1beta1 files
-      enable: true
-      preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
-    waitForPodsReady:                  # Kueue: parsed and validated; present = enabled unless enable: false
-      enable: true
-      timeout: 30m                     #   Go duration; default 30m (Kueue's)
-      blockAdmission: false
-      recoveryTimeout: 30m             #   default: timeout
-      requeuingStrategy: {timestamp: Eviction, backoffBaseSeconds: 60, backoffMaxSeconds: 3600,
-                          backoffLimitCount: null}
-    labelPolicy:                       # ours: the namespace label policy of the admission webhook
-      enforcedNamespaceSelector:       #   Jobs created here must carry kueue.x-k8s.io/queue-name (or get
-        matchLabels: {kueue.x-k8s.io/enforce-queue-label: "true"}   # the default queue); absent = nowhere
-      defaultQueues:                   #   namespace -> LocalQueue name used instead of `default` there
-        team-a: team-a-gpu
-    controllerIdentity:                # ours: the user allowed to flip spec.suspend true -> false on a
-      username: system:serviceaccount:kueue-system:kueue-webhook   # managed Job, or change an admitted
-                                       #   Job's nodeSelector/tolerations/resources; the user the API
-                                       #   server reports for the controller's own credentials at start
-                                       #   (SelfSubjectReview) is allowed as well
-    manualApproval:                    # ours: the built-in manual-approval admission check
-      approvers: [alice, "group:ml-leads"]   # who may set approval.kueue-webhook.io/<check>: approved
-                                       #   (or rejected) on a Workload: a user name or group:<name>;
-                                       #   default: nobody (every approval change is refused)
-    logLevel: info                     # ours: debug | info | warning | error
-
-The enforced-namespace selector is deliberately absent by default: enforcement is opt-in per namespace, so
-installing the webhook changes nothing for namespaces nobody labelled.
+:class:`ConfigurationErrors` listing every problem as ``path: reason`` (all at once, so one edit fixes them
+all); it never raises. Field names follow Kueue's ``Configuration`` (``apis/config/v1beta2``) where the two
+overlap, so a Kueue file can be pasted in: Kueue's fields that we do not implement are warnings, names that
+neither Kueue nor we know are errors (a typo must not be silently ignored).
 """
 
 from __future__ import annotations

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
-from webhook.api.objects import parse_timestamp
+from webhook.control.admitted import record_admitted, seconds_since
 from webhook.control.conditions import (
     check_state_status,
     checks_status,
@@ -36,13 +35,11 @@ from webhook.control.conditions import (
     now_rfc3339,
     set_condition,
 )
-from webhook.control.events import EventSink
+from webhook.control.context import ControlContext
 from webhook.control.kinds import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
-from webhook.control.metrics import Metrics
 from webhook.control.reconciler import has_reservation
-from webhook.control.store import Change, Store, key_of
+from webhook.control.store import Change, key_of
 from webhook.control.workqueue import WorkQueue
-from webhook.control.writers import Writer
 from webhook.core.checks import MANUAL_APPROVAL_CONTROLLER, manual_approval_state
 from webhook.core.scheduler import SchedulerState
 
@@ -56,22 +53,10 @@ class AdmissionChecksController:
     """Keeps reserved Workloads' check states and Admitted condition current; runs while leading."""
 
     def __init__(
-        self,
-        *,
-        store: Store,
-        writer: Writer,
-        events: EventSink,
-        metrics: Metrics,
-        state: Callable[[], SchedulerState],
-        is_leader: Callable[[], bool],
-        workers: int = 2,
+        self, context: ControlContext, *, state: Callable[[], SchedulerState], workers: int = 2
     ) -> None:
-        self.store = store
-        self.writer = writer
-        self.events = events
-        self.metrics = metrics
+        self.context = context
         self.state = state
-        self.is_leader = is_leader
         self.workers = workers
         self.workloads: WorkQueue[tuple[str, str]] = WorkQueue()
         self.checks: WorkQueue[str] = WorkQueue()
@@ -101,12 +86,12 @@ class AdmissionChecksController:
 
     def resync(self) -> None:
         """Everything once (on becoming leader)."""
-        for check in self.store.items(ADMISSION_CHECKS):
+        for check in self.context.store.items(ADMISSION_CHECKS):
             self.checks.add(key_of(check)[1])
         self._mark_reserved(lambda _workload: True)
 
     def _mark_reserved(self, wanted: Callable[[JSON], bool]) -> None:
-        for workload in self.store.items(WORKLOADS):
+        for workload in self.context.store.items(WORKLOADS):
             if has_reservation(workload) and wanted(workload):
                 self.workloads.add(key_of(workload))
 
@@ -128,8 +113,8 @@ class AdmissionChecksController:
 
     async def sync_check(self, name: str) -> None:
         """Mark a manual-approval AdmissionCheck Active (others belong to other controllers)."""
-        check = self.store.get(ADMISSION_CHECKS, name)
-        if check is None or not self.is_leader():
+        check = self.context.store.get(ADMISSION_CHECKS, name)
+        if check is None or not self.context.is_leader():
             return
         if (check.get("spec") or {}).get("controllerName") != MANUAL_APPROVAL_CONTROLLER:
             return
@@ -149,19 +134,19 @@ class AdmissionChecksController:
             )
             return {"conditions": conditions} if changed else None
 
-        await self.writer.patch_status(ADMISSION_CHECKS, check, build)
+        await self.context.writer.patch_status(ADMISSION_CHECKS, check, build)
 
     async def sync_workload(self, key: tuple[str, str]) -> None:
         namespace, name = key
-        workload = self.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.is_leader() or not _in_force(workload):
+        workload = self.context.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.context.is_leader() or not _in_force(workload):
             return
         spec = self.state().cluster_queue(_cluster_queue_of(workload))
         required = spec.admission_checks if spec is not None else ()
         if not required and not (workload.get("status") or {}).get("admissionChecks"):
             return  # nothing to check: the admission loop wrote Admitted=True with the reservation
         was_admitted = is_true(workload, "Admitted")
-        updated = await self.writer.patch_status(
+        updated = await self.context.writer.patch_status(
             WORKLOADS,
             workload,
             lambda current: (
@@ -174,7 +159,7 @@ class AdmissionChecksController:
         if updated is not None and not was_admitted and is_true(updated, "Admitted"):
             self._record_admitted(updated)
         for state in (current.get("status") or {}).get("admissionChecks") or []:
-            check = self.store.get(ADMISSION_CHECKS, str(state.get("name", "")))
+            check = self.context.store.get(ADMISSION_CHECKS, str(state.get("name", "")))
             if check is None or (check.get("spec") or {}).get("controllerName") != MANUAL_APPROVAL_CONTROLLER:
                 continue
             await self._approve(current, str(state["name"]))
@@ -188,7 +173,7 @@ class AdmissionChecksController:
                 return None
             return check_state_status(current, check=check, state=state, message=message, now=now_rfc3339())
 
-        updated = await self.writer.patch_status(WORKLOADS, workload, build)
+        updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         if updated is not None:
             log.info(
                 "admission check",
@@ -196,24 +181,13 @@ class AdmissionChecksController:
             )
 
     def _record_admitted(self, workload: JSON) -> None:
-        """Kueue's Admitted event and admission metrics, at the moment the last check turned Ready."""
-        cluster_queue = _cluster_queue_of(workload)
+        """The last check turned Ready: admitted now, some time after the reservation."""
         reserved = find((workload.get("status") or {}).get("conditions"), "QuotaReserved") or {}
-        since = parse_timestamp(reserved.get("lastTransitionTime"))
-        waited = max(0.0, time.time() - since) if since else 0.0
-        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
-        created = parse_timestamp((workload.get("metadata") or {}).get("creationTimestamp"))
-        queued = max(0.0, time.time() - created) if created else 0.0
-        role = self.metrics.role
-        self.metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
-        self.metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(queued)
-        self.events.record(
+        record_admitted(
+            self.context,
             workload,
-            type="Normal",
-            reason="Admitted",
-            message=(
-                f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {waited:.0f}s"
-            ),
+            cluster_queue=_cluster_queue_of(workload),
+            since_reservation=seconds_since(reserved.get("lastTransitionTime")),
         )
 
 

@@ -1,16 +1,14 @@
 """Live configuration from ConfigMap ``kueue-webhook-config`` (key ``config.yaml``), last good one kept.
 
-Operators edit the ConfigMap with kubectl and expect the change to apply without a restart, and expect a typo
-not to take the controller down. So every observed version of the ConfigMap is parsed in full
-(``webhook.api.config.parse_configuration`` reports every bad field); a valid one replaces the configuration
-in force and is announced to subscribers, an invalid one changes nothing and is reported three ways: a
-Warning Event ``InvalidConfiguration`` on the ConfigMap naming the fields, a log line, and the metrics
-``kueue_webhook_config_reloads_total{result="rejected"}`` / ``kueue_webhook_config_last_reload_successful``.
-Deleting the ConfigMap keeps the configuration in force (an accidental delete must not reset the policy).
+Operators edit the ConfigMap and expect the change to apply without a restart, and a typo not to take the
+controller down. So every observed version is parsed in full: a valid one replaces the configuration in
+force and is announced to subscribers; an invalid one changes nothing and is reported (a Warning Event, a
+log line, a metric: README.md, Configuration). Deleting the ConfigMap keeps the configuration in force, so an
+accidental delete cannot reset the policy.
 
 The controller's own user name, as the API server reported it (``webhook.control.identity``), is not in the
-ConfigMap; it is kept here and stamped on every configuration that comes into force, so an edit of
-``controllerIdentity`` never drops it.
+ConfigMap: it is stamped on every configuration that comes into force, so an edit of ``controllerIdentity``
+never drops it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """One replica of the controller: informers and webhook view for everyone, the admission task for the leader.
 
 Every replica watches the cluster (so each can answer admission reviews from a current view and take over
-without a cold start) but only the Lease holder writes. Leadership gates three tasks, started together
+without a cold start) but only the Lease holder writes. Leadership gates five tasks, started together
 when the lease is won and cancelled together, synchronously, the moment it is lost: the admission loop,
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
-reporter. Winning the lease rebuilds the core from the store and
-queues every Job, so whatever a previous leader left half done (a Workload admitted whose Job is still
-suspended) is finished first. Nothing leader-only runs before every informer has listed once, and nothing
-at all before the API server has said who the controller is (``webhook.control.identity``): the webhook
-trusts that user to start queued Jobs.
+reporter. They share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration),
+built here once. Winning the lease rebuilds the core from the store and queues every Job, so whatever a
+previous leader left half done (a Workload admitted whose Job is still suspended) is finished first.
+Nothing leader-only runs before every informer has listed once, and nothing at all before the API server
+has said who the controller is (``webhook.control.identity``): the webhook trusts that user to start
+queued Jobs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from webhook.api.config import CONFIGMAP_NAME, Configuration
 from webhook.control.approval import AdmissionChecksController
 from webhook.control.config import LiveConfiguration
+from webhook.control.context import ControlContext
 from webhook.control.events import Recorder
 from webhook.control.fair_sharing import FairSharingReporter
 from webhook.control.identity import own_username
@@ -35,9 +37,14 @@ from webhook.control.reconciler import JobReconciler
 from webhook.control.status_reporter import QueueStatusReporter
 from webhook.control.store import Change, Store
 from webhook.control.writers import Writer
+from webhook.core.scheduler import SchedulerState
 
 log = logging.getLogger("kueue_webhook.controller")
 LEASE_NAME = "kueue-webhook-leader"
+#: the least time between two queue status (or fair-sharing) passes, in seconds
+STATUS_INTERVAL = 1.0
+#: the server-side timeout of each watch request; the informer then resumes from where it was
+WATCH_TIMEOUT_SECONDS = 290
 
 
 class Controller:
@@ -53,8 +60,8 @@ class Controller:
         lease_duration: float = LEASE_DURATION,
         renew_deadline: float = RENEW_DEADLINE,
         retry_period: float = RETRY_PERIOD,
-        status_interval: float = 1.0,
-        watch_timeout_seconds: int = 290,
+        status_interval: float = STATUS_INTERVAL,
+        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -82,40 +89,19 @@ class Controller:
                 retry_period=retry_period,
                 on_change=self._leadership_changed,
             )
-        self.admission = AdmissionLoop(
+        self.context = ControlContext(
             store=self.store,
             writer=self.writer,
             events=self.recorder,
             metrics=self.metrics,
             is_leader=self.is_leader,
+            configuration=self.configuration,
         )
-        self.reconciler = JobReconciler(
-            store=self.store, writer=self.writer, events=self.recorder, config=self.configuration
-        )
-        self.status = QueueStatusReporter(
-            store=self.store,
-            writer=self.writer,
-            metrics=self.metrics,
-            state=lambda: self.admission.state,
-            is_leader=self.is_leader,
-            min_interval=status_interval,
-        )
-        self.checks = AdmissionChecksController(
-            store=self.store,
-            writer=self.writer,
-            events=self.recorder,
-            metrics=self.metrics,
-            state=lambda: self.admission.state,
-            is_leader=self.is_leader,
-        )
-        self.fair_sharing = FairSharingReporter(
-            store=self.store,
-            writer=self.writer,
-            metrics=self.metrics,
-            state=lambda: self.admission.state,
-            is_leader=self.is_leader,
-            min_interval=status_interval,
-        )
+        self.admission = AdmissionLoop(self.context)
+        self.reconciler = JobReconciler(self.context)
+        self.status = QueueStatusReporter(self.context, state=self._core, min_interval=status_interval)
+        self.checks = AdmissionChecksController(self.context, state=self._core)
+        self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=status_interval)
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout_seconds)
             for kind in WATCHED
@@ -151,6 +137,10 @@ class Controller:
 
     def ready(self) -> bool:
         return self.store.is_synced(informer.kind for informer in self.informers)
+
+    def _core(self) -> SchedulerState:
+        """The admission loop's scheduler state, as it is now (each leadership term rebuilds it)."""
+        return self.admission.state
 
     # -- leadership ----------------------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ reason, message) within a short window are folded into one Event with a count, a
 does, so a pending Workload cannot flood etcd.
 
 Writes are paced by a token bucket (``rate`` a second, bursts of ``burst``), as client-go paces every
-request of a controller (Kueue runs its client at 50 requests a second, burst 100). Without it, a burst of
-admissions sent two Events per admission to the API server, a fifth of all requests in Kueue's baseline
-benchmark, competing with the writes that admit and release quota.
+request of a controller (Kueue runs its client at 50 requests a second, burst 100): a burst of admissions
+would otherwise send two Events per admission to the API server, competing with the writes that admit and
+release quota.
 """
 
 from __future__ import annotations

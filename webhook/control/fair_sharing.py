@@ -17,10 +17,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from webhook.control.context import ControlContext
 from webhook.control.kinds import CLUSTER_QUEUES, COHORTS, WORKLOADS
-from webhook.control.metrics import Metrics
-from webhook.control.store import Change, Store
-from webhook.control.writers import Writer
+from webhook.control.store import Change
 from webhook.core.scheduler import SchedulerState
 from webhook.core.status import cohort_status
 
@@ -32,20 +31,10 @@ class FairSharingReporter:
     """Recomputes shares after changes, at most every ``min_interval`` seconds, while leading."""
 
     def __init__(
-        self,
-        *,
-        store: Store,
-        writer: Writer,
-        metrics: Metrics,
-        state: Callable[[], SchedulerState],
-        is_leader: Callable[[], bool],
-        min_interval: float = 0.25,
+        self, context: ControlContext, *, state: Callable[[], SchedulerState], min_interval: float = 0.25
     ) -> None:
-        self.store = store
-        self.writer = writer
-        self.metrics = metrics
+        self.context = context
         self.state = state
-        self.is_leader = is_leader
         self.min_interval = min_interval
         self._kick = asyncio.Event()
         self.flushed = asyncio.Event()
@@ -61,7 +50,7 @@ class FairSharingReporter:
         while True:
             await self._kick.wait()
             self._kick.clear()
-            if self.is_leader():
+            if self.context.is_leader():
                 await self.flush()
             self.flushed.set()
             await asyncio.sleep(self.min_interval)  # rate limit: later changes coalesce into one pass
@@ -70,26 +59,27 @@ class FairSharingReporter:
         state = self.state()
         if not state.fair_sharing:
             return
-        role = self.metrics.role
+        metrics = self.context.metrics
+        role = metrics.role
         for name in state.cluster_queue_names():
             share = state.fair_share(name)
             spec = state.cluster_queue(name)
             if share is None or spec is None:
                 continue
-            self.metrics.cluster_queue_weighted_share.labels(name, spec.cohort_name or "", role).set(
+            metrics.cluster_queue_weighted_share.labels(name, spec.cohort_name or "", role).set(
                 _gauge(share.weighted)
             )
         for name in sorted(state.ledger.cohorts):
             node = state.ledger.cohorts[name]
-            self.metrics.cohort_weighted_share.labels(name, role).set(_gauge(state.share_of(node).weighted))
-            cohort = self.store.get(COHORTS, name)
+            metrics.cohort_weighted_share.labels(name, role).set(_gauge(state.share_of(node).weighted))
+            cohort = self.context.store.get(COHORTS, name)
             if cohort is None:
                 continue  # an implicit cohort (named by ClusterQueues only) has no object to write to
             computed = cohort_status(state, name)
             current = cohort.get("status") or {}
             if computed and current.get("fairSharing") != computed.get("fairSharing"):
                 try:
-                    await self.writer.patch_status(COHORTS, cohort, _constant(computed))
+                    await self.context.writer.patch_status(COHORTS, cohort, _constant(computed))
                 except Exception as exc:  # the next change tries again
                     log.warning("cohort status write failed", extra={"cohort": name, "error": repr(exc)})
 

@@ -13,7 +13,7 @@ the Job is the reconciler's business once it sees the admitted Workload (the sec
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
 changes, with its rank in the ClusterQueue appended (``webhook.control.positions`` keeps ranks current).
 Those pending writes (``webhook.control.pending_reasons``) share the write slots with admissions and
-evictions: the back-pressure keeps cycles batched (that module says what separating them cost).
+evictions: the back-pressure keeps cycles batched (that module says why).
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
@@ -35,12 +35,12 @@ from webhook.api.objects import (
     parse_cohort,
     parse_local_queue,
     parse_resource_flavor,
-    parse_timestamp,
     parse_workload,
     parse_workload_priority_class,
 )
+from webhook.control.admitted import priority_class_of, queued_for, record_admitted
 from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339
-from webhook.control.events import EventSink
+from webhook.control.context import ControlContext
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
     COHORTS,
@@ -52,12 +52,10 @@ from webhook.control.kinds import (
     WORKLOADS,
     Kind,
 )
-from webhook.control.metrics import Metrics
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.positions import QueuePositions
 from webhook.control.reconciler import has_reservation
-from webhook.control.store import Change, Store, key_of
-from webhook.control.writers import Writer
+from webhook.control.store import Change, key_of
 from webhook.core.scheduler import Admit, Evict, SchedulerState
 
 JSON = dict[str, Any]
@@ -115,39 +113,21 @@ class AdmissionLoop:
 
     def __init__(
         self,
+        context: ControlContext,
         *,
-        store: Store,
-        writer: Writer,
-        events: EventSink,
-        metrics: Metrics,
-        is_leader: Callable[[], bool],
         max_in_flight: int = DECISION_WRITES_IN_FLIGHT,
         position_writes_per_second: int = 50,
     ) -> None:
-        self.store = store
-        self.writer = writer
-        self.events = events
-        self.metrics = metrics
-        self.is_leader = is_leader
+        self.context = context
+        self.store = context.store  # the core mirrors it: read on every change
         self.state = SchedulerState()
         self._kick = asyncio.Event()
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
         self.positions = QueuePositions(
-            store=store,
-            writer=writer,
-            state=lambda: self.state,
-            is_leader=is_leader,
-            writes_per_second=position_writes_per_second,
+            context, state=lambda: self.state, writes_per_second=position_writes_per_second
         )
-        self.pending = PendingReasons(
-            store=store,
-            writer=writer,
-            events=events,
-            metrics=metrics,
-            positions=self.positions,
-            is_leader=is_leader,
-        )
+        self.pending = PendingReasons(context, positions=self.positions)
         self.admitted = 0
         self.cycles = 0
         self._decided_since_collect = 0
@@ -244,7 +224,7 @@ class AdmissionLoop:
             while True:
                 await self._kick.wait()
                 self._kick.clear()
-                while self.is_leader() and self.state.has_work():
+                while self.context.is_leader() and self.state.has_work():
                     await self._cycle()
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
                     self._collect_while_idle()
@@ -279,7 +259,7 @@ class AdmissionLoop:
         self._decided_since_collect += len(decisions)
         for decision in decisions:
             await self._slots.acquire()
-            if not self.is_leader():
+            if not self.context.is_leader():
                 # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
                 self._slots.release()
                 return
@@ -322,7 +302,7 @@ class AdmissionLoop:
         self.positions.mark(decision.cluster_queue)
         namespace, _, name = key.partition("/")
         workload = self.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.is_leader():
+        if workload is None or not self.context.is_leader():
             self.state.forget(key)
             return
         admission = decision.admission.to_dict()
@@ -330,16 +310,16 @@ class AdmissionLoop:
         checks = decision.admission_checks
 
         def build(current: JSON) -> JSON | None:
-            if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
+            if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
             if is_deleting(current):  # deleted since the cycle decided: it is on its way out
                 return None
             return admitted_status(current, admission=admission, now=now_rfc3339(), admission_checks=checks)
 
         try:
-            updated = await self.writer.patch_status(WORKLOADS, workload, build)
+            updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         except Exception as exc:
-            self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
+            self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
             log.warning("admission write failed", extra={"workload": key, "error": repr(exc)})
             self.state.forget(key)
             self.kick()
@@ -356,14 +336,13 @@ class AdmissionLoop:
         self.admitted += 1
         key = str(decision.workload)
         cluster_queue = decision.cluster_queue
-        created = parse_timestamp((workload.get("metadata") or {}).get("creationTimestamp"))
-        waited = max(0.0, time.time() - created) if created else 0.0
-        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
-        role = self.metrics.role
-        self.metrics.admission_attempts.labels("success", role).inc()
-        self.metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
-        self.metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
-        self.events.record(
+        waited = queued_for(workload)
+        priority_class = priority_class_of(workload)
+        metrics, role = self.context.metrics, self.context.metrics.role
+        metrics.admission_attempts.labels("success", role).inc()
+        metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
+        metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
+        self.context.events.record(
             workload,
             type="Normal",
             reason="QuotaReserved",
@@ -372,14 +351,7 @@ class AdmissionLoop:
             ),
         )
         if not decision.admission_checks:  # with checks, Admitted comes when they are all Ready
-            self.metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
-            self.metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
-            self.events.record(
-                workload,
-                type="Normal",
-                reason="Admitted",
-                message=f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was 0s",
-            )
+            record_admitted(self.context, workload, cluster_queue=cluster_queue, since_reservation=0.0)
         log.info("admitted", extra={"workload": key, "cluster_queue": cluster_queue, "decision": "admit"})
         for callback in self.on_admitted:
             callback(key)
@@ -390,12 +362,12 @@ class AdmissionLoop:
         key = str(decision.workload)
         namespace, _, name = key.partition("/")
         workload = self.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.is_leader():
+        if workload is None or not self.context.is_leader():
             self.state.eviction_failed(key)
             return
 
         def build(current: JSON) -> JSON | None:
-            if not self.is_leader() or not has_reservation(current) or is_true(current, "Finished"):
+            if not self.context.is_leader() or not has_reservation(current) or is_true(current, "Finished"):
                 return None
             if is_true(current, "Evicted"):
                 return None
@@ -409,7 +381,7 @@ class AdmissionLoop:
             )
 
         try:
-            updated = await self.writer.patch_status(WORKLOADS, workload, build)
+            updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         except Exception as exc:
             log.warning("eviction write failed", extra={"workload": key, "error": repr(exc)})
             self.state.eviction_failed(key)
@@ -438,19 +410,19 @@ class AdmissionLoop:
         """Kueue's events and metrics of an eviction (pkg/workload/evict and the preemptor's
         IssuePreemptions): ``EvictedDueTo<reason>`` on the Workload, and for a preemption ``Preempted`` on
         it and ``PreemptedWorkload`` on the preemptor, each naming both effective priorities."""
-        role = self.metrics.role
-        priority_class = str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+        role = self.context.metrics.role
+        priority_class = priority_class_of(workload)
         reason, cause = decision.reason, ""
         if decision.deactivate:
             reason, cause = "Deactivated", decision.reason
-        self.metrics.evicted_workloads.labels(
+        self.context.metrics.evicted_workloads.labels(
             decision.cluster_queue, reason, cause, priority_class, role
         ).inc()
-        self.events.record(
+        self.context.events.record(
             workload, type="Normal", reason=f"EvictedDueTo{decision.reason}", message=decision.message
         )
         if decision.deactivate:
-            self.events.record(
+            self.context.events.record(
                 workload,
                 type="Warning",
                 reason="AdmissionCheckRejected",
@@ -458,7 +430,7 @@ class AdmissionLoop:
             )
         if not decision.preemption_reason:
             return
-        self.metrics.preempted_workloads.labels(
+        self.context.metrics.preempted_workloads.labels(
             decision.preempting_cluster_queue, decision.preemption_reason, role
         ).inc()
         target = self.state.workload(str(decision.workload))
@@ -474,12 +446,12 @@ class AdmissionLoop:
             f"preemptor effective priority: {preemptor_priority} (base: {preemptor_priority}, boost: 0); "
             f"preemptee effective priority: {target_priority} (base: {target_priority}, boost: 0)"
         )
-        self.events.record(
+        self.context.events.record(
             workload, type="Normal", reason="Preempted", message=f"{decision.message}; {priorities}"
         )
         if preemptor is not None:
             uid = (workload.get("metadata") or {}).get("uid", "")
-            self.events.record(
+            self.context.events.record(
                 preemptor,
                 type="Normal",
                 reason="PreemptedWorkload",
@@ -492,10 +464,12 @@ class AdmissionLoop:
     async def _deactivate(self, workload: JSON, key: str) -> None:
         """A Rejected admission check: ``spec.active=false`` so the workload does not queue again (Kueue's
         deactivation target); a user sets it back to true to retry."""
-        if not self.is_leader():
+        if not self.context.is_leader():
             return
         try:
-            await self.writer.patch(WORKLOADS, workload, {"spec": {"active": False}}, patch_type="merge")
+            await self.context.writer.patch(
+                WORKLOADS, workload, {"spec": {"active": False}}, patch_type="merge"
+            )
         except Exception as exc:
             log.warning("deactivation write failed", extra={"workload": key, "error": repr(exc)})
 

@@ -21,22 +21,10 @@ import uuid
 from pathlib import Path
 
 from webhook import runtime
-from webhook.control.controller import Controller
-from webhook.control.kinds import WATCHED
-from webhook.control.kube import KubeClient
 from webhook.control.kubeconfig import KubeconfigError
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
-
-#: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
-WATCH_CONNECTIONS = len(WATCHED) + 1
-#: the default pool: the watches plus a few for writes. Memory stays low (in the 10,000-Job e2e benchmark
-#: the controller's steady RSS was 93-96 MB with 16 connections, 108 MB with 20 or more: more writes in flight
-#: during a burst interleave short-lived and kept objects, and Python's allocator then holds 68 arenas
-#: instead of 56 for the same live data), but under heavy load writes wait for a free connection; from
-#: ``WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT`` up (``--api-connections 32``) every decision write in
-#: flight has its own.
-API_CONNECTIONS = 16
+from webhook.control.wiring import API_CONNECTIONS, WATCH_CONNECTIONS, Listen, Replica, build
 
 
 def api_connections(value: str) -> int:
@@ -115,54 +103,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
-async def connect(args: argparse.Namespace) -> KubeClient:
-    """The API client as ``serve``'s arguments describe it."""
-    return await KubeClient.connect(
-        kubeconfig=args.kubeconfig, context=args.context, connections=args.api_connections
-    )
-
-
-async def serve(args: argparse.Namespace) -> None:
-    """Build the client, the controller and the webhook server, and run them until cancelled."""
-
-    from webhook.server import WebhookServer, create_app
-
-    client = await connect(args)
-    controller = Controller(
-        client=client,
+async def build_replica(args: argparse.Namespace) -> Replica:
+    """The replica as ``serve``'s arguments describe it (``webhook.control.wiring.build``)."""
+    tls_dir = Path(args.tls_dir)
+    return await build(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        connections=args.api_connections,
         namespace=args.namespace,
         identity=args.identity,
         leader_election=not args.no_leader_election,
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
+        listen=Listen(
+            cert_file=Path(args.cert) if args.cert else tls_dir / "tls.crt",
+            key_file=Path(args.key) if args.key else tls_dir / "tls.key",
+            host=args.host,
+            port=args.port,
+        ),
     )
-    app = create_app(
-        view=controller.store,
-        config=controller.configuration,
-        registry=controller.metrics.registry,
-        ready=controller.ready,
-    )
-    tls_dir = Path(args.tls_dir)
-    server = WebhookServer(
-        app,
-        cert_file=args.cert or tls_dir / "tls.crt",
-        key_file=args.key or tls_dir / "tls.key",
-        host=args.host,
-        port=args.port,
-    )
-    await server.start()
-    running = asyncio.ensure_future(controller.run())
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):  # a pod being stopped: release the lease, then exit 0
-        loop.add_signal_handler(signum, running.cancel)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Build the replica, serve the webhook and run the controller until cancelled or signalled."""
+    replica = await build_replica(args)
     try:
-        await running
-    except asyncio.CancelledError:
-        logging.getLogger("kueue_webhook").info("shutting down")
+        running = await replica.start()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):  # a pod being stopped: release the lease, then exit 0
+            loop.add_signal_handler(signum, running.cancel)
+        try:
+            await running
+        except asyncio.CancelledError:
+            logging.getLogger("kueue_webhook").info("shutting down")
     finally:
-        await server.stop()
-        await client.close()
+        await replica.stop()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,34 +4,28 @@ Every new Workload that does not fit gets Kueue's pending condition, so under a 
 writes outnumber admissions. A Workload's first pending condition, and any change of its reason, is written
 at once. A message whose reason stands and whose wording alone moved is not: Kueue's text carries numbers
 (``insufficient unused quota for cpu in flavor rf, 3 more needed``) that change with every admission in the
-cohort, and writing each change made a waiting head take many writes (Kueue's baseline benchmark: pending
-writes were 47 % of the controller's Workload status writes, six per medium Workload). Those, and a rank
-that moved alone, are left to ``webhook.control.positions``, which brings the shown message and rank up to
-date at a bounded rate, front of the queue first. The write re-reads the store, so a Workload admitted
-meanwhile is not written, and the resourceVersion precondition settles a race with its admission write.
+cohort, so writing each change would cost a waiting head many writes. Those, and a rank that moved alone,
+are left to ``webhook.control.positions``, which brings the shown message and rank up to date at a bounded
+rate, front of the queue first. The write re-reads the store, so a Workload admitted meanwhile is not
+written, and the resourceVersion precondition settles a race with its admission write.
 
-The admission loop runs these writes in the same slots as admissions, on purpose. Giving them a separate,
-coalescing background queue was measured on Kueue's baseline benchmark (same commit, one run each): wall
-168 s instead of 132 s, 2,444 evictions instead of 588, large Workloads admitted after 51 s instead of 1.5 s.
-Shared slots are back-pressure: while they are busy the loop does not cycle, so changes accumulate and the
-next cycle sees many heads at once and admits in priority order across the cohort. Without it every change
-ran its own small cycle, low-priority Workloads took the room first, borrowed it, and had it reclaimed.
+The admission loop runs these writes in the same slots as admissions, on purpose: shared slots are
+back-pressure. While they are busy the loop does not cycle, so changes accumulate and the next cycle sees
+many heads at once and admits in priority order across the cohort; with separate slots every change runs
+its own small cycle, low-priority Workloads take freed room first by borrowing it, and then have it
+reclaimed (measured in bench/baseline/README.md).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
-from webhook.control.events import EventSink
+from webhook.control.context import ControlContext
 from webhook.control.kinds import WORKLOADS
-from webhook.control.metrics import Metrics
 from webhook.control.positions import QueuePositions, base_message, position_suffix, quota_condition
 from webhook.control.reconciler import has_reservation
-from webhook.control.store import Store
-from webhook.control.writers import Writer
 from webhook.core.scheduler import Wait
 
 JSON = dict[str, Any]
@@ -50,28 +44,15 @@ def shown_message(workload: JSON, *, reason: str) -> str | None:
 class PendingReasons:
     """Writes one pending decision: Kueue's condition with the rank appended, its event and its log line."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        writer: Writer,
-        events: EventSink,
-        metrics: Metrics,
-        positions: QueuePositions,
-        is_leader: Callable[[], bool],
-    ) -> None:
-        self.store = store
-        self.writer = writer
-        self.events = events
-        self.metrics = metrics
+    def __init__(self, context: ControlContext, *, positions: QueuePositions) -> None:
+        self.context = context
         self.positions = positions
-        self.is_leader = is_leader
 
     async def write(self, decision: Wait) -> None:
         key = str(decision.workload)
         namespace, _, name = key.partition("/")
-        workload = self.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.is_leader():
+        workload = self.context.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.context.is_leader():
             return
         reason = decision.reason or "Pending"
         shown = shown_message(workload, reason=reason)
@@ -84,23 +65,23 @@ class PendingReasons:
         message = decision.message + position_suffix(decision.position, decision.cluster_queue)
 
         def build(current: JSON) -> JSON | None:
-            if not self.is_leader() or has_reservation(current) or is_true(current, "Finished"):
+            if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
             return pending_status(current, reason=reason, message=message, now=now_rfc3339())
 
         try:
-            updated = await self.writer.patch_status(WORKLOADS, workload, build)
+            updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         except Exception as exc:
             log.warning("pending status write failed", extra={"workload": key, "error": repr(exc)})
             return
         if updated is None:
             return
         self.positions.remember(key, reason=reason, message=decision.message, position=decision.position)
-        self.events.record(workload, type="Warning", reason=reason, message=decision.message)
+        self.context.events.record(workload, type="Warning", reason=reason, message=decision.message)
         self._decided(key, decision)
 
     def _decided(self, key: str, decision: Wait) -> None:
-        self.metrics.admission_attempts.labels("inadmissible", self.metrics.role).inc()
+        self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
         log.info(
             "pending",
             extra={

@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
+from webhook.control.context import ControlContext
 from webhook.control.kinds import WORKLOADS
 from webhook.control.reconciler import has_reservation
-from webhook.control.store import Store
-from webhook.control.writers import Writer
 from webhook.core.scheduler import SchedulerState
 
 JSON = dict[str, Any]
@@ -67,17 +66,13 @@ class QueuePositions:
 
     def __init__(
         self,
+        context: ControlContext,
         *,
-        store: Store,
-        writer: Writer,
         state: Callable[[], SchedulerState],
-        is_leader: Callable[[], bool],
         writes_per_second: int = 50,
     ) -> None:
-        self.store = store
-        self.writer = writer
+        self.context = context
         self.state = state
-        self.is_leader = is_leader
         self.writes_per_second = writes_per_second
         self._dirty: set[str] = set()  # ClusterQueues whose shown ranks or messages may be stale
         self._ready = asyncio.Event()
@@ -101,7 +96,7 @@ class QueuePositions:
         if key in self._shown:
             return self._shown[key]
         namespace, _, name = key.partition("/")
-        condition = quota_condition(self.store.get(WORKLOADS, name, namespace) or {})
+        condition = quota_condition(self.context.store.get(WORKLOADS, name, namespace) or {})
         shown = None
         if condition is not None and condition.get("status") == "False":
             message = str(condition.get("message", ""))
@@ -131,7 +126,7 @@ class QueuePositions:
         while True:
             await self._ready.wait()
             self._ready.clear()
-            while self._dirty and self.is_leader():
+            while self._dirty and self.context.is_leader():
                 await self.refresh_once()
                 await asyncio.sleep(1.0)  # the rate limit itself, not a synchronisation
 
@@ -151,21 +146,21 @@ class QueuePositions:
 
     async def _write(self, rank: int, key: str, cluster_queue: str, reason: str, message: str) -> None:
         namespace, _, name = key.partition("/")
-        workload = self.store.get(WORKLOADS, name, namespace)
+        workload = self.context.store.get(WORKLOADS, name, namespace)
         if workload is None:
             return
         shown = message + position_suffix(rank, cluster_queue)
 
         def build(current: JSON) -> JSON | None:
             condition = quota_condition(current)
-            if not self.is_leader() or condition is None or condition.get("status") != "False":
+            if not self.context.is_leader() or condition is None or condition.get("status") != "False":
                 return None
             if has_reservation(current) or is_true(current, "Finished"):
                 return None
             return pending_status(current, reason=reason, message=shown, now=now_rfc3339())
 
         try:
-            if await self.writer.patch_status(WORKLOADS, workload, build) is not None:
+            if await self.context.writer.patch_status(WORKLOADS, workload, build) is not None:
                 self.remember(key, reason=reason, message=message, position=rank)
         except Exception as exc:
             log.warning("queue position write failed", extra={"workload": key, "error": repr(exc)})

@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from webhook.api.config import Configuration
 from webhook.api.finalizers import RESOURCE_IN_USE, has_finalizer, is_deleting
 from webhook.api.jobs import (
     FlavorConflict,
@@ -64,7 +63,7 @@ from webhook.control.conditions import (
     released_status,
     start_failed_status,
 )
-from webhook.control.events import EventSink
+from webhook.control.context import ControlContext
 from webhook.control.kinds import (
     JOBS,
     PRIORITY_CLASSES,
@@ -74,9 +73,9 @@ from webhook.control.kinds import (
     Kind,
 )
 from webhook.control.kube import ApiError
-from webhook.control.store import Change, Store, controller_owner, key_of
+from webhook.control.store import Change, controller_owner, key_of
 from webhook.control.workqueue import WorkQueue
-from webhook.control.writers import Writer, refused_fields
+from webhook.control.writers import refused_fields
 
 JSON = dict[str, Any]
 Handler = Callable[[tuple[str, str]], Awaitable[None]]
@@ -280,19 +279,8 @@ def start_refused(exc: ApiError) -> bool:
 class JobReconciler:
     """Runs ``plan_job`` for every Job the store reports changed (directly or through its Workload)."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        writer: Writer,
-        events: EventSink,
-        config: Callable[[], Configuration],
-        workers: int = 4,
-    ) -> None:
-        self.store = store
-        self.writer = writer
-        self.events = events
-        self.config = config
+    def __init__(self, context: ControlContext, *, workers: int = 4) -> None:
+        self.context = context
         self.workers = workers
         self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
         #: keys of deleted Workloads that may have no Job left to speak for them (``release_orphan``)
@@ -308,7 +296,7 @@ class JobReconciler:
             if change.new is None or is_deleting(change.new):
                 gone = change.old if change.new is None else change.new
                 uid = str(((gone or {}).get("metadata") or {}).get("uid", ""))
-                workload = self.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
+                workload = self.context.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
                 if workload is not None and _held(workload):
                     self.orphans.add(key_of(workload))
             self.queue.add(change.key)
@@ -320,7 +308,8 @@ class JobReconciler:
             if change.new is not None and _held(change.new):
                 self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
-            for workload in self.store.items(WORKLOADS):  # admitted Workloads may have waited for this flavor
+            # admitted Workloads may have waited for this flavor
+            for workload in self.context.store.items(WORKLOADS):
                 owner = controller_owner(workload)
                 if owner is not None and owner.get("kind") == "Job" and has_reservation(workload):
                     self.queue.add((key_of(workload)[0], str(owner.get("name", ""))))
@@ -328,9 +317,9 @@ class JobReconciler:
     def resync(self) -> None:
         """Queue every Job, and every deleted Workload still held (after becoming leader: finish anything a
         previous leader left half done, such as a finalizer it did not get to remove)."""
-        for job in self.store.items(JOBS):
+        for job in self.context.store.items(JOBS):
             self.queue.add(key_of(job))
-        for workload in self.store.items(WORKLOADS):
+        for workload in self.context.store.items(WORKLOADS):
             if _held(workload):
                 self.orphans.add(key_of(workload))
 
@@ -353,7 +342,7 @@ class JobReconciler:
         asyncio.get_running_loop().call_later(delay, queue.add, key)
 
     def _flavor(self, name: str) -> ResourceFlavor | None:
-        raw = self.store.get(RESOURCE_FLAVORS, name)
+        raw = self.context.store.get(RESOURCE_FLAVORS, name)
         if raw is None:
             return None
         parsed = parse_resource_flavor(raw)
@@ -362,7 +351,7 @@ class JobReconciler:
     def _priorities(self, kind: Kind = WORKLOAD_PRIORITY_CLASSES) -> dict[str, int]:
         """``{name: value}`` of the WorkloadPriorityClasses (or of another kind with a top-level value)."""
         out: dict[str, int] = {}
-        for item in self.store.items(kind):
+        for item in self.context.store.items(kind):
             value = item.get("value")
             if isinstance(value, int):
                 out[str((item.get("metadata") or {}).get("name", ""))] = value
@@ -370,17 +359,17 @@ class JobReconciler:
 
     async def reconcile(self, key: tuple[str, str]) -> None:
         namespace, name = key
-        job = self.store.get(JOBS, name, namespace)
+        job = self.context.store.get(JOBS, name, namespace)
         if job is None:
             await self._job_deleted(key)
             return
         if is_deleting(job):
             return  # its Workload's finalizer is for release_orphan, as Kueue finalizes a deleted Job's
-        labels = self.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
-        if not is_managed(job, config=self.config(), namespace_labels=labels):
+        labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
+        if not is_managed(job, config=self.context.configuration(), namespace_labels=labels):
             return
         uid = str((job.get("metadata") or {}).get("uid", ""))
-        workload = self.store.workload_owned_by(namespace=namespace, owner_uid=uid)
+        workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid)
         step = plan_job(
             job,
             workload,
@@ -401,13 +390,13 @@ class JobReconciler:
         integrated, so nothing else would ever let it go. A live Job's Workload is for ``plan_job``.
         """
         namespace, name = key
-        workload = self.store.get(WORKLOADS, name, namespace)
+        workload = self.context.store.get(WORKLOADS, name, namespace)
         if workload is None or not _held(workload):
             return
-        job = self.store.job_of(workload)
+        job = self.context.store.job_of(workload)
         if job is not None and not is_deleting(job):
             return
-        if await self.writer.remove_finalizer(WORKLOADS, workload, RESOURCE_IN_USE) is not None:
+        if await self.context.writer.remove_finalizer(WORKLOADS, workload, RESOURCE_IN_USE) is not None:
             log.info(
                 "finalizer removed",
                 extra={"workload": "/".join(key), "reason": "deleted, no Job to wait for"},
@@ -418,13 +407,13 @@ class JobReconciler:
         """Unsuspend an admitted Job; a refusal is said on the Workload and the Job, never only logged."""
         admitted = f"Admitted by clusterQueue {step.cluster_queue}"
         try:
-            started = await self.writer.patch(JOBS, job, step.patch)
+            started = await self.context.writer.patch(JOBS, job, step.patch)
         except ApiError as exc:
             if exc.status == 422 and refused_fields(exc):
                 # The API server refuses the Job as admission would start it (a flavor's nodeSelector or
                 # toleration it cannot accept): a retry cannot help, so, like Kueue for a start that can
                 # never succeed, the Workload finishes as FailedToStart, which frees its quota and says why.
-                self.events.record(job, type="Warning", reason="FailedToStart", message=exc.message)
+                self.context.events.record(job, type="Warning", reason="FailedToStart", message=exc.message)
                 await self._execute(job, FinishWorkload(step.workload, "FailedToStart", exc.message))
                 return
             if start_refused(exc):
@@ -432,9 +421,9 @@ class JobReconciler:
             raise  # retried with backoff: the refusal may be lifted (a webhook or its configuration fixed)
         if started is None:
             return
-        self.events.record(job, type="Normal", reason="Started", message=admitted)
+        self.context.events.record(job, type="Normal", reason="Started", message=admitted)
         workload = self._current(step.workload)
-        await self.writer.patch_status(
+        await self.context.writer.patch_status(
             WORKLOADS,
             workload,
             lambda current: start_failed_status(
@@ -451,7 +440,7 @@ class JobReconciler:
         # the server's Status reason (Forbidden, BadRequest...); a webhook may send any text, the condition
         # reason must be CamelCase (metav1.Condition's pattern)
         reason = exc.reason if _CONDITION_REASON.fullmatch(exc.reason) else "Refused"
-        updated = await self.writer.patch_status(
+        updated = await self.context.writer.patch_status(
             WORKLOADS,
             self._current(workload),
             lambda current: start_failed_status(
@@ -463,29 +452,30 @@ class JobReconciler:
                 "job start refused",
                 extra={"job": "/".join(key_of(job)), "status": exc.status, "error": message},
             )
-            self.events.record(updated, type="Warning", reason="FailedToStart", message=message)
-            self.events.record(job, type="Warning", reason="FailedToStart", message=message)
+            self.context.events.record(updated, type="Warning", reason="FailedToStart", message=message)
+            self.context.events.record(job, type="Warning", reason="FailedToStart", message=message)
 
     def _current(self, workload: JSON) -> JSON:
         """The store's copy of ``workload`` (newer than the one planned from, after our own writes)."""
         namespace, name = key_of(workload)
-        return self.store.get(WORKLOADS, name, namespace) or workload
+        return self.context.store.get(WORKLOADS, name, namespace) or workload
 
     async def _job_deleted(self, key: tuple[str, str]) -> None:
         uid = self._deleted_jobs.pop(key, None)
         if not uid:
             return
-        workload = self.store.workload_owned_by(namespace=key[0], owner_uid=uid)
+        workload = self.context.store.workload_owned_by(namespace=key[0], owner_uid=uid)
         if workload is not None:  # the garbage collector would do it too; doing it now frees quota at once
-            await self.writer.delete(WORKLOADS, workload)
+            await self.context.writer.delete(WORKLOADS, workload)
 
     async def _execute(self, job: JSON, step: Step) -> None:
         namespace = key_of(job)[0]
+        writer, events = self.context.writer, self.context.events
         if isinstance(step, CreateWorkload):
-            created = await self.writer.create(WORKLOADS, step.body)
+            created = await writer.create(WORKLOADS, step.body)
             if created is not None:
                 wl_name = created["metadata"]["name"]
-                self.events.record(
+                events.record(
                     job,
                     type="Normal",
                     reason="CreatedWorkload",
@@ -493,20 +483,20 @@ class JobReconciler:
                 )
         elif isinstance(step, FinishWorkload):
             reason, message = step.reason, step.message
-            updated = await self.writer.patch_status(
+            updated = await writer.patch_status(
                 WORKLOADS,
                 step.workload,
                 lambda current: finished_status(current, reason=reason, message=message, now=now_rfc3339()),
             )
             if updated is not None:
                 wl_name = updated["metadata"]["name"]
-                self.events.record(
+                events.record(
                     job,
                     type="Normal",
                     reason="FinishedWorkload",
                     message=f"Workload '{namespace}/{wl_name}' is declared finished",
                 )
-                self.events.record(
+                events.record(
                     updated,
                     type="Normal" if reason == "Succeeded" else "Warning",
                     reason="Finished",
@@ -515,20 +505,20 @@ class JobReconciler:
         elif isinstance(step, StartJob):
             await self._start(job, step)
         elif isinstance(step, StopJob):
-            if await self.writer.patch(JOBS, job, step.patch) is not None:
-                self.events.record(job, type="Normal", reason="Stopped", message=step.message)
+            if await writer.patch(JOBS, job, step.patch) is not None:
+                events.record(job, type="Normal", reason="Stopped", message=step.message)
         elif isinstance(step, RemoveFinalizer):
-            if await self.writer.remove_finalizer(WORKLOADS, step.workload, RESOURCE_IN_USE) is not None:
+            if await writer.remove_finalizer(WORKLOADS, step.workload, RESOURCE_IN_USE) is not None:
                 log.info(
                     "finalizer removed",
                     extra={"workload": "/".join(key_of(step.workload)), "reason": step.why},
                 )
         elif isinstance(step, UpdatePodSets):
-            updated = await self.writer.patch(
+            updated = await writer.patch(
                 WORKLOADS, step.workload, {"spec": {"podSets": step.pod_sets}}, patch_type="merge"
             )
             if updated is not None:
-                self.events.record(
+                events.record(
                     job,
                     type="Normal",
                     reason="UpdatedWorkload",
@@ -536,7 +526,7 @@ class JobReconciler:
                 )
         elif isinstance(step, ReleaseReservation):
             message = step.message
-            await self.writer.patch_status(
+            await writer.patch_status(
                 WORKLOADS,
                 step.workload,
                 lambda current: (

@@ -7,9 +7,9 @@ decides with) and writes those whose visible status differs. Quiet periods there
 burst costs one write per queue per interval. The same pass refreshes Kueue's per-queue gauges and adds
 GPU-seconds for chargeback.
 
-Routing a change to the queues it touches must not read the store: at 1,000 queues, decoding every
-LocalQueue on each ClusterQueue event (most of them echoes of our own status writes) was most of the
-controller's CPU. So the reporter keeps its own LocalQueue -> ClusterQueue index, built once from the
+Routing a change to the queues it touches must not read the store: decoding every LocalQueue on each
+ClusterQueue event (most of them echoes of our own status writes) would cost in proportion to the number of
+queues on every event. So the reporter keeps its own LocalQueue -> ClusterQueue index, built once from the
 store and then kept current from LocalQueue changes, and a ClusterQueue change that only touched its
 status (our echo) does not mark its LocalQueues: their status derives from the core's state, not from the
 ClusterQueue's status.
@@ -25,11 +25,10 @@ from typing import Any
 
 from webhook.api.quantity import NANO
 from webhook.control.conditions import is_true, now_rfc3339
+from webhook.control.context import ControlContext
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
-from webhook.control.metrics import Metrics
 from webhook.control.queue_status import merge_status, status_differs
-from webhook.control.store import Change, Store, key_of
-from webhook.control.writers import Writer
+from webhook.control.store import Change, key_of
 from webhook.core.model import FlavorResource
 from webhook.core.scheduler import SchedulerState
 from webhook.core.status import cluster_queue_status, local_queue_status
@@ -43,20 +42,10 @@ class QueueStatusReporter:
     """Marks queues dirty on store changes; ``run`` flushes them while this replica leads."""
 
     def __init__(
-        self,
-        *,
-        store: Store,
-        writer: Writer,
-        metrics: Metrics,
-        state: Callable[[], SchedulerState],
-        is_leader: Callable[[], bool],
-        min_interval: float = 1.0,
+        self, context: ControlContext, *, state: Callable[[], SchedulerState], min_interval: float = 1.0
     ) -> None:
-        self.store = store
-        self.writer = writer
-        self.metrics = metrics
+        self.context = context
         self.state = state
-        self.is_leader = is_leader
         self.min_interval = min_interval
         self._dirty_cq: set[str] = set()
         self._dirty_lq: set[tuple[str, str]] = set()
@@ -100,8 +89,8 @@ class QueueStatusReporter:
         self._kick.set()
 
     def mark_all(self) -> None:
-        self._dirty_cq.update(key_of(cq)[1] for cq in self.store.items(CLUSTER_QUEUES))
-        self._dirty_lq.update(self.store.keys(LOCAL_QUEUES))
+        self._dirty_cq.update(key_of(cq)[1] for cq in self.context.store.items(CLUSTER_QUEUES))
+        self._dirty_lq.update(self.context.store.keys(LOCAL_QUEUES))
         self._kick.set()
 
     def _index(self) -> dict[tuple[str, str], str]:
@@ -109,7 +98,7 @@ class QueueStatusReporter:
         if self._cq_of_lq is None:
             self._cq_of_lq = {}
             self._lqs_of_cq = {}
-            for lq in self.store.items(LOCAL_QUEUES):
+            for lq in self.context.store.items(LOCAL_QUEUES):
                 self._index_local_queue(key_of(lq), lq)
         return self._cq_of_lq
 
@@ -137,7 +126,7 @@ class QueueStatusReporter:
                 await asyncio.sleep(wait)  # rate limit: gather a burst into one pass
             self._kick.clear()
             self._last_flush = time.monotonic()
-            if self.is_leader():
+            if self.context.is_leader():
                 await self.flush()
             self.flushed.set()
 
@@ -148,10 +137,10 @@ class QueueStatusReporter:
         now = now_rfc3339()
         self._tick_gpu_seconds(state)
         for name in sorted(n for n in cluster_queues if n):
-            cq = self.store.get(CLUSTER_QUEUES, name)
+            cq = self.context.store.get(CLUSTER_QUEUES, name)
             if cq is None or state.cluster_queue(name) is None:
                 if cq is None:
-                    self.metrics.forget_cluster_queue(cluster_queue=name)
+                    self.context.metrics.forget_cluster_queue(cluster_queue=name)
                 continue
             computed = cluster_queue_status(state, name)
             status = merge_status(cq.get("status"), computed, generation=_generation(cq), now=now)
@@ -162,7 +151,7 @@ class QueueStatusReporter:
             if status_differs(cq.get("status"), status):
                 await self._write(CLUSTER_QUEUES, cq, status)
         for namespace, name in sorted(local_queues):
-            lq = self.store.get(LOCAL_QUEUES, name, namespace)
+            lq = self.context.store.get(LOCAL_QUEUES, name, namespace)
             if lq is None or f"{namespace}/{name}" not in state.local_queues:
                 continue
             computed = local_queue_status(state, namespace, name)
@@ -172,24 +161,23 @@ class QueueStatusReporter:
 
     async def _write(self, kind: Any, obj: JSON, status: JSON) -> None:
         try:
-            await self.writer.patch_status(kind, obj, lambda _current: status)
+            await self.context.writer.patch_status(kind, obj, lambda _current: status)
         except Exception as exc:  # the next change marks it dirty again
             log.warning("queue status write failed", extra={"kind": kind.kind, "error": repr(exc)})
 
     def _report_metrics(
         self, name: str, cq: JSON, status: JSON, reserving: list[Reservation], state: SchedulerState
     ) -> None:
-        role = self.metrics.role
+        metrics = self.context.metrics
+        role = metrics.role
         cohort = str((cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort") or "")
         inadmissible = state.inadmissible_count(name)
-        self.metrics.pending_workloads.labels(name, "active", role).set(
-            state.pending_count(name) - inadmissible
-        )
-        self.metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
-        self.metrics.reserving_active_workloads.labels(name, role).set(len(reserving))
-        self.metrics.admitted_active_workloads.labels(name, role).set(sum(1 for _, a in reserving if a))
+        metrics.pending_workloads.labels(name, "active", role).set(state.pending_count(name) - inadmissible)
+        metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
+        metrics.reserving_active_workloads.labels(name, role).set(len(reserving))
+        metrics.admitted_active_workloads.labels(name, role).set(sum(1 for _, a in reserving if a))
         active = is_true({"status": status}, "Active")
-        self.metrics.set_cluster_queue_state(cluster_queue=name, state="active" if active else "pending")
+        metrics.set_cluster_queue_state(cluster_queue=name, state="active" if active else "pending")
         usage: dict[tuple[str, str], int] = {}
         reserved: dict[tuple[str, str], int] = {}
         for amounts, admitted in reserving:
@@ -205,13 +193,13 @@ class QueueStatusReporter:
                 for quota in flavor.resources:
                     labels = (cohort, name, flavor.name, quota.name, role)
                     fr = (flavor.name, quota.name)
-                    self.metrics.nominal_quota.labels(*labels).set(quota.nominal.nanos / NANO)
+                    metrics.nominal_quota.labels(*labels).set(quota.nominal.nanos / NANO)
                     if quota.borrowing_limit is not None:
-                        self.metrics.borrowing_limit.labels(*labels).set(quota.borrowing_limit.nanos / NANO)
+                        metrics.borrowing_limit.labels(*labels).set(quota.borrowing_limit.nanos / NANO)
                     if quota.lending_limit is not None:
-                        self.metrics.lending_limit.labels(*labels).set(quota.lending_limit.nanos / NANO)
-                    self.metrics.resource_usage.labels(*labels).set(usage.get(fr, 0) / NANO)
-                    self.metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
+                        metrics.lending_limit.labels(*labels).set(quota.lending_limit.nanos / NANO)
+                    metrics.resource_usage.labels(*labels).set(usage.get(fr, 0) / NANO)
+                    metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
 
     def _tick_gpu_seconds(self, state: SchedulerState) -> None:
         """Charge each queue the GPUs its workloads held (their reservations; not the ledger, which also
@@ -225,7 +213,7 @@ class QueueStatusReporter:
                     if "gpu" in resource and nanos > 0:
                         totals[resource] = totals.get(resource, 0) + nanos
             for resource, nanos in totals.items():
-                self.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
+                self.context.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
 
 
 def _generation(obj: JSON) -> int | None:

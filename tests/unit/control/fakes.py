@@ -1,12 +1,19 @@
-"""In-memory stand-ins for the API verbs the control modules use, with resourceVersion preconditions."""
+"""In-memory stand-ins for the API verbs the control modules use, with resourceVersion preconditions, and a
+``ControlContext`` made of such stand-ins."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
+from webhook.api.config import Configuration
+from webhook.control.context import ControlContext
+from webhook.control.events import EventSink
 from webhook.control.kinds import Kind
 from webhook.control.kube import ApiError
+from webhook.control.metrics import Metrics
+from webhook.control.store import Store
 
 JSON = dict[str, Any]
 
@@ -65,3 +72,29 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class NoEvents:
+    """Events nobody reads."""
+
+    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
+        pass
+
+
+def control_context(
+    store: Store,
+    *,
+    writer: Any = None,
+    events: EventSink | None = None,
+    metrics: Metrics | None = None,
+    configuration: Callable[[], Configuration] = Configuration,
+) -> ControlContext:
+    """The collaborators of a leading replica; ``writer`` is any stand-in with the verbs the test uses."""
+    return ControlContext(
+        store=store,
+        writer=writer,
+        events=events if events is not None else NoEvents(),
+        metrics=metrics if metrics is not None else Metrics(),
+        is_leader=lambda: True,
+        configuration=configuration,
+    )

@@ -6,30 +6,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.unit.control.fakes import control_context
 from webhook.control.kinds import Kind
 from webhook.control.loop import AdmissionLoop
-from webhook.control.metrics import Metrics
 from webhook.control.store import Change, Store, key_of
 from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]
 
 
-class NoEvents:
-    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
-        pass
-
-
 def new_loop() -> tuple[AdmissionLoop, Store]:
     store = Store()
-    loop = AdmissionLoop(
-        store=store,
-        writer=None,
-        events=NoEvents(),
-        metrics=Metrics(),
-        is_leader=lambda: True,  # type: ignore[arg-type]
-    )
-    return loop, store
+    return AdmissionLoop(control_context(store)), store
 
 
 def feed(loop: AdmissionLoop, store: Store, kind: Kind, obj: JSON) -> None:

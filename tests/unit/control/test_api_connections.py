@@ -2,8 +2,7 @@
 
 Each watch occupies one HTTP/1.1 connection for as long as it runs. With the default pool (sized for
 memory) writes share the few connections left; with ``WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT`` every
-decision write in flight has its own (the tail of Kueue's baseline benchmark waited on connections while
-the CPU sat partly idle).
+decision write in flight has its own, so a heavy admission burst never waits for a connection.
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ from tests.unit.control.kubeconfigs import write
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
-from webhook.control.main import API_CONNECTIONS, WATCH_CONNECTIONS, add_arguments, api_connections, connect
+from webhook.control.main import add_arguments, api_connections, build_replica
+from webhook.control.wiring import API_CONNECTIONS, WATCH_CONNECTIONS
 
 
 class SlowServer:
@@ -118,8 +118,8 @@ def test_the_default_pool_passes_the_same_check_as_a_given_one() -> None:
 
 async def test_serve_connects_with_the_pool_it_was_given(tmp_path: Path) -> None:
     kubeconfig = write(tmp_path, {"token": "t"})
-    client = await connect(parse("--kubeconfig", str(kubeconfig), "--api-connections", "27"))
+    replica = await build_replica(parse("--kubeconfig", str(kubeconfig), "--api-connections", "27"))
     try:
-        assert client.connections == 27
+        assert replica.client.connections == 27
     finally:
-        await client.close()
+        await replica.stop()

@@ -245,7 +245,7 @@ async def stop(*tasks: asyncio.Task[None]) -> None:
 @pytest.mark.parametrize("lands", [False, True], ids=["requests-lost", "write-answers-lost"])
 async def test_a_leader_whose_renewal_hangs_steps_down_within_the_renew_deadline(lands: bool) -> None:
     """client-go bounds each renewal by the renew deadline; a request that is never answered must not keep
-    a replica leading past it (it used to: 6.1 s with a 1.5 s lease)."""
+    a replica leading past it."""
     api, timeline = MemoryApi(), Timeline()
     connection = Partitionable(api, lands=lands)
     a = fast_elector(connection, "a", timeline)

@@ -1,7 +1,7 @@
 """A ClusterQueue's status write (ours, echoed by the watch) must not disturb the scheduler; its spec does.
 
-Each status flush used to re-read every ClusterQueue's unchanged spec, which woke every parked workload of
-its cohort: under load that retried all of them about once a second, for nothing.
+Re-reading a ClusterQueue's unchanged spec on each status flush would wake every parked workload of its
+cohort: under load, all of them retried about once a second, for nothing.
 """
 
 from __future__ import annotations

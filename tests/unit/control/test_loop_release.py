@@ -1,6 +1,6 @@
 """Quota passes on when the Workload says it is free (Finished), as Kueue's cache releases it: not when its
 Job completes. Otherwise, for the moment between the two writes, the Workloads holding a reservation exceed
-the quota as anyone watching them counts it (a recorded timeline of a real API server showed 11 of 10 cpu).
+the quota as anyone watching them counts it.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from tests.unit.control.fakes import control_context
 from webhook.control.kinds import WORKLOADS, Kind
-from webhook.control.metrics import Metrics
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.positions import QueuePositions
 from webhook.control.store import Store
@@ -74,20 +74,12 @@ def setup(queue: Queue | None = None) -> tuple[Store, RecordingWriter, Events, P
     store = Store()
     writer = RecordingWriter(store)
     events = Events()
+    context = control_context(store, writer=writer, events=events)
     positions = QueuePositions(
-        store=store,
-        writer=writer,  # type: ignore[arg-type]
+        context,
         state=(lambda: queue) if queue is not None else SchedulerState,  # type: ignore[arg-type,return-value]
-        is_leader=lambda: True,
     )
-    pending = PendingReasons(
-        store=store,
-        writer=writer,  # type: ignore[arg-type]
-        events=events,
-        metrics=Metrics(),
-        positions=positions,
-        is_leader=lambda: True,
-    )
+    pending = PendingReasons(context, positions=positions)
     return store, writer, events, pending
 
 
@@ -108,8 +100,9 @@ async def test_the_first_reason_and_a_new_reason_are_written_at_once_a_reworded_
     ]
     assert events.reasons == ["Warning Pending", "Warning WaitingForPreemptedWorkloads"]
     # every new message is a decision: counted as an inadmissible attempt, the moved rank alone is not
-    attempts = pending.metrics.registry.get_sample_value(
-        "kueue_admission_attempts_total", {"result": "inadmissible", "replica_role": pending.metrics.role}
+    attempts = pending.context.metrics.registry.get_sample_value(
+        "kueue_admission_attempts_total",
+        {"result": "inadmissible", "replica_role": pending.context.metrics.role},
     )
     assert attempts == 3
 

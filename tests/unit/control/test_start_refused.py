@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from webhook.api.config import Configuration
+from tests.unit.control.fakes import control_context
 from webhook.control.kinds import JOBS, WORKLOADS, Kind
 from webhook.control.kube import ApiError
 from webhook.control.metrics import Metrics
@@ -104,7 +104,7 @@ START = StartJob([{"op": "replace", "path": "/spec/suspend", "value": False}], "
 def reconciler(api: JobApi, events: Events) -> JobReconciler:
     store = Store()
     writer = Writer(client=api, store=store, metrics=Metrics())  # type: ignore[arg-type]
-    return JobReconciler(store=store, writer=writer, events=events, config=Configuration)
+    return JobReconciler(control_context(store, writer=writer, events=events))
 
 
 async def test_a_start_refused_for_good_finishes_the_workload_as_failed_to_start_with_the_reason() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.unit.control.fakes import control_context
 from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor, parse_workload
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
 from webhook.control.metrics import Metrics
@@ -67,11 +68,7 @@ class World:
         self.writer = RecordingWriter(self.store)
         self.metrics = Metrics()
         self.reporter = QueueStatusReporter(
-            store=self.store,
-            writer=self.writer,  # type: ignore[arg-type]
-            metrics=self.metrics,
-            state=lambda: self.state,
-            is_leader=lambda: True,
+            control_context(self.store, writer=self.writer, metrics=self.metrics), state=lambda: self.state
         )
         self.store.subscribe(self.reporter.on_change)
         flavor = {"kind": "ResourceFlavor", "metadata": {"name": "rf", "resourceVersion": "1"}, "spec": {}}

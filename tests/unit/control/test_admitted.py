@@ -1,0 +1,106 @@
+"""A Workload whose admission checks pass is admitted once: one ``Admitted`` Event, worded as Kueue's workload
+controller words it (pkg/controller/core/workload_controller.go: the wait since the reservation), and one
+count in ``kueue_admitted_workloads_total`` with the wait since creation observed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.unit.control.fakes import control_context
+from webhook.control import admitted
+from webhook.control.approval import AdmissionChecksController
+from webhook.control.kinds import WORKLOADS, Kind
+from webhook.control.metrics import Metrics
+from webhook.control.store import Store
+
+JSON = dict[str, Any]
+NOW = 1_800_000_000.0
+
+
+def stamp(seconds_ago: int) -> str:
+    return datetime.fromtimestamp(NOW - seconds_ago, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusWriter:
+    """Applies a status write to the store, as the API server's answer would."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.version = 10
+
+    async def patch_status(self, kind: Kind, obj: JSON, build: Any) -> JSON | None:
+        status = build(obj)
+        if status is None:
+            return None
+        self.version += 1
+        meta = {**obj["metadata"], "resourceVersion": str(self.version)}
+        updated = {**obj, "metadata": meta, "status": {**obj["status"], **status}}
+        self.store.upsert(kind, updated)
+        return updated
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
+        self.seen.append((reason, message))
+
+
+def approved_workload() -> JSON:
+    """Created 90 s ago, quota reserved 30 s ago in ClusterQueue a100, its one check now Ready."""
+    return {
+        "kind": "Workload",
+        "metadata": {
+            "name": "w",
+            "namespace": "team",
+            "resourceVersion": "5",
+            "creationTimestamp": stamp(90),
+        },
+        "spec": {"queueName": "lq"},
+        "status": {
+            "admission": {"clusterQueue": "a100", "podSetAssignments": []},
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "QuotaReserved",
+                    "lastTransitionTime": stamp(30),
+                },
+                {
+                    "type": "Admitted",
+                    "status": "False",
+                    "reason": "UnsatisfiedChecks",
+                    "lastTransitionTime": stamp(30),
+                },
+            ],
+            "admissionChecks": [
+                {"name": "finance", "state": "Ready", "message": "Approved", "lastTransitionTime": stamp(0)}
+            ],
+        },
+    }
+
+
+async def test_admitted_after_its_checks_once_with_the_wait_since_the_reservation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(admitted, "time", SimpleNamespace(time=lambda: NOW))
+    store, events, metrics = Store(), Events(), Metrics()
+    store.upsert(WORKLOADS, approved_workload())
+    core = SimpleNamespace(cluster_queue=lambda name: SimpleNamespace(admission_checks=("finance",)))
+    checks = AdmissionChecksController(
+        control_context(store, writer=StatusWriter(store), events=events, metrics=metrics),
+        state=lambda: core,  # type: ignore[arg-type,return-value]
+    )
+
+    await checks.sync_workload(("team", "w"))
+    await checks.sync_workload(("team", "w"))  # already Admitted: nothing more to say
+
+    assert events.seen == [("Admitted", "Admitted by ClusterQueue a100, wait time since reservation was 30s")]
+    labels = {"cluster_queue": "a100", "priority_class": "", "replica_role": metrics.role}
+    assert metrics.registry.get_sample_value("kueue_admitted_workloads_total", labels) == 1
+    assert metrics.registry.get_sample_value("kueue_admission_wait_time_seconds_sum", labels) == 90

@@ -1,0 +1,33 @@
+"""What every leader-side task of a replica shares, built once by the ``Controller``.
+
+The admission loop and its pending-reason and queue-position writers, the Job reconciler, the queue status
+and fair-sharing reporters and the admission-check controller all read the same store, write through the
+same writer, record Events and metrics alike, and stop writing the moment leadership is lost. One frozen
+object carries those collaborators, so each task's constructor names only what is its own (a rate, a worker
+count, the core it reads) and a test builds one context of fakes where production builds it from live parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from webhook.api.config import Configuration
+from webhook.control.events import EventSink
+from webhook.control.metrics import Metrics
+from webhook.control.store import Store
+from webhook.control.writers import Writer
+
+
+@dataclass(frozen=True, slots=True)
+class ControlContext:
+    """The shared collaborators; ``is_leader`` and ``configuration`` are read afresh at every use."""
+
+    store: Store
+    writer: Writer
+    events: EventSink
+    metrics: Metrics
+    #: whether this replica holds the Lease now: every write path checks it before writing
+    is_leader: Callable[[], bool]
+    #: the configuration in force (the ConfigMap's, reloaded live)
+    configuration: Callable[[], Configuration]

@@ -1,0 +1,118 @@
+"""What ``kueue-webhook serve`` runs, put together in one place: the API client, the controller on it, and the
+admission webhook answering from the controller's view.
+
+``serve`` builds its replica here from its arguments, and the integration and e2e harness
+(``tests/e2e/support.py``) builds its replicas here too, so the tests run exactly the wiring production runs;
+only the arguments differ (short lease timings, an ephemeral port, no webhook where a test needs none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from webhook.control.controller import STATUS_INTERVAL, WATCH_TIMEOUT_SECONDS, Controller
+from webhook.control.kinds import WATCHED
+from webhook.control.kube import KubeClient
+from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
+from webhook.server import DEFAULT_PORT, WebhookServer, create_app
+
+#: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
+WATCH_CONNECTIONS = len(WATCHED) + 1
+#: the default pool: the watches plus a few for writes. Kept small for memory (more writes in flight during
+#: a burst leave Python's allocator holding more memory for the same live data; the measurements are in
+#: bench/baseline/README.md), at the price that under heavy load writes wait for a free connection; from
+#: ``WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT`` up (``--api-connections 32``) every decision write in
+#: flight has its own.
+API_CONNECTIONS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Where the webhook listens, and the serving certificate it presents."""
+
+    cert_file: Path
+    key_file: Path
+    host: str = "0.0.0.0"
+    port: int = DEFAULT_PORT
+
+
+@dataclass(eq=False)
+class Replica:
+    """One replica: ``start`` it, ``stop`` it; ``running`` is the controller's task once started."""
+
+    client: KubeClient
+    controller: Controller
+    #: None: the controller alone, with no webhook
+    server: WebhookServer | None
+    running: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        """The port the webhook listens on (the one the system chose, for port 0); 0 without a webhook."""
+        return self.server.port if self.server is not None else 0
+
+    async def start(self) -> asyncio.Task[None]:
+        """Listen (raising if the serving certificate is unusable), then run the controller in a task."""
+        if self.server is not None:
+            await self.server.start()
+        name = f"controller-{self.controller.identity}"
+        self.running = asyncio.get_running_loop().create_task(self.controller.run(), name=name)
+        return self.running
+
+    async def stop(self) -> None:
+        """Cancel the controller (a leader releases its Lease), then stop listening and close the client."""
+        try:
+            if self.running is not None:
+                self.running.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.running
+        finally:
+            if self.server is not None:
+                await self.server.stop()
+            await self.client.close()
+
+
+async def build(
+    *,
+    namespace: str,
+    identity: str,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    connections: int = API_CONNECTIONS,
+    leader_election: bool = True,
+    lease_duration: float = LEASE_DURATION,
+    renew_deadline: float = RENEW_DEADLINE,
+    retry_period: float = RETRY_PERIOD,
+    status_interval: float = STATUS_INTERVAL,
+    watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
+    listen: Listen | None = None,
+) -> Replica:
+    """Connect as kubectl would (``KubeClient.connect``) and wire the controller and, with ``listen``, the
+    webhook on the controller's store, configuration, metrics registry and readiness. Nothing runs yet."""
+    client = await KubeClient.connect(kubeconfig=kubeconfig, context=context, connections=connections)
+    controller = Controller(
+        client=client,
+        namespace=namespace,
+        identity=identity,
+        leader_election=leader_election,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
+        status_interval=status_interval,
+        watch_timeout_seconds=watch_timeout_seconds,
+    )
+    server = None
+    if listen is not None:
+        app = create_app(
+            view=controller.store,
+            config=controller.configuration,
+            registry=controller.metrics.registry,
+            ready=controller.ready,
+        )
+        server = WebhookServer(
+            app, cert_file=listen.cert_file, key_file=listen.key_file, host=listen.host, port=listen.port
+        )
+    return Replica(client, controller, server)
