@@ -156,7 +156,8 @@ class Replicas:
 
 
 def job_body(name: str, namespace: str, queue: str, *, hold: bool = False) -> JSON:
-    labels = {"kueue.x-k8s.io/queue-name": queue, **({HOLD_LABEL: "true"} if hold else {})}
+    held = {HOLD_LABEL: "true"} if hold else {}  # on the Pods too: the played kubelet reads it there
+    labels = {"kueue.x-k8s.io/queue-name": queue, **held}
     container: JSON = {"name": "work", "image": "busybox:1.36", "command": ["true"]}
     container["resources"] = {"requests": {"cpu": "1"}}
     return {
@@ -165,7 +166,10 @@ def job_body(name: str, namespace: str, queue: str, *, hold: bool = False) -> JS
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {
             "suspend": True,  # what the mutating webhook does; none is registered for this run
-            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+            "template": {
+                "metadata": {"labels": held},
+                "spec": {"restartPolicy": "Never", "containers": [container]},
+            },
         },
     }
 
@@ -376,7 +380,9 @@ class Run:
         for i in range(held):
             body = job_body(f"held-{i:03d}", self.ns, "chaos", hold=True)
             await self.api.create(JOBS, body, namespace=self.ns)
-        await self.until(lambda: self.expected_status()["admittedWorkloads"] == self.args.quota, 120)
+        full = {"admittedWorkloads": self.args.quota, "pendingWorkloads": held - self.args.quota}
+        if not await self.until(lambda: self.expected_status() | full == self.expected_status(), 120):
+            raise RuntimeError(f"the held Jobs did not fill the queue: {self.expected_status()}")
         await self.kill_leader()
         deadline = time.monotonic() + 60
         reported: JSON = {}
