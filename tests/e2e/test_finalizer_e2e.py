@@ -74,6 +74,18 @@ class Recorded:
                 await self._changed.wait()
 
 
+def history(*recorded: Recorded) -> str:
+    """What the watches saw, in commit order, to tell why an ordering did not hold."""
+    lines = []
+    for version, kind, obj in sorted((e for r in recorded for e in r.events), key=lambda e: e[0]):
+        meta = obj["metadata"]
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        states = [c["type"] for c in conditions if c.get("status") == "True"]
+        deleting = " deleting" if meta.get("deletionTimestamp") else ""
+        lines.append(f"{version} {kind} {obj.get('kind')} {meta['name']}{deleting} {states}")
+    return "\n".join(lines)
+
+
 def reserved(obj: JSON) -> bool:
     return any(
         c.get("type") == "QuotaReserved" and c.get("status") == "True"
@@ -184,13 +196,18 @@ async def test_deleted_workload_holds_its_quota_until_the_jobs_pod_is_gone(
         b_reserved = await workloads.first(lambda kind, w: owned_by(w, "b") and reserved(w))
         uid = held["metadata"]["uid"]
         a_gone = await workloads.first(lambda kind, w: kind == "DELETED" and w["metadata"]["uid"] == uid)
-        pod_gone = await pods.first(
-            lambda kind, pod: kind == "DELETED" and pod["metadata"]["name"].startswith("a-")
+        # the pod stops counting as active (Kueue's IsActive reads the Job's status.active) once it is being
+        # deleted: the Job controller's own pod finalizer may keep the object a moment longer
+        pod_stopping = await pods.first(
+            lambda kind, pod: (
+                pod["metadata"]["name"].startswith("a-")
+                and (kind == "DELETED" or bool(pod["metadata"].get("deletionTimestamp")))
+            )
         )
         marked = await workloads.first(
             lambda kind, w: w["metadata"]["uid"] == uid and bool(w["metadata"].get("deletionTimestamp"))
         )
-        assert marked < pod_gone < a_gone < b_reserved
+        assert marked < pod_stopping < a_gone < b_reserved, history(pods, workloads)
         job_a = await client.get(JOBS, name="a", namespace=ns)
         assert job_a["spec"]["suspend"] is True
     finally:
