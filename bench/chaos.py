@@ -215,6 +215,7 @@ class Run:
         self.workloads: dict[str, JSON] = {}
         self.tasks: list[asyncio.Task[None]] = []
         self.main_done_at = 0.0
+        self.unfinished_at_main_end = -1
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -370,6 +371,7 @@ class Run:
         await creating
         await self.until(lambda: len(self.jobs_done) >= jobs and self.all_finished(), self.args.timeout)
         self.main_done_at = self.now()
+        self.unfinished_at_main_end = sum(not condition_true(w, "Finished") for w in self.workloads.values())
 
     def all_finished(self) -> bool:
         return all(condition_true(w, "Finished") for w in self.workloads.values())
@@ -544,11 +546,7 @@ async def bench(args: argparse.Namespace) -> JSON:
         },
         "jobs_completed": len(jobs),
         "jobs_stuck": args.jobs - len(jobs),
-        "workloads_not_finished": sum(
-            1
-            for w in run.workloads.values()
-            if not condition_true(w, "Finished") and not w["metadata"]["name"].startswith("held-")
-        ),
+        "workloads_not_finished": run.unfinished_at_main_end,
         "failover": {
             "lease_taken_max_s": max(takeovers, default=None),
             "lease_taken_mean_s": round(sum(takeovers) / len(takeovers), 2) if takeovers else None,
