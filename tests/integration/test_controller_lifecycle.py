@@ -262,7 +262,7 @@ async def test_positions_follow_the_queue_without_a_write_burst(fake_api: FakeAp
             )
 
         await fake_api.wait_for(lambda: ranks_shown(2), timeout=HANG)
-        await asyncio.wait_for(serving.controller.admission.wait_writes(), HANG)
+        await asyncio.wait_for(serving.controller.scheduler.wait_writes(), HANG)
         registry = serving.controller.metrics.registry
         labels = {"kind": "Workload", "verb": "patch-status"}
         before = registry.get_sample_value("kueue_webhook_api_writes_total", labels)
@@ -270,7 +270,7 @@ async def test_positions_follow_the_queue_without_a_write_burst(fake_api: FakeAp
 
         await fake_api.complete_job("team-a", "job-00")
         await fake_api.wait_for(lambda: running(fake_api, "job-02") and ranks_shown(3), timeout=HANG)
-        await asyncio.wait_for(serving.controller.admission.wait_writes(), HANG)
+        await asyncio.wait_for(serving.controller.scheduler.wait_writes(), HANG)
         after = registry.get_sample_value("kueue_webhook_api_writes_total", labels)
         # job-00 Finished, job-02 admitted, and one rank each for the nine still waiting (job-03..job-11)
         assert after is not None and after - before == 2 + 9

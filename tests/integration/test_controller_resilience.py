@@ -174,7 +174,7 @@ async def test_two_replicas_one_leader_and_failover_within_the_lease(fake_api: F
         assert not standby.controller.is_leader()
         await fake_api.create(gpu_job("first"))
         await fake_api.wait_for(lambda: running(fake_api, "first"), timeout=HANG)
-        assert standby.controller.admission.admitted == 0
+        assert standby.controller.scheduler.admitted == 0
 
         # the leader loses the API server (a network partition): it can neither renew nor release the lease
         await leader.client.close()

@@ -9,6 +9,6 @@ Layers, lowest first (each imports only from those before it):
   Kueue's metrics, Kubernetes condition semantics;
 * ``config``, ``leader`` — the live ConfigMap and the Lease;
 * ``reconciler`` (Job ⇄ Workload), ``positions`` (ranks shown on pending Workloads), ``loop`` (the
-  admission task over ``webhook.core``), ``queue_status`` and ``status_reporter`` (queue status, metrics);
+  scheduling task over ``webhook.core``), ``queue_status`` and ``status_reporter`` (queue status, metrics);
 * ``controller`` wires one replica, ``main`` is ``kueue-webhook serve``.
 """

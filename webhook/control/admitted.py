@@ -1,7 +1,7 @@
 """A Workload becoming Admitted: Kueue's ``Admitted`` Event and admission metrics, recorded here only.
 
 A Workload is admitted once, by one of two paths: with its quota reservation when its ClusterQueue has no
-admission checks (the admission loop), or later, when the last of its checks turns Ready (the admission-check
+admission checks (the scheduler loop), or later, when the last of its checks turns Ready (the admission-check
 controller), as Kueue's scheduler and workload controller each do. Both paths call ``record_admitted``, so
 the Event's wording and ``kueue_admitted_workloads_total`` / ``kueue_admission_wait_time_seconds`` cannot
 drift apart between them.

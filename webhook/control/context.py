@@ -1,6 +1,6 @@
 """What every leader-side task of a replica shares, built once by the ``Controller``.
 
-The admission loop and its pending-reason and queue-position writers, the Job reconciler, the queue status
+The scheduler loop and its pending-reason and queue-position writers, the Job reconciler, the queue status
 and fair-sharing reporters and the admission-check controller all read the same store, write through the
 same writer, record Events and metrics alike, and stop writing the moment leadership is lost. One frozen
 object carries those collaborators, so each task's constructor names only what is its own (a rate, a worker

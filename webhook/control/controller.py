@@ -1,8 +1,8 @@
-"""One replica of the controller: informers and webhook view for everyone, the admission task for the leader.
+"""One replica of the controller: informers and webhook view for everyone, the scheduling task for the leader.
 
 Every replica watches the cluster (so each can answer admission reviews from a current view and take over
 without a cold start) but only the Lease holder writes. Leadership gates five tasks, started together
-when the lease is won and cancelled together, synchronously, the moment it is lost: the admission loop,
+when the lease is won and cancelled together, synchronously, the moment it is lost: the scheduler loop,
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
 reporter. They share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration),
 built here once. Winning the lease rebuilds the core from the store and queues every Job, so whatever a
@@ -21,7 +21,7 @@ import logging
 from typing import Any
 
 from webhook.api.config import CONFIGMAP_NAME, Configuration
-from webhook.control.approval import AdmissionChecksController
+from webhook.control.checks import AdmissionChecksController
 from webhook.control.config import LiveConfiguration
 from webhook.control.context import ControlContext
 from webhook.control.events import Recorder
@@ -31,9 +31,9 @@ from webhook.control.informer import Informer
 from webhook.control.kinds import CONFIGMAPS, WATCHED
 from webhook.control.kube import KubeClient
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
-from webhook.control.loop import AdmissionLoop
 from webhook.control.metrics import Metrics
 from webhook.control.reconciler import JobReconciler
+from webhook.control.scheduler_loop import SchedulerLoop
 from webhook.control.status_reporter import QueueStatusReporter
 from webhook.control.store import Change, Store
 from webhook.control.writers import Writer
@@ -97,7 +97,7 @@ class Controller:
             is_leader=self.is_leader,
             configuration=self.configuration,
         )
-        self.admission = AdmissionLoop(self.context)
+        self.scheduler = SchedulerLoop(self.context)
         self.reconciler = JobReconciler(self.context)
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=status_interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
@@ -139,8 +139,8 @@ class Controller:
         return self.store.is_synced(informer.kind for informer in self.informers)
 
     def _core(self) -> SchedulerState:
-        """The admission loop's scheduler state, as it is now (each leadership term rebuilds it)."""
-        return self.admission.state
+        """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
+        return self.scheduler.state
 
     # -- leadership ----------------------------------------------------------------------------------------
 
@@ -156,8 +156,8 @@ class Controller:
             return
         self.leading.set()
         self.following.clear()
-        log.info("leading: admission task started", extra={"identity": self.identity})
-        self.admission.rebuild()
+        log.info("leading: scheduling task started", extra={"identity": self.identity})
+        self.scheduler.rebuild()
         self._apply_fair_sharing(self.configuration())
         self.reconciler.resync()
         self.checks.resync()
@@ -165,7 +165,7 @@ class Controller:
         self.fair_sharing.mark_all()
         loop = asyncio.get_running_loop()
         self._leader_tasks = [
-            loop.create_task(self.admission.run(), name="admission-loop"),
+            loop.create_task(self.scheduler.run(), name="scheduler-loop"),
             loop.create_task(self.reconciler.run(), name="job-reconciler"),
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
@@ -177,16 +177,16 @@ class Controller:
             return
         self.leading.clear()  # every write path checks this before writing: admitting stops now
         self.following.set()
-        self.admission.abandon_writes()  # its write tasks are its own: cancel them before any resumes
+        self.scheduler.abandon_writes()  # its write tasks are its own: cancel them before any resumes
         for task in self._leader_tasks:
             task.cancel()
         self._leader_tasks = []
-        log.info("lost leadership: admission task stopped", extra={"identity": self.identity})
+        log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
 
     def _dispatch(self, change: Change) -> None:
         if not self.leading.is_set():
             return
-        self.admission.on_change(change)
+        self.scheduler.on_change(change)
         self.reconciler.on_change(change)
         self.status.on_change(change)
         self.checks.on_change(change)
@@ -195,10 +195,10 @@ class Controller:
     def _apply_fair_sharing(self, configuration: Configuration) -> None:
         """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
         fair = configuration.fair_sharing
-        self.admission.state.configure_fair_sharing(
+        self.scheduler.state.configure_fair_sharing(
             enabled=fair.enable, strategies=fair.preemption_strategies
         )
-        self.admission.kick()
+        self.scheduler.kick()
         self.status.mark_all()
         self.fair_sharing.mark_all()
 

@@ -5,7 +5,7 @@ while we were away disappear), then watch from the list's resourceVersion with b
 bookmark advances the remembered resourceVersion, so a watch that ends (server timeout, dropped connection)
 resumes where it stopped without a relist. Only a 410 Expired (our version fell out of the watch cache) forces
 a relist. Errors back off exponentially with jitter; a successful event resets the backoff.
-``synced`` is set after the first complete list so the admission task can wait for a full view.
+``synced`` is set after the first complete list so the scheduling task can wait for a full view.
 """
 
 from __future__ import annotations

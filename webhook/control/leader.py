@@ -1,6 +1,6 @@
 """Leader election on a coordination.k8s.io/v1 Lease, with client-go's timing rules.
 
-Every replica serves the webhook, but only one may run the admission task: two schedulers reading the same
+Every replica serves the webhook, but only one may run the scheduling task: two schedulers reading the same
 ledger would both admit into the last free GPU. The Lease is the lock. Expiry is judged the way client-go
 judges it: not by comparing our clock with the ``renewTime`` another machine wrote (clocks skew), but by how
 long *we* have watched the record stay unchanged.

@@ -23,7 +23,7 @@ from pathlib import Path
 from webhook import runtime
 from webhook.control.kubeconfig import KubeconfigError
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
-from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
+from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 from webhook.control.wiring import API_CONNECTIONS, WATCH_CONNECTIONS, Listen, Replica, build
 
 
@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-leader-election",
         action="store_true",
-        help="run the admission task without a Lease (one replica only)",
+        help="run the scheduling task without a Lease (one replica only)",
     )
     parser.add_argument(
         "--api-connections",

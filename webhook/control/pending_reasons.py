@@ -9,7 +9,7 @@ are left to ``webhook.control.positions``, which brings the shown message and ra
 rate, front of the queue first. The write re-reads the store, so a Workload admitted meanwhile is not
 written, and the resourceVersion precondition settles a race with its admission write.
 
-The admission loop runs these writes in the same slots as admissions, on purpose: shared slots are
+The scheduler loop runs these writes in the same slots as admissions, on purpose: shared slots are
 back-pressure. While they are busy the loop does not cycle, so changes accumulate and the next cycle sees
 many heads at once and admits in priority order across the cohort; with separate slots every change runs
 its own small cycle, low-priority Workloads take freed room first by borrowing it, and then have it
@@ -29,7 +29,7 @@ from webhook.control.reconciler import has_reservation
 from webhook.core.scheduler import Wait
 
 JSON = dict[str, Any]
-log = logging.getLogger("kueue_webhook.admission_loop")
+log = logging.getLogger("kueue_webhook.scheduler")
 
 
 def shown_message(workload: JSON, *, reason: str) -> str | None:

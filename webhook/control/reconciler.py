@@ -1,6 +1,6 @@
 """Job ⇄ Workload lifecycle: the Job's side of admission, following Kueue's jobframework reconciler.
 
-The admission task only ever writes Workloads; everything that touches a Job happens here, driven by the
+The scheduling task only ever writes Workloads; everything that touches a Job happens here, driven by the
 pair (Job, its Workload) as the store currently sees it. ``plan_job`` is pure: given the pair it returns
 the one step that brings them closer to agreement, so each rule is a readable branch and testable without a
 server. ``JobReconciler`` executes steps from a de-duplicating work queue and is re-triggered by every

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from webhook.api.objects import Preemption
-from webhook.core.fairsharing import Share
+from webhook.core.fair_sharing import Share
 from webhook.core.flavors import Mode
 from webhook.core.ledger import Ledger, Node, available
 from webhook.core.model import FlavorResource, WorkloadInfo

@@ -63,7 +63,7 @@ from webhook.api.objects import (
 )
 from webhook.api.selectors import LabelSelector
 from webhook.core.checks import check_eviction
-from webhook.core.fairsharing import Contender, Share, dominant_resource_share, pick_fairest
+from webhook.core.fair_sharing import Contender, Share, dominant_resource_share, pick_fairest
 from webhook.core.flavors import (
     Assignment,
     CompiledQueue,

@@ -1,6 +1,6 @@
 """The replay: a scenario's events on a simulated clock, fed to the same scheduler the controller runs.
 
-``webhook.core.scheduler.SchedulerState`` is driven here exactly as the controller's admission loop drives it:
+``webhook.core.scheduler.SchedulerState`` is driven here exactly as the controller's scheduler loop drives it:
 objects go in through ``apply``, arrivals and finishes through ``upsert_workload``/``finish_workload``, and
 cycles run until nothing more can be decided. Only what a cluster's other actors would do is played here,
 at once: the status write of an admission lands, an admitted Job runs its runtime and finishes, and an

@@ -12,7 +12,7 @@ import pytest
 
 from tests.unit.control.fakes import control_context
 from webhook.control import admitted
-from webhook.control.approval import AdmissionChecksController
+from webhook.control.checks import AdmissionChecksController
 from webhook.control.kinds import WORKLOADS, Kind
 from webhook.control.metrics import Metrics
 from webhook.control.store import Store

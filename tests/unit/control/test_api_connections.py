@@ -18,8 +18,8 @@ from aiohttp import web
 from tests.unit.control.kubeconfigs import write
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
-from webhook.control.loop import DECISION_WRITES_IN_FLIGHT
 from webhook.control.main import add_arguments, api_connections, build_replica
+from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 from webhook.control.wiring import API_CONNECTIONS, WATCH_CONNECTIONS
 
 

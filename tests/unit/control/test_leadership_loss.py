@@ -164,9 +164,9 @@ async def test_a_leader_that_cannot_renew_stops_admitting_before_the_lease_can_p
     try:
         await controller.leading.wait()
         await asyncio.sleep(1.0)  # admitting in full flow: writes answered, more queued behind them
-        admitted_before_stall = controller.admission.admitted
+        admitted_before_stall = controller.scheduler.admitted
         assert 0 < admitted_before_stall < WORKLOADS_QUEUED
-        assert controller.admission.in_flight > 0
+        assert controller.scheduler.in_flight > 0
 
         api.leases_stalled = True
         await asyncio.wait_for(controller.following.wait(), LEASE_DURATION)
@@ -174,13 +174,13 @@ async def test_a_leader_that_cannot_renew_stops_admitting_before_the_lease_can_p
         # within the renew deadline of the last renewal, so before any other replica (which waits a whole
         # lease duration from when it saw that renewal) could take the lease
         assert stepped_down - api.renewed[-1] <= RENEW_DEADLINE < LEASE_DURATION
-        assert controller.admission.in_flight == 0  # writes in flight were cancelled at once
+        assert controller.scheduler.in_flight == 0  # writes in flight were cancelled at once
 
         issued_by_then = len(api.issued)
         await asyncio.sleep(10 * LEASE_DURATION)  # long after, still nothing
         assert len(api.issued) == issued_by_then
         assert all(at <= stepped_down for at, _, _ in api.issued)
-        assert controller.admission.admitted < WORKLOADS_QUEUED  # it did stop with work left to do
+        assert controller.scheduler.admitted < WORKLOADS_QUEUED  # it did stop with work left to do
         assert not controller.is_leader()
     finally:
         electing.cancel()

@@ -16,7 +16,7 @@ one status write:
   users see that a controller serves them.
 
 Retry and Rejected states need nothing here: the core turns them into ``Evict`` decisions, which the
-admission loop carries out like any eviction.
+scheduler loop carries out like any eviction.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ class AdmissionChecksController:
         spec = self.state().cluster_queue(_cluster_queue_of(workload))
         required = spec.admission_checks if spec is not None else ()
         if not required and not (workload.get("status") or {}).get("admissionChecks"):
-            return  # nothing to check: the admission loop wrote Admitted=True with the reservation
+            return  # nothing to check: the scheduler loop wrote Admitted=True with the reservation
         was_admitted = is_true(workload, "Admitted")
         updated = await self.context.writer.patch_status(
             WORKLOADS,

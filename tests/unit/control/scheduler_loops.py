@@ -1,4 +1,4 @@
-"""The admission loop driven by hand: a store, the loop on it (no writer: only its decisions are looked at),
+"""The scheduler loop driven by hand: a store, the loop on it (no writer: only its decisions are looked at),
 and changes fed to both as the informers would."""
 
 from __future__ import annotations
@@ -8,25 +8,25 @@ from typing import Any
 
 from tests.unit.control.fakes import control_context
 from webhook.control.kinds import Kind
-from webhook.control.loop import AdmissionLoop
+from webhook.control.scheduler_loop import SchedulerLoop
 from webhook.control.store import Change, Store, key_of
 from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]
 
 
-def new_loop() -> tuple[AdmissionLoop, Store]:
+def new_loop() -> tuple[SchedulerLoop, Store]:
     store = Store()
-    return AdmissionLoop(control_context(store)), store
+    return SchedulerLoop(control_context(store)), store
 
 
-def feed(loop: AdmissionLoop, store: Store, kind: Kind, obj: JSON) -> None:
+def feed(loop: SchedulerLoop, store: Store, kind: Kind, obj: JSON) -> None:
     old = store.get(kind, key_of(obj)[1], key_of(obj)[0])
     store.upsert(kind, obj)
     loop.on_change(Change(kind, key_of(obj), old, copy.deepcopy(obj)))
 
 
-def admitted(loop: AdmissionLoop) -> list[str]:
+def admitted(loop: SchedulerLoop) -> list[str]:
     """Run cycles until nothing is left to decide; the workloads admitted, in order."""
     decisions: list[Any] = []
     while loop.state.has_work():

@@ -1,4 +1,4 @@
-"""The admission task: store events in, scheduling cycles, Workload status writes out.
+"""The scheduling task: store events in, scheduling cycles, Workload status writes out.
 
 The pure core (``webhook.core.scheduler.SchedulerState``) is fed one store change at a time and never
 rebuilt per cycle. Whenever a change could matter the loop is kicked and runs cycles until the core has
@@ -59,7 +59,7 @@ from webhook.control.store import Change, key_of
 from webhook.core.scheduler import Admit, Evict, SchedulerState
 
 JSON = dict[str, Any]
-log = logging.getLogger("kueue_webhook.admission_loop")
+log = logging.getLogger("kueue_webhook.scheduler")
 COLLECT_AFTER_DECISIONS = 2000
 #: decision writes (admissions, evictions, pending reasons) in flight at once
 DECISION_WRITES_IN_FLIGHT = 16
@@ -108,7 +108,7 @@ def intern_workload_strings(workload: JSON) -> None:
                     flavors[resource] = sys.intern(flavor)
 
 
-class AdmissionLoop:
+class SchedulerLoop:
     """Feeds the core, runs cycles while leading, and writes the decisions."""
 
     def __init__(
