@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webhook.api.quantity import NANO
-from webhook.control.conditions import is_true, now_rfc3339
+from webhook.control.conditions import is_true, now_rfc3339, observed_generation
 from webhook.control.context import ControlContext
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
 from webhook.control.queue_status import merge_status, status_differs
@@ -143,7 +143,7 @@ class QueueStatusReporter:
                     self.context.metrics.forget_cluster_queue(cluster_queue=name)
                 continue
             computed = cluster_queue_status(state, name)
-            status = merge_status(cq.get("status"), computed, generation=_generation(cq), now=now)
+            status = merge_status(cq.get("status"), computed, generation=observed_generation(cq), now=now)
             reserving: list[Reservation] = [
                 (info.usage, admitted) for info, admitted in state.reserving_in(name)
             ]
@@ -155,7 +155,7 @@ class QueueStatusReporter:
             if lq is None or f"{namespace}/{name}" not in state.local_queues:
                 continue
             computed = local_queue_status(state, namespace, name)
-            status = merge_status(lq.get("status"), computed, generation=_generation(lq), now=now)
+            status = merge_status(lq.get("status"), computed, generation=observed_generation(lq), now=now)
             if status_differs(lq.get("status"), status):
                 await self._write(LOCAL_QUEUES, lq, status)
 
@@ -214,8 +214,3 @@ class QueueStatusReporter:
                         totals[resource] = totals.get(resource, 0) + nanos
             for resource, nanos in totals.items():
                 self.context.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
-
-
-def _generation(obj: JSON) -> int | None:
-    value = (obj.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None
