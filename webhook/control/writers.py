@@ -16,32 +16,18 @@ from typing import Any, Protocol
 
 from webhook.api.finalizers import finalizer_removal_patch
 from webhook.control.kinds import Kind
-from webhook.control.kube import ApiError, PatchType
+from webhook.control.kube import ApiError
 from webhook.control.metrics import Metrics
 from webhook.control.store import Store
+from webhook.control.verbs import Creates, Deletes, Gets, Patches, PatchType
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.writers")
 StatusBuilder = Callable[[JSON], JSON | None]
 
 
-class WriteClient(Protocol):
-    async def get(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
-
-    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = ...) -> JSON: ...
-
-    async def patch(
-        self,
-        kind: Kind,
-        *,
-        name: str,
-        patch: Any,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        subresource: str = ...,
-    ) -> JSON: ...
-
-    async def delete(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
+class WriteClient(Gets, Creates, Patches, Deletes, Protocol):
+    """The verbs the Writer sends."""
 
 
 def refused_fields(exc: ApiError) -> list[Any]:
