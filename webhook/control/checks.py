@@ -120,7 +120,7 @@ class AdmissionChecksController:
             return
 
         def build(current: JSON) -> JSON | None:
-            edit = ConditionsEdit(current, now_rfc3339())
+            edit = ConditionsEdit.of(current, now_rfc3339())
             return {"conditions": edit.conditions} if edit.set("Active", *ACTIVE) else None
 
         await self.context.writer.patch_status(ADMISSION_CHECKS, check, build)

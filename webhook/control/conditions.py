@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,67 +49,51 @@ def is_true(obj: JSON | None, kind: str) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def set_condition(
-    conditions: list[JSON],
-    *,
-    kind: str,
-    status: str,
-    reason: str,
-    message: str,
-    generation: int | None,
-    now: str,
-) -> bool:
-    """Insert or update ``kind`` in place; True if anything changed."""
-    message = message[:MAX_MESSAGE]
-    existing = find(conditions, kind)
-    if existing is None:
-        new: JSON = {"type": kind, "status": status, "reason": reason, "message": message}
-        new["lastTransitionTime"] = now
-        if generation is not None:
-            new["observedGeneration"] = generation
-        conditions.append(new)
-        return True
-    changed = False
-    if existing.get("status") != status:
-        existing["status"] = status
-        existing["lastTransitionTime"] = now
-        changed = True
-    for field, value in (("reason", reason), ("message", message)):
-        if existing.get(field) != value:
-            existing[field] = value
-            changed = True
-    if generation is not None and existing.get("observedGeneration") != generation:
-        existing["observedGeneration"] = generation
-        changed = True
-    return changed
-
-
 def observed_generation(obj: JSON) -> int | None:
     """``metadata.generation``, what a condition written now reports as its ``observedGeneration``."""
     value = (obj.get("metadata") or {}).get("generation")
     return value if isinstance(value, int) else None
 
 
+@dataclass(slots=True)
 class ConditionsEdit:
-    """An object's conditions being rewritten at one instant: a copy of them (the object is left as it
-    is), the generation they observe, and the time a flip is stamped with."""
+    """Conditions being rewritten at one instant with ``meta.SetStatusCondition`` semantics: the list
+    (edited in place), the generation they observe, and the time a flip is stamped with."""
 
-    def __init__(self, obj: JSON, now: str) -> None:
-        self.conditions = copy.deepcopy(list((obj.get("status") or {}).get("conditions") or []))
-        self.generation = observed_generation(obj)
-        self.now = now
+    conditions: list[JSON]
+    generation: int | None
+    now: str
+
+    @classmethod
+    def of(cls, obj: JSON, now: str) -> ConditionsEdit:
+        """A copy of ``obj``'s conditions (``obj`` is left as it is), observing its generation."""
+        conditions = copy.deepcopy(list((obj.get("status") or {}).get("conditions") or []))
+        return cls(conditions, observed_generation(obj), now)
 
     def set(self, kind: str, status: str, reason: str, message: str) -> bool:
-        """``set_condition`` on the copy; True if anything changed."""
-        return set_condition(
-            self.conditions,
-            kind=kind,
-            status=status,
-            reason=reason,
-            message=message,
-            generation=self.generation,
-            now=self.now,
-        )
+        """Insert or update ``kind``; True if anything changed."""
+        message = message[:MAX_MESSAGE]
+        existing = find(self.conditions, kind)
+        if existing is None:
+            new: JSON = {"type": kind, "status": status, "reason": reason, "message": message}
+            new["lastTransitionTime"] = self.now
+            if self.generation is not None:
+                new["observedGeneration"] = self.generation
+            self.conditions.append(new)
+            return True
+        changed = False
+        if existing.get("status") != status:
+            existing["status"] = status
+            existing["lastTransitionTime"] = self.now
+            changed = True
+        for field, value in (("reason", reason), ("message", message)):
+            if existing.get(field) != value:
+                existing[field] = value
+                changed = True
+        if self.generation is not None and existing.get("observedGeneration") != self.generation:
+            existing["observedGeneration"] = self.generation
+            changed = True
+        return changed
 
 
 def _check_states(workload: JSON) -> tuple[AdmissionCheckState, ...]:
@@ -141,7 +125,7 @@ def admitted_status(
     """``status`` with the quota reservation recorded, and Admitted as Kueue's SyncAdmittedCondition
     derives it: True at once without admission checks; with checks, ``status.admissionChecks`` lists
     them (new ones Pending) and Admitted stays False until every one is Ready."""
-    edit = ConditionsEdit(workload, now)
+    edit = ConditionsEdit.of(workload, now)
     cluster_queue = str(admission.get("clusterQueue", ""))
     edit.set("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
     states: tuple[AdmissionCheckState, ...] = ()
@@ -163,7 +147,7 @@ def checks_status(workload: JSON, *, admission_checks: tuple[str, ...], now: str
     their states (Kueue's workload controller: syncAdmissionCheckConditions + SyncAdmittedCondition);
     None when nothing changes. Only for a Workload holding a reservation."""
     states, changed = sync_check_states(_check_states(workload), admission_checks)
-    edit = ConditionsEdit(workload, now)
+    edit = ConditionsEdit.of(workload, now)
     changed |= edit.set("Admitted", *admitted_condition(has_reservation=True, states=states))
     if not changed:
         return None
@@ -187,7 +171,7 @@ def check_state_status(workload: JSON, *, check: str, state: str, message: str, 
 
 def pending_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
     """``status.conditions`` with QuotaReserved=False and the scheduler's reason; None if unchanged."""
-    edit = ConditionsEdit(workload, now)
+    edit = ConditionsEdit.of(workload, now)
     return {"conditions": edit.conditions} if edit.set("QuotaReserved", "False", reason, message) else None
 
 
@@ -201,7 +185,7 @@ def start_failed_status(workload: JSON, *, failed: bool, reason: str, message: s
 
     Clearing a Workload that never failed writes nothing: a start that succeeds at once costs no write.
     """
-    edit = ConditionsEdit(workload, now)
+    edit = ConditionsEdit.of(workload, now)
     if not failed and find(edit.conditions, START_FAILED) is None:
         return None
     changed = edit.set(START_FAILED, "True" if failed else "False", reason, message)
@@ -212,7 +196,7 @@ def finished_status(workload: JSON, *, reason: str, message: str, now: str) -> J
     """``status.conditions`` with Finished=True (Succeeded, Failed, FailedToStart...); None if already."""
     if is_true(workload, "Finished"):
         return None
-    edit = ConditionsEdit(workload, now)
+    edit = ConditionsEdit.of(workload, now)
     edit.set("Finished", "True", reason, message)
     return {"conditions": edit.conditions}
 
@@ -224,7 +208,7 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
     workload's admission": first ``Requeued`` with the Evicted condition's reason and message (True only
     for a preemption, the one eviction after which the workload simply queues again), then
     QuotaReserved=False and Admitted=False."""
-    edit = ConditionsEdit(workload, now)
+    edit = ConditionsEdit.of(workload, now)
     evicted = find(edit.conditions, "Evicted")
     if evicted is not None and evicted.get("status") == "True":
         evicted_reason = str(evicted.get("reason", ""))
@@ -238,7 +222,7 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
 def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reason: str, now: str) -> JSON:
     """Evicted=True (and Preempted=True for a preemption), as Kueue's evict.Evict does, which also resets
     every admission check that is not Pending to Pending so the checks start again on readmission."""
-    edit = ConditionsEdit(workload, now)
+    edit = ConditionsEdit.of(workload, now)
     states = _check_states(workload)
     edit.set("Evicted", "True", reason, message)
     if preemption_reason:
