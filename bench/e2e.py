@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook import runtime
-from webhook.control.controller import Controller
+from webhook.control.controller import Controller, ControllerSettings
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
     JOBS,
@@ -238,7 +238,10 @@ async def bench(jobs: int, samples: int) -> JSON:
 
         client = await KubeClient.connect(kubeconfig=str(kubeconfig), connections=API_CONNECTIONS)
         controller = Controller(
-            client=client, namespace="kueue-system", identity="bench", status_interval=0.5
+            client=client,
+            namespace="kueue-system",
+            identity="bench",
+            settings=ControllerSettings(status_interval=0.5),
         )
         bulk = RunningJobs("bulk-")
         serial = RunningJobs("serial-")

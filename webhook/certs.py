@@ -130,6 +130,42 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def _certificate(
+    *,
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: PrivateKey,
+    now: dt.datetime,
+    not_after: dt.datetime,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What a CA and a serving certificate share: the validity (backdated for clock skew), the basic
+    constraints, and the key usage. Both sign with their key (digital signature); only the CA signs
+    certificates and CRLs, and only an RSA serving key also enciphers keys (TLS key transport)."""
+    usage = x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=not ca and isinstance(key, rsa.RSAPrivateKey),
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _CLOCK_SKEW)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+        .add_extension(usage, critical=True)
+    )
+
+
 def generate_ca(
     *, common_name: str = "kueue-webhook-ca", days: int = CA_DAYS, key_type: str = "ecdsa-p256"
 ) -> tuple[PrivateKey, x509.Certificate]:
@@ -137,27 +173,8 @@ def generate_ca(
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = _now()
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _CLOCK_SKEW)
-        .not_valid_after(now + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
+        _certificate(
+            subject=name, issuer=name, key=key, now=now, not_after=now + dt.timedelta(days=days), ca=True
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
@@ -179,31 +196,9 @@ def issue_serving_certificate(
     not_after = min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc)
     sans: list[x509.GeneralName] = [x509.DNSName(name) for name in dns_names]
     sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0] if dns_names else ips[0])])
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0] if dns_names else ips[0])])
-        )
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _CLOCK_SKEW)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=isinstance(key, rsa.RSAPrivateKey),
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _certificate(subject=subject, issuer=ca_cert.subject, key=key, now=now, not_after=not_after, ca=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from webhook.certs import CertificateSet, ca_bundle, ensure_certificates
+from webhook.control.controller import ControllerSettings
 from webhook.control.kinds import NAMESPACES
 from webhook.control.kube import ApiError, KubeClient
 from webhook.control.wiring import Listen, Replica, build
@@ -59,11 +60,13 @@ async def start_replica(
         kubeconfig=str(kubeconfig),
         namespace=namespace,
         identity=identity,
-        leader_election=leader_election,
-        status_interval=status_interval,
-        watch_timeout_seconds=60,
+        settings=ControllerSettings(
+            leader_election=leader_election,
+            status_interval=status_interval,
+            watch_timeout_seconds=60,
+            **FAST_LEASE,
+        ),
         listen=listen,
-        **FAST_LEASE,
     )
     await ensure_namespace(started.client, namespace)
     await started.start()

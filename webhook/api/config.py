@@ -12,9 +12,9 @@ neither Kueue nor we know are errors (a typo must not be silently ignored).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -53,6 +53,7 @@ _PREEMPTION_STRATEGY_LISTS = (
     ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
 )
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+T = TypeVar("T")
 _GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -225,6 +226,18 @@ def parse_configuration_mapping(data: object) -> Configuration | ConfigurationEr
     return config
 
 
+def _as_bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _as_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _as_non_empty_string(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 class _Reader:
     """Collects every error instead of stopping at the first, so one edit can fix them all."""
 
@@ -250,41 +263,37 @@ class _Reader:
                 self.fail(f"{path}.{key}" if path else str(key), "unknown field")
         return value
 
-    def boolean(self, value: object, path: str, default: bool) -> bool:
+    def scalar(
+        self, value: object, path: str, default: T, read: Callable[[object], T | None], expected: str
+    ) -> T:
+        """``value`` as ``read`` takes it; absent is ``default``, and so (with an error saying what was
+        ``expected``) is anything ``read`` refuses."""
         if value is None:
             return default
-        if not isinstance(value, bool):
-            self.fail(path, f"must be true or false, got {value!r}")
+        parsed = read(value)
+        if parsed is None:
+            self.fail(path, f"must be {expected}, got {value!r}")
             return default
-        return value
+        return parsed
+
+    def boolean(self, value: object, path: str, default: bool) -> bool:
+        return self.scalar(value, path, default, _as_bool, "true or false")
 
     def integer(self, value: object, path: str, default: int | None, minimum: int) -> int | None:
-        if value is None:
+        number = self.scalar(value, path, None, _as_int, "an integer")
+        if number is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path, f"must be an integer, got {value!r}")
+        if number < minimum:
+            self.fail(path, f"must be greater than or equal to {minimum}, got {number}")
             return default
-        if value < minimum:
-            self.fail(path, f"must be greater than or equal to {minimum}, got {value}")
-            return default
-        return value
+        return number
 
     def string(self, value: object, path: str, default: str) -> str:
-        if value is None:
-            return default
-        if not isinstance(value, str) or not value:
-            self.fail(path, f"must be a non-empty string, got {value!r}")
-            return default
-        return value
+        return self.scalar(value, path, default, _as_non_empty_string, "a non-empty string")
 
     def duration(self, value: object, path: str, default: float) -> float:
-        if value is None:
-            return default
-        seconds = _parse_go_duration(value)
-        if seconds is None:
-            self.fail(path, f'must be a duration such as "30s", "5m" or "1h30m", got {value!r}')
-            return default
-        return seconds
+        expected = 'a duration such as "30s", "5m" or "1h30m"'
+        return self.scalar(value, path, default, _parse_go_duration, expected)
 
     def selector(self, value: object, path: str) -> LabelSelector | None:
         """Kueue checks its configuration's selectors with ``ValidateLabelSelector``, as its webhooks do."""

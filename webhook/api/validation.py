@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.errors import FieldError
@@ -93,39 +94,53 @@ def _size(value: str) -> int:
     return len(value.encode())
 
 
+@dataclass(frozen=True, slots=True)
+class _Syntax:
+    """One of apimachinery's string rules: a most length (in bytes, as Go's ``len`` counts) and a regex,
+    with the words and examples its ``RegexError`` prints."""
+
+    limit: int
+    regex: re.Pattern[str]
+    words: str
+    examples: tuple[str, ...]
+
+    def regex_error(self) -> str:
+        return _regex_error(self.words, self.regex.pattern, *self.examples)
+
+    def problems(self, value: str, unit: str) -> list[str]:
+        """Too long (in ``unit``'s word), then not matching: each as its own sentence."""
+        problems: list[str] = []
+        if _size(value) > self.limit:
+            problems.append(_too_long(self.limit, unit))
+        if not self.regex.fullmatch(value):
+            problems.append(self.regex_error())
+        return problems
+
+
+_SUBDOMAIN = _Syntax(_DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN, _DNS1123_SUBDOMAIN_WORDS, ("example.com",))
+_LABEL = _Syntax(_DNS1123_LABEL_MAX, _DNS1123_LABEL, _DNS1123_LABEL_WORDS, ("my-name", "123-abc"))
+_KEY_NAME = _Syntax(_LABEL_KEY_NAME_MAX, _LABEL_KEY_NAME, _LABEL_KEY_WORDS, ("MyName", "my.name", "123-abc"))
+_VALUE = _Syntax(_LABEL_VALUE_MAX, _LABEL_VALUE, _LABEL_VALUE_WORDS, ("MyValue", "my_value", "12345"))
+
+
 # -- single values: the problems as sentences, for callers that phrase the error themselves ---------------
 
 
 def dns1123_subdomain_problems(value: str) -> list[str]:
     """``util/validation.IsDNS1123Subdomain``: object names, references by name."""
-    problems: list[str] = []
-    if _size(value) > _DNS1123_SUBDOMAIN_MAX:
-        problems.append(_too_long(_DNS1123_SUBDOMAIN_MAX, "characters"))
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        problems.append(_regex_error(_DNS1123_SUBDOMAIN_WORDS, _DNS1123_SUBDOMAIN_FORMAT, "example.com"))
-    return problems
+    return _SUBDOMAIN.problems(value, "characters")
 
 
 def dns1123_label_problems(value: str) -> list[str]:
     """``util/validation.IsDNS1123Label``: namespace names."""
-    problems: list[str] = []
-    if _size(value) > _DNS1123_LABEL_MAX:
-        problems.append(_too_long(_DNS1123_LABEL_MAX, "characters"))
-    if not _DNS1123_LABEL.fullmatch(value):
-        problems.append(_regex_error(_DNS1123_LABEL_WORDS, _DNS1123_LABEL_FORMAT, "my-name", "123-abc"))
-    return problems
+    return _LABEL.problems(value, "characters")
 
 
 def _key_prefix_problems(prefix: str) -> list[str]:
     """``content.IsDNS1123Subdomain`` on the prefix of a label key (its length in bytes)."""
     if not prefix:
         return ["prefix part must be non-empty"]
-    problems: list[str] = []
-    if _size(prefix) > _DNS1123_SUBDOMAIN_MAX:
-        problems.append(_too_long(_DNS1123_SUBDOMAIN_MAX, "bytes"))
-    if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
-        problems.append(_regex_error(_DNS1123_SUBDOMAIN_WORDS, _DNS1123_SUBDOMAIN_FORMAT, "example.com"))
-    return [f"prefix part {problem}" for problem in problems]
+    return [f"prefix part {problem}" for problem in _SUBDOMAIN.problems(prefix, "bytes")]
 
 
 def label_key_problems(value: str) -> list[str]:
@@ -136,31 +151,18 @@ def label_key_problems(value: str) -> list[str]:
         prefix, name = "", value
     elif "/" in name:
         return [
-            "a valid label key "
-            + _regex_error(_LABEL_KEY_WORDS, _LABEL_KEY_NAME_FORMAT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            f"a valid label key {_KEY_NAME.regex_error()} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
         ]
     problems = _key_prefix_problems(prefix) if slash else []
     if not name:
         problems.append("name part must be non-empty")
-    elif _size(name) > _LABEL_KEY_NAME_MAX:
-        problems.append(f"name part {_too_long(_LABEL_KEY_NAME_MAX, 'bytes')}")
-    if not _LABEL_KEY_NAME.fullmatch(name):
-        problems.append(
-            "name part "
-            + _regex_error(_LABEL_KEY_WORDS, _LABEL_KEY_NAME_FORMAT, "MyName", "my.name", "123-abc")
-        )
-    return problems
+    return problems + [f"name part {problem}" for problem in _KEY_NAME.problems(name, "bytes")]
 
 
 def label_value_problems(value: str) -> list[str]:
     """``content.IsLabelValue``: label values, taint values. Empty is a valid value."""
-    problems: list[str] = []
-    if _size(value) > _LABEL_VALUE_MAX:
-        problems.append(_too_long(_LABEL_VALUE_MAX, "bytes"))
-    if not _LABEL_VALUE.fullmatch(value):
-        problems.append(_regex_error(_LABEL_VALUE_WORDS, _LABEL_VALUE_FORMAT, "MyValue", "my_value", "12345"))
-    return problems
+    return _VALUE.problems(value, "bytes")
 
 
 # -- fields: ``field.ErrorList`` as apimachinery's validators return it -----------------------------------

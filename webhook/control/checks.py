@@ -28,12 +28,12 @@ from typing import Any
 
 from webhook.control.admitted import record_admitted, seconds_since
 from webhook.control.conditions import (
+    ConditionsEdit,
     check_state_status,
     checks_status,
     find,
     is_true,
     now_rfc3339,
-    set_condition,
 )
 from webhook.control.context import ControlContext
 from webhook.control.kinds import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
@@ -120,19 +120,8 @@ class AdmissionChecksController:
             return
 
         def build(current: JSON) -> JSON | None:
-            conditions = [dict(c) for c in (current.get("status") or {}).get("conditions") or []]
-            generation = (current.get("metadata") or {}).get("generation")
-            status, reason, message = ACTIVE
-            changed = set_condition(
-                conditions,
-                kind="Active",
-                status=status,
-                reason=reason,
-                message=message,
-                generation=generation if isinstance(generation, int) else None,
-                now=now_rfc3339(),
-            )
-            return {"conditions": conditions} if changed else None
+            edit = ConditionsEdit.of(current, now_rfc3339())
+            return {"conditions": edit.conditions} if edit.set("Active", *ACTIVE) else None
 
         await self.context.writer.patch_status(ADMISSION_CHECKS, check, build)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,48 +49,51 @@ def is_true(obj: JSON | None, kind: str) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def set_condition(
-    conditions: list[JSON],
-    *,
-    kind: str,
-    status: str,
-    reason: str,
-    message: str,
-    generation: int | None,
-    now: str,
-) -> bool:
-    """Insert or update ``kind`` in place; True if anything changed."""
-    message = message[:MAX_MESSAGE]
-    existing = find(conditions, kind)
-    if existing is None:
-        new: JSON = {"type": kind, "status": status, "reason": reason, "message": message}
-        new["lastTransitionTime"] = now
-        if generation is not None:
-            new["observedGeneration"] = generation
-        conditions.append(new)
-        return True
-    changed = False
-    if existing.get("status") != status:
-        existing["status"] = status
-        existing["lastTransitionTime"] = now
-        changed = True
-    for field, value in (("reason", reason), ("message", message)):
-        if existing.get(field) != value:
-            existing[field] = value
-            changed = True
-    if generation is not None and existing.get("observedGeneration") != generation:
-        existing["observedGeneration"] = generation
-        changed = True
-    return changed
-
-
-def _generation(workload: JSON) -> int | None:
-    value = (workload.get("metadata") or {}).get("generation")
+def observed_generation(obj: JSON) -> int | None:
+    """``metadata.generation``, what a condition written now reports as its ``observedGeneration``."""
+    value = (obj.get("metadata") or {}).get("generation")
     return value if isinstance(value, int) else None
 
 
-def _conditions_copy(workload: JSON) -> list[JSON]:
-    return copy.deepcopy(list((workload.get("status") or {}).get("conditions") or []))
+@dataclass(slots=True)
+class ConditionsEdit:
+    """Conditions being rewritten at one instant with ``meta.SetStatusCondition`` semantics: the list
+    (edited in place), the generation they observe, and the time a flip is stamped with."""
+
+    conditions: list[JSON]
+    generation: int | None
+    now: str
+
+    @classmethod
+    def of(cls, obj: JSON, now: str) -> ConditionsEdit:
+        """A copy of ``obj``'s conditions (``obj`` is left as it is), observing its generation."""
+        conditions = copy.deepcopy(list((obj.get("status") or {}).get("conditions") or []))
+        return cls(conditions, observed_generation(obj), now)
+
+    def set(self, kind: str, status: str, reason: str, message: str) -> bool:
+        """Insert or update ``kind``; True if anything changed."""
+        message = message[:MAX_MESSAGE]
+        existing = find(self.conditions, kind)
+        if existing is None:
+            new: JSON = {"type": kind, "status": status, "reason": reason, "message": message}
+            new["lastTransitionTime"] = self.now
+            if self.generation is not None:
+                new["observedGeneration"] = self.generation
+            self.conditions.append(new)
+            return True
+        changed = False
+        if existing.get("status") != status:
+            existing["status"] = status
+            existing["lastTransitionTime"] = self.now
+            changed = True
+        for field, value in (("reason", reason), ("message", message)):
+            if existing.get(field) != value:
+                existing[field] = value
+                changed = True
+        if self.generation is not None and existing.get("observedGeneration") != self.generation:
+            existing["observedGeneration"] = self.generation
+            changed = True
+        return changed
 
 
 def _check_states(workload: JSON) -> tuple[AdmissionCheckState, ...]:
@@ -122,44 +125,18 @@ def admitted_status(
     """``status`` with the quota reservation recorded, and Admitted as Kueue's SyncAdmittedCondition
     derives it: True at once without admission checks; with checks, ``status.admissionChecks`` lists
     them (new ones Pending) and Admitted stays False until every one is Ready."""
-    conditions = _conditions_copy(workload)
-    generation = _generation(workload)
+    edit = ConditionsEdit.of(workload, now)
     cluster_queue = str(admission.get("clusterQueue", ""))
-    set_condition(
-        conditions,
-        kind="QuotaReserved",
-        status="True",
-        reason="QuotaReserved",
-        message=f"Quota reserved in ClusterQueue {cluster_queue}",
-        generation=generation,
-        now=now,
-    )
+    edit.set("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
     states: tuple[AdmissionCheckState, ...] = ()
     if admission_checks:
         states, _ = sync_check_states(_check_states(workload), admission_checks)
-    status, reason, message = admitted_condition(has_reservation=True, states=states)
-    set_condition(
-        conditions,
-        kind="Admitted",
-        status=status,
-        reason=reason,
-        message=message,
-        generation=generation,
-        now=now,
-    )
+    edit.set("Admitted", *admitted_condition(has_reservation=True, states=states))
     for kind in ("Evicted", "Preempted"):  # SetQuotaReservation resets active eviction conditions
-        previous = find(conditions, kind)
+        previous = find(edit.conditions, kind)
         if previous is not None and previous.get("status") == "True":
-            set_condition(
-                conditions,
-                kind=kind,
-                status="False",
-                reason="QuotaReserved",
-                message=f"Previously: {previous.get('message', '')}",
-                generation=generation,
-                now=now,
-            )
-    out: JSON = {"admission": admission, "conditions": conditions}
+            edit.set(kind, "False", "QuotaReserved", f"Previously: {previous.get('message', '')}")
+    out: JSON = {"admission": admission, "conditions": edit.conditions}
     if admission_checks:
         out["admissionChecks"] = _stamped(states, now)
     return out
@@ -169,22 +146,12 @@ def checks_status(workload: JSON, *, admission_checks: tuple[str, ...], now: str
     """Bring ``status.admissionChecks`` in line with the ClusterQueue's checks and Admitted in line with
     their states (Kueue's workload controller: syncAdmissionCheckConditions + SyncAdmittedCondition);
     None when nothing changes. Only for a Workload holding a reservation."""
-    current = _check_states(workload)
-    states, changed = sync_check_states(current, admission_checks)
-    conditions = _conditions_copy(workload)
-    status, reason, message = admitted_condition(has_reservation=True, states=states)
-    changed |= set_condition(
-        conditions,
-        kind="Admitted",
-        status=status,
-        reason=reason,
-        message=message,
-        generation=_generation(workload),
-        now=now,
-    )
+    states, changed = sync_check_states(_check_states(workload), admission_checks)
+    edit = ConditionsEdit.of(workload, now)
+    changed |= edit.set("Admitted", *admitted_condition(has_reservation=True, states=states))
     if not changed:
         return None
-    return {"conditions": conditions, "admissionChecks": _stamped(states, now)}
+    return {"conditions": edit.conditions, "admissionChecks": _stamped(states, now)}
 
 
 def check_state_status(workload: JSON, *, check: str, state: str, message: str, now: str) -> JSON | None:
@@ -204,17 +171,8 @@ def check_state_status(workload: JSON, *, check: str, state: str, message: str, 
 
 def pending_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
     """``status.conditions`` with QuotaReserved=False and the scheduler's reason; None if unchanged."""
-    conditions = _conditions_copy(workload)
-    changed = set_condition(
-        conditions,
-        kind="QuotaReserved",
-        status="False",
-        reason=reason,
-        message=message,
-        generation=_generation(workload),
-        now=now,
-    )
-    return {"conditions": conditions} if changed else None
+    edit = ConditionsEdit.of(workload, now)
+    return {"conditions": edit.conditions} if edit.set("QuotaReserved", "False", reason, message) else None
 
 
 #: ours: an admitted Workload whose Job the API server refused to start (abnormal-true, like Kueue's
@@ -227,36 +185,20 @@ def start_failed_status(workload: JSON, *, failed: bool, reason: str, message: s
 
     Clearing a Workload that never failed writes nothing: a start that succeeds at once costs no write.
     """
-    conditions = _conditions_copy(workload)
-    if not failed and find(conditions, START_FAILED) is None:
+    edit = ConditionsEdit.of(workload, now)
+    if not failed and find(edit.conditions, START_FAILED) is None:
         return None
-    changed = set_condition(
-        conditions,
-        kind=START_FAILED,
-        status="True" if failed else "False",
-        reason=reason,
-        message=message,
-        generation=_generation(workload),
-        now=now,
-    )
-    return {"conditions": conditions} if changed else None
+    changed = edit.set(START_FAILED, "True" if failed else "False", reason, message)
+    return {"conditions": edit.conditions} if changed else None
 
 
 def finished_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
     """``status.conditions`` with Finished=True (Succeeded, Failed, FailedToStart...); None if already."""
     if is_true(workload, "Finished"):
         return None
-    conditions = _conditions_copy(workload)
-    set_condition(
-        conditions,
-        kind="Finished",
-        status="True",
-        reason=reason,
-        message=message,
-        generation=_generation(workload),
-        now=now,
-    )
-    return {"conditions": conditions}
+    edit = ConditionsEdit.of(workload, now)
+    edit.set("Finished", "True", reason, message)
+    return {"conditions": edit.conditions}
 
 
 def released_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON:
@@ -266,67 +208,26 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
     workload's admission": first ``Requeued`` with the Evicted condition's reason and message (True only
     for a preemption, the one eviction after which the workload simply queues again), then
     QuotaReserved=False and Admitted=False."""
-    conditions = _conditions_copy(workload)
-    generation = _generation(workload)
-    evicted = find(conditions, "Evicted")
+    edit = ConditionsEdit.of(workload, now)
+    evicted = find(edit.conditions, "Evicted")
     if evicted is not None and evicted.get("status") == "True":
         evicted_reason = str(evicted.get("reason", ""))
-        set_condition(
-            conditions,
-            kind="Requeued",
-            status="True" if evicted_reason == "Preempted" else "False",
-            reason=evicted_reason,
-            message=str(evicted.get("message", "")),
-            generation=generation,
-            now=now,
-        )
-    set_condition(
-        conditions,
-        kind="QuotaReserved",
-        status="False",
-        reason=reason,
-        message=message,
-        generation=generation,
-        now=now,
-    )
-    set_condition(
-        conditions,
-        kind="Admitted",
-        status="False",
-        reason="NoReservation",
-        message="The workload has no reservation",
-        generation=generation,
-        now=now,
-    )
-    return {"admission": None, "conditions": conditions}
+        requeued = "True" if evicted_reason == "Preempted" else "False"
+        edit.set("Requeued", requeued, evicted_reason, str(evicted.get("message", "")))
+    edit.set("QuotaReserved", "False", reason, message)
+    edit.set("Admitted", "False", "NoReservation", "The workload has no reservation")
+    return {"admission": None, "conditions": edit.conditions}
 
 
 def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reason: str, now: str) -> JSON:
     """Evicted=True (and Preempted=True for a preemption), as Kueue's evict.Evict does, which also resets
     every admission check that is not Pending to Pending so the checks start again on readmission."""
-    conditions = _conditions_copy(workload)
-    generation = _generation(workload)
+    edit = ConditionsEdit.of(workload, now)
     states = _check_states(workload)
-    set_condition(
-        conditions,
-        kind="Evicted",
-        status="True",
-        reason=reason,
-        message=message,
-        generation=generation,
-        now=now,
-    )
+    edit.set("Evicted", "True", reason, message)
     if preemption_reason:
-        set_condition(
-            conditions,
-            kind="Preempted",
-            status="True",
-            reason=preemption_reason,
-            message=message,
-            generation=generation,
-            now=now,
-        )
-    out: JSON = {"conditions": conditions}
+        edit.set("Preempted", "True", preemption_reason, message)
+    out: JSON = {"conditions": edit.conditions}
     if any(state.state != "Pending" for state in states):
         out["admissionChecks"] = [
             state.to_dict()

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.config import CONFIGMAP_NAME, Configuration
@@ -47,6 +48,21 @@ STATUS_INTERVAL = 1.0
 WATCH_TIMEOUT_SECONDS = 290
 
 
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    """How a replica campaigns for the Lease and paces its work; the defaults are ``serve``'s."""
+
+    leader_election: bool = True
+    lease_duration: float = LEASE_DURATION
+    renew_deadline: float = RENEW_DEADLINE
+    retry_period: float = RETRY_PERIOD
+    status_interval: float = STATUS_INTERVAL
+    watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS
+
+
+DEFAULT_SETTINGS = ControllerSettings()
+
+
 class Controller:
     """Wire the pieces for one replica; ``run`` until cancelled."""
 
@@ -56,12 +72,7 @@ class Controller:
         client: KubeClient,
         namespace: str,
         identity: str,
-        leader_election: bool = True,
-        lease_duration: float = LEASE_DURATION,
-        renew_deadline: float = RENEW_DEADLINE,
-        retry_period: float = RETRY_PERIOD,
-        status_interval: float = STATUS_INTERVAL,
-        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
+        settings: ControllerSettings = DEFAULT_SETTINGS,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -78,15 +89,15 @@ class Controller:
         )
         self.writer = Writer(client=client, store=self.store, metrics=self.metrics)
         self.elector: LeaderElector | None = None
-        if leader_election:
+        if settings.leader_election:
             self.elector = LeaderElector(
                 client=client,
                 namespace=namespace,
                 name=LEASE_NAME,
                 identity=identity,
-                lease_duration=lease_duration,
-                renew_deadline=renew_deadline,
-                retry_period=retry_period,
+                lease_duration=settings.lease_duration,
+                renew_deadline=settings.renew_deadline,
+                retry_period=settings.retry_period,
                 on_change=self._leadership_changed,
             )
         self.context = ControlContext(
@@ -99,11 +110,12 @@ class Controller:
         )
         self.scheduler = SchedulerLoop(self.context)
         self.reconciler = JobReconciler(self.context)
-        self.status = QueueStatusReporter(self.context, state=self._core, min_interval=status_interval)
+        interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
+        self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
-        self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=status_interval)
+        self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
         self.informers = [
-            Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout_seconds)
+            Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
         ]
         self.informers.append(
@@ -113,7 +125,7 @@ class Controller:
                 sink=self.store,
                 namespace=namespace,
                 field_selector=f"metadata.name={CONFIGMAP_NAME}",
-                watch_timeout_seconds=watch_timeout_seconds,
+                watch_timeout_seconds=watch_timeout,
             )
         )
         self.store.subscribe(self.live_config.on_change)

@@ -26,15 +26,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from webhook.control.conditions import now_rfc3339
-from webhook.control.kinds import EVENTS, Kind
+from webhook.control.kinds import EVENTS
+from webhook.control.verbs import Creates
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.events")
 COMPONENT = "kueue-webhook"
 
 
-class EventClient(Protocol):
-    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = ...) -> JSON: ...
+class EventClient(Creates, Protocol):
+    """The one verb the recorder sends."""
 
 
 class EventSink(Protocol):

@@ -11,49 +11,26 @@ visible value changed; with fair sharing off nothing is computed or written.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 from collections.abc import Callable
 from typing import Any
 
-from webhook.control.context import ControlContext
 from webhook.control.kinds import CLUSTER_QUEUES, COHORTS, WORKLOADS
+from webhook.control.paced import PacedReporter
 from webhook.control.store import Change
-from webhook.core.scheduler import SchedulerState
 from webhook.core.status import cohort_status
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.fair_sharing")
 
 
-class FairSharingReporter:
-    """Recomputes shares after changes, at most every ``min_interval`` seconds, while leading."""
-
-    def __init__(
-        self, context: ControlContext, *, state: Callable[[], SchedulerState], min_interval: float = 0.25
-    ) -> None:
-        self.context = context
-        self.state = state
-        self.min_interval = min_interval
-        self._kick = asyncio.Event()
-        self.flushed = asyncio.Event()
+class FairSharingReporter(PacedReporter):
+    """Recomputes shares after changes (``webhook.control.paced``: at a bounded rate, while leading)."""
 
     def on_change(self, change: Change) -> None:
         if change.kind in (WORKLOADS, CLUSTER_QUEUES, COHORTS):
-            self._kick.set()
-
-    def mark_all(self) -> None:
-        self._kick.set()
-
-    async def run(self) -> None:
-        while True:
-            await self._kick.wait()
-            self._kick.clear()
-            if self.context.is_leader():
-                await self.flush()
-            self.flushed.set()
-            await asyncio.sleep(self.min_interval)  # rate limit: later changes coalesce into one pass
+            self.kick()
 
     async def flush(self) -> None:
         state = self.state()

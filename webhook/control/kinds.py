@@ -70,7 +70,8 @@ VALIDATING_WEBHOOKS = Kind(
     namespaced=False,
 )
 
-#: Everything the store mirrors; the ConfigMap informer is scoped to our namespace and name separately.
+#: Everything the store mirrors; the ConfigMap informer is scoped to our namespace and name separately. In the
+#: order the scheduler loop feeds its core on a rebuild: capacity and routing before the Workloads using them.
 WATCHED: tuple[Kind, ...] = (
     NAMESPACES,
     RESOURCE_FLAVORS,

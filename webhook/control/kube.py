@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
@@ -23,10 +23,10 @@ import orjson
 
 from webhook.control.connection import describe, resolve
 from webhook.control.kinds import Kind
+from webhook.control.verbs import PatchType
 
 JSON = dict[str, Any]
 AuthHeaders = Callable[[], Awaitable[dict[str, str]]]
-PatchType = Literal["merge", "json", "strategic"]
 
 PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -161,25 +161,11 @@ class KubeClient:
                 )
             return parsed if isinstance(parsed, dict) else {"items": parsed}
 
-    async def list_all(
-        self,
-        kind: Kind,
-        *,
-        namespace: str | None = None,
-        field_selector: str = "",
-        label_selector: str = "",
-        page_size: int = 500,
-    ) -> tuple[list[JSON], str]:
-        """Every object (following ``continue`` tokens) and the list's resourceVersion to watch from."""
+    async def list_all(self, kind: Kind, *, namespace: str | None = None) -> tuple[list[JSON], str]:
+        """Every object (all of ``list_pages``) and the list's resourceVersion to watch from."""
         items: list[JSON] = []
         version = ""
-        async for page, page_version in self.list_pages(
-            kind,
-            namespace=namespace,
-            field_selector=field_selector,
-            label_selector=label_selector,
-            page_size=page_size,
-        ):
+        async for page, page_version in self.list_pages(kind, namespace=namespace):
             items.extend(page)
             version = page_version
         return items, version

@@ -27,8 +27,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from webhook.control.kinds import LEASES, Kind
+from webhook.control.kinds import LEASES
 from webhook.control.kube import ApiError
+from webhook.control.verbs import Creates, Gets, Replaces
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.leader")
@@ -41,12 +42,8 @@ RENEW_DEADLINE = 7.0
 RETRY_PERIOD = 2.0
 
 
-class LeaseClient(Protocol):
-    async def get(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
-
-    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = ...) -> JSON: ...
-
-    async def replace(self, kind: Kind, body: JSON, *, subresource: str = ...) -> JSON: ...
+class LeaseClient(Gets, Creates, Replaces, Protocol):
+    """The verbs the elector sends to its Lease."""
 
 
 def micro_time(now: datetime) -> str:

@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 from webhook import runtime
+from webhook.control.controller import ControllerSettings
 from webhook.control.kubeconfig import KubeconfigError
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
@@ -112,10 +113,12 @@ async def build_replica(args: argparse.Namespace) -> Replica:
         connections=args.api_connections,
         namespace=args.namespace,
         identity=args.identity,
-        leader_election=not args.no_leader_election,
-        lease_duration=args.lease_duration,
-        renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period,
+        settings=ControllerSettings(
+            leader_election=not args.no_leader_election,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+        ),
         listen=Listen(
             cert_file=Path(args.cert) if args.cert else tls_dir / "tls.crt",
             key_file=Path(args.key) if args.key else tls_dir / "tls.key",

@@ -5,15 +5,26 @@ counterpart keeps Kueue's name (subsystem ``kueue``), label names and bucket lay
 ``replica_role`` label (``leader`` / ``follower``). Metrics live on a private ``CollectorRegistry``
 rather than the global one so that tests and several in-process replicas never collide. Our own metrics
 say so in their prefix, ``kueue_webhook_`` (config reloads, GPU-seconds for chargeback, API writes).
+
+The class body of ``Metrics`` is the table of them, one row each (type, name, help, labels); the constructor
+makes every row on the instance's registry in one loop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar, overload
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-CQ_RESOURCE_LABELS = ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
+ROLE = "replica_role"
+CQ_RESOURCE_LABELS = ("cohort", "cluster_queue", "flavor", "resource", ROLE)
+QUEUE_AND_PRIORITY = ("cluster_queue", "priority_class", ROLE)
+QUEUE_AND_STATUS = ("cluster_queue", "status", ROLE)
 #: The ClusterQueue states Kueue reports in ``kueue_cluster_queue_status`` (one-hot per queue).
 CLUSTER_QUEUE_STATES = ("pending", "active", "terminating")
+
+M = TypeVar("M", Counter, Gauge, Histogram)
 
 
 def _kueue_buckets(count: int) -> list[float]:
@@ -21,160 +32,186 @@ def _kueue_buckets(count: int) -> list[float]:
     return [1.0] + [2.5 * 2**i for i in range(count - 1)]
 
 
+class _Metric(Generic[M]):
+    """One row of the table: made on each instance's registry, where it then is a plain attribute."""
+
+    def __init__(
+        self, make: type[M], name: str, documentation: str, labels: Sequence[str] = (), *, buckets: int = 0
+    ) -> None:
+        self.make: type[M] = make
+        self.name = name
+        self.documentation = documentation
+        self.labels = list(labels)
+        self.buckets = buckets
+
+    def on(self, registry: CollectorRegistry) -> M:
+        options: dict[str, Any] = {"buckets": _kueue_buckets(self.buckets)} if self.buckets else {}
+        return self.make(self.name, self.documentation, self.labels, registry=registry, **options)
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Metric[M]: ...
+
+    @overload
+    def __get__(self, obj: Metrics, owner: type) -> M: ...
+
+    def __get__(self, obj: Metrics | None, owner: type) -> M | _Metric[M]:
+        """The row itself on the class; an instance's own attribute (set in ``__init__``) hides it."""
+        if obj is None:
+            return self
+        raise AttributeError(f"{self.name} is made by Metrics.__init__")
+
+
 class Metrics:
     """All metrics of one process; ``role`` fills ``replica_role`` and flips on leader election."""
+
+    admission_attempts = _Metric(
+        Counter,
+        "kueue_admission_attempts_total",
+        "Attempts to admit workloads; result is success or inadmissible.",
+        ("result", ROLE),
+    )
+    admitted_workloads = _Metric(
+        Counter, "kueue_admitted_workloads_total", "Admitted workloads per cluster_queue.", QUEUE_AND_PRIORITY
+    )
+    quota_reserved_workloads = _Metric(
+        Counter,
+        "kueue_quota_reserved_workloads_total",
+        "Workloads that got a quota reservation per cluster_queue.",
+        QUEUE_AND_PRIORITY,
+    )
+    finished_workloads = _Metric(
+        Counter, "kueue_finished_workloads_total", "Finished workloads per cluster_queue.", QUEUE_AND_PRIORITY
+    )
+    pending_workloads = _Metric(
+        Gauge,
+        "kueue_pending_workloads",
+        "Pending workloads per cluster_queue and status (active or inadmissible).",
+        QUEUE_AND_STATUS,
+    )
+    reserving_active_workloads = _Metric(
+        Gauge,
+        "kueue_reserving_active_workloads",
+        "Workloads holding a quota reservation per cluster_queue.",
+        ("cluster_queue", ROLE),
+    )
+    admitted_active_workloads = _Metric(
+        Gauge,
+        "kueue_admitted_active_workloads",
+        "Admitted, not finished workloads per cluster_queue.",
+        ("cluster_queue", ROLE),
+    )
+    admission_wait_time = _Metric(
+        Histogram,
+        "kueue_admission_wait_time_seconds",
+        "Time from a workload's creation or requeue until admission, per cluster_queue.",
+        QUEUE_AND_PRIORITY,
+        buckets=16,
+    )
+    quota_reserved_wait_time = _Metric(
+        Histogram,
+        "kueue_quota_reserved_wait_time_seconds",
+        "Time from a workload's creation or requeue until quota reservation, per cluster_queue.",
+        QUEUE_AND_PRIORITY,
+        buckets=14,
+    )
+    cluster_queue_status = _Metric(
+        Gauge,
+        "kueue_cluster_queue_status",
+        "Status of a cluster_queue: 1 for the current state among pending, active, terminating.",
+        QUEUE_AND_STATUS,
+    )
+    resource_usage = _Metric(
+        Gauge,
+        "kueue_cluster_queue_resource_usage",
+        "Resource usage of admitted workloads per cluster_queue, flavor and resource.",
+        CQ_RESOURCE_LABELS,
+    )
+    resource_reservation = _Metric(
+        Gauge,
+        "kueue_cluster_queue_resource_reservation",
+        "Resources reserved by workloads per cluster_queue, flavor and resource.",
+        CQ_RESOURCE_LABELS,
+    )
+    nominal_quota = _Metric(
+        Gauge,
+        "kueue_cluster_queue_nominal_quota",
+        "Nominal quota per cluster_queue, flavor and resource.",
+        CQ_RESOURCE_LABELS,
+    )
+    borrowing_limit = _Metric(
+        Gauge,
+        "kueue_cluster_queue_borrowing_limit",
+        "Borrowing limit per cluster_queue, flavor and resource.",
+        CQ_RESOURCE_LABELS,
+    )
+    lending_limit = _Metric(
+        Gauge,
+        "kueue_cluster_queue_lending_limit",
+        "Lending limit per cluster_queue, flavor and resource.",
+        CQ_RESOURCE_LABELS,
+    )
+    evicted_workloads = _Metric(
+        Counter,
+        "kueue_evicted_workloads_total",
+        "Evicted workloads per cluster_queue; reason is Preempted, AdmissionCheck, ClusterQueueStopped, "
+        "LocalQueueStopped or Deactivated, underlying_cause what led to a deactivation.",
+        ("cluster_queue", "reason", "underlying_cause", "priority_class", ROLE),
+    )
+    preempted_workloads = _Metric(
+        Counter,
+        "kueue_preempted_workloads_total",
+        "Preempted workloads per preempting_cluster_queue; reason is InClusterQueue, "
+        "InCohortReclamation, InCohortFairSharing or InCohortReclaimWhileBorrowing.",
+        ("preempting_cluster_queue", "reason", ROLE),
+    )
+    cluster_queue_weighted_share = _Metric(
+        Gauge,
+        "kueue_cluster_queue_weighted_share",
+        "Largest ratio of usage above nominal quota to what the cohort can lend, over the ClusterQueue's "
+        "resources, divided by its fair-sharing weight (0: within nominal quota).",
+        ("cluster_queue", "cohort", ROLE),
+    )
+    cohort_weighted_share = _Metric(
+        Gauge,
+        "kueue_cohort_weighted_share",
+        "The weighted share of a Cohort, computed as for a ClusterQueue.",
+        ("cohort", ROLE),
+    )
+    config_reloads = _Metric(
+        Counter,
+        "kueue_webhook_config_reloads_total",
+        "Reloads of the kueue-webhook-config ConfigMap; result is applied or rejected.",
+        ("result",),
+    )
+    config_last_reload_success = _Metric(
+        Gauge,
+        "kueue_webhook_config_last_reload_successful",
+        "1 if the last edit of the ConfigMap was applied, 0 if it was rejected.",
+    )
+    gpu_seconds = _Metric(
+        Counter,
+        "kueue_webhook_cluster_queue_gpu_seconds_total",
+        "GPU-seconds held by admitted workloads per cluster_queue and GPU resource, for chargeback.",
+        ("cluster_queue", "resource"),
+    )
+    api_writes = _Metric(
+        Counter,
+        "kueue_webhook_api_writes_total",
+        "Writes sent to the API server by the controller, per kind and verb.",
+        ("kind", "verb"),
+    )
+    events_dropped = _Metric(
+        Counter,
+        "kueue_webhook_events_dropped_total",
+        "Events not written because more were recorded than the rate limit lets through.",
+    )
 
     def __init__(self, *, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.role = "follower"
-        r = self.registry
-        self.admission_attempts = Counter(
-            "kueue_admission_attempts_total",
-            "Attempts to admit workloads; result is success or inadmissible.",
-            ["result", "replica_role"],
-            registry=r,
-        )
-        self.admitted_workloads = Counter(
-            "kueue_admitted_workloads_total",
-            "Admitted workloads per cluster_queue.",
-            ["cluster_queue", "priority_class", "replica_role"],
-            registry=r,
-        )
-        self.quota_reserved_workloads = Counter(
-            "kueue_quota_reserved_workloads_total",
-            "Workloads that got a quota reservation per cluster_queue.",
-            ["cluster_queue", "priority_class", "replica_role"],
-            registry=r,
-        )
-        self.finished_workloads = Counter(
-            "kueue_finished_workloads_total",
-            "Finished workloads per cluster_queue.",
-            ["cluster_queue", "priority_class", "replica_role"],
-            registry=r,
-        )
-        self.pending_workloads = Gauge(
-            "kueue_pending_workloads",
-            "Pending workloads per cluster_queue and status (active or inadmissible).",
-            ["cluster_queue", "status", "replica_role"],
-            registry=r,
-        )
-        self.reserving_active_workloads = Gauge(
-            "kueue_reserving_active_workloads",
-            "Workloads holding a quota reservation per cluster_queue.",
-            ["cluster_queue", "replica_role"],
-            registry=r,
-        )
-        self.admitted_active_workloads = Gauge(
-            "kueue_admitted_active_workloads",
-            "Admitted, not finished workloads per cluster_queue.",
-            ["cluster_queue", "replica_role"],
-            registry=r,
-        )
-        self.admission_wait_time = Histogram(
-            "kueue_admission_wait_time_seconds",
-            "Time from a workload's creation or requeue until admission, per cluster_queue.",
-            ["cluster_queue", "priority_class", "replica_role"],
-            buckets=_kueue_buckets(16),
-            registry=r,
-        )
-        self.quota_reserved_wait_time = Histogram(
-            "kueue_quota_reserved_wait_time_seconds",
-            "Time from a workload's creation or requeue until quota reservation, per cluster_queue.",
-            ["cluster_queue", "priority_class", "replica_role"],
-            buckets=_kueue_buckets(14),
-            registry=r,
-        )
-        self.cluster_queue_status = Gauge(
-            "kueue_cluster_queue_status",
-            "Status of a cluster_queue: 1 for the current state among pending, active, terminating.",
-            ["cluster_queue", "status", "replica_role"],
-            registry=r,
-        )
-        self.resource_usage = Gauge(
-            "kueue_cluster_queue_resource_usage",
-            "Resource usage of admitted workloads per cluster_queue, flavor and resource.",
-            list(CQ_RESOURCE_LABELS),
-            registry=r,
-        )
-        self.resource_reservation = Gauge(
-            "kueue_cluster_queue_resource_reservation",
-            "Resources reserved by workloads per cluster_queue, flavor and resource.",
-            list(CQ_RESOURCE_LABELS),
-            registry=r,
-        )
-        self.nominal_quota = Gauge(
-            "kueue_cluster_queue_nominal_quota",
-            "Nominal quota per cluster_queue, flavor and resource.",
-            list(CQ_RESOURCE_LABELS),
-            registry=r,
-        )
-        self.borrowing_limit = Gauge(
-            "kueue_cluster_queue_borrowing_limit",
-            "Borrowing limit per cluster_queue, flavor and resource.",
-            list(CQ_RESOURCE_LABELS),
-            registry=r,
-        )
-        self.lending_limit = Gauge(
-            "kueue_cluster_queue_lending_limit",
-            "Lending limit per cluster_queue, flavor and resource.",
-            list(CQ_RESOURCE_LABELS),
-            registry=r,
-        )
-        self.evicted_workloads = Counter(
-            "kueue_evicted_workloads_total",
-            "Evicted workloads per cluster_queue; reason is Preempted, AdmissionCheck, ClusterQueueStopped, "
-            "LocalQueueStopped or Deactivated, underlying_cause what led to a deactivation.",
-            ["cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role"],
-            registry=r,
-        )
-        self.preempted_workloads = Counter(
-            "kueue_preempted_workloads_total",
-            "Preempted workloads per preempting_cluster_queue; reason is InClusterQueue, "
-            "InCohortReclamation, InCohortFairSharing or InCohortReclaimWhileBorrowing.",
-            ["preempting_cluster_queue", "reason", "replica_role"],
-            registry=r,
-        )
-        self.cluster_queue_weighted_share = Gauge(
-            "kueue_cluster_queue_weighted_share",
-            "Largest ratio of usage above nominal quota to what the cohort can lend, over the ClusterQueue's "
-            "resources, divided by its fair-sharing weight (0: within nominal quota).",
-            ["cluster_queue", "cohort", "replica_role"],
-            registry=r,
-        )
-        self.cohort_weighted_share = Gauge(
-            "kueue_cohort_weighted_share",
-            "The weighted share of a Cohort, computed as for a ClusterQueue.",
-            ["cohort", "replica_role"],
-            registry=r,
-        )
-        self.config_reloads = Counter(
-            "kueue_webhook_config_reloads_total",
-            "Reloads of the kueue-webhook-config ConfigMap; result is applied or rejected.",
-            ["result"],
-            registry=r,
-        )
-        self.config_last_reload_success = Gauge(
-            "kueue_webhook_config_last_reload_successful",
-            "1 if the last edit of the ConfigMap was applied, 0 if it was rejected.",
-            registry=r,
-        )
-        self.gpu_seconds = Counter(
-            "kueue_webhook_cluster_queue_gpu_seconds_total",
-            "GPU-seconds held by admitted workloads per cluster_queue and GPU resource, for chargeback.",
-            ["cluster_queue", "resource"],
-            registry=r,
-        )
-        self.api_writes = Counter(
-            "kueue_webhook_api_writes_total",
-            "Writes sent to the API server by the controller, per kind and verb.",
-            ["kind", "verb"],
-            registry=r,
-        )
-        self.events_dropped = Counter(
-            "kueue_webhook_events_dropped_total",
-            "Events not written because more were recorded than the rate limit lets through.",
-            registry=r,
-        )
+        for attr, row in vars(Metrics).items():
+            if isinstance(row, _Metric):
+                setattr(self, attr, row.on(self.registry))
 
     def set_cluster_queue_state(self, *, cluster_queue: str, state: str) -> None:
         """One-hot the queue's state, as Kueue reports it."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.control.conditions import find, set_condition
+from webhook.control.conditions import ConditionsEdit, find
 
 JSON = dict[str, Any]
 
@@ -20,19 +20,16 @@ JSON = dict[str, Any]
 def merge_status(current: JSON | None, computed: JSON, *, generation: int | None, now: str) -> JSON:
     """``current`` with every field of ``computed``; conditions merged one by one."""
     status = dict(current or {})
-    conditions = [dict(c) for c in status.get("conditions") or []]
+    edit = ConditionsEdit([dict(c) for c in status.get("conditions") or []], generation, now)
     for condition in computed.get("conditions") or []:
-        set_condition(
-            conditions,
-            kind=str(condition["type"]),
-            status=str(condition["status"]),
-            reason=str(condition.get("reason", "")),
-            message=str(condition.get("message", "")),
-            generation=generation,
-            now=now,
+        edit.set(
+            str(condition["type"]),
+            str(condition["status"]),
+            str(condition.get("reason", "")),
+            str(condition.get("message", "")),
         )
     status.update({key: value for key, value in computed.items() if key != "conditions"})
-    status["conditions"] = conditions
+    status["conditions"] = edit.conditions
     return status
 
 

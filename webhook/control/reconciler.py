@@ -471,16 +471,15 @@ class JobReconciler:
     async def _execute(self, job: JSON, step: Step) -> None:
         namespace = key_of(job)[0]
         writer, events = self.context.writer, self.context.events
+
+        def on_job(reason: str, message: str) -> None:
+            """The Normal Event on the Job that says a step was taken."""
+            events.record(job, type="Normal", reason=reason, message=message)
+
         if isinstance(step, CreateWorkload):
             created = await writer.create(WORKLOADS, step.body)
             if created is not None:
-                wl_name = created["metadata"]["name"]
-                events.record(
-                    job,
-                    type="Normal",
-                    reason="CreatedWorkload",
-                    message=f"Created Workload: {namespace}/{wl_name}",
-                )
+                on_job("CreatedWorkload", f"Created Workload: {namespace}/{created['metadata']['name']}")
         elif isinstance(step, FinishWorkload):
             reason, message = step.reason, step.message
             updated = await writer.patch_status(
@@ -490,12 +489,7 @@ class JobReconciler:
             )
             if updated is not None:
                 wl_name = updated["metadata"]["name"]
-                events.record(
-                    job,
-                    type="Normal",
-                    reason="FinishedWorkload",
-                    message=f"Workload '{namespace}/{wl_name}' is declared finished",
-                )
+                on_job("FinishedWorkload", f"Workload '{namespace}/{wl_name}' is declared finished")
                 events.record(
                     updated,
                     type="Normal" if reason == "Succeeded" else "Warning",
@@ -506,7 +500,7 @@ class JobReconciler:
             await self._start(job, step)
         elif isinstance(step, StopJob):
             if await writer.patch(JOBS, job, step.patch) is not None:
-                events.record(job, type="Normal", reason="Stopped", message=step.message)
+                on_job("Stopped", step.message)
         elif isinstance(step, RemoveFinalizer):
             if await writer.remove_finalizer(WORKLOADS, step.workload, RESOURCE_IN_USE) is not None:
                 log.info(
@@ -518,11 +512,9 @@ class JobReconciler:
                 WORKLOADS, step.workload, {"spec": {"podSets": step.pod_sets}}, patch_type="merge"
             )
             if updated is not None:
-                events.record(
-                    job,
-                    type="Normal",
-                    reason="UpdatedWorkload",
-                    message=f"Updated not matching Workload for suspended job: {'/'.join(key_of(updated))}",
+                on_job(
+                    "UpdatedWorkload",
+                    f"Updated not matching Workload for suspended job: {'/'.join(key_of(updated))}",
                 )
         elif isinstance(step, ReleaseReservation):
             message = step.message

@@ -48,6 +48,7 @@ from webhook.control.kinds import (
     LOCAL_QUEUES,
     NAMESPACES,
     RESOURCE_FLAVORS,
+    WATCHED,
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
     Kind,
@@ -71,16 +72,18 @@ STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
     (RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES)
 )
 
-#: the order in which a rebuild feeds kinds: capacity and routing first, then Workloads
-REBUILD_ORDER: tuple[Kind, ...] = (
-    NAMESPACES,
-    RESOURCE_FLAVORS,
-    COHORTS,
-    CLUSTER_QUEUES,
-    LOCAL_QUEUES,
-    WORKLOAD_PRIORITY_CLASSES,
-    WORKLOADS,
-)
+#: how the core reads each kind it is fed (Namespaces are fed by their labels)
+_PARSERS: dict[Kind, Callable[[JSON], Any]] = {
+    RESOURCE_FLAVORS: parse_resource_flavor,
+    COHORTS: parse_cohort,
+    CLUSTER_QUEUES: parse_cluster_queue,
+    LOCAL_QUEUES: parse_local_queue,
+    WORKLOAD_PRIORITY_CLASSES: parse_workload_priority_class,
+    WORKLOADS: parse_workload,
+}
+#: the kinds the core is fed, in the order a rebuild feeds them: ``WATCHED``'s, capacity and routing first,
+#: then Workloads
+REBUILD_ORDER: tuple[Kind, ...] = tuple(kind for kind in WATCHED if kind is NAMESPACES or kind in _PARSERS)
 
 
 def intern_workload_strings(workload: JSON) -> None:
@@ -316,21 +319,51 @@ class SchedulerLoop:
                 return None
             return admitted_status(current, admission=admission, now=now_rfc3339(), admission_checks=checks)
 
+        def write_failed() -> None:
+            self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
+
+        updated = await self._write_decision(
+            key,
+            workload,
+            build,
+            what="admission",
+            landed=has_reservation,
+            undo=self.state.forget,
+            on_error=write_failed,
+        )
+        if updated is not None:
+            self._record_admission(updated, decision)
+
+    async def _write_decision(
+        self,
+        key: str,
+        workload: JSON,
+        build: Callable[[JSON], JSON | None],
+        *,
+        what: str,
+        landed: Callable[[JSON], bool],
+        undo: Callable[[str], None],
+        on_error: Callable[[], None] = lambda: None,
+    ) -> JSON | None:
+        """Write a decision into the Workload's status; the updated Workload, or None when nothing was
+        written. A write that failed, or that ``build`` declined while the store does not show the decision
+        ``landed`` (by an earlier write of ours, say), is handed back to the core with ``undo`` and the loop
+        kicked, so the quota it charged returns and the workload is decided again."""
         try:
             updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         except Exception as exc:
-            self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
-            log.warning("admission write failed", extra={"workload": key, "error": repr(exc)})
-            self.state.forget(key)
+            on_error()
+            log.warning(f"{what} write failed", extra={"workload": key, "error": repr(exc)})
+            undo(key)
             self.kick()
-            return
+            return None
         if updated is None:
+            namespace, _, name = key.partition("/")
             current = self.store.get(WORKLOADS, name, namespace)
-            if current is None or not has_reservation(current):
-                self.state.forget(key)
+            if current is None or not landed(current):
+                undo(key)
                 self.kick()
-            return
-        self._record_admission(updated, decision)
+        return updated
 
     def _record_admission(self, workload: JSON, decision: Admit) -> None:
         self.admitted += 1
@@ -380,18 +413,15 @@ class SchedulerLoop:
                 now=now_rfc3339(),
             )
 
-        try:
-            updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
-        except Exception as exc:
-            log.warning("eviction write failed", extra={"workload": key, "error": repr(exc)})
-            self.state.eviction_failed(key)
-            self.kick()
-            return
+        updated = await self._write_decision(
+            key,
+            workload,
+            build,
+            what="eviction",
+            landed=lambda current: is_true(current, "Evicted"),
+            undo=self.state.eviction_failed,
+        )
         if updated is None:
-            current = self.store.get(WORKLOADS, name, namespace)
-            if current is None or not is_true(current, "Evicted"):
-                self.state.eviction_failed(key)
-                self.kick()
             return
         self._record_eviction(updated, decision)
         if decision.deactivate:
@@ -483,13 +513,3 @@ def evicted_condition(decision: Evict) -> tuple[str, str]:
             f"The workload is deactivated due to {decision.message}",
         )
     return decision.reason, decision.message
-
-
-_PARSERS: dict[Kind, Callable[[JSON], Any]] = {
-    RESOURCE_FLAVORS: parse_resource_flavor,
-    COHORTS: parse_cohort,
-    CLUSTER_QUEUES: parse_cluster_queue,
-    LOCAL_QUEUES: parse_local_queue,
-    WORKLOAD_PRIORITY_CLASSES: parse_workload_priority_class,
-    WORKLOADS: parse_workload,
-}

@@ -17,16 +17,16 @@ ClusterQueue's status.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from webhook.api.quantity import NANO
-from webhook.control.conditions import is_true, now_rfc3339
+from webhook.control.conditions import is_true, now_rfc3339, observed_generation
 from webhook.control.context import ControlContext
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
+from webhook.control.paced import PacedReporter
 from webhook.control.queue_status import merge_status, status_differs
 from webhook.control.store import Change, key_of
 from webhook.core.model import FlavorResource
@@ -38,24 +38,19 @@ Reservation = tuple[dict[FlavorResource, int], bool]
 log = logging.getLogger("kueue_webhook.status")
 
 
-class QueueStatusReporter:
-    """Marks queues dirty on store changes; ``run`` flushes them while this replica leads."""
+class QueueStatusReporter(PacedReporter):
+    """Marks queues dirty on store changes; ``run`` flushes them (``webhook.control.paced``)."""
 
     def __init__(
         self, context: ControlContext, *, state: Callable[[], SchedulerState], min_interval: float = 1.0
     ) -> None:
-        self.context = context
-        self.state = state
-        self.min_interval = min_interval
+        super().__init__(context, state=state, min_interval=min_interval)
         self._dirty_cq: set[str] = set()
         self._dirty_lq: set[tuple[str, str]] = set()
-        self._kick = asyncio.Event()
         #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
         self._cq_of_lq: dict[tuple[str, str], str] | None = None
         self._lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
-        self._last_flush = 0.0
         self._last_gpu_tick = time.monotonic()
-        self.flushed = asyncio.Event()
 
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
@@ -86,12 +81,12 @@ class QueueStatusReporter:
                     self._dirty_cq.add(str(admitted_to))
         else:
             return
-        self._kick.set()
+        self.kick()
 
     def mark_all(self) -> None:
         self._dirty_cq.update(key_of(cq)[1] for cq in self.context.store.items(CLUSTER_QUEUES))
         self._dirty_lq.update(self.context.store.keys(LOCAL_QUEUES))
-        self._kick.set()
+        super().mark_all()
 
     def _index(self) -> dict[tuple[str, str], str]:
         """LocalQueue key -> ClusterQueue name, built from the store on first use."""
@@ -117,19 +112,6 @@ class QueueStatusReporter:
         self._index()
         self._dirty_lq.update(self._lqs_of_cq.get(cluster_queue, ()))
 
-    async def run(self) -> None:
-        self.mark_all()
-        while True:
-            await self._kick.wait()
-            wait = self._last_flush + self.min_interval - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)  # rate limit: gather a burst into one pass
-            self._kick.clear()
-            self._last_flush = time.monotonic()
-            if self.context.is_leader():
-                await self.flush()
-            self.flushed.set()
-
     async def flush(self) -> None:
         cluster_queues, self._dirty_cq = self._dirty_cq, set()
         local_queues, self._dirty_lq = self._dirty_lq, set()
@@ -143,7 +125,7 @@ class QueueStatusReporter:
                     self.context.metrics.forget_cluster_queue(cluster_queue=name)
                 continue
             computed = cluster_queue_status(state, name)
-            status = merge_status(cq.get("status"), computed, generation=_generation(cq), now=now)
+            status = merge_status(cq.get("status"), computed, generation=observed_generation(cq), now=now)
             reserving: list[Reservation] = [
                 (info.usage, admitted) for info, admitted in state.reserving_in(name)
             ]
@@ -155,7 +137,7 @@ class QueueStatusReporter:
             if lq is None or f"{namespace}/{name}" not in state.local_queues:
                 continue
             computed = local_queue_status(state, namespace, name)
-            status = merge_status(lq.get("status"), computed, generation=_generation(lq), now=now)
+            status = merge_status(lq.get("status"), computed, generation=observed_generation(lq), now=now)
             if status_differs(lq.get("status"), status):
                 await self._write(LOCAL_QUEUES, lq, status)
 
@@ -214,8 +196,3 @@ class QueueStatusReporter:
                         totals[resource] = totals.get(resource, 0) + nanos
             for resource, nanos in totals.items():
                 self.context.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)
-
-
-def _generation(obj: JSON) -> int | None:
-    value = (obj.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None

@@ -13,10 +13,9 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook.control.controller import STATUS_INTERVAL, WATCH_TIMEOUT_SECONDS, Controller
+from webhook.control.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
 from webhook.control.kinds import WATCHED
 from webhook.control.kube import KubeClient
-from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from webhook.server import DEFAULT_PORT, WebhookServer, create_app
 
 #: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
@@ -82,28 +81,13 @@ async def build(
     kubeconfig: str | None = None,
     context: str | None = None,
     connections: int = API_CONNECTIONS,
-    leader_election: bool = True,
-    lease_duration: float = LEASE_DURATION,
-    renew_deadline: float = RENEW_DEADLINE,
-    retry_period: float = RETRY_PERIOD,
-    status_interval: float = STATUS_INTERVAL,
-    watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
+    settings: ControllerSettings = DEFAULT_SETTINGS,
     listen: Listen | None = None,
 ) -> Replica:
     """Connect as kubectl would (``KubeClient.connect``) and wire the controller and, with ``listen``, the
     webhook on the controller's store, configuration, metrics registry and readiness. Nothing runs yet."""
     client = await KubeClient.connect(kubeconfig=kubeconfig, context=context, connections=connections)
-    controller = Controller(
-        client=client,
-        namespace=namespace,
-        identity=identity,
-        leader_election=leader_election,
-        lease_duration=lease_duration,
-        renew_deadline=renew_deadline,
-        retry_period=retry_period,
-        status_interval=status_interval,
-        watch_timeout_seconds=watch_timeout_seconds,
-    )
+    controller = Controller(client=client, namespace=namespace, identity=identity, settings=settings)
     server = None
     if listen is not None:
         app = create_app(

@@ -16,32 +16,18 @@ from typing import Any, Protocol
 
 from webhook.api.finalizers import finalizer_removal_patch
 from webhook.control.kinds import Kind
-from webhook.control.kube import ApiError, PatchType
+from webhook.control.kube import ApiError
 from webhook.control.metrics import Metrics
 from webhook.control.store import Store
+from webhook.control.verbs import Creates, Deletes, Gets, Patches, PatchType
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.writers")
 StatusBuilder = Callable[[JSON], JSON | None]
 
 
-class WriteClient(Protocol):
-    async def get(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
-
-    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = ...) -> JSON: ...
-
-    async def patch(
-        self,
-        kind: Kind,
-        *,
-        name: str,
-        patch: Any,
-        namespace: str | None = ...,
-        patch_type: PatchType = ...,
-        subresource: str = ...,
-    ) -> JSON: ...
-
-    async def delete(self, kind: Kind, *, name: str, namespace: str | None = ...) -> JSON: ...
+class WriteClient(Gets, Creates, Patches, Deletes, Protocol):
+    """The verbs the Writer sends."""
 
 
 def refused_fields(exc: ApiError) -> list[Any]:
@@ -80,6 +66,13 @@ class Writer:
         self.writes += 1
         self.metrics.api_writes.labels(kind.kind, verb).inc()
 
+    def _remember(self, kind: Kind, obj: JSON) -> JSON:
+        """The server's answer, made self-describing and put into the store at once."""
+        obj.setdefault("kind", kind.kind)
+        obj.setdefault("apiVersion", kind.api_version)
+        self.store.upsert(kind, obj)
+        return obj
+
     async def create(self, kind: Kind, body: JSON) -> JSON | None:
         """Create; an existing object of that name (409 AlreadyExists) is success, answered with None."""
         _, namespace = _ident(body)
@@ -90,49 +83,30 @@ class Writer:
             if exc.status == 409 and exc.reason == "AlreadyExists":
                 return None
             raise
-        created.setdefault("kind", kind.kind)
-        created.setdefault("apiVersion", kind.api_version)
-        self.store.upsert(kind, created)
-        return created
+        return self._remember(kind, created)
 
     async def patch_status(self, kind: Kind, obj: JSON, build: StatusBuilder) -> JSON | None:
         """Merge-patch ``status`` as ``build(current)`` says, preconditioned on resourceVersion.
 
         Returns the updated object, or None when ``build`` found nothing to do or the object is gone.
         """
-        current = obj
-        for _ in range(self.attempts):
+
+        def status_patch(current: JSON) -> JSON | None:
             status = build(current)
             if status is None:
                 return None
-            name, namespace = _ident(current)
             version = (current.get("metadata") or {}).get("resourceVersion")
-            patch = {"metadata": {"resourceVersion": version}, "status": status}
-            self._count(kind, "patch-status")
-            try:
-                updated = await self.client.patch(
-                    kind, name=name, namespace=namespace or None, patch=patch, subresource="status"
-                )
-            except ApiError as exc:
-                if exc.status == 404:
-                    return None
-                if exc.status != 409:
-                    raise
-                try:
-                    current = await self.client.get(kind, name=name, namespace=namespace or None)
-                except ApiError as get_exc:
-                    if get_exc.status == 404:
-                        return None
-                    raise
-                current.setdefault("kind", kind.kind)
-                current.setdefault("apiVersion", kind.api_version)
-                self.store.upsert(kind, current)
-                continue
-            updated.setdefault("kind", kind.kind)
-            updated.setdefault("apiVersion", kind.api_version)
-            self.store.upsert(kind, updated)
-            return updated
-        raise ApiError(status=409, reason="Conflict", message=f"gave up after {self.attempts} conflicts")
+            return {"metadata": {"resourceVersion": version}, "status": status}
+
+        return await self._patch_fresh(
+            kind,
+            obj,
+            status_patch,
+            verb="patch-status",
+            patch_type="merge",
+            subresource="status",
+            stale=lambda exc: exc.status == 409,
+        )
 
     async def patch(
         self, kind: Kind, obj: JSON, patch: Any, *, patch_type: PatchType = "json"
@@ -154,10 +128,7 @@ class Writer:
                 log.info("patch skipped", extra={"kind": kind.kind, "object": name, "error": exc.message})
                 return None
             raise
-        updated.setdefault("kind", kind.kind)
-        updated.setdefault("apiVersion", kind.api_version)
-        self.store.upsert(kind, updated)
-        return updated
+        return self._remember(kind, updated)
 
     async def remove_finalizer(self, kind: Kind, obj: JSON, name: str) -> JSON | None:
         """Take finalizer ``name`` off ``obj`` and nothing else (a JSON Patch that ``test``s our entry).
@@ -167,37 +138,67 @@ class Writer:
         being deleted, the object as it was just before it went), or None when the finalizer or the object
         is already gone.
         """
+        return await self._patch_fresh(
+            kind,
+            obj,
+            lambda current: finalizer_removal_patch(current, name),
+            verb="patch",
+            patch_type="json",
+            subresource="",
+            stale=lambda exc: exc.status == 409 or (exc.status == 422 and not refused_fields(exc)),
+        )
+
+    async def _patch_fresh(
+        self,
+        kind: Kind,
+        obj: JSON,
+        make_patch: Callable[[JSON], Any],
+        *,
+        verb: str,
+        patch_type: PatchType,
+        subresource: str,
+        stale: Callable[[ApiError], bool],
+    ) -> JSON | None:
+        """Send ``make_patch(current)``; when the server says ``current`` was ``stale``, fetch the object
+        and ask again, up to ``attempts`` times. None when there is nothing to patch or the object is gone."""
         current = obj
         for _ in range(self.attempts):
-            patch = finalizer_removal_patch(current, name)
+            patch = make_patch(current)
             if patch is None:
                 return None
-            ident, namespace = _ident(current)
-            self._count(kind, "patch")
+            name, namespace = _ident(current)
+            self._count(kind, verb)
             try:
                 updated = await self.client.patch(
-                    kind, name=ident, namespace=namespace or None, patch=patch, patch_type="json"
+                    kind,
+                    name=name,
+                    namespace=namespace or None,
+                    patch=patch,
+                    patch_type=patch_type,
+                    subresource=subresource,
                 )
             except ApiError as exc:
                 if exc.status == 404:
                     return None
-                if exc.status != 409 and not (exc.status == 422 and not refused_fields(exc)):
+                if not stale(exc):
                     raise
-                try:
-                    current = await self.client.get(kind, name=ident, namespace=namespace or None)
-                except ApiError as get_exc:
-                    if get_exc.status == 404:
-                        return None
-                    raise
-                current.setdefault("kind", kind.kind)
-                current.setdefault("apiVersion", kind.api_version)
-                self.store.upsert(kind, current)
+                fetched = await self._get(kind, name, namespace)
+                if fetched is None:
+                    return None
+                current = fetched
                 continue
-            updated.setdefault("kind", kind.kind)
-            updated.setdefault("apiVersion", kind.api_version)
-            self.store.upsert(kind, updated)
-            return updated
+            return self._remember(kind, updated)
         raise ApiError(status=409, reason="Conflict", message=f"gave up after {self.attempts} conflicts")
+
+    async def _get(self, kind: Kind, name: str, namespace: str) -> JSON | None:
+        """The object as the server has it now (into the store too), or None when it is gone."""
+        try:
+            fetched = await self.client.get(kind, name=name, namespace=namespace or None)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self._remember(kind, fetched)
 
     async def delete(self, kind: Kind, obj: JSON) -> bool:
         name, namespace = _ident(obj)

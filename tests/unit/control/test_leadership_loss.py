@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tests.unit.control.fakes import MemoryApi
-from webhook.control.controller import Controller
+from webhook.control.controller import Controller, ControllerSettings
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
-from webhook.control.kube import PatchType
+from webhook.control.verbs import PatchType
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"
@@ -150,9 +150,9 @@ async def test_a_leader_that_cannot_renew_stops_admitting_before_the_lease_can_p
         client=api,  # type: ignore[arg-type]
         namespace="kueue-system",
         identity="a",
-        lease_duration=LEASE_DURATION,
-        renew_deadline=RENEW_DEADLINE,
-        retry_period=RETRY_PERIOD,
+        settings=ControllerSettings(
+            lease_duration=LEASE_DURATION, renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD
+        ),
     )
     for version, (kind, obj) in enumerate(cluster(), start=1):
         obj["metadata"].setdefault("resourceVersion", str(version))
