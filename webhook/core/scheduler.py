@@ -63,6 +63,7 @@ from webhook.api.objects import (
 )
 from webhook.api.selectors import LabelSelector
 from webhook.core.checks import check_eviction
+from webhook.core.fair_preemption import FairSharingPreemption
 from webhook.core.fair_sharing import Contender, Share, dominant_resource_share, pick_fairest
 from webhook.core.flavors import (
     Assignment,
@@ -77,7 +78,6 @@ from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount
 from webhook.core.preemption import (
     Candidate,
     ClassicalPreemption,
-    FairSharingPreemption,
     Target,
     preemption_message,
     queue_path,
@@ -198,9 +198,7 @@ class SchedulerState:
         self.oracle: PreemptionOracle = oracle or self.preemption
         #: fair sharing (the ConfigMap's ``fairSharing``): admission order and preemption by share
         self.fair_sharing = False
-        self.fair_preemption = FairSharingPreemption(
-            holders=self, classical=self.preemption, share=self.share_of, strategies=()
-        )
+        self.fair_preemption = FairSharingPreemption(holders=self, share=self.share_of, strategies=())
         #: preemptors waiting for their targets to go, with the room held for them meanwhile
         self._claims: dict[WorkloadKey, _Claim] = {}
         self._holders_cache: dict[str, list[Candidate]] = {}
