@@ -20,8 +20,8 @@ from typing import Any
 from webhook.control.context import ControlContext
 from webhook.control.kinds import CLUSTER_QUEUES, COHORTS, WORKLOADS
 from webhook.control.store import Change
-from webhook.core.scheduler import SchedulerState
 from webhook.core.status import cohort_status
+from webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.fair_sharing")
@@ -31,7 +31,7 @@ class FairSharingReporter:
     """Recomputes shares after changes, at most every ``min_interval`` seconds, while leading."""
 
     def __init__(
-        self, context: ControlContext, *, state: Callable[[], SchedulerState], min_interval: float = 0.25
+        self, context: ControlContext, *, state: Callable[[], SchedulerView], min_interval: float = 0.25
     ) -> None:
         self.context = context
         self.state = state

@@ -9,7 +9,8 @@ Evict``. Everything is updated incrementally by the controller's watch events (o
 clock); nothing is rebuilt per cycle.
 
 ``SchedulerState`` composes them and is the one object the controller, ``simulate`` and the tests hold: it
-only forwards, so its methods are the scheduler's whole interface.
+only forwards, so its methods are the scheduler's whole interface. Status code reads the state through
+``view.SchedulerView``, which names only what it reads.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ class SchedulerState:
         """Whether a cycle now could decide anything (a head to try or a notice to deliver)."""
         return bool(self.notices) or self.catalog.has_head()
 
-    # == read access for status and reports ============================================================
+    # == read access for status and reports (``view.SchedulerView``) ===================================
     weight_of = _forward(_catalog, Catalog.weight_of)
     share_of = _forward(_catalog, Catalog.share_of)
     fair_share = _forward(_catalog, Catalog.fair_share)
