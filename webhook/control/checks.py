@@ -41,7 +41,7 @@ from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, key_of
 from webhook.control.workqueue import WorkQueue
 from webhook.core.checks import MANUAL_APPROVAL_CONTROLLER, manual_approval_state
-from webhook.core.scheduler import SchedulerState
+from webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.admission_checks")
@@ -53,7 +53,7 @@ class AdmissionChecksController:
     """Keeps reserved Workloads' check states and Admitted condition current; runs while leading."""
 
     def __init__(
-        self, context: ControlContext, *, state: Callable[[], SchedulerState], workers: int = 2
+        self, context: ControlContext, *, state: Callable[[], SchedulerView], workers: int = 2
     ) -> None:
         self.context = context
         self.state = state

@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable
 
 from webhook.control.context import ControlContext
-from webhook.core.scheduler import SchedulerState
+from webhook.core.view import SchedulerView
 
 
 class PacedReporter:
     """Recompute after changes, at most every ``min_interval`` seconds, while leading (``flush``)."""
 
     def __init__(
-        self, context: ControlContext, *, state: Callable[[], SchedulerState], min_interval: float
+        self, context: ControlContext, *, state: Callable[[], SchedulerView], min_interval: float
     ) -> None:
         self.context = context
         self.state = state

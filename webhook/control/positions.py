@@ -26,7 +26,7 @@ from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
 from webhook.control.kinds import WORKLOADS
 from webhook.control.reconciler import has_reservation
-from webhook.core.scheduler import SchedulerState
+from webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.positions")
@@ -68,7 +68,7 @@ class QueuePositions:
         self,
         context: ControlContext,
         *,
-        state: Callable[[], SchedulerState],
+        state: Callable[[], SchedulerView],
         writes_per_second: int = 50,
     ) -> None:
         self.context = context

@@ -30,8 +30,8 @@ from webhook.control.paced import PacedReporter
 from webhook.control.queue_status import merge_status, status_differs
 from webhook.control.store import Change, key_of
 from webhook.core.model import FlavorResource
-from webhook.core.scheduler import SchedulerState
 from webhook.core.status import cluster_queue_status, local_queue_status
+from webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
 Reservation = tuple[dict[FlavorResource, int], bool]
@@ -42,7 +42,7 @@ class QueueStatusReporter(PacedReporter):
     """Marks queues dirty on store changes; ``run`` flushes them (``webhook.control.paced``)."""
 
     def __init__(
-        self, context: ControlContext, *, state: Callable[[], SchedulerState], min_interval: float = 1.0
+        self, context: ControlContext, *, state: Callable[[], SchedulerView], min_interval: float = 1.0
     ) -> None:
         super().__init__(context, state=state, min_interval=min_interval)
         self._dirty_cq: set[str] = set()
@@ -148,7 +148,7 @@ class QueueStatusReporter(PacedReporter):
             log.warning("queue status write failed", extra={"kind": kind.kind, "error": repr(exc)})
 
     def _report_metrics(
-        self, name: str, cq: JSON, status: JSON, reserving: list[Reservation], state: SchedulerState
+        self, name: str, cq: JSON, status: JSON, reserving: list[Reservation], state: SchedulerView
     ) -> None:
         metrics = self.context.metrics
         role = metrics.role
@@ -183,7 +183,7 @@ class QueueStatusReporter(PacedReporter):
                     metrics.resource_usage.labels(*labels).set(usage.get(fr, 0) / NANO)
                     metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
 
-    def _tick_gpu_seconds(self, state: SchedulerState) -> None:
+    def _tick_gpu_seconds(self, state: SchedulerView) -> None:
         """Charge each queue the GPUs its workloads held (their reservations; not the ledger, which also
         counts room claimed for a preemptor that is still waiting) since the previous pass."""
         now = time.monotonic()

@@ -36,11 +36,11 @@ from webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_
 __all__ = [
     "Assignment",
     "CompiledQueue",
+    "FlavorAssigner",
     "Mode",
     "NoPreemption",
     "PodSetResult",
     "PreemptionOracle",
-    "assign_flavors",
     "compile_queue",
     "first_plain_fit",
     "search_flavors",
@@ -273,19 +273,23 @@ def _try_next(choice: _Choice, fungibility: FlavorFungibility) -> bool:
     return choice.borrow > 0 and fungibility.when_can_borrow == "TryNextFlavor"
 
 
-def assign_flavors(
-    *,
-    workload: WorkloadInfo,
-    queue: CompiledQueue,
-    flavors: Mapping[str, ResourceFlavor],
-    ledger: Ledger,
-    oracle: PreemptionOracle,
-) -> Assignment:
-    """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
-    plain = first_plain_fit(workload, queue, flavors, ledger)
-    if plain is not None:
-        return plain
-    return search_flavors(workload=workload, queue=queue, flavors=flavors, ledger=ledger, oracle=oracle)
+@dataclass(frozen=True, slots=True)
+class FlavorAssigner:
+    """What flavor assignment reads besides the workload and its ClusterQueue, which stays the same
+    from one call to the next: the ResourceFlavors, the ledger, and who answers for preemption."""
+
+    flavors: Mapping[str, ResourceFlavor]
+    ledger: Ledger
+    oracle: PreemptionOracle
+
+    def assign(self, workload: WorkloadInfo, queue: CompiledQueue) -> Assignment:
+        """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
+        plain = first_plain_fit(workload, queue, self.flavors, self.ledger)
+        if plain is not None:
+            return plain
+        return search_flavors(
+            workload=workload, queue=queue, flavors=self.flavors, ledger=self.ledger, oracle=self.oracle
+        )
 
 
 def search_flavors(
@@ -296,7 +300,7 @@ def search_flavors(
     ledger: Ledger,
     oracle: PreemptionOracle,
 ) -> Assignment:
-    """The full search of ``assign_flavors`` (every rule, every reason)."""
+    """The full search of ``FlavorAssigner.assign`` (every rule, every reason)."""
     assigned: dict[FlavorResource, int] = {}
     results: list[PodSetResult] = []
     overall = Mode.FIT

@@ -139,12 +139,8 @@ def add_usage(node: Node, fr: FlavorResource, amount: int) -> None:
     """Charge ``amount`` to ``node``; what its private part cannot hold climbs to the parent."""
     current: Node | None = node
     while current is not None:
-        usage = current.usage.get(fr, 0)
-        quota = current.quotas.get(fr)
-        local_free = 0
-        if quota is not None and quota.lending_limit is not None:
-            local_free = max(0, max(0, current.subtree.get(fr, 0) - quota.lending_limit) - usage)
-        current.usage[fr] = usage + amount
+        local_free = current.local_available(fr)
+        current.usage[fr] = current.usage.get(fr, 0) + amount
         if amount <= local_free:
             return
         amount -= local_free
@@ -156,12 +152,8 @@ def remove_usage(node: Node, fr: FlavorResource, amount: int) -> None:
     current: Node | None = node
     while current is not None:
         usage = current.usage.get(fr, 0)
-        quota = current.quotas.get(fr)
-        local = 0
-        if quota is not None and quota.lending_limit is not None:
-            local = max(0, current.subtree.get(fr, 0) - quota.lending_limit)
         current.usage[fr] = usage - amount
-        stored_in_parent = usage - local
+        stored_in_parent = usage - current.local_quota(fr)
         if stored_in_parent <= 0:
             return
         amount = min(amount, stored_in_parent)

@@ -25,20 +25,20 @@ this resource?") through ``simulate``, which is why ``ClassicalPreemption`` is t
 A ClusterQueue whose policies are all ``Never`` is answered at once without looking at any workload, so
 the non-preempting path costs nothing extra.
 
-With fair sharing on, ``FairSharingPreemption`` replaces the search (same candidates, same ordering
-within a ClusterQueue): it takes from the ClusterQueue with the highest dominant resource share first,
-only while the configured strategy holds between the preemptor's share and the target's, with reason
-``InCohortFairSharing`` (``InClusterQueue`` within the preemptor's own ClusterQueue).
+With fair sharing on, ``fair_preemption.FairSharingPreemption`` replaces the search. Both are a
+``TargetSearch`` and share what this module defines besides the classical search: the candidates as
+preemption sees them, who may preempt whom (``policy_allows``), the order candidates are tried in
+(``candidate_order``), and the simulated removal from the ledger (``remove``/``restore``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from webhook.api.objects import Preemption
-from webhook.core.fair_sharing import Share
 from webhook.core.flavors import Mode
 from webhook.core.ledger import Ledger, Node, available
 from webhook.core.model import FlavorResource, WorkloadInfo
@@ -50,11 +50,25 @@ __all__ = [
     "REASON_IN_COHORT_RECLAMATION",
     "Candidate",
     "ClassicalPreemption",
-    "FairSharingPreemption",
+    "Needs",
     "QuotaHolders",
+    "Requests",
     "Target",
+    "TargetSearch",
+    "candidate_order",
+    "policy_allows",
     "preemption_message",
+    "queue_path",
+    "remove",
+    "restore",
+    "uses_any",
+    "within_nominal",
 ]
+
+#: what a preemptor asks for, per flavor/resource (nano-units)
+Requests = Mapping[FlavorResource, int]
+#: the flavor/resources it lacks room for: only candidates using one of them are worth evicting
+Needs = frozenset[FlavorResource]
 
 REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
 REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -101,7 +115,8 @@ class Target:
 class QuotaHolders(Protocol):
     """What preemption reads from the scheduler state."""
 
-    ledger: Ledger
+    @property
+    def ledger(self) -> Ledger: ...
 
     def preemption_policy(self, cluster_queue: str) -> Preemption: ...
 
@@ -129,19 +144,58 @@ def queue_path(ledger: Ledger, cluster_queue: str) -> str:
     return "/" + "/".join(reversed(parts)) if parts else ""
 
 
-def _within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
+def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
+    """Whether ``node`` uses no more than its own subtree quota of each of ``frs`` (it lends, or uses
+    what it lent, but does not borrow): nothing there is to be reclaimed."""
     return all(node.usage.get(fr, 0) <= node.subtree.get(fr, 0) for fr in frs)
 
 
-def _uses(candidate: Candidate, needs: frozenset[FlavorResource]) -> bool:
+def uses_any(candidate: Candidate, needs: Needs) -> bool:
+    """Whether evicting ``candidate`` frees any of what the preemptor lacks."""
     if candidate.frs:
         return not candidate.frs.isdisjoint(needs)
     return any(fr in needs for fr in candidate.info.usage)
 
 
-def _fits_in_quota(
-    node: Node, requests: Mapping[FlavorResource, int]
-) -> tuple[bool, dict[FlavorResource, int]]:
+def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
+    """Whether a ``withinClusterQueue``/``reclaimWithinCohort`` policy lets ``preemptor`` evict
+    ``candidate`` (Kueue's ``LowerPriority``, ``LowerOrNewerEqualPriority`` and ``Any``)."""
+    if policy == "Any":
+        return True
+    if preemptor.priority > candidate.priority:
+        return policy in ("LowerPriority", "LowerOrNewerEqualPriority")
+    if policy == "LowerOrNewerEqualPriority" and preemptor.priority == candidate.priority:
+        return preemptor.created < candidate.created
+    return False
+
+
+def candidate_order(candidate: Candidate, queue: str) -> tuple[bool, bool, int, float, int, str]:
+    """The order candidates are tried in: already evicting first, other ClusterQueues before the
+    preemptor's own ``queue``, lower priority first, most recently admitted first."""
+    at, seq = candidate.reserved_at
+    return (
+        not candidate.evicting,
+        candidate.cluster_queue == queue,
+        candidate.info.priority,
+        -at,
+        -seq,
+        candidate.info.uid,
+    )
+
+
+def remove(ledger: Ledger, candidates: Iterable[Candidate]) -> None:
+    """Take the candidates' usage off the ledger, as if they were gone (``restore`` puts it back)."""
+    for c in candidates:
+        ledger.release(c.cluster_queue, c.info.usage)
+
+
+def restore(ledger: Ledger, candidates: Iterable[Candidate]) -> None:
+    for c in candidates:
+        if c.cluster_queue in ledger.queues:
+            ledger.charge(c.cluster_queue, c.info.usage)
+
+
+def _fits_in_quota(node: Node, requests: Requests) -> tuple[bool, dict[FlavorResource, int]]:
     fits = True
     remaining: dict[FlavorResource, int] = {}
     for fr, amount in requests.items():
@@ -149,6 +203,28 @@ def _fits_in_quota(
             fits = False
         remaining[fr] = max(0, amount - node.local_available(fr))
     return fits, remaining
+
+
+class TargetSearch(ABC):
+    """A way to pick the workloads to preempt: classical, or by fair share."""
+
+    holders: QuotaHolders
+
+    def targets(
+        self, *, queue: str, workload: WorkloadInfo, requests: Requests, needs: Needs
+    ) -> list[Target]:
+        """The admitted workloads whose eviction lets ``requests`` fit in ``queue``, as few as the search
+        can do with (empty when none does). ``needs`` are the flavor/resources that lack room."""
+        node = self.holders.ledger.queues.get(queue)
+        if node is None or not needs:
+            return []
+        return self._find(node, workload, self.holders.preemption_policy(queue), requests, needs)
+
+    @abstractmethod
+    def _find(
+        self, node: Node, workload: WorkloadInfo, policy: Preemption, requests: Requests, needs: Needs
+    ) -> list[Target]:
+        """``targets``, once the preemptor's ClusterQueue ``node`` and its ``policy`` are known."""
 
 
 @dataclass(slots=True)
@@ -159,13 +235,13 @@ class _Elem:
     meeting: Node | None
 
 
-class ClassicalPreemption:
+class ClassicalPreemption(TargetSearch):
     """Kueue's classical preemption over the live ledger (removals are simulated and undone)."""
 
     def __init__(self, *, holders: QuotaHolders) -> None:
         self.holders = holders
         #: set while fair sharing is on: the flavor assigner's question is then answered by it
-        self.fair: FairSharingPreemption | None = None
+        self.fair: TargetSearch | None = None
 
     @property
     def ledger(self) -> Ledger:
@@ -184,35 +260,26 @@ class ClassicalPreemption:
         )
         if not targets:
             return Mode.NO_CANDIDATES, self.ledger.borrowing_height(queue, fr, amount)
-        self._remove(t.candidate for t in targets)
+        remove(self.ledger, (t.candidate for t in targets))
         try:
             borrow = self.ledger.borrowing_height(queue, fr, amount)
         finally:
-            self._restore(t.candidate for t in targets)
+            restore(self.ledger, (t.candidate for t in targets))
         if any(t.candidate.cluster_queue == queue for t in targets):
             return Mode.PREEMPT, borrow
         return Mode.RECLAIM, borrow
 
     # -- the targets ----------------------------------------------------------------------------------
-    def targets(
-        self,
-        *,
-        queue: str,
-        workload: WorkloadInfo,
-        requests: Mapping[FlavorResource, int],
-        needs: frozenset[FlavorResource],
+    def _find(
+        self, node: Node, workload: WorkloadInfo, policy: Preemption, requests: Requests, needs: Needs
     ) -> list[Target]:
-        """The minimal set of admitted workloads whose eviction lets ``requests`` fit in ``queue``
-        (empty when none does). ``needs`` are the flavor/resources that lack room."""
-        policy = self.holders.preemption_policy(queue)
-        node = self.ledger.queues.get(queue)
-        if node is None or not needs:
-            return []
-        same = self._same_queue(queue, workload, policy, needs)
+        """The minimal set: candidates removed in order until the preemptor fits, then put back."""
+        same = self._same_queue(node.name, workload, policy, needs)
         hierarchy, by_priority = self._cohort_candidates(node, workload, policy, requests, needs)
         ordered: list[_Elem] = []
         groups = [
-            sorted(g, key=lambda e: self._order(e.candidate, queue)) for g in (hierarchy, by_priority, same)
+            sorted(g, key=lambda e: candidate_order(e.candidate, node.name))
+            for g in (hierarchy, by_priority, same)
         ]
         for want_evicting in (True, False):
             for group in groups:
@@ -234,18 +301,6 @@ class ClassicalPreemption:
         return []
 
     @staticmethod
-    def _order(candidate: Candidate, queue: str) -> tuple[bool, bool, int, float, int, str]:
-        at, seq = candidate.reserved_at
-        return (
-            not candidate.evicting,
-            candidate.cluster_queue == queue,
-            candidate.info.priority,
-            -at,
-            -seq,
-            candidate.info.uid,
-        )
-
-    @staticmethod
     def _under_nominal(node: Node, needs: Iterable[FlavorResource]) -> bool:
         for fr in needs:
             quota = node.quotas.get(fr)
@@ -253,18 +308,8 @@ class ClassicalPreemption:
                 return False
         return True
 
-    @staticmethod
-    def _allowed(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
-        if policy == "Any":
-            return True
-        if preemptor.priority > candidate.priority:
-            return policy in ("LowerPriority", "LowerOrNewerEqualPriority")
-        if policy == "LowerOrNewerEqualPriority" and preemptor.priority == candidate.priority:
-            return preemptor.created < candidate.created
-        return False
-
     def _same_queue(
-        self, queue: str, workload: WorkloadInfo, policy: Preemption, needs: frozenset[FlavorResource]
+        self, queue: str, workload: WorkloadInfo, policy: Preemption, needs: Needs
     ) -> list[_Elem]:
         if policy.within_cluster_queue == "Never":
             return []
@@ -272,8 +317,8 @@ class ClassicalPreemption:
             _Elem(c, _WITHIN_CQ, None)
             for c in self.holders.holders(queue)
             if c.info.key != workload.key
-            and _uses(c, needs)
-            and self._allowed(policy.within_cluster_queue, workload, c.info)
+            and uses_any(c, needs)
+            and policy_allows(policy.within_cluster_queue, workload, c.info)
         ]
 
     def _cohort_candidates(
@@ -281,8 +326,8 @@ class ClassicalPreemption:
         node: Node,
         workload: WorkloadInfo,
         policy: Preemption,
-        requests: Mapping[FlavorResource, int],
-        needs: frozenset[FlavorResource],
+        requests: Requests,
+        needs: Needs,
     ) -> tuple[list[_Elem], list[_Elem]]:
         hierarchy: list[_Elem] = []
         by_priority: list[_Elem] = []
@@ -308,12 +353,12 @@ class ClassicalPreemption:
         preemptor_node: Node,
         workload: WorkloadInfo,
         policy: Preemption,
-        needs: frozenset[FlavorResource],
+        needs: Needs,
         advantage: bool,
         into: list[_Elem],
     ) -> None:
         for child in cohort.children:
-            if child is skip or child is preemptor_node or _within_nominal(child, needs):
+            if child is skip or child is preemptor_node or within_nominal(child, needs):
                 continue
             if child.is_cohort:
                 self._collect(child, meeting, skip, preemptor_node, workload, policy, needs, advantage, into)
@@ -328,12 +373,12 @@ class ClassicalPreemption:
         candidate: Candidate,
         workload: WorkloadInfo,
         policy: Preemption,
-        needs: frozenset[FlavorResource],
+        needs: Needs,
         advantage: bool,
     ) -> int | None:
-        if not _uses(candidate, needs):
+        if not uses_any(candidate, needs):
             return None
-        if not self._allowed(policy.reclaim_within_cohort, workload, candidate.info):
+        if not policy_allows(policy.reclaim_within_cohort, workload, candidate.info):
             return None
         if advantage:
             return _HIERARCHICAL
@@ -345,25 +390,23 @@ class ClassicalPreemption:
             return _RECLAIM_NO_BORROW
         return _RECLAIM_WHILE_BORROWING
 
-    def _valid(
-        self, elem: _Elem, queue: str, needs: frozenset[FlavorResource], allow_borrowing: bool
-    ) -> bool:
+    def _valid(self, elem: _Elem, queue: str, needs: Needs, allow_borrowing: bool) -> bool:
         candidate = elem.candidate
         if candidate.cluster_queue == queue:
             return True
         if allow_borrowing and elem.variant == _RECLAIM_NO_BORROW:
             return False
         node: Node | None = self.ledger.queues.get(candidate.cluster_queue)
-        if node is None or _within_nominal(node, needs):
+        if node is None or within_nominal(node, needs):
             return False
         node = node.parent
         while node is not None and node is not elem.meeting:
-            if _within_nominal(node, needs):
+            if within_nominal(node, needs):
                 return False
             node = node.parent
         return True
 
-    def _fits(self, node: Node, requests: Mapping[FlavorResource, int], allow_borrowing: bool) -> bool:
+    def _fits(self, node: Node, requests: Requests, allow_borrowing: bool) -> bool:
         for fr, amount in requests.items():
             if not allow_borrowing and node.usage.get(fr, 0) + amount > node.subtree.get(fr, 0):
                 return False
@@ -375,8 +418,8 @@ class ClassicalPreemption:
         self,
         node: Node,
         ordered: list[_Elem],
-        requests: Mapping[FlavorResource, int],
-        needs: frozenset[FlavorResource],
+        requests: Requests,
+        needs: Needs,
         allow_borrowing: bool,
     ) -> list[Target]:
         chosen: list[_Elem] = []
@@ -384,7 +427,7 @@ class ClassicalPreemption:
             for elem in ordered:
                 if not self._valid(elem, node.name, needs, allow_borrowing):
                     continue
-                self._remove((elem.candidate,))
+                remove(self.ledger, (elem.candidate,))
                 chosen.append(elem)
                 if self._fits(node, requests, allow_borrowing):
                     return [
@@ -393,224 +436,19 @@ class ClassicalPreemption:
                     ]
             return []
         finally:
-            self._restore(e.candidate for e in chosen)
+            restore(self.ledger, (e.candidate for e in chosen))
 
     def _fill_back(
-        self, node: Node, chosen: list[_Elem], requests: Mapping[FlavorResource, int], allow_borrowing: bool
+        self, node: Node, chosen: list[_Elem], requests: Requests, allow_borrowing: bool
     ) -> list[_Elem]:
         """Put back every target (newest choice first, the last one excepted) without which it still fits.
 
         On return ``chosen`` holds exactly the removed targets (the caller restores them)."""
         for index in range(len(chosen) - 2, -1, -1):
             elem = chosen[index]
-            self._restore((elem.candidate,))
+            restore(self.ledger, (elem.candidate,))
             if self._fits(node, requests, allow_borrowing):
                 del chosen[index]
             else:
-                self._remove((elem.candidate,))
+                remove(self.ledger, (elem.candidate,))
         return list(chosen)
-
-    def _remove(self, candidates: Iterable[Candidate]) -> None:
-        for c in candidates:
-            self.ledger.release(c.cluster_queue, c.info.usage)
-
-    def _restore(self, candidates: Iterable[Candidate]) -> None:
-        for c in candidates:
-            if c.cluster_queue in self.ledger.queues:
-                self.ledger.charge(c.cluster_queue, c.info.usage)
-
-
-class FairSharingPreemption:
-    """Kueue's fair-sharing preemption (``fairPreemptions``): evict from the ClusterQueues with the
-    highest share first, as long as the preemption strategy holds between the preemptor's share with the
-    workload and the target's share, until the preemptor fits.
-
-    ``LessThanOrEqualToFinalShare``: preempt when the preemptor's new share is at most the target's share
-    without the candidate. ``LessThanInitialShare``: when it is below the target's current share. With
-    both (the default), candidates refused by the first are retried under the second.
-    """
-
-    def __init__(
-        self,
-        *,
-        holders: QuotaHolders,
-        classical: ClassicalPreemption,
-        share: Callable[[Node], Share],
-        strategies: tuple[str, ...],
-    ) -> None:
-        self.holders = holders
-        self.classical = classical
-        self.share = share
-        self.strategies = strategies or ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-
-    def targets(
-        self,
-        *,
-        queue: str,
-        workload: WorkloadInfo,
-        requests: Mapping[FlavorResource, int],
-        needs: frozenset[FlavorResource],
-    ) -> list[Target]:
-        ledger = self.holders.ledger
-        node = ledger.queues.get(queue)
-        if node is None or not needs:
-            return []
-        policy = self.holders.preemption_policy(queue)
-        candidates = self._candidates(node, workload, policy, needs)
-        if not candidates:
-            return []
-        candidates.sort(key=lambda c: ClassicalPreemption._order(c, queue))
-        chosen: list[Target] = []
-        ledger.charge(queue, requests)  # shares are compared with the preemptor admitted
-        try:
-            fits, retry = self._first_strategy(node, requests, candidates, chosen)
-            if not fits and len(self.strategies) > 1:
-                fits = self._second_strategy(node, requests, retry, chosen)
-        finally:
-            ledger.release(queue, requests)
-        if not fits:
-            self.classical._restore(t.candidate for t in chosen)
-            return []
-        kept = self._fill_back(node, requests, chosen)
-        self.classical._restore(t.candidate for t in kept)
-        return kept
-
-    def _candidates(
-        self, node: Node, workload: WorkloadInfo, policy: Preemption, needs: frozenset[FlavorResource]
-    ) -> list[Candidate]:
-        out: list[Candidate] = []
-        allowed = ClassicalPreemption._allowed
-        if policy.within_cluster_queue != "Never":
-            out.extend(
-                c
-                for c in self.holders.holders(node.name)
-                if c.info.key != workload.key
-                and _uses(c, needs)
-                and allowed(policy.within_cluster_queue, workload, c.info)
-            )
-        if node.parent is not None and policy.reclaim_within_cohort != "Never":
-            stack = [node.root()]
-            while stack:
-                current = stack.pop()
-                if current.is_cohort:
-                    stack.extend(current.children)
-                    continue
-                if current is node or all(
-                    current.usage.get(fr, 0) <= current.subtree.get(fr, 0) for fr in needs
-                ):
-                    continue  # only borrowing ClusterQueues give anything back
-                out.extend(
-                    c
-                    for c in self.holders.holders(current.name)
-                    if _uses(c, needs) and allowed(policy.reclaim_within_cohort, workload, c.info)
-                )
-        return out
-
-    def _fits(self, node: Node, requests: Mapping[FlavorResource, int]) -> bool:
-        """Whether the preemptor fits (its transient charge taken off for the check)."""
-        ledger = self.holders.ledger
-        ledger.release(node.name, requests)
-        try:
-            return all(amount <= available(node, fr) for fr, amount in requests.items())
-        finally:
-            ledger.charge(node.name, requests)
-
-    def _queue_share(self, name: str) -> Share | None:
-        target = self.holders.ledger.queues.get(name)
-        return self.share(target) if target is not None else None
-
-    def _first_strategy(
-        self,
-        node: Node,
-        requests: Mapping[FlavorResource, int],
-        candidates: list[Candidate],
-        chosen: list[Target],
-    ) -> tuple[bool, list[Candidate]]:
-        strategy = self.strategies[0]
-        remaining: dict[str, list[Candidate]] = {}
-        for c in candidates:
-            remaining.setdefault(c.cluster_queue, []).append(c)
-        retry: list[Candidate] = []
-        while remaining:
-            target_queue = self._highest_share(remaining)
-            queue_candidates = remaining[target_queue]
-            if target_queue == node.name:
-                candidate = queue_candidates.pop(0)
-                if not queue_candidates:
-                    del remaining[target_queue]
-                self._take(candidate, REASON_IN_CLUSTER_QUEUE, chosen)
-                if self._fits(node, requests):
-                    return True, retry
-                continue
-            preemptor_share = self.share(node)
-            target_old = self._queue_share(target_queue)
-            while queue_candidates:
-                candidate = queue_candidates.pop(0)
-                self.classical._remove((candidate,))
-                target_new = self._queue_share(target_queue)
-                self.classical._restore((candidate,))
-                if _strategy_holds(strategy, preemptor_share, target_old, target_new):
-                    self._take(candidate, REASON_IN_COHORT_FAIR_SHARING, chosen)
-                    if self._fits(node, requests):
-                        return True, retry
-                    break  # shares moved: choose the next queue afresh
-                retry.append(candidate)
-            if not queue_candidates:
-                del remaining[target_queue]
-        return False, retry
-
-    def _second_strategy(
-        self, node: Node, requests: Mapping[FlavorResource, int], retry: list[Candidate], chosen: list[Target]
-    ) -> bool:
-        remaining: dict[str, list[Candidate]] = {}
-        for c in retry:
-            remaining.setdefault(c.cluster_queue, []).append(c)
-        while remaining:
-            target_queue = self._highest_share(remaining)
-            candidate = remaining.pop(target_queue)[0]  # one try per queue, then the queue is dropped
-            if _strategy_holds(
-                "LessThanInitialShare", self.share(node), self._queue_share(target_queue), None
-            ):
-                self._take(candidate, REASON_IN_COHORT_FAIR_SHARING, chosen)
-                if self._fits(node, requests):
-                    return True
-        return False
-
-    def _highest_share(self, remaining: Mapping[str, list[Candidate]]) -> str:
-        """The ClusterQueue to take from next: highest share first (recomputed, as removals move it),
-        then by name."""
-
-        def rank(name: str) -> tuple[int, float, str]:
-            share = self._queue_share(name)
-            group, value = share.key() if share is not None else (0, 0.0)
-            return (-group, -value, name)
-
-        return min(remaining, key=rank)
-
-    def _take(self, candidate: Candidate, reason: str, chosen: list[Target]) -> None:
-        self.classical._remove((candidate,))
-        chosen.append(Target(candidate, reason))
-
-    def _fill_back(
-        self, node: Node, requests: Mapping[FlavorResource, int], chosen: list[Target]
-    ) -> list[Target]:
-        """Put back every target but the last without which the preemptor still fits; the ones kept
-        stay removed (the caller restores them)."""
-        for index in range(len(chosen) - 2, -1, -1):
-            candidate = chosen[index].candidate
-            self.classical._restore((candidate,))
-            if all(amount <= available(node, fr) for fr, amount in requests.items()):
-                del chosen[index]
-            else:
-                self.classical._remove((candidate,))
-        return chosen
-
-
-def _strategy_holds(
-    strategy: str, preemptor: Share, target_old: Share | None, target_new: Share | None
-) -> bool:
-    if target_old is None:
-        return False
-    if strategy == "LessThanOrEqualToFinalShare":
-        return target_new is not None and preemptor.key() <= target_new.key()
-    return preemptor.key() < target_old.key()

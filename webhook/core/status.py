@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.model import FlavorResource, amount_quantity
-from webhook.core.scheduler import SchedulerState
+from webhook.core.view import SchedulerView
 
 __all__ = ["cluster_queue_active", "cluster_queue_status", "cohort_status", "local_queue_status"]
 
 
-def cluster_queue_active(state: SchedulerState, name: str) -> tuple[str, str, str]:
+def cluster_queue_active(state: SchedulerView, name: str) -> tuple[str, str, str]:
     """(status, reason, message) of a ClusterQueue's ``Active`` condition."""
     spec = state.cluster_queue(name)
     if spec is None:
@@ -39,7 +39,7 @@ def cluster_queue_active(state: SchedulerState, name: str) -> tuple[str, str, st
 
 
 def _flavor_usage(
-    state: SchedulerState, name: str, usage: Mapping[FlavorResource, int], *, with_borrowed: bool
+    state: SchedulerView, name: str, usage: Mapping[FlavorResource, int], *, with_borrowed: bool
 ) -> list[dict[str, Any]]:
     spec = state.cluster_queue(name)
     if spec is None:
@@ -74,7 +74,7 @@ def _usage_of(workloads: list[tuple[Any, bool]], *, admitted_only: bool) -> dict
     return total
 
 
-def cluster_queue_status(state: SchedulerState, name: str) -> dict[str, Any]:
+def cluster_queue_status(state: SchedulerView, name: str) -> dict[str, Any]:
     """The ``status`` of a ClusterQueue (conditions without timestamps)."""
     reserving = state.reserving_in(name)
     status, reason, message = cluster_queue_active(state, name)
@@ -96,7 +96,7 @@ def cluster_queue_status(state: SchedulerState, name: str) -> dict[str, Any]:
     return out
 
 
-def cohort_status(state: SchedulerState, name: str) -> dict[str, Any]:
+def cohort_status(state: SchedulerView, name: str) -> dict[str, Any]:
     """The ``status`` of a Cohort: its weighted share while fair sharing is on (empty otherwise)."""
     node = state.ledger.cohorts.get(name)
     if not state.fair_sharing or node is None:
@@ -104,7 +104,7 @@ def cohort_status(state: SchedulerState, name: str) -> dict[str, Any]:
     return {"fairSharing": {"weightedShare": state.share_of(node).rounded}}
 
 
-def local_queue_status(state: SchedulerState, namespace: str, name: str) -> dict[str, Any]:
+def local_queue_status(state: SchedulerView, namespace: str, name: str) -> dict[str, Any]:
     """The ``status`` of a LocalQueue: its share of its ClusterQueue's pending and admitted work."""
     local_queue = state.local_queues.get(f"{namespace}/{name}")
     conditions: list[dict[str, str]]

@@ -1,0 +1,351 @@
+"""One scheduling cycle: the heads of the ClusterQueues in, ``Admit | Wait | Evict`` decisions out.
+
+The cycle takes the head of every ClusterQueue that has one, computes each head's flavor assignment
+against the usage at the start of the cycle (Kueue's "nomination"), orders the heads non-borrowing first,
+then by priority, then by age (with fair sharing: one tournament per pick within each cohort tree, on the
+usage the picks before left), and admits them one by one, re-checking each against the usage left by the
+admissions before it, so two heads of one cohort can never take the same capacity.
+
+A head that could fit only by evicting others gets ``Evict`` decisions, one per target, and a ``Wait``
+(``WaitingForPreemptedWorkloads``, ``... Pending the preemption of N workload(s)``); it keeps a claim on
+the room (``tracking.Claim``) and goes first when it is tried again. A head that would need preemption
+but finds nobody to preempt holds the room it lacks for the rest of the cycle unless its ClusterQueue
+can always reclaim (Kueue's reserveCapacityForUnreclaimablePreempt).
+
+The cycle is kept apart from the state it reads (``catalog.py``, ``tracking.py``) because it is the one
+place that decides: everything it needs to remember lasts only while it runs (``_Pass``), and what
+outlives it is written back through the tracker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+
+from webhook.api.objects import Admission, PodSetAssignment
+from webhook.api.selectors import LabelSelector
+from webhook.core.catalog import Catalog, QueueState
+from webhook.core.decisions import (
+    EVICTED_BY_PREEMPTION,
+    NAMESPACE_MISMATCH,
+    NO_LONGER_FITS,
+    OVERLAPPING_TARGETS,
+    REASON_MISCONFIGURED,
+    REASON_WAITING,
+    REASON_WAITING_FOR_PREEMPTED,
+    Admit,
+    Decision,
+    Evict,
+)
+from webhook.core.fair_sharing import Contender, pick_fairest
+from webhook.core.flavors import Assignment, CompiledQueue, FlavorAssigner, Mode
+from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount_quantity
+from webhook.core.preemption import Target, TargetSearch, preemption_message, queue_path
+from webhook.core.queues import RetryCondition, may_fit
+from webhook.core.tracking import Claim, WorkloadTracker
+
+__all__ = ["run_cycle"]
+
+#: how heads are ordered: claims first (in the order they were made), then not borrowing, priority, age
+_Order = tuple[float, bool, int, float, str]
+_Head = tuple[WorkloadInfo, QueueState, Assignment]
+
+
+def run_cycle(
+    catalog: Catalog, tracker: WorkloadTracker, *, assigner: FlavorAssigner, search: TargetSearch
+) -> list[Decision]:
+    """One scheduling pass over the heads of every open ClusterQueue (the notices found since the last
+    one come first)."""
+    return _Pass(catalog, tracker, assigner, search).run()
+
+
+@dataclass(slots=True)
+class _Pass:
+    """One cycle: its decisions, the workloads it chose to preempt, and capacity held until it ends."""
+
+    catalog: Catalog
+    tracker: WorkloadTracker
+    assigner: FlavorAssigner
+    search: TargetSearch
+    decisions: list[Decision] = field(default_factory=list)
+    preempted: set[WorkloadKey] = field(default_factory=set)
+    holds: list[tuple[str, dict[FlavorResource, int]]] = field(default_factory=list)
+
+    def run(self) -> list[Decision]:
+        catalog, tracker, ledger = self.catalog, self.tracker, self.catalog.ledger
+        self.decisions = catalog.notices.take()
+        heads = self._heads()
+        if not heads:
+            return self.decisions
+        claimed: list[Claim] = []
+        for info, _ in heads:  # a preemptor being retried gets back the room held for it
+            claim = tracker.claims.get(info.key)
+            if claim is not None:
+                claim.unhold(ledger)
+                claimed.append(claim)
+        entries: list[tuple[_Order, WorkloadInfo, QueueState, Assignment]] = []
+        for info, queue in heads:
+            assignment = self.assigner.assign(info, queue.compiled)
+            # preemptors whose targets are on their way out go first, in the order they preempted:
+            # nobody overtakes a claim
+            claim = tracker.claims.get(info.key)
+            order = (
+                float("inf") if claim is None else claim.sequence,
+                assignment.borrowing,
+                -info.priority,
+                info.created,
+                info.key,
+            )
+            entries.append((order, info, queue, assignment))
+        entries.sort(key=lambda entry: entry[0])
+        try:
+            for info, queue, assignment in self._in_turn(entries):
+                self._process(info, queue, assignment)
+        finally:
+            for name, usage in self.holds:  # capacity held for this cycle only
+                ledger.release(name, usage)
+        for claim in claimed:
+            if not claim.usage:
+                # given up without being admitted: what it held is free for the others again
+                catalog.wake_tree(claim.cluster_queue, released=True)
+        return self.decisions
+
+    def _heads(self) -> list[tuple[WorkloadInfo, QueueState]]:
+        """The head of every ready ClusterQueue; heads that cannot be tried now go back at once."""
+        catalog, workloads = self.catalog, self.tracker.workloads
+        heads: list[tuple[WorkloadInfo, QueueState]] = []
+        for name in sorted(catalog.ready):
+            queue = catalog.queues[name]
+            info = queue.pending.pop()
+            if info is None:
+                catalog.ready.discard(name)
+                continue
+            workloads[info.key].queued = False
+            if info.parked and not may_fit(info.retry_when, partial(catalog.ledger.available, name)):
+                # woken with others of its cohort, but what it needs was taken before its turn:
+                # back to the parked list without a new attempt (its pending message stands)
+                queue.pending.requeue_failed(info, retry_when=info.retry_when)
+                workloads[info.key].queued = True
+                continue
+            selector = queue.spec.namespace_selector
+            if not _namespace_matches(selector, catalog.namespaces.get(info.namespace)):
+                queue.pending.requeue_failed(info, retry_when=((),))  # no release helps, labels do
+                workloads[info.key].queued = True
+                self._wait(info, queue, REASON_MISCONFIGURED, NAMESPACE_MISMATCH)
+                continue
+            heads.append((info, queue))
+        return heads
+
+    def _in_turn(self, entries: list[tuple[_Order, WorkloadInfo, QueueState, Assignment]]) -> Iterator[_Head]:
+        """The heads in the order they are processed: sorted (classical), or with fair sharing one
+        tournament per pick within each cohort tree, on the usage left by the picks before."""
+        if not self.catalog.fair_sharing:
+            for _, info, queue, assignment in entries:
+                yield info, queue, assignment
+            return
+        ledger = self.catalog.ledger
+        trees: dict[tuple[str, bool], list[Contender[_Head]]] = {}
+        for order, info, queue, assignment in entries:
+            node = ledger.queues.get(queue.spec.name)
+            top = node.root() if node is not None else None
+            root = (top.name, top.is_cohort) if top is not None else (queue.spec.name, False)
+            contender = Contender(
+                (info, queue, assignment),
+                queue.spec.name,
+                assignment.usage,
+                info.priority,
+                info.created,
+                info.key,
+                order[0],
+            )
+            trees.setdefault(root, []).append(contender)
+        for root in sorted(trees):
+            contenders = trees[root]
+            while contenders:
+                winner = pick_fairest(contenders, ledger=ledger, weight=self.catalog.weight_of)
+                contenders.remove(winner)
+                yield winner.entry
+
+    def _process(self, info: WorkloadInfo, queue: QueueState, assignment: Assignment) -> None:
+        tracker, ledger = self.tracker, self.catalog.ledger
+        tracked = tracker.workloads[info.key]
+        name = queue.spec.name
+        mode = assignment.mode
+        targets: list[Target] = []
+        if mode.needs_preemption and mode is not Mode.NO_CANDIDATES:
+            targets = self.search.targets(
+                queue=name, workload=info, requests=assignment.usage, needs=assignment.needs
+            )
+        if not targets:
+            tracker.drop_claim(info.key)
+        if mode is not Mode.FIT and not targets:
+            if mode.needs_preemption and queue.spec.preemption.reclaim_within_cohort != "Any":
+                # it would preempt if it could, so the room it lacks is not lent out in this cycle
+                # (Kueue's reserveCapacityForUnreclaimablePreempt)
+                self._hold(name, _reservable(self.catalog, name, assignment))
+            # parked until what it lacks may be free; in a queue that may preempt, also until any
+            # release in its own ClusterQueue (``WorkloadTracker._release``)
+            queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
+            tracked.queued = True
+            self._wait(info, queue, assignment.reason(), assignment.message())
+            return
+        if targets:
+            target_keys = {t.candidate.info.key for t in targets}
+            if target_keys & self.preempted:
+                tracker.drop_claim(info.key)
+                queue.pending.requeue_failed(info, retry_when=None)
+                tracked.queued = True
+                self._wait(info, queue, REASON_WAITING, OVERLAPPING_TARGETS)
+                return
+            # a preemptor is only parked here, never admitted: it may count on every eviction of the cycle
+            fits = self._fits_without(name, assignment.usage, self.preempted | target_keys)
+        else:
+            # An admission takes only room that is free now. Kueue's re-check (scheduler.go ``fits``) also
+            # counts the room of workloads preempted earlier in the same cycle as free, so heads that fit
+            # one by one at nomination can together exceed the quota until those evictions complete; the
+            # victims still run, so that would be over-admission, which an admission here never does.
+            available = ledger.available
+            fits = all(amount <= available(name, fr) for fr, amount in assignment.usage.items())
+        if not fits:
+            tracker.drop_claim(info.key)
+            # It fitted at nomination but an admission before it in this cycle took the room.
+            # Kueue requeues it for the next cycle with this message. We do the same when some
+            # flavor could still hold it; otherwise it parks until enough is available again.
+            retry = _any_flavor_condition(queue.compiled, info)
+            # (room held for this cycle only is back in the next one: try again then)
+            if not targets and (self.holds or may_fit(retry, partial(ledger.available, name))):
+                queue.pending.requeue_retry(info)
+                self.catalog.ready.add(name)
+            else:
+                queue.pending.requeue_failed(info, retry_when=None if targets else retry)
+            tracked.queued = True
+            self._wait(info, queue, REASON_WAITING, NO_LONGER_FITS)
+            return
+        if targets:
+            self._preempt(info, queue, assignment, targets)
+            return
+        admission = _admission(name, assignment)
+        checks = queue.spec.admission_checks
+        tracker.assume(info, admission, assignment.usage, admitted=not checks)
+        self.decisions.append(Admit(info.key, name, admission, assignment.borrowing, checks))
+
+    def _preempt(
+        self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, targets: list[Target]
+    ) -> None:
+        """Issue the evictions the preemptor needs and keep its claim: the room stays held for it in
+        this cycle, and it parks until a release in its cohort tree lets it try again (first)."""
+        tracker, ledger = self.tracker, self.catalog.ledger
+        name = queue.spec.name
+        tracked = tracker.workloads[info.key]
+        self.preempted.update(t.candidate.info.key for t in targets)
+        preemptor_path = queue_path(ledger, name)
+        for target in targets:
+            victim = tracker.workloads.get(target.candidate.info.key)
+            if victim is None or victim.evicting:
+                continue  # already on its way out: nothing new to write
+            tracker.mark_evicting(victim, True)
+            message = preemption_message(
+                preemptor_uid=info.uid,
+                preemptor_job_uid=info.job_uid,
+                reason=target.reason,
+                preemptor_path=preemptor_path,
+                preemptee_path=queue_path(ledger, victim.cluster_queue),
+            )
+            self.decisions.append(
+                Evict(
+                    victim.info.key,
+                    victim.cluster_queue,
+                    EVICTED_BY_PREEMPTION,
+                    message,
+                    target.reason,
+                    info.key,
+                    name,
+                )
+            )
+        claim = tracker.claim(info.key, name)
+        claim.targets = {t.candidate.info.key for t in targets}
+        claim.hold(ledger, name, assignment.usage)
+        queue.pending.requeue_failed(info, retry_when=None)
+        tracked.queued = True
+        message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
+        self._wait(info, queue, REASON_WAITING_FOR_PREEMPTED, message)
+
+    def _fits_without(self, name: str, usage: Mapping[FlavorResource, int], gone: set[WorkloadKey]) -> bool:
+        """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota."""
+        ledger = self.catalog.ledger
+        removed = self.tracker.charged(gone)
+        for victim in removed:
+            ledger.release(victim.cluster_queue, victim.info.usage)
+        try:
+            return all(amount <= ledger.available(name, fr) for fr, amount in usage.items())
+        finally:
+            for victim in removed:
+                ledger.charge(victim.cluster_queue, victim.info.usage)
+
+    def _hold(self, name: str, usage: Mapping[FlavorResource, int]) -> None:
+        if usage:
+            self.catalog.ledger.charge(name, usage)
+            self.holds.append((name, dict(usage)))
+
+    def _wait(self, info: WorkloadInfo, queue: QueueState, reason: str, message: str) -> None:
+        position = queue.pending.position(info)
+        self.catalog.notices.wait(self.decisions, info.key, queue.spec.name, reason, message, position)
+
+
+def _reservable(catalog: Catalog, name: str, assignment: Assignment) -> dict[FlavorResource, int]:
+    """What a head that would need preemption holds back for the rest of the cycle (Kueue's
+    quotaResourcesToReserve): up to its nominal quota, or its borrowing limit when it borrows."""
+    node = catalog.ledger.queues[name]
+    out: dict[FlavorResource, int] = {}
+    for fr, amount in assignment.usage.items():
+        quota = node.quotas.get(fr)
+        nominal = quota.nominal if quota is not None else 0
+        used = node.usage.get(fr, 0)
+        if assignment.borrowing:
+            limit = quota.borrowing_limit if quota is not None else None
+            held = amount if limit is None else min(amount, nominal + limit - used)
+        else:
+            held = min(amount, nominal - used)
+        if held > 0:
+            out[fr] = held
+    return out
+
+
+def _any_flavor_condition(queue: CompiledQueue, info: WorkloadInfo) -> RetryCondition | None:
+    """Fitting is possible only if, for every group the workload needs, some flavor of the group has
+    all of the workload's requests of that group available (node constraints aside)."""
+    if len(info.pod_sets) != 1:
+        return None
+    pod_set = info.pod_sets[0]
+    needs: dict[int, list[tuple[str, int]]] = {}
+    for resource, amount in pod_set.requests:
+        group = queue.group_of.get(resource)
+        if group is None:
+            return ((),)
+        needs.setdefault(group, []).append((resource, amount * pod_set.count))
+    return tuple(
+        tuple(
+            tuple(((flavor, resource), amount) for resource, amount in requests)
+            for flavor in queue.groups[group][1]
+        )
+        for group, requests in needs.items()
+    )
+
+
+def _namespace_matches(selector: LabelSelector | None, labels: Mapping[str, str] | None) -> bool:
+    """An absent selector admits no namespace; ``{}`` admits all (Kueue's API)."""
+    return selector is not None and selector.matches(labels or {})
+
+
+def _admission(cluster_queue: str, assignment: Assignment) -> Admission:
+    pod_sets = tuple(
+        PodSetAssignment(
+            name=result.name,
+            flavors=dict(result.flavors),
+            resource_usage={r: amount_quantity(r, amount) for r, amount in result.requests.items()},
+            count=result.count,
+        )
+        for result in assignment.pod_sets
+    )
+    return Admission(cluster_queue, pod_sets)
