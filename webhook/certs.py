@@ -16,7 +16,8 @@ names signed by it, and that CA in both webhook configurations. This command doe
 Private keys are written with mode 0600 (files are created with that mode, never chmod-ed after the fact).
 ``--print-ca-bundle`` / ``--ca-bundle-file`` give the base64 caBundle, ``--secret`` writes the
 ``kubernetes.io/tls`` Secret manifest for in-cluster use, and ``--patch-webhook-configurations`` fills the
-caBundle of every webhook in ``kueue-webhook-mutating`` and ``kueue-webhook-validating`` through the API.
+caBundle of every webhook in ``kueue-webhook-mutating`` and ``kueue-webhook-validating`` and of the
+conversion webhook of the kueue.x-k8s.io CRDs through the API.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
+    "KUEUE_CRDS",
     "CertificateSet",
     "add_arguments",
     "ca_bundle",
+    "conversion_ca_patch",
     "ensure_certificates",
     "patch_webhook_configurations",
     "run",
@@ -57,6 +60,19 @@ DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_SECRET = "kueue-webhook-tls"
 DEFAULT_MUTATING = "kueue-webhook-mutating"
 DEFAULT_VALIDATING = "kueue-webhook-validating"
+#: The CRDs whose conversion webhook (v1beta1 <-> v1beta2 at ``/convert``) is this process.
+KUEUE_CRDS = tuple(
+    f"{plural}.kueue.x-k8s.io"
+    for plural in (
+        "resourceflavors",
+        "clusterqueues",
+        "localqueues",
+        "cohorts",
+        "workloadpriorityclasses",
+        "workloads",
+        "admissionchecks",
+    )
+)
 CA_DAYS = 3650
 SERVING_DAYS = 365
 RENEW_BEFORE_DAYS = 30
@@ -335,15 +351,32 @@ def webhook_ca_patch(configuration: Any, bundle: str) -> list[dict[str, Any]]:
     return patch
 
 
+def conversion_ca_patch(crd: Any, bundle: str) -> list[dict[str, Any]]:
+    """JSON Patch setting a CRD's conversion webhook caBundle; empty when it converts without a webhook."""
+    conversion = ((crd.get("spec") if isinstance(crd, dict) else None) or {}).get("conversion") or {}
+    if conversion.get("strategy") != "Webhook":
+        return []
+    return [
+        {"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"},
+        {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": bundle},
+    ]
+
+
 async def patch_webhook_configurations(
-    bundle: str, *, mutating: Sequence[str], validating: Sequence[str], kubeconfig: str | None = None
+    bundle: str,
+    *,
+    mutating: Sequence[str],
+    validating: Sequence[str],
+    crds: Sequence[str] = (),
+    kubeconfig: str | None = None,
 ) -> list[str]:
-    """Fill the caBundle of the named webhook configurations; returns one line per configuration patched.
+    """Fill the caBundle of the named webhook configurations, and of the conversion webhook of the named
+    CRDs (kube-apiserver calls ``/convert`` for kueue.x-k8s.io/v1beta1); returns one line per object.
 
     Connects as ``serve`` does (``KubeClient.connect``: ``--kubeconfig``, ``$KUBECONFIG``, the pod's service
     account, ``~/.kube/config``), so both commands reach the same cluster as the same user.
     """
-    from webhook.control.kinds import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS
+    from webhook.control.kinds import CUSTOM_RESOURCE_DEFINITIONS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS
     from webhook.control.kube import KubeClient
 
     client = await KubeClient.connect(kubeconfig=kubeconfig, connections=2)
@@ -358,6 +391,13 @@ async def patch_webhook_configurations(
                 continue
             await client.patch(kind, name=name, patch=patch, patch_type="json")
             done.append(f"{kind.kind} {name}: caBundle set on {len(patch) // 2} webhook(s)")
+        for name in crds:
+            patch = conversion_ca_patch(await client.get(CUSTOM_RESOURCE_DEFINITIONS, name=name), bundle)
+            if not patch:
+                done.append(f"CustomResourceDefinition {name}: no conversion webhook to patch")
+                continue
+            await client.patch(CUSTOM_RESOURCE_DEFINITIONS, name=name, patch=patch, patch_type="json")
+            done.append(f"CustomResourceDefinition {name}: conversion webhook caBundle set")
     finally:
         await client.close()
     return done
@@ -393,7 +433,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--patch-webhook-configurations",
         action="store_true",
-        help="set caBundle in the webhook configurations",
+        help="set caBundle in the webhook configurations and the kueue.x-k8s.io CRDs' conversion webhook",
     )
     parser.add_argument(
         "--mutating-webhook-configuration", action="append", help=f"default {DEFAULT_MUTATING}"
@@ -460,6 +500,7 @@ def run(args: argparse.Namespace) -> int:
                     bundle,
                     mutating=args.mutating_webhook_configuration or [DEFAULT_MUTATING],
                     validating=args.validating_webhook_configuration or [DEFAULT_VALIDATING],
+                    crds=KUEUE_CRDS,
                     kubeconfig=args.kubeconfig,
                 )
             )

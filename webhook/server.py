@@ -7,6 +7,9 @@ so they run inline on the event loop: no thread hop, no lock, and the configurat
 read once per request through the callables the controller passes in (a live ConfigMap reload or informer
 update is seen by the next request).
 
+``/convert`` answers CRD ConversionReviews (kueue.x-k8s.io v1beta1 <-> v1beta2, see
+:mod:`webhook.api.conversion_review`) with the same transport rules.
+
 Answers, in order of preference: a review response (allowed or denied, with a status kube-apiserver shows to
 the user); HTTP 400 with a ``Status`` body when the body is not an AdmissionReview; 413 above 3 MiB; 404/405
 for unknown paths and methods. A bug in a rule is answered as a denial with code 500 and logged with its
@@ -48,6 +51,7 @@ from webhook.admission.review import ReviewError, Verdict, parse_review, render_
 from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView, StaticClusterView
 from webhook.api.config import Configuration
+from webhook.api.conversion_review import ConversionReviewError, answer_review
 
 __all__ = [
     "DEFAULT_PORT",
@@ -182,6 +186,30 @@ def create_app(
         log.info("admission request refused", extra={"path": path, "code": code, "reason": message})
         return web.Response(status=code, body=_status_body(code, reason, message), content_type=_JSON)
 
+    async def convert(request: web.Request) -> web.Response:
+        # CRD conversion (ConversionReview v1): the same transport rules as the admission paths.
+        path = "/convert"
+        started = time.perf_counter()
+        try:
+            if request.content_type != _JSON:
+                return _http_error(
+                    path, 400, "BadRequest", f"Content-Type must be {_JSON}, got {request.content_type!r}"
+                )
+            try:
+                body = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                return _http_error(
+                    path, 413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
+                )
+            try:
+                answer = answer_review(body)
+            except ConversionReviewError as exc:
+                return _http_error(path, 400, "BadRequest", str(exc))
+            metrics.requests.labels(path, "true", "200").inc()
+            return web.Response(body=answer, content_type=_JSON)
+        finally:
+            metrics.duration.labels(path).observe(time.perf_counter() - started)
+
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -199,6 +227,7 @@ def create_app(
 
     for path, handler in ROUTES.items():
         app.router.add_post(path, endpoint(path, handler))
+    app.router.add_post("/convert", convert)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)

@@ -60,6 +60,13 @@ class Admission(Protocol):
     async def validate(self, request: AdmissionRequest) -> None: ...
 
 
+class Conversion(Protocol):
+    async def convert(self, crd: Obj, objects: list[Obj], desired_api_version: str) -> list[Obj]: ...
+
+
+_CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+
 class NoAdmission:
     async def mutate(self, request: AdmissionRequest) -> Obj | None:
         return request.obj
@@ -126,12 +133,14 @@ class Api:
         store: Store,
         registry: Registry,
         admission: Admission | None = None,
+        conversion: Conversion | None = None,
         job_controller: bool = True,
         namespace_deletion_delay: float = 1.0,
     ) -> None:
         self.store = store
         self.registry = registry
         self.admission: Admission = admission or NoAdmission()
+        self.conversion = conversion
         self.faults = Faults()
         self.job_controller = job_controller
         self.namespace_deletion_delay = namespace_deletion_delay
@@ -273,13 +282,14 @@ class Api:
             obj.pop("status", None)
         request_options = {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", **(options or {})}
         if admit:
+            seen_type, (seen,) = await self._admission_view(rtype, obj)
             mutated = await self.admission.mutate(
                 AdmissionRequest(
-                    rtype, "CREATE", "", namespace, name, obj, None, user, dry_run, request_options
+                    seen_type, "CREATE", "", namespace, name, seen, None, user, dry_run, request_options
                 )
             )
-            if mutated is not None and mutated is not obj:
-                obj = mutated
+            if mutated is not None and mutated is not seen:
+                obj = (await self.converted(rtype, [mutated]))[0]
                 self.apply_defaults(rtype, obj)
                 meta = obj["metadata"]
         meta["uid"] = self.store.new_uid()
@@ -290,16 +300,19 @@ class Api:
             builtins.prepare_job_create(obj)
         self.validate(rtype, obj, None)
         if admit:
+            seen_type, (seen,) = await self._admission_view(rtype, obj)
             await self.admission.validate(
                 AdmissionRequest(
-                    rtype, "CREATE", "", namespace, name, obj, None, user, dry_run, request_options
+                    seen_type, "CREATE", "", namespace, name, seen, None, user, dry_run, request_options
                 )
             )
         if dry_run:
             return obj
-        stored = self.store.insert(rtype.storage_key, obj, plural=rtype.plural)
-        self._react(rtype, "ADDED", stored)
-        return stored
+        storage = self.storage_type(rtype)
+        (to_store,) = await self.converted(storage, [obj])
+        stored = self.store.insert(rtype.storage_key, to_store, plural=rtype.plural)
+        self._react(storage, "ADDED", stored)
+        return (await self.converted(rtype, [stored]))[0]
 
     # ---- read --------------------------------------------------------------------------------------------
     def get(self, rtype: ResourceType, namespace: str, name: str) -> Obj:
@@ -308,10 +321,52 @@ class Api:
             raise not_found(plural=rtype.plural, group=rtype.group, name=name)
         return self.as_version(rtype, obj)
 
+    async def read(self, rtype: ResourceType, namespace: str, name: str) -> Obj:
+        """``get`` in the version the client asked for, converted by the CRD's webhook when it has one."""
+        return (await self.converted(rtype, [self.get(rtype, namespace, name)]))[0]
+
     def as_version(self, rtype: ResourceType, obj: Obj) -> Obj:
-        if obj.get("apiVersion") == rtype.api_version:
+        """Relabel for kinds whose versions share one schema (conversion strategy None); objects of a CRD
+        with a conversion webhook stay as stored until :meth:`converted` calls it."""
+        if obj.get("apiVersion") == rtype.api_version or self._conversion_crd(rtype) is not None:
             return obj
         return dict(obj, apiVersion=rtype.api_version)
+
+    def _conversion_crd(self, rtype: ResourceType) -> Obj | None:
+        if rtype.builtin or self.conversion is None:
+            return None
+        crd = self.store.get(_CRDS, "", f"{rtype.plural}.{rtype.group}")
+        strategy = (((crd or {}).get("spec") or {}).get("conversion") or {}).get("strategy")
+        return crd if strategy == "Webhook" else None
+
+    async def converted(self, rtype: ResourceType, objs: list[Obj]) -> list[Obj]:
+        """``objs`` in ``rtype``'s version: one ConversionReview for those in another version, as
+        kube-apiserver calls a CRD's conversion webhook on every read and write of a non-storage version."""
+        crd = self._conversion_crd(rtype)
+        if crd is None or self.conversion is None:
+            return [self.as_version(rtype, o) for o in objs]
+        foreign = [o for o in objs if o.get("apiVersion") != rtype.api_version]
+        if not foreign:
+            return objs
+        done = iter(await self.conversion.convert(crd, foreign, rtype.api_version))
+        return [next(done) if o.get("apiVersion") != rtype.api_version else o for o in objs]
+
+    def storage_type(self, rtype: ResourceType) -> ResourceType:
+        """The served type of ``rtype``'s storage version (itself for built-in kinds)."""
+        stored = self.registry.get(rtype.group, self._storage_version(rtype), rtype.plural)
+        return stored or rtype
+
+    async def _admission_view(
+        self, rtype: ResourceType, *objs: Obj | None
+    ) -> tuple[ResourceType, list[Obj | None]]:
+        """What admission webhooks see: with a conversion webhook, the storage version (kube-apiserver's
+        matchPolicy Equivalent, for webhooks registered for the storage version as ours are)."""
+        if self._conversion_crd(rtype) is None:
+            return rtype, list(objs)
+        storage = self.storage_type(rtype)
+        present = [o for o in objs if o is not None]
+        done = iter(await self.converted(storage, present))
+        return storage, [next(done) if o is not None else None for o in objs]
 
     # ---- update / patch ----------------------------------------------------------------------------------
     async def update(
@@ -443,27 +498,38 @@ class Api:
         ns = namespace if rtype.namespaced else ""
         request_options = {"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions", **(options or {})}
         for _attempt in range(8):
-            current = self.get(rtype, ns, name)
+            current = await self.read(rtype, ns, name)
             if expected_rv is not None and current["metadata"]["resourceVersion"] != expected_rv:
                 raise conflict(plural=rtype.plural, group=rtype.group, name=name)
             new = build(current)
             new = self._merge_for_update(rtype, current, new, subresource, bump_generation=False)
             mutated = None
             if admit:
+                seen_type, (seen, seen_old) = await self._admission_view(rtype, new, current)
                 request = AdmissionRequest(
-                    rtype, "UPDATE", subresource, ns, name, new, current, user, dry_run, request_options
+                    seen_type, "UPDATE", subresource, ns, name, seen, seen_old, user, dry_run, request_options
                 )
                 mutated = await self.admission.mutate(request)
                 if mutated is not None:
-                    new = mutated
+                    new = (await self.converted(rtype, [mutated]))[0]
             if mutated is not None or subresource != "status":
                 # (an unmutated status write is final already: generation never moves through /status)
                 new = self._merge_for_update(rtype, current, new, subresource, bump_generation=True)
             self.validate(rtype, new, current, status_only=subresource == "status")
             if admit:
+                seen_type, (seen, seen_old) = await self._admission_view(rtype, new, current)
                 await self.admission.validate(
                     AdmissionRequest(
-                        rtype, "UPDATE", subresource, ns, name, new, current, user, dry_run, request_options
+                        seen_type,
+                        "UPDATE",
+                        subresource,
+                        ns,
+                        name,
+                        seen,
+                        seen_old,
+                        user,
+                        dry_run,
+                        request_options,
                     )
                 )
             if dry_run:
@@ -478,15 +544,17 @@ class Api:
                 continue
             if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
                 return self._delete_emptied(rtype, ns, name, new)
+            storage = self.storage_type(rtype)
+            (to_store,) = await self.converted(storage, [new])
             stored = self.store.replace(
                 rtype.storage_key,
-                new,
+                to_store,
                 expected_rv=current["metadata"]["resourceVersion"],
                 plural=rtype.plural,
             )
-            if stored is not current:
-                self._react(rtype, "MODIFIED", stored)
-            return self.as_version(rtype, stored)
+            if stored is not latest:
+                self._react(storage, "MODIFIED", stored)
+            return (await self.converted(rtype, [stored]))[0]
         raise internal("too many concurrent writes to the same object")
 
     def _merge_for_update(
@@ -592,8 +660,8 @@ class Api:
                 )
             )
         if dry_run:
-            return current
-        return self.delete_now(rtype, ns, name, propagation=propagation)
+            return (await self.converted(rtype, [current]))[0]
+        return (await self.converted(rtype, [self.delete_now(rtype, ns, name, propagation=propagation)]))[0]
 
     def delete_now(
         self, rtype: ResourceType, namespace: str, name: str, *, propagation: str | None = None
@@ -684,6 +752,8 @@ class Api:
                     self.delete_now(rtype, namespace, obj["metadata"]["name"])
 
     def _storage_version(self, rtype: ResourceType) -> str:
+        if rtype.storage_version:
+            return rtype.storage_version
         return rtype.served_versions[0] if rtype.served_versions else rtype.version
 
     def _collect_dependents(self, owner_uid: str, *, orphan: bool) -> None:

@@ -216,11 +216,11 @@ class Handlers:
         if method == "GET":
             if target.name:
                 return self._render_one(
-                    request, target, self.server.api.get(target.rtype, target.namespace, target.name)
+                    request, target, await self.server.api.read(target.rtype, target.namespace, target.name)
                 )
             if request.query.get("watch") in ("1", "true", "True"):
                 return await self._watch(request, target)
-            return self._list(request, target)
+            return await self._list(request, target)
         user: UserInfo = request[USER_KEY]
         dry_run = request.query.get("dryRun") == "All"
         api = self.server.api
@@ -365,7 +365,7 @@ class Handlers:
         fields = query.field_selector(request.query.get("fieldSelector"))
         return lambda obj: labels(obj) and fields(obj)
 
-    def _list(self, request: web.Request, target: Target) -> web.Response:
+    async def _list(self, request: web.Request, target: Target) -> web.Response:
         store = self.server.store
         rv_param = request.query.get("resourceVersion", "")
         if rv_param not in ("", "0"):
@@ -393,7 +393,7 @@ class Handlers:
             metadata["remainingItemCount"] = len(items) - limit
             items = items[:limit]
         api = self.server.api
-        items = [api.as_version(target.rtype, o) for o in items]
+        items = await api.converted(target.rtype, items)
         if tables.wants_table(request.headers.get("Accept", "")):
             body = tables.table(
                 target.rtype,
@@ -416,10 +416,10 @@ class Handlers:
         )
 
     # ---- watch -------------------------------------------------------------------------------------------
-    def _encode_event(
+    async def _encode_event(
         self, target: Target, event_type: str, obj: Obj, table: TableWatch | None = None
     ) -> bytes:
-        obj = self.server.api.as_version(target.rtype, obj)
+        obj = (await self.server.api.converted(target.rtype, [obj]))[0]
         if table is not None:
             return orjson.dumps({"type": event_type, "object": table.row(obj)}) + b"\n"
         return orjson.dumps({"type": event_type, "object": obj}) + b"\n"
@@ -457,7 +457,7 @@ class Handlers:
                 await response.write(self._error_event(error))
                 return response
         for obj in initial:
-            await response.write(self._encode_event(target, "ADDED", obj, table))
+            await response.write(await self._encode_event(target, "ADDED", obj, table))
         if send_initial and bookmarks:
             await response.write(self._bookmark(target, start_rv, initial_end=True))
         loop = asyncio.get_running_loop()
@@ -477,7 +477,7 @@ class Handlers:
             head = store.rv
             lines = []
             for event in store.events_after(cursor, rtype.storage_key):
-                line = self._filter_event(target, event, selected, namespace, table)
+                line = await self._filter_event(target, event, selected, namespace, table)
                 if line is not None:
                     lines.append(line)
             cursor = head
@@ -493,7 +493,7 @@ class Handlers:
             await store.changed(max(remaining, 0.001), rtype.storage_key)
         return response
 
-    def _filter_event(
+    async def _filter_event(
         self,
         target: Target,
         event: Event,
@@ -507,17 +507,17 @@ class Handlers:
         if event.type == "MODIFIED" and event.old is not None:
             was_matching = selected(event.old)
             if was_matching and not now_matches:
-                return self._encode_event(target, "DELETED", event.obj, table)
+                return await self._encode_event(target, "DELETED", event.obj, table)
             if now_matches and not was_matching:
-                return self._encode_event(target, "ADDED", event.obj, table)
+                return await self._encode_event(target, "ADDED", event.obj, table)
         if not now_matches:
             return None
         if table is not None:
-            return self._encode_event(target, event.type, event.obj, table)
+            return await self._encode_event(target, event.type, event.obj, table)
         cache_key = target.rtype.api_version
         line = event.encoded.get(cache_key)
         if line is None:
-            line = self._encode_event(target, event.type, event.obj)
+            line = await self._encode_event(target, event.type, event.obj)
             event.encoded[cache_key] = line
         return line
 

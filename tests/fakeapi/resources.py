@@ -49,6 +49,8 @@ class ResourceType:
     printer_columns: tuple[PrinterColumn, ...] = ()
     builtin: bool = True
     served_versions: tuple[str, ...] = field(default_factory=tuple)
+    #: CRD-only: the version marked ``storage: true``, in which objects are stored
+    storage_version: str = ""
     #: False for the create-only reviews (SelfSubjectReview): answered, never stored, no storage version hash
     stored: bool = True
 
@@ -198,6 +200,7 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
     spec = crd["spec"]
     names = spec["names"]
     served = tuple(v["name"] for v in spec["versions"] if v.get("served", True))
+    storage = next((v["name"] for v in spec["versions"] if v.get("storage")), "")
     result = []
     for version in spec["versions"]:
         if not version.get("served", True):
@@ -229,6 +232,7 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                 printer_columns=columns,
                 builtin=False,
                 served_versions=served,
+                storage_version=storage,
             )
         )
     return result

@@ -26,6 +26,7 @@ from aiohttp import web
 from tests.fakeapi.admission import WebhookAdmission
 from tests.fakeapi.api import PATCH_MERGE, Api
 from tests.fakeapi.app import build_app
+from tests.fakeapi.conversion import WebhookConversion
 from tests.fakeapi.identity import ADMIN_TOKEN, TokenTable, UserInfo
 from tests.fakeapi.jobs import finished_status
 from tests.fakeapi.openapi import OpenApi
@@ -83,10 +84,12 @@ class FakeApiServer:
         self.registry = Registry(builtin_types(self_subject_review=self_subject_review))
         self.tokens = TokenTable()
         self.admission = WebhookAdmission(store=self.store)
+        self.conversion = WebhookConversion(admission=self.admission)
         self.api = Api(
             store=self.store,
             registry=self.registry,
             admission=self.admission,
+            conversion=self.conversion,
             job_controller=job_controller,
             namespace_deletion_delay=namespace_deletion_delay,
         )
@@ -153,6 +156,7 @@ class FakeApiServer:
             await self._runner.cleanup()
             self._runner = None
         await self.admission.close()
+        await self.conversion.close()
 
     async def close(self) -> None:
         await self.stop()

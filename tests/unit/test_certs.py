@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from tests.unit.admission.golden import apply_patch
 from webhook.certs import (
+    KUEUE_CRDS,
     ca_bundle,
     ensure_certificates,
     patch_webhook_configurations,
@@ -206,6 +207,54 @@ async def test_patch_webhook_configurations_through_the_api(
         assert all(w["clientConfig"]["caBundle"] == bundle for w in configuration["webhooks"])
     assert lines[0] == "MutatingWebhookConfiguration kueue-webhook-mutating: caBundle set on 1 webhook(s)"
     assert lines[1].startswith("ValidatingWebhookConfiguration kueue-webhook-validating: caBundle set on ")
+
+
+async def test_patch_sets_the_conversion_webhook_ca_bundle_of_the_kueue_crds(
+    tmp_path: Path, aiohttp_server_factory: Any
+) -> None:
+    crds = {
+        path.name: yaml.safe_load(path.read_text()) for path in (MANIFESTS.parent / "crds").glob("*s.yaml")
+    }
+    stored = {crd["metadata"]["name"]: crd for crd in crds.values()}
+    assert set(stored) == set(KUEUE_CRDS)
+
+    async def handle(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if request.method == "PATCH":
+            stored[name] = apply_patch(stored[name], await request.json())
+        return web.json_response(stored[name])
+
+    async def no_webhooks(request: web.Request) -> web.Response:
+        return web.json_response({"webhooks": []})
+
+    app = web.Application()
+    app.router.add_route("*", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", handle)
+    app.router.add_route("*", "/apis/admissionregistration.k8s.io/v1/{plural}/{name}", no_webhooks)
+    server = await aiohttp_server_factory(app)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    bundle = ca_bundle(ensure_certificates(tmp_path / "certs"))
+    lines = await patch_webhook_configurations(
+        bundle, mutating=[], validating=[], crds=KUEUE_CRDS, kubeconfig=str(kubeconfig)
+    )
+    for crd in stored.values():
+        client = crd["spec"]["conversion"]["webhook"]["clientConfig"]
+        assert client == {"service": client["service"], "caBundle": bundle}
+        assert client["service"]["path"] == "/convert"
+    assert lines == [
+        f"CustomResourceDefinition {name}: conversion webhook caBundle set" for name in KUEUE_CRDS
+    ]
 
 
 @pytest.fixture

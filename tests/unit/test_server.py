@@ -392,3 +392,74 @@ def test_standalone_server_refuses_to_start_without_a_certificate(
     error = capsys.readouterr().err
     assert f"cannot serve: serving certificate {missing} / key {tmp_path / 'nope.key'} unusable: " in error
     assert error.rstrip().endswith("No such file or directory")
+
+
+# -- CRD conversion ---------------------------------------------------------------------------------
+
+
+def _conversion_review(desired: str, objects: list[Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {"uid": "c0ffee", "desiredAPIVersion": desired, "objects": objects},
+    }
+
+
+async def test_convert_turns_v1beta1_cohort_into_v1beta2_cohort_name(http: aiohttp.ClientSession) -> None:
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {"cohort": "team"},
+    }
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "f"}}
+    status, body = await post(http, "/convert", _conversion_review("kueue.x-k8s.io/v1beta2", [queue, flavor]))
+    assert status == 200
+    assert (body["apiVersion"], body["kind"]) == ("apiextensions.k8s.io/v1", "ConversionReview")
+    response = body["response"]
+    assert response["uid"] == "c0ffee"
+    assert response["result"] == {"status": "Success"}
+    assert [o["apiVersion"] for o in response["convertedObjects"]] == ["kueue.x-k8s.io/v1beta2"] * 2
+    assert response["convertedObjects"][0]["spec"] == {"cohortName": "team"}
+
+
+async def test_convert_refuses_an_object_it_cannot_convert_with_a_failure_result(
+    http: aiohttp.ClientSession,
+) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}
+    status, body = await post(http, "/convert", _conversion_review("kueue.x-k8s.io/v1beta1", [job]))
+    assert status == 200
+    assert body["response"]["uid"] == "c0ffee"
+    assert body["response"]["result"]["status"] == "Failure"
+    assert body["response"]["result"]["message"].startswith("objects[0]: kind 'Job' is not")
+    assert "convertedObjects" not in body["response"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{not json", "request body is not JSON"),
+        (b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}', "expected a ConversionReview"),
+        (
+            b'{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}',
+            "ConversionReview has no request",
+        ),
+        (
+            b'{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":'
+            b'{"uid":"u","desiredAPIVersion":"kueue.x-k8s.io/v1beta2","objects":{}}}',
+            "ConversionReview request.objects must be a list",
+        ),
+        (
+            b'{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"objects":[]}}',
+            "ConversionReview request.uid must be a non-empty string",
+        ),
+    ],
+)
+async def test_convert_answers_a_body_that_is_not_a_conversion_review_with_400(
+    http: aiohttp.ClientSession, body: bytes, message: str
+) -> None:
+    async with http.post("/convert", data=body, headers={"Content-Type": "application/json"}) as response:
+        assert response.status == 400
+        status = orjson.loads(await response.read())
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", 400, "BadRequest")
+    assert status["message"].startswith(message)

@@ -55,6 +55,9 @@ WORKLOAD_PRIORITY_CLASSES = Kind(
 PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 ADMISSION_CHECKS = Kind("AdmissionCheck", KUEUE, "v1beta2", "admissionchecks", namespaced=False)
 #: not watched; ``certs --patch-webhook-configurations`` sets their caBundle
+CUSTOM_RESOURCE_DEFINITIONS = Kind(
+    "CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False
+)
 MUTATING_WEBHOOKS = Kind(
     "MutatingWebhookConfiguration",
     "admissionregistration.k8s.io",
