@@ -25,6 +25,7 @@ from functools import partial
 
 from webhook.api.objects import Admission, PodSetAssignment
 from webhook.api.selectors import LabelSelector
+from webhook.core import partial as partial_admission
 from webhook.core.catalog import Catalog, QueueState
 from webhook.core.decisions import (
     EVICTED_BY_PREEMPTION,
@@ -86,7 +87,10 @@ class _Pass:
                 claimed.append(claim)
         entries: list[tuple[_Order, WorkloadInfo, QueueState, Assignment]] = []
         for info, queue in heads:
-            assignment = self.assigner.assign(info, queue.compiled)
+            # with fewer pods, down to minCount, when the whole workload cannot be admitted (partial.py)
+            assignment = partial_admission.assign(
+                self.assigner, info, queue.compiled, can_preempt=partial(self._can_preempt, queue.spec.name)
+            )
             # preemptors whose targets are on their way out go first, in the order they preempted:
             # nobody overtakes a claim
             claim = tracker.claims.get(info.key)
@@ -212,7 +216,7 @@ class _Pass:
             # It fitted at nomination but an admission before it in this cycle took the room.
             # Kueue requeues it for the next cycle with this message. We do the same when some
             # flavor could still hold it; otherwise it parks until enough is available again.
-            retry = _any_flavor_condition(queue.compiled, info)
+            retry = _any_flavor_condition(queue.compiled, partial_admission.at_min_counts(info))
             # (room held for this cycle only is back in the next one: try again then)
             if not targets and (self.holds or may_fit(retry, partial(ledger.available, name))):
                 queue.pending.requeue_retry(info)
@@ -282,6 +286,12 @@ class _Pass:
         finally:
             for victim in removed:
                 ledger.charge(victim.cluster_queue, victim.info.usage)
+
+    def _can_preempt(self, name: str, info: WorkloadInfo, assignment: Assignment) -> bool:
+        """Whether preemption finds whom to evict so that ``assignment`` fits in ``name``."""
+        return bool(
+            self.search.targets(queue=name, workload=info, requests=assignment.usage, needs=assignment.needs)
+        )
 
     def _hold(self, name: str, usage: Mapping[FlavorResource, int]) -> None:
         if usage:

@@ -69,6 +69,8 @@ class PodSetInfo:
     tolerations: tuple[Mapping[str, Any], ...] = ()
     #: required node-affinity terms (ORed), each a tuple of (key, operator, values) ANDed
     affinity_terms: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
+    #: ``minCount``: partial admission may run as few pods (``partial.py``); None: all or nothing
+    min_count: int | None = None
 
 
 @dataclass(slots=True)
@@ -148,6 +150,7 @@ def _shape(namespace: str, pod_sets: tuple[PodSetInfo, ...]) -> Hashable:
                 tuple(sorted(ps.node_selector.items())),
                 repr(ps.tolerations),
                 ps.affinity_terms,
+                ps.min_count,
             )
             for ps in pod_sets
         ),
@@ -160,7 +163,8 @@ def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
         spec = {}
     requests = tuple(sorted((r, a) for r, a in pod_set.requests.items() if a > 0))
     if "nodeSelector" not in spec and "tolerations" not in spec and "affinity" not in spec:
-        return PodSetInfo(pod_set.name, pod_set.count, requests, {})  # most pods say nothing of nodes
+        # most pods say nothing of nodes
+        return PodSetInfo(pod_set.name, pod_set.count, requests, {}, min_count=pod_set.min_count)
     selector = spec.get("nodeSelector") or {}
     tolerations = spec.get("tolerations") or []
     terms: list[tuple[tuple[str, str, tuple[str, ...]], ...]] = []
@@ -180,6 +184,7 @@ def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
         {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {},
         tuple(t for t in tolerations if isinstance(t, Mapping)) if isinstance(tolerations, list) else (),
         tuple(terms),
+        pod_set.min_count,
     )
 
 
