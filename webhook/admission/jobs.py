@@ -24,6 +24,7 @@ Everything here is pure: the request, the configuration and a :class:`ClusterVie
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,7 +33,18 @@ from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
-from webhook.api.jobs import QUEUE_NAME_LABEL, QUEUED_OWNER_KINDS, is_managed, job_queue_name
+from webhook.api.jobs import (
+    COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
+    MIN_PARALLELISM_ANNOTATION,
+    QUEUE_NAME_LABEL,
+    QUEUED_OWNER_KINDS,
+    STOPPING_ANNOTATION,
+    is_managed,
+    job_pod_count,
+    job_queue_name,
+    parse_go_bool,
+    parse_go_int,
+)
 from webhook.api.validation import dns1123_subdomain_problems
 
 __all__ = [
@@ -63,7 +75,18 @@ class _Malformed(ValueError):
 class _Job:
     """The few fields of a Job the rules read, checked for shape once."""
 
-    __slots__ = ("labels", "owner_kinds", "queue_name", "suspended", "template_spec")
+    __slots__ = (
+        "annotations",
+        "completion_mode",
+        "completions",
+        "labels",
+        "owner_kinds",
+        "parallelism",
+        "pod_count",
+        "queue_name",
+        "suspended",
+        "template_spec",
+    )
 
     def __init__(self, obj: Mapping[str, Any] | None, where: str) -> None:
         if obj is None:
@@ -74,6 +97,11 @@ class _Job:
             if not isinstance(value, str):
                 raise _Malformed(f"{where}.metadata.labels[{key}] must be a string")
         self.labels: Mapping[str, str] = labels
+        annotations = _mapping(metadata.get("annotations"), f"{where}.metadata.annotations")
+        for key, value in annotations.items():
+            if not isinstance(value, str):
+                raise _Malformed(f"{where}.metadata.annotations[{key}] must be a string")
+        self.annotations: Mapping[str, str] = annotations
         # the object model's reading (label, then Kueue's legacy annotation), so the controller agrees
         self.queue_name = job_queue_name(obj) or ""
         owners = metadata.get("ownerReferences") or []
@@ -89,12 +117,29 @@ class _Job:
         if suspend is not None and not isinstance(suspend, bool):
             raise _Malformed(f"{where}.spec.suspend must be a boolean")
         self.suspended = suspend is True
+        self.parallelism = _optional_int(spec.get("parallelism"), f"{where}.spec.parallelism")
+        self.completions = _optional_int(spec.get("completions"), f"{where}.spec.completions")
+        self.completion_mode = spec.get("completionMode")
+        self.pod_count = job_pod_count(obj)
         template = _mapping(spec.get("template"), f"{where}.spec.template")
         self.template_spec = _mapping(template.get("spec"), f"{where}.spec.template.spec")
 
     @property
     def queued_through_owner(self) -> bool:
         return not self.owner_kinds.isdisjoint(QUEUED_OWNER_KINDS)
+
+    @property
+    def kueue_suspended(self) -> bool:
+        """Kueue's Job.IsSuspended: suspended, and not half-way through the controller's two-step stop."""
+        return self.suspended and self.annotations.get(STOPPING_ANNOTATION) != "true"
+
+
+def _optional_int(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _Malformed(f"{where} must be an integer")
+    return value
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -171,9 +216,15 @@ def validate_job(request: AdmissionRequest, *, config: Configuration, view: Clus
     except _Malformed as exc:
         return Verdict.unprocessable(str(exc))
     errors = _label_value_errors(new)
+    if old is None or new.annotations.get(MIN_PARALLELISM_ANNOTATION) != old.annotations.get(
+        MIN_PARALLELISM_ANNOTATION
+    ):
+        errors += _min_parallelism_errors(new)
+    errors += _completions_sync_errors(new)
     if old is None:
         errors += _policy_on_create(request, new, config, view)
     else:
+        errors += _partial_admission_update_errors(old, new)
         errors += _kueue_update_errors(request, old, new, config, view)
         errors += _policy_on_update(request, old, new, config, view)
     if errors:
@@ -204,6 +255,91 @@ def _label_value_errors(job: _Job) -> list[FieldError]:
                     FieldError.invalid(label_path(MAX_EXEC_TIME_LABEL), seconds, "should be greater than 0")
                 )
     return errors
+
+
+def _annotation_path(key: str) -> str:
+    return f"metadata.annotations[{key}]"
+
+
+def _int32(value: int) -> int:
+    """Go's ``int32(v)`` conversion: wraps around."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def _min_parallelism_errors(job: _Job) -> list[FieldError]:
+    """Kueue's validatePartialAdmissionCreate: the min-parallelism annotation is an integer in
+    1..podsCount-1 (checked on create, and on update when the annotation changes)."""
+    raw = job.annotations.get(MIN_PARALLELISM_ANNOTATION)
+    if raw is None:
+        return []
+    path = _annotation_path(MIN_PARALLELISM_ANNOTATION)
+    value = parse_go_int(raw)
+    if value is None:
+        problem = "value out of range" if re.fullmatch(r"[+-]?[0-9]+", raw) else "invalid syntax"
+        return [FieldError.invalid(path, raw, f'strconv.Atoi: parsing "{raw}": {problem}')]
+    if _int32(value) >= job.pod_count or value <= 0:
+        return [FieldError.invalid(path, value, f"should be between 0 and {job.pod_count - 1}")]
+    return []
+
+
+def _completions_sync_errors(job: _Job) -> list[FieldError]:
+    """Kueue's validateSyncCompletionCreate: ``job-completions-equal-parallelism`` is a Go bool; when true
+    the Job is Indexed and its completions equal its parallelism."""
+    raw = job.annotations.get(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+    if raw is None:
+        return []
+    path = _annotation_path(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+    enabled = parse_go_bool(raw)
+    if enabled is None:
+        return [FieldError.invalid(path, raw, f'strconv.ParseBool: parsing "{raw}": invalid syntax')]
+    errors: list[FieldError] = []
+    if enabled:
+        if job.completion_mode in (None, "NonIndexed"):
+            errors.append(FieldError.invalid(path, raw, "should not be enabled for NonIndexed jobs"))
+        parallelism = 1 if job.parallelism is None else job.parallelism
+        completions = 1 if job.completions is None else job.completions
+        if parallelism != completions:
+            errors.append(
+                FieldError.invalid(
+                    "spec.completions",
+                    job.completions,
+                    "should be equal to parallelism when "
+                    f"{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION} annotation is true",
+                )
+            )
+    return errors
+
+
+def _partial_admission_update_errors(old: _Job, new: _Job) -> list[FieldError]:
+    """Kueue's validatePartialAdmissionUpdate: a running Job that accepts partial admission keeps its
+    parallelism (the admitted count), and completions-follow-parallelism is fixed while it runs."""
+    errors: list[FieldError] = []
+    parallelism_changed = _parallelism(old) != _parallelism(new)
+    if MIN_PARALLELISM_ANNOTATION in old.annotations and not old.suspended and parallelism_changed:
+        errors.append(
+            FieldError.forbidden(
+                "spec.parallelism",
+                "cannot change when partial admission is enabled and the job is not suspended",
+            )
+        )
+    both_running = not old.kueue_suspended and not new.kueue_suspended
+    if both_running and _syncs(old) != _syncs(new):
+        errors.append(
+            FieldError.forbidden(
+                _annotation_path(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION),
+                f"{IMMUTABLE} while the job is not suspended",
+            )
+        )
+    return errors
+
+
+def _parallelism(job: _Job) -> int:
+    return 1 if job.parallelism is None else job.parallelism
+
+
+def _syncs(job: _Job) -> bool:
+    raw = job.annotations.get(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+    return raw is not None and parse_go_bool(raw) is True
 
 
 def _kueue_update_errors(

@@ -11,12 +11,22 @@ Starting a Job (after quota is reserved) sets ``spec.suspend=false`` and merges 
 ResourceFlavor's ``nodeLabels`` into the pod template's ``nodeSelector`` and appends its
 ``tolerations``; stopping it re-suspends and puts back the template as recorded in the Workload's pod
 set, which is the template before any flavor was injected.
+
+Partial admission (Kueue's ``kueue.x-k8s.io/job-min-parallelism`` annotation): the pod set gets
+``minCount`` from the annotation, the start sets ``spec.parallelism`` to the admitted count
+(``podSetAssignments[].count``) and the stop puts back the Workload's pod set ``count``, the Job's pod count
+before admission, as Kueue's ``RunWithPodSetsInfo``/``RestorePodSetsInfo`` do; with
+``kueue.x-k8s.io/job-completions-equal-parallelism: "true"`` completions follow parallelism both ways. A
+running Job's parallelism may not change while it accepts partial admission, so, as Kueue's ``Job.Stop``,
+stopping it takes two patches: suspend with ``kueue.x-k8s.io/stopping: "true"``, then restore and drop the
+annotation (a Job carrying it does not count as suspended until the restore is written).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,21 +37,30 @@ from webhook.api.objects import API_VERSION, GROUP, PodSet, ResourceFlavor
 from webhook.api.pods import pod_requests
 
 __all__ = [
+    "COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION",
     "JOB_UID_LABEL",
+    "MIN_PARALLELISM_ANNOTATION",
     "PRIORITY_CLASS_LABEL",
     "QUEUED_OWNER_KINDS",
     "QUEUE_NAME_ANNOTATION",
     "QUEUE_NAME_LABEL",
+    "STOPPING_ANNOTATION",
     "FlavorConflict",
     "is_managed",
+    "is_stopping",
+    "job_min_count",
     "job_pod_count",
     "job_pod_sets",
     "job_priority",
     "job_priority_class",
     "job_queue_name",
     "merge_patch_unsuspend",
+    "parse_go_bool",
+    "parse_go_int",
     "queued_through_owner",
     "resuspend_patch",
+    "stop_patches",
+    "syncs_completions",
     "unsuspend_patch",
     "workload_for_job",
     "workload_name",
@@ -52,6 +71,16 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 QUEUE_NAME_ANNOTATION = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+#: the fewest pods a Job accepts to start with (Kueue's JobMinParallelismAnnotation)
+MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+#: ``"true"``: completions follow parallelism on partial admission (JobCompletionsEqualParallelismAnnotation)
+COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
+#: set while a partially admitted Job is suspended but its parallelism not yet restored (StoppingAnnotation)
+STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 _HASH_LENGTH = 5
 #: Kueue's default (long) limit: 253 minus "-" and the hash
@@ -159,6 +188,43 @@ def job_pod_count(job: Mapping[str, Any]) -> int:
     return max(count, 0)
 
 
+def parse_go_int(text: str) -> int | None:
+    """Go's ``strconv.Atoi`` (decimal, optional sign, nothing else; 64-bit), None when it would fail."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def parse_go_bool(text: str) -> bool | None:
+    """Go's ``strconv.ParseBool``, None when it would fail."""
+    return True if text in _GO_TRUE else False if text in _GO_FALSE else None
+
+
+def _annotation(job: Mapping[str, Any], key: str) -> str | None:
+    annotations = _metadata(job).get("annotations")
+    value = annotations.get(key) if isinstance(annotations, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def job_min_count(job: Mapping[str, Any]) -> int | None:
+    """The pod set's ``minCount``: the min-parallelism annotation as an integer (Kueue's minPodsCount;
+    the Job webhook rejects any value outside 1..count-1), None when absent or not a number."""
+    raw = _annotation(job, MIN_PARALLELISM_ANNOTATION)
+    return None if raw is None else parse_go_int(raw)
+
+
+def syncs_completions(job: Mapping[str, Any]) -> bool:
+    """Whether completions follow parallelism on a partial admission (an unparsable value: no)."""
+    raw = _annotation(job, COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+    return raw is not None and parse_go_bool(raw) is True
+
+
+def is_stopping(job: Mapping[str, Any]) -> bool:
+    """Suspended by the first half of a stop whose restore has not been written yet."""
+    return _annotation(job, STOPPING_ANNOTATION) == "true"
+
+
 def _template(job: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = job.get("spec") or {}
     template = spec.get("template") if isinstance(spec, Mapping) else None
@@ -174,7 +240,7 @@ def job_pod_sets(job: Mapping[str, Any]) -> tuple[PodSet, ...] | list[FieldError
     requests, errors = pod_requests(pod_spec, "spec.template.spec")
     if errors:
         return errors
-    return (PodSet("main", job_pod_count(job), requests, template),)
+    return (PodSet("main", job_pod_count(job), requests, template, job_min_count(job)),)
 
 
 def job_priority(
@@ -216,9 +282,13 @@ def workload_for_job(
         workload_priority_classes=workload_priority_classes or {},
         pod_priority_classes=pod_priority_classes,
     )
+    pod_set: dict[str, Any] = {"name": "main", "count": job_pod_count(job), "template": template}
+    min_count = job_min_count(job)
+    if min_count is not None:
+        pod_set["minCount"] = min_count
     spec: dict[str, Any] = {
         "active": True,
-        "podSets": [{"name": "main", "count": job_pod_count(job), "template": template}],
+        "podSets": [pod_set],
         "queueName": job_queue_name(job) or "",
     }
     if class_name:
@@ -268,8 +338,25 @@ def _flavor_injection(
     return selector, tolerations
 
 
-def unsuspend_patch(job: Mapping[str, Any], flavors: Sequence[ResourceFlavor]) -> list[dict[str, Any]]:
-    """JSON Patch starting an admitted Job on its flavors.
+def _count_ops(job: Mapping[str, Any], count: int | None) -> list[dict[str, Any]]:
+    """Set parallelism (and, when they follow it, completions) to ``count`` on a Job that accepts partial
+    admission (Kueue sets them only when the min-parallelism annotation parses)."""
+    if count is None or job_min_count(job) is None:
+        return []
+    spec = job.get("spec") or {}
+    fields = ("parallelism", "completions") if syncs_completions(job) else ("parallelism",)
+    return [
+        {"op": "add", "path": f"/spec/{name}", "value": count}
+        for name in fields
+        if _int_field(spec, name) != count
+    ]
+
+
+def unsuspend_patch(
+    job: Mapping[str, Any], flavors: Sequence[ResourceFlavor], *, count: int | None = None
+) -> list[dict[str, Any]]:
+    """JSON Patch starting an admitted Job on its flavors, with ``count`` pods in parallel when it accepts
+    partial admission (``count``: the admission's ``podSetAssignments[].count``).
 
     The first op tests that the Job is still suspended, so a patch built from a stale view fails (422)
     instead of silently starting a Job twice. Raises FlavorConflict when a flavor contradicts the Job.
@@ -278,6 +365,7 @@ def unsuspend_patch(job: Mapping[str, Any], flavors: Sequence[ResourceFlavor]) -
     selector, tolerations = _flavor_injection(pod_spec, flavors)
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/spec/suspend", "value": True}]
     ops.append({"op": "replace", "path": "/spec/suspend", "value": False})
+    ops.extend(_count_ops(job, count))
     if selector != (pod_spec.get("nodeSelector") or {}):
         ops.append({"op": "add", "path": "/spec/template/spec/nodeSelector", "value": selector})
     if tolerations != list(pod_spec.get("tolerations") or []):
@@ -285,7 +373,9 @@ def unsuspend_patch(job: Mapping[str, Any], flavors: Sequence[ResourceFlavor]) -
     return ops
 
 
-def merge_patch_unsuspend(job: Mapping[str, Any], flavors: Sequence[ResourceFlavor]) -> dict[str, Any]:
+def merge_patch_unsuspend(
+    job: Mapping[str, Any], flavors: Sequence[ResourceFlavor], *, count: int | None = None
+) -> dict[str, Any]:
     """The same start as a merge patch (for clients that prefer ``application/merge-patch+json``)."""
     pod_spec = _template(job).get("spec") or {}
     selector, tolerations = _flavor_injection(pod_spec, flavors)
@@ -295,16 +385,22 @@ def merge_patch_unsuspend(job: Mapping[str, Any], flavors: Sequence[ResourceFlav
     if tolerations:
         template_spec["tolerations"] = tolerations
     patch: dict[str, Any] = {"spec": {"suspend": False}}
+    for op in _count_ops(job, count):
+        patch["spec"][op["path"].rsplit("/", 1)[1]] = op["value"]
     if template_spec:
         patch["spec"]["template"] = {"spec": template_spec}
     return patch
 
 
-def resuspend_patch(job: Mapping[str, Any], original_template: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """JSON Patch stopping a Job and restoring the nodeSelector/tolerations of ``original_template``.
+def resuspend_patch(
+    job: Mapping[str, Any], original_template: Mapping[str, Any], original_count: int | None = None
+) -> list[dict[str, Any]]:
+    """JSON Patch stopping a Job and restoring the nodeSelector/tolerations of ``original_template`` and,
+    for a Job that accepts partial admission, its parallelism to ``original_count``.
 
-    ``original_template`` is the Workload's pod set template, i.e. the Job's template before flavors
-    were injected; fields absent there are removed from the Job.
+    ``original_template`` and ``original_count`` are the Workload's pod set template and count, i.e. the
+    Job's before admission changed them; template fields absent there are removed from the Job. The
+    stopping annotation of a half-done stop goes too.
     """
     current = _template(job).get("spec") or {}
     original = original_template.get("spec") or {}
@@ -316,4 +412,35 @@ def resuspend_patch(job: Mapping[str, Any], original_template: Mapping[str, Any]
                 ops.append({"op": "add", "path": path, "value": copy.deepcopy(original[field_name])})
         elif field_name in current:
             ops.append({"op": "remove", "path": path})
+    ops.extend(_count_ops(job, original_count))
+    if STOPPING_ANNOTATION in (_metadata(job).get("annotations") or {}):
+        ops.append(dict(_REMOVE_STOPPING))
     return ops
+
+
+_REMOVE_STOPPING = {"op": "remove", "path": f"/metadata/annotations/{_escape(STOPPING_ANNOTATION)}"}
+
+
+def stop_patches(
+    job: Mapping[str, Any], original_template: Mapping[str, Any], original_count: int | None = None
+) -> list[list[dict[str, Any]]]:
+    """The JSON Patches that stop a Job and restore it (``resuspend_patch``), in order.
+
+    One, except when a running Job's parallelism is to be restored: Kueue's Job webhook forbids changing
+    the parallelism of a running Job that accepts partial admission, so, as Kueue's ``Job.Stop``, the Job
+    is first suspended and marked ``kueue.x-k8s.io/stopping: "true"``, then restored and unmarked.
+    """
+    restore = resuspend_patch(job, original_template, original_count)
+    running = (job.get("spec") or {}).get("suspend") is not True
+    if not running or not any(op["path"] == "/spec/parallelism" for op in restore):
+        return [restore]
+    annotations = _metadata(job).get("annotations")
+    mark: dict[str, Any] = (
+        {"op": "add", "path": f"/metadata/annotations/{_escape(STOPPING_ANNOTATION)}", "value": "true"}
+        if isinstance(annotations, Mapping)
+        else {"op": "add", "path": "/metadata/annotations", "value": {STOPPING_ANNOTATION: "true"}}
+    )
+    suspend = [{"op": "replace", "path": "/spec/suspend", "value": True}, mark]
+    if _REMOVE_STOPPING not in restore:
+        restore.append(dict(_REMOVE_STOPPING))
+    return [suspend, restore]

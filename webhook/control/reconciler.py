@@ -49,8 +49,9 @@ from webhook.api.finalizers import RESOURCE_IN_USE, has_finalizer, is_deleting
 from webhook.api.jobs import (
     FlavorConflict,
     is_managed,
+    is_stopping,
     job_pod_sets,
-    resuspend_patch,
+    stop_patches,
     unsuspend_patch,
     workload_for_job,
 )
@@ -109,6 +110,8 @@ class StartJob:
 class StopJob:
     patch: list[JSON]
     message: str
+    #: sent before ``patch`` (the suspension, when restoring a partially admitted Job takes two patches)
+    first: tuple[JSON, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +159,9 @@ def job_finished(job: JSON) -> tuple[bool, bool, str]:
 
 
 def is_suspended(job: JSON) -> bool:
-    return (job.get("spec") or {}).get("suspend") is True
+    """Suspended, and not half-way through a stop whose restore is still to be written (Kueue's
+    Job.IsSuspended with the stopping annotation)."""
+    return (job.get("spec") or {}).get("suspend") is True and not is_stopping(job)
 
 
 def has_active_pods(job: JSON) -> bool:
@@ -169,9 +174,14 @@ def has_reservation(workload: JSON) -> bool:
     return is_true(workload, "QuotaReserved") and bool((workload.get("status") or {}).get("admission"))
 
 
-def _original_template(workload: JSON) -> JSON:
+def _stop(job: JSON, workload: JSON, message: str) -> StopJob:
+    """Suspend the Job and put back what admission changed, from the Workload's pod set (its template,
+    and its count, the parallelism a partial admission reduced: Kueue's GetPodSetsInfoFromWorkload)."""
     pod_sets = (workload.get("spec") or {}).get("podSets") or []
-    return dict(pod_sets[0].get("template") or {}) if pod_sets else {}
+    template = dict(pod_sets[0].get("template") or {}) if pod_sets else {}
+    count = pod_sets[0].get("count") if pod_sets else None
+    patches = stop_patches(job, template, count if isinstance(count, int) else None)
+    return StopJob(patches[-1], message, tuple(op for patch in patches[:-1] for op in patch))
 
 
 def plan_job(
@@ -188,7 +198,7 @@ def plan_job(
         return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
     if workload is not None and is_deleting(workload):
         if not finished and not is_suspended(job):
-            return StopJob(resuspend_patch(job, _original_template(workload)), WORKLOAD_DELETED)
+            return _stop(job, workload, WORKLOAD_DELETED)
         if has_active_pods(job):
             return None  # the Job's status change when its pods are gone re-triggers us
         return RemoveFinalizer(workload, "deleted, its Job stopped") if has_finalizer(workload) else None
@@ -222,8 +232,12 @@ def plan_job(
             resolved = [flavors(name) for name in names]
             if any(flavor is None for flavor in resolved):
                 return None  # the flavor is not in the store yet; its arrival re-triggers us
+            counts = [a.get("count") for a in admission.get("podSetAssignments") or []]
+            count = counts[0] if len(counts) == 1 and isinstance(counts[0], int) else None
             try:
-                patch = unsuspend_patch(job, [flavor for flavor in resolved if flavor is not None])
+                # a partial admission runs the admitted count (podSetAssignments[].count)
+                chosen = [flavor for flavor in resolved if flavor is not None]
+                patch = unsuspend_patch(job, chosen, count=count)
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
@@ -234,25 +248,29 @@ def plan_job(
             return UpdatePodSets(workload, desired)
         return None
     if evicted:
-        return StopJob(resuspend_patch(job, _original_template(workload)), _evicted_message(workload))
+        return _stop(job, workload, _evicted_message(workload))
     if not has_reservation(workload):
-        return StopJob(resuspend_patch(job, _original_template(workload)), "Not admitted by cluster queue")
+        return _stop(job, workload, "Not admitted by cluster queue")
     return None
 
 
-def _shape(job: JSON) -> tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...] | None:
-    """What quota a Job asks for: (pod set, count, per-pod requests); None when its template is invalid."""
+_Shape = tuple[tuple[str, int, int | None, tuple[tuple[str, int], ...]], ...]
+
+
+def _shape(job: JSON) -> _Shape | None:
+    """What quota a Job asks for: (pod set, count, minCount, per-pod requests), minCount compared as
+    Kueue's ComparePodSets does; None when its template is invalid."""
     pod_sets = job_pod_sets(job)
     if isinstance(pod_sets, list):
         return None
-    return tuple((p.name, p.count, tuple(sorted(p.requests.items()))) for p in pod_sets)
+    return tuple((p.name, p.count, p.min_count, tuple(sorted(p.requests.items()))) for p in pod_sets)
 
 
-def _workload_shape(workload: JSON) -> tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...] | None:
+def _workload_shape(workload: JSON) -> _Shape | None:
     parsed = parse_workload(workload)
     if isinstance(parsed, list):
         return None
-    return tuple((p.name, p.count, tuple(sorted(p.requests.items()))) for p in parsed.pod_sets)
+    return tuple((p.name, p.count, p.min_count, tuple(sorted(p.requests.items()))) for p in parsed.pod_sets)
 
 
 def _held(workload: JSON) -> bool:
@@ -499,7 +517,13 @@ class JobReconciler:
         elif isinstance(step, StartJob):
             await self._start(job, step)
         elif isinstance(step, StopJob):
-            if await writer.patch(JOBS, job, step.patch) is not None:
+            target: JSON | None = job
+            if step.first:
+                target = await writer.patch(JOBS, job, list(step.first))
+                if target is not None:
+                    on_job("Stopped", step.message)
+            restored = target is not None and await writer.patch(JOBS, target, step.patch) is not None
+            if restored and not step.first:
                 on_job("Stopped", step.message)
         elif isinstance(step, RemoveFinalizer):
             if await writer.remove_finalizer(WORKLOADS, step.workload, RESOURCE_IN_USE) is not None:
