@@ -1,8 +1,9 @@
 """Scenario tests: each ``*.yaml`` holds manifests and one ``expect:`` document, replayed by simulate.
 
 The ``expect`` document lists what a user would see at ``at`` (default: the last arrival): which Jobs are
-admitted, which wait and with what reason and message, which were preempted (by whom, with which
-Preempted reason and Evicted message), and the usage of each ClusterQueue.
+admitted (and, under ``counts``, with how many pods per pod set), which wait and with what reason and
+message, which were preempted (by whom, with which Preempted reason and Evicted message), and the usage of
+each ClusterQueue.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def test_scenario(path: Path) -> None:
     rows = {job_name(row["name"]): row for row in report["workloads"]}
     admitted = sorted(name for name, row in rows.items() if row["admitted"] and not row["finished"])
     assert admitted == sorted(expect.get("admitted", [])), "admitted Jobs"
+    for name, counts in expect.get("counts", {}).items():  # pods admitted per pod set (partial admission)
+        assert rows[name].get("podSetCounts") == counts, f"{name} admitted counts"
     if "finished" in expect:
         assert sorted(n for n, r in rows.items() if r["finished"]) == sorted(expect["finished"])
     pending = {name: row["pending"] for name, row in rows.items() if "pending" in row}

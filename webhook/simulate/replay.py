@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from webhook.api.objects import Workload
+from webhook.api.objects import Admission, Workload
 from webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 from webhook.core.status import cluster_queue_status
 from webhook.simulate.scenario import (
@@ -54,6 +54,8 @@ class WorkloadRecord:
     #: bumped at every eviction, so the finish scheduled by an earlier admission is ignored
     epoch: int = 0
     preemptions: int = 0
+    #: pods admitted per pod set (fewer than asked under partial admission)
+    admitted_counts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,7 @@ def _replay(
                     state.confirm(decision.workload)  # the simulated status write lands at once
                     record.admitted_at = moment
                     record.cluster_queue = decision.cluster_queue
+                    record.admitted_counts = _counts(decision.admission)
                     record.wait = None
                     runtime = record.runtime
                     if runtime is not None:
@@ -246,6 +249,7 @@ def _replay(
                 if workload.has_quota_reservation and workload.admission is not None:
                     record = records[key]  # already admitted when the replay starts (a restart)
                     record.admitted_at, record.cluster_queue = now, workload.admission.cluster_queue
+                    record.admitted_counts = _counts(workload.admission)
                     if record.runtime is not None:
                         heapq.heappush(events, (_step(now + record.runtime, resolution), _FINISH, 0, key))
                 done += 1
@@ -282,9 +286,14 @@ def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: 
                 record.cluster_queue,
                 record.wait,
                 positions.get(record.key),
+                admitted_counts=record.admitted_counts,
             )
         )
     rows.sort(key=lambda r: (r.arrival, r.namespace, r.name))
     queues = {name: cluster_queue_status(state, name) for name in state.cluster_queue_names()}
     usage = {name: dict(state.ledger.usage(name)) for name in state.cluster_queue_names()}
     return Snapshot(at, rows, queues, usage)
+
+
+def _counts(admission: Admission) -> tuple[tuple[str, int], ...]:
+    return tuple((assignment.name, assignment.count) for assignment in admission.pod_set_assignments)

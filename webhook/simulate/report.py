@@ -108,7 +108,9 @@ def _workload_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
             "finished": finished,
             "arrival": r.arrival,
         }
-        if not admitted:
+        if admitted:
+            row["podSetCounts"] = dict(r.admitted_counts)
+        else:
             wait = r.wait
             row["pending"] = {
                 "reason": wait.reason if wait is not None else "",
