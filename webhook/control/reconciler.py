@@ -208,9 +208,10 @@ def plan_job(
         return None
     if workload is None:
         if not is_suspended(job):
-            return StopJob(
-                [{"op": "replace", "path": "/spec/suspend", "value": True}], "Not admitted by cluster queue"
-            )
+            suspend = [{"op": "replace", "path": "/spec/suspend", "value": True}]
+            if is_stopping(job):  # a half-done stop: nothing is left to restore from
+                suspend.append({"op": "remove", "path": "/metadata/annotations/kueue.x-k8s.io~1stopping"})
+            return StopJob(suspend, "Not admitted by cluster queue")
         if has_active_pods(job):
             return None  # stopped, but its pods still hold what a new Workload would queue for
         return CreateWorkload(
@@ -251,6 +252,10 @@ def plan_job(
         return _stop(job, workload, _evicted_message(workload))
     if not has_reservation(workload):
         return _stop(job, workload, "Not admitted by cluster queue")
+    if is_stopping(job):
+        # suspended, its restore not written before the Workload was admitted again: finish the stop,
+        # then it starts at the new admitted count
+        return _stop(job, workload, "Restoring the Job before it starts again")
     return None
 
 

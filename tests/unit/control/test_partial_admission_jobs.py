@@ -11,7 +11,7 @@ from tests.unit.admission.golden import apply_patch
 from tests.unit.control.plans import ADMISSION, NOW, job, plan, workload
 from webhook.api.jobs import workload_for_job
 from webhook.control.conditions import admitted_status, evicted_status
-from webhook.control.reconciler import StartJob, StopJob, UpdatePodSets
+from webhook.control.reconciler import CreateWorkload, StartJob, StopJob, UpdatePodSets
 
 MIN = "kueue.x-k8s.io/job-min-parallelism"
 SYNC = "kueue.x-k8s.io/job-completions-equal-parallelism"
@@ -105,3 +105,23 @@ def test_a_suspended_job_whose_min_parallelism_changed_updates_its_workload() ->
     assert isinstance(step, UpdatePodSets)
     assert step.pod_sets[0]["minCount"] == 3
     assert plan(copy.deepcopy(partial_job()), partial_workload()) is None
+
+
+def test_a_half_stopped_job_readmitted_is_restored_before_it_starts_at_the_new_count() -> None:
+    half = partial_job(suspend=True, parallelism=2, **{STOPPING: "true"})
+    step = plan(half, partial_workload(3))
+    assert isinstance(step, StopJob)
+    restored = apply_patch(half, step.patch)
+    assert (restored["spec"]["parallelism"], STOPPING in restored["metadata"]["annotations"]) == (4, False)
+    start = plan(restored, partial_workload(3))
+    assert isinstance(start, StartJob)
+    assert apply_patch(restored, start.patch)["spec"]["parallelism"] == 3
+
+
+def test_a_half_stopped_job_whose_workload_is_gone_drops_the_mark_and_gets_a_new_workload() -> None:
+    half = partial_job(suspend=True, parallelism=2, **{STOPPING: "true"})
+    step = plan(half, None)
+    assert isinstance(step, StopJob)
+    unmarked = apply_patch(half, step.patch)
+    assert STOPPING not in unmarked["metadata"]["annotations"]
+    assert isinstance(plan(unmarked, None), CreateWorkload)
