@@ -33,6 +33,7 @@ from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.objects import GROUP, parse_object, validate_tolerations
+from webhook.api.quantity import QuantityError, parse_quantity
 from webhook.api.validation import validate_annotations_field, validate_labels_field
 from webhook.core.checks import approval_change_denial
 
@@ -179,6 +180,7 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
             name = _get(assignment, "name")
             if isinstance(name, str) and name not in names:
                 problems.append(f'status.admission.podSetAssignments[{i}].name: Not found: "{name}"')
+            problems += _usage_multiple_rules(assignment, f"status.admission.podSetAssignments[{i}]")
     reclaimable = _get(new, "status", "reclaimablePods")
     for entry in reclaimable if isinstance(reclaimable, list) else []:
         name, count = _get(entry, "name"), _get(entry, "count")
@@ -199,6 +201,29 @@ def _workload_rules(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
             )
     problems += _workload_object_rules(new)
     problems += _pod_set_update_rules(new, names)
+    return problems
+
+
+def _usage_multiple_rules(assignment: Any, path: str) -> list[Problem]:
+    """Kueue's validateAdmission: with a ``count``, each ``resourceUsage`` is ``count`` pods' worth (a whole
+    multiple of it, in milli-units for CPU and units otherwise), as a partial admission records it. (Kueue
+    prints the count through a pointer, which shows an address; the count itself is printed here.)"""
+    count = _get(assignment, "count")
+    usage = _get(assignment, "resourceUsage")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0 or not isinstance(usage, Mapping):
+        return []
+    problems: list[Problem] = []
+    for resource, raw in usage.items():
+        try:
+            quantity = parse_quantity(raw)
+        except QuantityError:
+            continue  # the schema's quantity check reports it
+        scale = 10**6 if resource == "cpu" else 10**9
+        value = -(-quantity.nanos // scale)  # Quantity.MilliValue / Value round up
+        if value % count:
+            problems.append(
+                FieldError.invalid(f"{path}.resourceUsage[{resource}]", raw, f"is not a multiple of {count}")
+            )
     return problems
 
 

@@ -94,7 +94,7 @@ def test_only_one_pod_set_may_use_min_count() -> None:
 def test_reclaimable_pods_only_grow_while_quota_stays_reserved() -> None:
     old = reserved()
     old["spec"]["podSets"][0]["count"] = 4
-    old["status"]["admission"]["podSetAssignments"][0]["count"] = 4
+    old["status"]["admission"]["podSetAssignments"][0].update(count=4, resourceUsage={"nvidia.com/gpu": "8"})
     old["status"]["reclaimablePods"] = [{"name": "main", "count": 2}]
     grown = copy.deepcopy(old)
     grown["status"]["reclaimablePods"][0]["count"] = 3
@@ -125,3 +125,18 @@ def test_a_dispatch_cluster_is_one_of_the_nominated() -> None:
     )
     new["status"] = {"clusterName": "worker-2"}
     assert validate(new, old).allowed
+
+
+def test_a_partial_admission_records_whole_pods_worth_of_usage() -> None:
+    """validateAdmission: each resourceUsage is a multiple of the admitted count (milli-units for CPU)."""
+    workload = reserved()
+    workload["spec"]["podSets"][0].update(count=4, minCount=2)
+    assignment = workload["status"]["admission"]["podSetAssignments"][0]
+    assignment.update(count=2, resourceUsage={"nvidia.com/gpu": "4", "cpu": "500m"})
+    assert validate(workload).allowed
+    assignment["resourceUsage"] = {"nvidia.com/gpu": "3", "cpu": "501m"}
+    assert validate(workload).message == (
+        '[status.admission.podSetAssignments[0].resourceUsage[nvidia.com/gpu]: Invalid value: "3": '
+        "is not a multiple of 2, status.admission.podSetAssignments[0].resourceUsage[cpu]: "
+        'Invalid value: "501m": is not a multiple of 2]'
+    )
