@@ -106,7 +106,7 @@ class _Pass:
             for name, usage in self.holds:  # capacity held for this cycle only
                 ledger.release(name, usage)
         for claim in claimed:
-            if not claim.usage:
+            if not claim.need:
                 # given up without being admitted: what it held is free for the others again
                 catalog.wake_tree(claim.cluster_queue, released=True)
         return self.decisions
@@ -263,23 +263,28 @@ class _Pass:
                     name,
                 )
             )
-        claim = tracker.claim(info.key, name)
-        claim.targets = {t.candidate.info.key for t in targets}
-        claim.hold(ledger, name, assignment.usage)
+        tracker.hold_claim(info.key, name, assignment.usage, (t.candidate.info.key for t in targets))
         queue.pending.requeue_failed(info, retry_when=None)
         tracked.queued = True
         message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
         self._wait(info, queue, REASON_WAITING_FOR_PREEMPTED, message)
 
     def _fits_without(self, name: str, usage: Mapping[FlavorResource, int], gone: set[WorkloadKey]) -> bool:
-        """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota."""
+        """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota to
+        the preemptors that chose them (Kueue's ``fits``: the cycle's victims removed, the usage of the
+        preemptors before kept)."""
         ledger = self.catalog.ledger
         removed = self.tracker.charged(gone)
+        passed = self.tracker.claims_without(frozenset(gone))
         for victim in removed:
             ledger.release(victim.cluster_queue, victim.info.usage)
+        for queue, more in passed:
+            ledger.charge(queue, more)
         try:
             return all(amount <= ledger.available(name, fr) for fr, amount in usage.items())
         finally:
+            for queue, more in passed:
+                ledger.release(queue, more)
             for victim in removed:
                 ledger.charge(victim.cluster_queue, victim.info.usage)
 
