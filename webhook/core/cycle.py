@@ -1,10 +1,13 @@
 """One scheduling cycle: the heads of the ClusterQueues in, ``Admit | Wait | Evict`` decisions out.
 
 The cycle takes the head of every ClusterQueue that has one, computes each head's flavor assignment
-against the usage at the start of the cycle (Kueue's "nomination"), orders the heads non-borrowing first,
-then by priority, then by age (with fair sharing: one tournament per pick within each cohort tree, on the
-usage the picks before left), and admits them one by one, re-checking each against the usage left by the
-admissions before it, so two heads of one cohort can never take the same capacity.
+against the usage at the start of the cycle (Kueue's "nomination"), orders the heads by how far up the
+cohort tree they must borrow (Kueue's classical entry ordering: the borrowing level, the height of the
+smallest cohort subtree that holds the head, 0 when it fits its own quota), then by priority
+(PrioritySortingWithinCohort, on by default), then by age (with fair sharing: one tournament per pick
+within each cohort tree, on the usage the picks before left), and admits them one by one, re-checking
+each against the usage left by the admissions before it, so two heads of one cohort can never take the
+same capacity.
 
 A head that could fit only by evicting others gets ``Evict`` decisions, one per target, and a ``Wait``
 (``WaitingForPreemptedWorkloads``, ``... Pending the preemption of N workload(s)``); it keeps a claim on
@@ -47,8 +50,8 @@ from webhook.core.tracking import Claim, WorkloadTracker
 
 __all__ = ["run_cycle"]
 
-#: how heads are ordered: claims first (in the order they were made), then not borrowing, priority, age
-_Order = tuple[float, bool, int, float, str]
+#: how heads are ordered: claims first (in the order they were made), then borrowing level, priority, age
+_Order = tuple[float, int, int, float, str]
 _Head = tuple[WorkloadInfo, QueueState, Assignment]
 
 
@@ -228,7 +231,7 @@ class _Pass:
         admission = _admission(name, assignment)
         checks = queue.spec.admission_checks
         tracker.assume(info, admission, assignment.usage, admitted=not checks)
-        self.decisions.append(Admit(info.key, name, admission, assignment.borrowing, checks))
+        self.decisions.append(Admit(info.key, name, admission, assignment.borrowing > 0, checks))
 
     def _preempt(
         self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, targets: list[Target]
