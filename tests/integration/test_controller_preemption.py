@@ -8,6 +8,7 @@ suspended again with the pod template it had before admission; events on both Wo
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.e2e.support import replica
@@ -23,6 +24,7 @@ from tests.integration.controller_harness import (
 )
 
 JSON = dict[str, Any]
+HANG = 60.0  # seconds: only so that a hang fails instead of blocking the suite
 
 PRIORITIES = """
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -205,6 +207,65 @@ async def test_a_team_reclaims_its_lent_quota_from_the_borrower(fake_api: FakeAp
             )
             == 1
         )
+
+
+async def report_active_pods(api: FakeApiServer, namespace: str, job: str, active: int) -> None:
+    """Write the Job's ``status.active`` as the Job controller would (the fake's own is off here)."""
+    await api.patch(
+        "jobs", job, {"status": {"active": active or None}}, namespace=namespace, subresource="status"
+    )
+
+
+def reserved_reason(api: FakeApiServer, namespace: str, job: str) -> tuple[str, str]:
+    reserved = condition(workload_of(api, namespace, job), "QuotaReserved")
+    return ("", "") if reserved is None else (reserved["reason"], reserved["message"])
+
+
+async def test_two_teams_of_a_cohort_preempt_within_themselves_at_once(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]],
+) -> None:
+    """Kueue's scheduler_test "multiple preemptions without borrowing": each team of a cohort is full with a
+    batch Job when an urgent one arrives in each. Both batch Jobs are preempted while their pods are still
+    there, and both urgent Jobs wait for their own victim (neither told "insufficient unused quota"), then
+    both run. The victims keep their quota until their pods are gone: nothing runs beside them."""
+    api = await make_fake_api(job_controller=False)
+    teams = ("vision", "speech")
+    lower = "{withinClusterQueue: LowerPriority}"
+    await api.apply_manifests(
+        PRIORITIES + "".join(team(t, gpus=2, cohort="lab", preemption=lower) for t in teams)
+    )
+    async with replica(api.kubeconfig_path()):
+        for name in teams:
+            await api.create(gpu_job(name, "batch", gpus=2))
+        await api.wait_for(lambda: all(running(api, t, "batch") for t in teams), timeout=HANG)
+        for name in teams:
+            await report_active_pods(api, name, "batch", 2)
+            await api.create(gpu_job(name, "urgent", gpus=2, priority="urgent"))
+
+        def waiting(name: str) -> tuple[str, str]:
+            return (
+                "WaitingForPreemptedWorkloads",
+                "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
+                "flavor gpu-nodes, 2 more needed. Pending the preemption of 1 workload(s) "
+                f"(position 1 in ClusterQueue {name})",
+            )
+
+        await api.wait_for(
+            lambda: all(reserved_reason(api, t, "urgent") == waiting(t) for t in teams), timeout=HANG
+        )
+        await api.wait_for(lambda: not any(running(api, t, "batch") for t in teams), timeout=HANG)
+        for name in teams:
+            victim = workload_of(api, name, "batch")
+            preempted = condition(victim, "Preempted")
+            assert preempted is not None and preempted["reason"] == "InClusterQueue"
+            assert preempted["message"].endswith(f"preemptor path: /lab/{name}; preemptee path: /lab/{name}")
+            # suspended, but its pods are still there: it holds its quota, the urgent Job waits
+            assert is_true(victim, "QuotaReserved") and not running(api, name, "urgent")
+
+        for name in teams:
+            await report_active_pods(api, name, "batch", 0)
+        await api.wait_for(lambda: all(running(api, t, "urgent") for t in teams), timeout=HANG)
+        assert not any(running(api, t, "batch") for t in teams)
 
 
 async def test_hold_and_drain_evicts_running_jobs_and_admits_nothing(fake_api: FakeApiServer) -> None:

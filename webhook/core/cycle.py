@@ -1,10 +1,13 @@
 """One scheduling cycle: the heads of the ClusterQueues in, ``Admit | Wait | Evict`` decisions out.
 
 The cycle takes the head of every ClusterQueue that has one, computes each head's flavor assignment
-against the usage at the start of the cycle (Kueue's "nomination"), orders the heads non-borrowing first,
-then by priority, then by age (with fair sharing: one tournament per pick within each cohort tree, on the
-usage the picks before left), and admits them one by one, re-checking each against the usage left by the
-admissions before it, so two heads of one cohort can never take the same capacity.
+against the usage at the start of the cycle (Kueue's "nomination"), orders the heads by how far up the
+cohort tree they must borrow (Kueue's classical entry ordering: the borrowing level, the height of the
+smallest cohort subtree that holds the head, 0 when it fits its own quota), then by priority
+(PrioritySortingWithinCohort, on by default), then by age (with fair sharing: one tournament per pick
+within each cohort tree, on the usage the picks before left), and admits them one by one, re-checking
+each against the usage left by the admissions before it, so two heads of one cohort can never take the
+same capacity.
 
 A head that could fit only by evicting others gets ``Evict`` decisions, one per target, and a ``Wait``
 (``WaitingForPreemptedWorkloads``, ``... Pending the preemption of N workload(s)``); it keeps a claim on
@@ -48,8 +51,8 @@ from webhook.core.tracking import Claim, WorkloadTracker
 
 __all__ = ["run_cycle"]
 
-#: how heads are ordered: claims first (in the order they were made), then not borrowing, priority, age
-_Order = tuple[float, bool, int, float, str]
+#: how heads are ordered: claims first (in the order they were made), then borrowing level, priority, age
+_Order = tuple[float, int, int, float, str]
 _Head = tuple[WorkloadInfo, QueueState, Assignment]
 
 
@@ -110,7 +113,7 @@ class _Pass:
             for name, usage in self.holds:  # capacity held for this cycle only
                 ledger.release(name, usage)
         for claim in claimed:
-            if not claim.usage:
+            if not claim.need:
                 # given up without being admitted: what it held is free for the others again
                 catalog.wake_tree(claim.cluster_queue, released=True)
         return self.decisions
@@ -232,7 +235,7 @@ class _Pass:
         admission = _admission(name, assignment)
         checks = queue.spec.admission_checks
         tracker.assume(info, admission, assignment.usage, admitted=not checks)
-        self.decisions.append(Admit(info.key, name, admission, assignment.borrowing, checks))
+        self.decisions.append(Admit(info.key, name, admission, assignment.borrowing > 0, checks))
 
     def _preempt(
         self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, targets: list[Target]
@@ -267,23 +270,28 @@ class _Pass:
                     name,
                 )
             )
-        claim = tracker.claim(info.key, name)
-        claim.targets = {t.candidate.info.key for t in targets}
-        claim.hold(ledger, name, assignment.usage)
+        tracker.hold_claim(info.key, name, assignment.usage, (t.candidate.info.key for t in targets))
         queue.pending.requeue_failed(info, retry_when=None)
         tracked.queued = True
         message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
         self._wait(info, queue, REASON_WAITING_FOR_PREEMPTED, message)
 
     def _fits_without(self, name: str, usage: Mapping[FlavorResource, int], gone: set[WorkloadKey]) -> bool:
-        """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota."""
+        """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota to
+        the preemptors that chose them (Kueue's ``fits``: the cycle's victims removed, the usage of the
+        preemptors before kept)."""
         ledger = self.catalog.ledger
         removed = self.tracker.charged(gone)
+        passed = self.tracker.claims_without(frozenset(gone))
         for victim in removed:
             ledger.release(victim.cluster_queue, victim.info.usage)
+        for queue, more in passed:
+            ledger.charge(queue, more)
         try:
             return all(amount <= ledger.available(name, fr) for fr, amount in usage.items())
         finally:
+            for queue, more in passed:
+                ledger.release(queue, more)
             for victim in removed:
                 ledger.charge(victim.cluster_queue, victim.info.usage)
 

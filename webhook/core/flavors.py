@@ -147,7 +147,9 @@ class Assignment:
     pod_sets: list[PodSetResult]
     usage: dict[FlavorResource, int]
     mode: Mode
-    borrowing: bool = False
+    #: Kueue's borrowing level: 0 within its own quota, else the height of the smallest cohort subtree
+    #: whose quota holds it (``ledger.borrowing_height``); heads borrowing less go first in a cycle
+    borrowing: int = 0
     no_fit_reason: str = ""
     #: the flavor/resources of the chosen flavors that lack unused quota (what preemption must free)
     needs: frozenset[FlavorResource] = frozenset()
@@ -304,7 +306,7 @@ def search_flavors(
     assigned: dict[FlavorResource, int] = {}
     results: list[PodSetResult] = []
     overall = Mode.FIT
-    borrowing = False
+    borrowing = 0
     no_fit_reason = ""
     shortfalls: list[tuple[tuple[tuple[FlavorResource, int], ...], ...]] = []
     needs: set[FlavorResource] = set()
@@ -364,7 +366,7 @@ def search_flavors(
                 needs.update(best.short)
                 result.mode = min(result.mode, best.mode)
                 result.reasons.extend(reasons)
-            borrowing = borrowing or best.borrow > 0
+            borrowing = max(borrowing, best.borrow)
         if result.mode is Mode.NO_FIT:
             pod_set_reason = ""
             for reason in group_min_reason.values():
@@ -414,14 +416,14 @@ def first_plain_fit(
         flavor = flavors.get(flavor_name)
         if flavor is None or flavor_incompatibility(pod_set, flavor):
             continue
-        fits, borrows = True, False
+        fits, borrows = True, 0
         for resource, wanted in requests.items():
             fr = (flavor_name, resource)
             if fr not in nominal or wanted > available(node, fr):
                 fits = False
                 break
             if usage.get(fr, 0) + wanted > subtree.get(fr, 0):
-                borrows = True
+                borrows = max(borrows, borrowing_height(node, fr, wanted))
         if not fits:
             continue
         if borrows and not may_stop_borrowing:

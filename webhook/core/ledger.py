@@ -161,17 +161,27 @@ def remove_usage(node: Node, fr: FlavorResource, amount: int) -> None:
 
 
 def borrowing_height(node: Node, fr: FlavorResource, amount: int) -> int:
-    """0 when ``amount`` fits in the node's own subtree quota, else how many levels up it must borrow."""
-    height = 0
-    current: Node | None = node
-    extra = amount
-    while current is not None:
-        if current.usage.get(fr, 0) + extra <= current.subtree.get(fr, 0):
-            return height
+    """Kueue's borrowing level (FindHeightOfLowestSubtreeThatFits): 0 when ``amount`` fits in the node's
+    own quota, else the height of the nearest cohort whose subtree holds it (of the root if none does).
+    A height counts levels down to the deepest ClusterQueue, not up from this one: borrowing from a cohort
+    that has sub-cohorts ranks after borrowing from a cohort of ClusterQueues only."""
+    if node.parent is None or node.usage.get(fr, 0) + amount <= node.subtree.get(fr, 0):
+        return 0
+    extra = max(0, amount - node.local_available(fr))
+    current = node.parent
+    while True:
+        if current.usage.get(fr, 0) + extra <= current.subtree.get(fr, 0) or current.parent is None:
+            return height(current)
         extra = max(0, extra - current.local_available(fr))
         current = current.parent
-        height += 1
-    return height
+
+
+def height(node: Node) -> int:
+    """Levels from ``node`` down to its deepest descendant (Kueue's getNodeHeight): 0 for a ClusterQueue,
+    1 for a cohort of ClusterQueues."""
+    if not node.is_cohort:
+        return 0
+    return max((height(child) + 1 for child in node.children), default=0)
 
 
 def may_reclaim_in_hierarchy(node: Node, fr: FlavorResource, amount: int) -> bool:

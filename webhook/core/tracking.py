@@ -13,8 +13,9 @@ by Workloads that arrive already admitted (a restart) is charged as they are fed
 after a restart sees the cluster's real usage. Nothing is released by an eviction decision: a target
 keeps its quota, marked *evicting*, until its owner clears the reservation (``upsert_workload`` without
 ``status.admission``), exactly as a Workload on the cluster holds quota until then. Meanwhile its
-preemptor holds a *claim*: the room it needs stays charged to its ClusterQueue, so nothing admitted in
-between can take what the evictions free, and when it is tried again it goes before every other head.
+preemptor holds a *claim*: the room it needs stays charged to its ClusterQueue (less what its targets in
+that ClusterQueue still hold, see ``Claim``), so nothing admitted in between can take what the evictions
+free, and when it is tried again it goes before every other head.
 
 The tracker is also what preemption reads (``preemption.QuotaHolders``): who holds quota in a
 ClusterQueue, since when, and whether it is already on its way out.
@@ -58,25 +59,53 @@ class Tracked:
 
 @dataclass(slots=True)
 class Claim:
-    """A preemptor waiting for its targets: the room it will take stays charged in its ClusterQueue
-    (on top of the targets' own usage, which they still hold), so that nobody else takes what the
-    evictions free. Released when the preemptor is tried again, admitted, or gone."""
+    """A preemptor waiting for its targets: the room it will take stays charged in its ClusterQueue, so
+    that nobody else takes what the evictions free. The part of that room its targets in the same
+    ClusterQueue still hold is charged to them already and is not charged again (``usage`` is ``need``
+    less that part): a preemption within one ClusterQueue then weighs on its cohort exactly as it will
+    once done, and another ClusterQueue of the cohort can preempt its own workloads in the same cycle
+    (Kueue's scheduler_test "multiple preemptions without borrowing"). Room freed elsewhere in the cohort
+    (reclaimed from other ClusterQueues) is charged in full on top of the victims' own usage. Released
+    when the preemptor is tried again, admitted, or gone."""
 
     sequence: int
     cluster_queue: str
+    #: the preemptor's whole usage, empty once the claim is released
+    need: dict[FlavorResource, int] = field(default_factory=dict)
+    #: what is charged for it in the ledger now
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     targets: set[WorkloadKey] = field(default_factory=set)
 
-    def hold(self, ledger: Ledger, name: str, usage: Mapping[FlavorResource, int]) -> None:
+    def hold(
+        self,
+        ledger: Ledger,
+        name: str,
+        need: Mapping[FlavorResource, int],
+        covered: Mapping[FlavorResource, int],
+    ) -> None:
         self.unhold(ledger)
-        self.cluster_queue, self.usage = name, dict(usage)
-        if name in ledger.queues:
-            ledger.charge(name, self.usage)
+        self.cluster_queue, self.need = name, dict(need)
+        self.recharge(ledger, covered)
+
+    def recharge(self, ledger: Ledger, covered: Mapping[FlavorResource, int]) -> None:
+        """Charge ``need`` less ``covered`` (what its targets in its ClusterQueue still hold)."""
+        if self.cluster_queue not in ledger.queues:
+            return
+        ledger.release(self.cluster_queue, self.usage)
+        self.usage = uncovered(self.need, covered)
+        ledger.charge(self.cluster_queue, self.usage)
 
     def unhold(self, ledger: Ledger) -> None:
         if self.usage and self.cluster_queue in ledger.queues:
             ledger.release(self.cluster_queue, self.usage)
-        self.usage = {}
+        self.usage, self.need = {}, {}
+
+
+def uncovered(
+    need: Mapping[FlavorResource, int], covered: Mapping[FlavorResource, int]
+) -> dict[FlavorResource, int]:
+    """What of ``need`` is not ``covered``."""
+    return {fr: amount - covered.get(fr, 0) for fr, amount in need.items() if amount > covered.get(fr, 0)}
 
 
 class WorkloadTracker:
@@ -228,6 +257,40 @@ class WorkloadTracker:
             claim = self.claims[key] = Claim(self._next_sequence(), name)
         return claim
 
+    def hold_claim(
+        self, key: WorkloadKey, name: str, need: Mapping[FlavorResource, int], targets: Iterable[WorkloadKey]
+    ) -> Claim:
+        """The preemptor's claim on ``need`` in ``name`` while ``targets`` leave (made now if it has none)."""
+        claim = self.claim(key, name)
+        claim.targets = set(targets)
+        claim.cluster_queue = name
+        claim.hold(self.ledger, name, need, self.covered(claim))
+        return claim
+
+    def covered(self, claim: Claim, gone: frozenset[WorkloadKey] = frozenset()) -> dict[FlavorResource, int]:
+        """What the claim's targets in its own ClusterQueue still hold (those in ``gone`` counted out)."""
+        covered: dict[FlavorResource, int] = {}
+        for key in claim.targets - gone:
+            target = self.workloads.get(key)
+            if target is None or not target.charged or target.cluster_queue != claim.cluster_queue:
+                continue
+            for fr, amount in target.info.usage.items():
+                covered[fr] = covered.get(fr, 0) + amount
+        return covered
+
+    def claims_without(self, gone: frozenset[WorkloadKey]) -> list[tuple[str, dict[FlavorResource, int]]]:
+        """What the claims would add to the ledger if the workloads in ``gone`` had left: the room their
+        targets hold passes to the preemptors (Kueue's ``fits`` removes the cycle's victims and keeps the
+        usage of the preemptors that chose them)."""
+        out: list[tuple[str, dict[FlavorResource, int]]] = []
+        for claim in self.claims.values():
+            if not claim.need or claim.targets.isdisjoint(gone):
+                continue
+            more = uncovered(uncovered(claim.need, self.covered(claim, gone)), claim.usage)
+            if more:
+                out.append((claim.cluster_queue, more))
+        return out
+
     def drop_claim(self, key: WorkloadKey) -> None:
         claim = self.claims.pop(key, None)
         if claim is not None and claim.usage:
@@ -294,7 +357,7 @@ class WorkloadTracker:
             self.workloads[key].charged = False  # charged again if the ClusterQueue comes back
         for claim in self.claims.values():
             if claim.cluster_queue == name:
-                claim.usage = {}  # the room it held went with the ClusterQueue
+                claim.usage, claim.need = {}, {}  # the room it held went with the ClusterQueue
 
     def reroute(self, local_queue: str) -> None:
         for tracked in list(self.workloads.values()):
@@ -425,6 +488,9 @@ class WorkloadTracker:
             for preemptor, claim in self.claims.items():
                 if tracked.info.key in claim.targets:
                     claim.targets.discard(tracked.info.key)
+                    if claim.need and claim.cluster_queue == name:
+                        # what the target held in the preemptor's ClusterQueue passes to the claim at once
+                        claim.recharge(self.ledger, self.covered(claim))
                     if not claim.targets:
                         self._retry_preemptor(preemptor, claim)
         self.catalog.wake_tree(name, released=True)

@@ -110,3 +110,16 @@ def test_a_cohort_cycle_is_refused_instead_of_looping() -> None:
     ledger.set_cohort("x", parent="y", groups=())
     ledger.set_cohort("y", parent="x", groups=())
     assert ledger.cohorts["y"].parent is None
+
+
+def test_borrowing_level_is_the_height_of_the_nearest_cohort_that_holds_the_request() -> None:
+    """Kueue's FindHeightOfLowestSubtreeThatFits: the height counts down to the deepest ClusterQueue, so a
+    ClusterQueue right under the root borrows at the root's height (2 here), not one level up."""
+    root = cohort("root", {"default": {"cpu": 4}})
+    team = cohort("team", {"default": {"cpu": 4}}, parent="root")
+    ledger = ledger_with(("in-team", "team", 1), ("top", "root", 1), cohorts=(root, team))
+    assert ledger.borrowing_height("in-team", CPU, 1 * G) == 0  # within its own quota
+    assert ledger.borrowing_height("in-team", CPU, 5 * G) == 1  # team's subtree (4 + 1) holds it
+    assert ledger.borrowing_height("in-team", CPU, 6 * G) == 2  # only the root's does
+    assert ledger.borrowing_height("top", CPU, 2 * G) == 2  # borrowing from the root, one level up
+    assert ledger.borrowing_height("top", CPU, 50 * G) == 2  # held nowhere: the root's height

@@ -313,6 +313,88 @@ def test_an_admission_never_takes_room_a_pending_eviction_has_not_freed_yet() ->
     assert holding_cpu(c) == 11
 
 
+def two_preempting_teams(nominal: int, *, bank: int = 0, borrow_within_cohort: bool = False) -> Cluster:
+    """alpha and beta, each ``nominal`` cpu and preempting lower priorities within themselves, in one
+    cohort with a ClusterQueue ``bank`` that only lends; each full with one low-priority workload."""
+    policy: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
+    if borrow_within_cohort:  # preempting while borrowing (the API wants reclaimWithinCohort for it)
+        policy |= {"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority"}}
+    c = cluster(
+        cpu_queue("alpha", nominal, cohortName="other", preemption=policy),
+        cpu_queue("beta", nominal, cohortName="other", preemption=policy),
+        cpu_queue("bank", bank, cohortName="other"),
+        local_queues={"lq-a": "alpha", "lq-b": "beta"},
+    )
+    c.add("a1", nominal, queue="lq-a")
+    c.add("b1", nominal, queue="lq-b")
+    c.settle()
+    assert c.admitted == {"ns/a1", "ns/b1"}
+    return c
+
+
+def test_multiple_preemptions_without_borrowing_happen_in_one_cycle() -> None:
+    """Kueue's scheduler_test "multiple preemptions without borrowing": two ClusterQueues of one cohort each
+    preempt their own lower-priority workload in the same cycle, and both preemptors get in. The first
+    preemptor's claim must not count the room its own victim still holds twice, or the cohort looks full
+    to the second one and it waits with "insufficient unused quota" while its victim runs on."""
+    c = two_preempting_teams(2)
+    c.add("a-preemptor", 2, queue="lq-a", priority=100, created=1)
+    c.add("b-preemptor", 2, queue="lq-b", priority=100, created=1)
+    decisions = c.state.cycle()
+    assert sorted((d.workload, d.preemptor) for d in decisions if isinstance(d, Evict)) == [
+        ("ns/a1", "ns/a-preemptor"),
+        ("ns/b1", "ns/b-preemptor"),
+    ]
+    for preemptor in ("ns/a-preemptor", "ns/b-preemptor"):
+        wait = last_wait(decisions, preemptor)
+        assert wait.reason == "WaitingForPreemptedWorkloads"
+        assert wait.message.endswith("2 more needed. Pending the preemption of 1 workload(s)")
+    # both victims still run until their owners clear the reservation: nothing else gets in meanwhile
+    assert not [d for d in c.settle(acknowledge=False) if isinstance(d, Admit)]
+    assert holding_cpu(c) == 4
+    for victim in ("ns/a1", "ns/b1"):
+        c.admitted.discard(victim)
+        c.state.upsert_workload(c.workloads[victim])
+    c.settle()
+    assert c.admitted == {"ns/a-preemptor", "ns/b-preemptor"}
+    assert c.state.ledger.usage("alpha")[CPU] == c.state.ledger.usage("beta")[CPU] == 2 * G
+
+
+def test_the_room_a_victim_frees_passes_to_its_preemptor_before_anyone_else() -> None:
+    """The claim charges only what the victim does not hold; when the victim leaves, its room goes to the
+    claim at once, so a newcomer of the cohort arriving in between cannot take it."""
+    c = two_preempting_teams(2, bank=1)
+    c.add("a-preemptor", 2, queue="lq-a", priority=100, created=1)
+    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/a1"]
+    c.add("b-small", 1, queue="lq-b", created=2)  # borrows the bank's free cpu: that room is not claimed
+    assert admitted(c.settle(acknowledge=False)) == ["ns/b-small"]
+    c.admitted.discard("ns/a1")
+    c.state.upsert_workload(c.workloads["ns/a1"])  # a1's eviction is done
+    c.add("b-more", 2, queue="lq-b", created=3)  # would fit in a1's room if the claim did not take it
+    c.settle()
+    assert c.admitted == {"ns/b1", "ns/b-small", "ns/a-preemptor"}
+    assert holding_cpu(c) == 5
+
+
+def test_multiple_preemptions_skip_preemption_when_a_shared_limited_resource_fits_only_one() -> None:
+    """Kueue's scheduler_test "multiple preemptions skip preemption when shared limited resource": each
+    preemptor needs its victim's 2 cpu and 1 more from the cohort, which has 1 to spare. Only the first
+    preempts; the second would evict for nothing, so it waits without issuing an eviction."""
+    c = two_preempting_teams(2, bank=1, borrow_within_cohort=True)
+    c.add("a-preemptor", 3, queue="lq-a", priority=100, created=1)
+    c.add("b-preemptor", 3, queue="lq-b", priority=100, created=2)
+    decisions = c.state.cycle()
+    assert [(d.workload, d.preemptor) for d in decisions if isinstance(d, Evict)] == [
+        ("ns/a1", "ns/a-preemptor")
+    ]
+    assert last_wait(decisions, "ns/b-preemptor").reason == "WaitingForQuota"
+    c.admitted.discard("ns/a1")
+    c.state.upsert_workload(c.workloads["ns/a1"])  # the eviction is done
+    c.settle()
+    assert c.admitted == {"ns/a-preemptor", "ns/b1"}
+    assert not [e for e in c.evictions if e.workload == "ns/b1"]
+
+
 def test_queue_that_cannot_reclaim_holds_back_its_quota_for_the_cycle() -> None:
     # a's head would need preemption but has no candidates (the borrower has higher priority); in that
     # cycle the room a lacks is not lent to b's borrowing head (reserveCapacityForUnreclaimablePreempt)

@@ -18,6 +18,7 @@ from .builders import (
     admitted,
     admitted_status,
     cluster_queue,
+    cohort,
     flavor,
     last_wait,
     local_queue,
@@ -195,6 +196,37 @@ def test_non_borrowing_heads_go_first_then_priority() -> None:
     state.upsert_workload(workload("modest", {"cpu": "2"}, queue="lq-b", priority=0, created=5))
     decisions = state.cycle()
     assert admitted(decisions) == ["ns/modest"]
+
+
+def test_in_a_hierarchical_cohort_the_head_borrowing_less_is_scheduled_first() -> None:
+    """Kueue's scheduler_test of that name (classical entry ordering: borrowing level before priority).
+    ``guaranteed`` borrows within its cohort (level 1); ``best-effort``, of higher priority, borrows from
+    the root (level 2, the root's height), so it goes second and the cpu is gone."""
+    state = state_with(local_queues={})
+    state.upsert_cohort(cohort("root", {"default": {"cpu": 0}}))
+    state.upsert_cohort(cohort("guaranteed", {"default": {"cpu": 4}}, parent="root"))
+    for name, parent in (("guaranteed", "guaranteed"), ("best-effort", "root")):
+        state.upsert_cluster_queue(cluster_queue(name, {"default": {"cpu": 0}}, cohortName=parent))
+        state.upsert_local_queue(local_queue(f"lq-{name}", name))
+    state.upsert_workload(workload("guaranteed", {"cpu": "4"}, queue="lq-guaranteed", priority=0))
+    state.upsert_workload(workload("best-effort", {"cpu": "4"}, queue="lq-best-effort", priority=3))
+    decisions = state.cycle()
+    assert admitted(decisions) == ["ns/guaranteed"]
+    wait = last_wait(decisions, "ns/best-effort")
+    assert (wait.reason, wait.message) == (
+        "WaitingForQuota",
+        "Workload no longer fits after processing another workload",
+    )
+
+
+def test_at_one_borrowing_level_priority_decides() -> None:
+    """Two ClusterQueues of one cohort of ClusterQueues both borrow at level 1: priority goes first."""
+    a = cluster_queue("a", {"default": {"cpu": 2}}, cohortName="org")
+    b = cluster_queue("b", {"default": {"cpu": 2}}, cohortName="org")
+    state = state_with(a, b, local_queues={"lq-a": "a", "lq-b": "b"})
+    state.upsert_workload(workload("older", {"cpu": "3"}, queue="lq-a", priority=0, created=0))
+    state.upsert_workload(workload("urgent", {"cpu": "3"}, queue="lq-b", priority=5, created=5))
+    assert admitted(state.cycle()) == ["ns/urgent"]
 
 
 def test_priority_from_a_workload_priority_class() -> None:
