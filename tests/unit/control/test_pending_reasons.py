@@ -166,3 +166,30 @@ async def test_an_admitted_workload_gets_no_pending_reason() -> None:
     store.upsert(WORKLOADS, admitted)
     await pending.write(wait("a", FULL, 1))
     assert writer.messages == [] and events.reasons == []
+
+
+async def test_a_message_with_an_old_position_suffix_is_brought_back_to_kueues_text() -> None:
+    """Workloads written by an earlier version carry ``(position N in ClusterQueue X)``; the messages pass
+    rewrites them to Kueue's text, under the same rate limit, without a change of reason being needed."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    old = workload("b")
+    old["status"] = {
+        "conditions": [
+            {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": "Pending",
+                "message": FULL + " (position 3 in ClusterQueue cq)",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+    store.upsert(WORKLOADS, old)
+    queue.order = ["team/b"]
+    queue.waits["team/b"] = ("Pending", FULL)
+    await pending.write(wait("b", FULL, 1))  # same reason: left to the pass
+    assert writer.messages == []
+    pending.messages.mark("cq")
+    await pending.messages.refresh_once()
+    assert writer.messages == [("b", FULL)]
