@@ -19,6 +19,16 @@ TLS is 1.2 or newer. The certificate and key are reloaded when their files chang
 ``kueue-webhook certs`` rotating them): the files are polled, the new pair is validated in a scratch context,
 and only a good pair is loaded into the live context, so a half-written rotation never breaks handshakes.
 
+The same server answers Kueue's visibility API (``visibility.kueue.x-k8s.io/v1beta2``, see
+``webhook.core.visibility``) under ``/apis/``, for the kube-apiserver aggregator (an APIService pointing at
+this Service) or any client. The leader answers from the scheduler's queues; a replica that does not lead
+holds no queues and answers 503 ``ServiceUnavailable`` saying so (with ``Retry-After``), while discovery is
+answered by every replica so the APIService stays Available. No client certificate is asked for:
+authentication and RBAC (Kueue's ClusterRoles on ``clusterqueues/pendingworkloads`` and
+``localqueues/pendingworkloads``) are enforced by kube-apiserver before it proxies; the aggregator's
+``X-Remote-User`` header is logged, not trusted, and anyone reaching the pod directly can read pending
+Workloads' names and ranks.
+
 ``/healthz`` is always 200 while the loop runs; ``/readyz`` is 200 once the certificate is loaded and the
 ``ready`` callable (the controller's cache sync) says so; ``/metrics`` serves the registry it was given, to
 which this module adds ``kueue_webhook_admission_requests_total`` and
@@ -39,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +63,15 @@ from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView, StaticClusterView
 from webhook.api.config import Configuration
 from webhook.api.conversion_review import ConversionReviewError, answer_review
+from webhook.core import visibility as vis
+from webhook.core.view import SchedulerView
 
 __all__ = [
     "DEFAULT_PORT",
     "MAX_BODY_BYTES",
     "CertificateReloader",
     "JsonFormatter",
+    "Visibility",
     "WebhookServer",
     "create_app",
     "server_ssl_context",
@@ -102,12 +116,23 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """What the visibility API reads: the scheduler's queues while this replica leads (None while it does
+    not), the Workloads' metadata from the store, and this replica's name for the not-leader answer."""
+
+    scheduler: Callable[[], SchedulerView | None]
+    workload: vis.WorkloadLookup
+    identity: str = ""
+
+
 def create_app(
     *,
     view: ClusterView,
     config: Callable[[], Configuration],
     registry: CollectorRegistry,
     ready: Callable[[], bool] = lambda: True,
+    visibility: Visibility | None = None,
 ) -> web.Application:
     """The aiohttp application; serve it with :class:`WebhookServer` (or any aiohttp runner, for tests)."""
     metrics = _Metrics(registry)
@@ -228,10 +253,76 @@ def create_app(
     for path, handler in ROUTES.items():
         app.router.add_post(path, endpoint(path, handler))
     app.router.add_post("/convert", convert)
+    if visibility is not None:
+        _add_visibility_routes(app, visibility)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)
     return app
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(body), content_type=_JSON)
+
+
+def _add_visibility_routes(app: web.Application, visibility: Visibility) -> None:
+    """Discovery and the two pendingworkloads reads of ``visibility.kueue.x-k8s.io/v1beta2``."""
+    base = f"/apis/{vis.GROUP_VERSION}"
+
+    def answer(
+        request: web.Request, read: Callable[[SchedulerView, vis.Page], Any], kind: str
+    ) -> web.Response:
+        try:
+            page = vis.parse_page(request.query)
+        except vis.VisibilityError as exc:
+            return _json(orjson.loads(_status_body(400, "BadRequest", str(exc))), 400)
+        scheduler = visibility.scheduler()
+        log.debug(
+            "visibility request", extra={"path": request.path, "user": request.headers.get("X-Remote-User")}
+        )
+        if scheduler is None:
+            message = (
+                f"kueue-webhook replica {visibility.identity or '(unnamed)'} is not the leader: only the "
+                "leader holds the queues; retry (the Service may send the next request to the leader)"
+            )
+            response = _json(orjson.loads(_status_body(503, "ServiceUnavailable", message)), 503)
+            response.headers["Retry-After"] = "1"
+            return response
+        summary = read(scheduler, page)
+        if summary is None:
+            return _json(vis.not_found(kind, request.match_info["name"]), 404)
+        return _json(summary)
+
+    async def cluster_queue(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        return answer(
+            request,
+            lambda view, page: vis.cluster_queue_pending(view, name, page, visibility.workload),
+            "clusterqueue",
+        )
+
+    async def local_queue(request: web.Request) -> web.Response:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+
+        def read(view: SchedulerView, page: vis.Page) -> Any:
+            return vis.local_queue_pending(view, namespace, name, page, visibility.workload)
+
+        return answer(request, read, "localqueue")
+
+    async def group_list(_: web.Request) -> web.Response:
+        return _json(vis.api_group_list())
+
+    async def group(_: web.Request) -> web.Response:
+        return _json(vis.api_group())
+
+    async def resources(_: web.Request) -> web.Response:
+        return _json(vis.api_resource_list())
+
+    app.router.add_get("/apis", group_list)
+    app.router.add_get(f"/apis/{vis.GROUP}", group)
+    app.router.add_get(base, resources)
+    app.router.add_get(f"{base}/clusterqueues/{{name}}/pendingworkloads", cluster_queue)
+    app.router.add_get(f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads", local_queue)
 
 
 def server_ssl_context(cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str]) -> ssl.SSLContext:

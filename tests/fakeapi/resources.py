@@ -182,6 +182,16 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
             namespaced=False,
             categories=("api-extensions",),
         ),
+        # Stored only (the fake does not aggregate), so that `kubectl apply -k manifests/` works.
+        _builtin(
+            "apiregistration.k8s.io",
+            "v1",
+            "apiservices",
+            "APIService",
+            namespaced=False,
+            categories=("api-extensions",),
+            status=True,
+        ),
         _builtin(
             "apiextensions.k8s.io",
             "v1",

@@ -188,7 +188,7 @@ async def test_borrowing_job_does_not_preempt_without_borrow_within_cohort(
         assert reserved is not None
         assert reserved["message"] == (
             "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
-            "gpu-nodes, 4 more needed (position 1 in ClusterQueue vision)"
+            "gpu-nodes, 4 more needed"
         )
 
 

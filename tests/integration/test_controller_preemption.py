@@ -242,16 +242,14 @@ async def test_two_teams_of_a_cohort_preempt_within_themselves_at_once(
             await report_active_pods(api, name, "batch", 2)
             await api.create(gpu_job(name, "urgent", gpus=2, priority="urgent"))
 
-        def waiting(name: str) -> tuple[str, str]:
-            return (
-                "WaitingForPreemptedWorkloads",
-                "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
-                "flavor gpu-nodes, 2 more needed. Pending the preemption of 1 workload(s) "
-                f"(position 1 in ClusterQueue {name})",
-            )
+        waiting = (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
+            "flavor gpu-nodes, 2 more needed. Pending the preemption of 1 workload(s)",
+        )
 
         await api.wait_for(
-            lambda: all(reserved_reason(api, t, "urgent") == waiting(t) for t in teams), timeout=HANG
+            lambda: all(reserved_reason(api, t, "urgent") == waiting for t in teams), timeout=HANG
         )
         await api.wait_for(lambda: not any(running(api, t, "batch") for t in teams), timeout=HANG)
         for name in teams:

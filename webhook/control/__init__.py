@@ -8,7 +8,8 @@ Layers, lowest first (each imports only from those before it):
   in-memory mirror fed by list+watch, preconditioned writes written through to it, best-effort Events,
   Kueue's metrics, Kubernetes condition semantics;
 * ``config``, ``leader`` — the live ConfigMap and the Lease;
-* ``reconciler`` (Job ⇄ Workload), ``positions`` (ranks shown on pending Workloads), ``loop`` (the
-  scheduling task over ``webhook.core``), ``queue_status`` and ``status_reporter`` (queue status, metrics);
+* ``reconciler`` (Job ⇄ Workload), ``pending_reasons`` and ``pending_messages`` (Kueue's pending condition
+  on waiting Workloads), ``loop`` (the scheduling task over ``webhook.core``), ``queue_status`` and
+  ``status_reporter`` (queue status, metrics);
 * ``controller`` wires one replica, ``main`` is ``kueue-webhook serve``.
 """

@@ -169,10 +169,19 @@ def check_state_status(workload: JSON, *, check: str, state: str, message: str, 
     return None
 
 
+#: Kueue's Admitted condition of a Workload without a quota reservation (SyncAdmittedCondition, with the
+#: UnadmittedWorkloadsObservability gate on by default since 0.19: also when its checks are not all ready)
+NO_RESERVATION = ("False", "NoReservation", "The workload has no reservation")
+
+
 def pending_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
-    """``status.conditions`` with QuotaReserved=False and the scheduler's reason; None if unchanged."""
+    """``status.conditions`` with QuotaReserved=False and the scheduler's reason, and Admitted=False
+    ``NoReservation`` in the same write, as Kueue's UnsetQuotaReservationWithCondition syncs it; None if
+    unchanged."""
     edit = ConditionsEdit.of(workload, now)
-    return {"conditions": edit.conditions} if edit.set("QuotaReserved", "False", reason, message) else None
+    changed = edit.set("QuotaReserved", "False", reason, message)
+    changed |= edit.set("Admitted", *NO_RESERVATION)
+    return {"conditions": edit.conditions} if changed else None
 
 
 #: ours: an admitted Workload whose Job the API server refused to start (abnormal-true, like Kueue's
@@ -215,7 +224,7 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
         requeued = "True" if evicted_reason == "Preempted" else "False"
         edit.set("Requeued", requeued, evicted_reason, str(evicted.get("message", "")))
     edit.set("QuotaReserved", "False", reason, message)
-    edit.set("Admitted", "False", "NoReservation", "The workload has no reservation")
+    edit.set("Admitted", *NO_RESERVATION)
     return {"admission": None, "conditions": edit.conditions}
 
 

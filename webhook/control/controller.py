@@ -150,6 +150,11 @@ class Controller:
     def ready(self) -> bool:
         return self.store.is_synced(informer.kind for informer in self.informers)
 
+    def leading_scheduler(self) -> SchedulerState | None:
+        """The scheduler's state while this replica leads (the visibility API's queues); None otherwise: a
+        replica that does not lead is not fed changes, so its queues would be stale."""
+        return self.scheduler.state if self.leading.is_set() else None
+
     def _core(self) -> SchedulerState:
         """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
         return self.scheduler.state

@@ -4,10 +4,13 @@ Every new Workload that does not fit gets Kueue's pending condition, so under a 
 writes outnumber admissions. A Workload's first pending condition, and any change of its reason, is written
 at once. A message whose reason stands and whose wording alone moved is not: Kueue's text carries numbers
 (``insufficient unused quota for cpu in flavor rf, 3 more needed``) that change with every admission in the
-cohort, so writing each change would cost a waiting head many writes. Those, and a rank that moved alone,
-are left to ``webhook.control.positions``, which brings the shown message and rank up to date at a bounded
-rate, front of the queue first. The write re-reads the store, so a Workload admitted meanwhile is not
-written, and the resourceVersion precondition settles a race with its admission write.
+cohort, so writing each change would cost a waiting head many writes. Those are left to
+``webhook.control.pending_messages``, which brings the shown message up to date at a bounded rate, front of
+the queue first. The message is Kueue's, byte for byte: queue positions are served by the visibility API
+(``webhook.core.visibility``), never appended. The same write sets Admitted=False ``NoReservation``, as
+Kueue's UnsetQuotaReservationWithCondition does, so that condition costs no write of its own. The write
+re-reads the store, so a Workload admitted meanwhile is not written, and the resourceVersion precondition
+settles a race with its admission write.
 
 The scheduler loop runs these writes in the same slots as admissions, on purpose: shared slots are
 back-pressure. While they are busy the loop does not cycle, so changes accumulate and the next cycle sees
@@ -24,7 +27,7 @@ from typing import Any
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
 from webhook.control.kinds import WORKLOADS
-from webhook.control.positions import QueuePositions, base_message, position_suffix, quota_condition
+from webhook.control.pending_messages import PendingMessages, quota_condition
 from webhook.control.reconciler import has_reservation
 from webhook.core.scheduler import Wait
 
@@ -33,20 +36,20 @@ log = logging.getLogger("kueue_webhook.scheduler")
 
 
 def shown_message(workload: JSON, *, reason: str) -> str | None:
-    """Kueue's message (without the rank) of the pending condition the Workload shows with this reason;
-    None when it shows no pending condition or another reason."""
+    """Kueue's message of the pending condition the Workload shows with this reason; None when it shows no
+    pending condition or another reason."""
     before = quota_condition(workload)
     if before is None or before.get("status") != "False" or before.get("reason") != reason:
         return None
-    return base_message(str(before.get("message", "")))
+    return str(before.get("message", ""))
 
 
 class PendingReasons:
-    """Writes one pending decision: Kueue's condition with the rank appended, its event and its log line."""
+    """Writes one pending decision: Kueue's condition, its event and its log line."""
 
-    def __init__(self, context: ControlContext, *, positions: QueuePositions) -> None:
+    def __init__(self, context: ControlContext, *, messages: PendingMessages) -> None:
         self.context = context
-        self.positions = positions
+        self.messages = messages
 
     async def write(self, decision: Wait) -> None:
         key = str(decision.workload)
@@ -57,12 +60,12 @@ class PendingReasons:
         reason = decision.reason or "Pending"
         shown = shown_message(workload, reason=reason)
         if shown is not None:
-            # the wording alone moved, or only the rank: the positions pass brings the Workload up to date,
-            # but a new message is still a decision, counted and logged once like any other
+            # the wording alone moved: the pending messages pass brings the Workload up to date, but a new
+            # message is still a decision, counted and logged once like any other
             if shown != decision.message:
                 self._decided(key, decision)
             return
-        message = decision.message + position_suffix(decision.position, decision.cluster_queue)
+        message = decision.message
 
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
@@ -76,7 +79,7 @@ class PendingReasons:
             return
         if updated is None:
             return
-        self.positions.remember(key, reason=reason, message=decision.message, position=decision.position)
+        self.messages.remember(key, reason=reason, message=decision.message)
         self.context.events.record(workload, type="Warning", reason=reason, message=decision.message)
         self._decided(key, decision)
 

@@ -11,7 +11,8 @@ Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserv
 ``status.admission``) through ``/status`` with a resourceVersion precondition, and nothing else; starting
 the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
-changes, with its rank in the ClusterQueue appended (``webhook.control.positions`` keeps ranks current).
+changes (``webhook.control.pending_messages`` keeps a reworded message current); its rank in the queue is
+served by the visibility API, never written.
 Those pending writes (``webhook.control.pending_reasons``) share the write slots with admissions and
 evictions: the back-pressure keeps cycles batched (that module says why).
 
@@ -53,8 +54,8 @@ from webhook.control.kinds import (
     WORKLOADS,
     Kind,
 )
+from webhook.control.pending_messages import PendingMessages
 from webhook.control.pending_reasons import PendingReasons
-from webhook.control.positions import QueuePositions
 from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, key_of
 from webhook.core.scheduler import Admit, Evict, SchedulerState
@@ -119,7 +120,7 @@ class SchedulerLoop:
         context: ControlContext,
         *,
         max_in_flight: int = DECISION_WRITES_IN_FLIGHT,
-        position_writes_per_second: int = 50,
+        message_writes_per_second: int = 50,
     ) -> None:
         self.context = context
         self.store = context.store  # the core mirrors it: read on every change
@@ -127,10 +128,10 @@ class SchedulerLoop:
         self._kick = asyncio.Event()
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
-        self.positions = QueuePositions(
-            context, state=lambda: self.state, writes_per_second=position_writes_per_second
+        self.messages = PendingMessages(
+            context, state=lambda: self.state, writes_per_second=message_writes_per_second
         )
-        self.pending = PendingReasons(context, positions=self.positions)
+        self.pending = PendingReasons(context, messages=self.messages)
         self.admitted = 0
         self.cycles = 0
         self._decided_since_collect = 0
@@ -187,16 +188,12 @@ class SchedulerLoop:
                 state.delete_priority_class(name)
             elif kind is WORKLOADS:
                 state.delete_workload(f"{namespace}/{name}")
-                self.positions.forget(f"{namespace}/{name}")
-                for cluster_queue in state.cluster_queue_names():  # ranks behind it moved up
-                    self.positions.mark(cluster_queue)
+                self.messages.forget(f"{namespace}/{name}")
             return
         if kind is WORKLOADS and is_deleting(obj) and not has_reservation(obj):
             # deleted while pending: the core stops queueing it (a reservation would stay counted until
-            # the finalizer goes); the ranks behind it move up
-            self.positions.forget(f"{namespace}/{name}")
-            for cluster_queue in state.cluster_queue_names():
-                self.positions.mark(cluster_queue)
+            # the finalizer goes)
+            self.messages.forget(f"{namespace}/{name}")
         if kind is WORKLOADS:
             intern_workload_strings(obj)  # equal values, shared: harmless to other listeners of this change
         parser = _PARSERS[kind]
@@ -222,7 +219,7 @@ class SchedulerLoop:
         """
         self.kick()
         loop = asyncio.get_running_loop()
-        positions = loop.create_task(self.positions.run(), name="queue-positions")
+        messages = loop.create_task(self.messages.run(), name="pending-messages")
         try:
             while True:
                 await self._kick.wait()
@@ -232,7 +229,7 @@ class SchedulerLoop:
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
                     self._collect_while_idle()
         finally:
-            positions.cancel()
+            messages.cancel()
             self.abandon_writes()
 
     def abandon_writes(self) -> None:
@@ -271,7 +268,7 @@ class SchedulerLoop:
             elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
             else:
-                self.positions.mark(decision.cluster_queue)
+                self.messages.mark(decision.cluster_queue)
                 coroutine = self.pending.write(decision)
             task = asyncio.get_running_loop().create_task(coroutine)
             self._tasks.add(task)
@@ -301,8 +298,7 @@ class SchedulerLoop:
 
     async def _admit(self, decision: Admit) -> None:
         key = str(decision.workload)
-        self.positions.forget(key)
-        self.positions.mark(decision.cluster_queue)
+        self.messages.forget(key)
         namespace, _, name = key.partition("/")
         workload = self.store.get(WORKLOADS, name, namespace)
         if workload is None or not self.context.is_leader():

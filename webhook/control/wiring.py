@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.control.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
-from webhook.control.kinds import WATCHED
+from webhook.control.kinds import WATCHED, WORKLOADS
 from webhook.control.kube import KubeClient
-from webhook.server import DEFAULT_PORT, WebhookServer, create_app
+from webhook.server import DEFAULT_PORT, Visibility, WebhookServer, create_app
 
 #: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
 WATCH_CONNECTIONS = len(WATCHED) + 1
@@ -95,6 +95,11 @@ async def build(
             config=controller.configuration,
             registry=controller.metrics.registry,
             ready=controller.ready,
+            visibility=Visibility(
+                scheduler=controller.leading_scheduler,
+                workload=lambda namespace, name: controller.store.get(WORKLOADS, name, namespace),
+                identity=identity,
+            ),
         )
         server = WebhookServer(
             app, cert_file=listen.cert_file, key_file=listen.key_file, host=listen.host, port=listen.port

@@ -119,3 +119,40 @@ def test_out_of_cluster_webhooks_match_the_in_cluster_ones_but_call_localhost() 
             assert {k: v for k, v in ours.items() if k != "clientConfig"} == {
                 k: v for k, v in theirs.items() if k != "clientConfig"
             }
+
+
+def test_the_visibility_api_is_registered_on_the_webhook_service_with_kueues_viewer_roles() -> None:
+    [api_service] = of_kind("APIService")
+    [service] = of_kind("Service")
+    spec = api_service["spec"]
+    assert api_service["metadata"]["name"] == f"{spec['version']}.{spec['group']}"
+    assert (spec["group"], spec["version"]) == ("visibility.kueue.x-k8s.io", "v1beta2")
+    target = spec["service"]
+    assert (target["name"], target["namespace"]) == (
+        service["metadata"]["name"],
+        service["metadata"]["namespace"],
+    )
+    assert target["port"] == service["spec"]["ports"][0]["port"]
+    readers = {
+        resource: set(rule["verbs"])
+        for role in of_kind("ClusterRole")
+        for rule in role["rules"]
+        if rule["apiGroups"] == ["visibility.kueue.x-k8s.io"]
+        for resource in rule["resources"]
+    }
+    assert readers == {
+        "clusterqueues/pendingworkloads": {"get", "list", "watch"},
+        "localqueues/pendingworkloads": {"get", "list", "watch"},
+    }
+
+
+def test_out_of_cluster_visibility_reaches_localhost_through_an_external_name_service() -> None:
+    local = [doc for doc in yaml.safe_load_all((CONTROLLER / "local" / "visibility.yaml").read_text()) if doc]
+    [service] = [d for d in local if d["kind"] == "Service"]
+    [api_service] = [d for d in local if d["kind"] == "APIService"]
+    assert (service["spec"]["type"], service["spec"]["externalName"]) == ("ExternalName", "localhost")
+    assert api_service["spec"]["service"]["port"] == service["spec"]["ports"][0]["port"] == 9443
+    in_cluster = {
+        d["metadata"]["name"]: d for d in of_kind("ClusterRole") if "pending" in d["metadata"]["name"]
+    }
+    assert {d["metadata"]["name"]: d for d in local if d["kind"] == "ClusterRole"} == in_cluster

@@ -1,6 +1,6 @@
-"""Pending reasons: Kueue's message with the rank appended. The first pending condition and a new reason are
-written at once; a reworded message or a moved rank is left to the rate-limited positions pass, which writes
-the latest message with the current rank. Never over an admission."""
+"""Pending reasons: Kueue's message byte for byte, with Admitted=False NoReservation in the same write. The
+first pending condition and a new reason are written at once; a reworded message is left to the rate-limited
+pending messages pass, which writes the latest message, front of the queue first. Never over an admission."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from tests.unit.control.fakes import control_context
 from webhook.control.kinds import WORKLOADS, Kind
+from webhook.control.pending_messages import PendingMessages
 from webhook.control.pending_reasons import PendingReasons
-from webhook.control.positions import QueuePositions
 from webhook.control.store import Store
 from webhook.core.model import WorkloadKey
 from webhook.core.scheduler import SchedulerState, Wait
@@ -25,6 +25,7 @@ class RecordingWriter:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.messages: list[tuple[str, str]] = []
+        self.statuses: list[JSON] = []
         self.version = 100
 
     async def patch_status(self, kind: Kind, obj: JSON, build: Any) -> JSON | None:
@@ -37,6 +38,7 @@ class RecordingWriter:
         updated = {**current, "metadata": meta, "status": {**(current.get("status") or {}), **status}}
         self.store.upsert(kind, updated)
         self.messages.append((obj["metadata"]["name"], status["conditions"][0]["message"]))
+        self.statuses.append(status)
         return updated
 
 
@@ -57,7 +59,7 @@ def workload(name: str) -> JSON:
 
 
 class Queue:
-    """The two things the positions pass asks the scheduler: queue order and each one's latest wait."""
+    """The two things the messages pass asks the scheduler: queue order and each one's latest wait."""
 
     def __init__(self) -> None:
         self.order: list[str] = []
@@ -75,11 +77,11 @@ def setup(queue: Queue | None = None) -> tuple[Store, RecordingWriter, Events, P
     writer = RecordingWriter(store)
     events = Events()
     context = control_context(store, writer=writer, events=events)
-    positions = QueuePositions(
+    messages = PendingMessages(
         context,
         state=(lambda: queue) if queue is not None else SchedulerState,  # type: ignore[arg-type,return-value]
     )
-    pending = PendingReasons(context, positions=positions)
+    pending = PendingReasons(context, messages=messages)
     return store, writer, events, pending
 
 
@@ -91,15 +93,13 @@ async def test_the_first_reason_and_a_new_reason_are_written_at_once_a_reworded_
     store, writer, events, pending = setup()
     store.upsert(WORKLOADS, workload("b"))
     await pending.write(wait("b", FULL, 2))
-    await pending.write(wait("b", FULL.replace("1 more", "3 more"), 2))  # the positions pass's business
-    await pending.write(wait("b", FULL, 1))  # only the rank moved: the positions pass's business too
+    await pending.write(wait("b", FULL.replace("1 more", "3 more"), 2))  # the messages pass's business
+    await pending.write(wait("b", FULL, 1))  # only the rank moved: nothing to write at all
     await pending.write(wait("b", "preempting", 1, reason="WaitingForPreemptedWorkloads"))
-    assert writer.messages == [
-        ("b", FULL + " (position 2 in ClusterQueue cq)"),
-        ("b", "preempting (position 1 in ClusterQueue cq)"),
-    ]
+    # Kueue's text exactly: no queue position appended (the visibility API serves positions)
+    assert writer.messages == [("b", FULL), ("b", "preempting")]
     assert events.reasons == ["Warning Pending", "Warning WaitingForPreemptedWorkloads"]
-    # every new message is a decision: counted as an inadmissible attempt, the moved rank alone is not
+    # every new message is a decision: counted as an inadmissible attempt
     attempts = pending.context.metrics.registry.get_sample_value(
         "kueue_admission_attempts_total",
         {"result": "inadmissible", "replica_role": pending.context.metrics.role},
@@ -107,7 +107,7 @@ async def test_the_first_reason_and_a_new_reason_are_written_at_once_a_reworded_
     assert attempts == 3
 
 
-async def test_the_positions_pass_writes_the_latest_message_with_the_current_rank_front_first() -> None:
+async def test_the_messages_pass_writes_the_latest_message_front_first_and_ignores_moved_ranks() -> None:
     queue = Queue()
     store, writer, _, pending = setup(queue)
     for name in ("a", "b", "c"):
@@ -118,18 +118,40 @@ async def test_the_positions_pass_writes_the_latest_message_with_the_current_ran
         queue.waits[f"team/{name}"] = ("Pending", FULL)
     writer.messages.clear()
 
-    # a was admitted; b was tried again and Kueue's numbers moved; c only moved up
-    queue.order = ["team/b", "team/c"]
+    # a was admitted; b and c were tried again and Kueue's numbers moved; d only moved up
+    store.upsert(WORKLOADS, workload("d"))
+    await pending.write(wait("d", FULL, 4))
+    queue.waits["team/d"] = ("Pending", FULL)
+    writer.messages.clear()
+    queue.order = ["team/b", "team/c", "team/d"]
     reworded = FULL.replace("1 more", "4 more")
-    queue.waits["team/b"] = ("Pending", reworded)
-    pending.positions.writes_per_second = 1
-    pending.positions.mark("cq")
-    await pending.positions.refresh_once()
-    assert writer.messages == [("b", reworded + " (position 1 in ClusterQueue cq)")]
-    await pending.positions.refresh_once()  # what the rate limit held back comes on the next pass
-    assert writer.messages[1:] == [("c", FULL + " (position 2 in ClusterQueue cq)")]
-    await pending.positions.refresh_once()
-    assert len(writer.messages) == 2  # converged: nothing left to write
+    queue.waits["team/b"] = queue.waits["team/c"] = ("Pending", reworded)
+    pending.messages.writes_per_second = 1
+    pending.messages.mark("cq")
+    await pending.messages.refresh_once()
+    assert writer.messages == [("b", reworded)]
+    await pending.messages.refresh_once()  # what the rate limit held back comes on the next pass
+    assert writer.messages[1:] == [("c", reworded)]
+    await pending.messages.refresh_once()
+    assert len(writer.messages) == 2  # converged: d's rank moved, but ranks are not written
+
+
+async def test_the_pending_write_sets_admitted_false_no_reservation_as_kueue_does() -> None:
+    """Kueue's UnsetQuotaReservationWithCondition syncs Admitted in the write that sets QuotaReserved=False
+    (pkg/workload): reason NoReservation, "The workload has no reservation"; no write of its own."""
+    store, writer, _, pending = setup()
+    store.upsert(WORKLOADS, workload("b"))
+    await pending.write(wait("b", FULL, 1))
+    assert len(writer.statuses) == 1
+    conditions = {c["type"]: c for c in writer.statuses[0]["conditions"]}
+    assert conditions["QuotaReserved"]["status"] == "False"
+    admitted = conditions["Admitted"]
+    assert (admitted["status"], admitted["reason"], admitted["message"]) == (
+        "False",
+        "NoReservation",
+        "The workload has no reservation",
+    )
+    assert admitted["observedGeneration"] == 1 and admitted["lastTransitionTime"]
 
 
 async def test_an_admitted_workload_gets_no_pending_reason() -> None:
@@ -144,3 +166,30 @@ async def test_an_admitted_workload_gets_no_pending_reason() -> None:
     store.upsert(WORKLOADS, admitted)
     await pending.write(wait("a", FULL, 1))
     assert writer.messages == [] and events.reasons == []
+
+
+async def test_a_message_with_an_old_position_suffix_is_brought_back_to_kueues_text() -> None:
+    """Workloads written by an earlier version carry ``(position N in ClusterQueue X)``; the messages pass
+    rewrites them to Kueue's text, under the same rate limit, without a change of reason being needed."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    old = workload("b")
+    old["status"] = {
+        "conditions": [
+            {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": "Pending",
+                "message": FULL + " (position 3 in ClusterQueue cq)",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+    store.upsert(WORKLOADS, old)
+    queue.order = ["team/b"]
+    queue.waits["team/b"] = ("Pending", FULL)
+    await pending.write(wait("b", FULL, 1))  # same reason: left to the pass
+    assert writer.messages == []
+    pending.messages.mark("cq")
+    await pending.messages.refresh_once()
+    assert writer.messages == [("b", FULL)]

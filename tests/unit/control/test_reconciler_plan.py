@@ -104,8 +104,13 @@ def test_pending_status_is_unchanged_when_reason_and_message_are_the_same() -> N
     )
     moved = pending_status(once, reason="Pending", message="other", now="2030-01-01T00:00:00Z")
     assert moved is not None
-    [condition] = moved["conditions"]
+    condition, admitted = moved["conditions"]
     assert condition["lastTransitionTime"] == NOW  # status did not flip, so the transition time stays
+    assert (admitted["type"], admitted["reason"], admitted["lastTransitionTime"]) == (
+        "Admitted",
+        "NoReservation",
+        NOW,
+    )
 
 
 def test_admission_status_has_kueue_condition_texts() -> None:
