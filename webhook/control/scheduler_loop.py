@@ -38,6 +38,7 @@ from webhook.api.objects import (
     parse_workload,
     parse_workload_priority_class,
 )
+from webhook.api.pods_ready import BLOCKED_MESSAGE, WAITING_FOR_PODS_READY, admission_blocked
 from webhook.control.admitted import priority_class_of, queued_for, record_admitted
 from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339
 from webhook.control.context import ControlContext
@@ -56,7 +57,8 @@ from webhook.control.kinds import (
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.positions import QueuePositions
 from webhook.control.reconciler import has_reservation
-from webhook.control.store import Change, key_of
+from webhook.control.store import Change, controller_owner, key_of
+from webhook.core.decisions import Wait
 from webhook.core.scheduler import Admit, Evict, SchedulerState
 
 JSON = dict[str, Any]
@@ -127,6 +129,8 @@ class SchedulerLoop:
         self._kick = asyncio.Event()
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
+        self._admitting: set[str] = set()
         self.positions = QueuePositions(
             context, state=lambda: self.state, writes_per_second=position_writes_per_second
         )
@@ -229,6 +233,8 @@ class SchedulerLoop:
                 self._kick.clear()
                 while self.context.is_leader() and self.state.has_work():
                     await self._cycle()
+                    if self._admission_blocked():
+                        break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
                     self._collect_while_idle()
         finally:
@@ -260,13 +266,20 @@ class SchedulerLoop:
         decisions = self.state.cycle()
         self.cycles += 1
         self._decided_since_collect += len(decisions)
+        admitted_this_cycle = False
         for decision in decisions:
             await self._slots.acquire()
             if not self.context.is_leader():
                 # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
                 self._slots.release()
                 return
-            if isinstance(decision, Admit):
+            if isinstance(decision, Admit) and self._hold(decision, admitted_this_cycle):
+                coroutine = self.pending.write(
+                    Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE)
+                )
+            elif isinstance(decision, Admit):
+                admitted_this_cycle = True
+                self._admitting.add(str(decision.workload))
                 coroutine = self._admit(decision)
             elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
@@ -282,6 +295,26 @@ class SchedulerLoop:
                 extra={"decisions": len(decisions), "ms": round((time.perf_counter() - started) * 1e3, 3)},
             )
         await asyncio.sleep(0)  # let write tasks and watch events in between cycles
+
+    def _admission_blocked(self) -> bool:
+        """waitForPodsReady.blockAdmission: an admission is in flight, or a Workload holding a reservation is
+        not PodsReady=True yet (Kueue's podsReadyForAllAdmittedWorkloads); the next Workload change kicks
+        the loop again. Reads every Workload, only when blockAdmission is on."""
+        config = self.context.configuration().wait_for_pods_ready
+        if not (config.enable and config.block_admission):
+            return False
+        return bool(self._admitting) or admission_blocked(self.store.items(WORKLOADS), config)
+
+    def _hold(self, decision: Admit, admitted_this_cycle: bool) -> bool:
+        """With blockAdmission one Workload is admitted at a time: any other admission this cycle is undone
+        (the Workload queues again) and it is told why, as Kueue's scheduler says while it waits."""
+        config = self.context.configuration().wait_for_pods_ready
+        if not (config.enable and config.block_admission):
+            return False
+        if not admitted_this_cycle and not self._admission_blocked():
+            return False
+        self.state.forget(str(decision.workload))
+        return True
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -300,6 +333,14 @@ class SchedulerLoop:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _admit(self, decision: Admit) -> None:
+        try:
+            await self._admit_one(decision)
+        finally:
+            self._admitting.discard(str(decision.workload))
+            if self.context.configuration().wait_for_pods_ready.block_admission:
+                self.kick()  # blockAdmission re-reads the store now that the write has landed (or failed)
+
+    async def _admit_one(self, decision: Admit) -> None:
         key = str(decision.workload)
         self.positions.forget(key)
         self.positions.mark(decision.cluster_queue)
@@ -311,13 +352,26 @@ class SchedulerLoop:
         admission = decision.admission.to_dict()
 
         checks = decision.admission_checks
+        # Kueue's job reconciler owns PodsReady, so only a Job's Workload carries it (waitForPodsReady on)
+        owner = controller_owner(workload)
+        tracks_pods_ready = (
+            self.context.configuration().wait_for_pods_ready.enable
+            and owner is not None
+            and owner.get("kind") == "Job"
+        )
 
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
             if is_deleting(current):  # deleted since the cycle decided: it is on its way out
                 return None
-            return admitted_status(current, admission=admission, now=now_rfc3339(), admission_checks=checks)
+            return admitted_status(
+                current,
+                admission=admission,
+                now=now_rfc3339(),
+                admission_checks=checks,
+                pods_ready=tracks_pods_ready,
+            )
 
         def write_failed() -> None:
             self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()

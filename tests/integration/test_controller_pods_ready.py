@@ -1,0 +1,178 @@
+"""waitForPodsReady through the real controller against the fake API server, with the fake's Job controller
+off so each test says itself how many of a Job's pods are ready (``status.ready``), as the Job controller
+would. Kueue's rules: pkg/controller/jobframework/reconciler.go (generatePodsReadyCondition),
+pkg/controller/jobs/job (Job.PodsReady), pkg/controller/core/workload_controller.go (reconcileNotReadyTimeout,
+the requeue backoff), pkg/scheduler (waitForPodsReadyIfNeeded).
+
+Waits are on the fake API server's change notifications; ``HANG`` only bounds a hang. The timeout tests use
+a one-second timeout and backoff, so they take a few seconds of real time by design.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tests.e2e.support import replica
+from tests.fakeapi import FakeApiServer
+from tests.integration import controller_harness as harness
+from tests.integration.controller_harness import condition, is_true
+from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
+
+JSON = dict[str, Any]
+MakeFakeApi = Callable[..., Awaitable[FakeApiServer]]
+NS = "team-a"
+
+
+def config(body: str) -> str:
+    """The controller's ConfigMap with ``body`` as its config.yaml (indented under the key)."""
+    indented = "\n".join(f"    {line}" for line in body.strip().splitlines())
+    return f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: kueue-system}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: kueue-webhook-config, namespace: kueue-system}}
+data:
+  config.yaml: |
+{indented}
+"""
+
+
+async def cluster(make_fake_api: MakeFakeApi, wait_for_pods_ready: str) -> FakeApiServer:
+    api = await make_fake_api(job_controller=False)
+    await api.apply_manifests(config(wait_for_pods_ready) + "---\n" + QUOTA)
+    return api
+
+
+async def report_ready(api: FakeApiServer, job: str, ready: int) -> None:
+    """What the Job controller writes when ``ready`` of the Job's pods pass their readiness probes."""
+    await api.patch("jobs", job, {"status": {"ready": ready}}, namespace=NS, subresource="status")
+
+
+def workload(api: FakeApiServer, job: str) -> JSON:
+    [found] = workloads_of(api, job)
+    return found
+
+
+def pods_ready(api: FakeApiServer, job: str) -> tuple[str, str, str] | None:
+    found = workloads_of(api, job)
+    cond = condition(found[0], "PodsReady") if found else None
+    return None if cond is None else (cond["status"], cond["reason"], cond["message"])
+
+
+async def test_pods_ready_is_false_wait_for_start_from_admission_then_true_once_the_jobs_pods_are_ready(
+    make_fake_api: MakeFakeApi,
+) -> None:
+    api = await cluster(make_fake_api, "waitForPodsReady: {timeout: 1h}")
+    async with replica(api.kubeconfig_path()):
+        await api.create(gpu_job("train"))
+        await api.wait_for(lambda: running(api, "train"), timeout=HANG)
+        assert pods_ready(api, "train") == ("False", "WaitForStart", "Not all pods are ready or succeeded")
+        # one status write per admission: the write that reserved quota already said PodsReady=False
+        uid = workload(api, "train")["metadata"]["uid"]
+        first_reserved = next(
+            e.obj
+            for e in api.store.events_after(0, ("kueue.x-k8s.io", "workloads"))
+            if e.obj["metadata"]["uid"] == uid and is_true(e.obj, "QuotaReserved")
+        )
+        assert condition(first_reserved, "PodsReady") is not None
+
+        await report_ready(api, "train", 1)
+        await api.wait_for(lambda: is_true(workload(api, "train"), "PodsReady"), timeout=HANG)
+        assert pods_ready(api, "train") == (
+            "True",
+            "Started",
+            "All pods reached readiness and the workload is running",
+        )
+
+        await report_ready(api, "train", 0)  # a pod failed: Kueue waits for its replacement
+        await api.wait_for(lambda: not is_true(workload(api, "train"), "PodsReady"), timeout=HANG)
+        assert pods_ready(api, "train") == (
+            "False",
+            "WaitForRecovery",
+            "At least one pod has failed, waiting for recovery",
+        )
+
+
+async def test_with_wait_for_pods_ready_disabled_the_admission_writes_no_pods_ready(
+    make_fake_api: MakeFakeApi,
+) -> None:
+    api = await cluster(make_fake_api, "waitForPodsReady: {enable: false}")
+    async with replica(api.kubeconfig_path()):
+        await api.create(gpu_job("train"))
+        await api.wait_for(lambda: running(api, "train"), timeout=HANG)
+        assert is_true(workload(api, "train"), "Admitted")
+        assert pods_ready(api, "train") is None
+
+
+async def test_a_job_whose_pods_never_become_ready_is_evicted_requeued_with_backoff_then_deactivated(
+    make_fake_api: MakeFakeApi,
+) -> None:
+    api = await cluster(
+        make_fake_api,
+        "waitForPodsReady: {timeout: 1s, requeuingStrategy: {backoffBaseSeconds: 1, backoffLimitCount: 1}}",
+    )
+    async with replica(api.kubeconfig_path()):
+        await api.create(gpu_job("stuck"))
+        await api.wait_for(lambda: running(api, "stuck"), timeout=HANG)
+        name = workload(api, "stuck")["metadata"]["name"]
+
+        await api.wait_for(lambda: is_true(workload(api, "stuck"), "Evicted"), timeout=HANG)
+        evicted = condition(workload(api, "stuck"), "Evicted")
+        assert evicted is not None
+        assert (evicted["reason"], evicted["message"]) == (
+            "PodsReadyTimeout",
+            f"Exceeded the PodsReady timeout {NS}/{name}",
+        )
+        assert workload(api, "stuck")["status"]["requeueState"]["count"] == 1
+        await api.wait_for(lambda: not running(api, "stuck"), timeout=HANG)  # the Job is suspended again
+
+        # the reservation is released and the workload waits out its backoff (Requeued=False) ...
+        def requeued() -> JSON | None:
+            return condition(workload(api, "stuck"), "Requeued")
+
+        await api.wait_for(lambda: (requeued() or {}).get("status") == "False", timeout=HANG)
+        assert (requeued() or {}).get("reason") == "PodsReadyTimeout"
+        assert not is_true(workload(api, "stuck"), "QuotaReserved")
+        # ... then is requeued (Requeued=True BackoffFinished) and admitted again
+        await api.wait_for(lambda: (requeued() or {}).get("status") == "True", timeout=HANG)
+        assert (requeued() or {}).get("reason") == "BackoffFinished"
+        await api.wait_for(lambda: running(api, "stuck"), timeout=HANG)
+
+        # the second timeout is past backoffLimitCount=1: deactivated, not requeued
+        await api.wait_for(lambda: workload(api, "stuck")["spec"].get("active") is False, timeout=HANG)
+        evicted = condition(workload(api, "stuck"), "Evicted")
+        assert evicted is not None and evicted["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
+        assert "requeueState" not in workload(api, "stuck")["status"]
+        await api.wait_for(lambda: not running(api, "stuck"), timeout=HANG)
+        events = harness.events_of(api, NS, name)
+        assert events["EvictedDueToPodsReadyTimeout"] == f"Exceeded the PodsReady timeout {NS}/{name}"
+
+
+async def test_block_admission_holds_the_next_workload_until_the_admitted_one_is_ready(
+    make_fake_api: MakeFakeApi,
+) -> None:
+    api = await cluster(make_fake_api, "waitForPodsReady: {timeout: 1h, blockAdmission: true}")
+    async with replica(api.kubeconfig_path()):
+        await api.create(gpu_job("first"))
+        await api.wait_for(lambda: running(api, "first"), timeout=HANG)
+        await api.create(gpu_job("second"))  # fits in the quota that is left
+
+        def held() -> JSON | None:
+            found = workloads_of(api, "second")
+            return condition(found[0], "QuotaReserved") if found else None
+
+        await api.wait_for(lambda: held() is not None, timeout=HANG)
+        reserved = held()
+        assert reserved is not None
+        assert (reserved["status"], reserved["reason"]) == ("False", "WaitingForPodsReady")
+        assert reserved["message"].startswith(
+            "waiting for all admitted workloads to be in PodsReady condition"
+        )
+        assert not running(api, "second")
+
+        await report_ready(api, "first", 1)
+        await api.wait_for(lambda: running(api, "second"), timeout=HANG)
