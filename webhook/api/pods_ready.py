@@ -136,6 +136,8 @@ def not_ready_timeout(workload: JSON, config: WaitForPodsReady) -> Timeout | Non
             parse_timestamp(admitted.get("lastTransitionTime")) + config.timeout_seconds, WAIT_FOR_START
         )
     recovery = config.recovery_timeout_seconds
+    if recovery is None:  # Kueue's defaulting: recoveryTimeout defaults to timeout
+        recovery = config.timeout_seconds
     if current.get("reason") == WAIT_FOR_RECOVERY and recovery:
         return Timeout(parse_timestamp(current.get("lastTransitionTime")) + recovery, WAIT_FOR_RECOVERY)
     return None

@@ -115,6 +115,10 @@ def test_admitted_not_ready_workload_in_recovery_times_out_recovery_timeout_afte
     timeout = not_ready_timeout(admitted(cond("PodsReady", "False", "WaitForRecovery", fell)), ON)
     assert timeout is not None and timeout.cause == "WaitForRecovery"
     assert timeout.at == parse_timestamp(fell) + 60
+    # recoveryTimeout defaults to timeout
+    unset = WaitForPodsReady(enable=True, timeout_seconds=300.0)
+    defaulted = not_ready_timeout(admitted(cond("PodsReady", "False", "WaitForRecovery", fell)), unset)
+    assert defaulted is not None and defaulted.at == parse_timestamp(fell) + 300
     # a recoveryTimeout of 0s turns recovery checking off
     off = WaitForPodsReady(enable=True, recovery_timeout_seconds=0.0)
     assert not_ready_timeout(admitted(cond("PodsReady", "False", "WaitForRecovery", fell)), off) is None
