@@ -108,6 +108,20 @@ async def test_with_wait_for_pods_ready_disabled_the_admission_writes_no_pods_re
         assert pods_ready(api, "train") is None
 
 
+def history(api: FakeApiServer, kind: tuple[str, str]) -> list[JSON]:
+    """Every version of every object of ``kind`` the API server stored, oldest first."""
+    return [e.obj for e in api.store.events_after(0, kind)]
+
+
+def first_index(versions: list[JSON], predicate: Callable[[JSON], bool], after: int = -1) -> int:
+    return next(i for i, obj in enumerate(versions) if i > after and predicate(obj))
+
+
+def has(obj: JSON, kind: str, status: str, reason: str) -> bool:
+    found = condition(obj, kind)
+    return found is not None and (found["status"], found["reason"]) == (status, reason)
+
+
 async def test_a_job_whose_pods_never_become_ready_is_evicted_requeued_with_backoff_then_deactivated(
     make_fake_api: MakeFakeApi,
 ) -> None:
@@ -117,39 +131,56 @@ async def test_a_job_whose_pods_never_become_ready_is_evicted_requeued_with_back
     )
     async with replica(api.kubeconfig_path()):
         await api.create(gpu_job("stuck"))
-        await api.wait_for(lambda: running(api, "stuck"), timeout=HANG)
-        name = workload(api, "stuck")["metadata"]["name"]
-
-        await api.wait_for(lambda: is_true(workload(api, "stuck"), "Evicted"), timeout=HANG)
-        evicted = condition(workload(api, "stuck"), "Evicted")
-        assert evicted is not None
-        assert (evicted["reason"], evicted["message"]) == (
-            "PodsReadyTimeout",
-            f"Exceeded the PodsReady timeout {NS}/{name}",
+        # the second timeout is past backoffLimitCount=1: deactivated, not requeued again. With one-second
+        # timeouts the steps can follow each other faster than a test observes them, so the walk there is
+        # read back from the API server's history.
+        await api.wait_for(
+            lambda: (
+                bool(workloads_of(api, "stuck")) and workload(api, "stuck")["spec"].get("active") is False
+            ),
+            timeout=HANG,
         )
-        assert workload(api, "stuck")["status"]["requeueState"]["count"] == 1
-        await api.wait_for(lambda: not running(api, "stuck"), timeout=HANG)  # the Job is suspended again
-
-        # the reservation is released and the workload waits out its backoff (Requeued=False) ...
-        def requeued() -> JSON | None:
-            return condition(workload(api, "stuck"), "Requeued")
-
-        await api.wait_for(lambda: (requeued() or {}).get("status") == "False", timeout=HANG)
-        assert (requeued() or {}).get("reason") == "PodsReadyTimeout"
-        assert not is_true(workload(api, "stuck"), "QuotaReserved")
-        # ... then is requeued (Requeued=True BackoffFinished) and admitted again
-        await api.wait_for(lambda: (requeued() or {}).get("status") == "True", timeout=HANG)
-        assert (requeued() or {}).get("reason") == "BackoffFinished"
-        await api.wait_for(lambda: running(api, "stuck"), timeout=HANG)
-
-        # the second timeout is past backoffLimitCount=1: deactivated, not requeued
-        await api.wait_for(lambda: workload(api, "stuck")["spec"].get("active") is False, timeout=HANG)
-        evicted = condition(workload(api, "stuck"), "Evicted")
-        assert evicted is not None and evicted["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
-        assert "requeueState" not in workload(api, "stuck")["status"]
         await api.wait_for(lambda: not running(api, "stuck"), timeout=HANG)
+        name = workload(api, "stuck")["metadata"]["name"]
+        final = condition(workload(api, "stuck"), "Evicted")
+        assert final is not None
+        assert (final["status"], final["reason"], final["message"]) == (
+            "True",
+            "DeactivatedDueToRequeuingLimitExceeded",
+            "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
+        )
+        assert "requeueState" not in workload(api, "stuck")["status"]
+
+        versions = history(api, ("kueue.x-k8s.io", "workloads"))
+        admitted = first_index(versions, lambda w: is_true(w, "Admitted"))
+        evicted = first_index(versions, lambda w: has(w, "Evicted", "True", "PodsReadyTimeout"), admitted)
+        evicted_condition = condition(versions[evicted], "Evicted")
+        assert evicted_condition is not None
+        assert evicted_condition["message"] == f"Exceeded the PodsReady timeout {NS}/{name}"
+        assert versions[evicted]["status"]["requeueState"]["count"] == 1
+        # its Job is stopped, the reservation released, and the backoff waited out with Requeued=False ...
+        backing_off = first_index(
+            versions, lambda w: has(w, "Requeued", "False", "PodsReadyTimeout"), evicted
+        )
+        assert not is_true(versions[backing_off], "QuotaReserved")
+        # ... then Requeued=True BackoffFinished, and it is admitted again
+        requeued = first_index(versions, lambda w: has(w, "Requeued", "True", "BackoffFinished"), backing_off)
+        first_index(versions, lambda w: is_true(w, "Admitted"), requeued)
+        starts = [
+            job
+            for job in history(api, ("batch", "jobs"))
+            if job["metadata"]["name"] == "stuck" and job["spec"].get("suspend") is False
+        ]
+        assert starts  # the Job was started (and, as the final state shows, suspended again)
+
+        # Kueue's event reason for a deactivating eviction: Evicted + reason + underlying cause
+        by_limit = "EvictedDueToDeactivatedDueToRequeuingLimitExceeded"
+        await api.wait_for(lambda: by_limit in harness.events_of(api, NS, name), timeout=HANG)
         events = harness.events_of(api, NS, name)
         assert events["EvictedDueToPodsReadyTimeout"] == f"Exceeded the PodsReady timeout {NS}/{name}"
+        assert events[by_limit] == (
+            "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+        )
 
 
 async def test_block_admission_holds_the_next_workload_until_the_admitted_one_is_ready(

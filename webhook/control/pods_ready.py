@@ -186,7 +186,7 @@ class PodsReadyTimers:
         cluster_queue = str(((updated.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
         self._count_eviction(updated, cluster_queue, "Deactivated", "RequeuingLimitExceeded")
         self.context.events.record(
-            updated, type="Normal", reason="EvictedDueToDeactivated", message=DEACTIVATED_MESSAGE
+            updated, type="Normal", reason=f"EvictedDueTo{DEACTIVATED_BY_LIMIT}", message=DEACTIVATED_MESSAGE
         )
         await self.context.writer.patch(WORKLOADS, updated, {"spec": {"active": False}}, patch_type="merge")
 
