@@ -133,6 +133,7 @@ class Controller:
         self.store.subscribe(self.live_config.on_change)
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
+        self.live_config.subscribe(self._rearm_pods_ready)
         self.store.subscribe(self._dispatch)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
@@ -208,6 +209,11 @@ class Controller:
         self.status.on_change(change)
         self.checks.on_change(change)
         self.fair_sharing.on_change(change)
+
+    def _rearm_pods_ready(self, configuration: Configuration) -> None:
+        """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""
+        if self.leading.is_set():
+            self.pods_ready.resync()
 
     def _apply_fair_sharing(self, configuration: Configuration) -> None:
         """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
