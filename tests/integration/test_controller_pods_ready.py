@@ -204,6 +204,8 @@ async def test_block_admission_holds_the_next_workload_until_the_admitted_one_is
             "waiting for all admitted workloads to be in PodsReady condition"
         )
         assert not running(api, "second")
+        # the pending reason's write carries PodsReady too, as Kueue sets it on a Workload not yet admitted
+        assert pods_ready(api, "second") == ("False", "WaitForStart", "Not all pods are ready or succeeded")
 
         await report_ready(api, "first", 1)
         await api.wait_for(lambda: running(api, "second"), timeout=HANG)

@@ -39,6 +39,7 @@ __all__ = [
     "requeue_state_after_timeout",
     "rfc3339",
     "timeout_message",
+    "tracks_pods_ready",
     "waiting_for_backoff",
 ]
 
@@ -88,6 +89,17 @@ def _condition(workload: JSON, kind: str) -> JSON | None:
 def _is_true(workload: JSON, kind: str) -> bool:
     condition = _condition(workload, kind)
     return condition is not None and condition.get("status") == "True"
+
+
+def tracks_pods_ready(workload: JSON, config: WaitForPodsReady) -> bool:
+    """Whether the Workload carries PodsReady: waitForPodsReady is on and a Job owns it (Kueue's job
+    reconciler is what sets the condition; a Workload created on its own gets none from Kueue)."""
+    if not config.enable:
+        return False
+    for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return ref.get("kind") == "Job"
+    return False
 
 
 def desired_pods_ready(workload: JSON, *, pods_ready: bool) -> tuple[str, str, str]:

@@ -179,10 +179,17 @@ def check_state_status(workload: JSON, *, check: str, state: str, message: str, 
     return None
 
 
-def pending_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
-    """``status.conditions`` with QuotaReserved=False and the scheduler's reason; None if unchanged."""
+def pending_status(
+    workload: JSON, *, reason: str, message: str, now: str, pods_ready: bool = False
+) -> JSON | None:
+    """``status.conditions`` with QuotaReserved=False and the scheduler's reason; None if unchanged. With
+    waitForPodsReady (``pods_ready``) a Workload without PodsReady gets False WaitForStart in the same
+    write, as Kueue's job reconciler sets it on every Workload it sees, admitted or not."""
     edit = ConditionsEdit.of(workload, now)
-    return {"conditions": edit.conditions} if edit.set("QuotaReserved", "False", reason, message) else None
+    changed = edit.set("QuotaReserved", "False", reason, message)
+    if pods_ready and changed and find(edit.conditions, PODS_READY) is None:
+        edit.set(PODS_READY, "False", WAIT_FOR_START, NOT_READY_MESSAGE)
+    return {"conditions": edit.conditions} if changed else None
 
 
 #: ours: an admitted Workload whose Job the API server refused to start (abnormal-true, like Kueue's

@@ -25,7 +25,8 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    queues for what it now asks (Kueue's "Updated not matching Workload for suspended job");
 7. with waitForPodsReady, a running Job's Workload carries PodsReady as Kueue's generatePodsReadyCondition
    derives it from the Job (``webhook.api.pods_ready``); PodsReady=False WaitForStart is written with the
-   admission itself and again when the reservation is released, so only the transitions cost a write.
+   first pending reason or the admission and again when the reservation is released, so only the
+   transitions to and from ready cost a write.
 
 Kueue's resource-in-use finalizer (``webhook.api.finalizers``) is let go, checked before all of the above:
 - from a ``Finished`` Workload (its quota is already free);

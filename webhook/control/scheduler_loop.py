@@ -38,7 +38,12 @@ from webhook.api.objects import (
     parse_workload,
     parse_workload_priority_class,
 )
-from webhook.api.pods_ready import BLOCKED_MESSAGE, WAITING_FOR_PODS_READY, admission_blocked
+from webhook.api.pods_ready import (
+    BLOCKED_MESSAGE,
+    WAITING_FOR_PODS_READY,
+    admission_blocked,
+    tracks_pods_ready,
+)
 from webhook.control.admitted import priority_class_of, queued_for, record_admitted
 from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339
 from webhook.control.context import ControlContext
@@ -57,7 +62,7 @@ from webhook.control.kinds import (
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.positions import QueuePositions
 from webhook.control.reconciler import has_reservation
-from webhook.control.store import Change, controller_owner, key_of
+from webhook.control.store import Change, key_of
 from webhook.core.decisions import Wait
 from webhook.core.scheduler import Admit, Evict, SchedulerState
 
@@ -352,13 +357,7 @@ class SchedulerLoop:
         admission = decision.admission.to_dict()
 
         checks = decision.admission_checks
-        # Kueue's job reconciler owns PodsReady, so only a Job's Workload carries it (waitForPodsReady on)
-        owner = controller_owner(workload)
-        tracks_pods_ready = (
-            self.context.configuration().wait_for_pods_ready.enable
-            and owner is not None
-            and owner.get("kind") == "Job"
-        )
+        pods_ready = tracks_pods_ready(workload, self.context.configuration().wait_for_pods_ready)
 
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
@@ -370,7 +369,7 @@ class SchedulerLoop:
                 admission=admission,
                 now=now_rfc3339(),
                 admission_checks=checks,
-                pods_ready=tracks_pods_ready,
+                pods_ready=pods_ready,
             )
 
         def write_failed() -> None:

@@ -18,6 +18,7 @@ from webhook.api.pods_ready import (
     not_ready_timeout,
     requeue_state_after_timeout,
     timeout_message,
+    tracks_pods_ready,
 )
 
 JSON = dict[str, Any]
@@ -205,3 +206,11 @@ def test_block_admission_while_a_reserving_workload_is_not_pods_ready() -> None:
     assert not admission_blocked([ready, pending, finished], blocking)
     assert admission_blocked([ready, not_ready], blocking)
     assert not admission_blocked([not_ready], ON)  # blockAdmission off
+
+
+def test_only_a_jobs_workload_carries_pods_ready_as_kueues_job_reconciler_sets_it() -> None:
+    owned = {"metadata": {"ownerReferences": [{"kind": "Job", "name": "j", "controller": True}]}}
+    bare: JSON = {"metadata": {}}
+    assert tracks_pods_ready(owned, ON)
+    assert not tracks_pods_ready(bare, ON)
+    assert not tracks_pods_ready(owned, WaitForPodsReady(enable=False))

@@ -15,7 +15,7 @@ from tests.unit.control.fakes import control_context
 from tests.unit.control.plans import ADMISSION, NOW, admitted, flavor_lookup, job, workload
 from webhook.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from webhook.api.pods_ready import rfc3339
-from webhook.control.conditions import admitted_status, find
+from webhook.control.conditions import admitted_status, find, pending_status
 from webhook.control.kinds import WORKLOADS, Kind
 from webhook.control.pods_ready import PodsReadyTimers
 from webhook.control.reconciler import SyncPodsReady, plan_job
@@ -50,6 +50,15 @@ def test_admission_writes_pods_ready_false_wait_for_start_in_the_same_status_wri
         "Not all pods are ready or succeeded",
     )
     assert find(admitted_status(workload(), admission=ADMISSION, now=NOW)["conditions"], "PodsReady") is None
+
+
+def test_the_first_pending_reason_carries_pods_ready_false_wait_for_start() -> None:
+    status = pending_status(workload(), reason="WaitingForQuota", message="m", now=NOW, pods_ready=True)
+    assert status is not None
+    condition = find(status["conditions"], "PodsReady")
+    assert condition is not None and (condition["status"], condition["reason"]) == ("False", "WaitForStart")
+    without = pending_status(workload(), reason="WaitingForQuota", message="m", now=NOW)
+    assert without is not None and find(without["conditions"], "PodsReady") is None
 
 
 def test_a_running_jobs_ready_pods_turn_pods_ready_true() -> None:
