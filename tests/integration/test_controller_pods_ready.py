@@ -209,3 +209,26 @@ async def test_block_admission_holds_the_next_workload_until_the_admitted_one_is
 
         await report_ready(api, "first", 1)
         await api.wait_for(lambda: running(api, "second"), timeout=HANG)
+
+
+async def test_block_admission_admits_one_of_two_workloads_that_both_fit_then_the_other_once_ready(
+    make_fake_api: MakeFakeApi,
+) -> None:
+    api = await cluster(make_fake_api, "waitForPodsReady: {timeout: 1h, blockAdmission: true}")
+    async with replica(api.kubeconfig_path()):
+        await api.create(gpu_job("a"))
+        await api.create(gpu_job("b"))
+
+        def states() -> list[tuple[str, str]]:
+            out = []
+            for name in ("a", "b"):
+                found = workloads_of(api, name)
+                reserved = condition(found[0], "QuotaReserved") if found else None
+                out.append((reserved["status"], reserved["reason"]) if reserved else ("", ""))
+            return out
+
+        await api.wait_for(lambda: all(status for status, _ in states()), timeout=HANG)
+        assert sorted(states()) == [("False", "WaitingForPodsReady"), ("True", "QuotaReserved")]
+        ready = "a" if running(api, "a") else "b"
+        await report_ready(api, ready, 1)
+        await api.wait_for(lambda: running(api, "a") and running(api, "b"), timeout=HANG)

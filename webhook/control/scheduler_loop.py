@@ -271,19 +271,19 @@ class SchedulerLoop:
         decisions = self.state.cycle()
         self.cycles += 1
         self._decided_since_collect += len(decisions)
-        admitted_this_cycle = False
+        # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
+        hold_admissions = self._admission_blocked()
         for decision in decisions:
             await self._slots.acquire()
             if not self.context.is_leader():
                 # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
                 self._slots.release()
                 return
-            if isinstance(decision, Admit) and self._hold(decision, admitted_this_cycle):
-                coroutine = self.pending.write(
-                    Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE)
-                )
+            if isinstance(decision, Admit) and hold_admissions:
+                self.state.forget(str(decision.workload))  # undone at once: the Workload queues again
+                coroutine = self._held(decision)
             elif isinstance(decision, Admit):
-                admitted_this_cycle = True
+                hold_admissions = self._blocks_admission()
                 self._admitting.add(str(decision.workload))
                 coroutine = self._admit(decision)
             elif isinstance(decision, Evict):
@@ -301,25 +301,25 @@ class SchedulerLoop:
             )
         await asyncio.sleep(0)  # let write tasks and watch events in between cycles
 
+    def _blocks_admission(self) -> bool:
+        config = self.context.configuration().wait_for_pods_ready
+        return config.enable and config.block_admission
+
     def _admission_blocked(self) -> bool:
         """waitForPodsReady.blockAdmission: an admission is in flight, or a Workload holding a reservation is
         not PodsReady=True yet (Kueue's podsReadyForAllAdmittedWorkloads); the next Workload change kicks
         the loop again. Reads every Workload, only when blockAdmission is on."""
-        config = self.context.configuration().wait_for_pods_ready
-        if not (config.enable and config.block_admission):
+        if not self._blocks_admission():
             return False
+        config = self.context.configuration().wait_for_pods_ready
         return bool(self._admitting) or admission_blocked(self.store.items(WORKLOADS), config)
 
-    def _hold(self, decision: Admit, admitted_this_cycle: bool) -> bool:
-        """With blockAdmission one Workload is admitted at a time: any other admission this cycle is undone
-        (the Workload queues again) and it is told why, as Kueue's scheduler says while it waits."""
-        config = self.context.configuration().wait_for_pods_ready
-        if not (config.enable and config.block_admission):
-            return False
-        if not admitted_this_cycle and not self._admission_blocked():
-            return False
-        self.state.forget(str(decision.workload))
-        return True
+    async def _held(self, decision: Admit) -> None:
+        """blockAdmission held this admission: the Workload is told why, as Kueue's scheduler says while it
+        waits (QuotaReserved=False WaitingForPodsReady)."""
+        await self.pending.write(
+            Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE)
+        )
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -342,7 +342,7 @@ class SchedulerLoop:
             await self._admit_one(decision)
         finally:
             self._admitting.discard(str(decision.workload))
-            if self.context.configuration().wait_for_pods_ready.block_admission:
+            if self._blocks_admission():
                 self.kick()  # blockAdmission re-reads the store now that the write has landed (or failed)
 
     async def _admit_one(self, decision: Admit) -> None:
