@@ -100,9 +100,11 @@ class RequeuingStrategy:
 
 @dataclass(frozen=True, slots=True)
 class WaitForPodsReady:
-    """Kueue's waitForPodsReady; parsed and validated so a Kueue config is checked, not yet acted on."""
+    """Kueue's waitForPodsReady (``webhook.api.pods_ready``). On by default, as in Kueue's v1beta2
+    configuration, whose defaulting always fills this section in; ``enable: false`` turns it off (Kueue's
+    DisableWaitForPodsReady feature gate; ``enable`` was the switch in Kueue's v1beta1 configuration)."""
 
-    enable: bool = False
+    enable: bool = True
     timeout_seconds: float = 1800.0
     block_admission: bool = False
     recovery_timeout_seconds: float | None = None
@@ -391,7 +393,8 @@ class _Reader:
         section = self.mapping(root["waitForPodsReady"], path, known)
         if section is None:
             return WaitForPodsReady()
-        timeout = self.duration(section.get("timeout"), f"{path}.timeout", 1800.0)
+        # Kueue's defaulting: a missing or zero timeout is 30 minutes
+        timeout = self.duration(section.get("timeout"), f"{path}.timeout", 1800.0) or 1800.0
         recovery = section.get("recoveryTimeout")
         return WaitForPodsReady(
             enable=self.boolean(section.get("enable"), f"{path}.enable", True),

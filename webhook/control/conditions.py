@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.api.objects import AdmissionCheckState
+from webhook.api.pods_ready import NOT_READY_MESSAGE, PODS_READY, WAIT_FOR_START
 from webhook.core.checks import admitted_condition, sync_check_states
 
 JSON = dict[str, Any]
@@ -120,11 +121,18 @@ def _stamped(states: tuple[AdmissionCheckState, ...], now: str) -> list[JSON]:
 
 
 def admitted_status(
-    workload: JSON, *, admission: JSON, now: str, admission_checks: tuple[str, ...] = ()
+    workload: JSON,
+    *,
+    admission: JSON,
+    now: str,
+    admission_checks: tuple[str, ...] = (),
+    pods_ready: bool = False,
 ) -> JSON:
     """``status`` with the quota reservation recorded, and Admitted as Kueue's SyncAdmittedCondition
     derives it: True at once without admission checks; with checks, ``status.admissionChecks`` lists
-    them (new ones Pending) and Admitted stays False until every one is Ready."""
+    them (new ones Pending) and Admitted stays False until every one is Ready. With waitForPodsReady
+    (``pods_ready``) the same write says PodsReady=False WaitForStart, what Kueue's job reconciler sets
+    next, so admission stays one status write."""
     edit = ConditionsEdit.of(workload, now)
     cluster_queue = str(admission.get("clusterQueue", ""))
     edit.set("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
@@ -136,6 +144,8 @@ def admitted_status(
         previous = find(edit.conditions, kind)
         if previous is not None and previous.get("status") == "True":
             edit.set(kind, "False", "QuotaReserved", f"Previously: {previous.get('message', '')}")
+    if pods_ready:
+        edit.set(PODS_READY, "False", WAIT_FOR_START, NOT_READY_MESSAGE)
     out: JSON = {"admission": admission, "conditions": edit.conditions}
     if admission_checks:
         out["admissionChecks"] = _stamped(states, now)
@@ -174,13 +184,18 @@ def check_state_status(workload: JSON, *, check: str, state: str, message: str, 
 NO_RESERVATION = ("False", "NoReservation", "The workload has no reservation")
 
 
-def pending_status(workload: JSON, *, reason: str, message: str, now: str) -> JSON | None:
+def pending_status(
+    workload: JSON, *, reason: str, message: str, now: str, pods_ready: bool = False
+) -> JSON | None:
     """``status.conditions`` with QuotaReserved=False and the scheduler's reason, and Admitted=False
     ``NoReservation`` in the same write, as Kueue's UnsetQuotaReservationWithCondition syncs it; None if
-    unchanged."""
+    unchanged. With waitForPodsReady (``pods_ready``) a Workload without PodsReady gets False WaitForStart
+    in the same write, as Kueue's job reconciler sets it on every Workload it sees, admitted or not."""
     edit = ConditionsEdit.of(workload, now)
     changed = edit.set("QuotaReserved", "False", reason, message)
     changed |= edit.set("Admitted", *NO_RESERVATION)
+    if pods_ready and changed and find(edit.conditions, PODS_READY) is None:
+        edit.set(PODS_READY, "False", WAIT_FOR_START, NOT_READY_MESSAGE)
     return {"conditions": edit.conditions} if changed else None
 
 
@@ -225,7 +240,21 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
         edit.set("Requeued", requeued, evicted_reason, str(evicted.get("message", "")))
     edit.set("QuotaReserved", "False", reason, message)
     edit.set("Admitted", *NO_RESERVATION)
+    if find(edit.conditions, PODS_READY) is not None:  # no longer admitted: Kueue's WaitForStart again
+        edit.set(PODS_READY, "False", WAIT_FOR_START, NOT_READY_MESSAGE)
     return {"admission": None, "conditions": edit.conditions}
+
+
+def pods_ready_status(workload: JSON, *, condition: tuple[str, str, str], now: str) -> JSON | None:
+    """``status.conditions`` with PodsReady as ``condition`` (status, reason, message) says; None when it
+    already has that status and reason (Kueue's HasConditionWithTypeAndReason)."""
+    existing = find((workload.get("status") or {}).get("conditions"), PODS_READY)
+    status, reason, message = condition
+    if existing is not None and existing.get("status") == status and existing.get("reason") == reason:
+        return None
+    edit = ConditionsEdit.of(workload, now)
+    edit.set(PODS_READY, status, reason, message)
+    return {"conditions": edit.conditions}
 
 
 def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reason: str, now: str) -> JSON:

@@ -33,6 +33,7 @@ from webhook.control.kinds import CONFIGMAPS, WATCHED
 from webhook.control.kube import KubeClient
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
 from webhook.control.metrics import Metrics
+from webhook.control.pods_ready import PodsReadyTimers
 from webhook.control.reconciler import JobReconciler
 from webhook.control.scheduler_loop import SchedulerLoop
 from webhook.control.status_reporter import QueueStatusReporter
@@ -110,6 +111,7 @@ class Controller:
         )
         self.scheduler = SchedulerLoop(self.context)
         self.reconciler = JobReconciler(self.context)
+        self.pods_ready = PodsReadyTimers(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
@@ -131,6 +133,7 @@ class Controller:
         self.store.subscribe(self.live_config.on_change)
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
+        self.live_config.subscribe(self._rearm_pods_ready)
         self.store.subscribe(self._dispatch)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
@@ -177,6 +180,7 @@ class Controller:
         self.scheduler.rebuild()
         self._apply_fair_sharing(self.configuration())
         self.reconciler.resync()
+        self.pods_ready.resync()
         self.checks.resync()
         self.status.mark_all()
         self.fair_sharing.mark_all()
@@ -184,6 +188,7 @@ class Controller:
         self._leader_tasks = [
             loop.create_task(self.scheduler.run(), name="scheduler-loop"),
             loop.create_task(self.reconciler.run(), name="job-reconciler"),
+            loop.create_task(self.pods_ready.run(), name="pods-ready-timers"),
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
@@ -205,9 +210,15 @@ class Controller:
             return
         self.scheduler.on_change(change)
         self.reconciler.on_change(change)
+        self.pods_ready.on_change(change)
         self.status.on_change(change)
         self.checks.on_change(change)
         self.fair_sharing.on_change(change)
+
+    def _rearm_pods_ready(self, configuration: Configuration) -> None:
+        """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""
+        if self.leading.is_set():
+            self.pods_ready.resync()
 
     def _apply_fair_sharing(self, configuration: Configuration) -> None:
         """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""

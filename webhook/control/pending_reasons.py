@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
 from webhook.control.kinds import WORKLOADS
@@ -70,7 +71,13 @@ class PendingReasons:
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
-            return pending_status(current, reason=reason, message=message, now=now_rfc3339())
+            return pending_status(
+                current,
+                reason=reason,
+                message=message,
+                now=now_rfc3339(),
+                pods_ready=tracks_pods_ready(current, self.context.configuration().wait_for_pods_ready),
+            )
 
         try:
             updated = await self.context.writer.patch_status(WORKLOADS, workload, build)

@@ -22,7 +22,11 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    ``IsActive``) gets its reservation cleared, with Requeued (True after a preemption) first, releasing
    the quota;
 6. a suspended Job edited while waiting (parallelism, requests) gets its Workload's pod sets updated, so it
-   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job").
+   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job");
+7. with waitForPodsReady, a running Job's Workload carries PodsReady as Kueue's generatePodsReadyCondition
+   derives it from the Job (``webhook.api.pods_ready``); PodsReady=False WaitForStart is written with the
+   first pending reason or the admission and again when the reservation is released, so only the
+   transitions to and from ready cost a write.
 
 Kueue's resource-in-use finalizer (``webhook.api.finalizers``) is let go, checked before all of the above:
 - from a ``Finished`` Workload (its quota is already free);
@@ -56,11 +60,14 @@ from webhook.api.jobs import (
     workload_for_job,
 )
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_workload
+from webhook.api.pods_ready import PODS_READY, desired_pods_ready, job_pods_ready
 from webhook.control.backoff import Backoff
 from webhook.control.conditions import (
+    find,
     finished_status,
     is_true,
     now_rfc3339,
+    pods_ready_status,
     released_status,
     start_failed_status,
 )
@@ -129,6 +136,14 @@ class RemoveFinalizer:
 
 
 @dataclass(frozen=True, slots=True)
+class SyncPodsReady:
+    """waitForPodsReady: the running Job's pods became ready (or fell back): PodsReady says so."""
+
+    workload: JSON
+    condition: tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class UpdatePodSets:
     """A suspended, unadmitted Job was edited (parallelism, requests): its Workload asks for the new shape."""
 
@@ -144,6 +159,7 @@ Step = (
     | ReleaseReservation
     | UpdatePodSets
     | RemoveFinalizer
+    | SyncPodsReady
 )
 
 #: the Stopped event's message when a Job's Workload is deleted (Kueue's StopReasonWorkloadDeleted)
@@ -191,8 +207,10 @@ def plan_job(
     flavors: Callable[[str], ResourceFlavor | None],
     priorities: dict[str, int],
     pod_priorities: dict[str, int] | None = None,
+    pods_ready: bool = False,
 ) -> Step | None:
-    """The next step for a managed Job and its Workload (None: they agree)."""
+    """The next step for a managed Job and its Workload (None: they agree). ``pods_ready``: waitForPodsReady
+    is on, so a running Job's Workload carries PodsReady (Kueue's step "handle WaitForPodsReady")."""
     finished, succeeded, message = job_finished(job)
     if workload is not None and is_true(workload, "Finished"):
         return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
@@ -256,6 +274,11 @@ def plan_job(
         # suspended, its restore not written before the Workload was admitted again: finish the stop,
         # then it starts at the new admitted count
         return _stop(job, workload, "Restoring the Job before it starts again")
+    if pods_ready:
+        condition = desired_pods_ready(workload, pods_ready=job_pods_ready(job))
+        current = find(((workload.get("status") or {}).get("conditions")), PODS_READY) or {}
+        if (current.get("status"), current.get("reason")) != condition[:2]:
+            return SyncPodsReady(workload, condition)
     return None
 
 
@@ -399,6 +422,7 @@ class JobReconciler:
             flavors=self._flavor,
             priorities=self._priorities(),
             pod_priorities=self._priorities(PRIORITY_CLASSES),
+            pods_ready=self.context.configuration().wait_for_pods_ready.enable,
         )
         if step is not None:
             await self._execute(job, step)
@@ -544,6 +568,26 @@ class JobReconciler:
                 on_job(
                     "UpdatedWorkload",
                     f"Updated not matching Workload for suspended job: {'/'.join(key_of(updated))}",
+                )
+        elif isinstance(step, SyncPodsReady):
+            condition = step.condition
+            updated = await writer.patch_status(
+                WORKLOADS,
+                step.workload,
+                lambda current: (
+                    pods_ready_status(current, condition=condition, now=now_rfc3339())
+                    if has_reservation(current) and not is_true(current, "Evicted")
+                    else None
+                ),
+            )
+            if updated is not None:
+                log.info(
+                    "pods ready condition",
+                    extra={
+                        "workload": "/".join(key_of(updated)),
+                        "status": condition[0],
+                        "reason": condition[1],
+                    },
                 )
         elif isinstance(step, ReleaseReservation):
             message = step.message

@@ -39,6 +39,12 @@ from webhook.api.objects import (
     parse_workload,
     parse_workload_priority_class,
 )
+from webhook.api.pods_ready import (
+    BLOCKED_MESSAGE,
+    WAITING_FOR_PODS_READY,
+    admission_blocked,
+    tracks_pods_ready,
+)
 from webhook.control.admitted import priority_class_of, queued_for, record_admitted
 from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339
 from webhook.control.context import ControlContext
@@ -58,6 +64,7 @@ from webhook.control.pending_messages import PendingMessages
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, key_of
+from webhook.core.decisions import Wait
 from webhook.core.scheduler import Admit, Evict, SchedulerState
 
 JSON = dict[str, Any]
@@ -128,6 +135,8 @@ class SchedulerLoop:
         self._kick = asyncio.Event()
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
+        self._admitting: set[str] = set()
         self.messages = PendingMessages(
             context, state=lambda: self.state, writes_per_second=message_writes_per_second
         )
@@ -226,6 +235,8 @@ class SchedulerLoop:
                 self._kick.clear()
                 while self.context.is_leader() and self.state.has_work():
                     await self._cycle()
+                    if self._admission_blocked():
+                        break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
                     self._collect_while_idle()
         finally:
@@ -257,13 +268,20 @@ class SchedulerLoop:
         decisions = self.state.cycle()
         self.cycles += 1
         self._decided_since_collect += len(decisions)
+        # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
+        hold_admissions = self._admission_blocked()
         for decision in decisions:
             await self._slots.acquire()
             if not self.context.is_leader():
                 # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
                 self._slots.release()
                 return
-            if isinstance(decision, Admit):
+            if isinstance(decision, Admit) and hold_admissions:
+                self.state.forget(str(decision.workload))  # undone at once: the Workload queues again
+                coroutine = self._held(decision)
+            elif isinstance(decision, Admit):
+                hold_admissions = self._blocks_admission()
+                self._admitting.add(str(decision.workload))
                 coroutine = self._admit(decision)
             elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
@@ -279,6 +297,26 @@ class SchedulerLoop:
                 extra={"decisions": len(decisions), "ms": round((time.perf_counter() - started) * 1e3, 3)},
             )
         await asyncio.sleep(0)  # let write tasks and watch events in between cycles
+
+    def _blocks_admission(self) -> bool:
+        config = self.context.configuration().wait_for_pods_ready
+        return config.enable and config.block_admission
+
+    def _admission_blocked(self) -> bool:
+        """waitForPodsReady.blockAdmission: an admission is in flight, or a Workload holding a reservation is
+        not PodsReady=True yet (Kueue's podsReadyForAllAdmittedWorkloads); the next Workload change kicks
+        the loop again. Reads every Workload, only when blockAdmission is on."""
+        if not self._blocks_admission():
+            return False
+        config = self.context.configuration().wait_for_pods_ready
+        return bool(self._admitting) or admission_blocked(self.store.items(WORKLOADS), config)
+
+    async def _held(self, decision: Admit) -> None:
+        """blockAdmission held this admission: the Workload is told why, as Kueue's scheduler says while it
+        waits (QuotaReserved=False WaitingForPodsReady)."""
+        await self.pending.write(
+            Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE)
+        )
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -297,6 +335,14 @@ class SchedulerLoop:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _admit(self, decision: Admit) -> None:
+        try:
+            await self._admit_one(decision)
+        finally:
+            self._admitting.discard(str(decision.workload))
+            if self._blocks_admission():
+                self.kick()  # blockAdmission re-reads the store now that the write has landed (or failed)
+
+    async def _admit_one(self, decision: Admit) -> None:
         key = str(decision.workload)
         self.messages.forget(key)
         namespace, _, name = key.partition("/")
@@ -307,13 +353,20 @@ class SchedulerLoop:
         admission = decision.admission.to_dict()
 
         checks = decision.admission_checks
+        pods_ready = tracks_pods_ready(workload, self.context.configuration().wait_for_pods_ready)
 
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
             if is_deleting(current):  # deleted since the cycle decided: it is on its way out
                 return None
-            return admitted_status(current, admission=admission, now=now_rfc3339(), admission_checks=checks)
+            return admitted_status(
+                current,
+                admission=admission,
+                now=now_rfc3339(),
+                admission_checks=checks,
+                pods_ready=pods_ready,
+            )
 
         def write_failed() -> None:
             self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()

@@ -126,13 +126,22 @@ class WorkloadInfo:
         return info
 
 
+#: Evicted reasons after which a workload queues from its eviction time, not its creation
+_REQUEUED_FROM_EVICTION = ("AdmissionCheck", "PodsReadyTimeout")
+
+
 def _queue_order_time(workload: Workload) -> float:
     """When the workload entered its queue, for ordering: its creation, or, after an eviction by an
-    admission check, the eviction (Kueue's GetQueueOrderTimestamp), so a retried workload goes to the
+    admission check or a PodsReady timeout, the eviction (Kueue's GetQueueOrderTimestamp, with
+    waitForPodsReady's default requeuingStrategy.timestamp Eviction), so a retried workload goes to the
     back of its priority instead of jumping the queue again."""
     if workload.conditions:
         evicted = workload.condition("Evicted")
-        if evicted is not None and evicted.is_true and evicted.reason == "AdmissionCheck":
+        if (
+            evicted is not None
+            and evicted.is_true
+            and evicted.reason in ("AdmissionCheck", "PodsReadyTimeout")
+        ):
             moment = parse_timestamp(evicted.last_transition_time)
             if moment:
                 return moment

@@ -133,7 +133,8 @@ class WorkloadTracker:
         key = WorkloadKey(workload.key)
         info = WorkloadInfo.from_workload(workload, priority=self.catalog.priority_of(workload))
         tracked = self.workloads.get(key)
-        if workload.is_finished or not workload.active:
+        backing_off = info.admission is None and workload.is_backing_off  # waitForPodsReady's requeue backoff
+        if workload.is_finished or not workload.active or backing_off:
             if tracked is not None:
                 self._drop(tracked)
             return

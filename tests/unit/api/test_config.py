@@ -82,6 +82,14 @@ logLevel: DEBUG
     assert config.log_level == "debug"
 
 
+def test_wait_for_pods_ready_is_on_by_default_as_kueue_v1beta2_defaults_it() -> None:
+    default = parsed("").wait_for_pods_ready
+    assert default.enable and not default.block_admission
+    assert default.timeout_seconds == 1800
+    assert not parsed("waitForPodsReady: {enable: false}").wait_for_pods_ready.enable
+    assert parsed("waitForPodsReady: {timeout: 0s}").wait_for_pods_ready.timeout_seconds == 1800
+
+
 def test_every_error_is_reported_with_its_path_at_once() -> None:
     errors = rejected(
         """

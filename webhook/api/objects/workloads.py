@@ -171,6 +171,13 @@ class Workload(NamespacedByMeta):
         return self._is("Evicted")
 
     @property
+    def is_backing_off(self) -> bool:
+        """Evicted by a PodsReady timeout and sitting out its requeue backoff (Requeued=False, reason
+        PodsReadyTimeout, until the backoff ends and Requeued turns True): not to be admitted meanwhile."""
+        requeued = self.condition("Requeued")
+        return requeued is not None and requeued.status == "False" and requeued.reason == "PodsReadyTimeout"
+
+    @property
     def is_deleting(self) -> bool:
         """Deleted, but held by a finalizer (Kueue's resource-in-use) until its quota is let go."""
         return bool(self.meta.deletion_timestamp)
