@@ -216,16 +216,17 @@ class _Pass:
             fits = all(amount <= available(name, fr) for fr, amount in assignment.usage.items())
         if not fits:
             tracker.drop_claim(info.key)
-            # It fitted at nomination but an admission before it in this cycle took the room.
-            # Kueue requeues it for the next cycle with this message. We do the same when some
-            # flavor could still hold it; otherwise it parks until enough is available again.
-            retry = _any_flavor_condition(queue.compiled, partial_admission.at_min_counts(info))
-            # (room held for this cycle only is back in the next one: try again then)
-            if not targets and (self.holds or may_fit(retry, partial(ledger.available, name))):
+            # It fitted at nomination but an admission before it in this cycle took the room. Kueue
+            # requeues it at once with this message (RequeueReasonFailedAfterNomination: back in the
+            # heap, not inadmissible), so the next cycle tries it again and, if it still cannot get in,
+            # parks it with the reason that holds then: the message never stays at this one.
+            # A preemptor that no longer fits parks until a release instead: retried at once it would
+            # find the same targets again, cycle after cycle, while they are still leaving.
+            if targets:
+                queue.pending.requeue_failed(info, retry_when=None)
+            else:
                 queue.pending.requeue_retry(info)
                 self.catalog.ready.add(name)
-            else:
-                queue.pending.requeue_failed(info, retry_when=None if targets else retry)
             tracked.queued = True
             self._wait(info, queue, REASON_WAITING, NO_LONGER_FITS)
             return
