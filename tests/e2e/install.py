@@ -12,8 +12,9 @@
   node, because this control plane has no kubelet and its API server cannot reach Services: the process runs
   here rather than in a Pod, and the webhook configurations are pointed at ``https://127.0.0.1:9443``.
 
-Both stop the process and remove the webhook configurations on the way out: left behind, they would make
-the API server refuse every Job create in the cluster (``failurePolicy: Fail``).
+Both stop the process and remove the webhook configurations and the visibility APIService on the way out:
+left behind, they would make the API server refuse every Job create in the cluster (``failurePolicy:
+Fail``) and leave every namespace deletion waiting on an unavailable API.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ WEBHOOK_CONFIGURATIONS = (
     ("mutatingwebhookconfiguration", "kueue-webhook-mutating"),
     ("validatingwebhookconfiguration", "kueue-webhook-validating"),
 )
+VISIBILITY_API_SERVICE = ("apiservice", "v1beta2.visibility.kueue.x-k8s.io")
 KUEUE_WEBHOOK = [sys.executable, "-m", "webhook"]
 
 
@@ -105,7 +107,9 @@ def patch_ca_bundles(cluster: Cluster, workdir: Path) -> Path:
 
 
 def remove_webhook_configurations(cluster: Cluster) -> None:
-    for kind, name in WEBHOOK_CONFIGURATIONS:
+    """What points the API server at a process that is going away: the webhook configurations, and the
+    visibility APIService (left unavailable, it would block every namespace deletion in the cluster)."""
+    for kind, name in (*WEBHOOK_CONFIGURATIONS, VISIBILITY_API_SERVICE):
         cluster.kubectl("delete", kind, name, "--ignore-not-found", check=False)
 
 
