@@ -156,16 +156,9 @@ def create_app(
         view: ClusterView,
         config: Callable[[], Configuration],
     ) -> web.Response:
-        if request.content_type != _JSON:
-            return _http_error(
-                path, 400, "BadRequest", f"Content-Type must be {_JSON}, got {request.content_type!r}"
-            )
-        try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return _http_error(
-                path, 413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
-            )
+        body = await _json_body(request, path)
+        if isinstance(body, web.Response):
+            return body
         try:
             review = parse_review(body)
         except ReviewError as exc:
@@ -206,6 +199,19 @@ def create_app(
         metrics.requests.labels(path, "true" if verdict.allowed else "false", str(verdict.code)).inc()
         return web.Response(body=render_response(review.uid, verdict), content_type=_JSON)
 
+    async def _json_body(request: web.Request, path: str) -> bytes | web.Response:
+        """The body of a review POST, or the error answer when it is not JSON or too large."""
+        if request.content_type != _JSON:
+            return _http_error(
+                path, 400, "BadRequest", f"Content-Type must be {_JSON}, got {request.content_type!r}"
+            )
+        try:
+            return await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _http_error(
+                path, 413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
+            )
+
     def _http_error(path: str, code: int, reason: str, message: str) -> web.Response:
         metrics.requests.labels(path, "false", str(code)).inc()
         log.info("admission request refused", extra={"path": path, "code": code, "reason": message})
@@ -216,16 +222,9 @@ def create_app(
         path = "/convert"
         started = time.perf_counter()
         try:
-            if request.content_type != _JSON:
-                return _http_error(
-                    path, 400, "BadRequest", f"Content-Type must be {_JSON}, got {request.content_type!r}"
-                )
-            try:
-                body = await request.read()
-            except web.HTTPRequestEntityTooLarge:
-                return _http_error(
-                    path, 413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
-                )
+            body = await _json_body(request, path)
+            if isinstance(body, web.Response):
+                return body
             try:
                 answer = answer_review(body)
             except ConversionReviewError as exc:
