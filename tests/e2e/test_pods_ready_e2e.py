@@ -1,0 +1,167 @@
+"""waitForPodsReady on a real API server, with kueue-webhook installed out of cluster.
+
+A Job whose pod never becomes ready (no kubelet runs it) is evicted once ``timeout`` has passed since its
+admission, requeued after its backoff, admitted again, and deactivated when it runs out of requeues: each
+step with Kueue's conditions. A Job whose pod the test reports ready (as a kubelet would) turns
+``PodsReady=True``. The configuration is changed through the ConfigMap, live, and put back afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
+from tests.e2e.install import REPO_ROOT, Running, out_of_cluster
+
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
+JSON = dict[str, object]
+CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
+    cluster = Cluster(Path(KUBECONFIG))
+    with out_of_cluster(cluster, tmp_path_factory.mktemp("pods-ready")) as running:
+        yield cluster, running
+
+
+def configure(cluster: Cluster, running: Running, extra: str) -> None:
+    """The shipped configuration plus ``extra``, applied live; returns once the controller says so."""
+    document = yaml.safe_load(CONFIGMAP.read_text())
+    document["data"]["config.yaml"] += extra
+    current = cluster.get("configmap", "kueue-webhook-config", "-n", "kueue-system")
+    if current["data"] == document["data"]:
+        return  # nothing changes, nothing is applied again
+    applied = running.log.read_text().count('"configuration applied"')
+    cluster.apply(yaml.safe_dump(document))
+    until(lambda: running.log.read_text().count('"configuration applied"') > applied, "the new configuration")
+
+
+@pytest.fixture
+def queue(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, Running, str]]:
+    cluster, running = controller
+    name = f"e2e-ready-{uuid.uuid4().hex[:6]}"
+    cluster.apply(f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {name}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {name}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {name}}}
+spec:
+  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{{name: {name}, resources: [{{name: cpu, nominalQuota: "1"}}]}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: q, namespace: {name}}}
+spec: {{clusterQueue: {name}}}
+""")
+    try:
+        yield cluster, running, name
+    finally:
+        configure(cluster, running, "")
+        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
+
+
+def create_job(cluster: Cluster, namespace: str) -> None:
+    cluster.apply(f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: train, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: 500m}}}}}}]
+""")
+
+
+def workload(cluster: Cluster, namespace: str) -> dict[str, object]:
+    items = cluster.items("workloads", "-n", namespace)
+    return dict(items[0]) if items else {}
+
+
+def test_a_job_whose_pods_never_get_ready_is_evicted_requeued_then_deactivated(
+    queue: tuple[Cluster, Running, str],
+) -> None:
+    cluster, running, ns = queue
+    configure(
+        cluster,
+        running,
+        "waitForPodsReady:\n  timeout: 3s\n"
+        "  requeuingStrategy: {backoffBaseSeconds: 1, backoffLimitCount: 1}\n",
+    )
+    create_job(cluster, ns)
+    seen: list[tuple[str, str, str]] = []
+
+    def step() -> bool:
+        w = workload(cluster, ns)
+        for kind in ("PodsReady", "Evicted", "Requeued"):
+            c = condition(w, kind)
+            row = (kind, str(c.get("status")), str(c.get("reason")))
+            if c and row not in seen:
+                seen.append(row)
+        return (w.get("spec") or {}).get("active") is False  # type: ignore[union-attr]
+
+    until(step, "the Workload to be evicted, requeued and deactivated", timeout=90, every=0.25)
+    final = workload(cluster, ns)
+    name = final["metadata"]["name"]  # type: ignore[index]
+    assert ("PodsReady", "False", "WaitForStart") in seen, seen
+    assert ("Evicted", "True", "PodsReadyTimeout") in seen, seen
+    assert ("Requeued", "True", "BackoffFinished") in seen, seen
+    evicted = condition(final, "Evicted")
+    assert evicted["reason"] == "DeactivatedDueToRequeuingLimitExceeded", (evicted, running.tail())
+    job = cluster.get("job", "train", "-n", ns)
+    assert job["spec"]["suspend"] is True
+    reasons = json.loads(
+        cluster.kubectl(
+            "get", "events", "-n", ns, "-o", "json", "--field-selector", f"involvedObject.name={name}"
+        ).stdout
+    )["items"]
+    assert "EvictedDueToPodsReadyTimeout" in {e["reason"] for e in reasons}
+
+
+def test_a_job_whose_pod_is_ready_has_pods_ready_true(queue: tuple[Cluster, Running, str]) -> None:
+    cluster, _, ns = queue
+    create_job(cluster, ns)
+    until(lambda: bool(cluster.items("pods", "-n", ns)), "the Job's pod")
+    assert condition(workload(cluster, ns), "PodsReady")["reason"] == "WaitForStart"
+    pod = cluster.items("pods", "-n", ns)[0]
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    running_status = {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+        "containerStatuses": [
+            {
+                "name": "c",
+                "image": "busybox",
+                "imageID": "",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+        ],
+    }
+    cluster.kubectl(
+        "-n", ns, "patch", "pod", pod["metadata"]["name"], "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": running_status}),
+    )  # fmt: skip
+    until(lambda: condition(workload(cluster, ns), "PodsReady").get("status") == "True", "PodsReady=True")
+    assert condition(workload(cluster, ns), "PodsReady")["reason"] == "Started"
