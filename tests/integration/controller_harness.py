@@ -108,3 +108,20 @@ async def readyz(port: int, ca: Path) -> int:
             return response.status
     except aiohttp.ClientConnectionError:
         return 0
+
+
+def controller_config(body: str) -> str:
+    """Namespace kueue-system and the controller's ConfigMap with ``body`` as its config.yaml."""
+    indented = "\n".join(f"    {line}" for line in body.strip().splitlines())
+    return f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: kueue-system}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: kueue-webhook-config, namespace: kueue-system}}
+data:
+  config.yaml: |
+{indented}
+"""

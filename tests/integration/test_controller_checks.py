@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.support import Replica, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, gpu_limits, is_true, queued_job
+from tests.integration.controller_harness import condition, controller_config, gpu_limits, is_true, queued_job
 from webhook.certs import ca_bundle, ensure_certificates
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import ApiError, KubeClient
@@ -26,52 +26,46 @@ JSON = dict[str, Any]
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
 KEY = "approval.kueue-webhook.io/finance"
 
-SETUP = f"""
+SETUP = (
+    controller_config(f"""
+manualApproval:
+  approvers: [alice, "group:finance-leads"]
+controllerIdentity: {{username: "{CONTROLLER}"}}
+""")
+    + """---
 apiVersion: v1
 kind: Namespace
-metadata: {{name: kueue-system}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: kueue-webhook-config, namespace: kueue-system}}
-data:
-  config.yaml: |
-    manualApproval:
-      approvers: [alice, "group:finance-leads"]
-    controllerIdentity: {{username: "{CONTROLLER}"}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: ml}}
+metadata: {name: ml}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: AdmissionCheck
-metadata: {{name: finance}}
-spec: {{controllerName: kueue-webhook.io/manual-approval}}
+metadata: {name: finance}
+spec: {controllerName: kueue-webhook.io/manual-approval}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
-metadata: {{name: a100}}
-spec: {{nodeLabels: {{gpu.example.com/model: a100}}}}
+metadata: {name: a100}
+spec: {nodeLabels: {gpu.example.com/model: a100}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
-metadata: {{name: a100}}
+metadata: {name: a100}
 spec:
-  namespaceSelector: {{}}
+  namespaceSelector: {}
   admissionChecksStrategy:
-    admissionChecks: [{{name: finance}}]
+    admissionChecks: [{name: finance}]
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
     flavors:
     - name: a100
-      resources: [{{name: nvidia.com/gpu, nominalQuota: 8}}]
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
-metadata: {{name: a100, namespace: ml}}
-spec: {{clusterQueue: a100}}
+metadata: {name: a100, namespace: ml}
+spec: {clusterQueue: a100}
 """
+)
 
 
 def gpu_job(name: str, gpus: int = 8) -> JSON:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.support import Replica, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, gpu_limits, is_true, queued_job
+from tests.integration.controller_harness import condition, controller_config, gpu_limits, is_true, queued_job
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook.certs import ca_bundle, ensure_certificates
 from webhook.control.kinds import JOBS
@@ -25,18 +25,7 @@ from webhook.control.kube import ApiError, KubeClient
 JSON = dict[str, Any]
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
 MIN = "kueue.x-k8s.io/job-min-parallelism"
-SETUP = f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: kueue-system}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: kueue-webhook-config, namespace: kueue-system}}
-data:
-  config.yaml: |
-    controllerIdentity: {{username: "{CONTROLLER}"}}
-"""
+SETUP = controller_config(f'controllerIdentity: {{username: "{CONTROLLER}"}}')
 
 
 @pytest.fixture

@@ -17,28 +17,12 @@ from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
 from tests.integration.controller_harness import condition, is_true
+from tests.integration.controller_harness import controller_config as config
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
 
 JSON = dict[str, Any]
 MakeFakeApi = Callable[..., Awaitable[FakeApiServer]]
 NS = "team-a"
-
-
-def config(body: str) -> str:
-    """The controller's ConfigMap with ``body`` as its config.yaml (indented under the key)."""
-    indented = "\n".join(f"    {line}" for line in body.strip().splitlines())
-    return f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: kueue-system}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: kueue-webhook-config, namespace: kueue-system}}
-data:
-  config.yaml: |
-{indented}
-"""
 
 
 async def cluster(make_fake_api: MakeFakeApi, wait_for_pods_ready: str) -> FakeApiServer:
