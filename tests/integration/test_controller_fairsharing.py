@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, queued_job, running
+from tests.integration.controller_harness import condition, controller_config, queued_job, running
 
 JSON = dict[str, Any]
 
@@ -41,18 +41,9 @@ spec: {{clusterQueue: {team}}}
 """
         for team in ("team-a", "team-b")
     )
-    return f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: kueue-system}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: kueue-webhook-config, namespace: kueue-system}}
-data:
-  config.yaml: |
-    {config}
----
+    return (
+        controller_config(config)
+        + f"""---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: Cohort
 metadata: {{name: org}}
@@ -61,6 +52,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {{name: default}}
 {teams}"""
+    )
 
 
 def cpu_job(namespace: str, name: str, cpus: int) -> JSON:

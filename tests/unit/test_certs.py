@@ -37,6 +37,24 @@ def sans(cert: x509.Certificate) -> tuple[list[str], list[str]]:
     return san.get_values_for_type(x509.DNSName), [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
 
 
+def plain_http_kubeconfig(tmp_path: Path, port: int) -> Path:
+    """A kubeconfig for a stub API server on 127.0.0.1:``port`` over plain HTTP, with a token."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return kubeconfig
+
+
 def test_fresh_directory_gets_a_ca_and_a_serving_certificate_for_the_service(tmp_path: Path) -> None:
     certs = ensure_certificates(tmp_path / "certs", hosts=["webhook.example"], ips=["127.0.0.1", "::1"])
     assert certs.created_ca and certs.issued_serving
@@ -182,19 +200,7 @@ async def test_patch_webhook_configurations_through_the_api(
     app = web.Application()
     app.router.add_route("*", "/apis/admissionregistration.k8s.io/v1/{plural}/{name}", handle)
     server = await aiohttp_server_factory(app)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    kubeconfig = plain_http_kubeconfig(tmp_path, server.port)
     bundle = ca_bundle(ensure_certificates(tmp_path / "certs"))
     lines = await patch_webhook_configurations(
         bundle,
@@ -231,19 +237,7 @@ async def test_patch_sets_the_conversion_webhook_ca_bundle_of_the_kueue_crds(
     app.router.add_route("*", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", handle)
     app.router.add_route("*", "/apis/admissionregistration.k8s.io/v1/{plural}/{name}", no_webhooks)
     server = await aiohttp_server_factory(app)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    kubeconfig = plain_http_kubeconfig(tmp_path, server.port)
     bundle = ca_bundle(ensure_certificates(tmp_path / "certs"))
     lines = await patch_webhook_configurations(
         bundle, mutating=[], validating=[], crds=KUEUE_CRDS, kubeconfig=str(kubeconfig)
