@@ -15,13 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 
 from tests.fakeapi import FakeApiServer
-from tests.integration.test_webhook_admission import MANIFESTS, FakeApiView
-from webhook.api.config import Configuration
-from webhook.certs import KUEUE_CRDS, ca_bundle, ensure_certificates, patch_webhook_configurations
-from webhook.server import WebhookServer, create_app
+from tests.integration.webhook_harness import registered_webhook
+from webhook.certs import KUEUE_CRDS
+from webhook.server import WebhookServer
 
 # The shape of Kueue's docs ("Administer cluster quotas", single ClusterQueue setup), in v1beta1.
 KUEUE_DOCS_V1BETA1 = """
@@ -59,26 +57,8 @@ spec:
 
 @pytest.fixture
 async def converting(fake_api: FakeApiServer, tmp_path: Path) -> AsyncIterator[WebhookServer]:
-    certs = ensure_certificates(tmp_path / "certs", ips=["127.0.0.1"])
-    app = create_app(view=FakeApiView(fake_api), config=Configuration, registry=CollectorRegistry())
-    server = WebhookServer(app, cert_file=certs.cert, key_file=certs.key, host="127.0.0.1", port=0)
-    await server.start()
-    try:
-        for name in ("mutatingwebhookconfiguration.yaml", "validatingwebhookconfiguration.yaml"):
-            await fake_api.apply_manifests((MANIFESTS / name).read_text())
-        fake_api.set_service_endpoint(
-            namespace="kueue-system", name="kueue-webhook", address=f"127.0.0.1:{server.port}"
-        )
-        await patch_webhook_configurations(
-            ca_bundle(certs),
-            mutating=["kueue-webhook-mutating"],
-            validating=["kueue-webhook-validating"],
-            crds=KUEUE_CRDS,
-            kubeconfig=str(fake_api.kubeconfig_path()),
-        )
+    async with registered_webhook(fake_api, tmp_path, crds=KUEUE_CRDS) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 async def run(kubectl: Callable[..., Any], *args: str, input: str | None = None) -> Any:

@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 
 from tests.fakeapi import FakeApiServer
+from tests.integration.webhook_harness import registered_webhook
 from webhook.api.config import Configuration, parse_configuration
-from webhook.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
-from webhook.server import WebhookServer, create_app
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
 CONTROLLER_TOKEN = "controller-token"
 ENFORCING = parse_configuration(
@@ -32,43 +29,14 @@ ENFORCING = parse_configuration(
 assert isinstance(ENFORCING, Configuration)
 
 
-class FakeApiView:
-    """The ClusterView the controller's informer store provides, read here straight from the fake API."""
-
-    def __init__(self, api: FakeApiServer) -> None:
-        self.api = api
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        obj = self.api.get("namespaces", namespace)
-        return None if obj is None else dict(obj["metadata"].get("labels") or {})
-
-    def local_queue_names(self, namespace: str) -> Sequence[str]:
-        return [q["metadata"]["name"] for q in self.api.list("localqueues", namespace)]
-
-
 @pytest.fixture
 async def cluster(fake_api: FakeApiServer, tmp_path: Path) -> AsyncIterator[list[Configuration]]:
     """Our webhook registered in the fake API with the shipped configurations and a patched caBundle.
 
     Yields the live configuration (a one-element list tests may replace).
     """
-    certs = ensure_certificates(tmp_path / "certs", ips=["127.0.0.1"])
     config = [ENFORCING]
-    app = create_app(view=FakeApiView(fake_api), config=lambda: config[0], registry=CollectorRegistry())
-    server = WebhookServer(app, cert_file=certs.cert, key_file=certs.key, host="127.0.0.1", port=0)
-    await server.start()
-    try:
-        for name in ("mutatingwebhookconfiguration.yaml", "validatingwebhookconfiguration.yaml"):
-            await fake_api.apply_manifests((MANIFESTS / name).read_text())
-        fake_api.set_service_endpoint(
-            namespace="kueue-system", name="kueue-webhook", address=f"127.0.0.1:{server.port}"
-        )
-        await patch_webhook_configurations(
-            ca_bundle(certs),
-            mutating=["kueue-webhook-mutating"],
-            validating=["kueue-webhook-validating"],
-            kubeconfig=str(fake_api.kubeconfig_path()),
-        )
+    async with registered_webhook(fake_api, tmp_path, config=lambda: config[0]):
         fake_api.add_token(CONTROLLER_TOKEN, CONTROLLER, ["system:serviceaccounts"])
         await fake_api.apply_manifests(
             """
@@ -92,8 +60,6 @@ spec: {clusterQueue: research}
 """
         )
         yield config
-    finally:
-        await server.stop()
 
 
 Kubectl = Callable[..., Any]

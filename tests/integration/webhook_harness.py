@@ -1,0 +1,63 @@
+"""Our admission webhook served over TLS and registered in the fake API server with the shipped webhook
+configurations (caBundle patched by ``certs``, as an install does), reading the cluster straight from the
+fake instead of from the controller's informer store."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from tests.fakeapi import FakeApiServer
+from webhook.api.config import Configuration
+from webhook.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
+from webhook.server import WebhookServer, create_app
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
+
+
+class FakeApiView:
+    """The ClusterView the controller's informer store provides, read here straight from the fake API."""
+
+    def __init__(self, api: FakeApiServer) -> None:
+        self.api = api
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        obj = self.api.get("namespaces", namespace)
+        return None if obj is None else dict(obj["metadata"].get("labels") or {})
+
+    def local_queue_names(self, namespace: str) -> Sequence[str]:
+        return [q["metadata"]["name"] for q in self.api.list("localqueues", namespace)]
+
+
+@contextlib.asynccontextmanager
+async def registered_webhook(
+    fake_api: FakeApiServer,
+    directory: Path,
+    *,
+    config: Callable[[], Configuration] = Configuration,
+    crds: Sequence[str] = (),
+) -> AsyncIterator[WebhookServer]:
+    """The webhook server, its configurations applied and pointed at it (and ``crds``' conversion)."""
+    certs = ensure_certificates(directory / "certs", ips=["127.0.0.1"])
+    app = create_app(view=FakeApiView(fake_api), config=config, registry=CollectorRegistry())
+    server = WebhookServer(app, cert_file=certs.cert, key_file=certs.key, host="127.0.0.1", port=0)
+    await server.start()
+    try:
+        for name in ("mutatingwebhookconfiguration.yaml", "validatingwebhookconfiguration.yaml"):
+            await fake_api.apply_manifests((MANIFESTS / name).read_text())
+        fake_api.set_service_endpoint(
+            namespace="kueue-system", name="kueue-webhook", address=f"127.0.0.1:{server.port}"
+        )
+        await patch_webhook_configurations(
+            ca_bundle(certs),
+            mutating=["kueue-webhook-mutating"],
+            validating=["kueue-webhook-validating"],
+            crds=crds,
+            kubeconfig=str(fake_api.kubeconfig_path()),
+        )
+        yield server
+    finally:
+        await server.stop()
