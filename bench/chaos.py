@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import json
 import os
@@ -45,10 +44,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.baseline.processes import ROOT, free_port
 from bench.baseline.timeline import Change, QuotaLimits, Timeline, check_over_admission, condition_true
+from bench.real_cluster import (
+    CONTROLLER_NAMESPACE,
+    install,
+    kubectl,
+    server_version,
+    service_account_kubeconfig,
+)
 from webhook import runtime
 from webhook.control.controller import LEASE_NAME
 from webhook.control.kinds import (
@@ -63,43 +67,8 @@ from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 
 RESULTS = ROOT / "bench" / "results"
 PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
-CONTROLLER_NAMESPACE = "kueue-system"
-#: applied from manifests/: everything the controller needs but its Deployment and the webhook configurations
-INSTALL = ["crds", "controller/namespace.yaml", "controller/serviceaccount.yaml", "controller/rbac.yaml"]
-INSTALL += ["controller/configmap.yaml"]
 HOLD_LABEL = "bench.kueue-webhook/hold"  # Jobs whose Pods the played kubelet leaves running
 JSON = dict[str, Any]
-
-
-def kubectl(kubeconfig: Path, *args: str, input: str | None = None) -> str:
-    result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kubeconfig), *args], input=input, capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
-    return result.stdout
-
-
-def service_account_kubeconfig(admin: Path, out: Path) -> Path:
-    """A kubeconfig with the ServiceAccount's token: the replicas run with its RBAC, as in a Pod."""
-    config = yaml.safe_load(admin.read_text())
-    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])["context"]
-    cluster = dict(next(c for c in config["clusters"] if c["name"] == context["cluster"])["cluster"])
-    if "certificate-authority" in cluster:
-        ca = Path(cluster.pop("certificate-authority")).read_bytes()
-        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
-    token = kubectl(admin, "-n", CONTROLLER_NAMESPACE, "create", "token", "kueue-webhook", "--duration=2h")
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": cluster}],
-        "users": [{"name": "kueue-webhook", "user": {"token": token.strip()}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "kueue-webhook"}}],
-        "current-context": "c",
-    }
-    out.write_text(yaml.safe_dump(document))
-    out.chmod(0o600)
-    return out
 
 
 @dataclass
@@ -469,14 +438,13 @@ def commit() -> str:
 
 async def bench(args: argparse.Namespace) -> JSON:
     admin = Path(args.kubeconfig)
-    for part in INSTALL:
-        kubectl(admin, "apply", "-k" if part == "crds" else "-f", str(ROOT / "manifests" / part))
+    install(admin)
     hooks = kubectl(admin, "get", "mutatingwebhookconfiguration,validatingwebhookconfiguration", "-o", "name")
     if "kueue-webhook" in hooks:
         raise SystemExit(
             f"kueue-webhook's webhook configurations are registered; remove them first:\n{hooks}"
         )
-    version = json.loads(kubectl(admin, "get", "--raw", "/version"))["gitVersion"]
+    version = server_version(admin)
     suffix = uuid.uuid4().hex[:6]
     names = {"ns": f"chaos-{suffix}", "cq": f"chaos-{suffix}", "flavor": f"chaos-{suffix}"}
     kubectl(admin, "apply", "-f", "-", input=setup_manifests(names, args.quota))

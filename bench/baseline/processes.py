@@ -64,6 +64,14 @@ def snapshot(commit: str, directory: Path) -> Path:
     return directory
 
 
+def head_commit() -> str:
+    """The commit measured, marked when webhook/ has edits beyond it."""
+    git = ["git", "-C", str(ROOT)]
+    result = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "status", "--porcelain", "webhook"], capture_output=True, text=True)
+    return (result.stdout.strip() or "unknown") + ("+edits" if dirty.stdout.strip() else "")
+
+
 def _under_py_spy(command: list[str], profile: Path | None) -> list[str]:
     if profile is None:
         return command
@@ -163,8 +171,19 @@ async def _sleep_poll() -> None:
     await asyncio.sleep(0.1)
 
 
+#: beside the fake API server: one replica (no Lease), and a connection for each of the 16 decision writes in
+#: flight beside the watches (the default pool is sized for memory; Kueue's own runner likewise raises its
+#: client's QPS and burst)
+FAKE_API_FLAGS = ["--no-leader-election", "--api-connections", "32"]
+
+
 def start_controller(
-    *, kubeconfig: Path, workdir: Path, profile: Path | None, root: Path = ROOT
+    *,
+    kubeconfig: Path,
+    workdir: Path,
+    profile: Path | None,
+    root: Path = ROOT,
+    flags: list[str] = FAKE_API_FLAGS,
 ) -> Controller:
     """``kueue-webhook serve`` (modules from ``root``: ``python -m`` puts the working directory first)."""
     certs = workdir / "certs"
@@ -182,11 +201,7 @@ def start_controller(
         "serve",
         "--kubeconfig",
         str(kubeconfig),
-        "--no-leader-election",
-        # a connection for each of the 16 decision writes in flight beside the watches (the default pool
-        # is sized for memory; Kueue's own runner likewise raises its client's QPS and burst)
-        "--api-connections",
-        "32",
+        *flags,
     ]
     serve += ["--tls-dir", str(certs), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     log = workdir / "controller.log"

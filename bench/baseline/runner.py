@@ -202,8 +202,27 @@ class Run:
 
     # -- generator ------------------------------------------------------------------------------------
 
+    async def wait_for_terminating_namespaces(self, *, timeout: float = 300.0) -> None:
+        """A previous run's namespaces may still be terminating on a real cluster (the namespace
+        controller deletes their Workloads first); creating in them is forbidden until they are gone."""
+        deadline = time.monotonic() + timeout
+        for queue in self.plan.queues:
+            while True:
+                try:
+                    namespace = await self.api.get(NAMESPACES, name=queue.name)
+                except ApiError as exc:
+                    if exc.status == 404:
+                        break
+                    raise
+                if not (namespace.get("metadata") or {}).get("deletionTimestamp"):
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"namespace {queue.name} still terminating after {timeout:.0f}s")
+                await asyncio.sleep(0.5)  # another process's deletion: nothing here to await but its result
+
     async def setup(self) -> None:
         """ResourceFlavor, then per queue its ClusterQueue, Namespace and LocalQueue (Kueue's order)."""
+        await self.wait_for_terminating_namespaces()
         await self._create(RESOURCE_FLAVORS, scenario.resource_flavor())
         slots = asyncio.Semaphore(16)
 

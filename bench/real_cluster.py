@@ -1,0 +1,147 @@
+"""What the benchmarks need of a real API server: install, the controller's credentials, and its own counters.
+
+A figure measured on the fake API server overstates what users get (the fake costs a fraction of a real
+request), so the benchmarks that matter run against a real kube-apiserver, such as the control plane of
+``../shared/kube``. Three things are common to them and live here:
+
+* **install**: the CRDs, the namespace, the ServiceAccount and its RBAC, and the ConfigMap of ``manifests/``
+  (everything but the Deployment and the webhook configurations), applied with kubectl as a user would;
+* **credentials**: a kubeconfig with the ServiceAccount's token, so ``kueue-webhook serve`` runs with exactly
+  the RBAC it has in a Pod;
+* **the API server's own view**: ``apiserver_request_total`` from its ``/metrics`` (writes by verb and
+  resource, whatever client sent them) and the CPU time of the kube-apiserver, etcd and
+  kube-controller-manager processes when they run on this machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTROLLER_NAMESPACE = "kueue-system"
+SERVICE_ACCOUNT = "kueue-webhook"
+#: applied from manifests/: everything the controller needs but its Deployment and the webhook configurations
+INSTALL = [
+    "crds",
+    "controller/namespace.yaml",
+    "controller/serviceaccount.yaml",
+    "controller/rbac.yaml",
+    "controller/configmap.yaml",
+]
+#: the verbs of apiserver_request_total that change state (a watch, get or list does not)
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
+#: the control-plane processes whose CPU a run costs, by /proc/<pid>/comm (truncated to 15 characters)
+CONTROL_PLANE = {
+    "kube-apiserver": "kube-apiserver",
+    "etcd": "etcd",
+    "kube-controller": "kube-controller-manager",
+}
+
+
+def kubectl(kubeconfig: Path, *args: str, input: str | None = None) -> str:
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args], input=input, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def install(admin: Path) -> None:
+    for part in INSTALL:
+        kubectl(admin, "apply", "-k" if part == "crds" else "-f", str(ROOT / "manifests" / part))
+
+
+def server_version(admin: Path) -> str:
+    return str(json.loads(kubectl(admin, "get", "--raw", "/version"))["gitVersion"])
+
+
+def service_account_kubeconfig(admin: Path, out: Path) -> Path:
+    """A kubeconfig with the ServiceAccount's token: the controller runs with its RBAC, as in a Pod."""
+    config = yaml.safe_load(admin.read_text())
+    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])["context"]
+    cluster = dict(next(c for c in config["clusters"] if c["name"] == context["cluster"])["cluster"])
+    if "certificate-authority" in cluster:
+        ca = Path(cluster.pop("certificate-authority")).read_bytes()
+        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
+    token = kubectl(admin, "-n", CONTROLLER_NAMESPACE, "create", "token", SERVICE_ACCOUNT, "--duration=2h")
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": cluster}],
+        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token.strip()}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": SERVICE_ACCOUNT}}],
+        "current-context": "c",
+    }
+    out.write_text(yaml.safe_dump(document))
+    out.chmod(0o600)
+    return out
+
+
+def request_counts(admin: Path) -> Counter[str]:
+    """``apiserver_request_total`` summed over codes and clients, keyed ``"<VERB> <resource>[/<sub>]"``."""
+    counts: Counter[str] = Counter()
+    text = kubectl(admin, "get", "--raw", "/metrics")
+    for family in text_string_to_metric_families(text):
+        if family.name != "apiserver_request":  # the parser drops the counter's _total suffix
+            continue
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            labels = sample.labels
+            resource = labels.get("resource", "")
+            if not resource:
+                continue
+            sub = labels.get("subresource", "")
+            counts[f"{labels.get('verb', '')} {resource}{'/' + sub if sub else ''}"] += int(sample.value)
+    return counts
+
+
+def writes_between(before: Counter[str], after: Counter[str]) -> dict[str, int]:
+    """The write requests the API server served between two ``request_counts``, largest first."""
+    delta = {
+        key: after[key] - before.get(key, 0)
+        for key in after
+        if key.split(" ", 1)[0] in WRITE_VERBS and after[key] > before.get(key, 0)
+    }
+    return dict(sorted(delta.items(), key=lambda item: -item[1]))
+
+
+@dataclass(frozen=True)
+class ControlPlaneCpu:
+    """CPU seconds of the local control plane's processes (empty when the API server runs elsewhere)."""
+
+    seconds: dict[str, float]
+
+    @classmethod
+    def sample(cls) -> ControlPlaneCpu:
+        seconds: dict[str, float] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                comm = (entry / "comm").read_text().strip()
+                name = CONTROL_PLANE.get(comm)
+                if name is None:
+                    continue
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks = int(fields[11]) + int(fields[12])
+            seconds[name] = seconds.get(name, 0.0) + ticks / os.sysconf("SC_CLK_TCK")
+        return cls(seconds)
+
+    def since(self, earlier: ControlPlaneCpu) -> dict[str, float]:
+        return {
+            name: round(value - earlier.seconds.get(name, 0.0), 1)
+            for name, value in sorted(self.seconds.items())
+        }
