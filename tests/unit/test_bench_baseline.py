@@ -394,7 +394,10 @@ class MemoryApi:
         return self._commit(kind, obj, "ADDED")
 
     async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
-        return copy.deepcopy(self.objects[(kind.plural, namespace or "", name)])
+        key = (kind.plural, namespace or "", name)
+        if key not in self.objects:
+            raise ApiError(status=404, reason="NotFound", message=f'{kind.plural} "{name}" not found')
+        return copy.deepcopy(self.objects[key])
 
     async def delete(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
         return self.objects.pop((kind.plural, namespace or "", name))

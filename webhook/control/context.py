@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from webhook.api.config import Configuration
+from webhook.control.api_health import WriteBudget
 from webhook.control.events import EventSink
 from webhook.control.metrics import Metrics
 from webhook.control.store import Store
@@ -31,3 +32,6 @@ class ControlContext:
     is_leader: Callable[[], bool]
     #: the configuration in force (the ConfigMap's, reloaded live)
     configuration: Callable[[], Configuration]
+    #: what informational writes (pending reasons, queue status, Events) may spend, by the API server's
+    #: health; decision writes never ask
+    budget: WriteBudget

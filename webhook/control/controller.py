@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.config import CONFIGMAP_NAME, Configuration
+from webhook.control.api_health import ApiHealth
 from webhook.control.checks import AdmissionChecksController
 from webhook.control.config import LiveConfiguration
 from webhook.control.context import ControlContext
@@ -80,7 +81,14 @@ class Controller:
         self.identity = identity
         self.metrics = Metrics()
         self.store = Store()
-        self.recorder = Recorder(client=client, instance=identity, on_drop=self.metrics.events_dropped.inc)
+        self.health = ApiHealth()
+        client.observe_write = self.health.observe
+        self.recorder = Recorder(
+            client=client,
+            instance=identity,
+            budget=self.health,
+            on_drop=self.metrics.events_dropped.inc,
+        )
         self.live_config = LiveConfiguration(
             namespace=namespace,
             events=self.recorder,
@@ -108,6 +116,7 @@ class Controller:
             metrics=self.metrics,
             is_leader=self.is_leader,
             configuration=self.configuration,
+            budget=self.health,
         )
         self.scheduler = SchedulerLoop(self.context)
         self.reconciler = JobReconciler(self.context)

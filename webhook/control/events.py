@@ -7,10 +7,11 @@ growing without bound (counted in ``kueue_webhook_events_dropped_total``). Repea
 reason, message) within a short window are folded into one Event with a count, as client-go's correlator
 does, so a pending Workload cannot flood etcd.
 
-Writes are paced by a token bucket (``rate`` a second, bursts of ``burst``), as client-go paces every
-request of a controller (Kueue runs its client at 50 requests a second, burst 100): a burst of admissions
-would otherwise send two Events per admission to the API server, competing with the writes that admit and
-release quota.
+Writes draw on the informational write budget (``webhook.control.api_health``), whose rate follows the API
+server's health, and only while it has room to spare: a burst of admissions would otherwise send two Events
+per admission to a busy API server, competing with the writes that admit and release quota. On a quiet
+cluster every Event is written; on a congested one most are dropped (counted), as the pending reasons and
+queue status written on the objects themselves say the same.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from webhook.control.api_health import WriteBudget
 from webhook.control.conditions import now_rfc3339
 from webhook.control.kinds import EVENTS
 from webhook.control.verbs import Creates
@@ -32,6 +34,8 @@ from webhook.control.verbs import Creates
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.events")
 COMPONENT = "kueue-webhook"
+#: the share of the write budget Events leave to pending reasons and queue status
+SPARE = 0.5
 
 
 class EventClient(Creates, Protocol):
@@ -74,25 +78,19 @@ class Recorder:
         *,
         client: EventClient,
         instance: str,
+        budget: WriteBudget,
         max_queue: int = 1000,
         fold_seconds: float = 60.0,
-        rate: float = 50.0,
-        burst: int = 200,
         on_drop: Callable[[], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.instance = instance
+        self.budget = budget
         self.fold_seconds = fold_seconds
-        self.rate = rate
-        self.burst = burst
         self.on_drop = on_drop
         self._queue: deque[EventIntent] = deque(maxlen=max_queue)
         self._wake = asyncio.Event()
         self._recent: OrderedDict[int, float] = OrderedDict()  # hash of (uid, type, reason, message)
-        self._clock = clock
-        self._tokens = float(burst)
-        self._refilled = clock()
         self.written = 0
         self.dropped = 0
 
@@ -120,22 +118,12 @@ class Recorder:
         self._queue.append(EventIntent(involved, namespace, type, reason, message))
         self._wake.set()
 
-    def _take_token(self) -> float:
-        """Seconds to wait before the next write may go (0 when a token was taken)."""
-        now = self._clock()
-        self._tokens = min(float(self.burst), self._tokens + (now - self._refilled) * self.rate)
-        self._refilled = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return 0.0
-        return (1.0 - self._tokens) / self.rate
-
     async def run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
-                delay = self._take_token()
+                delay = self.budget.take(keep=SPARE)
                 if delay > 0:
                     await asyncio.sleep(delay)  # the rate limit itself, not a synchronisation
                     continue

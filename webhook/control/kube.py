@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -78,6 +79,9 @@ class KubeClient:
     ) -> None:
         self.host = host.rstrip("/")
         self._auth = auth
+        #: told the latency (seconds) and HTTP status of every write answered, or 0 for a write that got no
+        #: answer: how busy the API server is (``webhook.control.api_health``)
+        self.observe_write: Callable[[float, int], None] | None = None
         #: per-request options: the cluster's proxy-url and tls-server-name
         self._via: dict[str, Any] = {}
         if proxy:
@@ -141,6 +145,29 @@ class KubeClient:
         if body is not None:
             data = orjson.dumps(body)
             headers["Content-Type"] = content_type
+        if self.observe_write is None or method == "GET":
+            return await self._send(method, path, query, data, headers, timeout)
+        started = time.monotonic()
+        try:
+            answer = await self._send(method, path, query, data, headers, timeout)
+        except ApiError as exc:
+            self.observe_write(time.monotonic() - started, exc.status)
+            raise
+        except Exception:  # no answer (a timeout, a dropped connection); a cancellation says nothing
+            self.observe_write(time.monotonic() - started, 0)
+            raise
+        self.observe_write(time.monotonic() - started, 200)
+        return answer
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | int] | None,
+        data: bytes | None,
+        headers: dict[str, str],
+        timeout: float,
+    ) -> JSON:
         async with self._session.request(
             method,
             self._url(path, query),

@@ -1,22 +1,18 @@
 """Pending reasons on Workloads (QuotaReserved=False): what to write, and when not to write at all.
 
-Every new Workload that does not fit gets Kueue's pending condition, so under a steady arrival rate these
-writes outnumber admissions. A Workload's first pending condition, and any change of its reason, is written
-at once. A message whose reason stands and whose wording alone moved is not: Kueue's text carries numbers
-(``insufficient unused quota for cpu in flavor rf, 3 more needed``) that change with every admission in the
-cohort, so writing each change would cost a waiting head many writes. Those are left to
-``webhook.control.pending_messages``, which brings the shown message up to date at a bounded rate, front of
-the queue first. The message is Kueue's, byte for byte: queue positions are served by the visibility API
-(``webhook.core.visibility``), never appended. The same write sets Admitted=False ``NoReservation``, as
-Kueue's UnsetQuotaReservationWithCondition does, so that condition costs no write of its own. The write
-re-reads the store, so a Workload admitted meanwhile is not written, and the resourceVersion precondition
-settles a race with its admission write.
-
-The scheduler loop runs these writes in the same slots as admissions, on purpose: shared slots are
-back-pressure. While they are busy the loop does not cycle, so changes accumulate and the next cycle sees
-many heads at once and admits in priority order across the cohort; with separate slots every change runs
-its own small cycle, low-priority Workloads take freed room first by borrowing it, and then have it
-reclaimed (measured in bench/baseline/README.md).
+Every new Workload that does not fit at once is decided to wait, so under a steady arrival rate these
+decisions outnumber admissions; most such Workloads are admitted within a second, and a write for each
+would be wasted on the API server the admissions need. So a Workload's first pending condition is written
+only once it has waited ``PENDING_DEBOUNCE`` seconds, and any write here (a first condition, a change of
+reason) goes only while the informational write budget (``webhook.control.api_health``) allows; what is
+not written now is written by ``webhook.control.pending_messages``, which brings every waiting Workload up
+to date, front of the queue first, as the budget allows. A message whose reason stands and whose wording
+alone moved is left to that pass too: Kueue's text carries numbers (``insufficient unused quota for cpu in
+flavor rf, 3 more needed``) that change with every admission in the cohort. The message is Kueue's, byte
+for byte: queue positions are served by the visibility API (``webhook.core.visibility``), never appended.
+The same write sets Admitted=False ``NoReservation``, as Kueue's UnsetQuotaReservationWithCondition does,
+so that condition costs no write of its own. The write re-reads the store, so a Workload admitted
+meanwhile is not written, and the resourceVersion precondition settles a race with its admission write.
 """
 
 from __future__ import annotations
@@ -52,7 +48,9 @@ class PendingReasons:
         self.context = context
         self.messages = messages
 
-    async def write(self, decision: Wait) -> None:
+    async def write(self, decision: Wait, *, at_once: bool = False) -> None:
+        """Show ``decision`` on its Workload, now or (unless ``at_once``) when it is worth a write; the
+        scheduler has marked its ClusterQueue for the pending messages pass."""
         key = str(decision.workload)
         namespace, _, name = key.partition("/")
         workload = self.context.store.get(WORKLOADS, name, namespace)
@@ -66,6 +64,14 @@ class PendingReasons:
             if shown != decision.message:
                 self._decided(key, decision)
             return
+        if not at_once:
+            first = (quota_condition(workload) or {}).get("status") != "False"
+            if first and not self.messages.settled(key):
+                self._decided(key, decision)
+                return  # admitted within a second, as most are, it never needs this write
+            if self.context.budget.take() > 0:
+                self._decided(key, decision)
+                return  # the API server is busy: the pass writes it when the budget allows
         message = decision.message
 
         def build(current: JSON) -> JSON | None:

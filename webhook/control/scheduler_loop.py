@@ -60,7 +60,7 @@ from webhook.control.kinds import (
     WORKLOADS,
     Kind,
 )
-from webhook.control.pending_messages import PendingMessages
+from webhook.control.pending_messages import PENDING_DEBOUNCE, PendingMessages
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, key_of
@@ -127,7 +127,7 @@ class SchedulerLoop:
         context: ControlContext,
         *,
         max_in_flight: int = DECISION_WRITES_IN_FLIGHT,
-        message_writes_per_second: int = 50,
+        pending_debounce: float = PENDING_DEBOUNCE,
     ) -> None:
         self.context = context
         self.store = context.store  # the core mirrors it: read on every change
@@ -137,9 +137,7 @@ class SchedulerLoop:
         self._tasks: set[asyncio.Task[None]] = set()
         #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
         self._admitting: set[str] = set()
-        self.messages = PendingMessages(
-            context, state=lambda: self.state, writes_per_second=message_writes_per_second
-        )
+        self.messages = PendingMessages(context, state=lambda: self.state, debounce=pending_debounce)
         self.pending = PendingReasons(context, messages=self.messages)
         self.admitted = 0
         self.cycles = 0
@@ -315,7 +313,8 @@ class SchedulerLoop:
         """blockAdmission held this admission: the Workload is told why, as Kueue's scheduler says while it
         waits (QuotaReserved=False WaitingForPodsReady)."""
         await self.pending.write(
-            Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE)
+            Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE),
+            at_once=True,  # not the core's decision: the pending messages pass would not know it
         )
 
     def _finished(self, task: asyncio.Task[None]) -> None:

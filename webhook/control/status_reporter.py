@@ -3,8 +3,10 @@
 Under churn every admission changes a ClusterQueue's usage; writing its status on each would double the
 API load of the admission path. Instead changes only mark queues dirty, and a flush at most every
 ``min_interval`` seconds recomputes the dirty ones from the core's ledger (the same numbers the scheduler
-decides with) and writes those whose visible status differs. Quiet periods therefore cost nothing and a
-burst costs one write per queue per interval. The same pass refreshes Kueue's per-queue gauges and adds
+decides with) and writes those whose visible status differs, while the informational write budget
+(``webhook.control.api_health``) allows; a queue held back stays dirty and is written by a later pass with
+the numbers of then. Quiet periods therefore cost nothing, a burst costs at most one write per queue per
+interval, and on a congested API server far fewer. The same pass refreshes Kueue's per-queue gauges and adds
 GPU-seconds for chargeback.
 
 Routing a change to the queues it touches must not read the store: decoding every LocalQueue on each
@@ -45,8 +47,10 @@ class QueueStatusReporter(PacedReporter):
         self, context: ControlContext, *, state: Callable[[], SchedulerView], min_interval: float = 1.0
     ) -> None:
         super().__init__(context, state=state, min_interval=min_interval)
-        self._dirty_cq: set[str] = set()
-        self._dirty_lq: set[tuple[str, str]] = set()
+        #: queues to recompute, in the order they were first marked (dict keys: an ordered set), so that
+        #: when the budget holds writes back the longest-waiting queue is written first on the next pass
+        self._dirty_cq: dict[str, None] = {}
+        self._dirty_lq: dict[tuple[str, str], None] = {}
         #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
         self._cq_of_lq: dict[tuple[str, str], str] | None = None
         self._lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
@@ -54,13 +58,13 @@ class QueueStatusReporter(PacedReporter):
 
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
-            self._dirty_cq.add(change.key[1])
+            self._dirty_cq.setdefault(change.key[1])
             if not change.only_status_changed():
                 self._mark_local_queues_of(change.key[1])
         elif change.kind is LOCAL_QUEUES:
-            self._dirty_lq.add(change.key)
+            self._dirty_lq.setdefault(change.key)
             queue = change.new or change.old or {}
-            self._dirty_cq.add(str((queue.get("spec") or {}).get("clusterQueue", "")))
+            self._dirty_cq.setdefault(str((queue.get("spec") or {}).get("clusterQueue", "")))
             self._index_local_queue(change.key, change.new)
         elif change.kind is RESOURCE_FLAVORS:
             self.mark_all()
@@ -72,20 +76,20 @@ class QueueStatusReporter(PacedReporter):
                 queue_name = str(spec.get("queueName", ""))
                 if queue_name:
                     lq_key = (change.key[0], queue_name)
-                    self._dirty_lq.add(lq_key)
+                    self._dirty_lq.setdefault(lq_key)
                     cluster_queue = self._index().get(lq_key)
                     if cluster_queue is not None:
-                        self._dirty_cq.add(cluster_queue)
+                        self._dirty_cq.setdefault(cluster_queue)
                 admitted_to = (status.get("admission") or {}).get("clusterQueue")
                 if admitted_to:
-                    self._dirty_cq.add(str(admitted_to))
+                    self._dirty_cq.setdefault(str(admitted_to))
         else:
             return
         self.kick()
 
     def mark_all(self) -> None:
-        self._dirty_cq.update(key_of(cq)[1] for cq in self.context.store.items(CLUSTER_QUEUES))
-        self._dirty_lq.update(self.context.store.keys(LOCAL_QUEUES))
+        self._dirty_cq.update(dict.fromkeys(key_of(cq)[1] for cq in self.context.store.items(CLUSTER_QUEUES)))
+        self._dirty_lq.update(dict.fromkeys(self.context.store.keys(LOCAL_QUEUES)))
         super().mark_all()
 
     def _index(self) -> dict[tuple[str, str], str]:
@@ -110,15 +114,15 @@ class QueueStatusReporter(PacedReporter):
 
     def _mark_local_queues_of(self, cluster_queue: str) -> None:
         self._index()
-        self._dirty_lq.update(self._lqs_of_cq.get(cluster_queue, ()))
+        self._dirty_lq.update(dict.fromkeys(sorted(self._lqs_of_cq.get(cluster_queue, ()))))
 
     async def flush(self) -> None:
-        cluster_queues, self._dirty_cq = self._dirty_cq, set()
-        local_queues, self._dirty_lq = self._dirty_lq, set()
+        cluster_queues, self._dirty_cq = self._dirty_cq, {}
+        local_queues, self._dirty_lq = self._dirty_lq, {}
         state = self.state()
         now = now_rfc3339()
         self._tick_gpu_seconds(state)
-        for name in sorted(n for n in cluster_queues if n):
+        for name in (n for n in cluster_queues if n):
             cq = self.context.store.get(CLUSTER_QUEUES, name)
             if cq is None or state.cluster_queue(name) is None:
                 if cq is None:
@@ -131,15 +135,23 @@ class QueueStatusReporter(PacedReporter):
             ]
             self._report_metrics(name, cq, status, reserving, state)
             if status_differs(cq.get("status"), status):
-                await self._write(CLUSTER_QUEUES, cq, status)
-        for namespace, name in sorted(local_queues):
+                if self.context.budget.take() > 0:
+                    self._dirty_cq.setdefault(name)  # held back: a later pass writes the numbers of then
+                else:
+                    await self._write(CLUSTER_QUEUES, cq, status)
+        for namespace, name in local_queues:
             lq = self.context.store.get(LOCAL_QUEUES, name, namespace)
             if lq is None or f"{namespace}/{name}" not in state.local_queues:
                 continue
             computed = local_queue_status(state, namespace, name)
             status = merge_status(lq.get("status"), computed, generation=observed_generation(lq), now=now)
             if status_differs(lq.get("status"), status):
-                await self._write(LOCAL_QUEUES, lq, status)
+                if self.context.budget.take() > 0:
+                    self._dirty_lq.setdefault((namespace, name))
+                else:
+                    await self._write(LOCAL_QUEUES, lq, status)
+        if self._dirty_cq or self._dirty_lq:
+            self.kick()
 
     async def _write(self, kind: Any, obj: JSON, status: JSON) -> None:
         try:

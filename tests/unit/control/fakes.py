@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webhook.api.config import Configuration
+from webhook.control.api_health import ApiHealth, WriteBudget
 from webhook.control.context import ControlContext
 from webhook.control.events import EventSink
 from webhook.control.kinds import Kind
@@ -88,6 +89,7 @@ def control_context(
     events: EventSink | None = None,
     metrics: Metrics | None = None,
     configuration: Callable[[], Configuration] = Configuration,
+    budget: WriteBudget | None = None,
 ) -> ControlContext:
     """The collaborators of a leading replica; ``writer`` is any stand-in with the verbs the test uses."""
     return ControlContext(
@@ -97,4 +99,5 @@ def control_context(
         metrics=metrics if metrics is not None else Metrics(),
         is_leader=lambda: True,
         configuration=configuration,
+        budget=budget if budget is not None else ApiHealth(),
     )

@@ -1,13 +1,14 @@
-"""Pending reasons: Kueue's message byte for byte, with Admitted=False NoReservation in the same write. The
-first pending condition and a new reason are written at once; a reworded message is left to the rate-limited
-pending messages pass, which writes the latest message, front of the queue first. Never over an admission."""
+"""Pending reasons: Kueue's message byte for byte, with Admitted=False NoReservation in the same write. A
+first pending condition is written once the Workload has waited a second, a new reason at once, both only
+while the write budget allows; the rest, and a reworded message, are left to the pending messages pass,
+which writes the latest message, front of the queue first, within the budget. Never over an admission."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import Any
 
-from tests.unit.control.fakes import control_context
+from tests.unit.control.fakes import Clock, control_context
 from webhook.control.kinds import WORKLOADS, Kind
 from webhook.control.pending_messages import PendingMessages
 from webhook.control.pending_reasons import PendingReasons
@@ -16,6 +17,7 @@ from webhook.core.model import WorkloadKey
 from webhook.core.scheduler import SchedulerState, Wait
 
 JSON = dict[str, Any]
+CLOCK = Clock()
 FULL = (
     "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor rf, 1 more needed"
 )
@@ -72,14 +74,31 @@ class Queue:
         return self.waits.get(key)
 
 
-def setup(queue: Queue | None = None) -> tuple[Store, RecordingWriter, Events, PendingReasons]:
+class Budget:
+    """A write budget of ``tokens`` writes."""
+
+    def __init__(self, tokens: int = 1000) -> None:
+        self.tokens = tokens
+
+    def take(self, *, keep: float = 0.0) -> float:
+        if self.tokens <= 0:
+            return 1.0
+        self.tokens -= 1
+        return 0.0
+
+
+def setup(
+    queue: Queue | None = None, *, debounce: float = 0.0, budget: Budget | None = None
+) -> tuple[Store, RecordingWriter, Events, PendingReasons]:
     store = Store()
     writer = RecordingWriter(store)
     events = Events()
-    context = control_context(store, writer=writer, events=events)
+    context = control_context(store, writer=writer, events=events, budget=budget or Budget())
     messages = PendingMessages(
         context,
         state=(lambda: queue) if queue is not None else SchedulerState,  # type: ignore[arg-type,return-value]
+        debounce=debounce,
+        clock=CLOCK,
     )
     pending = PendingReasons(context, messages=messages)
     return store, writer, events, pending
@@ -126,11 +145,14 @@ async def test_the_messages_pass_writes_the_latest_message_front_first_and_ignor
     queue.order = ["team/b", "team/c", "team/d"]
     reworded = FULL.replace("1 more", "4 more")
     queue.waits["team/b"] = queue.waits["team/c"] = ("Pending", reworded)
-    pending.messages.writes_per_second = 1
+    budget = pending.context.budget
+    assert isinstance(budget, Budget)
+    budget.tokens = 1
     pending.messages.mark("cq")
     await pending.messages.refresh_once()
     assert writer.messages == [("b", reworded)]
-    await pending.messages.refresh_once()  # what the rate limit held back comes on the next pass
+    budget.tokens = 1
+    await pending.messages.refresh_once()  # what the budget held back comes on the next pass
     assert writer.messages[1:] == [("c", reworded)]
     await pending.messages.refresh_once()
     assert len(writer.messages) == 2  # converged: d's rank moved, but ranks are not written
@@ -191,5 +213,46 @@ async def test_a_message_with_an_old_position_suffix_is_brought_back_to_kueues_t
     await pending.write(wait("b", FULL, 1))  # same reason: left to the pass
     assert writer.messages == []
     pending.messages.mark("cq")
+    await pending.messages.refresh_once()
+    assert writer.messages == [("b", FULL)]
+
+
+async def test_a_first_reason_waits_a_second_then_the_pass_writes_it_with_kueues_event() -> None:
+    """Most Workloads that do not fit at once are admitted within a second: their pending write would be
+    wasted. One still waiting after the debounce gets its condition (and Kueue's Pending Event) from the
+    pass, with the latest message the scheduler decided."""
+    queue = Queue()
+    store, writer, events, pending = setup(queue, debounce=1.0)
+    store.upsert(WORKLOADS, workload("b"))
+    store.upsert(WORKLOADS, workload("c"))
+    queue.order = ["team/b", "team/c"]
+    for name in ("b", "c"):
+        await pending.write(wait(name, FULL, 1))
+        queue.waits[f"team/{name}"] = ("Pending", FULL)
+        pending.messages.mark("cq")
+    assert writer.messages == [] and events.reasons == []
+    queue.order = ["team/c"]  # b was admitted meanwhile: it never cost a pending write
+    pending.messages.forget("team/b")
+    CLOCK.now += 0.5
+    await pending.messages.refresh_once()
+    assert writer.messages == []  # c has waited half a second: not yet
+    CLOCK.now += 0.6
+    await pending.messages.refresh_once()
+    assert writer.messages == [("c", FULL)]
+    assert events.reasons == ["Warning Pending"]
+
+
+async def test_a_busy_api_server_defers_even_a_new_reason_to_the_pass() -> None:
+    queue = Queue()
+    budget = Budget(tokens=0)
+    store, writer, _, pending = setup(queue, budget=budget)
+    store.upsert(WORKLOADS, workload("b"))
+    queue.order = ["team/b"]
+    queue.waits["team/b"] = ("Pending", FULL)
+    await pending.write(wait("b", FULL, 1))
+    pending.messages.mark("cq")
+    await pending.messages.refresh_once()
+    assert writer.messages == []  # no budget: nothing written, the queue stays dirty
+    budget.tokens = 1
     await pending.messages.refresh_once()
     assert writer.messages == [("b", FULL)]
