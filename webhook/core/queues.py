@@ -9,8 +9,9 @@ next one gets its turn. ``StrictFIFO``: the head that cannot be admitted stays t
 *stalled*: it offers no head until something happens that could change the answer. In both modes that
 "something" is an explicit wake-up from the scheduler state (quota released in the cohort tree, a
 ClusterQueue, Cohort or ResourceFlavor changed, namespace labels changed), so parked workloads return
-immediately when the world changes and never on a timer. A workload that sorts before a stalled head
-(higher priority) un-stalls the queue by becoming the new head.
+immediately when the world changes; the one timed wake-up is the catalog's revisit a second after usage
+moved in their cohort tree, so that what they were told stays true (``catalog.py``). A workload that
+sorts before a stalled head (higher priority) un-stalls the queue by becoming the new head.
 
 Waking does not throw every parked workload back at the scheduler. Parked workloads are grouped by
 *shape* (namespace and pod sets: counts, requests, node constraints); two workloads of one shape fit or
