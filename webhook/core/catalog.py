@@ -18,8 +18,11 @@ What a parked workload is told must stay true, though: when others take room in 
 more than its message says. As Kueue retries the inadmissible workloads of a cohort tree one batch period
 after a change there (its requeuer's one second), a change of usage in a tree (``usage_moved``) schedules
 one ``revisit`` of the tree's parked workloads ``REVISIT_AFTER`` later, however many changes follow in
-between: each is tried once more and told what holds then. Time is an argument (``schedule_revisits``,
-``revisit``): the controller passes its clock, ``simulate`` its simulated one.
+between: each is tried once more and told what holds then. Only ClusterQueues that cannot preempt are
+revisited: there a retry can only re-word a message (fitting needs a release, which wakes them anyway),
+while elsewhere it could find new victims after an admission, which Kueue never retries on. Time is an
+argument (``schedule_revisits``, ``revisit``): the controller passes its clock, ``simulate`` its simulated
+one.
 """
 
 from __future__ import annotations
@@ -359,7 +362,14 @@ class Catalog:
         for key, (at, name) in list(self._revisit_at.items()):
             if at <= now:
                 del self._revisit_at[key]
-                self.wake(self.ledger.tree_queues(name))
+                self.wake([q for q in self.ledger.tree_queues(name) if not self._preempts(q)])
+
+    def _preempts(self, name: str) -> bool:
+        """Whether a retry in ``name`` could preempt: there a revisit could change who runs, not only what a
+        parked workload is told, which Kueue's requeue after an admission (there is none) never does; such
+        queues are retried on releases only (``WorkloadTracker._release``)."""
+        queue = self.queues.get(name)
+        return queue is not None and self.may_preempt(queue)
 
     def _memo_available(self, name: str) -> Callable[[FlavorResource], int]:
         """``available`` for one ClusterQueue while the ledger does not change (one wake-up)."""
