@@ -7,8 +7,9 @@ What a user would then see must be what the scenario expects: which Jobs hold qu
 which wait and with which reason and message, who preempted whom, and each ClusterQueue's usage. The Pods of
 admitted Jobs are left as they are (no kubelet finishes them), so the state stays put once reached.
 
-Only scenarios that need no simulated clock run here (no ``at``/``finished`` expectation, no runtimes), and
-whose Jobs of one arrival group do not depend on their creation order within a second.
+Only scenarios that need no simulated clock run here (no runtimes, no ``finished`` expectation; an ``at``
+after the last arrival is the settled state, which is what is compared here), and whose Jobs of one arrival
+group do not depend on their creation order within a second.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ ON_A_REAL_CLUSTER = [
     "cohort-borrowing",
     "hierarchical-borrowing-order",
     "partial-admission",
+    "pending-after-borrowing",
     "preempt-in-two-queues-one-cycle",
     "preempt-within-cluster-queue",
 ]

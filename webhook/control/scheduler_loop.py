@@ -23,6 +23,7 @@ Workloads charge the ledger before any pending one is considered, so a restart c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import sys
@@ -229,9 +230,9 @@ class SchedulerLoop:
         messages = loop.create_task(self.messages.run(), name="pending-messages")
         try:
             while True:
-                await self._kick.wait()
+                await self._kicked_or_revisit_due()
                 self._kick.clear()
-                while self.context.is_leader() and self.state.has_work():
+                while self.context.is_leader() and self.state.has_work(loop.time()):
                     await self._cycle()
                     if self._admission_blocked():
                         break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
@@ -240,6 +241,18 @@ class SchedulerLoop:
         finally:
             messages.cancel()
             self.abandon_writes()
+
+    async def _kicked_or_revisit_due(self) -> None:
+        """Until kicked, or until the core's next revisit of parked workloads is due (the core keeps time
+        by the event loop's clock, which a fake clock in tests drives)."""
+        due = self.state.next_revisit()
+        if due is None:
+            await self._kick.wait()
+            return
+        delay = due - asyncio.get_running_loop().time()
+        if delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), delay)
 
     def abandon_writes(self) -> None:
         """Cancel every decision write in flight, now: called the moment leadership is lost, before any of
@@ -263,7 +276,9 @@ class SchedulerLoop:
 
     async def _cycle(self) -> None:
         started = time.perf_counter()
-        decisions = self.state.cycle()
+        decisions = self.state.cycle(asyncio.get_running_loop().time())
+        for cluster_queue in self.state.take_restated():
+            self.messages.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
         self.cycles += 1
         self._decided_since_collect += len(decisions)
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet

@@ -12,7 +12,17 @@ Every ClusterQueue carries its ``PendingQueue``, the set of workloads holding qu
 is open (all its flavors exist, not stopped). ``ready`` names the ClusterQueues that may have a head to
 offer; ``wake`` returns parked workloads to their queues when something changed that could let them in
 (quota released in the cohort tree, a spec changed, namespace labels changed), so parked workloads never
-wait on a timer and cost nothing while nothing changes.
+wait on a timer for a chance to fit and cost nothing while nothing changes.
+
+What a parked workload is told must stay true, though: when others take room in its cohort tree, it needs
+more than its message says. As Kueue retries the inadmissible workloads of a cohort tree one batch period
+after a change there (its requeuer's one second), a change of usage in a tree (``usage_moved``) schedules
+one ``revisit`` of the tree's parked workloads ``REVISIT_AFTER`` later, however many changes follow in
+between: each is tried once more and told what holds then. Only ClusterQueues that cannot preempt are
+revisited: there a retry can only re-word a message (fitting needs a release, which wakes them anyway),
+while elsewhere it could find new victims after an admission, which Kueue never retries on. Time is an
+argument (``schedule_revisits``, ``revisit``): the controller passes its clock, ``simulate`` its simulated
+one.
 """
 
 from __future__ import annotations
@@ -37,7 +47,11 @@ from webhook.core.ledger import Ledger, Node
 from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
 from webhook.core.queues import PendingQueue
 
-__all__ = ["Catalog", "Occupants", "QueueState", "SchedulerObject"]
+__all__ = ["REVISIT_AFTER", "Catalog", "Occupants", "QueueState", "SchedulerObject"]
+
+#: seconds from a change of usage in a cohort tree to the retry of its parked workloads (Kueue's
+#: requeueBatchPeriod: the delay its inadmissible-workload requeuer adds, batching the changes meanwhile)
+REVISIT_AFTER = 1.0
 
 #: the parsed API objects the scheduler keeps (``Catalog.apply``)
 SchedulerObject = ResourceFlavor | Cohort | ClusterQueue | LocalQueue | WorkloadPriorityClass | Workload
@@ -98,6 +112,10 @@ class Catalog:
         self.queues: dict[str, QueueState] = {}
         #: ClusterQueues that may have a head to offer
         self.ready: set[str] = set()
+        #: ClusterQueues whose cohort tree's usage moved since ``schedule_revisits``
+        self._moved: set[str] = set()
+        #: per cohort tree (its root), when its parked workloads are revisited and one ClusterQueue in it
+        self._revisit_at: dict[tuple[str, bool], tuple[float, str]] = {}
 
     # == fair sharing ==================================================================================
     def set_fair_sharing(self, enabled: bool) -> None:
@@ -303,6 +321,55 @@ class Catalog:
         """``wake`` every ClusterQueue of ``name``'s cohort tree, if ``name`` still exists."""
         if name in self.ledger.queues:
             self.wake(self.ledger.tree_queues(name), released=released)
+
+    # == revisiting parked workloads ==================================================================
+    def usage_moved(self, name: str) -> None:
+        """Quota was charged or released in ``name``: what its tree's parked workloads lack has moved."""
+        self._moved.add(name)
+
+    @property
+    def usage_moved_since_scheduled(self) -> bool:
+        return bool(self._moved)
+
+    def schedule_revisits(self, now: float | None) -> None:
+        """Plan a revisit ``REVISIT_AFTER`` from ``now`` for every tree whose usage moved, unless one is
+        planned already (changes meanwhile are batched into it). No clock (``now`` None): none."""
+        if not self._moved:
+            return
+        moved, self._moved = self._moved, set()
+        if now is None:
+            return
+        queues, revisit_at = self.ledger.queues, self._revisit_at
+        for name in moved:
+            node = queues.get(name)
+            if node is None:
+                continue
+            root = node.root()
+            key = (root.name, root.is_cohort)
+            if key not in revisit_at:
+                revisit_at[key] = (now + REVISIT_AFTER, name)
+
+    def next_revisit(self) -> float | None:
+        """When the next planned revisit is due (None: none planned)."""
+        return min((at for at, _ in self._revisit_at.values()), default=None)
+
+    def revisit_due(self, now: float) -> bool:
+        return any(at <= now for at, _ in self._revisit_at.values())
+
+    def revisit(self, now: float) -> None:
+        """Retry the parked workloads of every tree whose revisit is due (the first of each shape for real;
+        ``PendingQueue.revisited_alike`` tells the cycle who shares its outcome)."""
+        for key, (at, name) in list(self._revisit_at.items()):
+            if at <= now:
+                del self._revisit_at[key]
+                self.wake([q for q in self.ledger.tree_queues(name) if not self._preempts(q)])
+
+    def _preempts(self, name: str) -> bool:
+        """Whether a retry in ``name`` could preempt: there a revisit could change who runs, not only what a
+        parked workload is told, which Kueue's requeue after an admission (there is none) never does; such
+        queues are retried on releases only (``WorkloadTracker._release``)."""
+        queue = self.queues.get(name)
+        return queue is not None and self.may_preempt(queue)
 
     def _memo_available(self, name: str) -> Callable[[FlavorResource], int]:
         """``available`` for one ClusterQueue while the ledger does not change (one wake-up)."""

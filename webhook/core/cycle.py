@@ -195,7 +195,9 @@ class _Pass:
             # release in its own ClusterQueue (``WorkloadTracker._release``)
             queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
             tracked.queued = True
-            self._wait(info, queue, assignment.reason(), assignment.message())
+            reason, message = assignment.reason(), assignment.message()
+            self._wait(info, queue, reason, message)
+            self._restate_alike(info, queue, assignment, reason, message)
             return
         if targets:
             target_keys = {t.candidate.info.key for t in targets}
@@ -306,6 +308,22 @@ class _Pass:
         if usage:
             self.catalog.ledger.charge(name, usage)
             self.holds.append((name, dict(usage)))
+
+    def _restate_alike(
+        self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, reason: str, message: str
+    ) -> None:
+        """Tell the parked workloads of ``info``'s shape what it was just told, when it was retried by a
+        wake as the first of them and what it lacks does not hang on preemption: without preemption
+        candidates the outcome depends on quota alone, the same for the whole shape (a lower priority
+        only has fewer candidates; fair sharing weighs shares, so it is left out)."""
+        alike = queue.pending.revisited_alike(info)
+        if not alike:
+            return
+        mode = assignment.mode
+        if mode is Mode.NO_FIT or (mode is Mode.NO_CANDIDATES and not self.catalog.fair_sharing):
+            restate, name = self.catalog.notices.restate, queue.spec.name
+            for key in alike:
+                restate(key, name, reason, message)
 
     def _wait(self, info: WorkloadInfo, queue: QueueState, reason: str, message: str) -> None:
         position = queue.pending.position(info)

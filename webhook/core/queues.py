@@ -9,16 +9,19 @@ next one gets its turn. ``StrictFIFO``: the head that cannot be admitted stays t
 *stalled*: it offers no head until something happens that could change the answer. In both modes that
 "something" is an explicit wake-up from the scheduler state (quota released in the cohort tree, a
 ClusterQueue, Cohort or ResourceFlavor changed, namespace labels changed), so parked workloads return
-immediately when the world changes and never on a timer. A workload that sorts before a stalled head
-(higher priority) un-stalls the queue by becoming the new head.
+immediately when the world changes; the one timed wake-up is the catalog's revisit a second after usage
+moved in their cohort tree, so that what they were told stays true (``catalog.py``). A workload that
+sorts before a stalled head (higher priority) un-stalls the queue by becoming the new head.
 
 Waking does not throw every parked workload back at the scheduler. Parked workloads are grouped by
 *shape* (namespace and pod sets: counts, requests, node constraints); two workloads of one shape fit or
 fail together against the same quota, and usage only grows while a wake is being worked through. So a
 wake returns the first parked workload of each shape, and the next one of a shape follows only when the
 previous one was taken. The outcome is the one of retrying everything in queue order, at a cost that
-grows with the number of shapes instead of the number of parked workloads; the price is that a parked
-workload behind a failed one of its shape keeps its previous pending message until it is tried.
+grows with the number of shapes instead of the number of parked workloads. So that the workloads behind a
+failed one of its shape do not keep an outdated pending message, a wake that retries for real (anything
+but a mere release) marks the shape *revisited*: the first of it that fails again tells the cycle which
+parked workloads share its shape (``revisited_alike``), and they are told the same.
 """
 
 from __future__ import annotations
@@ -55,10 +58,12 @@ class PendingQueue:
         "_awake",
         "_buckets",
         "_entries",
+        "_following",
         "_heap",
         "_parked",
         "_parked_keys",
         "_retry_when",
+        "_revisited",
         "_stalled",
         "strict",
     )
@@ -76,6 +81,10 @@ class PendingQueue:
         self._awake: set[Hashable] = set()
         #: per parked shape, the releases after which it may fit (see ``RetryCondition``)
         self._retry_when: dict[Hashable, RetryCondition | None] = {}
+        #: shapes retried for real by a wake whose first failure has not been seen yet
+        self._revisited: set[Hashable] = set()
+        #: per revisited shape, the parked workload released behind its first (see ``pop``)
+        self._following: dict[Hashable, WorkloadKey] = {}
         self._stalled: _Key | None = None
 
     def __len__(self) -> int:
@@ -137,7 +146,9 @@ class PendingQueue:
             heapq.heappop(self._heap)
             del self._entries[info.key]
             if info.shape in self._awake:
-                self._release_next(info.shape)
+                following = self._release_next(info.shape)
+                if following is not None and info.shape in self._revisited:
+                    self._following[info.shape] = following
         return info
 
     def requeue_failed(self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None) -> None:
@@ -173,7 +184,7 @@ class PendingQueue:
         admission in the same cycle)."""
         self.push(info)
 
-    def _release_next(self, shape: Hashable, *, forget_condition: bool = False) -> bool:
+    def _release_next(self, shape: Hashable, *, forget_condition: bool = False) -> WorkloadKey | None:
         """Move the first parked workload of ``shape`` back to the heap (``forget_condition``: it is
         tried for real whatever it needed, because something other than usage changed)."""
         bucket = self._buckets.get(shape)
@@ -189,11 +200,13 @@ class PendingQueue:
             heapq.heappush(self._heap, (sort_key, key))
             if not bucket:
                 del self._buckets[shape]
-            return True
+            return key
         self._buckets.pop(shape, None)
         self._retry_when.pop(shape, None)
         self._awake.discard(shape)
-        return False
+        self._revisited.discard(shape)
+        self._following.pop(shape, None)
+        return None
 
     def wake(self, *, available: Callable[[FlavorResource], int] | None = None) -> bool:
         """Something changed that could make waiting workloads fit: retry the first of every shape.
@@ -208,8 +221,29 @@ class PendingQueue:
                 continue
             if self._release_next(shape, forget_condition=available is None):
                 self._awake.add(shape)
+                if available is None:
+                    self._revisited.add(shape)
                 woke = True
         return woke
+
+    def revisited_alike(self, info: WorkloadInfo) -> list[WorkloadKey]:
+        """The other parked workloads of ``info``'s shape, when ``info`` has just failed as the first of its
+        shape retried by a wake for real (once per wake; else nothing). They would fail the same way."""
+        shape = info.shape
+        if shape not in self._revisited:
+            return []
+        self._revisited.discard(shape)
+        parked = self._parked
+        alike = [
+            key
+            for sort_key, key in self._buckets.get(shape, ())
+            if key != info.key and key in parked and parked[key].sort_key == sort_key
+        ]
+        following = self._following.pop(shape, None)  # released behind it, to be put back untried
+        entry = self._entries.get(following) if following is not None else None
+        if entry is not None and entry[1].parked:
+            alike.append(entry[1].key)
+        return alike
 
     def position(self, info: WorkloadInfo) -> int:
         """1-based rank of a workload that just failed as head: parked workloads that sort before it,
@@ -236,4 +270,6 @@ class PendingQueue:
                 while self._release_next(shape, forget_condition=True):
                     pass
             self._awake.clear()
+            self._revisited.clear()
+            self._following.clear()
             self._stalled = None

@@ -128,14 +128,36 @@ class SchedulerState:
         self.tracker.delete_workload(key)
 
     # == the cycle =====================================================================================
-    def cycle(self) -> list[Decision]:
-        """One scheduling pass over the heads of every open ClusterQueue (``cycle.run_cycle``)."""
-        search = self.fair_preemption if self.fair_sharing else self.preemption
-        return run_cycle(self.catalog, self.tracker, assigner=self.assigner, search=search)
+    def cycle(self, now: float | None = None) -> list[Decision]:
+        """One scheduling pass over the heads of every open ClusterQueue (``cycle.run_cycle``).
 
-    def has_work(self) -> bool:
-        """Whether a cycle now could decide anything (a head to try or a notice to deliver)."""
-        return bool(self.notices) or self.catalog.has_head()
+        ``now`` (seconds, any clock that only moves forward) first retries the parked workloads of the
+        cohort trees whose revisit is due, and plans one for each tree whose usage moved
+        (``Catalog.revisit``); without it parked workloads wait only for a chance to fit.
+        """
+        if now is not None:
+            self.catalog.revisit(now)
+        search = self.fair_preemption if self.fair_sharing else self.preemption
+        decisions = run_cycle(self.catalog, self.tracker, assigner=self.assigner, search=search)
+        self.catalog.schedule_revisits(now)
+        return decisions
+
+    def has_work(self, now: float | None = None) -> bool:
+        """Whether a cycle now could decide anything (a head to try or a notice to deliver) or, given the
+        time, has a revisit to plan or to make."""
+        if self.notices or self.catalog.has_head():
+            return True
+        catalog = self.catalog
+        return now is not None and (catalog.usage_moved_since_scheduled or catalog.revisit_due(now))
+
+    def next_revisit(self) -> float | None:
+        """When a cycle is next due for a revisit of parked workloads (None: none planned)."""
+        return self.catalog.next_revisit()
+
+    def take_restated(self) -> set[str]:
+        """The ClusterQueues where a parked workload's latest wait was restated without a decision of its
+        own (``Notices.restate``): whoever shows pending messages should look there."""
+        return self.notices.take_restated()
 
     # == read access for status and reports (``view.SchedulerView``) ===================================
     weight_of = _forward(_catalog, Catalog.weight_of)

@@ -264,8 +264,11 @@ class WorkloadTracker:
         """The preemptor's claim on ``need`` in ``name`` while ``targets`` leave (made now if it has none)."""
         claim = self.claim(key, name)
         claim.targets = set(targets)
+        before = (claim.cluster_queue, claim.usage)
         claim.cluster_queue = name
         claim.hold(self.ledger, name, need, self.covered(claim))
+        if (claim.cluster_queue, claim.usage) != before:
+            self.catalog.usage_moved(name)
         return claim
 
     def covered(self, claim: Claim, gone: frozenset[WorkloadKey] = frozenset()) -> dict[FlavorResource, int]:
@@ -296,6 +299,7 @@ class WorkloadTracker:
         claim = self.claims.pop(key, None)
         if claim is not None and claim.usage:
             claim.unhold(self.ledger)
+            self.catalog.usage_moved(claim.cluster_queue)
             self.catalog.wake_tree(claim.cluster_queue, released=True)
 
     def mark_evicting(self, tracked: Tracked, evicting: bool) -> None:
@@ -435,6 +439,7 @@ class WorkloadTracker:
         if queue is None:
             return  # charged when the ClusterQueue appears
         self.ledger.charge(tracked.cluster_queue, tracked.info.usage)
+        self.catalog.usage_moved(tracked.cluster_queue)
         queue.reserving.add(tracked.info.key)
         self._holders_cache.pop(tracked.cluster_queue, None)
         tracked.charged = True
@@ -479,6 +484,7 @@ class WorkloadTracker:
             return
         name = tracked.cluster_queue
         self.ledger.release(name, tracked.info.usage)
+        self.catalog.usage_moved(name)
         queue = self.catalog.queues.get(name)
         if queue is not None:
             queue.reserving.discard(tracked.info.key)

@@ -93,6 +93,7 @@ class Result:
 
 
 _ARRIVE, _FINISH = 1, 0  # finishes at an instant free quota before arrivals at the same instant queue
+_REVISIT = 2  # the core's revisit of parked workloads falls due: only a cycle at that instant
 DEFAULT_RESOLUTION = 1.0
 
 
@@ -186,13 +187,15 @@ def _replay(
     cycles = decisions_total = 0
     preemptions: list[PreemptionRecord] = []
     done = 0
-    now = 0.0
+    now = end = 0.0
     total = len(scenario.submissions)
 
+    planned_revisit: float | None = None
+
     def settle(moment: float) -> None:
-        nonlocal cycles, decisions_total
-        while state.has_work():
-            decisions = state.cycle()
+        nonlocal cycles, decisions_total, planned_revisit
+        while state.has_work(moment):
+            decisions = state.cycle(moment)
             cycles += 1
             decisions_total += len(decisions)
             for decision in decisions:
@@ -230,6 +233,10 @@ def _replay(
                 else:
                     record.wait = decision
                     record.cluster_queue = decision.cluster_queue
+        due = state.next_revisit()
+        if due is not None and due != planned_revisit:
+            planned_revisit = due
+            heapq.heappush(events, (_step(due, resolution), _REVISIT, 0, ""))
         if record_timeline:
             for name in timeline:
                 timeline[name].append((moment, dict(state.ledger.usage(name))))
@@ -243,6 +250,8 @@ def _replay(
         now = events[0][0]
         while events and events[0][0] == now:
             _, kind, epoch, key = heapq.heappop(events)
+            if kind != _REVISIT:
+                end = now  # revisits only re-word pending messages: the replay ends with its last event
             if kind == _ARRIVE:
                 workload = workloads[key]
                 state.upsert_workload(workload)
@@ -255,12 +264,14 @@ def _replay(
                 done += 1
                 if progress is not None and (done % 1000 == 0 or done == total):
                     progress(done, total)
+            elif kind == _REVISIT:
+                continue  # the cycle below makes it
             elif epoch == records[key].epoch:  # a finish planned before an eviction never happens
                 records[key].finished_at = now
                 state.finish_workload(key)
         settle(now)
     assert snapshot is not None
-    return Result(snapshot, records, timeline, now, cycles, decisions_total, preemptions)
+    return Result(snapshot, records, timeline, end, cycles, decisions_total, preemptions)
 
 
 def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: float) -> Snapshot:
@@ -284,7 +295,7 @@ def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: 
                 record.admitted_at,
                 record.finished_at,
                 record.cluster_queue,
-                record.wait,
+                _latest_wait(state, record.wait),
                 positions.get(record.key),
                 admitted_counts=record.admitted_counts,
             )
@@ -293,6 +304,16 @@ def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: 
     queues = {name: cluster_queue_status(state, name) for name in state.cluster_queue_names()}
     usage = {name: dict(state.ledger.usage(name)) for name in state.cluster_queue_names()}
     return Snapshot(at, rows, queues, usage)
+
+
+def _latest_wait(state: SchedulerState, wait: Wait | None) -> Wait | None:
+    """The wait as the workload would show it now: a revisit may have restated it without a decision."""
+    if wait is None:
+        return None
+    latest = state.last_wait(wait.workload)
+    if latest is None or latest == (wait.reason, wait.message):
+        return wait
+    return replace(wait, reason=latest[0], message=latest[1])
 
 
 def _counts(admission: Admission) -> tuple[tuple[str, int], ...]:

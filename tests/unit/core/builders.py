@@ -156,13 +156,16 @@ def state_with(
     return state
 
 
-def run_until_quiet(state: SchedulerState, limit: int = 10_000) -> list[Decision]:
-    """Cycle until nothing more can be decided (what the controller and simulate do after events)."""
+def run_until_quiet(
+    state: SchedulerState, limit: int = 10_000, *, now: float | None = None
+) -> list[Decision]:
+    """Cycle until nothing more can be decided (what the controller and simulate do after events), at
+    ``now`` on the scheduler's clock when given."""
     decisions: list[Decision] = []
     for _ in range(limit):
-        if not state.has_work():
+        if not state.has_work(now):
             return decisions
-        decisions.extend(state.cycle())
+        decisions.extend(state.cycle(now))
     raise AssertionError("the scheduler kept deciding forever")
 
 
