@@ -37,7 +37,6 @@ from webhook.api.jobs import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     MIN_PARALLELISM_ANNOTATION,
     QUEUE_NAME_LABEL,
-    QUEUED_OWNER_KINDS,
     STOPPING_ANNOTATION,
     is_managed,
     job_pod_count,
@@ -125,10 +124,6 @@ class _Job:
         self.template_spec = _mapping(template.get("spec"), f"{where}.spec.template.spec")
 
     @property
-    def queued_through_owner(self) -> bool:
-        return not self.owner_kinds.isdisjoint(QUEUED_OWNER_KINDS)
-
-    @property
     def kueue_suspended(self) -> bool:
         """Kueue's Job.IsSuspended: suspended, and not half-way through the controller's two-step stop."""
         return self.suspended and self.annotations.get(STOPPING_ANNOTATION) != "true"
@@ -154,6 +149,11 @@ def _is_job(request: AdmissionRequest) -> bool:
     return request.kind.group == "batch" and request.kind.kind == "Job"
 
 
+def _enabled(config: Configuration) -> bool:
+    """Whether the batch/job integration is on; when it is off, Jobs are left alone."""
+    return config.integrations.for_kind("batch", "Job") is not None
+
+
 def _pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
@@ -171,7 +171,7 @@ def mutate_job(request: AdmissionRequest, *, config: Configuration, view: Cluste
         job = _Job(request.object, "object")
     except _Malformed as exc:
         return Verdict.unprocessable(str(exc))
-    if job.queued_through_owner:
+    if not _enabled(config) or config.integrations.queued_through_owner(request.object or {}):
         return Verdict.allow()
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     managed = config.manages_namespace(namespace_labels)
@@ -181,7 +181,7 @@ def mutate_job(request: AdmissionRequest, *, config: Configuration, view: Cluste
         default_queue = config.label_policy.default_queue_for(request.namespace)
         if default_queue in view.local_queue_names(request.namespace):
             queue = default_queue
-            patch.append(_add_label_op(request.object or {}, QUEUE_LABEL, queue))
+            patch.append(add_label_op(request.object or {}, QUEUE_LABEL, queue))
     should_suspend = bool(queue) or (config.manage_jobs_without_queue_name and managed)
     if should_suspend and not job.suspended:
         if request.object is not None and isinstance(request.object.get("spec"), Mapping):
@@ -191,7 +191,7 @@ def mutate_job(request: AdmissionRequest, *, config: Configuration, view: Cluste
     return Verdict.allow(patch)
 
 
-def _add_label_op(obj: Mapping[str, Any], key: str, value: str) -> dict[str, Any]:
+def add_label_op(obj: Mapping[str, Any], key: str, value: str) -> dict[str, Any]:
     """The JSON Patch op adding one label, creating ``labels`` (or ``metadata``) when absent."""
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping):
@@ -215,6 +215,8 @@ def validate_job(request: AdmissionRequest, *, config: Configuration, view: Clus
         old = _Job(request.old_object, "oldObject") if request.operation == "UPDATE" else None
     except _Malformed as exc:
         return Verdict.unprocessable(str(exc))
+    if not _enabled(config):
+        return Verdict.allow()
     errors = _label_value_errors(new)
     if old is None or new.annotations.get(MIN_PARALLELISM_ANNOTATION) != old.annotations.get(
         MIN_PARALLELISM_ANNOTATION
@@ -384,7 +386,7 @@ def _kueue_update_errors(
     return errors
 
 
-def _queue_list(view: ClusterView, namespace: str) -> str:
+def queue_list(view: ClusterView, namespace: str) -> str:
     names = sorted(view.local_queue_names(namespace))
     if not names:
         return (
@@ -398,7 +400,7 @@ def _queue_list(view: ClusterView, namespace: str) -> str:
 def _policy_on_create(
     request: AdmissionRequest, job: _Job, config: Configuration, view: ClusterView
 ) -> list[FieldError]:
-    if job.queue_name or job.queued_through_owner:
+    if job.queue_name or config.integrations.queued_through_owner(request.object or {}):
         return []
     if not config.label_policy.is_enforced(namespace_labels_or_default(view, request.namespace)):
         return []
@@ -407,7 +409,7 @@ def _policy_on_create(
             label_path(QUEUE_LABEL),
             f'namespace "{request.namespace}" requires every Job to name its LocalQueue in the label '
             f"{QUEUE_LABEL}; "
-            f"{_queue_list(view, request.namespace)}. {_KUBECTL_HINT}",
+            f"{queue_list(view, request.namespace)}. {_KUBECTL_HINT}",
         )
     ]
 
@@ -423,7 +425,7 @@ def _policy_on_update(
                 label_path(QUEUE_LABEL),
                 f'namespace "{request.namespace}" requires the label {QUEUE_LABEL}, so it cannot be removed; '
                 "to move the Job to another LocalQueue, set spec.suspend: true and change the label's value "
-                f"({_queue_list(view, request.namespace)})",
+                f"({queue_list(view, request.namespace)})",
             )
         )
     identity = config.controller_identity

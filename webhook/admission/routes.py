@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from webhook.admission.integrations import mutate_object, validate_object
 from webhook.admission.jobs import mutate_job, validate_job
 from webhook.admission.kueue import KUEUE_KINDS, validate_kueue_object
 from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
+from webhook.api.integrations import BUILTIN
 from webhook.api.objects import GROUP
 
 __all__ = ["ROUTES", "Handler"]
@@ -51,10 +53,11 @@ def _is_job(request: AdmissionRequest) -> bool:
 
 
 def mutate_any(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
-    """Jobs are defaulted; nothing else is changed (Kueue's finalizer defaulting is the controller's job)."""
+    """Jobs and the other queued kinds are defaulted; nothing else is changed (Kueue's finalizer defaulting
+    is the controller's job)."""
     if _is_job(request):
         return mutate_job(request, config=config, view=view)
-    return Verdict.allow()
+    return mutate_object(request, config=config, view=view)
 
 
 def validate_any(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
@@ -62,9 +65,18 @@ def validate_any(request: AdmissionRequest, *, config: Configuration, view: Clus
         return validate_job(request, config=config, view=view)
     if request.kind.group == GROUP and request.kind.kind in KUEUE_KINDS:
         return validate_kueue_object(request, config=config, view=view)
+    if config.integrations.for_kind(request.kind.group, request.kind.kind) is not None:
+        return validate_object(request, config=config, view=view)
+    if any((i.group, i.kind) == (request.kind.group, request.kind.kind) for i in BUILTIN.values()):
+        return Verdict.allow()  # a kind we could queue, whose integration is off: left alone
     return Verdict.unprocessable(
         f"no admission rules for {request.kind}; check the webhook configuration's rules"
     )
+
+
+def _kueue_path(verb: str, group: str, version: str, kind: str) -> str:
+    """Kueue's webhook path for a kind: ``/mutate-kubeflow-org-v1-pytorchjob``."""
+    return f"/{verb}-{group.replace('.', '-')}-{version}-{kind.lower()}"
 
 
 ROUTES: Mapping[str, Handler] = {
@@ -72,6 +84,12 @@ ROUTES: Mapping[str, Handler] = {
     "/validate": validate_any,
     "/mutate-batch-v1-job": mutate_job,
     "/validate-batch-v1-job": validate_job,
+    **{
+        _kueue_path(verb, i.group, i.version, i.kind): handler
+        for i in BUILTIN.values()
+        if i.group != "batch"
+        for verb, handler in (("mutate", mutate_object), ("validate", validate_object))
+    },
     **{f"/validate-kueue-x-k8s-io-v1beta2-{kind.lower()}": _pinned(kind) for kind in KUEUE_KINDS},
     **{
         f"/mutate-kueue-x-k8s-io-v1beta2-{kind}": _no_defaults

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 import yaml
 
 from webhook.api.errors import FieldError
+from webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, KUEUE_FRAMEWORKS
+from webhook.api.integrations.registry import Integrations
 from webhook.api.selectors import LabelSelector, Requirement, label_selector
 from webhook.api.validation import dns1123_label_problems, dns1123_subdomain_problems
 
@@ -69,7 +71,6 @@ _KUEUE_ONLY_FIELDS = frozenset(
         "controller",
         "clientConnection",
         "internalCertManagement",
-        "integrations",
         "queueVisibility",
         "multiKueue",
         "admissionFairSharing",
@@ -185,12 +186,17 @@ class Configuration:
     label_policy: LabelPolicy = field(default_factory=LabelPolicy)
     controller_identity: ControllerIdentity = field(default_factory=ControllerIdentity)
     manual_approval: ManualApproval = field(default_factory=ManualApproval)
+    integrations: Integrations = field(default_factory=Integrations)
     log_level: str = "info"
     #: fields of Kueue's configuration that were present but have no effect here
     warnings: tuple[str, ...] = ()
 
     def manages_namespace(self, namespace_labels: Mapping[str, str]) -> bool:
         return self.managed_jobs_namespace_selector.matches(namespace_labels)
+
+    def pods_ready_kinds(self) -> frozenset[str]:
+        """Kinds whose Workloads carry PodsReady: the enabled integrations that say when pods are ready."""
+        return frozenset(i.kind for i in self.integrations if i.pods_ready is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +251,7 @@ class _Reader:
 
     def __init__(self) -> None:
         self.errors: list[str] = []
+        self.warnings: list[str] = []
 
     def fail(self, path: str, reason: str) -> None:
         self.errors.append(f"{path}: {reason}")
@@ -316,6 +323,7 @@ class _Reader:
             "labelPolicy",
             "controllerIdentity",
             "manualApproval",
+            "integrations",
             "logLevel",
         }
         root = self.mapping(data, "", frozenset(own) | _KUEUE_ONLY_FIELDS)
@@ -346,12 +354,14 @@ class _Reader:
             label_policy=self.label_policy(root.get("labelPolicy")),
             controller_identity=self.controller_identity(root.get("controllerIdentity")),
             manual_approval=self.manual_approval(root.get("manualApproval")),
+            integrations=self.integrations(root.get("integrations")),
             log_level=log_level,
             warnings=tuple(
                 f"{key}: accepted for compatibility with Kueue, has no effect here"
                 for key in root
                 if key in _KUEUE_ONLY_FIELDS and key not in ("apiVersion", "kind")
-            ),
+            )
+            + tuple(self.warnings),
         )
 
     def resources(self, value: object) -> tuple[str, ...]:
@@ -460,6 +470,50 @@ class _Reader:
             section.get("username"), "controllerIdentity.username", DEFAULT_CONTROLLER_USERNAME
         )
         return ControllerIdentity(username=username)
+
+    def integrations(self, value: object) -> Integrations:
+        """Kueue's ``integrations``: which frameworks are on (Kueue's names; its default ``[batch/job]``) and
+        its ``externalFrameworks`` (``Kind.version.group``)."""
+        path = "integrations"
+        section = self.mapping(
+            value, path, frozenset({"frameworks", "externalFrameworks", "labelKeysToCopy"})
+        )
+        if not section:
+            return Integrations()
+        names = self.string_list(section.get("frameworks"), f"{path}.frameworks")
+        enabled = []
+        for index, name in enumerate(names or DEFAULT_FRAMEWORKS):
+            if name in BUILTIN:
+                if BUILTIN[name] not in enabled:
+                    enabled.append(BUILTIN[name])
+            elif name in KUEUE_FRAMEWORKS:
+                self.warnings.append(
+                    f"{path}.frameworks[{index}]: {name!r} is a Kueue framework not supported here"
+                )
+            else:
+                known = ", ".join(sorted(BUILTIN))
+                self.fail(f"{path}.frameworks[{index}]", f"unknown framework {name!r}; known: {known}")
+        external = self.string_list(section.get("externalFrameworks"), f"{path}.externalFrameworks")
+        for index, entry in enumerate(external):
+            if len(entry.split(".")) < 3:
+                self.fail(
+                    f"{path}.externalFrameworks[{index}]",
+                    "must be Kind.version.group (such as AppWrapper.v1beta2.workload.codeflare.dev), "
+                    f"got {entry!r}",
+                )
+        if section.get("labelKeysToCopy") is not None:
+            self.warnings.append(
+                f"{path}.labelKeysToCopy: accepted for compatibility with Kueue, has no effect here"
+            )
+        return Integrations(enabled=tuple(enabled), external=tuple(external))
+
+    def string_list(self, value: object, path: str) -> list[str]:
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            self.fail(path, f"must be a list of non-empty strings, got {value!r}")
+            return []
+        return list(value)
 
     def manual_approval(self, value: object) -> ManualApproval:
         section = self.mapping(value, "manualApproval", frozenset({"approvers"}))

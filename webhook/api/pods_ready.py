@@ -11,7 +11,7 @@ given what it needs (``now`` in seconds since the epoch) so the timers that act 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -91,14 +91,15 @@ def _is_true(workload: JSON, kind: str) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def tracks_pods_ready(workload: JSON, config: WaitForPodsReady) -> bool:
-    """Whether the Workload carries PodsReady: waitForPodsReady is on and a Job owns it (Kueue's job
-    reconciler is what sets the condition; a Workload created on its own gets none from Kueue)."""
+def tracks_pods_ready(workload: JSON, config: WaitForPodsReady, kinds: Collection[str] = ("Job",)) -> bool:
+    """Whether the Workload carries PodsReady: waitForPodsReady is on and an object of a queued kind owns it
+    (``kinds``: the enabled integrations that say when their pods are ready; Kueue's job reconciler is what
+    sets the condition, so a Workload created on its own gets none from Kueue)."""
     if not config.enable:
         return False
     for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref.get("kind") == "Job"
+            return ref.get("kind") in kinds
     return False
 
 

@@ -30,12 +30,12 @@ from webhook.control.events import Recorder
 from webhook.control.fair_sharing import FairSharingReporter
 from webhook.control.identity import own_username
 from webhook.control.informer import Informer
-from webhook.control.kinds import CONFIGMAPS, WATCHED
+from webhook.control.kinds import CONFIGMAPS, JOBS, WATCHED, Kind
 from webhook.control.kube import KubeClient
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
 from webhook.control.metrics import Metrics
 from webhook.control.pods_ready import PodsReadyTimers
-from webhook.control.reconciler import JobReconciler
+from webhook.control.reconciler import JobReconciler, kind_of
 from webhook.control.scheduler_loop import SchedulerLoop
 from webhook.control.status_reporter import QueueStatusReporter
 from webhook.control.store import Change, Store
@@ -139,7 +139,13 @@ class Controller:
                 watch_timeout_seconds=watch_timeout,
             )
         )
+        #: informers of the enabled integrations' kinds (JobSet, RayJob, ...), started and stopped as the
+        #: configuration turns integrations on and off; not part of readiness, as their CRDs may be missing
+        self.integration_informers: dict[Kind, tuple[Informer, asyncio.Task[None]]] = {}
+        self._watch_timeout = watch_timeout
+        self._running = False
         self.store.subscribe(self.live_config.on_change)
+        self.live_config.subscribe(self._watch_integrations)
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
         self.live_config.subscribe(self._rearm_pods_ready)
@@ -224,6 +230,33 @@ class Controller:
         self.checks.on_change(change)
         self.fair_sharing.on_change(change)
 
+    def _watch_integrations(self, configuration: Configuration) -> None:
+        """Watch every enabled integration's kind (Jobs are always watched); stop watching, and forget the
+        objects of, kinds turned off. A kind whose CRD is missing is looked for again by its informer."""
+        if not self._running:
+            return
+        wanted = {kind_of(i) for i in configuration.integrations} - {JOBS}
+        for kind in list(self.integration_informers):
+            if kind not in wanted:
+                _, task = self.integration_informers.pop(kind)
+                task.cancel()
+                self.store.retain_only(kind, set())
+                log.info("integration off: kind no longer watched", extra={"kind": kind.kind})
+        loop = asyncio.get_running_loop()
+        for kind in sorted(wanted - set(self.integration_informers), key=lambda k: k.plural):
+            informer = Informer(
+                client=self.client, kind=kind, sink=self.store, watch_timeout_seconds=self._watch_timeout
+            )
+            task = loop.create_task(informer.run(), name=f"informer-{kind.plural}.{kind.group}")
+            self.integration_informers[kind] = (informer, task)
+            log.info("integration on: watching kind", extra={"kind": kind.kind, "group": kind.group})
+        watches = len(self.informers) + len(self.integration_informers)
+        if watches >= self.client.connections:
+            log.warning(
+                "every API connection is held by a watch: raise --api-connections (one per integration)",
+                extra={"watches": watches, "connections": self.client.connections},
+            )
+
     def _rearm_pods_ready(self, configuration: Configuration) -> None:
         """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""
         if self.leading.is_set():
@@ -252,6 +285,8 @@ class Controller:
             for informer in self.informers
         ]
         background.append(loop.create_task(self.recorder.run(), name="events"))
+        self._running = True
+        self._watch_integrations(self.configuration())
         try:
             await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
             self.synced.set()
@@ -267,6 +302,9 @@ class Controller:
                 await self.elector.run()  # calls _leadership_changed on every transition
         finally:
             self._stop_leading()
+            self._running = False
+            background.extend(task for _, task in self.integration_informers.values())
+            self.integration_informers.clear()
             for task in background:
                 task.cancel()
             for task in background:

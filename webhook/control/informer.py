@@ -78,6 +78,7 @@ class Informer:
         self.resource_version = ""
         self.relists = 0
         self.watches = 0
+        self._said_missing = False
 
     async def run(self) -> None:
         while True:
@@ -98,6 +99,17 @@ class Informer:
 
     async def _pause(self, exc: BaseException) -> None:
         delay = self.backoff.next_delay()
+        if isinstance(exc, ApiError) and exc.status == 404:
+            # a kind whose CRD is not installed (yet): said once, looked for again with the backoff (30 s
+            # at most), so installing the CRD later is picked up without a restart
+            if not self._said_missing:
+                self._said_missing = True
+                log.info(
+                    "kind not served by the API server (is its CRD installed?); looking again later",
+                    extra={"kind": self.kind.kind, "resource": self.kind.path()},
+                )
+            await asyncio.sleep(delay)
+            return
         log.warning(
             "informer error, retrying",
             extra={"kind": self.kind.kind, "error": repr(exc), "retry_in_seconds": round(delay, 3)},
@@ -117,6 +129,9 @@ class Informer:
                 seen.add((meta.get("namespace") or "", meta.get("name") or ""))
                 self.sink.upsert(self.kind, obj)
         self.relists += 1
+        if self._said_missing:
+            log.info("kind now served: watching it", extra={"kind": self.kind.kind})
+            self._said_missing = False
         self.sink.retain_only(self.kind, seen)
         self.resource_version = version
         self.sink.mark_synced(self.kind)

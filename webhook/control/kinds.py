@@ -87,3 +87,10 @@ WATCHED: tuple[Kind, ...] = (
     WORKLOADS,
     JOBS,
 )
+
+
+def integration_kind(group: str, version: str, kind: str, plural: str) -> Kind:
+    """The watched resource of a queued kind (``JOBS`` itself for batch/v1 Job, so identity checks hold)."""
+    if (group, kind) == ("batch", "Job"):
+        return JOBS
+    return Kind(kind, group, version, plural, namespaced=True)

@@ -82,7 +82,11 @@ class PendingReasons:
                 reason=reason,
                 message=message,
                 now=now_rfc3339(),
-                pods_ready=tracks_pods_ready(current, self.context.configuration().wait_for_pods_ready),
+                pods_ready=tracks_pods_ready(
+                    current,
+                    self.context.configuration().wait_for_pods_ready,
+                    self.context.configuration().pods_ready_kinds(),
+                ),
             )
 
         try:

@@ -50,17 +50,11 @@ from functools import partial
 from typing import Any
 
 from webhook.api.finalizers import RESOURCE_IN_USE, has_finalizer, is_deleting
-from webhook.api.jobs import (
-    FlavorConflict,
-    is_managed,
-    is_stopping,
-    job_pod_sets,
-    stop_patches,
-    unsuspend_patch,
-    workload_for_job,
-)
+from webhook.api.integrations import JOB, Integration, engine
+from webhook.api.integrations.engine import FlavorConflict
+from webhook.api.integrations.managed import is_managed
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_workload
-from webhook.api.pods_ready import PODS_READY, desired_pods_ready, job_pods_ready
+from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.backoff import Backoff
 from webhook.control.conditions import (
     find,
@@ -73,12 +67,12 @@ from webhook.control.conditions import (
 )
 from webhook.control.context import ControlContext
 from webhook.control.kinds import (
-    JOBS,
     PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
     Kind,
+    integration_kind,
 )
 from webhook.control.kube import ApiError
 from webhook.control.store import Change, controller_owner, key_of
@@ -86,7 +80,7 @@ from webhook.control.workqueue import WorkQueue
 from webhook.control.writers import refused_fields
 
 JSON = dict[str, Any]
-Handler = Callable[[tuple[str, str]], Awaitable[None]]
+Handler = Callable[[Any], Awaitable[None]]
 log = logging.getLogger("kueue_webhook.reconciler")
 _CONDITION_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 
@@ -166,37 +160,33 @@ Step = (
 WORKLOAD_DELETED = "Workload is deleted"
 
 
-def job_finished(job: JSON) -> tuple[bool, bool, str]:
-    """(finished, succeeded, message) from the Job's Complete/Failed conditions (Kueue's Job.Finished)."""
-    for condition in (job.get("status") or {}).get("conditions") or []:
-        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
-            return True, condition.get("type") == "Complete", str(condition.get("message") or "")
-    return False, True, ""
+def job_finished(job: JSON, integration: Integration = JOB) -> tuple[bool, bool, str]:
+    """(finished, succeeded, message), Kueue's Finished (a Job's Complete/Failed conditions)."""
+    return engine.finished(integration, job)
 
 
-def is_suspended(job: JSON) -> bool:
+def is_suspended(job: JSON, integration: Integration = JOB) -> bool:
     """Suspended, and not half-way through a stop whose restore is still to be written (Kueue's
-    Job.IsSuspended with the stopping annotation)."""
-    return (job.get("spec") or {}).get("suspend") is True and not is_stopping(job)
+    IsSuspended, with a Job's stopping annotation)."""
+    return engine.is_suspended(integration, job)
 
 
-def has_active_pods(job: JSON) -> bool:
-    """Pods still running or terminating: the quota they use is not free yet (Kueue's Job.IsActive)."""
-    active = (job.get("status") or {}).get("active")
-    return isinstance(active, int) and active > 0
+def has_active_pods(job: JSON, integration: Integration = JOB) -> bool:
+    """Pods still running or terminating: the quota they use is not free yet (Kueue's IsActive)."""
+    return engine.has_active_pods(integration, job)
 
 
 def has_reservation(workload: JSON) -> bool:
     return is_true(workload, "QuotaReserved") and bool((workload.get("status") or {}).get("admission"))
 
 
-def _stop(job: JSON, workload: JSON, message: str) -> StopJob:
-    """Suspend the Job and put back what admission changed, from the Workload's pod set (its template,
-    and its count, the parallelism a partial admission reduced: Kueue's GetPodSetsInfoFromWorkload)."""
+def _stop(job: JSON, workload: JSON, message: str, integration: Integration) -> StopJob:
+    """Suspend the object and put back what admission changed, from the Workload's pod sets (their
+    templates, and the count a partial admission reduced: Kueue's GetPodSetsInfoFromWorkload)."""
     pod_sets = (workload.get("spec") or {}).get("podSets") or []
-    template = dict(pod_sets[0].get("template") or {}) if pod_sets else {}
-    count = pod_sets[0].get("count") if pod_sets else None
-    patches = stop_patches(job, template, count if isinstance(count, int) else None)
+    templates = [dict(pod_set.get("template") or {}) for pod_set in pod_sets]
+    count = pod_sets[0].get("count") if len(pod_sets) == 1 else None
+    patches = engine.stop_patches(integration, job, templates, count if isinstance(count, int) else None)
     return StopJob(patches[-1], message, tuple(op for patch in patches[:-1] for op in patch))
 
 
@@ -208,16 +198,19 @@ def plan_job(
     priorities: dict[str, int],
     pod_priorities: dict[str, int] | None = None,
     pods_ready: bool = False,
+    integration: Integration = JOB,
 ) -> Step | None:
-    """The next step for a managed Job and its Workload (None: they agree). ``pods_ready``: waitForPodsReady
-    is on, so a running Job's Workload carries PodsReady (Kueue's step "handle WaitForPodsReady")."""
-    finished, succeeded, message = job_finished(job)
+    """The next step for a managed object of ``integration`` and its Workload (None: they agree).
+    ``pods_ready``: waitForPodsReady is on, so a running object's Workload carries PodsReady (Kueue's step
+    "handle WaitForPodsReady")."""
+    it = integration
+    finished, succeeded, message = job_finished(job, it)
     if workload is not None and is_true(workload, "Finished"):
         return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
     if workload is not None and is_deleting(workload):
-        if not finished and not is_suspended(job):
-            return _stop(job, workload, WORKLOAD_DELETED)
-        if has_active_pods(job):
+        if not finished and not is_suspended(job, it):
+            return _stop(job, workload, WORKLOAD_DELETED, it)
+        if has_active_pods(job, it):
             return None  # the Job's status change when its pods are gone re-triggers us
         return RemoveFinalizer(workload, "deleted, its Job stopped") if has_finalizer(workload) else None
     if finished:
@@ -225,57 +218,61 @@ def plan_job(
             return FinishWorkload(workload, "Succeeded" if succeeded else "Failed", message)
         return None
     if workload is None:
-        if not is_suspended(job):
-            suspend = [{"op": "replace", "path": "/spec/suspend", "value": True}]
-            if is_stopping(job):  # a half-done stop: nothing is left to restore from
-                suspend.append({"op": "remove", "path": "/metadata/annotations/kueue.x-k8s.io~1stopping"})
+        if not is_suspended(job, it):
+            suspend = engine.suspend_ops(it, job)
+            if engine.is_stopping(it, job) and it.partial_admission is not None:
+                # a half-done stop: nothing is left to restore from
+                key = it.partial_admission.stopping_annotation.replace("/", "~1")
+                suspend.append({"op": "remove", "path": f"/metadata/annotations/{key}"})
             return StopJob(suspend, "Not admitted by cluster queue")
-        if has_active_pods(job):
+        if has_active_pods(job, it):
             return None  # stopped, but its pods still hold what a new Workload would queue for
         return CreateWorkload(
-            workload_for_job(job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities)
+            engine.workload_for(
+                it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
+            )
         )
     admission = (workload.get("status") or {}).get("admission") or {}
     evicted = is_true(workload, "Evicted")
-    if is_suspended(job):
+    if is_suspended(job, it):
         if evicted and has_reservation(workload):
-            if has_active_pods(job):
+            if has_active_pods(job, it):
                 return None  # the Job's status change when its pods are gone re-triggers us
             return ReleaseReservation(workload, _evicted_message(workload))
         if is_true(workload, "Admitted") and has_reservation(workload) and not evicted:
-            names: list[str] = []
+            assigned: dict[str, list[ResourceFlavor]] = {}
             for assignment in admission.get("podSetAssignments") or []:
+                chosen = assigned.setdefault(str(assignment.get("name") or "main"), [])
                 for flavor_name in (assignment.get("flavors") or {}).values():
-                    if flavor_name not in names:
-                        names.append(str(flavor_name))
-            resolved = [flavors(name) for name in names]
-            if any(flavor is None for flavor in resolved):
-                return None  # the flavor is not in the store yet; its arrival re-triggers us
+                    flavor = flavors(str(flavor_name))
+                    if flavor is None:
+                        return None  # the flavor is not in the store yet; its arrival re-triggers us
+                    if flavor not in chosen:
+                        chosen.append(flavor)
             counts = [a.get("count") for a in admission.get("podSetAssignments") or []]
             count = counts[0] if len(counts) == 1 and isinstance(counts[0], int) else None
             try:
                 # a partial admission runs the admitted count (podSetAssignments[].count)
-                chosen = [flavor for flavor in resolved if flavor is not None]
-                patch = unsuspend_patch(job, chosen, count=count)
+                patch = engine.start_patch(it, job, assigned, count=count)
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
-        if not has_reservation(workload) and _shape(job) != _workload_shape(workload):
-            desired = workload_for_job(
-                job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
+        if not has_reservation(workload) and _shape(job, it) != _workload_shape(workload):
+            desired = engine.workload_for(
+                it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
             )["spec"]["podSets"]
             return UpdatePodSets(workload, desired)
         return None
     if evicted:
-        return _stop(job, workload, _evicted_message(workload))
+        return _stop(job, workload, _evicted_message(workload), it)
     if not has_reservation(workload):
-        return _stop(job, workload, "Not admitted by cluster queue")
-    if is_stopping(job):
+        return _stop(job, workload, "Not admitted by cluster queue", it)
+    if engine.is_stopping(it, job):
         # suspended, its restore not written before the Workload was admitted again: finish the stop,
         # then it starts at the new admitted count
-        return _stop(job, workload, "Restoring the Job before it starts again")
-    if pods_ready:
-        condition = desired_pods_ready(workload, pods_ready=job_pods_ready(job))
+        return _stop(job, workload, "Restoring the Job before it starts again", it)
+    if pods_ready and it.pods_ready is not None:
+        condition = desired_pods_ready(workload, pods_ready=engine.pods_ready(it, job))
         current = find(((workload.get("status") or {}).get("conditions")), PODS_READY) or {}
         if (current.get("status"), current.get("reason")) != condition[:2]:
             return SyncPodsReady(workload, condition)
@@ -285,10 +282,10 @@ def plan_job(
 _Shape = tuple[tuple[str, int, int | None, tuple[tuple[str, int], ...]], ...]
 
 
-def _shape(job: JSON) -> _Shape | None:
-    """What quota a Job asks for: (pod set, count, minCount, per-pod requests), minCount compared as
+def _shape(job: JSON, integration: Integration) -> _Shape | None:
+    """What quota an object asks for: (pod set, count, minCount, per-pod requests), minCount compared as
     Kueue's ComparePodSets does; None when its template is invalid."""
-    pod_sets = job_pod_sets(job)
+    pod_sets = engine.pod_sets(integration, job)
     if isinstance(pod_sets, list):
         return None
     return tuple((p.name, p.count, p.min_count, tuple(sorted(p.requests.items()))) for p in pod_sets)
@@ -322,55 +319,82 @@ def start_refused(exc: ApiError) -> bool:
     return 400 <= exc.status < 500 and exc.status not in (404, 409, 429)
 
 
+#: (framework name, namespace, name) of a queued object
+ObjectKey = tuple[str, str, str]
+
+
+def kind_of(integration: Integration) -> Kind:
+    """The REST resource the store holds objects of ``integration`` under."""
+    return integration_kind(integration.group, integration.version, integration.kind, integration.plural)
+
+
 class JobReconciler:
-    """Runs ``plan_job`` for every Job the store reports changed (directly or through its Workload)."""
+    """Runs ``plan_job`` for every queued object (a Job, a JobSet, ... : every enabled integration) the store
+    reports changed, directly or through its Workload."""
 
     def __init__(self, context: ControlContext, *, workers: int = 4) -> None:
         self.context = context
         self.workers = workers
-        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
-        #: keys of deleted Workloads that may have no Job left to speak for them (``release_orphan``)
+        self.queue: WorkQueue[ObjectKey] = WorkQueue()
+        #: keys of deleted Workloads that may have no object left to speak for them (``release_orphan``)
         self.orphans: WorkQueue[tuple[str, str]] = WorkQueue()
-        self._deleted_jobs: dict[tuple[str, str], str] = {}  # job key -> uid, until its Workload is gone
-        self._backoffs: dict[tuple[str, str, str], Backoff] = {}
+        self._deleted_jobs: dict[ObjectKey, str] = {}  # object key -> uid, until its Workload is gone
+        self._backoffs: dict[tuple[str, ...], Backoff] = {}
+
+    def _integration_of_kind(self, kind: Kind) -> Integration | None:
+        return self.context.configuration().integrations.for_kind(kind.group, kind.kind)
+
+    def _integration_of_owner(self, owner: JSON | None) -> Integration | None:
+        """The enabled integration of a Workload's controller ownerReference."""
+        if owner is None:
+            return None
+        for integration in self.context.configuration().integrations:
+            if integration.matches(owner.get("apiVersion"), owner.get("kind")):
+                return integration
+        return None
 
     def on_change(self, change: Change) -> None:
-        if change.kind is JOBS:
+        integration = self._integration_of_kind(change.kind)
+        if integration is not None:
+            key = (integration.name, *change.key)
             if change.new is None and change.old is not None:
                 uid = str((change.old.get("metadata") or {}).get("uid", ""))
-                self._deleted_jobs[change.key] = uid
+                self._deleted_jobs[key] = uid
             if change.new is None or is_deleting(change.new):
                 gone = change.old if change.new is None else change.new
                 uid = str(((gone or {}).get("metadata") or {}).get("uid", ""))
                 workload = self.context.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
                 if workload is not None and _held(workload):
                     self.orphans.add(key_of(workload))
-            self.queue.add(change.key)
+            self.queue.add(key)
         elif change.kind is WORKLOADS:
             obj = change.new if change.new is not None else change.old
             owner = controller_owner(obj)
-            if owner is not None and owner.get("kind") == "Job":
-                self.queue.add((change.key[0], str(owner.get("name", ""))))
+            owner_integration = self._integration_of_owner(owner)
+            if owner is not None and owner_integration is not None:
+                self.queue.add((owner_integration.name, change.key[0], str(owner.get("name", ""))))
             if change.new is not None and _held(change.new):
                 self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
             # admitted Workloads may have waited for this flavor
             for workload in self.context.store.items(WORKLOADS):
                 owner = controller_owner(workload)
-                if owner is not None and owner.get("kind") == "Job" and has_reservation(workload):
-                    self.queue.add((key_of(workload)[0], str(owner.get("name", ""))))
+                owner_integration = self._integration_of_owner(owner)
+                if owner is not None and owner_integration is not None and has_reservation(workload):
+                    self.queue.add((owner_integration.name, key_of(workload)[0], str(owner.get("name", ""))))
 
     def resync(self) -> None:
-        """Queue every Job, and every deleted Workload still held (after becoming leader: finish anything a
-        previous leader left half done, such as a finalizer it did not get to remove)."""
-        for job in self.context.store.items(JOBS):
-            self.queue.add(key_of(job))
+        """Queue every queued object, and every deleted Workload still held (after becoming leader: finish
+        anything a previous leader left half done, such as a finalizer it did not get to remove)."""
+        for integration in self.context.configuration().integrations:
+            for obj in self.context.store.items(kind_of(integration)):
+                self.queue.add((integration.name, *key_of(obj)))
         for workload in self.context.store.items(WORKLOADS):
             if _held(workload):
                 self.orphans.add(key_of(workload))
 
     async def run(self) -> None:
-        async def worker(queue: WorkQueue[tuple[str, str]], handler: Handler, tag: str) -> None:
+        async def worker(queue: WorkQueue[Any], handler: Handler, tag: str) -> None:
             await queue.serve(handler, on_error=partial(self._failed, queue, tag))
 
         await asyncio.gather(
@@ -378,9 +402,7 @@ class JobReconciler:
             worker(self.orphans, self.release_orphan, "workload"),
         )
 
-    def _failed(
-        self, queue: WorkQueue[tuple[str, str]], tag: str, key: tuple[str, str], exc: BaseException
-    ) -> None:
+    def _failed(self, queue: WorkQueue[Any], tag: str, key: tuple[str, ...], exc: BaseException) -> None:
         """Retry a failed key with its own exponential backoff (a conflict storm must not spin)."""
         backoff = self._backoffs.setdefault((tag, *key), Backoff(base=0.05, cap=10.0))
         delay = backoff.next_delay()
@@ -403,16 +425,20 @@ class JobReconciler:
                 out[str((item.get("metadata") or {}).get("name", ""))] = value
         return out
 
-    async def reconcile(self, key: tuple[str, str]) -> None:
-        namespace, name = key
-        job = self.context.store.get(JOBS, name, namespace)
+    async def reconcile(self, key: ObjectKey) -> None:
+        framework, namespace, name = key
+        configuration = self.context.configuration()
+        integration = next((i for i in configuration.integrations if i.name == framework), None)
+        if integration is None:
+            return  # the integration was turned off: its objects are left alone
+        job = self.context.store.get(kind_of(integration), name, namespace)
         if job is None:
             await self._job_deleted(key)
             return
         if is_deleting(job):
             return  # its Workload's finalizer is for release_orphan, as Kueue finalizes a deleted Job's
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
-        if not is_managed(job, config=self.context.configuration(), namespace_labels=labels):
+        if not is_managed(job, integration, config=configuration, namespace_labels=labels):
             return
         uid = str((job.get("metadata") or {}).get("uid", ""))
         workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid)
@@ -422,10 +448,11 @@ class JobReconciler:
             flavors=self._flavor,
             priorities=self._priorities(),
             pod_priorities=self._priorities(PRIORITY_CLASSES),
-            pods_ready=self.context.configuration().wait_for_pods_ready.enable,
+            pods_ready=configuration.wait_for_pods_ready.enable,
+            integration=integration,
         )
         if step is not None:
-            await self._execute(job, step)
+            await self._execute(job, step, integration)
         self._backoffs.pop(("job", *key), None)
 
     async def release_orphan(self, key: tuple[str, str]) -> None:
@@ -440,7 +467,13 @@ class JobReconciler:
         workload = self.context.store.get(WORKLOADS, name, namespace)
         if workload is None or not _held(workload):
             return
-        job = self.context.store.job_of(workload)
+        owner = controller_owner(workload)
+        integration = self._integration_of_owner(owner)
+        job = None
+        if owner is not None and integration is not None:
+            job = self.context.store.get(kind_of(integration), str(owner.get("name", "")), namespace)
+            if job is not None and (job.get("metadata") or {}).get("uid") != owner.get("uid"):
+                job = None
         if job is not None and not is_deleting(job):
             return
         if await self.context.writer.remove_finalizer(WORKLOADS, workload, RESOURCE_IN_USE) is not None:
@@ -450,21 +483,24 @@ class JobReconciler:
             )
         self._backoffs.pop(("workload", *key), None)
 
-    async def _start(self, job: JSON, step: StartJob) -> None:
-        """Unsuspend an admitted Job; a refusal is said on the Workload and the Job, never only logged."""
+    async def _start(self, job: JSON, step: StartJob, integration: Integration) -> None:
+        """Unsuspend an admitted object; a refusal is said on the Workload and the object, never only
+        logged."""
         admitted = f"Admitted by clusterQueue {step.cluster_queue}"
         try:
-            started = await self.context.writer.patch(JOBS, job, step.patch)
+            started = await self.context.writer.patch(kind_of(integration), job, step.patch)
         except ApiError as exc:
             if exc.status == 422 and refused_fields(exc):
                 # The API server refuses the Job as admission would start it (a flavor's nodeSelector or
                 # toleration it cannot accept): a retry cannot help, so, like Kueue for a start that can
                 # never succeed, the Workload finishes as FailedToStart, which frees its quota and says why.
                 self.context.events.record(job, type="Warning", reason="FailedToStart", message=exc.message)
-                await self._execute(job, FinishWorkload(step.workload, "FailedToStart", exc.message))
+                await self._execute(
+                    job, FinishWorkload(step.workload, "FailedToStart", exc.message), integration
+                )
                 return
             if start_refused(exc):
-                await self._record_refusal(job, step.workload, exc, admitted)
+                await self._record_refusal(job, step.workload, exc, admitted, integration.kind)
             raise  # retried with backoff: the refusal may be lifted (a webhook or its configuration fixed)
         if started is None:
             return
@@ -478,10 +514,12 @@ class JobReconciler:
             ),
         )
 
-    async def _record_refusal(self, job: JSON, workload: JSON, exc: ApiError, admitted: str) -> None:
+    async def _record_refusal(
+        self, job: JSON, workload: JSON, exc: ApiError, admitted: str, kind: str
+    ) -> None:
         """StartFailed=True on the Workload with the server's answer, and a Warning Event on both objects."""
         message = (
-            f"{admitted}, but the API server refused to start the Job ({exc.status} {exc.reason}): "
+            f"{admitted}, but the API server refused to start the {kind} ({exc.status} {exc.reason}): "
             f"{exc.message}; retrying"
         )
         # the server's Status reason (Forbidden, BadRequest...); a webhook may send any text, the condition
@@ -507,16 +545,17 @@ class JobReconciler:
         namespace, name = key_of(workload)
         return self.context.store.get(WORKLOADS, name, namespace) or workload
 
-    async def _job_deleted(self, key: tuple[str, str]) -> None:
+    async def _job_deleted(self, key: ObjectKey) -> None:
         uid = self._deleted_jobs.pop(key, None)
         if not uid:
             return
-        workload = self.context.store.workload_owned_by(namespace=key[0], owner_uid=uid)
+        workload = self.context.store.workload_owned_by(namespace=key[1], owner_uid=uid)
         if workload is not None:  # the garbage collector would do it too; doing it now frees quota at once
             await self.context.writer.delete(WORKLOADS, workload)
 
-    async def _execute(self, job: JSON, step: Step) -> None:
+    async def _execute(self, job: JSON, step: Step, integration: Integration = JOB) -> None:
         namespace = key_of(job)[0]
+        kind = kind_of(integration)
         writer, events = self.context.writer, self.context.events
 
         def on_job(reason: str, message: str) -> None:
@@ -544,14 +583,14 @@ class JobReconciler:
                     message=message,
                 )
         elif isinstance(step, StartJob):
-            await self._start(job, step)
+            await self._start(job, step, integration)
         elif isinstance(step, StopJob):
             target: JSON | None = job
             if step.first:
-                target = await writer.patch(JOBS, job, list(step.first))
+                target = await writer.patch(kind, job, list(step.first))
                 if target is not None:
                     on_job("Stopped", step.message)
-            restored = target is not None and await writer.patch(JOBS, target, step.patch) is not None
+            restored = target is not None and await writer.patch(kind, target, step.patch) is not None
             if restored and not step.first:
                 on_job("Stopped", step.message)
         elif isinstance(step, RemoveFinalizer):

@@ -367,7 +367,11 @@ class SchedulerLoop:
         admission = decision.admission.to_dict()
 
         checks = decision.admission_checks
-        pods_ready = tracks_pods_ready(workload, self.context.configuration().wait_for_pods_ready)
+        pods_ready = tracks_pods_ready(
+            workload,
+            self.context.configuration().wait_for_pods_ready,
+            self.context.configuration().pods_ready_kinds(),
+        )
 
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):

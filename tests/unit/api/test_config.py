@@ -117,8 +117,8 @@ managedJobsNamespacSelector: {}
 
 
 def test_kueue_only_fields_are_accepted_with_a_warning() -> None:
-    config = parsed("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations: {}\n")
-    assert config.warnings == ("integrations: accepted for compatibility with Kueue, has no effect here",)
+    config = parsed("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nqueueVisibility: {}\n")
+    assert config.warnings == ("queueVisibility: accepted for compatibility with Kueue, has no effect here",)
 
 
 def test_broken_yaml_names_the_line() -> None:

@@ -207,7 +207,7 @@ def test_unsuspend_refuses_a_flavor_that_contradicts_the_jobs_node_selector() ->
 
 def test_resuspend_restores_the_original_template() -> None:
     original = {"spec": {"containers": [{"name": "c"}]}}
-    running = job({"template": copy.deepcopy(original)})
+    running = job({"template": copy.deepcopy(original), "suspend": False})  # the API server defaults suspend
     running["spec"]["template"]["spec"]["nodeSelector"] = {"a": "b"}
     running["spec"]["template"]["spec"]["tolerations"] = [{"key": "x", "operator": "Exists"}]
     assert resuspend_patch(running, original) == [

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from webhook.admission.routes import ROUTES
+from webhook.api.integrations import BUILTIN
 from webhook.control.kinds import CONFIGMAPS, LEASES, WATCHED
 
 ROOT = Path(__file__).resolve().parents[3] / "manifests"
@@ -44,6 +45,8 @@ def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -
         "/validate-kueue-x-k8s-io-v1beta2-resourceflavor",
         "/validate-kueue-x-k8s-io-v1beta2-cohort",
         "/validate-kueue-x-k8s-io-v1beta2-workload",
+        "/mutate",
+        "/validate",
     }
     for hook in hooks:
         assert hook["clientConfig"]["service"]["path"] in ROUTES
@@ -51,6 +54,31 @@ def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -
         assert 1 <= hook["timeoutSeconds"] <= 10
         excluded = hook["namespaceSelector"]["matchExpressions"][0]
         assert excluded["operator"] == "NotIn" and set(excluded["values"]) == {"kube-system", "kueue-system"}
+
+
+def test_every_built_in_integration_is_admitted_by_both_webhooks_and_granted_in_rbac() -> None:
+    """A JobSet, PyTorchJob, ... reaches the catch-all paths (which dispatch on kind), and the controller may
+    watch and patch it, whether or not integrations.frameworks turns it on."""
+    role = of_kind("ClusterRole")[0]
+    granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        (hook,) = [
+            h
+            for d in of_kind(kind)
+            for h in d["webhooks"]
+            if h["name"].endswith("integrations.kueue.x-k8s.io")
+        ]
+        covered = {
+            (g, v, r)
+            for rule in hook["rules"]
+            for g in rule["apiGroups"]
+            for v in rule["apiVersions"]
+            for r in rule["resources"]
+        }
+        for integration in BUILTIN.values():
+            if integration.group != "batch":
+                assert (integration.group, integration.version, integration.plural) in covered
+                assert (integration.group, integration.plural) in granted
 
 
 def test_rbac_has_no_wildcards_and_covers_every_watched_kind() -> None:

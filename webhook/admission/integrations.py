@@ -1,0 +1,194 @@
+"""Admission rules for every queued kind other than ``batch/v1`` Job (JobSet, Kubeflow jobs, RayJob,
+RayCluster, declared CRDs), from the kind's integration description.
+
+The same rules as for Jobs (``webhook.admission.jobs``), where Kueue's ``jobframework`` base webhook applies
+them to every integration: on CREATE the namespace's default LocalQueue is filled in and a queued object is
+created suspended (through the kind's own suspend field: ``spec.runPolicy.suspend`` for a PyTorchJob); the
+queue label is a DNS-1123 subdomain and immutable while the object runs. On top, as for Jobs: the label policy
+(an enforced namespace requires the queue label, which can never be removed there) and anti-bypass (only the
+controller may clear the suspend field of a queued object, and change a running one's pod templates'
+nodeSelector, tolerations or resources). An object of a kind whose integration is off, or queued through its
+owner (the RayCluster of a RayJob), is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
+from webhook.admission.jobs import add_label_op, queue_list
+from webhook.admission.review import AdmissionRequest, Verdict
+from webhook.admission.view import ClusterView, namespace_labels_or_default
+from webhook.api.config import Configuration
+from webhook.api.errors import FieldError
+from webhook.api.integrations import Integration, engine
+from webhook.api.integrations.engine import QUEUE_NAME_LABEL
+from webhook.api.integrations.managed import is_managed
+from webhook.api.validation import dns1123_subdomain_problems
+
+__all__ = ["mutate_object", "validate_object"]
+
+
+def _integration(request: AdmissionRequest, config: Configuration) -> Integration | None:
+    return config.integrations.for_kind(request.kind.group, request.kind.kind)
+
+
+def _malformed(obj: Any) -> str | None:
+    """Why the object cannot be read at all (answered with a 400), None when it can."""
+    if not isinstance(obj, Mapping):
+        return "object is missing"
+    metadata = obj.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        return "object.metadata must be an object"
+    for field in ("labels", "annotations"):
+        values = (metadata or {}).get(field)
+        if values is not None and (
+            not isinstance(values, Mapping) or not all(isinstance(v, str) for v in values.values())
+        ):
+            return f"object.metadata.{field} must be a map of strings"
+    return None
+
+
+def mutate_object(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+    """Default the queue label, then suspend a queued object on CREATE (Kueue's base webhook ``Default``)."""
+    integration = _integration(request, config)
+    if integration is None or request.operation != "CREATE":
+        return Verdict.allow()
+    obj = request.object
+    if (problem := _malformed(obj)) is not None:
+        return Verdict.unprocessable(problem)
+    assert obj is not None
+    if config.integrations.queued_through_owner(obj) or engine.skipped(integration, obj):
+        return Verdict.allow()
+    namespace_labels = namespace_labels_or_default(view, request.namespace)
+    managed = config.manages_namespace(namespace_labels)
+    patch: list[dict[str, Any]] = []
+    queue = engine.queue_name(obj)
+    if not queue and (managed or config.label_policy.is_enforced(namespace_labels)):
+        default_queue = config.label_policy.default_queue_for(request.namespace)
+        if default_queue in view.local_queue_names(request.namespace):
+            queue = default_queue
+            patch.append(add_label_op(obj, QUEUE_NAME_LABEL, queue))
+    if (queue or (config.manage_jobs_without_queue_name and managed)) and not engine.is_suspended(
+        integration, obj
+    ):
+        patch.extend(engine.suspend_ops(integration, obj))
+    return Verdict.allow(patch)
+
+
+def validate_object(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
+    """Kueue's base webhook validation plus the label policy and anti-bypass (CREATE and UPDATE)."""
+    integration = _integration(request, config)
+    if integration is None or request.operation not in ("CREATE", "UPDATE"):
+        return Verdict.allow()
+    new, old = request.object, request.old_object if request.operation == "UPDATE" else None
+    for candidate in (new, old) if old is not None else (new,):
+        if (problem := _malformed(candidate)) is not None:
+            return Verdict.unprocessable(problem)
+    assert new is not None
+    if config.integrations.queued_through_owner(new):
+        return Verdict.allow()
+    errors: list[FieldError] = []
+    queue = engine.queue_name(new) or ""
+    if queue and (problems := dns1123_subdomain_problems(queue)):
+        errors.append(FieldError.invalid(label_path(QUEUE_NAME_LABEL), queue, ",".join(problems)))
+    namespace_labels = namespace_labels_or_default(view, request.namespace)
+    enforced = config.label_policy.is_enforced(namespace_labels)
+    kind = integration.kind
+    if old is None:
+        if not queue and enforced and not engine.skipped(integration, new):
+            errors.append(
+                FieldError.required(
+                    label_path(QUEUE_NAME_LABEL),
+                    f'namespace "{request.namespace}" requires every {kind} to name its LocalQueue in the '
+                    f"label {QUEUE_NAME_LABEL}; {queue_list(view, request.namespace)}",
+                )
+            )
+    else:
+        errors += _update_errors(request, integration, old, new, config, enforced, namespace_labels)
+    if errors:
+        return Verdict.deny(aggregate_message(errors))
+    return Verdict.allow()
+
+
+def _update_errors(
+    request: AdmissionRequest,
+    integration: Integration,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    config: Configuration,
+    enforced: bool,
+    namespace_labels: Mapping[str, str],
+) -> list[FieldError]:
+    errors: list[FieldError] = []
+    old_queue, new_queue = engine.queue_name(old) or "", engine.queue_name(new) or ""
+    new_suspended = integration.suspend.get(new) is True
+    old_suspended = integration.suspend.get(old) is True
+    path = label_path(QUEUE_NAME_LABEL)
+    if not new_suspended and new_queue != old_queue:
+        errors.append(FieldError.invalid(path, new_queue, IMMUTABLE))
+    if old_queue and not new_queue and enforced:
+        errors.append(
+            FieldError.forbidden(
+                path,
+                f'namespace "{request.namespace}" requires the label {QUEUE_NAME_LABEL}, so it cannot be '
+                f"removed; to move the {integration.kind} to another LocalQueue, suspend it and change the "
+                "label's value",
+            )
+        )
+    identity = config.controller_identity
+    if identity.trusts(request.username):
+        return errors
+    managed = is_managed(old, integration, config=config, namespace_labels=namespace_labels) or is_managed(
+        new, integration, config=config, namespace_labels=namespace_labels
+    )
+    if not managed:
+        return errors
+    controller = " or ".join(identity.usernames)
+    if old_suspended and not new_suspended:
+        queue = new_queue or old_queue
+        errors.append(
+            FieldError.forbidden(
+                str(integration.suspend),
+                f"only the queueing controller ({controller}) may start a queued {integration.kind}, "
+                f'user "{request.username}" may not; it starts by itself once its Workload is admitted'
+                + (f' through LocalQueue "{queue}"' if queue else "")
+                + f" (see kubectl get workloads -n {request.namespace} for why it is waiting)",
+            )
+        )
+    if not old_suspended:
+        errors += _admitted_template_changes(integration, old, new)
+    return errors
+
+
+def _admitted_template_changes(
+    integration: Integration, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> list[FieldError]:
+    hint = (
+        f"cannot be changed while the {integration.kind} is admitted: the queueing controller sets it from "
+        "the assigned ResourceFlavor and quota; "
+        f"delete and recreate the {integration.kind} with the new value instead"
+    )
+    before = {e.name: e for e in engine.elements(integration, old)}
+    errors: list[FieldError] = []
+    for element in engine.elements(integration, new):
+        previous = before.get(element.name)
+        old_spec = ((previous.template() or {}).get("spec") or {}) if previous is not None else {}
+        new_spec = (element.template() or {}).get("spec") or {}
+        base = f"{element.where}.{element.source.template}.spec"
+        for key in ("nodeSelector", "tolerations"):
+            if (old_spec.get(key) or None) != (new_spec.get(key) or None):
+                errors.append(FieldError.forbidden(f"{base}.{key}", hint))
+        for key in ("initContainers", "containers"):
+            if _resources(old_spec.get(key)) != _resources(new_spec.get(key)):
+                errors.append(FieldError.forbidden(f"{base}.{key}[*].resources", hint))
+    return errors
+
+
+def _resources(containers: Any) -> list[Any]:
+    if not isinstance(containers, list):
+        return []
+    return [
+        (c.get("name"), c.get("resources") or None) if isinstance(c, Mapping) else None for c in containers
+    ]
