@@ -20,6 +20,8 @@ import yaml
 
 from webhook.api.errors import FieldError
 from webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, KUEUE_FRAMEWORKS
+from webhook.api.integrations.declare import FIELD as DECLARED_FIELD
+from webhook.api.integrations.declare import parse_declared_kinds
 from webhook.api.integrations.registry import Integrations
 from webhook.api.selectors import LabelSelector, Requirement, label_selector
 from webhook.api.validation import dns1123_label_problems, dns1123_subdomain_problems
@@ -473,16 +475,21 @@ class _Reader:
 
     def integrations(self, value: object) -> Integrations:
         """Kueue's ``integrations``: which frameworks are on (Kueue's names; its default ``[batch/job]``) and
-        its ``externalFrameworks`` (``Kind.version.group``)."""
+        its ``externalFrameworks`` (``Kind.version.group``); and, beyond Kueue, ``declaredKinds``: CRDs queued
+        from their declaration (``webhook.api.integrations.declare``), on by being declared."""
         path = "integrations"
         section = self.mapping(
-            value, path, frozenset({"frameworks", "externalFrameworks", "labelKeysToCopy"})
+            value, path, frozenset({"frameworks", "externalFrameworks", "labelKeysToCopy", DECLARED_FIELD})
         )
         if not section:
             return Integrations()
+        declared, problems = parse_declared_kinds(section.get(DECLARED_FIELD), f"{path}.{DECLARED_FIELD}")
+        self.errors.extend(problems)
         names = self.string_list(section.get("frameworks"), f"{path}.frameworks")
         enabled = []
         for index, name in enumerate(names or DEFAULT_FRAMEWORKS):
+            if any(d.name == name for d in declared):
+                continue  # a declared kind is on by being declared; naming it here too is harmless
             if name in BUILTIN:
                 if BUILTIN[name] not in enabled:
                     enabled.append(BUILTIN[name])
@@ -505,7 +512,7 @@ class _Reader:
             self.warnings.append(
                 f"{path}.labelKeysToCopy: accepted for compatibility with Kueue, has no effect here"
             )
-        return Integrations(enabled=tuple(enabled), external=tuple(external))
+        return Integrations(enabled=(*enabled, *declared), external=tuple(external))
 
     def string_list(self, value: object, path: str) -> list[str]:
         if value is None:
