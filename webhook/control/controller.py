@@ -26,6 +26,7 @@ from webhook.control.api_health import ApiHealth
 from webhook.control.checks import AdmissionChecksController
 from webhook.control.config import LiveConfiguration
 from webhook.control.context import ControlContext
+from webhook.control.declared_webhooks import DeclaredWebhooks
 from webhook.control.events import Recorder
 from webhook.control.fair_sharing import FairSharingReporter
 from webhook.control.identity import own_username
@@ -146,6 +147,9 @@ class Controller:
         self._running = False
         self.store.subscribe(self.live_config.on_change)
         self.live_config.subscribe(self._watch_integrations)
+        #: the leader keeps the webhook configurations listing the kinds declared in the ConfigMap
+        self.declared_webhooks = DeclaredWebhooks(client, lambda: self.configuration().integrations)
+        self.live_config.subscribe(lambda _: self.declared_webhooks.request())
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
         self.live_config.subscribe(self._rearm_pods_ready)
@@ -207,6 +211,7 @@ class Controller:
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
+            loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
         ]
 
     def _stop_leading(self) -> None:
