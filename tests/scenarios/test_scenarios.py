@@ -33,8 +33,8 @@ def load(path: Path) -> tuple[Scenario, dict[str, Any]]:
 
 
 def job_name(workload_name: str) -> str:
-    """``job-train-01-1a2b3`` -> ``train-01``."""
-    return workload_name.removeprefix("job-").rsplit("-", 1)[0]
+    """``job-train-01-1a2b3`` -> ``train-01`` (``trainingrun-llm-4c5d6`` -> ``llm``: any queued kind)."""
+    return workload_name.split("-", 1)[1].rsplit("-", 1)[0]
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])

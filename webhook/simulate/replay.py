@@ -23,6 +23,7 @@ from webhook.simulate.scenario import (
     Scenario,
     SimulationError,
     gc_paused,
+    unresolved,
     with_job_priority,
 )
 
@@ -139,6 +140,7 @@ def replay(
     as the controller does with a burst of watch events. Queue order still uses exact arrival times;
     admissions and finishes are stamped with the end of their step. ``0`` handles every instant alone.
     """
+    unresolved(scenario)
     with gc_paused():
         return _replay(
             scenario, at=at, resolution=resolution, record_timeline=record_timeline, progress=progress

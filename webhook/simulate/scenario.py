@@ -1,10 +1,13 @@
 """Documents in, a ``Scenario`` out: the cluster's objects, and the trace placed on the simulated clock.
 
 The input is what ``kubectl apply`` takes, so every object goes through the same parsers and validation as
-on a cluster (``webhook.api``) and a bad one is refused with the file, the document and the field. Jobs
-become Workloads exactly as the controller names and sizes them; their priority is the controller's rule
-(``webhook.api.jobs.job_priority``), finished when the replay starts because a priority class may come
-later in the input than the Job that names it. Nothing here runs the scheduler: that is ``replay``.
+on a cluster (``webhook.api``) and a bad one is refused with the file, the document and the field. Jobs,
+and objects of every other queued kind (a built-in one the ConfigMap's ``integrations.frameworks`` turns on,
+or a CRD its ``integrations.declaredKinds`` declares), become Workloads exactly as the controller names and
+sizes them, through the same integration description (``webhook.api.integrations.engine``). Their priority
+is the controller's rule, finished when the replay starts because a priority class may come later in the
+input than the object that names it; likewise an object of a kind the ConfigMap declares may come before
+the ConfigMap, so it waits for it. Nothing here runs the scheduler: that is ``replay``.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from webhook.api.config import (
     parse_configuration,
 )
 from webhook.api.errors import FieldError
-from webhook.api.jobs import JOB_UID_LABEL, job_pod_sets, job_priority, job_queue_name, workload_name
+from webhook.api.integrations import JOB, Integration, engine
+from webhook.api.integrations.engine import JOB_UID_LABEL
 from webhook.api.objects import (
+    GROUP,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -51,6 +56,7 @@ __all__ = [
     "load_scenario",
     "parse_duration",
     "scenario_from_documents",
+    "unresolved",
     "with_job_priority",
 ]
 
@@ -114,9 +120,11 @@ class Submission:
     workload: Workload
     arrival: float
     runtime: float | None
-    #: the Job it stands for when its priority names a class: resolved when the replay starts, with the
+    #: the object it stands for when its priority names a class: resolved when the replay starts, with the
     #: priority classes of the whole input (``with_job_priority``)
     job: Mapping[str, Any] | None = None
+    #: the queued kind of ``job`` (a Job when None)
+    integration: Integration | None = None
 
 
 @dataclass(slots=True)
@@ -131,6 +139,8 @@ class Scenario:
     submissions: list[Submission] = field(default_factory=list)
     #: the controller's ConfigMap when the input has one (fair sharing and its strategies)
     configuration: Configuration = field(default_factory=Configuration)
+    #: objects of kinds no enabled integration knows yet: the ConfigMap may still declare them
+    deferred: list[tuple[str, int, Mapping[str, Any]]] = field(default_factory=list)
 
     @property
     def cluster_queues(self) -> list[ClusterQueue]:
@@ -148,14 +158,17 @@ def with_job_priority(
     workload_priority_classes: Mapping[str, int],
     pod_priority_classes: Mapping[str, int],
 ) -> Workload:
-    """The submission's Workload with the priority the controller would give its Job, once every priority
-    class of the input is known (``job_priority``: the WorkloadPriorityClass label, else the pod template's
-    PriorityClass, else its ``priority``)."""
+    """The submission's Workload with the priority the controller would give its object, once every
+    priority class of the input is known (``engine.priority``: the WorkloadPriorityClass label, else the
+    kind's or the pod template's PriorityClass, else its ``priority``)."""
     job = submission.job
     if job is None:
         return submission.workload
-    priority, class_name, class_group = job_priority(
-        job, workload_priority_classes=workload_priority_classes, pod_priority_classes=pod_priority_classes
+    priority, class_name, class_group = engine.priority(
+        submission.integration or JOB,
+        job,
+        workload_priority_classes=workload_priority_classes,
+        pod_priority_classes=pod_priority_classes,
     )
     return replace(
         submission.workload,
@@ -203,17 +216,20 @@ def _timing(where: _Where, meta: Mapping[str, Any]) -> tuple[float, float | None
     return arrival, runtime
 
 
-def _job_submission(where: _Where, job: Mapping[str, Any], index: int) -> Submission:
-    meta = job.get("metadata")
+def _object_submission(
+    where: _Where, integration: Integration, obj: Mapping[str, Any], index: int
+) -> Submission:
+    """A queued object (a Job, a JobSet, a declared kind ...) as the Workload the controller would create."""
+    meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise SimulationError(f"{where}: metadata.name: Required value")
-    queue = job_queue_name(job)
+    queue = engine.queue_name(obj)
     if queue is None:
         raise SimulationError(
             f"{where}: metadata.labels[kueue.x-k8s.io/queue-name]: Required value: "
-            "a Job without a queue is not managed and would run outside any quota"
+            f"a {integration.kind} without a queue is not managed and would run outside any quota"
         )
-    pod_sets = job_pod_sets(job)
+    pod_sets = engine.pod_sets(integration, obj)
     if isinstance(pod_sets, list):
         raise _errors(where, pod_sets)
     arrival, runtime = _timing(where, meta)
@@ -222,12 +238,12 @@ def _job_submission(where: _Where, job: Mapping[str, Any], index: int) -> Submis
     namespace = str(meta.get("namespace") or "default")
     labels = meta.get("labels") or {}
     # the classes are not all read yet: a named class is looked up again when the replay starts
-    priority, class_name, class_group = job_priority(
-        job, workload_priority_classes={}, pod_priority_classes={}
+    priority, class_name, class_group = engine.priority(
+        integration, obj, workload_priority_classes={}, pod_priority_classes={}
     )
     workload = Workload(
         meta=Meta(
-            name=workload_name(name, uid),
+            name=engine.workload_name(name, uid, kind=integration.kind, group=integration.group),
             namespace=namespace,
             uid=uid,
             creation_timestamp=_timestamp(arrival),
@@ -240,7 +256,29 @@ def _job_submission(where: _Where, job: Mapping[str, Any], index: int) -> Submis
         priority_class_name=class_name,
         priority_class_group=class_group,
     )
-    return Submission(workload, arrival, runtime, job=job if class_name else None)
+    job = obj if class_name else None
+    return Submission(workload, arrival, runtime, job=job, integration=integration)
+
+
+def _queued_kind(scenario: Scenario, doc: Mapping[str, Any]) -> Integration | None:
+    """The integration an object is queued through: Jobs always (``simulate`` is about quotas, so a Job in
+    the input is one to queue), any other kind when the input's configuration enables or declares it."""
+    if doc.get("kind") == "Job":
+        return JOB
+    return scenario.configuration.integrations.for_object(doc)
+
+
+def _not_queued(where: _Where, doc: Mapping[str, Any]) -> SimulationError:
+    return SimulationError(
+        f"{where}: {doc.get('kind')} of {doc.get('apiVersion')} is not a kind simulate queues: enable its "
+        "integration in the ConfigMap's integrations.frameworks, or declare it in integrations.declaredKinds"
+    )
+
+
+def unresolved(scenario: Scenario) -> None:
+    """Raise for the first object of a kind the whole input never enabled or declared."""
+    for source, index, doc in scenario.deferred:
+        raise _not_queued(_Where(source, index, doc), doc)
 
 
 def _workload_submission(where: _Where, doc: Mapping[str, Any]) -> Submission:
@@ -283,8 +321,15 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         name = _name(where, doc)
         scenario.namespaces[name] = dict((doc.get("metadata") or {}).get("labels") or {})
         return
-    if kind == "Job":
-        scenario.submissions.append(_job_submission(where, doc, index))
+    integration = _queued_kind(scenario, doc)
+    if integration is not None:
+        scenario.submissions.append(_object_submission(where, integration, doc, index))
+        return
+    if not str(doc.get("apiVersion", "")).startswith(f"{GROUP}/") and kind not in (
+        "ConfigMap",
+        "PriorityClass",
+    ):
+        scenario.deferred.append((source, index, doc))  # the ConfigMap may come later and declare it
         return
     if kind == "PriorityClass" and str(doc.get("apiVersion", "")).startswith("scheduling.k8s.io/"):
         name = _name(where, doc)
@@ -301,6 +346,9 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         if isinstance(parsed_config, ConfigurationErrors):
             raise SimulationError(f"{where}: data[{CONFIG_KEY}]: {parsed_config}")
         scenario.configuration = parsed_config
+        waiting, scenario.deferred = scenario.deferred, []
+        for source_, index_, deferred in waiting:
+            add_document(scenario, deferred, source=source_, index=index_)
         return
     if kind == "Workload":
         scenario.submissions.append(_workload_submission(where, doc))
@@ -332,6 +380,7 @@ def scenario_from_documents(documents: Iterable[tuple[str, int, Any]]) -> Scenar
     with gc_paused():
         for source, index, doc in documents:
             add_document(scenario, doc, source=source, index=index)
+    unresolved(scenario)
     return scenario
 
 

@@ -1,0 +1,57 @@
+"""``simulate`` queues a kind the input's ConfigMap declares or enables, and names an unknown one."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.crds.declared_kind import config_yaml, training_run
+from webhook.simulate.scenario import SimulationError, scenario_from_documents
+
+
+def configmap(text: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kueue-webhook-config", "namespace": "kueue-system"},
+        "data": {"config.yaml": text},
+    }
+
+
+def test_a_declared_kind_becomes_a_workload_named_and_sized_as_the_controller_would() -> None:
+    run = training_run("llm", "ml", queue="q", gpus=2, workers=3)
+    scenario = scenario_from_documents([("in.yaml", 0, run), ("in.yaml", 1, configmap(config_yaml()))])
+    [submission] = scenario.submissions
+    workload = submission.workload
+    assert workload.meta.name.startswith("trainingrun-llm-")
+    assert [(p.name, p.count) for p in workload.pod_sets] == [("launcher", 1), ("gpu", 3)]
+    assert workload.queue_name == "q"
+
+
+def test_an_object_of_a_kind_nobody_declared_is_refused_with_what_to_do() -> None:
+    run = training_run("llm", "ml", queue="q")
+    with pytest.raises(SimulationError) as failure:
+        scenario_from_documents([("in.yaml", 0, run), ("in.yaml", 1, configmap(config_yaml(declared=False)))])
+    assert str(failure.value) == (
+        "in.yaml: document 1 (TrainingRun/llm): TrainingRun of example.com/v1 is not a kind simulate queues: "
+        "enable its integration in the ConfigMap's integrations.frameworks, or declare it in "
+        "integrations.declaredKinds"
+    )
+
+
+def test_a_built_in_kind_is_simulated_once_its_framework_is_on() -> None:
+    jobset = yaml.safe_load(
+        """
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: ml, labels: {kueue.x-k8s.io/queue-name: q}}
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 2
+    template: {spec: {parallelism: 3, template: {spec: {containers: [{name: c, image: x}]}}}}
+"""
+    )
+    on = configmap("integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}")
+    scenario = scenario_from_documents([("in.yaml", 0, on), ("in.yaml", 1, jobset)])
+    assert [(p.name, p.count) for p in scenario.submissions[0].workload.pod_sets] == [("workers", 6)]
