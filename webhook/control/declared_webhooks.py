@@ -17,6 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
+
 from webhook.api.integrations.registry import Integrations
 from webhook.api.integrations.webhook_entries import ENTRIES, declared_rules, with_declared_entry
 from webhook.control.kinds import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, Kind
@@ -57,7 +59,10 @@ class DeclaredWebhooks:
     async def run(self) -> None:
         while True:
             self._wanted.clear()
-            await self.sync()
+            try:
+                await self.sync()
+            except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:  # unreachable: try later
+                log.warning("declared kinds' webhook entries not synced", extra={"error": str(exc)})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wanted.wait(), self.resync_seconds)
 
