@@ -480,8 +480,8 @@ def markdown(result: JSON) -> str:
             f"{serial['controller_writes_per_job_whole_life']} | |",
             f"| Job Complete -> next Job unsuspended, p50 / p99 / max (ms, {latency['samples']} samples) | "
             f"{latency['p50']} / {latency['p99']} / {latency['max']} | p99 <= 50 |",
-            "| Pod reported Succeeded -> next Job unsuspended (adds the Job controller), p50 / p99 / max "
-            f"(ms) | "
+            "| Pod reported Succeeded -> next Job unsuspended (adds the Job controller, which batches Pod "
+            f"updates for 1 s), p50 / p99 / max (ms) | "
             f"{pod['p50']} / {pod['p99']} / {pod['max']} | |",
             f"| controller RSS with {result['jobs']:,} Jobs + Workloads, steady (VmRSS) and peak (VmHWM), "
             "MB | "
