@@ -269,7 +269,7 @@ async def bench(jobs: int, samples: int) -> JSON:
                 print(stat, file=sys.stderr)
             for stat in snapshot.statistics("lineno")[:25]:
                 print(stat, file=sys.stderr)
-        admitted_bulk = controller.admission.admitted
+        admitted_bulk = controller.scheduler.admitted
 
         # release latency: one Job runs, the rest wait; finish the running one, time the next start
         await create_many(setup, [job(f"serial-{i:04d}", "serial") for i in range(samples + 1)])
@@ -341,7 +341,7 @@ async def bench(jobs: int, samples: int) -> JSON:
 async def settle(controller: Controller) -> None:
     """Steady state: the burst's Events posted and writes done, so RSS shows what is kept, not in flight."""
     for _ in range(600):
-        if not controller.recorder.pending and not controller.admission.in_flight:
+        if not controller.recorder.pending and not controller.scheduler.in_flight:
             break
         await asyncio.sleep(0.05)  # a benchmark waiting for background work to drain
     gc.collect()
