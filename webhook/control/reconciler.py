@@ -328,6 +328,17 @@ def kind_of(integration: Integration) -> Kind:
     return integration_kind(integration.group, integration.version, integration.kind, integration.plural)
 
 
+def namespace_terminating(exc: BaseException) -> bool:
+    """kube-apiserver's NamespaceLifecycle refusal of a create in a namespace being deleted (403 Forbidden,
+    "... because it is being terminated", cause NamespaceTerminating)."""
+    if not isinstance(exc, ApiError) or exc.status != 403:
+        return False
+    causes = (exc.body.get("details") or {}).get("causes") or []
+    return any(c.get("reason") == "NamespaceTerminating" for c in causes if isinstance(c, dict)) or (
+        "because it is being terminated" in exc.message
+    )
+
+
 class JobReconciler:
     """Runs ``plan_job`` for every queued object (a Job, a JobSet, ... : every enabled integration) the store
     reports changed, directly or through its Workload."""
@@ -399,11 +410,16 @@ class JobReconciler:
 
         await asyncio.gather(
             *(worker(self.queue, self.reconcile, "job") for _ in range(self.workers)),
-            worker(self.orphans, self.release_orphan, "workload"),
+            # as many for finalizers: a namespace being deleted waits on every one of its Workloads
+            *(worker(self.orphans, self.release_orphan, "workload") for _ in range(self.workers)),
         )
 
     def _failed(self, queue: WorkQueue[Any], tag: str, key: tuple[str, ...], exc: BaseException) -> None:
-        """Retry a failed key with its own exponential backoff (a conflict storm must not spin)."""
+        """Retry a failed key with its own exponential backoff (a conflict storm must not spin); not when
+        its namespace is being deleted, which deletes the object too."""
+        if namespace_terminating(exc):
+            log.info("namespace being deleted: not retried", extra={tag: "/".join(key)})
+            return
         backoff = self._backoffs.setdefault((tag, *key), Backoff(base=0.05, cap=10.0))
         delay = backoff.next_delay()
         log.warning("reconcile failed, retrying in %.2fs: %r", delay, exc, extra={tag: "/".join(key)})
