@@ -250,12 +250,6 @@ class Controller:
             task = loop.create_task(informer.run(), name=f"informer-{kind.plural}.{kind.group}")
             self.integration_informers[kind] = (informer, task)
             log.info("integration on: watching kind", extra={"kind": kind.kind, "group": kind.group})
-        watches = len(self.informers) + len(self.integration_informers)
-        if watches >= self.client.connections:
-            log.warning(
-                "every API connection is held by a watch: raise --api-connections (one per integration)",
-                extra={"watches": watches, "connections": self.client.connections},
-            )
 
     def _rearm_pods_ready(self, configuration: Configuration) -> None:
         """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""
