@@ -416,6 +416,7 @@ def main() -> None:
         "--run-seconds", type=float, default=0.1, help="with --kubeconfig: how long each timed Pod runs"
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="with --kubeconfig: longest wait")
+    parser.add_argument("--out", type=Path, help="result path without extension (default bench/results/...)")
     args = parser.parse_args()
     if args.create:  # helper mode: the users' side, in its own process
         asyncio.run(create_jobs(args.kubeconfig, prefix=args.prefix, queue=args.queue, count=args.create))
@@ -438,8 +439,9 @@ def main() -> None:
     else:
         result = runtime.run(bench(args.jobs or 10_000, args.latency_samples))
         text, name = markdown(result), "e2e"
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / f"{name}.md").write_text(text)
+    out = args.out or RESULTS / name
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(text)
     print(text)
 
 
