@@ -235,7 +235,7 @@ class Controller:
         objects of, kinds turned off. A kind whose CRD is missing is looked for again by its informer."""
         if not self._running:
             return
-        wanted = {kind_of(i) for i in configuration.integrations} - {JOBS}
+        wanted = {kind_of(i) for i in configuration.integrations if not i.through_pods} - {JOBS}
         for kind in list(self.integration_informers):
             if kind not in wanted:
                 _, task = self.integration_informers.pop(kind)
