@@ -238,6 +238,10 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+def _ratio(part: int | None, whole: int) -> float | None:
+    return round(part / whole, 2) if part is not None and whole else None
+
+
 def _runs(values: list[Any]) -> str:
     return " / ".join(str(v) for v in values) or "n/a"
 
@@ -316,6 +320,8 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{_fmt(result['writes']['observed_per_admission'])} | | |",
         *_apiserver_lines(result, kueue),
         f"| controller peak RSS (VmHWM) | {_fmt(controller.get('peak_rss_mb'), ' MB')} | | |",
+        f"| scheduling cycles (per admission) | {_fmt(controller.get('scheduling_cycles'))} "
+        f"({_fmt(_ratio(controller.get('scheduling_cycles'), result['admissions']))}) | | |",
         f"| CPU time during the run: controller / fake API server / benchmark | "
         f"{_fmt(controller.get('cpu_s'), ' s')} / {_fmt(controller.get('fake_api_cpu_s'), ' s')} / "
         f"{_fmt(controller.get('benchmark_process_cpu_s'), ' s')} | | |",
@@ -447,7 +453,10 @@ async def execute(args: argparse.Namespace) -> JSON:
                             controller_info["fake_api_cpu_s"] - fake_cpu_before, 1
                         )
                 with contextlib.suppress(Exception):
-                    controller_info["api_writes"] = parse_writes(await controller.metrics())
+                    exposition = await controller.metrics()
+                    controller_info["api_writes"] = parse_writes(exposition)
+                    cycles = re.search(r"^kueue_webhook_scheduling_cycles_total (\S+)$", exposition, re.M)
+                    controller_info["scheduling_cycles"] = int(float(cycles.group(1))) if cycles else None
             if args.kubeconfig and not args.keep:
                 await run.cleanup()
             dump_timeline(run, workdir / "timeline.jsonl.gz")

@@ -83,6 +83,7 @@ class Controller:
         self.store = Store()
         self.health = ApiHealth()
         client.observe_write = self.health.observe
+        self.metrics.write_budget_rate.set_function(lambda: self.health.rate)
         self.recorder = Recorder(
             client=client,
             instance=identity,

@@ -278,6 +278,7 @@ class SchedulerLoop:
         for cluster_queue in self.state.take_restated():
             self.messages.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
         self.cycles += 1
+        self.context.metrics.scheduling_cycles.inc()
         self._decided_since_collect += len(decisions)
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
         hold_admissions = self._admission_blocked()
