@@ -83,7 +83,7 @@ async def test_a_queued_kind_is_suspended_admitted_with_its_pod_sets_released_an
 ) -> None:
     sample = SAMPLES[kind]
     plural = sample.plural
-    fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds(plural))
+    fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds())
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
     tls = certificates(tmp_path / "tls")
     async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:

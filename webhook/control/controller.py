@@ -244,18 +244,16 @@ class Controller:
                 log.info("integration off: kind no longer watched", extra={"kind": kind.kind})
         loop = asyncio.get_running_loop()
         for kind in sorted(wanted - set(self.integration_informers), key=lambda k: k.plural):
+            # on connections of its own: the pool of writes must not shrink with every kind turned on
             informer = Informer(
-                client=self.client, kind=kind, sink=self.store, watch_timeout_seconds=self._watch_timeout
+                client=self.client.own_pool(),
+                kind=kind,
+                sink=self.store,
+                watch_timeout_seconds=self._watch_timeout,
             )
             task = loop.create_task(informer.run(), name=f"informer-{kind.plural}.{kind.group}")
             self.integration_informers[kind] = (informer, task)
             log.info("integration on: watching kind", extra={"kind": kind.kind, "group": kind.group})
-        watches = len(self.informers) + len(self.integration_informers)
-        if watches >= self.client.connections:
-            log.warning(
-                "every API connection is held by a watch: raise --api-connections (one per integration)",
-                extra={"watches": watches, "connections": self.client.connections},
-            )
 
     def _rearm_pods_ready(self, configuration: Configuration) -> None:
         """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""

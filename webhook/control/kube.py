@@ -88,6 +88,8 @@ class KubeClient:
             self._via["proxy"] = proxy
         if server_hostname:
             self._via["server_hostname"] = server_hostname
+        self._ssl_context = ssl_context
+        self._user_agent = user_agent
         self._owns_session = session is None
         self._session = session or aiohttp.ClientSession(
             # each TLS connection holds a 128 KiB read buffer: enough connections for the watches (one per
@@ -98,6 +100,7 @@ class KubeClient:
             read_bufsize=2**21,
             headers={"User-Agent": user_agent},
         )
+        self._own_pool: KubeClient | None = None
 
     @classmethod
     async def connect(
@@ -122,7 +125,27 @@ class KubeClient:
         connector = self._session.connector
         return connector.limit if connector is not None else 0
 
+    def own_pool(self) -> KubeClient:
+        """The same server and credentials, over connections of its own, opened as needed.
+
+        For watches started at run time (an integration turned on): each holds a connection for as long as
+        it runs, so taken from this client's pool they would leave writes fewer, and none at all once
+        enough kinds are watched. Closed with this client."""
+        if self._own_pool is None:
+            self._own_pool = KubeClient(
+                host=self.host,
+                ssl_context=self._ssl_context,
+                auth=self._auth,
+                user_agent=self._user_agent,
+                connections=0,  # aiohttp's "no limit": one per watch started on it
+                proxy=self._via.get("proxy"),
+                server_hostname=self._via.get("server_hostname"),
+            )
+        return self._own_pool
+
     async def close(self) -> None:
+        if self._own_pool is not None:
+            await self._own_pool.close()
         if self._owns_session:
             await self._session.close()
 

@@ -26,8 +26,9 @@ from webhook.control.wiring import API_CONNECTIONS, WATCH_CONNECTIONS
 class SlowServer:
     """Watches that stay open without a word; PATCHes that answer only once enough are in flight."""
 
-    def __init__(self, writes_expected: int) -> None:
+    def __init__(self, writes_expected: int, watches_expected: int = WATCH_CONNECTIONS) -> None:
         self.writes_expected = writes_expected
+        self.watches_expected = watches_expected
         self.writes_in_flight = 0
         self.enough_writes = asyncio.Event()
         self.watches_open = 0
@@ -39,7 +40,7 @@ class SlowServer:
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
             await response.prepare(request)
             self.watches_open += 1
-            if self.watches_open == WATCH_CONNECTIONS:
+            if self.watches_open == self.watches_expected:
                 self.all_watching.set()
             await self.stop.wait()
             return response
@@ -72,6 +73,30 @@ async def slow_server() -> AsyncIterator[tuple[SlowServer, str]]:
 async def _watch(client: KubeClient) -> None:
     async for _ in client.watch(WORKLOADS, resource_version="1"):
         pass
+
+
+INTEGRATIONS = 6  # JobSet, PyTorchJob, TFJob, MPIJob, RayJob, RayCluster
+
+
+async def test_watches_of_integrations_turned_on_leave_the_writes_their_connections(
+    slow_server: tuple[SlowServer, str],
+) -> None:
+    """With every built-in integration on, the smallest pool still writes: their watches have their own."""
+    server, url = slow_server
+    server.writes_expected = 1
+    server.watches_expected = WATCH_CONNECTIONS + INTEGRATIONS
+    client = KubeClient(host=url, connections=api_connections(str(WATCH_CONNECTIONS + 1)))
+    watches = [asyncio.create_task(_watch(client)) for _ in range(WATCH_CONNECTIONS)]
+    watches += [asyncio.create_task(_watch(client.own_pool())) for _ in range(INTEGRATIONS)]
+    try:
+        await asyncio.wait_for(server.all_watching.wait(), timeout=10)
+        write = client.patch(WORKLOADS, name="w", namespace="ns", patch={}, subresource="status")
+        assert (await asyncio.wait_for(write, timeout=10))["metadata"]["name"] == "w"
+    finally:
+        for task in watches:
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+        await client.close()
 
 
 def parse(*argv: str) -> argparse.Namespace:
