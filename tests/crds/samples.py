@@ -155,6 +155,11 @@ class Sample:
     def manifest(self, name: str, namespace: str, queue: str) -> JSON:
         return self.make(name, namespace, queue)
 
+    @property
+    def resource(self) -> str:
+        """kubectl's unambiguous name of the kind: ``<plural>.<group>``."""
+        return f"{self.plural}.{self.framework.partition('/')[0]}"
+
 
 _RAY_HEAD = ("headGroupSpec", "template", "spec")
 _RAY_WORKERS = ("workerGroupSpecs", 0, "template", "spec")
