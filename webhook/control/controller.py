@@ -245,6 +245,7 @@ class Controller:
                 log.info("integration off: kind no longer watched", extra={"kind": kind.kind})
         loop = asyncio.get_running_loop()
         for kind in sorted(wanted - set(self.integration_informers), key=lambda k: k.plural):
+            # a watch's connection comes from the client's watch pool: the writes' pool does not shrink
             informer = Informer(
                 client=self.client, kind=kind, sink=self.store, watch_timeout_seconds=self._watch_timeout
             )
