@@ -47,26 +47,25 @@ from typing import Any
 from bench.baseline.processes import ROOT, free_port
 from bench.baseline.timeline import Change, QuotaLimits, Timeline, check_over_admission, condition_true
 from bench.real_cluster import (
-    CONTROLLER_NAMESPACE,
+    PODS,
     install,
     kubectl,
+    lease_holder,
     server_version,
     service_account_kubeconfig,
+    succeeded_status,
+    watch,
 )
 from webhook import runtime
-from webhook.control.controller import LEASE_NAME
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
     JOBS,
-    LEASES,
     WORKLOADS,
-    Kind,
 )
 from webhook.control.kube import ApiError, KubeClient
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 
 RESULTS = ROOT / "bench" / "results"
-PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
 HOLD_LABEL = "bench.kueue-webhook/hold"  # Jobs whose Pods the played kubelet leaves running
 JSON = dict[str, Any]
 
@@ -143,23 +142,6 @@ def job_body(name: str, namespace: str, queue: str, *, hold: bool = False) -> JS
     }
 
 
-def succeeded_status(pod: JSON) -> JSON:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    terminated = {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}
-    statuses = [
-        {
-            "name": c["name"],
-            "image": c["image"],
-            "imageID": "",
-            "ready": False,
-            "restartCount": 0,
-            "state": {"terminated": terminated},
-        }
-        for c in pod["spec"]["containers"]
-    ]
-    return {"status": {"phase": "Succeeded", "containerStatuses": statuses}}
-
-
 def job_finished(job: JSON) -> bool:
     return condition_true(job, "Complete") or condition_true(job, "Failed")
 
@@ -206,26 +188,6 @@ class Run:
         return True
 
     # -- watches ----------------------------------------------------------------------------------------
-
-    async def watch(self, kind: Kind, handle: Any) -> None:
-        items, version = await self.api.list_all(kind, namespace=self.ns)
-        for item in items:
-            handle("ADDED", item)
-        while True:
-            try:
-                async for event in self.api.watch(
-                    kind, namespace=self.ns, resource_version=version, timeout_seconds=3600
-                ):
-                    obj = event.get("object") or {}
-                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                    if event.get("type") != "BOOKMARK":
-                        handle(str(event.get("type")), obj)
-            except ApiError as exc:
-                if exc.status != 410:
-                    raise
-                items, version = await self.api.list_all(kind, namespace=self.ns)
-                for item in items:
-                    handle("MODIFIED", item)
 
     def on_workload(self, event: str, obj: JSON) -> None:
         name = obj["metadata"]["name"]
@@ -277,13 +239,7 @@ class Run:
     # -- chaos --------------------------------------------------------------------------------------------
 
     async def leader(self) -> str:
-        try:
-            lease = await self.api.get(LEASES, name=LEASE_NAME, namespace=CONTROLLER_NAMESPACE)
-        except ApiError as exc:
-            if exc.status == 404:
-                return ""
-            raise
-        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+        return await lease_holder(self.api)
 
     async def kill_leader(self) -> JSON:
         """SIGKILL the leader, start its replacement, and time the takeover and the next admission."""
@@ -323,7 +279,7 @@ class Run:
 
     async def main_run(self) -> None:
         for kind, handle in ((WORKLOADS, self.on_workload), (JOBS, self.on_job), (PODS, self.on_pod)):
-            self.tasks.append(asyncio.create_task(self.watch(kind, handle)))
+            self.tasks.append(asyncio.create_task(watch(self.api, kind, self.ns, handle)))
         jobs = self.args.jobs
         semaphore = asyncio.Semaphore(16)
 

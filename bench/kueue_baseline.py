@@ -1,11 +1,15 @@
 """Kueue's own scheduler benchmark (test/performance/scheduler, ``baseline`` and ``large-scale``), end to end.
 
-Without ``--kubeconfig`` it starts the fake API server and ``kueue-webhook serve`` as two processes and
-runs the scenario against them; with one it runs against whatever that cluster runs (our controller or
-Kueue itself). It writes ``bench/results/kueue_baseline[-large].json`` and ``.md`` with the machine, the
-date and Kueue's published figures side by side:
+With ``--kubeconfig`` (an admin's) and ``--serve`` it installs the CRDs and RBAC on that real API server
+and runs ``kueue-webhook serve`` from here against it as its ServiceAccount: the figures users get, and the
+ones the README leads with (writes per Workload read from the API server's own apiserver_request_total).
+With ``--kubeconfig`` alone it runs against whatever that cluster runs (our controller or Kueue itself).
+Without it, it starts the fake API server and ``kueue-webhook serve`` as two processes (fast, but the fake
+costs a fraction of a real request: its figures overstate what users get). It writes
+``bench/results/kueue_baseline[-large][-real].json`` and ``.md`` with the server, the machine, the date and
+Kueue's figures side by side:
 
-    .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH] [--scale baseline|large] [--out PATH]
+    .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH [--serve]] [--scale baseline|large]
         [--profile]       # py-spy record the controller and the fake API server: where the time goes
         [--commit REV]    # measure that commit's controller, not the working tree being edited
 """
@@ -179,6 +183,7 @@ def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
             "nominal_cpu": plan.nominal_cpu(),
             "lower_bound_wall_s": round(plan.cpu_seconds() / plan.nominal_cpu(), 1),
         },
+        "server": controller.get("server", "a cluster's own controller"),
         "timed_out": run.timed_out,
         "wall_s": figures.wall_s,
         "generation_s": round((run.generation_done_at or run.end_at) - start, 3),
@@ -231,6 +236,10 @@ def _fmt(value: Any, unit: str = "") -> str:
     if isinstance(value, float):
         return f"{value:,.1f}{unit}"
     return f"{value}{unit}"
+
+
+def _ratio(part: int | None, whole: int) -> float | None:
+    return round(part / whole, 2) if part is not None and whole else None
 
 
 def _runs(values: list[Any]) -> str:
@@ -311,6 +320,8 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{_fmt(result['writes']['observed_per_admission'])} | | |",
         *_apiserver_lines(result, kueue),
         f"| controller peak RSS (VmHWM) | {_fmt(controller.get('peak_rss_mb'), ' MB')} | | |",
+        f"| scheduling cycles (per admission) | {_fmt(controller.get('scheduling_cycles'))} "
+        f"({_fmt(_ratio(controller.get('scheduling_cycles'), result['admissions']))}) | | |",
         f"| CPU time during the run: controller / fake API server / benchmark | "
         f"{_fmt(controller.get('cpu_s'), ' s')} / {_fmt(controller.get('fake_api_cpu_s'), ' s')} / "
         f"{_fmt(controller.get('benchmark_process_cpu_s'), ' s')} | | |",
@@ -382,6 +393,7 @@ async def execute(args: argparse.Namespace) -> JSON:
                 profile=workdir / "controller.pyspy.txt" if args.profile else None,
                 root=root,
             )
+            controller_info["server"] = "fake API server (tests/fakeapi)"
             controller_info["target"] = (
                 "kueue-webhook serve and the fake API server in separate processes, HTTPS on loopback."
             )
@@ -441,7 +453,10 @@ async def execute(args: argparse.Namespace) -> JSON:
                             controller_info["fake_api_cpu_s"] - fake_cpu_before, 1
                         )
                 with contextlib.suppress(Exception):
-                    controller_info["api_writes"] = parse_writes(await controller.metrics())
+                    exposition = await controller.metrics()
+                    controller_info["api_writes"] = parse_writes(exposition)
+                    cycles = re.search(r"^kueue_webhook_scheduling_cycles_total (\S+)$", exposition, re.M)
+                    controller_info["scheduling_cycles"] = int(float(cycles.group(1))) if cycles else None
             if args.kubeconfig and not args.keep:
                 await run.cleanup()
             dump_timeline(run, workdir / "timeline.jsonl.gz")
@@ -464,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", help="run against this cluster instead of a local fake + controller")
     parser.add_argument("--scale", choices=sorted(scenario.SHAPES), default="baseline")
     parser.add_argument(
-        "--out", help="result path without extension (default bench/results/kueue_baseline[-<scale>])"
+        "--out", help="result path without extension (default bench/results/kueue_baseline[-<scale>][-real])"
     )
     parser.add_argument(
         "--timeout", type=float, default=None, help="seconds (default 900 baseline, 3600 large)"
@@ -485,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.serve and not args.kubeconfig:
         parser.error("--serve needs --kubeconfig: the admin kubeconfig of a real API server")
-    suffix = "" if args.scale == "baseline" else f"-{args.scale}"
+    suffix = ("" if args.scale == "baseline" else f"-{args.scale}") + ("-real" if args.serve else "")
     args.out = str(Path(args.out) if args.out else RESULTS / f"kueue_baseline{suffix}")
     if args.timeout is None:
         args.timeout = {"baseline": 900.0, "large": 3600.0}.get(args.scale, 300.0)

@@ -10,21 +10,33 @@ request), so the benchmarks that matter run against a real kube-apiserver, such 
   the RBAC it has in a Pod;
 * **the API server's own view**: ``apiserver_request_total`` from its ``/metrics`` (writes by verb and
   resource, whatever client sent them) and the CPU time of the kube-apiserver, etcd and
-  kube-controller-manager processes when they run on this machine.
+  kube-controller-manager processes when they run on this machine;
+* **the cluster's other actors**: there is no kubelet, so a benchmark reports Pods Succeeded itself
+  (``succeeded_status``) from a watch (``watch``); and a run's namespace is gone, a previous run's
+  terminating one included, before the next run starts (``wait_namespace_gone``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
 import subprocess
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+
+from webhook.control.controller import LEASE_NAME
+from webhook.control.kinds import LEASES, Kind
+from webhook.control.kube import ApiError, KubeClient
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTROLLER_NAMESPACE = "kueue-system"
@@ -45,6 +57,8 @@ CONTROL_PLANE = {
     "etcd": "etcd",
     "kube-controller": "kube-controller-manager",
 }
+PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
+JSON = dict[str, Any]
 
 
 def kubectl(kubeconfig: Path, *args: str, input: str | None = None) -> str:
@@ -145,3 +159,71 @@ class ControlPlaneCpu:
             name: round(value - earlier.seconds.get(name, 0.0), 1)
             for name, value in sorted(self.seconds.items())
         }
+
+
+def succeeded_status(pod: JSON) -> JSON:
+    """The status patch a kubelet sends when every container of ``pod`` exited 0."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    terminated = {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}
+    statuses = [
+        {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "state": {"terminated": terminated},
+        }
+        for c in pod["spec"]["containers"]
+    ]
+    return {"status": {"phase": "Succeeded", "containerStatuses": statuses}}
+
+
+async def watch(api: KubeClient, kind: Kind, namespace: str, handle: Callable[[str, JSON], None]) -> None:
+    """List, then watch ``kind`` in ``namespace`` for ever, calling ``handle(event type, object)``; an
+    expired resourceVersion (410) lists again and replays every object as MODIFIED."""
+    items, version = await api.list_all(kind, namespace=namespace)
+    for item in items:
+        handle("ADDED", item)
+    while True:
+        try:
+            async for event in api.watch(
+                kind, namespace=namespace, resource_version=version, timeout_seconds=3600
+            ):
+                obj = event.get("object") or {}
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                if event.get("type") != "BOOKMARK":
+                    handle(str(event.get("type")), obj)
+        except ApiError as exc:
+            if exc.status != 410:
+                raise
+            items, version = await api.list_all(kind, namespace=namespace)
+            for item in items:
+                handle("MODIFIED", item)
+
+
+async def lease_holder(api: KubeClient) -> str:
+    """Who holds the controller's leader Lease ("" when no one does)."""
+    try:
+        lease = await api.get(LEASES, name=LEASE_NAME, namespace=CONTROLLER_NAMESPACE)
+    except ApiError as exc:
+        if exc.status == 404:
+            return ""
+        raise
+    return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+
+async def wait_namespace_gone(admin: Path, name: str, *, timeout: float) -> None:
+    """Delete ``name`` if it exists (a previous run's leftover) and wait until the API server has removed it:
+    the objects of a terminating namespace cannot be created again, and its deletion load would
+    otherwise overlap the run that follows."""
+    deadline = time.monotonic() + timeout
+    asked = False
+    while kubectl(admin, "get", "namespace", name, "--ignore-not-found", "-o", "name").strip():
+        if not asked:
+            kubectl(admin, "delete", "namespace", name, "--wait=false", "--ignore-not-found")
+            asked = True
+            print(f"waiting for namespace {name} to be deleted", flush=True)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"namespace {name} still terminating after {timeout:.0f}s")
+        await asyncio.sleep(2)  # the namespace controller of another process: poll it

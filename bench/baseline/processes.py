@@ -76,6 +76,8 @@ def _under_py_spy(command: list[str], profile: Path | None) -> list[str]:
     if profile is None:
         return command
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(spy).exists():
+        raise SystemExit("--profile needs py-spy: pip install -e '.[bench]'")
     rate = str(PROFILE_RATE_HZ)
     return [
         spy,

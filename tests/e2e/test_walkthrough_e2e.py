@@ -11,11 +11,14 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.install import can_mount_namespaces, in_cluster, out_of_cluster
+
+JSON = dict[str, Any]
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 
@@ -113,13 +116,24 @@ spec: {{clusterQueue: {n["cq"]}}}
     until(two_started_one_pending, "two admitted and started Jobs and one pending", timeout=60)
     usage = cluster.get("clusterqueue", n["cq"])["status"]["flavorsUsage"][0]["resources"][0]
     assert usage["name"] == "cpu" and usage["total"] == "1"
-    waiting = [
-        w
-        for w in cluster.items("workloads", "-n", n["ns"])
-        if condition(w, "QuotaReserved").get("status") != "True"
-    ]
-    assert len(waiting) == 1, controller_log()
-    assert "insufficient unused quota for cpu in flavor" in condition(waiting[0], "QuotaReserved")["message"]
+
+    def waiting() -> list[JSON]:
+        return [
+            w
+            for w in cluster.items("workloads", "-n", n["ns"])
+            if condition(w, "QuotaReserved").get("status") != "True"
+        ]
+
+    assert len(waiting()) == 1, controller_log()
+    # told why after it has waited a second (the pending write is debounced)
+    until(
+        lambda: (
+            "insufficient unused quota for cpu in flavor"
+            in str(condition(waiting()[0], "QuotaReserved").get("message", ""))
+        ),
+        "the pending Workload says why it waits",
+        timeout=30,
+    )
 
     def all_finished() -> bool:
         cluster.finish_pods(n["ns"])

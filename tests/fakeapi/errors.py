@@ -120,7 +120,18 @@ def namespace_terminating(*, namespace: str, plural: str, group: str, name: str)
             f'{qualified(plural, group)} "{name}" is forbidden: unable to create new content in namespace '
             f"{namespace} because it is being terminated"
         ),
-        details={"name": name, "group": group, "kind": plural},
+        details={
+            "name": name,
+            "group": group,
+            "kind": plural,
+            "causes": [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ],
+        },
     )
 
 

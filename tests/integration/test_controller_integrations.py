@@ -1,7 +1,9 @@
-"""JobSet, PyTorchJob and RayJob queued like Jobs, on the fake API server with their CRDs installed
-(tests/crds: the upstream schemas when present) and the shipped webhook configurations: created suspended
-by the webhook, admitted with Kueue's pod counts and the flavor injected into each pod set, quota released
-when the operator (played by the test) reports them finished, suspended again and restored when preempted."""
+"""Every built-in queued kind (JobSet, PyTorchJob, TFJob, MPIJob, RayJob, RayCluster; tests/crds/samples.py)
+queued like a Job, on the fake API server with its CRD installed (tests/crds: the upstream schema when
+present) and the shipped webhook configurations: created suspended by the webhook, admitted with Kueue's pod
+counts and the flavor's node labels and tolerations injected into each pod set, suspended again and restored
+when preempted, started again, and its quota released when the operator (played by the test) reports it
+finished, or, for a RayCluster, which never finishes, when it is deleted (as Kueue releases it)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.crds import integration_crds
+from tests.crds.samples import SAMPLES, Sample, dig
 from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.integration.controller_harness import condition, controller_config, gpu_limits, queued_job, running
@@ -24,7 +27,9 @@ SETUP = """
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: gpu-nodes}
-spec: {nodeLabels: {node-pool: gpu}}
+spec:
+  nodeLabels: {node-pool: gpu}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: WorkloadPriorityClass
@@ -53,177 +58,60 @@ metadata: {name: gpus, namespace: team}
 spec: {clusterQueue: research}
 """
 FRAMEWORKS = (
-    "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob, ray.io/rayjob]"
+    "integrations:\n  frameworks: [batch/job, " + ", ".join(s.framework for s in SAMPLES.values()) + "]"
 )
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def template(gpus: int) -> JSON:
-    return {
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "c", "image": "busybox", "resources": gpu_limits(gpus)}],
-        }
-    }
+def flavored(obj: JSON, sample: Sample) -> bool:
+    """Every pod template carries the flavor's node label and toleration."""
+    return all(
+        dig(obj, path).get("nodeSelector") == {"node-pool": "gpu"}
+        and dig(obj, path).get("tolerations") == [GPU_TOLERATION]
+        for path in sample.templates
+    )
 
 
-def jobset(name: str) -> JSON:
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
-        "spec": {
-            "replicatedJobs": [
-                {"name": "driver", "template": {"spec": {"template": template(1)}}},
-                {
-                    "name": "workers",
-                    "replicas": 2,
-                    "template": {"spec": {"parallelism": 2, "template": template(1)}},
-                },
-            ]
-        },
-    }
+def restored(obj: JSON, sample: Sample) -> bool:
+    """No pod template keeps anything of the flavor."""
+    return not any({"nodeSelector", "tolerations"} & set(dig(obj, path)) for path in sample.templates)
 
 
-def pytorchjob(name: str) -> JSON:
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template(1)},
-                "Worker": {"replicas": 4, "restartPolicy": "OnFailure", "template": template(1)},
-            }
-        },
-    }
-
-
-def rayjob(name: str) -> JSON:
-    head = {
-        "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray", "resources": gpu_limits(1)}]}
-    }
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
-        "spec": {
-            "entrypoint": "python train.py",
-            "submissionMode": "HTTPMode",
-            "rayClusterSpec": {
-                "headGroupSpec": {"rayStartParams": {}, "template": head},
-                "workerGroupSpecs": [
-                    {
-                        "groupName": "gpu",
-                        "replicas": 5,
-                        "minReplicas": 0,
-                        "maxReplicas": 5,
-                        "rayStartParams": {},
-                        "template": template(1),
-                    }
-                ],
-            },
-        },
-    }
-
-
-#: kind -> (manifest, plural, suspend path, pod sets as (name, count), pod template paths, finished status)
-CASES: dict[
-    str,
-    tuple[Callable[[str], JSON], str, tuple[str, ...], list[tuple[str, int]], list[tuple[Any, ...]], JSON],
-] = {
-    "JobSet": (
-        jobset,
-        "jobsets",
-        ("spec", "suspend"),
-        [("driver", 1), ("workers", 4)],
-        [("spec", "replicatedJobs", i, "template", "spec", "template", "spec") for i in (0, 1)],
-        {
-            "conditions": [
-                {
-                    "type": "Completed",
-                    "status": "True",
-                    "reason": "AllJobsCompleted",
-                    "message": "jobset completed successfully",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ]
-        },
-    ),
-    "PyTorchJob": (
-        pytorchjob,
-        "pytorchjobs",
-        ("spec", "runPolicy", "suspend"),
-        [("master", 1), ("worker", 4)],
-        [("spec", "pytorchReplicaSpecs", t, "template", "spec") for t in ("Master", "Worker")],
-        {
-            "conditions": [
-                {
-                    "type": "Succeeded",
-                    "status": "True",
-                    "reason": "PyTorchJobSucceeded",
-                    "message": "done",
-                    "lastUpdateTime": "2026-01-01T00:00:00Z",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ],
-            "replicaStatuses": {},
-        },
-    ),
-    "RayJob": (
-        rayjob,
-        "rayjobs",
-        ("spec", "suspend"),
-        [("head", 1), ("gpu", 5)],
-        [
-            ("spec", "rayClusterSpec", "headGroupSpec", "template", "spec"),
-            ("spec", "rayClusterSpec", "workerGroupSpecs", 0, "template", "spec"),
-        ],
-        {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "message": "done"},
-    ),
-}
-
-
-def dig(obj: Any, path: tuple[Any, ...]) -> Any:
-    for step in path:
-        obj = obj[step]
-    return obj
-
-
-@pytest.mark.parametrize("kind", list(CASES))
+@pytest.mark.parametrize("kind", list(SAMPLES))
 async def test_a_queued_kind_is_suspended_admitted_with_its_pod_sets_released_and_preempted(
     make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path, kind: str
 ) -> None:
-    make, plural, suspend, pod_sets, templates, done = CASES[kind]
-    fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds(plural))
+    sample = SAMPLES[kind]
+    plural = sample.plural
+    fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds())
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
     tls = certificates(tmp_path / "tls")
     async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
         for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
             await fake_api.create(config)
-        created = await fake_api.create(make("train"), admit=True)
-        assert dig(created, suspend) is True  # queued by the mutating webhook
+        created = await fake_api.create(sample.manifest("train", "team", "gpus"), admit=True)
+        assert dig(created, sample.suspend) is True  # queued by the mutating webhook
 
         def started() -> bool:
             obj = fake_api.get(plural, "train", "team")
-            return obj is not None and dig(obj, suspend) is False
+            return obj is not None and dig(obj, sample.suspend) is False
 
         await fake_api.wait_for(started, timeout=HANG)
-        obj = fake_api.get(plural, "train", "team")
-        for path in templates:
-            assert dig(obj, path)["nodeSelector"] == {"node-pool": "gpu"}
+        assert flavored(fake_api.get(plural, "train", "team") or {}, sample)
         [workload] = [
             w
             for w in fake_api.list("workloads", "team")
             if w["metadata"]["ownerReferences"][0]["kind"] == kind
         ]
         assert workload["metadata"]["name"].startswith(f"{kind.lower()}-train-")
-        assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == pod_sets
-        assert (
-            "nodeSelector" not in workload["spec"]["podSets"][0]["template"]["spec"]
-        )  # recorded before injection
-        assert [a["name"] for a in workload["status"]["admission"]["podSetAssignments"]] == [
-            n for n, _ in pod_sets
-        ]
+        assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == sample.pod_sets
+        assert all(  # recorded before injection
+            not {"nodeSelector", "tolerations"} & set(p["template"]["spec"])
+            for p in workload["spec"]["podSets"]
+        )
+        assert [(a["name"], a["count"]) for a in workload["status"]["admission"]["podSetAssignments"]] == (
+            sample.pod_sets
+        )
 
         # an urgent Job takes the whole quota: the object is suspended again with its templates restored
         urgent = queued_job(
@@ -235,26 +123,34 @@ async def test_a_queued_kind_is_suspended_admitted_with_its_pod_sets_released_an
         )
         await fake_api.create(urgent, admit=True)
         await fake_api.wait_for(lambda: running(fake_api, "team", "urgent"), timeout=HANG)
-        obj = fake_api.get(plural, "train", "team")
-        assert dig(obj, suspend) is True
-        for path in templates:
-            assert "nodeSelector" not in dig(obj, path)
+        obj = fake_api.get(plural, "train", "team") or {}
+        assert dig(obj, sample.suspend) is True
+        assert restored(obj, sample)
         evicted = fake_api.get("workloads", workload["metadata"]["name"], "team")
         assert (
             condition(evicted, "Preempted") is not None
             and condition(evicted, "QuotaReserved")["status"] == "False"
         )
 
-        # the urgent Job finishes: the object runs again, then finishes and frees the quota
+        # the urgent Job finishes: the object runs again, then finishes (or, a RayCluster, is deleted)
         await fake_api.complete_job("team", "urgent")
         await fake_api.wait_for(started, timeout=HANG)
-        await fake_api.patch(plural, "train", {"status": done}, namespace="team", subresource="status")
+        assert flavored(fake_api.get(plural, "train", "team") or {}, sample)
+        if sample.done is not None:
+            await fake_api.patch(
+                plural, "train", {"status": sample.done}, namespace="team", subresource="status"
+            )
 
-        def finished() -> bool:
-            current = fake_api.get("workloads", workload["metadata"]["name"], "team")
-            return current is not None and (condition(current, "Finished") or {}).get("status") == "True"
+            def finished() -> bool:
+                current = fake_api.get("workloads", workload["metadata"]["name"], "team")
+                return current is not None and (condition(current, "Finished") or {}).get("status") == "True"
 
-        await fake_api.wait_for(finished, timeout=HANG)
+            await fake_api.wait_for(finished, timeout=HANG)
+        else:
+            await fake_api.delete(plural, "train", namespace="team")
+            await fake_api.wait_for(
+                lambda: fake_api.get("workloads", workload["metadata"]["name"], "team") is None, timeout=HANG
+            )
         await fake_api.wait_for(
             lambda: (
                 (fake_api.get("clusterqueues", "research") or {}).get("status", {}).get("admittedWorkloads")
@@ -273,7 +169,7 @@ async def test_an_integration_that_is_off_leaves_its_kind_alone(
     async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
         for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
             await fake_api.create(config)
-        created = await fake_api.create(jobset("free"), admit=True)
+        created = await fake_api.create(SAMPLES["JobSet"].manifest("free", "team", "gpus"), admit=True)
         assert created["spec"].get("suspend") is not True
         # a Job queued afterwards is admitted: the JobSet got no Workload
         await fake_api.create(queued_job("team", "after", queue="gpus", resources=gpu_limits(1)), admit=True)

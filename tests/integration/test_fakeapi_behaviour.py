@@ -16,6 +16,7 @@ from kubernetes_asyncio import client, config, watch
 
 from tests.fakeapi import ADMIN_TOKEN, FakeApiServer
 from tests.fakeapi.tls import serving_material
+from tests.golden import GOLDEN
 
 NS = "team-a"
 
@@ -196,6 +197,11 @@ async def test_deleting_a_namespace_terminates_it_then_removes_its_content(
     assert refused["message"].endswith(
         f"unable to create new content in namespace {NS} because it is being terminated"
     )
+    # the cause as kube-apiserver's NamespaceLifecycle gives it (golden error-403-namespace-terminating)
+    captured = json.loads((GOLDEN / "error-403-namespace-terminating.json").read_text())["response"]["body"]
+    captured_cause = captured["details"]["causes"][0]
+    expected_cause = {**captured_cause, "message": f"namespace {NS} is being terminated"}
+    assert refused["details"]["causes"] == [expected_cause]
     await api.wait_for(lambda: api.get("namespaces", NS) is None, timeout=5)
     assert api.list("jobs", NS) == []
 

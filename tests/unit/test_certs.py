@@ -211,7 +211,7 @@ async def test_patch_webhook_configurations_through_the_api(
     assert content_types == ["application/json-patch+json"] * 2
     for configuration in stored.values():
         assert all(w["clientConfig"]["caBundle"] == bundle for w in configuration["webhooks"])
-    assert lines[0] == "MutatingWebhookConfiguration kueue-webhook-mutating: caBundle set on 2 webhook(s)"
+    assert lines[0] == "MutatingWebhookConfiguration kueue-webhook-mutating: caBundle set on 3 webhook(s)"
     assert lines[1].startswith("ValidatingWebhookConfiguration kueue-webhook-validating: caBundle set on ")
 
 

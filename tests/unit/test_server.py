@@ -209,7 +209,7 @@ async def test_wrong_content_type_method_and_path(http: aiohttp.ClientSession) -
     async with http.get("/validate") as response:
         assert response.status == 405
     async with http.post(
-        "/validate-apps-v1-deployment", data=b"{}", headers={"Content-Type": "application/json"}
+        "/validate-apps-v1-daemonset", data=b"{}", headers={"Content-Type": "application/json"}
     ) as response:
         assert response.status == 404
 

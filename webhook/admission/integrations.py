@@ -13,11 +13,13 @@ owner (the RayCluster of a RayJob), is left alone.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
 from webhook.admission.jobs import add_label_op, queue_list
+from webhook.admission.pods import mark_pod, mark_template
 from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
@@ -63,6 +65,9 @@ def mutate_object(request: AdmissionRequest, *, config: Configuration, view: Clu
         return Verdict.allow()
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     managed = config.manages_namespace(namespace_labels)
+    if integration.gate is not None and not managed:
+        # Kueue's pod webhook: pods outside managedJobsNamespaceSelector (kube-system...) are never gated
+        return Verdict.allow()
     patch: list[dict[str, Any]] = []
     queue = engine.queue_name(obj)
     if not queue and (managed or config.label_policy.is_enforced(namespace_labels)):
@@ -70,11 +75,31 @@ def mutate_object(request: AdmissionRequest, *, config: Configuration, view: Clu
         if default_queue in view.local_queue_names(request.namespace):
             queue = default_queue
             patch.append(add_label_op(obj, QUEUE_NAME_LABEL, queue))
-    if (queue or (config.manage_jobs_without_queue_name and managed)) and not engine.is_suspended(
-        integration, obj
-    ):
-        patch.extend(engine.suspend_ops(integration, obj))
+    queued = bool(queue or (config.manage_jobs_without_queue_name and managed))
+    if integration.through_pods:
+        if queued:
+            patched = _labelled(obj, queue, bool(patch))
+            patch.extend(mark_template(patched, integration, queue))
+        return Verdict.allow(patch)
+    if queued and not engine.is_suspended(integration, obj):
+        if integration.gate is not None:
+            patch.extend(
+                mark_pod(
+                    _labelled(obj, queue, bool(patch)), engine.suspend_ops(integration, obj), integration
+                )
+            )
+        else:
+            patch.extend(engine.suspend_ops(integration, obj))
     return Verdict.allow(patch)
+
+
+def _labelled(obj: Mapping[str, Any], queue: str | None, defaulted: bool) -> Mapping[str, Any]:
+    """The object as the defaulted queue label leaves it, for the ops computed after that one."""
+    if not defaulted or not queue:
+        return obj
+    out = copy.deepcopy(dict(obj))
+    out.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
+    return out
 
 
 def validate_object(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
@@ -123,8 +148,14 @@ def _update_errors(
 ) -> list[FieldError]:
     errors: list[FieldError] = []
     old_queue, new_queue = engine.queue_name(old) or "", engine.queue_name(new) or ""
-    new_suspended = integration.suspend.get(new) is True
-    old_suspended = integration.suspend.get(old) is True
+    if integration.through_pods:
+        return _queue_label_errors(request, integration, old_queue, new_queue, enforced)
+    if integration.gate is not None:
+        new_suspended = engine.is_suspended(integration, new)
+        old_suspended = engine.is_suspended(integration, old)
+    else:
+        new_suspended = integration.suspend.get(new) is True
+        old_suspended = integration.suspend.get(old) is True
     path = label_path(QUEUE_NAME_LABEL)
     if not new_suspended and new_queue != old_queue:
         errors.append(FieldError.invalid(path, new_queue, IMMUTABLE))
@@ -160,6 +191,23 @@ def _update_errors(
     if not old_suspended:
         errors += _admitted_template_changes(integration, old, new)
     return errors
+
+
+def _queue_label_errors(
+    request: AdmissionRequest, integration: Integration, old_queue: str, new_queue: str, enforced: bool
+) -> list[FieldError]:
+    """A kind queued through its pods: its queue label is immutable (its pods carry it), and required in an
+    enforced namespace."""
+    path = label_path(QUEUE_NAME_LABEL)
+    if new_queue != old_queue and old_queue:
+        return [FieldError.invalid(path, new_queue, IMMUTABLE)]
+    if not new_queue and enforced:
+        return [
+            FieldError.required(
+                path, f'namespace "{request.namespace}" requires the label on every {integration.kind}'
+            )
+        ]
+    return []
 
 
 def _admitted_template_changes(

@@ -40,7 +40,7 @@ class WriteBudget(Protocol):
 @dataclass(frozen=True, slots=True)
 class HealthSettings:
     max_rate: float = 50.0
-    min_rate: float = 1.0
+    min_rate: float = 5.0
     window: float = 1.0
     slowdown: float = 3.0
     margin: float = 0.010

@@ -84,6 +84,7 @@ class Controller:
         self.store = Store()
         self.health = ApiHealth()
         client.observe_write = self.health.observe
+        self.metrics.write_budget_rate.set_function(lambda: self.health.rate)
         self.recorder = Recorder(
             client=client,
             instance=identity,
@@ -240,7 +241,7 @@ class Controller:
         objects of, kinds turned off. A kind whose CRD is missing is looked for again by its informer."""
         if not self._running:
             return
-        wanted = {kind_of(i) for i in configuration.integrations} - {JOBS}
+        wanted = {kind_of(i) for i in configuration.integrations if not i.through_pods} - {JOBS}
         for kind in list(self.integration_informers):
             if kind not in wanted:
                 _, task = self.integration_informers.pop(kind)
@@ -249,18 +250,13 @@ class Controller:
                 log.info("integration off: kind no longer watched", extra={"kind": kind.kind})
         loop = asyncio.get_running_loop()
         for kind in sorted(wanted - set(self.integration_informers), key=lambda k: k.plural):
+            # a watch's connection comes from the client's watch pool: the writes' pool does not shrink
             informer = Informer(
                 client=self.client, kind=kind, sink=self.store, watch_timeout_seconds=self._watch_timeout
             )
             task = loop.create_task(informer.run(), name=f"informer-{kind.plural}.{kind.group}")
             self.integration_informers[kind] = (informer, task)
             log.info("integration on: watching kind", extra={"kind": kind.kind, "group": kind.group})
-        watches = len(self.informers) + len(self.integration_informers)
-        if watches >= self.client.connections:
-            log.warning(
-                "every API connection is held by a watch: raise --api-connections (one per integration)",
-                extra={"watches": watches, "connections": self.client.connections},
-            )
 
     def _rearm_pods_ready(self, configuration: Configuration) -> None:
         """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""

@@ -63,7 +63,7 @@ async def _no_auth() -> dict[str, str]:
 
 
 class KubeClient:
-    """JSON verbs against one API server; one aiohttp session, shared by informers and writers."""
+    """JSON verbs against one API server: a connection pool for requests, another for watches."""
 
     def __init__(
         self,
@@ -89,15 +89,22 @@ class KubeClient:
         if server_hostname:
             self._via["server_hostname"] = server_hostname
         self._owns_session = session is None
-        self._session = session or aiohttp.ClientSession(
-            # each TLS connection holds a 128 KiB read buffer: enough connections for the watches (one per
-            # kind) plus a write pool, no more
-            connector=aiohttp.TCPConnector(
-                ssl=ssl_context if ssl_context is not None else False, limit=connections
-            ),
-            read_bufsize=2**21,
-            headers={"User-Agent": user_agent},
-        )
+
+        def new_session(limit: int) -> aiohttp.ClientSession:
+            return aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    ssl=ssl_context if ssl_context is not None else False, limit=limit
+                ),
+                read_bufsize=2**21,
+                headers={"User-Agent": user_agent},
+            )
+
+        # Requests (reads and writes) share a pool of ``connections``; each watch holds a connection of a
+        # second pool for as long as it streams (limit 0: one per watch, however many kinds are watched),
+        # so watches never take connections from the writes that admit. Each TLS connection holds a 128 KiB
+        # read buffer: the request pool is sized for the writes in flight, no more.
+        self._session = session or new_session(connections)
+        self._watch_session = session or new_session(0)
 
     @classmethod
     async def connect(
@@ -118,13 +125,14 @@ class KubeClient:
 
     @property
     def connections(self) -> int:
-        """The most HTTP connections this client opens at once (watches hold one each)."""
+        """The most HTTP connections requests other than watches use at once."""
         connector = self._session.connector
         return connector.limit if connector is not None else 0
 
     async def close(self) -> None:
         if self._owns_session:
             await self._session.close()
+            await self._watch_session.close()
 
     def _url(self, path: str, query: Mapping[str, str | int] | None) -> str:
         clean = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
@@ -248,7 +256,7 @@ class KubeClient:
             "fieldSelector": field_selector,
         }
         headers = {"Accept": "application/json", **(await self._auth())}
-        async with self._session.get(
+        async with self._watch_session.get(
             self._url(kind.path(namespace=namespace), query),
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30),

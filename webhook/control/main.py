@@ -24,20 +24,17 @@ from webhook import runtime
 from webhook.control.controller import ControllerSettings
 from webhook.control.kubeconfig import KubeconfigError
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
-from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
-from webhook.control.wiring import API_CONNECTIONS, WATCH_CONNECTIONS, Listen, Replica, build
+from webhook.control.wiring import API_CONNECTIONS, Listen, Replica, build
 
 
 def api_connections(value: str) -> int:
-    """``--api-connections``: enough for every watch and at least one write."""
+    """``--api-connections``: a positive number of connections for requests (watches have their own)."""
     try:
         count = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if count < WATCH_CONNECTIONS + 1:
-        raise argparse.ArgumentTypeError(
-            f"{count} is too few: {WATCH_CONNECTIONS} connections are held by watches, writes need one more"
-        )
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{count} is too few: requests need at least one connection")
     return count
 
 
@@ -95,10 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=api_connections,
         default=API_CONNECTIONS,
         help=(
-            f"HTTP connections to the API server (default: {API_CONNECTIONS}); {WATCH_CONNECTIONS} are "
-            "held by watches, the rest carry writes: "
-            f"{WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT} or more give every decision write in flight "
-            "its own (heavy admission bursts, at some memory)"
+            f"HTTP connections to the API server for requests (default: {API_CONNECTIONS}, one for each "
+            "decision write in flight); every watch has a connection of its own beside them"
         ),
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -203,7 +203,16 @@ class Metrics:
     events_dropped = _Metric(
         Counter,
         "kueue_webhook_events_dropped_total",
-        "Events not written because more were recorded than the rate limit lets through.",
+        "Events not written because more were recorded than the informational write budget lets through.",
+    )
+    write_budget_rate = _Metric(
+        Gauge,
+        "kueue_webhook_informational_writes_per_second",
+        "The rate informational writes (Events, pending reasons, queue status) may take now, by the API "
+        "server's health.",
+    )
+    scheduling_cycles = _Metric(
+        Counter, "kueue_webhook_scheduling_cycles_total", "Scheduling cycles run by the leader."
     )
 
     def __init__(self, *, registry: CollectorRegistry | None = None) -> None:

@@ -53,6 +53,7 @@ from webhook.api.finalizers import RESOURCE_IN_USE, has_finalizer, is_deleting
 from webhook.api.integrations import JOB, Integration, engine
 from webhook.api.integrations.engine import FlavorConflict
 from webhook.api.integrations.managed import is_managed
+from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_workload
 from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.backoff import Backoff
@@ -145,8 +146,36 @@ class UpdatePodSets:
     pod_sets: list[JSON]
 
 
+@dataclass(frozen=True, slots=True)
+class DeleteObjects:
+    """Stop objects that cannot be suspended again (started pods) by deleting them (Kueue's ``Pod.Stop``)."""
+
+    objects: tuple[JSON, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseObjects:
+    """Drop the integration's own finalizer (Kueue's ``kueue.x-k8s.io/managed`` on pods) from objects whose
+    end has been seen: deleted, or finished with their Workload finished."""
+
+    objects: tuple[JSON, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StartPods:
+    """Ungate the gated pods of an admitted group, one JSON Patch each."""
+
+    patches: tuple[tuple[JSON, list[JSON]], ...]
+    cluster_queue: str
+    workload: JSON
+
+
 Step = (
     CreateWorkload
+    | StartPods
+    | DeleteObjects
+    | ReleaseObjects
     | FinishWorkload
     | StartJob
     | StopJob
@@ -180,9 +209,22 @@ def has_reservation(workload: JSON) -> bool:
     return is_true(workload, "QuotaReserved") and bool((workload.get("status") or {}).get("admission"))
 
 
-def _stop(job: JSON, workload: JSON, message: str, integration: Integration) -> StopJob:
+def holds_finalizer(obj: JSON, integration: Integration) -> bool:
+    """Whether the object carries the integration's own finalizer (a queued pod's)."""
+    gate = integration.gate
+    return (
+        gate is not None
+        and bool(gate.finalizer)
+        and gate.finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
+    )
+
+
+def _stop(job: JSON, workload: JSON, message: str, integration: Integration) -> StopJob | DeleteObjects:
     """Suspend the object and put back what admission changed, from the Workload's pod sets (their
-    templates, and the count a partial admission reduced: Kueue's GetPodSetsInfoFromWorkload)."""
+    templates, and the count a partial admission reduced: Kueue's GetPodSetsInfoFromWorkload); an object
+    that cannot be suspended again is deleted."""
+    if engine.stops_by_deletion(integration):
+        return DeleteObjects((job,), message)
     pod_sets = (workload.get("spec") or {}).get("podSets") or []
     templates = [dict(pod_set.get("template") or {}) for pod_set in pod_sets]
     count = pod_sets[0].get("count") if len(pod_sets) == 1 else None
@@ -205,6 +247,8 @@ def plan_job(
     "handle WaitForPodsReady")."""
     it = integration
     finished, succeeded, message = job_finished(job, it)
+    if finished and holds_finalizer(job, it) and (workload is None or is_true(workload, "Finished")):
+        return ReleaseObjects((job,))
     if workload is not None and is_true(workload, "Finished"):
         return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
     if workload is not None and is_deleting(workload):
@@ -218,6 +262,8 @@ def plan_job(
             return FinishWorkload(workload, "Succeeded" if succeeded else "Failed", message)
         return None
     if workload is None:
+        if not is_suspended(job, it) and engine.stops_by_deletion(it):
+            return DeleteObjects((job,), "Not admitted by cluster queue")
         if not is_suspended(job, it):
             suspend = engine.suspend_ops(it, job)
             if engine.is_stopping(it, job) and it.partial_admission is not None:
@@ -319,13 +365,41 @@ def start_refused(exc: ApiError) -> bool:
     return 400 <= exc.status < 500 and exc.status not in (404, 409, 429)
 
 
-#: (framework name, namespace, name) of a queued object
+#: (framework name, namespace, name) of a queued object; a pod group's name is ``GROUP_KEY`` + its name
 ObjectKey = tuple[str, str, str]
+#: pod names cannot hold a "/", so a group's key never collides with a pod's
+GROUP_KEY = "group/"
+
+
+def object_key(integration: Integration, obj: JSON) -> ObjectKey:
+    """The work-queue key of a queued object: its group's for a pod in a group."""
+    namespace, name = key_of(obj)
+    if integration.gate is not None and (group := group_name(obj)) is not None:
+        return (integration.name, namespace, GROUP_KEY + group)
+    return (integration.name, namespace, name)
+
+
+def _group_of_workload(workload: JSON | None) -> str | None:
+    annotations = ((workload or {}).get("metadata") or {}).get("annotations") or {}
+    if annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) != "true":
+        return None
+    return GROUP_KEY + str((workload or {}).get("metadata", {}).get("name", ""))
 
 
 def kind_of(integration: Integration) -> Kind:
     """The REST resource the store holds objects of ``integration`` under."""
     return integration_kind(integration.group, integration.version, integration.kind, integration.plural)
+
+
+def namespace_terminating(exc: BaseException) -> bool:
+    """kube-apiserver's NamespaceLifecycle refusal of a create in a namespace being deleted (403 Forbidden,
+    "... because it is being terminated", cause NamespaceTerminating)."""
+    if not isinstance(exc, ApiError) or exc.status != 403:
+        return False
+    causes = (exc.body.get("details") or {}).get("causes") or []
+    return any(c.get("reason") == "NamespaceTerminating" for c in causes if isinstance(c, dict)) or (
+        "because it is being terminated" in exc.message
+    )
 
 
 class JobReconciler:
@@ -356,7 +430,11 @@ class JobReconciler:
     def on_change(self, change: Change) -> None:
         integration = self._integration_of_kind(change.kind)
         if integration is not None:
-            key = (integration.name, *change.key)
+            current = change.new if change.new is not None else change.old
+            key = object_key(integration, current) if current is not None else (integration.name, *change.key)
+            if key[2].startswith(GROUP_KEY):
+                self.queue.add(key)
+                return
             if change.new is None and change.old is not None:
                 uid = str((change.old.get("metadata") or {}).get("uid", ""))
                 self._deleted_jobs[key] = uid
@@ -369,6 +447,8 @@ class JobReconciler:
             self.queue.add(key)
         elif change.kind is WORKLOADS:
             obj = change.new if change.new is not None else change.old
+            if (group := _group_of_workload(obj)) is not None and (pods := self._pods()) is not None:
+                self.queue.add((pods.name, change.key[0], group))
             owner = controller_owner(obj)
             owner_integration = self._integration_of_owner(owner)
             if owner is not None and owner_integration is not None:
@@ -377,7 +457,11 @@ class JobReconciler:
                 self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
             # admitted Workloads may have waited for this flavor
+            pods = self._pods()
             for workload in self.context.store.items(WORKLOADS):
+                group = _group_of_workload(workload)
+                if group is not None and pods is not None and has_reservation(workload):
+                    self.queue.add((pods.name, key_of(workload)[0], group))
                 owner = controller_owner(workload)
                 owner_integration = self._integration_of_owner(owner)
                 if owner is not None and owner_integration is not None and has_reservation(workload):
@@ -387,11 +471,17 @@ class JobReconciler:
         """Queue every queued object, and every deleted Workload still held (after becoming leader: finish
         anything a previous leader left half done, such as a finalizer it did not get to remove)."""
         for integration in self.context.configuration().integrations:
+            if integration.through_pods:
+                continue  # queued through its pods
             for obj in self.context.store.items(kind_of(integration)):
-                self.queue.add((integration.name, *key_of(obj)))
+                self.queue.add(object_key(integration, obj))
         for workload in self.context.store.items(WORKLOADS):
             if _held(workload):
                 self.orphans.add(key_of(workload))
+
+    def _pods(self) -> Integration | None:
+        """The enabled gated integration (pods), whose groups have Workloads of their own."""
+        return next((i for i in self.context.configuration().integrations if i.gate is not None), None)
 
     async def run(self) -> None:
         async def worker(queue: WorkQueue[Any], handler: Handler, tag: str) -> None:
@@ -399,11 +489,16 @@ class JobReconciler:
 
         await asyncio.gather(
             *(worker(self.queue, self.reconcile, "job") for _ in range(self.workers)),
-            worker(self.orphans, self.release_orphan, "workload"),
+            # as many for finalizers: a namespace being deleted waits on every one of its Workloads
+            *(worker(self.orphans, self.release_orphan, "workload") for _ in range(self.workers)),
         )
 
     def _failed(self, queue: WorkQueue[Any], tag: str, key: tuple[str, ...], exc: BaseException) -> None:
-        """Retry a failed key with its own exponential backoff (a conflict storm must not spin)."""
+        """Retry a failed key with its own exponential backoff (a conflict storm must not spin); not when
+        its namespace is being deleted, which deletes the object too."""
+        if namespace_terminating(exc):
+            log.info("namespace being deleted: not retried", extra={tag: "/".join(key)})
+            return
         backoff = self._backoffs.setdefault((tag, *key), Backoff(base=0.05, cap=10.0))
         delay = backoff.next_delay()
         log.warning("reconcile failed, retrying in %.2fs: %r", delay, exc, extra={tag: "/".join(key)})
@@ -429,14 +524,22 @@ class JobReconciler:
         framework, namespace, name = key
         configuration = self.context.configuration()
         integration = next((i for i in configuration.integrations if i.name == framework), None)
-        if integration is None:
+        if integration is None or integration.through_pods:
             return  # the integration was turned off: its objects are left alone
+        if name.startswith(GROUP_KEY):
+            await self._reconcile_group(integration, namespace, name.removeprefix(GROUP_KEY))
+            self._backoffs.pop(("job", *key), None)
+            return
         job = self.context.store.get(kind_of(integration), name, namespace)
         if job is None:
             await self._job_deleted(key)
             return
         if is_deleting(job):
-            return  # its Workload's finalizer is for release_orphan, as Kueue finalizes a deleted Job's
+            # its Workload's finalizer is for release_orphan, as Kueue finalizes a deleted Job's; a pod's own
+            # finalizer goes at once (Kueue's Pod.Finalize of a deleted pod)
+            if holds_finalizer(job, integration):
+                await self._execute(job, ReleaseObjects((job,)), integration)
+            return
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
         if not is_managed(job, integration, config=configuration, namespace_labels=labels):
             return
@@ -454,6 +557,35 @@ class JobReconciler:
         if step is not None:
             await self._execute(job, step, integration)
         self._backoffs.pop(("job", *key), None)
+
+    async def _reconcile_group(self, integration: Integration, namespace: str, group: str) -> None:
+        """``plan_group`` for the pods of ``group`` and the Workload named after it."""
+        from webhook.control.pod_groups import plan_group  # it builds on this module
+
+        configuration = self.context.configuration()
+        labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
+        pods = [
+            pod
+            for pod in self.context.store.items(kind_of(integration), namespace=namespace)
+            if group_name(pod) == group
+            and (
+                holds_finalizer(pod, integration)
+                or is_managed(pod, integration, config=configuration, namespace_labels=labels)
+            )
+        ]
+        workload = self.context.store.get(WORKLOADS, group, namespace)
+        if workload is not None and _group_of_workload(workload) is None:
+            workload = None  # a Workload of that name that is not a group's: not ours to drive
+        step = plan_group(
+            group,
+            pods,
+            workload,
+            flavors=self._flavor,
+            priorities=self._priorities(),
+            pod_priorities=self._priorities(PRIORITY_CLASSES),
+        )
+        if step is not None and pods:
+            await self._execute(pods[0], step, integration)
 
     async def release_orphan(self, key: tuple[str, str]) -> None:
         """A deleted Workload held by the finalizer with no live Job to wait for lets go at once.
@@ -593,6 +725,19 @@ class JobReconciler:
             restored = target is not None and await writer.patch(kind, target, step.patch) is not None
             if restored and not step.first:
                 on_job("Stopped", step.message)
+        elif isinstance(step, DeleteObjects):
+            for obj in step.objects:
+                if await writer.delete(kind, obj):
+                    events.record(obj, type="Normal", reason="Stopped", message=step.message)
+        elif isinstance(step, ReleaseObjects):
+            finalizer = integration.gate.finalizer if integration.gate is not None else ""
+            for obj in step.objects:
+                await writer.remove_finalizer(kind, obj, finalizer)
+        elif isinstance(step, StartPods):
+            admitted = f"Admitted by clusterQueue {step.cluster_queue}"
+            for obj, patch in step.patches:
+                if await writer.patch(kind, obj, patch) is not None:
+                    events.record(obj, type="Normal", reason="Started", message=admitted)
         elif isinstance(step, RemoveFinalizer):
             if await writer.remove_finalizer(WORKLOADS, step.workload, RESOURCE_IN_USE) is not None:
                 log.info(

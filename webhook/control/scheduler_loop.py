@@ -10,11 +10,9 @@ writes proceed concurrently, and it can never over-admit because the ledger is c
 Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserved=True, Admitted=True,
 ``status.admission``) through ``/status`` with a resourceVersion precondition, and nothing else; starting
 the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
-A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message, only when that
-changes (``webhook.control.pending_messages`` keeps a reworded message current); its rank in the queue is
-served by the visibility API, never written.
-Those pending writes (``webhook.control.pending_reasons``) share the write slots with admissions and
-evictions: the back-pressure keeps cycles batched (that module says why).
+A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message once it has waited
+a second, and when that changes, within the informational write budget (``webhook.control.pending_reasons``
+and ``pending_messages``); its rank in the queue is served by the visibility API, never written.
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
@@ -280,6 +278,7 @@ class SchedulerLoop:
         for cluster_queue in self.state.take_restated():
             self.messages.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
         self.cycles += 1
+        self.context.metrics.scheduling_cycles.inc()
         self._decided_since_collect += len(decisions)
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
         hold_admissions = self._admission_blocked()

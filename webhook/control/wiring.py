@@ -14,18 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.control.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
-from webhook.control.kinds import WATCHED, WORKLOADS
+from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
+from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 from webhook.server import DEFAULT_PORT, Visibility, WebhookServer, create_app
 
-#: one HTTP/1.1 connection per watch, held for good: every watched kind and the ConfigMap
-WATCH_CONNECTIONS = len(WATCHED) + 1
-#: the default pool: the watches plus a few for writes. Kept small for memory (more writes in flight during
-#: a burst leave Python's allocator holding more memory for the same live data; the measurements are in
-#: bench/baseline/README.md), at the price that under heavy load writes wait for a free connection; from
-#: ``WATCH_CONNECTIONS + DECISION_WRITES_IN_FLIGHT`` up (``--api-connections 32``) every decision write in
-#: flight has its own.
-API_CONNECTIONS = 16
+#: the request pool (watches have their own, a connection each): one connection per decision write in
+#: flight, so an admission burst never waits for a connection. Kept to that for memory: more writes in flight
+#: during a burst leave Python's allocator holding more memory for the same live data (the measurements are
+#: in bench/baseline/README.md).
+API_CONNECTIONS = DECISION_WRITES_IN_FLIGHT
 
 
 @dataclass(frozen=True, slots=True)

@@ -197,6 +197,11 @@ def test_off_integrations_are_left_alone_and_children_of_queued_kinds_are_never_
 def test_unknown_frameworks_are_refused_and_kueue_ones_not_served_here_warned() -> None:
     refused = parse_configuration("integrations: {frameworks: [batch/job, example.com/nope]}")
     assert str(refused).startswith("integrations.frameworks[1]: unknown framework 'example.com/nope'")
-    warned = parse_configuration("integrations: {frameworks: [batch/job, pod]}")
+    warned = parse_configuration(
+        "integrations: {frameworks: [batch/job, leaderworkerset.x-k8s.io/leaderworkerset]}"
+    )
     assert isinstance(warned, Configuration)
-    assert warned.warnings == ("integrations.frameworks[1]: 'pod' is a Kueue framework not supported here",)
+    assert warned.warnings == (
+        "integrations.frameworks[1]: 'leaderworkerset.x-k8s.io/leaderworkerset' is a Kueue framework "
+        "not supported here",
+    )

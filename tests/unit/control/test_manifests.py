@@ -40,6 +40,8 @@ def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -
     assert {h["clientConfig"]["service"]["path"] for h in hooks} == {
         "/mutate-batch-v1-job",
         "/validate-batch-v1-job",
+        "/mutate--v1-pod",
+        "/validate--v1-pod",
         "/validate-kueue-x-k8s-io-v1beta2-clusterqueue",
         "/validate-kueue-x-k8s-io-v1beta2-localqueue",
         "/validate-kueue-x-k8s-io-v1beta2-resourceflavor",
@@ -57,19 +59,22 @@ def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -
 
 
 def test_every_built_in_integration_is_admitted_by_both_webhooks_and_granted_in_rbac() -> None:
-    """A JobSet, PyTorchJob, ... reaches the catch-all paths (which dispatch on kind), and the controller may
-    watch and patch it, whether or not integrations.frameworks turns it on."""
+    """A JobSet, PyTorchJob, ... reaches the catch-all paths (which dispatch on kind), a Pod its own (Kueue's
+    /mutate--v1-pod), and the controller may watch and patch it, whether or not integrations.frameworks turns
+    it on; a Deployment or StatefulSet is only defaulted (queued through its pods), never watched."""
     role = of_kind("ClusterRole")[0]
     granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        (hook,) = [
+        hooks = [
             h
             for d in of_kind(kind)
             for h in d["webhooks"]
-            if h["name"].endswith("integrations.kueue.x-k8s.io")
+            if h["name"].endswith(("integrations.kueue.x-k8s.io", "pod.kueue.x-k8s.io"))
         ]
+        assert len(hooks) == 2
         covered = {
             (g, v, r)
+            for hook in hooks
             for rule in hook["rules"]
             for g in rule["apiGroups"]
             for v in rule["apiVersions"]
@@ -78,7 +83,8 @@ def test_every_built_in_integration_is_admitted_by_both_webhooks_and_granted_in_
         for integration in BUILTIN.values():
             if integration.group != "batch":
                 assert (integration.group, integration.version, integration.plural) in covered
-                assert (integration.group, integration.plural) in granted
+                if not integration.through_pods:
+                    assert (integration.group, integration.plural) in granted
 
 
 def test_rbac_has_no_wildcards_and_covers_every_watched_kind() -> None:

@@ -5,12 +5,15 @@ Each entry says what Kueue's Go code for that kind does: JobSet's pod sets are i
 ``replicas * min(parallelism, completions)`` pods (``podsCount``); a Kubeflow job has one pod set per replica
 type present, in Kueue's fixed order, of ``replicas`` pods, suspended through ``spec.runPolicy.suspend``; a
 RayCluster has a ``head`` pod set of one pod and one per worker group of ``replicas * numOfHosts`` pods, and a
-RayJob adds KubeRay's submitter pod in ``K8sJobMode``; a RayCluster never finishes.
+RayJob adds KubeRay's submitter pod in ``K8sJobMode``; a RayCluster never finishes. A plain Pod is one pod
+set ``main`` of one pod, held by Kueue's scheduling gate, finished when Succeeded or Failed, active while
+Running (Kueue's ``Pod.IsActive``) and ready with its Ready condition; pod groups are in ``pod_groups``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from webhook.api.integrations.model import (
     ActiveRule,
@@ -21,20 +24,24 @@ from webhook.api.integrations.model import (
     PartialAdmission,
     PodSetSource,
     PodsReadyRule,
+    SchedulingGate,
 )
 from webhook.api.integrations.paths import FieldPath
 
 __all__ = [
     "BUILTIN",
     "DEFAULT_FRAMEWORKS",
+    "DEPLOYMENT",
     "JOB",
     "JOBSET",
     "KUEUE_FRAMEWORKS",
     "MPIJOB",
+    "POD",
     "PYTORCHJOB",
     "QUEUED_OWNER_KINDS",
     "RAYCLUSTER",
     "RAYJOB",
+    "STATEFULSET",
     "TFJOB",
 ]
 
@@ -224,9 +231,53 @@ RAYCLUSTER = Integration(
     pods_ready=PodsReadyRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
 )
 
+#: Kueue's scheduling gate, managed label and pod finalizer (``pkg/controller/jobs/pod/constants``)
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+
+POD = Integration(
+    name="pod",
+    group="",
+    version="v1",
+    kind="Pod",
+    plural="pods",
+    suspend=_p("spec.schedulingGates"),
+    pod_sets=(PodSetSource(path=FieldPath(()), name="main", template=FieldPath(())),),
+    finished=FinishedRule(
+        phase=_p("status.phase"),
+        succeeded_phases=("Succeeded",),
+        failed_phases=("Failed",),
+        message=_p("status.message"),
+    ),
+    active=ActiveRule(when=FieldIs(_p("status.phase"), frozenset({"Running"}))),
+    pods_ready=PodsReadyRule(conditions=("Ready",)),
+    gate=SchedulingGate(ADMISSION_GATE, finalizer=MANAGED_LABEL, managed_label=MANAGED_LABEL),
+)
+
+
+def _through_pods(name: str, kind: str, plural: str, how: Literal["pods", "group"]) -> Integration:
+    """An apps/v1 kind Kueue queues through its pods (``pkg/controller/jobs/deployment``, ``statefulset``)."""
+    return Integration(
+        name=name,
+        group="apps",
+        version="v1",
+        kind=kind,
+        plural=plural,
+        suspend=_p("spec.template.spec.schedulingGates"),
+        pod_sets=(PodSetSource(path=_p("spec"), name="main", count=(CountFactor(_p("replicas"), 1),)),),
+        finished=FinishedRule(),
+        active=ActiveRule(),
+        through_pods=how,
+    )
+
+
+DEPLOYMENT = _through_pods("deployment", "Deployment", "deployments", "pods")
+STATEFULSET = _through_pods("statefulset", "StatefulSet", "statefulsets", "group")
+
 #: every built-in entry by framework name
 BUILTIN: Mapping[str, Integration] = {
-    i.name: i for i in (JOB, JOBSET, PYTORCHJOB, TFJOB, MPIJOB, RAYJOB, RAYCLUSTER)
+    i.name: i
+    for i in (JOB, JOBSET, PYTORCHJOB, TFJOB, MPIJOB, RAYJOB, RAYCLUSTER, POD, DEPLOYMENT, STATEFULSET)
 }
 
 #: Kueue's default ``integrations.frameworks``
@@ -242,9 +293,6 @@ KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
         "trainer.kubeflow.org/trainjob",
         "workload.codeflare.dev/appwrapper",
         "sparkoperator.k8s.io/sparkapplication",
-        "pod",
-        "deployment",
-        "statefulset",
         "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )

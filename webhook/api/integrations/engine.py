@@ -10,6 +10,10 @@ position as Kueue does, and left alone when the pod set count no longer matches)
 Kueue's ``GetWorkloadNameForOwnerWithGVK``: ``<kind>-<name>`` cut to 247 characters, ``-``, then 5 hex of the
 SHA-1 of kind, group, name and UID, so Kueue and this controller name the same object's Workload alike.
 
+A kind held by a scheduling gate (a Pod) is the same contract with other writes: it is suspended while the
+gate is in ``spec.schedulingGates``, suspending adds the gate (only ever on create), starting removes it and
+injects the flavors into the pod's own spec, and stopping is a deletion (``stops_by_deletion``).
+
 Starting a patch with a ``test`` that the object is still suspended makes a start built from a stale view
 fail (422) instead of starting an object twice.
 """
@@ -39,6 +43,7 @@ __all__ = [
     "controller_kind",
     "elements",
     "finished",
+    "gate_index",
     "has_active_pods",
     "is_stopping",
     "is_suspended",
@@ -54,6 +59,7 @@ __all__ = [
     "skipped",
     "start_patch",
     "stop_patches",
+    "stops_by_deletion",
     "suspend_ops",
     "workload_for",
     "workload_name",
@@ -152,9 +158,28 @@ def is_stopping(integration: Integration, obj: Mapping[str, Any]) -> bool:
     return partial is not None and _annotation(obj, partial.stopping_annotation) == "true"
 
 
+def gate_index(integration: Integration, obj: Mapping[str, Any]) -> int | None:
+    """Where the integration's scheduling gate is in the object's gates, None when it is not there."""
+    gates = integration.suspend.get(obj)
+    if integration.gate is None or not isinstance(gates, list):
+        return None
+    for index, gate in enumerate(gates):
+        if isinstance(gate, Mapping) and gate.get("name") == integration.gate.name:
+            return index
+    return None
+
+
 def is_suspended(integration: Integration, obj: Mapping[str, Any]) -> bool:
-    """Suspended, and not half-way through a stop (Kueue's ``IsSuspended``; an absent field is false)."""
+    """Suspended, and not half-way through a stop (Kueue's ``IsSuspended``; an absent field is false); for a
+    gated kind, whether its gate is still there."""
+    if integration.gate is not None:
+        return gate_index(integration, obj) is not None
     return integration.suspend.get(obj) is True and not is_stopping(integration, obj)
+
+
+def stops_by_deletion(integration: Integration) -> bool:
+    """A started object of this kind cannot be suspended again, only deleted (Kueue's ``Pod.Stop``)."""
+    return integration.gate is not None
 
 
 def _set_ops(obj: Mapping[str, Any], path: FieldPath, value: Any, *, op: str = "add") -> list[JSON]:
@@ -173,7 +198,15 @@ def _set_ops(obj: Mapping[str, Any], path: FieldPath, value: Any, *, op: str = "
 
 
 def suspend_ops(integration: Integration, obj: Mapping[str, Any]) -> list[JSON]:
-    """JSON Patch that suspends the object (``replace`` when the field is there, else created)."""
+    """JSON Patch that suspends the object (``replace`` when the field is there, else created); for a gated
+    kind, adds its gate (which the API server accepts on create only)."""
+    if integration.gate is not None:
+        if gate_index(integration, obj) is not None:
+            return []
+        entry = {"name": integration.gate.name}
+        if isinstance(integration.suspend.get(obj), list):
+            return [{"op": "add", "path": integration.suspend.pointer() + "/-", "value": entry}]
+        return _set_ops(obj, integration.suspend, [entry])
     return _set_ops(obj, integration.suspend, True, op="replace")
 
 
@@ -191,6 +224,10 @@ class Element:
     value: Mapping[str, Any]
 
     def template(self) -> Mapping[str, Any] | None:
+        """The pod template; for an element that is itself a pod (an empty template path), its spec alone."""
+        if not self.source.template:
+            spec = self.value.get("spec")
+            return {"spec": spec} if isinstance(spec, Mapping) else None
         found = self.source.template.get(self.value)
         return found if isinstance(found, Mapping) else None
 
@@ -423,10 +460,21 @@ def start_patch(
     The first op tests that the object is still suspended. Raises FlavorConflict when a flavor contradicts
     a template. A pod set without a template of its own (KubeRay's default submitter) gets nothing injected.
     """
-    ops: list[JSON] = [
-        {"op": "test", "path": integration.suspend.pointer(), "value": True},
-        {"op": "replace", "path": integration.suspend.pointer(), "value": False},
-    ]
+    ops: list[JSON]
+    if integration.gate is not None:
+        index = gate_index(integration, obj)
+        if index is None:
+            return []
+        gate = pointer((*integration.suspend, index))
+        ops = [
+            {"op": "test", "path": gate, "value": {"name": integration.gate.name}},
+            {"op": "remove", "path": gate},
+        ]
+    else:
+        ops = [
+            {"op": "test", "path": integration.suspend.pointer(), "value": True},
+            {"op": "replace", "path": integration.suspend.pointer(), "value": False},
+        ]
     ops.extend(_count_ops(integration, obj, count))
     for element in elements(integration, obj):
         template = element.template()

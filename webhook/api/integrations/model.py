@@ -27,6 +27,7 @@ __all__ = [
     "PartialAdmission",
     "PodSetSource",
     "PodsReadyRule",
+    "SchedulingGate",
 ]
 
 
@@ -131,6 +132,20 @@ class PartialAdmission:
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulingGate:
+    """A kind held back by a scheduling gate rather than a suspend field (Kueue's pod integration): created
+    with the gate ``name`` in ``spec.schedulingGates``, started by removing it with the flavors injected into
+    the object's own pod spec in the same patch (kube-apiserver lets a gated pod's nodeSelector and
+    tolerations grow), and stopped by deletion, as a gate can never be added back after creation.
+    ``finalizer`` keeps a stopped object around until its end has been seen (Kueue's
+    ``kueue.x-k8s.io/managed`` finalizer on pods), ``managed_label`` marks the objects queued here."""
+
+    name: str
+    finalizer: str = ""
+    managed_label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Integration:
     """One suspendable kind, under the framework ``name`` Kueue's ``integrations.frameworks`` uses."""
 
@@ -149,6 +164,11 @@ class Integration:
     #: fields that, when set, mean the object is not queued (a RayJob using an existing cluster)
     skip_when_set: tuple[FieldPath, ...] = ()
     partial_admission: PartialAdmission | None = None
+    #: held back by a scheduling gate (``suspend`` then names the gates' list)
+    gate: SchedulingGate | None = None
+    #: never suspended itself: its pod template is marked so that its pods are queued one by one ("pods", a
+    #: Deployment's) or as one group of ``replicas`` ("group", a StatefulSet's) through the pod integration
+    through_pods: Literal["", "pods", "group"] = ""
     #: declared in the ConfigMap rather than built in
     declared: bool = field(default=False, compare=False)
 

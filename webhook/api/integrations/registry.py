@@ -53,7 +53,8 @@ class Integrations:
         """Kinds whose children are queued through them: Kueue's integrated kinds, every enabled one and the
         external frameworks."""
         external = {entry.split(".", 1)[0] for entry in self.external}
-        return QUEUED_OWNER_KINDS | {i.kind for i in self.enabled} | external
+        queued = {i.kind for i in self.enabled if not i.through_pods}
+        return QUEUED_OWNER_KINDS | queued | external
 
     def queued_through_owner(self, obj: Mapping[str, Any]) -> bool:
         """Whether the object's controller is a kind that is queued instead of it (a Job of a JobSet, the

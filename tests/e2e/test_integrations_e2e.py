@@ -1,0 +1,237 @@
+"""Every built-in queued kind on a real API server, with kueue-webhook installed out of cluster.
+
+The kinds' CRDs (tests/crds: the upstream ones when copied there, else the minimal structural ones) are
+created on the API server, the integrations turned on live in the ConfigMap, and then, for JobSet,
+PyTorchJob, TFJob, MPIJob, RayJob and RayCluster in turn (tests/crds/samples.py): the API server calls the
+webhook, which creates the object suspended; it is admitted with Kueue's pod counts and the flavor's node
+label and toleration in every pod template; a higher-priority Job preempts it (suspended again, templates
+restored); it runs again once that Job is gone; and its quota is released when the test, playing the
+operator, reports it finished through the status subresource (a RayCluster never finishes: it is deleted).
+No operator runs, so nothing else touches the objects.
+
+CRDs this module created are deleted at the end (only those: a CRD that was there before is someone
+else's), and the ConfigMap is put back as shipped.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.crds import PLURALS, crd_file, integration_crds
+from tests.crds.samples import SAMPLES, Sample, dig
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
+from tests.e2e.install import REPO_ROOT, Running, out_of_cluster
+
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
+JSON = dict[str, Any]
+CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
+FRAMEWORKS = (
+    "integrations:\n  frameworks: [batch/job, " + ", ".join(s.framework for s in SAMPLES.values()) + "]\n"
+)
+TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+HANG = 60.0
+
+
+def install_crds(cluster: Cluster) -> list[str]:
+    """Create the kinds' CRDs that are missing; the names of those created."""
+    present = {c["metadata"]["name"] for c in cluster.items("crd")}
+    created = []
+    for plural, crd in zip(PLURALS, integration_crds(), strict=True):
+        name = crd["metadata"]["name"]
+        if name in present:
+            continue
+        # create, not apply: an upstream CRD is too large for apply's last-applied annotation
+        cluster.kubectl("create", "-f", str(crd_file(plural)))
+        created.append(name)
+    for name in created:
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    return created
+
+
+def configure(cluster: Cluster, running: Running, extra: str) -> None:
+    """The shipped configuration plus ``extra``, applied live; returns once the controller says so."""
+    document = yaml.safe_load(CONFIGMAP.read_text())
+    document["data"]["config.yaml"] += extra
+    current = cluster.get("configmap", "kueue-webhook-config", "-n", "kueue-system")
+    if current["data"] == document["data"]:
+        return
+    applied = running.log.read_text().count('"configuration applied"')
+    cluster.apply(yaml.safe_dump(document))
+    until(lambda: running.log.read_text().count('"configuration applied"') > applied, "the new configuration")
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
+    cluster = Cluster(Path(KUBECONFIG))
+    created = install_crds(cluster)
+    try:
+        with out_of_cluster(cluster, tmp_path_factory.mktemp("integrations")) as running:
+            configure(cluster, running, FRAMEWORKS)
+            try:
+                yield cluster, running
+            finally:
+                configure(cluster, running, "")
+    finally:
+        if created:
+            cluster.kubectl("delete", "crd", *created, "--ignore-not-found", "--timeout=120s", check=False)
+
+
+@pytest.fixture
+def queue(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, Running, str]]:
+    """A namespace with LocalQueue ``gpus`` of a ClusterQueue (8 GPUs of one flavor with a node label and a
+    toleration, preemption of lower priorities) and a WorkloadPriorityClass, all named after the namespace."""
+    cluster, running = controller
+    name = f"e2e-kinds-{uuid.uuid4().hex[:6]}"
+    cluster.apply(f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {name}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {name}}}
+spec:
+  nodeLabels: {{node-pool: gpu}}
+  tolerations: [{json.dumps(TOLERATION)}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {{name: {name}}}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {name}}}
+spec:
+  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
+  preemption: {{withinClusterQueue: LowerPriority}}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{{name: {name}, resources: [{{name: nvidia.com/gpu, nominalQuota: 8}}]}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: gpus, namespace: {name}}}
+spec: {{clusterQueue: {name}}}
+""")
+    try:
+        yield cluster, running, name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl(
+            "delete",
+            "clusterqueue,resourceflavor,workloadpriorityclass",
+            name,
+            "--ignore-not-found",
+            check=False,
+        )
+
+
+def urgent_job(namespace: str, priority_class: str) -> JSON:
+    """A Job of the WorkloadPriorityClass that asks for all 8 GPUs."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "urgent",
+            "namespace": namespace,
+            "labels": {"kueue.x-k8s.io/queue-name": "gpus", "kueue.x-k8s.io/priority-class": priority_class},
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+                    ],
+                }
+            }
+        },
+    }
+
+
+def flavored(obj: JSON, sample: Sample) -> bool:
+    return all(
+        dig(obj, path).get("nodeSelector") == {"node-pool": "gpu"}
+        and dig(obj, path).get("tolerations") == [TOLERATION]
+        for path in sample.templates
+    )
+
+
+def restored(obj: JSON, sample: Sample) -> bool:
+    return not any({"nodeSelector", "tolerations"} & set(dig(obj, path)) for path in sample.templates)
+
+
+@pytest.mark.parametrize("kind", list(SAMPLES))
+def test_a_queued_kind_on_a_real_api_server(queue: tuple[Cluster, Running, str], kind: str) -> None:
+    cluster, running, namespace = queue
+    sample = SAMPLES[kind]
+    resource = sample.resource
+
+    def obj() -> JSON:
+        return cluster.get(resource, "train", "-n", namespace)
+
+    def workload() -> JSON:
+        owned = [
+            w
+            for w in cluster.items("workloads", "-n", namespace)
+            if (w["metadata"].get("ownerReferences") or [{}])[0].get("kind") == kind
+        ]
+        return owned[0] if owned else {}
+
+    def cluster_queue() -> JSON:
+        return dict(cluster.get("clusterqueue", namespace).get("status") or {})
+
+    created = json.loads(
+        cluster.kubectl(
+            "create", "-o", "json", "-f", "-", input=json.dumps(sample.manifest("train", namespace, "gpus"))
+        ).stdout
+    )
+    assert dig(created, sample.suspend) is True, "the webhook did not suspend it"
+
+    until(lambda: dig(obj(), sample.suspend) is False, f"the {kind} to start", HANG)
+    assert flavored(obj(), sample), (obj()["spec"], running.tail())
+    admitted = workload()
+    assert [(p["name"], p["count"]) for p in admitted["spec"]["podSets"]] == sample.pod_sets
+    assert [(a["name"], a["count"]) for a in admitted["status"]["admission"]["podSetAssignments"]] == (
+        sample.pod_sets
+    )
+    until(lambda: cluster_queue().get("admittedWorkloads") == 1, "the ClusterQueue to count it", HANG)
+
+    cluster.kubectl("create", "-f", "-", input=json.dumps(urgent_job(namespace, namespace)))
+    until(lambda: dig(obj(), sample.suspend) is True, f"the {kind} to be preempted", HANG)
+    assert restored(obj(), sample), obj()["spec"]
+    evicted = workload()
+    assert condition(evicted, "Preempted").get("status") == "True", evicted["status"]
+    until(
+        lambda: cluster.get("job", "urgent", "-n", namespace)["spec"].get("suspend") is False,
+        "the urgent Job to start",
+        HANG,
+    )
+
+    cluster.kubectl("-n", namespace, "delete", "job", "urgent", "--wait=false")
+    until(lambda: dig(obj(), sample.suspend) is False, f"the {kind} to start again", HANG)
+    assert flavored(obj(), sample), obj()["spec"]
+
+    if sample.done is not None:
+        status = json.dumps({"status": sample.done})
+        cluster.kubectl(
+            "-n", namespace, "patch", resource, "train", "--subresource=status", "--type=merge", "-p", status
+        )
+        until(
+            lambda: condition(workload(), "Finished").get("status") == "True", "its Workload to finish", HANG
+        )
+    else:
+        cluster.kubectl("-n", namespace, "delete", resource, "train")
+        until(lambda: not workload(), "its Workload to go", HANG)
+    until(lambda: cluster_queue().get("admittedWorkloads") == 0, "its quota to be released", HANG)
+    assert not [
+        u for u in cluster_queue().get("flavorsUsage") or [] for r in u["resources"] if r["total"] != "0"
+    ]

@@ -1,0 +1,61 @@
+"""The pure parts of the end-to-end benchmark on a real API server: whose writes count, and its setup."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import yaml
+
+from bench.e2e_real import NAMESPACE, controller_writes, latency_figures, setup_manifests
+from bench.real_cluster import succeeded_status
+
+
+def test_controller_writes_leave_out_the_benchmarks_own_and_the_job_controllers() -> None:
+    seen = {
+        "POST jobs": 100,  # the benchmark's creations
+        "PATCH jobs": 100,  # the controller's unsuspends
+        "PUT jobs/status": 250,  # the Job controller's
+        "POST pods": 100,  # the Job controller's
+        "PATCH pods/status": 3,  # the played kubelet's
+        "PATCH workloads/status": 100,
+        "POST workloads": 100,
+        "PATCH clusterqueues/status": 4,
+    }
+    own = Counter({"POST jobs": 100, "PATCH pods/status": 3})
+
+    assert controller_writes(seen, own) == {
+        "PATCH jobs": 100,
+        "PATCH workloads/status": 100,
+        "POST workloads": 100,
+        "PATCH clusterqueues/status": 4,
+    }
+
+
+def test_setup_gives_each_queue_its_quota_and_admits_only_the_benchmarks_namespace() -> None:
+    objects = list(yaml.safe_load_all(setup_manifests(bulk_quota=500)))
+
+    queues = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterQueue"}
+    quotas = {
+        name: q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
+        for name, q in queues.items()
+    }
+    assert quotas == {"e2e-bench-bulk": 500, "e2e-bench-serial": 1}
+    selectors = {str(q["spec"]["namespaceSelector"]) for q in queues.values()}
+    assert selectors == {str({"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}})}
+    local = {o["metadata"]["name"]: o["spec"]["clusterQueue"] for o in objects if o["kind"] == "LocalQueue"}
+    assert local == {"bulk": "e2e-bench-bulk", "serial": "e2e-bench-serial"}
+
+
+def test_the_played_kubelet_reports_every_container_exited_zero() -> None:
+    pod = {"spec": {"containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}]}}
+
+    status = succeeded_status(pod)["status"]
+
+    assert status["phase"] == "Succeeded"
+    assert [s["state"]["terminated"]["exitCode"] for s in status["containerStatuses"]] == [0, 0]
+
+
+def test_latency_figures_are_milliseconds_with_the_nearest_rank_p99() -> None:
+    figures = latency_figures([i / 1000 for i in range(1, 101)])
+
+    assert figures == {"samples": 100, "p50": 51.0, "p99": 99.0, "max": 100.0}

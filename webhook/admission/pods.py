@@ -1,0 +1,104 @@
+"""What the webhook adds to a queued Pod, and to the pod template of a Deployment or StatefulSet, so that
+their pods queue through the pod integration (Kueue's pod, deployment and statefulset webhooks).
+
+A queued pod gets Kueue's ``kueue.x-k8s.io/admission`` scheduling gate (the pod's "suspend": the scheduler
+leaves it alone until the gate is removed), the ``kueue.x-k8s.io/managed=true`` label, the
+``kueue.x-k8s.io/managed`` finalizer (so the controller sees how it ended before it disappears) and, in a
+group, its role hash. A Deployment's template gets the queue label, so each of its pods is a Workload of its
+own; a StatefulSet's template also gets a pod group (named after the StatefulSet) of ``replicas`` pods,
+admitted as soon as its first pod exists and never finished (Kueue's serving, fast-admission group).
+Everything is computed on a copy and sent as whole-map ``add`` ops, so the order of the edits never matters.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.api.integrations import Integration
+from webhook.api.integrations.builtin import MANAGED_LABEL
+from webhook.api.integrations.engine import (
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    workload_name,
+)
+from webhook.api.integrations.paths import pointer
+from webhook.api.integrations.pod_groups import (
+    FAST_ADMISSION_ANNOTATION,
+    GROUP_NAME_LABEL,
+    ROLE_HASH_ANNOTATION,
+    SERVING_ANNOTATION,
+    TOTAL_COUNT_ANNOTATION,
+    group_name,
+    spec_role_hash,
+)
+
+__all__ = ["SUSPENDING_PARENT_ANNOTATION", "mark_pod", "mark_template"]
+
+#: Kueue marks the template of a kind it queues through its pods with that kind's framework name
+SUSPENDING_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
+
+JSON = dict[str, Any]
+
+
+def _diff_maps(before: Mapping[str, Any], after: Mapping[str, Any], base: tuple[str, ...]) -> list[JSON]:
+    """``add`` ops setting each of metadata's labels/annotations/finalizers that changed, whole."""
+    ops: list[JSON] = []
+    old_meta = before.get("metadata") if isinstance(before.get("metadata"), Mapping) else None
+    new_meta = after["metadata"]
+    if old_meta is None:
+        return [{"op": "add", "path": pointer((*base, "metadata")), "value": new_meta}]
+    for field in ("labels", "annotations", "finalizers"):
+        if old_meta.get(field) != new_meta.get(field):
+            ops.append({"op": "add", "path": pointer((*base, "metadata", field)), "value": new_meta[field]})
+    return ops
+
+
+def mark_pod(pod: Mapping[str, Any], gate_ops: list[JSON], integration: Integration) -> list[JSON]:
+    """The ops that queue a pod: its gate (``gate_ops``), the managed label, the finalizer and, in a group,
+    the role hash."""
+    after: JSON = copy.deepcopy(dict(pod))
+    meta = after.setdefault("metadata", {})
+    gate = integration.gate
+    if gate is not None and gate.managed_label:
+        meta.setdefault("labels", {})[gate.managed_label] = "true"
+    if gate is not None and gate.finalizer and gate.finalizer not in (meta.get("finalizers") or []):
+        meta["finalizers"] = [*(meta.get("finalizers") or []), gate.finalizer]
+    if group_name(pod) is not None:
+        annotations = meta.setdefault("annotations", {})
+        if ROLE_HASH_ANNOTATION not in annotations:
+            spec = pod.get("spec")
+            annotations[ROLE_HASH_ANNOTATION] = spec_role_hash(spec if isinstance(spec, Mapping) else {})
+    return [*gate_ops, *_diff_maps(pod, after, ())]
+
+
+def mark_template(obj: Mapping[str, Any], integration: Integration, queue: str | None) -> list[JSON]:
+    """The ops that queue a Deployment's or StatefulSet's pods through the pod integration."""
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    if not isinstance(template, Mapping):
+        return []
+    after: JSON = copy.deepcopy(dict(template))
+    meta = after.setdefault("metadata", {})
+    labels = meta.setdefault("labels", {})
+    annotations = meta.setdefault("annotations", {})
+    annotations[SUSPENDING_PARENT_ANNOTATION] = integration.name
+    labels[MANAGED_LABEL] = "true"
+    if queue:
+        labels[QUEUE_NAME_LABEL] = queue
+    obj_labels = (obj.get("metadata") or {}).get("labels") or {}
+    if isinstance(obj_labels.get(PRIORITY_CLASS_LABEL), str):
+        labels[PRIORITY_CLASS_LABEL] = obj_labels[PRIORITY_CLASS_LABEL]
+    if integration.through_pods == "group":
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        replicas = spec.get("replicas") if isinstance(spec, Mapping) else None
+        replicas = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
+        labels[GROUP_NAME_LABEL] = workload_name(name, "", kind=integration.kind, group=integration.group)
+        annotations[TOTAL_COUNT_ANNOTATION] = str(1 if replicas is None else replicas)
+        annotations[FAST_ADMISSION_ANNOTATION] = "true"
+        annotations[SERVING_ANNOTATION] = "true"
+        annotations[ROLE_HASH_ANNOTATION] = "main"
+    if after == template:
+        return []
+    return _diff_maps(template, after, ("spec", "template"))

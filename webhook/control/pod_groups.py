@@ -1,0 +1,135 @@
+"""The pod group's side of admission: ``plan_group`` is ``plan_job`` for pods queued together.
+
+A group has no object of its own, so the plan reads all its pods at once and returns the one step that
+brings them and the group's Workload closer to agreement, in the order of Kueue's jobframework reconciler as
+its pod integration follows it (``pkg/controller/jobs/pod``): pods that are gone or finished let go of their
+finalizer once nothing needs to see them; a group that has finished finishes its Workload; the Workload is
+created once the group is complete; an admitted Workload ungates the pods still gated (each with the flavors
+of its role's pod set); an evicted or unreserved Workload deletes the pods that run (gated and finished pods
+are left), and its reservation is released once none is Running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from webhook.api.finalizers import has_finalizer, is_deleting
+from webhook.api.integrations import engine
+from webhook.api.integrations.builtin import POD
+from webhook.api.integrations.engine import FlavorConflict
+from webhook.api.integrations.pod_groups import group_finished, group_workload, role_hash, terminated
+from webhook.api.objects import ResourceFlavor
+from webhook.control.conditions import is_true
+from webhook.control.reconciler import (
+    CreateWorkload,
+    DeleteObjects,
+    FinishWorkload,
+    ReleaseObjects,
+    ReleaseReservation,
+    RemoveFinalizer,
+    StartPods,
+    Step,
+    has_reservation,
+    holds_finalizer,
+)
+
+__all__ = ["plan_group"]
+
+JSON = dict[str, Any]
+
+
+def _evicted_message(workload: JSON) -> str:
+    for condition in (workload.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Evicted":
+            return str(condition.get("message") or "Evicted")
+    return "Evicted"
+
+
+def _running(pods: Sequence[JSON]) -> list[JSON]:
+    """Pods started and not finished: what a stop deletes (Kueue skips gated and terminated pods)."""
+    return [p for p in pods if not engine.is_suspended(POD, p) and not terminated(p) and not is_deleting(p)]
+
+
+def plan_group(
+    name: str,
+    pods: Sequence[JSON],
+    workload: JSON | None,
+    *,
+    flavors: Callable[[str], ResourceFlavor | None],
+    priorities: Mapping[str, int],
+    pod_priorities: Mapping[str, int] | None = None,
+) -> Step | None:
+    """The next step for the group ``name`` (its pods, deleted ones included) and its Workload."""
+    live = [p for p in pods if not is_deleting(p)]
+    finished, _, message = group_finished(live)
+    done = workload is not None and is_true(workload, "Finished")
+    releasable = [
+        p
+        for p in pods
+        if holds_finalizer(p, POD)
+        and (is_deleting(p) or (terminated(p) and (done or finished or workload is None)))
+    ]
+    if releasable and (done or workload is None or any(is_deleting(p) for p in releasable)):
+        return ReleaseObjects(tuple(releasable))
+    if workload is not None and done:
+        return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
+    if workload is not None and is_deleting(workload):
+        if running := _running(live):
+            return DeleteObjects(tuple(running), "Workload is deleted")
+        return RemoveFinalizer(workload, "deleted, its pods stopped") if has_finalizer(workload) else None
+    if finished:
+        return FinishWorkload(workload, "Succeeded", message) if workload is not None else None
+    if workload is None:
+        if running := _running(live):
+            return DeleteObjects(tuple(running), "Not admitted by cluster queue")
+        built = group_workload(
+            name, live, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
+        )
+        return CreateWorkload(built) if isinstance(built, dict) else None
+    evicted = is_true(workload, "Evicted")
+    if evicted or not has_reservation(workload):
+        if running := _running(live):
+            return DeleteObjects(
+                tuple(running), _evicted_message(workload) if evicted else "Not admitted by cluster queue"
+            )
+        if evicted and has_reservation(workload):
+            if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
+                return None  # pods still terminating hold the quota; their end re-triggers us
+            return ReleaseReservation(workload, _evicted_message(workload))
+        return None
+    if not is_true(workload, "Admitted"):
+        return None
+    return _start(live, workload, flavors)
+
+
+def _start(
+    pods: Sequence[JSON], workload: JSON, flavors: Callable[[str], ResourceFlavor | None]
+) -> Step | None:
+    admission = (workload.get("status") or {}).get("admission") or {}
+    assigned: dict[str, list[ResourceFlavor]] = {}
+    for assignment in admission.get("podSetAssignments") or []:
+        chosen = assigned.setdefault(str(assignment.get("name") or ""), [])
+        for flavor_name in (assignment.get("flavors") or {}).values():
+            flavor = flavors(str(flavor_name))
+            if flavor is None:
+                return None  # the flavor is not in the store yet; its arrival re-triggers us
+            if flavor not in chosen:
+                chosen.append(flavor)
+    patches = []
+    for pod in pods:
+        if not engine.is_suspended(POD, pod):
+            continue
+        role = role_hash(pod).lower()
+        # fast-admission groups have one pod set, whatever role later pods compute
+        mine = assigned.get(role) or (next(iter(assigned.values())) if len(assigned) == 1 else None)
+        if mine is None:
+            continue  # a pod whose role is not in the Workload waits (Kueue refuses to start it)
+        try:
+            patch = engine.start_patch(POD, pod, {"main": mine})
+        except FlavorConflict as exc:
+            return FinishWorkload(workload, "FailedToStart", str(exc))
+        patches.append((pod, patch))
+    if not patches:
+        return None
+    return StartPods(tuple(patches), str(admission.get("clusterQueue", "")), workload)
