@@ -1,0 +1,214 @@
+"""Plain Pods and pod groups queued through the scheduling gate (framework ``pod``), on the fake API server
+with kube-apiserver's gate rules and the shipped webhook configurations: the webhook gates a queued pod on
+create, admission removes the gate with the flavor's nodeSelector set, a finished pod (the test plays the
+kubelet through ``pods/status``) releases its quota to the next gated pod, a group is admitted only once all
+its pods exist, and a preempted running pod is deleted, as Kueue stops pods."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, CoreV1Api
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from tests.e2e.support import certificates, replica, webhook_configurations
+from tests.fakeapi import FakeApiServer
+from tests.integration.controller_harness import condition, controller_config, events_of, gpu_limits
+from webhook.certs import ca_bundle
+
+JSON = dict[str, Any]
+HANG = 30.0
+GATE = "kueue.x-k8s.io/admission"
+
+SETUP = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu-nodes}
+spec: {nodeLabels: {node-pool: gpu}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu-nodes
+      resources: [{name: nvidia.com/gpu, nominalQuota: 2}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpus, namespace: team}
+spec: {clusterQueue: research}
+"""
+FRAMEWORKS = "integrations:\n  frameworks: [batch/job, pod]"
+
+
+def pod(
+    name: str, gpus: int, *, labels: dict[str, str] | None = None, annotations: JSON | None = None
+) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "labels": {"kueue.x-k8s.io/queue-name": "gpus", **(labels or {})},
+            "annotations": annotations or {},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox", "resources": gpu_limits(gpus)}],
+        },
+    }
+
+
+def member(name: str, group: str, total: int) -> JSON:
+    return pod(
+        name,
+        1,
+        labels={"kueue.x-k8s.io/pod-group-name": group},
+        annotations={"kueue.x-k8s.io/pod-group-total-count": str(total)},
+    )
+
+
+def gated(obj: JSON | None) -> bool:
+    return obj is not None and any(g["name"] == GATE for g in obj["spec"].get("schedulingGates") or [])
+
+
+@pytest.fixture
+async def cluster(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+) -> AsyncIterator[FakeApiServer]:
+    fake_api = await make_fake_api()
+    await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
+    tls = certificates(tmp_path / "tls")
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
+        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
+            await fake_api.create(config)
+        yield fake_api
+
+
+def started(fake_api: FakeApiServer, name: str) -> Callable[[], bool]:
+    def check() -> bool:
+        obj = fake_api.get("pods", name, "team")
+        return obj is not None and not gated(obj)
+
+    return check
+
+
+def workload_of_pod(fake_api: FakeApiServer, name: str) -> JSON | None:
+    return next(
+        (
+            w
+            for w in fake_api.list("workloads", "team")
+            if any(ref.get("name") == name for ref in w["metadata"].get("ownerReferences") or [])
+        ),
+        None,
+    )
+
+
+async def set_phase(fake_api: FakeApiServer, name: str, phase: str) -> None:
+    await fake_api.patch("pods", name, {"status": {"phase": phase}}, namespace="team", subresource="status")
+
+
+async def test_a_queued_pod_is_gated_admitted_with_its_flavor_and_its_end_lets_the_next_one_in(
+    cluster: FakeApiServer,
+) -> None:
+    created = await cluster.create(pod("first", 2), admit=True)
+    assert gated(created)  # by the mutating webhook
+    assert created["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+    assert "kueue.x-k8s.io/managed" in created["metadata"]["finalizers"]
+    await cluster.wait_for(started(cluster, "first"), timeout=HANG)
+    first = cluster.get("pods", "first", "team")
+    assert first is not None and first["spec"]["nodeSelector"] == {"node-pool": "gpu"}
+    workload = workload_of_pod(cluster, "first")
+    assert workload is not None and workload["metadata"]["name"].startswith("pod-first-")
+    assert (condition(workload, "Admitted") or {}).get("status") == "True"
+    assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("main", 1)]
+
+    second = await cluster.create(pod("second", 2), admit=True)
+    assert gated(second)
+    await cluster.wait_for(lambda: workload_of_pod(cluster, "second") is not None, timeout=HANG)
+    assert gated(cluster.get("pods", "second", "team"))  # no quota left while the first runs
+
+    await set_phase(cluster, "first", "Running")
+    await set_phase(cluster, "first", "Succeeded")  # as a kubelet reports it
+    await cluster.wait_for(started(cluster, "second"), timeout=HANG)
+    finished = cluster.get("workloads", workload["metadata"]["name"], "team")
+    assert (condition(finished, "Finished") or {}).get("status") == "True"
+    # the finished pod lets go of the managed finalizer once its Workload has finished
+    await cluster.wait_for(
+        lambda: (
+            "kueue.x-k8s.io/managed"
+            not in (cluster.get("pods", "first", "team") or {}).get("metadata", {}).get("finalizers", [])
+        ),
+        timeout=HANG,
+    )
+
+
+async def test_a_pod_group_is_admitted_together_once_all_its_pods_exist(cluster: FakeApiServer) -> None:
+    one = await cluster.create(member("g-0", "trainers", 2), admit=True)
+    assert gated(one)
+    # a group of 2 with one pod has no Workload: nothing is admitted
+    await cluster.create(pod("probe", 0), admit=True)
+    await cluster.wait_for(started(cluster, "probe"), timeout=HANG)
+    assert cluster.get("workloads", "trainers", "team") is None and gated(cluster.get("pods", "g-0", "team"))
+
+    await cluster.create(member("g-1", "trainers", 2), admit=True)
+    await cluster.wait_for(lambda: started(cluster, "g-0")() and started(cluster, "g-1")(), timeout=HANG)
+    workload = cluster.get("workloads", "trainers", "team")
+    assert workload is not None and (condition(workload, "Admitted") or {}).get("status") == "True"
+    assert sum(p["count"] for p in workload["spec"]["podSets"]) == 2
+    assert {r["name"] for r in workload["metadata"]["ownerReferences"]} == {"g-0", "g-1"}
+    for name in ("g-0", "g-1"):
+        assert (cluster.get("pods", name, "team") or {})["spec"]["nodeSelector"] == {"node-pool": "gpu"}
+
+
+async def test_a_running_pod_preempted_by_a_higher_priority_one_is_deleted(cluster: FakeApiServer) -> None:
+    await cluster.create(pod("low", 2), admit=True)
+    await cluster.wait_for(started(cluster, "low"), timeout=HANG)
+    await set_phase(cluster, "low", "Running")
+    low_workload = workload_of_pod(cluster, "low")
+    assert low_workload is not None
+
+    await cluster.create(pod("high", 2, labels={"kueue.x-k8s.io/priority-class": "urgent"}), admit=True)
+
+    def high_started_after_low_is_gone() -> bool:
+        if not started(cluster, "high")():
+            return False
+        assert cluster.get("pods", "low", "team") is None, "quota handed on while the preempted pod exists"
+        return True
+
+    await cluster.wait_for(high_started_after_low_is_gone, timeout=HANG)
+    stopped = events_of(cluster, "team", "low")
+    assert "Stopped" in stopped and "Preempted" in stopped["Stopped"], stopped
+
+
+async def test_only_the_controller_may_remove_the_gate(cluster: FakeApiServer) -> None:
+    await cluster.create(pod("blocker", 2), admit=True)
+    await cluster.wait_for(started(cluster, "blocker"), timeout=HANG)
+    await cluster.create(pod("waiting", 2), admit=True)
+    async with ApiClient(cluster.client_configuration(user="alice", groups=["team-a"])) as api:
+        with pytest.raises(ApiException) as denied:
+            await CoreV1Api(api).patch_namespaced_pod(
+                "waiting", "team", [{"op": "remove", "path": "/spec/schedulingGates"}]
+            )
+    assert denied.value.status == 403
+    assert 'webhook \\"vpod.kueue.x-k8s.io\\" denied' in denied.value.body, denied.value.body
+    assert "may start a queued Pod" in denied.value.body
+    assert gated(cluster.get("pods", "waiting", "team"))
