@@ -212,3 +212,84 @@ async def test_only_the_controller_may_remove_the_gate(cluster: FakeApiServer) -
     assert 'webhook \\"vpod.kueue.x-k8s.io\\" denied' in denied.value.body, denied.value.body
     assert "may start a queued Pod" in denied.value.body
     assert gated(cluster.get("pods", "waiting", "team"))
+
+
+async def test_a_flavor_toleration_is_added_beside_the_pod_own_tolerations(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+) -> None:
+    fake_api = await make_fake_api()
+    tainted = SETUP.replace(
+        "spec: {nodeLabels: {node-pool: gpu}}",
+        "spec:\n  nodeLabels: {node-pool: gpu}\n"
+        "  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
+    )
+    await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + tainted)
+    tls = certificates(tmp_path / "tls")
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
+        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
+            await fake_api.create(config)
+        created = await fake_api.create(pod("tolerant", 1), admit=True)
+        await fake_api.wait_for(started(fake_api, "tolerant"), timeout=HANG)
+        admitted = fake_api.get("pods", "tolerant", "team")
+        assert admitted is not None
+        assert admitted["spec"]["tolerations"] == [
+            *created["spec"]["tolerations"],
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        ]
+
+
+async def test_a_failed_pod_finishes_its_workload_and_frees_the_quota(cluster: FakeApiServer) -> None:
+    await cluster.create(pod("doomed", 2), admit=True)
+    await cluster.wait_for(started(cluster, "doomed"), timeout=HANG)
+    await cluster.create(pod("next", 2), admit=True)
+    await set_phase(cluster, "doomed", "Failed")
+    await cluster.wait_for(started(cluster, "next"), timeout=HANG)
+    workload = workload_of_pod(cluster, "doomed")
+    assert workload is not None
+    finished = condition(workload, "Finished") or {}
+    assert (finished.get("status"), finished.get("reason")) == ("True", "Failed")
+
+
+async def test_a_group_finishes_when_all_its_pods_succeeded_and_frees_the_quota(
+    cluster: FakeApiServer,
+) -> None:
+    for index in range(2):
+        await cluster.create(member(f"g-{index}", "pair", 2), admit=True)
+    await cluster.wait_for(lambda: started(cluster, "g-0")() and started(cluster, "g-1")(), timeout=HANG)
+    await cluster.create(pod("next", 2), admit=True)
+    await set_phase(cluster, "g-0", "Succeeded")
+    workload = cluster.get("workloads", "pair", "team")
+    assert (condition(workload, "Finished") or {}).get("status") != "True"
+    await set_phase(cluster, "g-1", "Succeeded")
+    await cluster.wait_for(started(cluster, "next"), timeout=HANG)
+    workload = cluster.get("workloads", "pair", "team")
+    assert (condition(workload, "Finished") or {}).get("status") == "True"
+    await cluster.wait_for(
+        lambda: all(
+            "kueue.x-k8s.io/managed"
+            not in (cluster.get("pods", n, "team") or {})["metadata"].get("finalizers", [])
+            for n in ("g-0", "g-1")
+        ),
+        timeout=HANG,
+    )
+
+
+async def test_a_preempted_group_has_its_running_pods_deleted(cluster: FakeApiServer) -> None:
+    for index in range(2):
+        await cluster.create(member(f"g-{index}", "pair", 2), admit=True)
+    await cluster.wait_for(lambda: started(cluster, "g-0")() and started(cluster, "g-1")(), timeout=HANG)
+    for index in range(2):
+        await set_phase(cluster, f"g-{index}", "Running")
+    await cluster.create(pod("high", 2, labels={"kueue.x-k8s.io/priority-class": "urgent"}), admit=True)
+    await cluster.wait_for(started(cluster, "high"), timeout=HANG)
+    assert cluster.get("pods", "g-0", "team") is None and cluster.get("pods", "g-1", "team") is None
+
+
+async def test_a_deleted_gated_pod_is_released(cluster: FakeApiServer) -> None:
+    await cluster.create(pod("blocker", 2), admit=True)
+    await cluster.wait_for(started(cluster, "blocker"), timeout=HANG)
+    await cluster.create(pod("waiting", 2), admit=True)
+    await cluster.wait_for(lambda: workload_of_pod(cluster, "waiting") is not None, timeout=HANG)
+    await cluster.delete("pods", "waiting", namespace="team")
+    await cluster.wait_for(lambda: cluster.get("pods", "waiting", "team") is None, timeout=HANG)
+    await cluster.wait_for(lambda: workload_of_pod(cluster, "waiting") is None, timeout=HANG)
