@@ -16,7 +16,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
+from tests.fakeapi.patches import json_patch
 from tests.integration.controller_harness import condition, controller_config, events_of, gpu_limits
+from webhook.admission.pods import mark_template
+from webhook.api.integrations.builtin import STATEFULSET
 from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
@@ -293,3 +296,42 @@ async def test_a_deleted_gated_pod_is_released(cluster: FakeApiServer) -> None:
     await cluster.delete("pods", "waiting", namespace="team")
     await cluster.wait_for(lambda: cluster.get("pods", "waiting", "team") is None, timeout=HANG)
     await cluster.wait_for(lambda: workload_of_pod(cluster, "waiting") is None, timeout=HANG)
+
+
+@pytest.mark.parametrize("group", [False, True])
+async def test_deleting_running_pods_hands_their_quota_on(cluster: FakeApiServer, group: bool) -> None:
+    names = ["g-0", "g-1"] if group else ["solo"]
+    for name in names:
+        await cluster.create(member(name, "pair", 2) if group else pod(name, 2), admit=True)
+    await cluster.wait_for(lambda: all(started(cluster, n)() for n in names), timeout=HANG)
+    for name in names:
+        await set_phase(cluster, name, "Running")
+    await cluster.create(pod("next", 2), admit=True)
+    for name in names:
+        await cluster.delete("pods", name, namespace="team")
+    await cluster.wait_for(started(cluster, "next"), timeout=HANG)
+    await cluster.wait_for(lambda: not any(cluster.get("pods", n, "team") for n in names), timeout=HANG)
+
+
+async def test_a_serving_group_is_admitted_with_its_first_pod(cluster: FakeApiServer) -> None:
+    """What the webhook puts in a StatefulSet's template (Kueue's fast-admission serving group)."""
+    statefulset = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "web", "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
+        "spec": {
+            "replicas": 2,
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", 1)["spec"]},
+        },
+    }
+    marked = json_patch(statefulset, mark_template(statefulset, STATEFULSET, "gpus"))
+    template = marked["spec"]["template"]["metadata"]
+    first = pod("web-0", 1, labels=template["labels"], annotations=template["annotations"])
+    await cluster.create(first, admit=True)
+    await cluster.wait_for(started(cluster, "web-0"), timeout=HANG)
+    group = template["labels"]["kueue.x-k8s.io/pod-group-name"]
+    workload = cluster.get("workloads", group, "team")
+    assert workload is not None and [p["count"] for p in workload["spec"]["podSets"]] == [2]
+    second = pod("web-1", 1, labels=template["labels"], annotations=template["annotations"])
+    await cluster.create(second, admit=True)
+    await cluster.wait_for(started(cluster, "web-1"), timeout=HANG)
