@@ -335,3 +335,25 @@ async def test_a_serving_group_is_admitted_with_its_first_pod(cluster: FakeApiSe
     second = pod("web-1", 1, labels=template["labels"], annotations=template["annotations"])
     await cluster.create(second, admit=True)
     await cluster.wait_for(started(cluster, "web-1"), timeout=HANG)
+
+
+async def test_a_pod_priority_class_orders_and_preempts(cluster: FakeApiServer) -> None:
+    """As Kueue, without a WorkloadPriorityClass label a pod's priorityClassName gives its priority."""
+    await cluster.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 500,
+        }
+    )
+    await cluster.create(pod("low", 2), admit=True)
+    await cluster.wait_for(started(cluster, "low"), timeout=HANG)
+    await set_phase(cluster, "low", "Running")
+    high = pod("high", 2)
+    high["spec"]["priorityClassName"] = "high"
+    await cluster.create(high, admit=True)
+    await cluster.wait_for(started(cluster, "high"), timeout=HANG)
+    workload = workload_of_pod(cluster, "high")
+    assert workload is not None and workload["spec"].get("priority") == 500
+    assert cluster.get("pods", "low", "team") is None
