@@ -53,9 +53,15 @@ kind: ClusterQueue
 metadata: {{name: {name}}}
 spec:
   namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
+  preemption: {{withinClusterQueue: LowerPriority}}
   resourceGroups:
   - coveredResources: [cpu]
     flavors: [{{name: {name}, resources: [{{name: cpu, nominalQuota: "1"}}]}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {{name: {name}}}
+value: 1000
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
@@ -73,18 +79,30 @@ spec: {{clusterQueue: {name}}}
                     "-p", json.dumps([{"op": "remove", "path": "/metadata/finalizers"}]), check=False,
                 )  # fmt: skip
         cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
-        cluster.kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
+        cluster.kubectl(
+            "delete",
+            "clusterqueue,resourceflavor,workloadpriorityclass",
+            name,
+            "--ignore-not-found",
+            check=False,
+        )
         assert "Traceback" not in running.log.read_text(), running.tail()
 
 
-def create_pod(cluster: Cluster, namespace: str, name: str) -> JSON:
+def create_pod(
+    cluster: Cluster, namespace: str, name: str, *, cpu: str = "1", labels: str = "", annotations: str = "{}"
+) -> JSON:
     cluster.apply(f"""
 apiVersion: v1
 kind: Pod
-metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
+metadata:
+  name: {name}
+  namespace: {namespace}
+  labels: {{kueue.x-k8s.io/queue-name: q{labels}}}
+  annotations: {annotations}
 spec:
   restartPolicy: Never
-  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
+  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
 """)
     return cluster.get("pod", name, "-n", namespace)
 
@@ -135,3 +153,39 @@ def test_a_gated_pod_is_admitted_with_its_flavor_and_its_end_lets_the_next_one_i
         lambda: FINALIZER not in (pod(cluster, ns, "first")["metadata"].get("finalizers") or []),  # type: ignore[union-attr]
         "the finished pod's finalizer to be released",
     )
+
+
+def report_phase(cluster: Cluster, namespace: str, name: str, phase: str) -> None:
+    cluster.kubectl(
+        "-n", namespace, "patch", "pod", name, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"phase": phase}}),
+    )  # fmt: skip
+
+
+def test_a_pod_group_is_admitted_together_once_both_pods_exist(namespace: tuple[Cluster, str]) -> None:
+    cluster, ns = namespace
+    group = ", kueue.x-k8s.io/pod-group-name: pair"
+    total = '{kueue.x-k8s.io/pod-group-total-count: "2"}'
+    create_pod(cluster, ns, "pair-0", cpu="500m", labels=group, annotations=total)
+    assert not cluster.items("workloads", "-n", ns)  # one of two: no Workload yet
+    assert gated(pod(cluster, ns, "pair-0"))
+    create_pod(cluster, ns, "pair-1", cpu="500m", labels=group, annotations=total)
+    until(
+        lambda: not gated(pod(cluster, ns, "pair-0")) and not gated(pod(cluster, ns, "pair-1")),
+        "both pods of the group to be ungated",
+    )
+    workload = cluster.get("workload", "pair", "-n", ns)
+    assert condition(workload, "Admitted").get("status") == "True"
+    for name in ("pair-0", "pair-1"):
+        assert pod(cluster, ns, name)["spec"]["nodeSelector"] == {"node-pool": ns}  # type: ignore[index]
+
+
+def test_a_running_pod_preempted_by_a_higher_priority_one_is_deleted(namespace: tuple[Cluster, str]) -> None:
+    cluster, ns = namespace
+    create_pod(cluster, ns, "low")
+    until(lambda: not gated(pod(cluster, ns, "low")), "the low-priority pod to start")
+    report_phase(cluster, ns, "low", "Running")
+    create_pod(cluster, ns, "urgent", labels=f", kueue.x-k8s.io/priority-class: {ns}")
+    until(lambda: not gated(pod(cluster, ns, "urgent")), "the urgent pod to start")
+    gone = cluster.kubectl("-n", ns, "get", "pod", "low", check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout
