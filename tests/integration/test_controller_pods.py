@@ -357,3 +357,65 @@ async def test_a_pod_priority_class_orders_and_preempts(cluster: FakeApiServer) 
     workload = workload_of_pod(cluster, "high")
     assert workload is not None and workload["spec"].get("priority") == 500
     assert cluster.get("pods", "low", "team") is None
+
+
+async def test_a_pod_of_a_queued_job_is_left_to_its_job(cluster: FakeApiServer) -> None:
+    """As Kueue's pod webhook: a pod whose controller is a kind Kueue queues is not queued on its own."""
+    job = await cluster.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "namespace": "team"},
+            "spec": {"template": pod("x", 1) | {"metadata": {}}},
+        }
+    )
+    child = pod("train-abcde", 1)
+    child["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "train",
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    created = await cluster.create(child, admit=True)
+    assert not gated(created)
+    assert "kueue.x-k8s.io/managed" not in (created["metadata"].get("finalizers") or [])
+
+
+async def test_a_restarted_controller_picks_up_gated_pods_and_finished_ones(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+) -> None:
+    fake_api = await make_fake_api()
+    await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
+    tls = certificates(tmp_path / "tls")
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
+        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
+            await fake_api.create(config)
+        await fake_api.create(pod("first", 2), admit=True)
+        await fake_api.create(member("g-0", "pair", 2), admit=True)
+        await fake_api.wait_for(started(fake_api, "first"), timeout=HANG)
+    # while no controller runs: the first pod ends, the group's second pod arrives (failurePolicy Ignore
+    # is not what the shipped configuration says, so it is created as the webhook would have made it)
+    await set_phase(fake_api, "first", "Succeeded")
+    second = member("g-1", "pair", 2)
+    second["spec"]["schedulingGates"] = [{"name": GATE}]
+    second["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "true"
+    second["metadata"]["finalizers"] = ["kueue.x-k8s.io/managed"]
+    g0 = fake_api.get("pods", "g-0", "team")
+    assert g0 is not None
+    second["metadata"]["annotations"] |= {
+        k: v for k, v in g0["metadata"]["annotations"].items() if k.endswith("role-hash")
+    }
+    await fake_api.create(second)
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
+        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
+            await fake_api.delete(config["kind"], config["metadata"]["name"])
+            await fake_api.create(config)
+        await fake_api.wait_for(
+            lambda: started(fake_api, "g-0")() and started(fake_api, "g-1")(), timeout=HANG
+        )
+        workload = workload_of_pod(fake_api, "first")
+        assert workload is not None and (condition(workload, "Finished") or {}).get("status") == "True"
