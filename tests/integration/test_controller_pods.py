@@ -419,3 +419,61 @@ async def test_a_restarted_controller_picks_up_gated_pods_and_finished_ones(
         )
         workload = workload_of_pod(fake_api, "first")
         assert workload is not None and (condition(workload, "Finished") or {}).get("status") == "True"
+
+
+async def test_a_ready_pod_makes_its_workload_pods_ready(cluster: FakeApiServer) -> None:
+    """waitForPodsReady is on by default: a pod's Workload is PodsReady once the pod reports Ready."""
+    await cluster.create(pod("server", 1), admit=True)
+    await cluster.wait_for(started(cluster, "server"), timeout=HANG)
+    workload = workload_of_pod(cluster, "server")
+    assert (condition(workload, "PodsReady") or {}).get("reason") == "WaitForStart"
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    await cluster.patch(
+        "pods", "server", {"status": {"phase": "Running", "conditions": [ready]}}, namespace="team",
+        subresource="status",
+    )  # fmt: skip
+
+    def pods_ready() -> bool:
+        current = workload_of_pod(cluster, "server")
+        return (condition(current, "PodsReady") or {}).get("status") == "True"
+
+    await cluster.wait_for(pods_ready, timeout=HANG)
+
+
+async def test_deleting_the_workload_of_a_running_pod_deletes_the_pod(cluster: FakeApiServer) -> None:
+    await cluster.create(pod("victim", 2), admit=True)
+    await cluster.wait_for(started(cluster, "victim"), timeout=HANG)
+    await set_phase(cluster, "victim", "Running")
+    await cluster.create(pod("next", 2), admit=True)
+    workload = workload_of_pod(cluster, "victim")
+    assert workload is not None
+    await cluster.delete("workloads", workload["metadata"]["name"], namespace="team")
+    await cluster.wait_for(started(cluster, "next"), timeout=HANG)
+    assert cluster.get("pods", "victim", "team") is None
+
+
+async def test_a_group_is_pods_ready_once_all_its_pods_are_ready(cluster: FakeApiServer) -> None:
+    """As Kueue's pod group PodsReady (waitForPodsReady on by default): every one of the total pods Ready."""
+    for index in range(2):
+        await cluster.create(member(f"g-{index}", "pair", 2), admit=True)
+    await cluster.wait_for(lambda: started(cluster, "g-0")() and started(cluster, "g-1")(), timeout=HANG)
+
+    def pods_ready(status: str, reason: str) -> Callable[[], bool]:
+        def check() -> bool:
+            current = condition(cluster.get("workloads", "pair", "team"), "PodsReady") or {}
+            return (current.get("status"), current.get("reason")) == (status, reason)
+
+        return check
+
+    await cluster.wait_for(pods_ready("False", "WaitForStart"), timeout=HANG)
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    await cluster.patch(
+        "pods", "g-0", {"status": {"phase": "Running", "conditions": [ready]}}, namespace="team",
+        subresource="status",
+    )  # fmt: skip
+    assert pods_ready("False", "WaitForStart")()  # one of two is not enough
+    await cluster.patch(
+        "pods", "g-1", {"status": {"phase": "Running", "conditions": [ready]}}, namespace="team",
+        subresource="status",
+    )  # fmt: skip
+    await cluster.wait_for(pods_ready("True", "Started"), timeout=HANG)
