@@ -477,3 +477,19 @@ async def test_a_group_is_pods_ready_once_all_its_pods_are_ready(cluster: FakeAp
         subresource="status",
     )  # fmt: skip
     await cluster.wait_for(pods_ready("True", "Started"), timeout=HANG)
+
+
+async def test_a_pending_pods_workload_waits_for_start(cluster: FakeApiServer) -> None:
+    """As Kueue with waitForPodsReady: a pending Workload of a kind that reports readiness is PodsReady
+    False WaitForStart, beside its pending reason."""
+    await cluster.create(pod("blocker", 2), admit=True)
+    await cluster.wait_for(started(cluster, "blocker"), timeout=HANG)
+    await cluster.create(pod("waiting", 2), admit=True)
+
+    def waiting_for_start() -> bool:
+        workload = workload_of_pod(cluster, "waiting")
+        quota = condition(workload, "QuotaReserved") or {}
+        ready = condition(workload, "PodsReady") or {}
+        return quota.get("reason") == "WaitingForQuota" and ready.get("reason") == "WaitForStart"
+
+    await cluster.wait_for(waiting_for_start, timeout=HANG)
