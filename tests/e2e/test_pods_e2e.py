@@ -178,6 +178,17 @@ def test_a_pod_group_is_admitted_together_once_both_pods_exist(namespace: tuple[
     assert condition(workload, "Admitted").get("status") == "True"
     for name in ("pair-0", "pair-1"):
         assert pod(cluster, ns, name)["spec"]["nodeSelector"] == {"node-pool": ns}  # type: ignore[index]
+    # waitForPodsReady (on by default): the group is ready once both pods are, as a kubelet reports them
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    for name in ("pair-0", "pair-1"):
+        cluster.kubectl(
+            "-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"phase": "Running", "conditions": [ready]}}),
+        )  # fmt: skip
+    until(
+        lambda: condition(cluster.get("workload", "pair", "-n", ns), "PodsReady").get("status") == "True",
+        "the group's PodsReady=True",
+    )
 
 
 def test_a_running_pod_preempted_by_a_higher_priority_one_is_deleted(namespace: tuple[Cluster, str]) -> None:
