@@ -493,3 +493,45 @@ async def test_a_pending_pods_workload_waits_for_start(cluster: FakeApiServer) -
         return quota.get("reason") == "WaitingForQuota" and ready.get("reason") == "WaitForStart"
 
     await cluster.wait_for(waiting_for_start, timeout=HANG)
+
+
+async def test_a_queued_deployment_template_queues_its_pods(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+) -> None:
+    """As Kueue's deployment webhook: the template carries the queue, so each pod it makes is queued."""
+    fake_api = await make_fake_api()
+    frameworks = "integrations:\n  frameworks: [batch/job, pod, deployment]"
+    await fake_api.apply_manifests(controller_config(frameworks) + "---\n" + SETUP)
+    tls = certificates(tmp_path / "tls")
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
+        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
+            await fake_api.create(config)
+        template = {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", 1)["spec"]}
+        deployment = await fake_api.create(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {
+                    "name": "web",
+                    "namespace": "team",
+                    "labels": {"kueue.x-k8s.io/queue-name": "gpus"},
+                },
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+            },
+            admit=True,
+        )
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/queue-name"] == "gpus" and labels["app"] == "web"
+        # the pod the ReplicaSet controller would make from it (none runs here) is queued and admitted
+        made = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "web-abc12",
+                "namespace": "team",
+                **deployment["spec"]["template"]["metadata"],
+            },
+            "spec": deployment["spec"]["template"]["spec"],
+        }
+        assert gated(await fake_api.create(made, admit=True))
+        await fake_api.wait_for(started(fake_api, "web-abc12"), timeout=HANG)
