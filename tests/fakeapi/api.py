@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tests.fakeapi import builtins, patches, schema
+from tests.fakeapi import builtins, patches, pods, schema
 from tests.fakeapi import meta as object_meta
 from tests.fakeapi.errors import (
     ApiError,
@@ -183,6 +183,8 @@ class Api:
             builtins.default_job(obj)
         elif rtype.kind == "Namespace":
             builtins.default_namespace(obj)
+        elif rtype.kind == "Pod" and rtype.group == "":
+            pods.default_pod(obj)
         elif rtype.kind == "Secret" and rtype.group == "":
             builtins.default_secret(obj)
         elif rtype.kind == "PriorityClass" and rtype.group == "scheduling.k8s.io":
@@ -223,6 +225,10 @@ class Api:
             builtins.validate_job(obj)
             if old is not None:
                 builtins.validate_job_update(old, obj)
+        elif rtype.kind == "Pod" and rtype.group == "":
+            pods.validate_pod(obj)
+            if old is not None:
+                pods.validate_pod_update(old, obj)
         elif rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
             causes = []
             for index, version in enumerate((obj.get("spec") or {}).get("versions") or []):
@@ -281,6 +287,8 @@ class Api:
         if rtype.status_subresource and not rtype.builtin:
             obj.pop("status", None)
         request_options = {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", **(options or {})}
+        if rtype.kind == "Pod" and rtype.group == "":
+            pods.admit_pod_create(obj)
         if admit:
             seen_type, (seen,) = await self._admission_view(rtype, obj)
             mutated = await self.admission.mutate(
@@ -298,6 +306,8 @@ class Api:
             meta["generation"] = 1
         if rtype.kind == "Job" and rtype.group == "batch":
             builtins.prepare_job_create(obj)
+        if rtype.kind == "Pod" and rtype.group == "":
+            pods.prepare_pod_create(obj)
         self.validate(rtype, obj, None)
         if admit:
             seen_type, (seen,) = await self._admission_view(rtype, obj)

@@ -3,8 +3,8 @@
 A resource type is data, not a class per kind: discovery, routing, defaulting, validation, Tables and
 admission all read the same `ResourceType`, so a CRD loaded from YAML and a built-in kind are served by the
 same code path. Built-in kinds list exactly the discovery facts kube-apiserver v1.36 publishes for them
-(verbs, short names, categories, subresources); kinds we do not serve (pods, deployments, ...) are left out on
-purpose, so a client asking for them gets the same 404 an apiserver without that API would answer.
+(verbs, short names, categories, subresources); kinds we do not serve (nodes, replicasets, ...) are left
+out on purpose, so a client asking for them gets the same 404 an apiserver without that API would answer.
 """
 
 from __future__ import annotations
@@ -147,6 +147,8 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
         _builtin("", "v1", "secrets", "Secret"),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
         _builtin("", "v1", "services", "Service", short=("svc",), categories=("all",), status=True),
+        # With kube-apiserver's scheduling-gate rules (tests/fakeapi/pods.py); no subresource but status.
+        _builtin("", "v1", "pods", "Pod", short=("po",), categories=("all",), status=True),
         _builtin("batch", "v1", "jobs", "Job", categories=("all",), status=True),
         # Stored only, so that `kubectl apply -k manifests/` works: no pods are ever created from them.
         _builtin(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.api.config import WaitForPodsReady
+from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION
 from webhook.api.objects.common import parse_timestamp
 
 __all__ = [
@@ -97,6 +98,9 @@ def tracks_pods_ready(workload: JSON, config: WaitForPodsReady, kinds: Collectio
     sets the condition, so a Workload created on its own gets none from Kueue)."""
     if not config.enable:
         return False
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true":
+        return "Pod" in kinds  # a pod group's Workload is owned by its pods, none of them its controller
     for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller"):
             return ref.get("kind") in kinds

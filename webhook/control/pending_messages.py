@@ -162,7 +162,10 @@ class PendingMessages:
                 return None
             if has_reservation(current) or is_true(current, "Finished") or is_deleting(current):
                 return None
-            pods_ready = tracks_pods_ready(current, self.context.configuration().wait_for_pods_ready)
+            configuration = self.context.configuration()
+            pods_ready = tracks_pods_ready(
+                current, configuration.wait_for_pods_ready, configuration.pods_ready_kinds()
+            )
             return pending_status(
                 current, reason=reason, message=message, now=now_rfc3339(), pods_ready=pods_ready
             )

@@ -5,8 +5,9 @@ brings them and the group's Workload closer to agreement, in the order of Kueue'
 its pod integration follows it (``pkg/controller/jobs/pod``): pods that are gone or finished let go of their
 finalizer once nothing needs to see them; a group that has finished finishes its Workload; the Workload is
 created once the group is complete; an admitted Workload ungates the pods still gated (each with the flavors
-of its role's pod set); an evicted or unreserved Workload deletes the pods that run (gated and finished pods
-are left), and its reservation is released once none is Running.
+of its role's pod set), then says with PodsReady whether they all are ready (Kueue's group ``PodsReady``);
+an evicted or unreserved Workload deletes the pods that run (gated and finished pods are left), and its
+reservation is released once none is Running.
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ from webhook.api.finalizers import has_finalizer, is_deleting
 from webhook.api.integrations import engine
 from webhook.api.integrations.builtin import POD
 from webhook.api.integrations.engine import FlavorConflict
-from webhook.api.integrations.pod_groups import group_finished, group_workload, role_hash, terminated
+from webhook.api.integrations.pod_groups import (
+    group_finished,
+    group_pods_ready,
+    group_workload,
+    role_hash,
+    terminated,
+)
 from webhook.api.objects import ResourceFlavor
-from webhook.control.conditions import is_true
+from webhook.api.pods_ready import PODS_READY, desired_pods_ready
+from webhook.control.conditions import find, is_true
 from webhook.control.reconciler import (
     CreateWorkload,
     DeleteObjects,
@@ -30,6 +38,7 @@ from webhook.control.reconciler import (
     RemoveFinalizer,
     StartPods,
     Step,
+    SyncPodsReady,
     has_reservation,
     holds_finalizer,
 )
@@ -59,8 +68,10 @@ def plan_group(
     flavors: Callable[[str], ResourceFlavor | None],
     priorities: Mapping[str, int],
     pod_priorities: Mapping[str, int] | None = None,
+    pods_ready: bool = False,
 ) -> Step | None:
-    """The next step for the group ``name`` (its pods, deleted ones included) and its Workload."""
+    """The next step for the group ``name`` (its pods, deleted ones included) and its Workload.
+    ``pods_ready``: waitForPodsReady is on, so an admitted group's Workload carries PodsReady."""
     live = [p for p in pods if not is_deleting(p)]
     finished, _, message = group_finished(live)
     done = workload is not None and is_true(workload, "Finished")
@@ -100,7 +111,13 @@ def plan_group(
         return None
     if not is_true(workload, "Admitted"):
         return None
-    return _start(live, workload, flavors)
+    if (step := _start(live, workload, flavors)) is not None or not pods_ready:
+        return step
+    condition = desired_pods_ready(workload, pods_ready=group_pods_ready(live))
+    current = find(((workload.get("status") or {}).get("conditions")), PODS_READY) or {}
+    if (current.get("status"), current.get("reason")) != condition[:2]:
+        return SyncPodsReady(workload, condition)
+    return None
 
 
 def _start(

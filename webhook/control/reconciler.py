@@ -583,6 +583,7 @@ class JobReconciler:
             flavors=self._flavor,
             priorities=self._priorities(),
             pod_priorities=self._priorities(PRIORITY_CLASSES),
+            pods_ready=configuration.wait_for_pods_ready.enable,
         )
         if step is not None and pods:
             await self._execute(pods[0], step, integration)

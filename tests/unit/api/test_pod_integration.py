@@ -6,7 +6,7 @@ from typing import Any
 
 from webhook.api.integrations import engine
 from webhook.api.integrations.builtin import POD
-from webhook.api.integrations.pod_groups import group_finished, group_workload
+from webhook.api.integrations.pod_groups import group_finished, group_pods_ready, group_workload
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor
 
 JSON = dict[str, Any]
@@ -93,3 +93,14 @@ def test_a_group_finishes_when_all_its_pods_succeeded() -> None:
     assert not group_finished(one)[0]
     both = [pod("a", group="g", phase="Succeeded"), pod("b", group="g", phase="Succeeded")]
     assert group_finished(both) == (True, True, "Pods succeeded: 2/2.")
+
+
+def test_a_group_is_pods_ready_when_its_total_count_of_pods_are_all_ready() -> None:
+    def ready(name: str) -> JSON:
+        ready_pod = pod(name, gated=False, group="g", phase="Running")
+        ready_pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        return ready_pod
+
+    assert not group_pods_ready([ready("a")])  # one of the two
+    assert not group_pods_ready([ready("a"), pod("b", gated=False, group="g", phase="Running")])
+    assert group_pods_ready([ready("a"), ready("b")])

@@ -214,3 +214,14 @@ def test_only_a_jobs_workload_carries_pods_ready_as_kueues_job_reconciler_sets_i
     assert tracks_pods_ready(owned, ON)
     assert not tracks_pods_ready(bare, ON)
     assert not tracks_pods_ready(owned, WaitForPodsReady(enable=False))
+
+
+def test_a_pod_groups_workload_carries_pods_ready_though_no_pod_is_its_controller() -> None:
+    group = {
+        "metadata": {
+            "annotations": {"kueue.x-k8s.io/is-group-workload": "true"},
+            "ownerReferences": [{"kind": "Pod", "name": "a"}, {"kind": "Pod", "name": "b"}],
+        }
+    }
+    assert tracks_pods_ready(group, ON, kinds=("Job", "Pod"))
+    assert not tracks_pods_ready(group, ON, kinds=("Job",))  # the pod integration is off

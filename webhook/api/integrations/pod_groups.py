@@ -22,6 +22,7 @@ from webhook.api.integrations.builtin import POD
 from webhook.api.integrations.engine import (
     PRIORITY_CLASS_LABEL,
     parse_go_int,
+    pods_ready,
     priority,
     queue_name,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "TOTAL_COUNT_ANNOTATION",
     "group_finished",
     "group_name",
+    "group_pods_ready",
     "group_workload",
     "is_serving",
     "role_hash",
@@ -226,3 +228,13 @@ def group_finished(pods: Sequence[Mapping[str, Any]]) -> tuple[bool, bool, str]:
     if succeeded >= total:
         return True, True, f"Pods succeeded: {succeeded}/{total}."
     return False, True, ""
+
+
+def group_pods_ready(pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Kueue's ``PodsReady`` of a group: as many pods as its total count, every one of them Ready."""
+    if not pods:
+        return False
+    total = total_count(pods[0])
+    if not isinstance(total, int) or len(pods) < total:
+        return False
+    return all(pods_ready(POD, pod) for pod in pods)

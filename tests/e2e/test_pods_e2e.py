@@ -1,0 +1,202 @@
+"""Plain Pods queued through the scheduling gate on a real API server, kueue-webhook installed out of
+cluster with the ``pod`` integration turned on through its ConfigMap (live).
+
+kube-apiserver's own rules for gated pods (gates only removed, nodeSelector only added to while gated) are
+the ones the controller must live with: a queued pod is created gated by the webhook, admitted by removing
+the gate with the flavor's nodeSelector set in the same write, and when the test reports it Succeeded
+through ``pods/status`` (no kubelet runs here) the next gated pod gets its quota.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
+from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.test_pods_ready_e2e import configure
+
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
+JSON = dict[str, object]
+GATE = "kueue.x-k8s.io/admission"
+FINALIZER = "kueue.x-k8s.io/managed"
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
+    cluster = Cluster(Path(KUBECONFIG))
+    with out_of_cluster(cluster, tmp_path_factory.mktemp("pods")) as running:
+        configure(cluster, running, "integrations:\n  frameworks: [batch/job, pod]\n")
+        yield cluster, running
+
+
+@pytest.fixture
+def namespace(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, str]]:
+    cluster, running = controller
+    name = f"e2e-pods-{uuid.uuid4().hex[:6]}"
+    cluster.apply(f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {name}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {name}}}
+spec: {{nodeLabels: {{node-pool: {name}}}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {name}}}
+spec:
+  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
+  preemption: {{withinClusterQueue: LowerPriority}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{{name: {name}, resources: [{{name: cpu, nominalQuota: "1"}}]}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {{name: {name}}}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: q, namespace: {name}}}
+spec: {{clusterQueue: {name}}}
+""")
+    try:
+        yield cluster, name
+    finally:
+        # the controller lets go of its finalizers; whatever is left must not hold the namespace forever
+        for pod in cluster.items("pods", "-n", name):
+            if FINALIZER in (pod["metadata"].get("finalizers") or []):
+                cluster.kubectl(
+                    "-n", name, "patch", "pod", pod["metadata"]["name"], "--type=json",
+                    "-p", json.dumps([{"op": "remove", "path": "/metadata/finalizers"}]), check=False,
+                )  # fmt: skip
+        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl(
+            "delete",
+            "clusterqueue,resourceflavor,workloadpriorityclass",
+            name,
+            "--ignore-not-found",
+            check=False,
+        )
+        assert "Traceback" not in running.log.read_text(), running.tail()
+
+
+def create_pod(
+    cluster: Cluster, namespace: str, name: str, *, cpu: str = "1", labels: str = "", annotations: str = "{}"
+) -> JSON:
+    cluster.apply(f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {namespace}
+  labels: {{kueue.x-k8s.io/queue-name: q{labels}}}
+  annotations: {annotations}
+spec:
+  restartPolicy: Never
+  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+""")
+    return cluster.get("pod", name, "-n", namespace)
+
+
+def pod(cluster: Cluster, namespace: str, name: str) -> JSON:
+    return cluster.get("pod", name, "-n", namespace)
+
+
+def gated(obj: JSON) -> bool:
+    gates = (obj.get("spec") or {}).get("schedulingGates") or []  # type: ignore[union-attr]
+    return any(g.get("name") == GATE for g in gates)
+
+
+def workload_of(cluster: Cluster, namespace: str, owner: str) -> JSON:
+    for item in cluster.items("workloads", "-n", namespace):
+        if owner in {ref.get("name") for ref in item["metadata"].get("ownerReferences") or []}:
+            return dict(item)
+    return {}
+
+
+def test_a_gated_pod_is_admitted_with_its_flavor_and_its_end_lets_the_next_one_in(
+    namespace: tuple[Cluster, str],
+) -> None:
+    cluster, ns = namespace
+    first = create_pod(cluster, ns, "first")
+    meta = first["metadata"]
+    assert meta["labels"]["kueue.x-k8s.io/managed"] == "true" and FINALIZER in meta["finalizers"]  # type: ignore[index]
+    until(lambda: not gated(pod(cluster, ns, "first")), "the first pod's gate to be removed")
+    admitted = pod(cluster, ns, "first")
+    assert admitted["spec"]["nodeSelector"] == {"node-pool": ns}  # type: ignore[index]
+    workload = workload_of(cluster, ns, "first")
+    assert condition(workload, "Admitted").get("status") == "True", workload
+
+    second = create_pod(cluster, ns, "second")
+    assert gated(second)  # created gated by the webhook; no quota left while the first runs
+    until(lambda: bool(workload_of(cluster, ns, "second")), "the second pod's Workload")
+    assert condition(workload_of(cluster, ns, "second"), "QuotaReserved").get("status") != "True"
+    assert gated(pod(cluster, ns, "second"))
+
+    cluster.kubectl(
+        "-n", ns, "patch", "pod", "first", "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"phase": "Succeeded"}}),
+    )  # fmt: skip
+    until(lambda: not gated(pod(cluster, ns, "second")), "the second pod's gate to be removed")
+    assert pod(cluster, ns, "second")["spec"]["nodeSelector"] == {"node-pool": ns}  # type: ignore[index]
+    assert condition(workload_of(cluster, ns, "first"), "Finished").get("status") == "True"
+    until(
+        lambda: FINALIZER not in (pod(cluster, ns, "first")["metadata"].get("finalizers") or []),  # type: ignore[union-attr]
+        "the finished pod's finalizer to be released",
+    )
+
+
+def report_phase(cluster: Cluster, namespace: str, name: str, phase: str) -> None:
+    cluster.kubectl(
+        "-n", namespace, "patch", "pod", name, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"phase": phase}}),
+    )  # fmt: skip
+
+
+def test_a_pod_group_is_admitted_together_once_both_pods_exist(namespace: tuple[Cluster, str]) -> None:
+    cluster, ns = namespace
+    group = ", kueue.x-k8s.io/pod-group-name: pair"
+    total = '{kueue.x-k8s.io/pod-group-total-count: "2"}'
+    create_pod(cluster, ns, "pair-0", cpu="500m", labels=group, annotations=total)
+    assert not cluster.items("workloads", "-n", ns)  # one of two: no Workload yet
+    assert gated(pod(cluster, ns, "pair-0"))
+    create_pod(cluster, ns, "pair-1", cpu="500m", labels=group, annotations=total)
+    until(
+        lambda: not gated(pod(cluster, ns, "pair-0")) and not gated(pod(cluster, ns, "pair-1")),
+        "both pods of the group to be ungated",
+    )
+    workload = cluster.get("workload", "pair", "-n", ns)
+    assert condition(workload, "Admitted").get("status") == "True"
+    for name in ("pair-0", "pair-1"):
+        assert pod(cluster, ns, name)["spec"]["nodeSelector"] == {"node-pool": ns}  # type: ignore[index]
+    # waitForPodsReady (on by default): the group is ready once both pods are, as a kubelet reports them
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    for name in ("pair-0", "pair-1"):
+        cluster.kubectl(
+            "-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"phase": "Running", "conditions": [ready]}}),
+        )  # fmt: skip
+    until(
+        lambda: condition(cluster.get("workload", "pair", "-n", ns), "PodsReady").get("status") == "True",
+        "the group's PodsReady=True",
+    )
+
+
+def test_a_running_pod_preempted_by_a_higher_priority_one_is_deleted(namespace: tuple[Cluster, str]) -> None:
+    cluster, ns = namespace
+    create_pod(cluster, ns, "low")
+    until(lambda: not gated(pod(cluster, ns, "low")), "the low-priority pod to start")
+    report_phase(cluster, ns, "low", "Running")
+    create_pod(cluster, ns, "urgent", labels=f", kueue.x-k8s.io/priority-class: {ns}")
+    until(lambda: not gated(pod(cluster, ns, "urgent")), "the urgent pod to start")
+    gone = cluster.kubectl("-n", ns, "get", "pod", "low", check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stdout
