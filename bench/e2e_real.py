@@ -106,7 +106,9 @@ class Cluster:
 
     def start(self) -> None:
         for kind, handle in ((JOBS, self.on_job), (PODS, self.on_pod)):
-            self.tasks.append(asyncio.create_task(real_cluster.watch(self.api, kind, NAMESPACE, handle)))
+            self.tasks.append(
+                asyncio.create_task(real_cluster.watch(self.api, kind, handle, namespace=NAMESPACE))
+            )
 
     def stop(self) -> None:
         for task in self.tasks:

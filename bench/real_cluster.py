@@ -179,17 +179,19 @@ def succeeded_status(pod: JSON) -> JSON:
     return {"status": {"phase": "Succeeded", "containerStatuses": statuses}}
 
 
-async def watch(api: KubeClient, kind: Kind, namespace: str, handle: Callable[[str, JSON], None]) -> None:
-    """List, then watch ``kind`` in ``namespace`` for ever, calling ``handle(event type, object)``; an
-    expired resourceVersion (410) lists again and replays every object as MODIFIED."""
-    items, version = await api.list_all(kind, namespace=namespace)
+async def watch(
+    api: Any, kind: Kind, handle: Callable[[str, JSON], None], *, namespace: str | None = None
+) -> None:
+    """List, then watch ``kind`` (in ``namespace``, or everywhere) for ever, calling ``handle(event type,
+    object)``; an expired resourceVersion (410) lists again and replays every object as MODIFIED. ``api`` is a
+    ``KubeClient`` or anything with its ``list_all`` and ``watch``."""
+    scope = {"namespace": namespace} if namespace else {}
+    items, version = await api.list_all(kind, **scope)
     for item in items:
         handle("ADDED", item)
     while True:
         try:
-            async for event in api.watch(
-                kind, namespace=namespace, resource_version=version, timeout_seconds=3600
-            ):
+            async for event in api.watch(kind, resource_version=version, timeout_seconds=3600, **scope):
                 obj = event.get("object") or {}
                 version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
                 if event.get("type") != "BOOKMARK":
@@ -197,7 +199,7 @@ async def watch(api: KubeClient, kind: Kind, namespace: str, handle: Callable[[s
         except ApiError as exc:
             if exc.status != 410:
                 raise
-            items, version = await api.list_all(kind, namespace=namespace)
+            items, version = await api.list_all(kind, **scope)
             for item in items:
                 handle("MODIFIED", item)
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from bench import real_cluster
 from bench.baseline import scenario
 from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample
 from bench.baseline.timeline import Change, Timeline, Transition
@@ -161,7 +162,6 @@ class Counters:
     actor_retries: int = 0
     created: int = 0
     create_failures: int = 0
-    watch_restarts: int = 0
     errors: list[str] = field(default_factory=list)
 
 
@@ -268,24 +268,7 @@ class Run:
     # -- recorder -------------------------------------------------------------------------------------
 
     async def _watch(self, kind: Kind, handle: Callable[[str, JSON], None]) -> None:
-        """List then watch forever, resuming from the last resourceVersion; relist on 410."""
-        items, version = await self.api.list_all(kind)
-        for item in items:
-            handle("ADDED", item)
-        while True:
-            try:
-                async for event in self.api.watch(kind, resource_version=version, timeout_seconds=3600):
-                    obj = event.get("object") or {}
-                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                    if event.get("type") != "BOOKMARK":
-                        handle(str(event.get("type")), obj)
-            except ApiError as exc:
-                if exc.status != 410:
-                    raise
-                items, version = await self.api.list_all(kind)
-                for item in items:
-                    handle("MODIFIED", item)
-            self.counters.watch_restarts += 1
+        await real_cluster.watch(self.api, kind, handle)
 
     def _on_workload(self, event: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}
