@@ -70,9 +70,9 @@ __all__ = [
 
 #: deprecated in Kueue but still honoured by it, so honoured here
 QUEUE_NAME_ANNOTATION = QUEUE_NAME_LABEL
-assert JOB.partial_admission is not None
+assert JOB.partial_admission is not None and JOB.pod_sets[0].min_count is not None
 #: the fewest pods a Job accepts to start with (Kueue's JobMinParallelismAnnotation)
-MIN_PARALLELISM_ANNOTATION = JOB.partial_admission.min_count_annotation
+MIN_PARALLELISM_ANNOTATION = JOB.pod_sets[0].min_count.annotation
 #: ``"true"``: completions follow parallelism on partial admission (JobCompletionsEqualParallelismAnnotation)
 COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = JOB.partial_admission.follow_annotation
 #: set while a partially admitted Job is suspended but its parallelism not yet restored (StoppingAnnotation)
@@ -167,12 +167,17 @@ def workload_for_job(
     )
 
 
+def _main(count: int | None) -> dict[str, int]:
+    """A count for the Job's one pod set ``main``, keyed as the engine takes counts."""
+    return {} if count is None else {"main": count}
+
+
 def unsuspend_patch(
     job: Mapping[str, Any], flavors: Sequence[ResourceFlavor], *, count: int | None = None
 ) -> list[dict[str, Any]]:
     """JSON Patch starting an admitted Job on its flavors, with ``count`` pods in parallel when it accepts
     partial admission. Raises FlavorConflict when a flavor contradicts the Job."""
-    return engine.start_patch(JOB, job, {"main": flavors}, count=count)
+    return engine.start_patch(JOB, job, {"main": flavors}, counts=_main(count))
 
 
 def merge_patch_unsuspend(
@@ -194,7 +199,7 @@ def resuspend_patch(
 ) -> list[dict[str, Any]]:
     """JSON Patch stopping a Job and restoring the nodeSelector/tolerations of ``original_template`` and,
     for a Job that accepts partial admission, its parallelism to ``original_count``."""
-    return engine.restore_ops(JOB, job, [original_template], original_count)
+    return engine.restore_ops(JOB, job, [original_template], _main(original_count))
 
 
 def stop_patches(
@@ -202,4 +207,4 @@ def stop_patches(
 ) -> list[list[dict[str, Any]]]:
     """The JSON Patches that stop a Job and restore it, in order (two for a running, partially admitted
     Job)."""
-    return engine.stop_patches(JOB, job, [original_template], original_count)
+    return engine.stop_patches(JOB, job, [original_template], _main(original_count))

@@ -227,9 +227,18 @@ def _stop(job: JSON, workload: JSON, message: str, integration: Integration) -> 
         return DeleteObjects((job,), message)
     pod_sets = (workload.get("spec") or {}).get("podSets") or []
     templates = [dict(pod_set.get("template") or {}) for pod_set in pod_sets]
-    count = pod_sets[0].get("count") if len(pod_sets) == 1 else None
-    patches = engine.stop_patches(integration, job, templates, count if isinstance(count, int) else None)
+    patches = engine.stop_patches(integration, job, templates, _counts(pod_sets))
     return StopJob(patches[-1], message, tuple(op for patch in patches[:-1] for op in patch))
+
+
+def _counts(pod_sets: list[Any]) -> dict[str, int]:
+    """Pod set name → count, from a Workload's ``spec.podSets`` or ``status.admission.podSetAssignments``
+    (Kueue's GetPodSetsInfoFromWorkload reads the count of each)."""
+    return {
+        str(p.get("name") or "main"): p["count"]
+        for p in pod_sets
+        if isinstance(p, dict) and isinstance(p.get("count"), int) and not isinstance(p["count"], bool)
+    }
 
 
 def plan_job(
@@ -295,11 +304,10 @@ def plan_job(
                         return None  # the flavor is not in the store yet; its arrival re-triggers us
                     if flavor not in chosen:
                         chosen.append(flavor)
-            counts = [a.get("count") for a in admission.get("podSetAssignments") or []]
-            count = counts[0] if len(counts) == 1 and isinstance(counts[0], int) else None
             try:
-                # a partial admission runs the admitted count (podSetAssignments[].count)
-                patch = engine.start_patch(it, job, assigned, count=count)
+                # a partial admission runs the admitted counts (podSetAssignments[].count)
+                counts = _counts(admission.get("podSetAssignments") or [])
+                patch = engine.start_patch(it, job, assigned, counts=counts)
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)

@@ -21,6 +21,7 @@ from webhook.api.integrations.model import (
     FieldIs,
     FinishedRule,
     Integration,
+    MinCount,
     PartialAdmission,
     PodSetSource,
     PodsReadyRule,
@@ -67,6 +68,7 @@ JOB = Integration(
             name="main",
             template=_p("template"),
             count=(CountFactor(_p("parallelism"), 1, at_most=_p("completions")),),
+            min_count=MinCount(annotation="kueue.x-k8s.io/job-min-parallelism", as_written=True),
         ),
     ),
     finished=FinishedRule(succeeded=("Complete",), failed=("Failed",)),
@@ -75,8 +77,6 @@ JOB = Integration(
         ready=(_p("status.ready"), _p("status.succeeded"), _p("status.uncountedTerminatedPods.succeeded"))
     ),
     partial_admission=PartialAdmission(
-        min_count_annotation="kueue.x-k8s.io/job-min-parallelism",
-        count_field="parallelism",
         follow_annotation="kueue.x-k8s.io/job-completions-equal-parallelism",
         follow_fields=("completions",),
         stopping_annotation="kueue.x-k8s.io/stopping",

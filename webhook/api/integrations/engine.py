@@ -24,7 +24,7 @@ import copy
 import hashlib
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.errors import FieldError
@@ -41,6 +41,7 @@ __all__ = [
     "Element",
     "FlavorConflict",
     "controller_kind",
+    "element_min_count",
     "elements",
     "finished",
     "gate_index",
@@ -222,6 +223,8 @@ class Element:
     segments: tuple[str | int, ...]
     where: str
     value: Mapping[str, Any]
+    #: the whole object (for what a pod set reads from its metadata)
+    obj: Mapping[str, Any] = field(compare=False, repr=False)
 
     def template(self) -> Mapping[str, Any] | None:
         """The pod template; for an element that is itself a pod (an empty template path), its spec alone."""
@@ -245,19 +248,19 @@ def elements(integration: Integration, obj: Mapping[str, Any]) -> list[Element]:
         base, where = tuple(source.path), str(source.path)
         if source.each == "one":
             if isinstance(found, Mapping):
-                out.append(Element(source, source.name.lower(), base, where, found))
+                out.append(Element(source, source.name.lower(), base, where, found, obj))
         elif source.each == "list":
             for index, item in enumerate(found if isinstance(found, list) else ()):
                 if isinstance(item, Mapping):
                     raw = source.name_field.get(item) if source.name_field is not None else None
                     name = str(raw).lower() if raw is not None else str(index)
-                    out.append(Element(source, name, (*base, index), f"{where}[{index}]", item))
+                    out.append(Element(source, name, (*base, index), f"{where}[{index}]", item, obj))
         elif isinstance(found, Mapping):
             keys = [k for k in source.order if k in found] if source.order else sorted(found)
             for key in keys:
                 item = found.get(key)
                 if isinstance(item, Mapping):
-                    out.append(Element(source, str(key).lower(), (*base, key), f"{where}[{key}]", item))
+                    out.append(Element(source, str(key).lower(), (*base, key), f"{where}[{key}]", item, obj))
     return out
 
 
@@ -280,12 +283,27 @@ def pod_count(integration: Integration, obj: Mapping[str, Any]) -> int:
     return sum(element_count(e) for e in elements(integration, obj))
 
 
+def element_min_count(element: Element) -> int | None:
+    """The pod set's ``minCount`` (its ``MinCount`` field or annotation), None when it is all or nothing:
+    no such value, not an integer, or (unless ``as_written``) outside ``1..count-1``."""
+    rule = element.source.min_count
+    if rule is None:
+        return None
+    if rule.path is not None:
+        value = _int(rule.path.get(element.value))
+    else:
+        raw = _annotation(element.obj, rule.annotation)
+        value = None if raw is None else parse_go_int(raw)
+    if value is None or rule.as_written:
+        return value
+    return value if 1 <= value < element_count(element) else None
+
+
 def min_count(integration: Integration, obj: Mapping[str, Any]) -> int | None:
-    """The pod set's ``minCount`` under partial admission: the annotation as an integer, None when absent or
-    not a number (Kueue's webhook rejects a value outside 1..count-1)."""
-    partial = integration.partial_admission
-    raw = _annotation(obj, partial.min_count_annotation) if partial is not None else None
-    return None if raw is None else parse_go_int(raw)
+    """The ``minCount`` of the object's partially admittable pod set (a Workload has at most one), None
+    when it has none."""
+    found = (element_min_count(e) for e in elements(integration, obj))
+    return next((value for value in found if value is not None), None)
 
 
 def _template_for_quota(element: Element) -> Mapping[str, Any]:
@@ -302,7 +320,6 @@ def pod_sets(integration: Integration, obj: Mapping[str, Any]) -> tuple[PodSet, 
         return [FieldError.required(str(integration.pod_sets[0].path), "no pod set found")]
     errors: list[FieldError] = []
     out: list[PodSet] = []
-    minimum = min_count(integration, obj)
     for element in found:
         template = _template_for_quota(element)
         where = f"{element.where}.{element.source.template}.spec"
@@ -312,7 +329,9 @@ def pod_sets(integration: Integration, obj: Mapping[str, Any]) -> tuple[PodSet, 
             continue
         requests, problems = pod_requests(pod_spec, where)
         errors.extend(problems)
-        out.append(PodSet(element.name, element_count(element), requests, template, minimum))
+        out.append(
+            PodSet(element.name, element_count(element), requests, template, element_min_count(element))
+        )
     return errors if errors else tuple(out)
 
 
@@ -362,9 +381,9 @@ def workload_for(
         workload_priority_classes=workload_priority_classes or {},
         pod_priority_classes=pod_priority_classes,
     )
-    minimum = min_count(integration, obj)
     sets: list[JSON] = []
     for element in elements(integration, obj):
+        minimum = element_min_count(element)
         pod_set: JSON = {
             "name": element.name,
             "count": element_count(element),
@@ -425,25 +444,46 @@ def _follows(integration: Integration, obj: Mapping[str, Any]) -> bool:
     return raw is not None and parse_go_bool(raw) is True
 
 
-def _count_ops(integration: Integration, obj: Mapping[str, Any], count: int | None) -> list[JSON]:
-    """Set the count field (and its followers) to ``count`` on an object that accepts partial admission
-    (Kueue sets them only when the min-count annotation parses)."""
+def _admitted_counts(
+    obj: Mapping[str, Any], integration: Integration, counts: Mapping[str, int]
+) -> list[tuple[Element, int]]:
+    """The partially admittable pod sets named in ``counts``, with their count. As Kueue's Job, a pod set
+    counts only while it accepts partial admission (its minCount reads), so an object that never did keeps
+    its fields."""
+    out = []
+    for element in elements(integration, obj):
+        count = counts.get(element.name)
+        if count is not None and len(element.source.count) == 1 and element_min_count(element) is not None:
+            out.append((element, count))
+    return out
+
+
+def _count_ops(integration: Integration, obj: Mapping[str, Any], counts: Mapping[str, int]) -> list[JSON]:
+    """Set the count field of each partially admittable pod set named in ``counts`` (by pod set name) to
+    its count, and a Job's followers with it."""
+    ops: list[JSON] = []
     partial = integration.partial_admission
-    if partial is None or count is None or min_count(integration, obj) is None:
-        return []
-    found = elements(integration, obj)
-    if len(found) != 1:
-        return []
-    element = found[0]
-    fields = (
-        (partial.count_field, *partial.follow_fields)
-        if _follows(integration, obj)
-        else (partial.count_field,)
+    follow = partial.follow_fields if partial is not None and _follows(integration, obj) else ()
+    for element, count in _admitted_counts(obj, integration, counts):
+        for path in (element.source.count[0].path, *(FieldPath((name,)) for name in follow)):
+            if _int(path.get(element.value)) != count:
+                ops.extend(_set_ops_at(element, path, count))
+    return ops
+
+
+def _changes_count(integration: Integration, obj: Mapping[str, Any], counts: Mapping[str, int]) -> bool:
+    """Whether writing ``counts`` changes a pod set's count field itself (not only its followers)."""
+    return any(
+        _int(element.source.count[0].path.get(element.value)) != count
+        for element, count in _admitted_counts(obj, integration, counts)
     )
+
+
+def _set_ops_at(element: Element, path: FieldPath, value: int) -> list[JSON]:
+    """``_set_ops`` for a path inside a pod set's element (``add`` creates or replaces a field)."""
     return [
-        {"op": "add", "path": pointer((*element.segments, name)), "value": count}
-        for name in fields
-        if _int(element.value.get(name)) != count
+        {**op, "op": "add", "path": pointer(element.segments) + op["path"]}
+        for op in _set_ops(element.value, path, value)
     ]
 
 
@@ -452,10 +492,11 @@ def start_patch(
     obj: Mapping[str, Any],
     flavors: Mapping[str, Sequence[ResourceFlavor]],
     *,
-    count: int | None = None,
+    counts: Mapping[str, int] | None = None,
 ) -> list[JSON]:
     """JSON Patch starting an admitted object: suspend cleared, each pod set's template given the flavors
-    assigned to it (``flavors`` by pod set name), and under partial admission ``count`` pods.
+    assigned to it (``flavors`` by pod set name), and under partial admission the admitted ``counts`` (by
+    pod set name: the Workload's ``podSetAssignments[].count``) written into the pod sets' count fields.
 
     The first op tests that the object is still suspended. Raises FlavorConflict when a flavor contradicts
     a template. A pod set without a template of its own (KubeRay's default submitter) gets nothing injected.
@@ -475,7 +516,7 @@ def start_patch(
             {"op": "test", "path": integration.suspend.pointer(), "value": True},
             {"op": "replace", "path": integration.suspend.pointer(), "value": False},
         ]
-    ops.extend(_count_ops(integration, obj, count))
+    ops.extend(_count_ops(integration, obj, counts or {}))
     for element in elements(integration, obj):
         template = element.template()
         if template is None:
@@ -497,11 +538,12 @@ def restore_ops(
     integration: Integration,
     obj: Mapping[str, Any],
     originals: Sequence[Mapping[str, Any]],
-    original_count: int | None,
+    original_counts: Mapping[str, int] | None = None,
 ) -> list[JSON]:
     """Suspend, and put back the nodeSelector/tolerations of each pod set's ``originals`` template (by
-    position; nothing restored when the pod set count differs, as Kueue's RestorePodSetsInfo), the count
-    under partial admission, and drop a half-done stop's annotation."""
+    position; nothing restored when the pod set count differs, as Kueue's RestorePodSetsInfo), the counts
+    a partial admission reduced (``original_counts`` by pod set name: the Workload's ``count``), and drop
+    a half-done stop's annotation."""
     ops: list[JSON] = suspend_ops(integration, obj)
     found = elements(integration, obj)
     if len(found) == len(originals):
@@ -518,7 +560,7 @@ def restore_ops(
                         ops.append({"op": "add", "path": path, "value": copy.deepcopy(original[name])})
                 elif name in current:
                     ops.append({"op": "remove", "path": path})
-    ops.extend(_count_ops(integration, obj, original_count))
+    ops.extend(_count_ops(integration, obj, original_counts or {}))
     partial = integration.partial_admission
     if partial is not None and partial.stopping_annotation in (_metadata(obj).get("annotations") or {}):
         ops.append(_remove_annotation(partial.stopping_annotation))
@@ -533,23 +575,20 @@ def stop_patches(
     integration: Integration,
     obj: Mapping[str, Any],
     originals: Sequence[Mapping[str, Any]],
-    original_count: int | None = None,
+    original_counts: Mapping[str, int] | None = None,
 ) -> list[list[JSON]]:
     """The JSON Patches that stop an object and restore its templates (``originals``: the Workload's pod
-    set templates), in order.
+    set templates) and counts, in order.
 
-    One, except when a running object's count is to be restored under partial admission: Kueue's Job
-    webhook forbids changing a running Job's parallelism, so, as Kueue's ``Job.Stop``, it is first
-    suspended and marked with the stopping annotation, then restored and unmarked.
+    One, except when a running Job's count is to be restored under partial admission: Kueue's Job webhook
+    forbids changing a running Job's parallelism, so, as Kueue's ``Job.Stop``, it is first suspended and
+    marked with the stopping annotation, then restored and unmarked. A declared kind has no such rule: its
+    suspend and restore go in one patch.
     """
-    restore = restore_ops(integration, obj, originals, original_count)
+    restore = restore_ops(integration, obj, originals, original_counts)
     partial = integration.partial_admission
     running = integration.suspend.get(obj) is not True
-    if (
-        partial is None
-        or not running
-        or not any(op["path"].endswith("/" + partial.count_field) for op in restore)
-    ):
+    if partial is None or not running or not _changes_count(integration, obj, original_counts or {}):
         return [restore]
     key = partial.stopping_annotation
     annotations = _metadata(obj).get("annotations")

@@ -24,6 +24,7 @@ __all__ = [
     "FieldIs",
     "FinishedRule",
     "Integration",
+    "MinCount",
     "PartialAdmission",
     "PodSetSource",
     "PodsReadyRule",
@@ -58,11 +59,29 @@ class CountFactor:
 
 
 @dataclass(frozen=True, slots=True)
+class MinCount:
+    """Where a pod set's ``minCount`` is, making it partially admittable (Kueue's PartialAdmission): the
+    integer at ``path`` in the pod set's element (a declared kind's field), or the object's ``annotation``
+    parsed as a Go integer (a Job's ``kueue.x-k8s.io/job-min-parallelism``).
+
+    Starting the object under a partial admission writes the admitted count into the pod set's single
+    count field, and stopping it writes back the Workload's ``count`` (Kueue's ``RunWithPodSetsInfo`` and
+    ``RestorePodSetsInfo`` for a Job's parallelism). A value outside ``1..count-1`` leaves the pod set all
+    or nothing (nothing to shrink, Kueue's ``CanBePartiallyAdmitted``) unless ``as_written``: Kueue's Job
+    copies its annotation whatever it says, its webhook keeping it in range."""
+
+    path: FieldPath | None = None
+    annotation: str = ""
+    as_written: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class PodSetSource:
     """Where pod sets live: one element at ``path`` (named ``name``), each item of a list there (named by
     the item's ``name_field``), or each value of a map there (named by its key, in ``order`` when given:
     Kueue's ordered replica types, keys not listed being ignored). Names are lowercased as Kueue's
-    ``NewPodSetReference`` does. ``template`` and ``count`` are read from the element.
+    ``NewPodSetReference`` does. ``template`` and ``count`` are read from the element; ``min_count``, only
+    for one element counted by one field, says it may run with fewer pods.
 
     ``default_template`` is what the quota is computed from when the element has no template (KubeRay's
     default submitter pod); nothing is injected into an absent template. ``only_if`` limits the pod set to
@@ -77,6 +96,7 @@ class PodSetSource:
     count: tuple[CountFactor, ...] = ()
     default_template: Mapping[str, Any] | None = None
     only_if: FieldIs | None = None
+    min_count: MinCount | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +139,11 @@ class PodsReadyRule:
 
 @dataclass(frozen=True, slots=True)
 class PartialAdmission:
-    """Kueue's partial admission for a kind with one pod set: ``minCount`` comes from
-    ``min_count_annotation``, starting writes the admitted count into the element's ``count_field`` (and
-    ``follow_fields`` when ``follow_annotation`` is "true"), stopping restores it; a running object's count
-    is restored in two patches, the first marking it with ``stopping_annotation``."""
+    """What a Job adds to its pod set's ``MinCount``: the admitted count is also written into
+    ``follow_fields`` when ``follow_annotation`` is "true", and a running object's count is restored in two
+    patches, the first marking it with ``stopping_annotation`` (Kueue's Job webhook forbids changing a
+    running Job's parallelism)."""
 
-    min_count_annotation: str
-    count_field: str
     follow_annotation: str
     follow_fields: tuple[str, ...]
     stopping_annotation: str
