@@ -32,8 +32,17 @@ def config_yaml(frameworks: str = "[batch/job]", *, declared: bool = True) -> st
     return yaml.safe_dump({"integrations": integrations}, sort_keys=False)
 
 
-def training_run(name: str, namespace: str, *, queue: str, gpus: int = 1, workers: int = 2) -> dict[str, Any]:
-    """A TrainingRun of one launcher pod (requesting nothing) and ``workers`` pods of ``gpus`` GPUs each."""
+def training_run(
+    name: str,
+    namespace: str,
+    *,
+    queue: str,
+    gpus: int = 1,
+    workers: int = 2,
+    trainer: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """A TrainingRun of one launcher pod (requesting nothing) and ``workers`` pods of ``gpus`` GPUs each;
+    ``trainer`` (replicas, minReplicas) replaces the workers with an elastic trainer pod set."""
 
     def template(count: int) -> dict[str, Any]:
         container: dict[str, Any] = {"name": "c", "image": "busybox"}
@@ -41,12 +50,15 @@ def training_run(name: str, namespace: str, *, queue: str, gpus: int = 1, worker
             container["resources"] = {"limits": {"nvidia.com/gpu": str(count)}}
         return {"spec": {"restartPolicy": "Never", "containers": [container]}}
 
+    spec: dict[str, Any] = {"launcher": {"replicas": 1, "template": template(0)}}
+    if trainer is None:
+        spec["workers"] = [{"name": "gpu", "replicas": workers, "template": template(gpus)}]
+    else:
+        replicas, min_replicas = trainer
+        spec["trainer"] = {"replicas": replicas, "minReplicas": min_replicas, "template": template(gpus)}
     return {
         "apiVersion": "example.com/v1",
         "kind": "TrainingRun",
         "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-        "spec": {
-            "launcher": {"replicas": 1, "template": template(0)},
-            "workers": [{"name": "gpu", "replicas": workers, "template": template(gpus)}],
-        },
+        "spec": spec,
     }

@@ -121,6 +121,7 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     enforced = config.label_policy.is_enforced(namespace_labels)
     kind = integration.kind
+    errors += _min_count_errors(integration, new, old)
     if old is None:
         if not queue and enforced and not engine.skipped(integration, new):
             errors.append(
@@ -190,6 +191,63 @@ def _update_errors(
         )
     if not old_suspended:
         errors += _admitted_template_changes(integration, old, new)
+        errors += _admitted_count_changes(integration, old, new)
+    return errors
+
+
+def _min_count_errors(
+    integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
+) -> list[FieldError]:
+    """A declared pod set's minCount field is an integer in 1..count-1, checked on create and whenever it
+    changes (as Kueue's Job webhook checks its min-parallelism annotation); the Job's own rules are in
+    ``webhook.admission.jobs``."""
+    before = {e.name: e for e in engine.elements(integration, old)} if old is not None else {}
+    errors: list[FieldError] = []
+    for element in engine.elements(integration, new):
+        rule = element.source.min_count
+        if rule is None or rule.path is None:
+            continue
+        value = rule.path.get(element.value)
+        previous = before.get(element.name)
+        if value is None or (previous is not None and rule.path.get(previous.value) == value):
+            continue
+        count = engine.element_count(element)
+        if engine.element_min_count(element) is None:
+            errors.append(
+                FieldError.invalid(
+                    f"{element.where}.{rule.path}",
+                    value,
+                    f"must be an integer from 1 to {count - 1}, fewer than the pod set's {count} pods"
+                    if count > 1
+                    else f"the pod set has {count} pod(s), too few to start with fewer",
+                )
+            )
+    return errors
+
+
+def _admitted_count_changes(
+    integration: Integration, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> list[FieldError]:
+    """A running pod set that accepts partial admission keeps the count it was admitted with (Kueue's Job
+    webhook: parallelism cannot change while partial admission is enabled and the job runs)."""
+    before = {e.name: e for e in engine.elements(integration, old)}
+    errors: list[FieldError] = []
+    for element in engine.elements(integration, new):
+        previous = before.get(element.name)
+        rule = element.source.min_count
+        if previous is None or rule is None or rule.path is None:
+            continue
+        field = element.source.count[0].path
+        if engine.accepts_partial_admission(previous) and field.get(previous.value) != field.get(
+            element.value
+        ):
+            errors.append(
+                FieldError.forbidden(
+                    f"{element.where}.{field}",
+                    f"cannot change while the {integration.kind} runs: the queueing controller set it to "
+                    f"the admitted count; delete and recreate the {integration.kind} to change it",
+                )
+            )
     return errors
 
 

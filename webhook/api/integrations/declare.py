@@ -22,6 +22,7 @@ from webhook.api.integrations.model import (
     FieldIs,
     FinishedRule,
     Integration,
+    MinCount,
     PodSetSource,
     PodsReadyRule,
 )
@@ -51,7 +52,7 @@ _DECLARATION_FIELDS = frozenset(
     }
 )
 _POD_SET_FIELDS = frozenset(
-    {"path", "each", "name", "nameField", "order", "templatePath", "countPath", "countPaths"}
+    {"path", "each", "name", "nameField", "order", "templatePath", "countPath", "countPaths", "minCountPath"}
 )
 _COUNT_FIELDS = frozenset({"path", "default", "atMost"})
 _FINISHED_FIELDS = frozenset(
@@ -233,6 +234,12 @@ class _Reader:
             self.fail(path, f"must be a non-empty list of pod sets, got {value!r}")
             return ()
         out = [self.pod_set(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        partial = [i for i, s in enumerate(out) if s is not None and s.min_count is not None]
+        for index in partial[1:]:
+            self.fail(
+                f"{path}[{index}].minCountPath",
+                f"only one pod set may have a minCount (a Workload allows one), {path}[{partial[0]}] has one",
+            )
         names = [s.name for s in out if s is not None and s.each == "one"]
         for index, source in enumerate(out):
             if source is not None and source.each == "one" and names.count(source.name) > 1:
@@ -265,6 +272,7 @@ class _Reader:
             self.fail(f"{path}.order", "only for each: map")
         template = self.path(section.get("templatePath"), f"{path}.templatePath") or FieldPath(("template",))
         count = self.counts(section, path)
+        min_count = self.min_count(section.get("minCountPath"), f"{path}.minCountPath", each, count)
         if len(self.errors) > before or where is None:
             return None
         return PodSetSource(
@@ -275,7 +283,30 @@ class _Reader:
             order=order,
             template=template,
             count=count,
+            min_count=min_count,
         )
+
+    def min_count(
+        self, value: object, path: str, each: str, count: tuple[CountFactor, ...]
+    ) -> MinCount | None:
+        """``minCountPath: minReplicas``: the fewest pods the pod set may start with (its Workload's
+        ``minCount``), read from its element like ``countPath``. Starting it with fewer pods writes the
+        admitted count into its count field and stopping it writes the full count back, so the pod set
+        must be one element counted by one field."""
+        found = self.path(value, path)
+        if found is None:
+            return None
+        if each != "one":
+            self.fail(
+                path, f"only for each: one (each {each} item is a pod set, and one pod set may have it)"
+            )
+        elif not count:
+            self.fail(path, "needs countPath: the field the admitted count is written into")
+        elif len(count) > 1:
+            self.fail(path, "needs one count field (countPath), not a product of countPaths")
+        elif count[0].path == found:
+            self.fail(path, f"must differ from the count field {found}")
+        return MinCount(path=found)
 
     def counts(self, section: Mapping[str, Any], path: str) -> tuple[CountFactor, ...]:
         """``countPath: replicas`` or ``countPaths: [replicas, {path: parallelism, atMost: completions}]``:

@@ -40,7 +40,9 @@ __all__ = [
     "QUEUE_NAME_LABEL",
     "Element",
     "FlavorConflict",
+    "accepts_partial_admission",
     "controller_kind",
+    "element_count",
     "element_min_count",
     "elements",
     "finished",
@@ -283,18 +285,27 @@ def pod_count(integration: Integration, obj: Mapping[str, Any]) -> int:
     return sum(element_count(e) for e in elements(integration, obj))
 
 
-def element_min_count(element: Element) -> int | None:
-    """The pod set's ``minCount`` (its ``MinCount`` field or annotation), None when it is all or nothing:
-    no such value, not an integer, or (unless ``as_written``) outside ``1..count-1``."""
+def _written_min_count(element: Element) -> int | None:
     rule = element.source.min_count
     if rule is None:
         return None
     if rule.path is not None:
-        value = _int(rule.path.get(element.value))
-    else:
-        raw = _annotation(element.obj, rule.annotation)
-        value = None if raw is None else parse_go_int(raw)
-    if value is None or rule.as_written:
+        return _int(rule.path.get(element.value))
+    raw = _annotation(element.obj, rule.annotation)
+    return None if raw is None else parse_go_int(raw)
+
+
+def accepts_partial_admission(element: Element) -> bool:
+    """Whether the pod set's count field follows its admission: its minCount reads as an integer (Kueue's
+    Job tests ``minPodsCount() != nil`` whatever the count is then; a running one may run minCount pods)."""
+    return len(element.source.count) == 1 and _written_min_count(element) is not None
+
+
+def element_min_count(element: Element) -> int | None:
+    """The pod set's Workload ``minCount`` (its ``MinCount`` field or annotation), None when it is all or
+    nothing: no such value, not an integer, or (unless ``as_written``) outside ``1..count-1``."""
+    value = _written_min_count(element)
+    if value is None or element.source.min_count is None or element.source.min_count.as_written:
         return value
     return value if 1 <= value < element_count(element) else None
 
@@ -453,7 +464,7 @@ def _admitted_counts(
     out = []
     for element in elements(integration, obj):
         count = counts.get(element.name)
-        if count is not None and len(element.source.count) == 1 and element_min_count(element) is not None:
+        if count is not None and accepts_partial_admission(element):
             out.append((element, count))
     return out
 

@@ -66,9 +66,10 @@ class MinCount:
 
     Starting the object under a partial admission writes the admitted count into the pod set's single
     count field, and stopping it writes back the Workload's ``count`` (Kueue's ``RunWithPodSetsInfo`` and
-    ``RestorePodSetsInfo`` for a Job's parallelism). A value outside ``1..count-1`` leaves the pod set all
-    or nothing (nothing to shrink, Kueue's ``CanBePartiallyAdmitted``) unless ``as_written``: Kueue's Job
-    copies its annotation whatever it says, its webhook keeping it in range."""
+    ``RestorePodSetsInfo`` for a Job's parallelism), whenever the value reads as an integer. In the
+    Workload, a value outside ``1..count-1`` leaves the pod set all or nothing (nothing to shrink, Kueue's
+    ``CanBePartiallyAdmitted``) unless ``as_written``: Kueue's Job copies its annotation whatever it says,
+    its webhook keeping it in range."""
 
     path: FieldPath | None = None
     annotation: str = ""
