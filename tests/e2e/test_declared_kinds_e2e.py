@@ -235,3 +235,80 @@ rules:
         cluster.kubectl(
             "delete", "clusterrole", "e2e-kueue-webhook-trainingruns", "--ignore-not-found", check=False
         )
+
+
+def gpu_job(namespace: str, name: str, gpus: int, *, urgent: bool = False) -> str:
+    """A one-pod Job of ``gpus`` GPUs in LocalQueue q (``urgent``: with the namespace's high priority)."""
+    priority = f", kueue.x-k8s.io/priority-class: {namespace}" if urgent else ""
+    return f"""
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: {namespace}
+  labels: {{kueue.x-k8s.io/queue-name: q{priority}}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{{name: c, image: busybox, resources: {{limits: {{nvidia.com/gpu: "{gpus}"}}}}}}]
+"""
+
+
+def test_a_declared_min_count_runs_what_fits_and_gets_its_count_back_when_preempted(
+    queue: tuple[Cluster, Running, str],
+) -> None:
+    """The TrainingRun's elastic trainer (``minCountPath: minReplicas``): 6 one-GPU pods, content with 2,
+    with 3 of 8 GPUs free, runs 3 (its replicas written by the controller); preempted, its replicas are
+    back to 6 while it waits, and it runs 3 again once the GPUs are free."""
+    cluster, running, namespace = queue
+    configure(cluster, running, declared=True)
+    until(lambda: len(entries(cluster)) == 2, "the declared kind's webhook entries")
+
+    refused = cluster.kubectl(
+        "create",
+        "-f",
+        "-",
+        input=json.dumps(training_run("whole", namespace, queue="q", trainer=(6, 6))),
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "spec.trainer.minReplicas: Invalid value: 6: must be an integer from 1 to 5" in refused.stderr
+
+    cluster.apply(gpu_job(namespace, "holder", 5))
+    until(
+        lambda: cluster.get("job", "holder", "-n", namespace)["spec"].get("suspend") is False, "holder runs"
+    )
+
+    def trainer() -> dict[str, object]:
+        run = cluster.get(PLURAL, "elastic", "-n", namespace)
+        found: dict[str, object] = run["spec"]["trainer"]
+        return {**found, "suspend": run["spec"].get("suspend")}
+
+    create(cluster, training_run("elastic", namespace, queue="q", trainer=(6, 2)))
+    until(lambda: trainer()["suspend"] is False, "the TrainingRun started with what fits")
+    assert trainer()["replicas"] == 3
+    [workload] = [
+        w for w in cluster.items("workloads", "-n", namespace) if w["metadata"]["name"].startswith("train")
+    ]
+    assert [(p["name"], p["count"], p.get("minCount")) for p in workload["spec"]["podSets"]] == [
+        ("launcher", 1, None),
+        ("trainer", 6, 2),
+    ]
+    admitted = cluster.get("workload", workload["metadata"]["name"], "-n", namespace)
+    counts = {a["name"]: a["count"] for a in admitted["status"]["admission"]["podSetAssignments"]}
+    assert counts == {"launcher": 1, "trainer": 3}
+
+    cluster.apply(gpu_job(namespace, "urgent", 3, urgent=True))
+    until(lambda: trainer()["suspend"] is True, "the TrainingRun preempted")
+    assert trainer()["replicas"] == 6
+    evicted = cluster.get("workload", workload["metadata"]["name"], "-n", namespace)
+    assert condition(evicted, "Preempted")["status"] == "True"
+
+    def urgent_done() -> bool:
+        cluster.finish_pods(namespace, jobs={"urgent"})
+        return condition(cluster.get("job", "urgent", "-n", namespace), "Complete").get("status") == "True"
+
+    until(urgent_done, "the urgent Job completed")
+    until(lambda: trainer()["suspend"] is False, "the TrainingRun started again")
+    assert trainer()["replicas"] == 3

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from tests.crds.declared_kind import config_yaml, training_run
+from webhook.simulate.replay import replay
 from webhook.simulate.scenario import SimulationError, scenario_from_documents
 
 
@@ -55,3 +56,40 @@ spec:
     on = configmap("integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}")
     scenario = scenario_from_documents([("in.yaml", 0, on), ("in.yaml", 1, jobset)])
     assert [(p.name, p.count) for p in scenario.submissions[0].workload.pod_sets] == [("workers", 6)]
+
+
+QUOTA = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: ml}
+spec: {clusterQueue: cq}
+"""
+
+
+def test_a_declared_min_count_lets_simulate_admit_the_pods_that_fit() -> None:
+    """A trainer of 6 one-GPU pods, content with 2, on a 4-GPU queue: admitted at once with 4 pods, as the
+    controller would start it."""
+    run = training_run("elastic", "ml", queue="q", trainer=(6, 2))
+    documents = [configmap(config_yaml()), *yaml.safe_load_all(QUOTA), run]
+    scenario = scenario_from_documents([("in.yaml", i, d) for i, d in enumerate(documents)])
+    [submission] = scenario.submissions
+    assert [(p.name, p.count, p.min_count) for p in submission.workload.pod_sets] == [
+        ("launcher", 1, None),
+        ("trainer", 6, 2),
+    ]
+    [record] = replay(scenario).records.values()
+    assert record.admitted_at == 0
+    assert dict(record.admitted_counts) == {"launcher": 1, "trainer": 4}
