@@ -237,10 +237,10 @@ def _admitted_count_changes(
         rule = element.source.min_count
         if previous is None or rule is None or rule.path is None:
             continue
+        if not engine.accepts_partial_admission(previous):
+            continue
         field = element.source.count[0].path
-        if engine.accepts_partial_admission(previous) and field.get(previous.value) != field.get(
-            element.value
-        ):
+        if field.get(previous.value) != field.get(element.value):
             errors.append(
                 FieldError.forbidden(
                     f"{element.where}.{field}",

@@ -456,7 +456,7 @@ def _follows(integration: Integration, obj: Mapping[str, Any]) -> bool:
 
 
 def _admitted_counts(
-    obj: Mapping[str, Any], integration: Integration, counts: Mapping[str, int]
+    integration: Integration, obj: Mapping[str, Any], counts: Mapping[str, int]
 ) -> list[tuple[Element, int]]:
     """The partially admittable pod sets named in ``counts``, with their count. As Kueue's Job, a pod set
     counts only while it accepts partial admission (its minCount reads), so an object that never did keeps
@@ -475,7 +475,7 @@ def _count_ops(integration: Integration, obj: Mapping[str, Any], counts: Mapping
     ops: list[JSON] = []
     partial = integration.partial_admission
     follow = partial.follow_fields if partial is not None and _follows(integration, obj) else ()
-    for element, count in _admitted_counts(obj, integration, counts):
+    for element, count in _admitted_counts(integration, obj, counts):
         for path in (element.source.count[0].path, *(FieldPath((name,)) for name in follow)):
             if _int(path.get(element.value)) != count:
                 ops.extend(_set_ops_at(element, path, count))
@@ -486,7 +486,7 @@ def _changes_count(integration: Integration, obj: Mapping[str, Any], counts: Map
     """Whether writing ``counts`` changes a pod set's count field itself (not only its followers)."""
     return any(
         _int(element.source.count[0].path.get(element.value)) != count
-        for element, count in _admitted_counts(obj, integration, counts)
+        for element, count in _admitted_counts(integration, obj, counts)
     )
 
 
