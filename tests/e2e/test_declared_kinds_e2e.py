@@ -9,7 +9,6 @@ README tells admins to grant (a ClusterRole aggregated into ours) is checked wit
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +18,10 @@ import yaml
 from tests.crds.declared_kind import CRD_FILE, declaration, training_run
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.install import REPO_ROOT, Running, out_of_cluster
+from tests.e2e.queues import configure, team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
-CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
 RBAC = REPO_ROOT / "manifests" / "controller" / "rbac.yaml"
 PLURAL = "trainingruns.example.com"
 CONTROLLER_SA = "system:serviceaccount:kueue-system:kueue-webhook"
@@ -40,18 +39,10 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Clust
         cluster.kubectl("delete", "-f", str(CRD_FILE), "--ignore-not-found", "--wait=true", check=False)
 
 
-def configure(cluster: Cluster, running: Running, *, declared: bool) -> None:
+def configure_declared(cluster: Cluster, running: Running, *, declared: bool) -> None:
     """The shipped configuration, with the TrainingRun declared or not; returns once it is applied."""
-    document = yaml.safe_load(CONFIGMAP.read_text())
-    if declared:
-        extra = {"integrations": {"declaredKinds": [declaration()]}}
-        document["data"]["config.yaml"] += yaml.safe_dump(extra)
-    current = cluster.get("configmap", "kueue-webhook-config", "-n", "kueue-system")
-    if current["data"] == document["data"]:
-        return
-    applied = running.log.read_text().count('"configuration applied"')
-    cluster.apply(yaml.safe_dump(document))
-    until(lambda: running.log.read_text().count('"configuration applied"') > applied, "the new configuration")
+    extra = {"integrations": {"declaredKinds": [declaration()]}}
+    configure(cluster, running, yaml.safe_dump(extra) if declared else "")
 
 
 def entries(cluster: Cluster) -> set[str]:
@@ -66,50 +57,13 @@ def entries(cluster: Cluster) -> set[str]:
 
 @pytest.fixture
 def queue(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, Running, str]]:
+    """A namespace with LocalQueue ``q`` of a preempting ClusterQueue of 8 GPUs; undeclared after."""
     cluster, running = controller
-    name = f"e2e-declared-{uuid.uuid4().hex[:6]}"
-    cluster.apply(f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: {name}}}
-spec: {{nodeLabels: {{node-pool: {name}}}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {{name: {name}}}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
-  preemption: {{withinClusterQueue: LowerPriority}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{{name: {name}, resources: [{{name: nvidia.com/gpu, nominalQuota: "8"}}]}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: q, namespace: {name}}}
-spec: {{clusterQueue: {name}}}
-""")
-    try:
-        yield cluster, running, name
-    finally:
-        configure(cluster, running, declared=False)
-        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
-        cluster.kubectl(
-            "delete",
-            "clusterqueue,resourceflavor,workloadpriorityclass",
-            name,
-            "--ignore-not-found",
-            check=False,
-        )
+    with team_queue(cluster, "e2e-declared", resource="nvidia.com/gpu", quota="8", preempting=True) as name:
+        try:
+            yield cluster, running, name
+        finally:
+            configure_declared(cluster, running, declared=False)
 
 
 def create(cluster: Cluster, manifest: dict[str, object]) -> dict[str, object]:
@@ -127,7 +81,7 @@ def test_a_declared_crd_is_suspended_admitted_preempted_and_released(
     queue: tuple[Cluster, Running, str],
 ) -> None:
     cluster, running, namespace = queue
-    configure(cluster, running, declared=True)
+    configure_declared(cluster, running, declared=True)
     until(lambda: len(entries(cluster)) == 2, "the declared kind's webhook entries")
 
     created = create(cluster, training_run("train", namespace, queue="q", workers=4))
@@ -195,7 +149,7 @@ spec:
     )
 
     # undeclared: the webhook entries go and a new TrainingRun is left alone
-    configure(cluster, running, declared=False)
+    configure_declared(cluster, running, declared=False)
     until(lambda: not entries(cluster), "the declared kind's webhook entries removed")
     free = create(cluster, training_run("free", namespace, queue="q"))
     assert "suspend" not in free["spec"]
@@ -262,7 +216,7 @@ def test_a_declared_min_count_runs_what_fits_and_gets_its_count_back_when_preemp
     with 3 of 8 GPUs free, runs 3 (its replicas written by the controller); preempted, its replicas are
     back to 6 while it waits, and it runs 3 again once the GPUs are free."""
     cluster, running, namespace = queue
-    configure(cluster, running, declared=True)
+    configure_declared(cluster, running, declared=True)
     until(lambda: len(entries(cluster)) == 2, "the declared kind's webhook entries")
 
     refused = cluster.kubectl(

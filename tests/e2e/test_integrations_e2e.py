@@ -16,22 +16,20 @@ else's), and the ConfigMap is put back as shipped.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.crds import PLURALS, crd_file, integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import REPO_ROOT, Running, out_of_cluster
+from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.queues import configure, team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
-CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
 FRAMEWORKS = (
     "integrations:\n  frameworks: [batch/job, " + ", ".join(s.framework for s in SAMPLES.values()) + "]\n"
 )
@@ -55,18 +53,6 @@ def install_crds(cluster: Cluster) -> list[str]:
     return created
 
 
-def configure(cluster: Cluster, running: Running, extra: str) -> None:
-    """The shipped configuration plus ``extra``, applied live; returns once the controller says so."""
-    document = yaml.safe_load(CONFIGMAP.read_text())
-    document["data"]["config.yaml"] += extra
-    current = cluster.get("configmap", "kueue-webhook-config", "-n", "kueue-system")
-    if current["data"] == document["data"]:
-        return
-    applied = running.log.read_text().count('"configuration applied"')
-    cluster.apply(yaml.safe_dump(document))
-    until(lambda: running.log.read_text().count('"configuration applied"') > applied, "the new configuration")
-
-
 @pytest.fixture(scope="module")
 def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
     cluster = Cluster(Path(KUBECONFIG))
@@ -88,50 +74,17 @@ def queue(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, Runnin
     """A namespace with LocalQueue ``gpus`` of a ClusterQueue (8 GPUs of one flavor with a node label and a
     toleration, preemption of lower priorities) and a WorkloadPriorityClass, all named after the namespace."""
     cluster, running = controller
-    name = f"e2e-kinds-{uuid.uuid4().hex[:6]}"
-    cluster.apply(f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: {name}}}
-spec:
-  nodeLabels: {{node-pool: gpu}}
-  tolerations: [{json.dumps(TOLERATION)}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {{name: {name}}}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
-  preemption: {{withinClusterQueue: LowerPriority}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{{name: {name}, resources: [{{name: nvidia.com/gpu, nominalQuota: 8}}]}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: gpus, namespace: {name}}}
-spec: {{clusterQueue: {name}}}
-""")
-    try:
+    with team_queue(
+        cluster,
+        "e2e-kinds",
+        resource="nvidia.com/gpu",
+        quota="8",
+        local_queue="gpus",
+        node_labels={"node-pool": "gpu"},
+        tolerations=[TOLERATION],
+        preempting=True,
+    ) as name:
         yield cluster, running, name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
-        cluster.kubectl(
-            "delete",
-            "clusterqueue,resourceflavor,workloadpriorityclass",
-            name,
-            "--ignore-not-found",
-            check=False,
-        )
 
 
 def urgent_job(namespace: str, priority_class: str) -> JSON:

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import REPO_ROOT, Running, out_of_cluster
+from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.queues import configure, team_queue
 from webhook.api.pods_ready import BLOCKED_MESSAGE, WAITING_FOR_PODS_READY
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
-CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -35,51 +33,15 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Clust
         yield cluster, running
 
 
-def configure(cluster: Cluster, running: Running, extra: str) -> None:
-    """The shipped configuration plus ``extra``, applied live; returns once the controller says so."""
-    document = yaml.safe_load(CONFIGMAP.read_text())
-    document["data"]["config.yaml"] += extra
-    current = cluster.get("configmap", "kueue-webhook-config", "-n", "kueue-system")
-    if current["data"] == document["data"]:
-        return  # nothing changes, nothing is applied again
-    applied = running.log.read_text().count('"configuration applied"')
-    cluster.apply(yaml.safe_dump(document))
-    until(lambda: running.log.read_text().count('"configuration applied"') > applied, "the new configuration")
-
-
 @pytest.fixture
 def queue(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, Running, str]]:
+    """A namespace with LocalQueue ``q`` of a ClusterQueue of one CPU; the configuration is put back after."""
     cluster, running = controller
-    name = f"e2e-ready-{uuid.uuid4().hex[:6]}"
-    cluster.apply(f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{{name: {name}, resources: [{{name: cpu, nominalQuota: "1"}}]}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: q, namespace: {name}}}
-spec: {{clusterQueue: {name}}}
-""")
-    try:
-        yield cluster, running, name
-    finally:
-        configure(cluster, running, "")
-        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
-        cluster.kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
+    with team_queue(cluster, "e2e-ready") as name:
+        try:
+            yield cluster, running, name
+        finally:
+            configure(cluster, running, "")
 
 
 def create_job(cluster: Cluster, namespace: str, name: str = "train") -> None:

@@ -1,0 +1,117 @@
+"""A team's queue on a real cluster, and the controller's configuration changed live, for the e2e modules.
+
+Each e2e test works in a namespace of its own with a ResourceFlavor, a ClusterQueue selecting only that
+namespace, a LocalQueue and (when it preempts) a WorkloadPriorityClass, all named after the namespace so that
+tests never see each other's quota. :func:`team_queue` makes them and removes them afterwards, letting go of
+any finalizer the controller left on the namespace's pods so that a failed test cannot hold the namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+
+import yaml
+
+from tests.e2e.cluster import Cluster, until
+from tests.e2e.install import REPO_ROOT, Running
+
+__all__ = ["CONFIGMAP", "MANAGED_FINALIZER", "configure", "team_queue"]
+
+CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
+MANAGED_FINALIZER = "kueue.x-k8s.io/managed"
+PRIORITY_VALUE = 1000
+
+
+def configure(cluster: Cluster, running: Running, extra: str = "") -> None:
+    """The shipped configuration plus ``extra`` (YAML appended to config.yaml), applied live; returns once
+    the controller logs that it applied it (at once when nothing changes)."""
+    document = yaml.safe_load(CONFIGMAP.read_text())
+    document["data"]["config.yaml"] += extra
+    current = cluster.get("configmap", "kueue-webhook-config", "-n", "kueue-system")
+    if current["data"] == document["data"]:
+        return
+    applied = running.log.read_text().count('"configuration applied"')
+    cluster.apply(yaml.safe_dump(document))
+    until(lambda: running.log.read_text().count('"configuration applied"') > applied, "the new configuration")
+
+
+@contextlib.contextmanager
+def team_queue(
+    cluster: Cluster,
+    prefix: str,
+    *,
+    resource: str = "cpu",
+    quota: str = "1",
+    local_queue: str = "q",
+    node_labels: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, str]] = (),
+    preempting: bool = False,
+) -> Iterator[str]:
+    """A fresh namespace ``<prefix>-<random>`` with LocalQueue ``local_queue`` of a ClusterQueue holding
+    ``quota`` of ``resource`` in one flavor (``node_labels``, default ``node-pool: <namespace>``, and
+    ``tolerations``); ``preempting``: the ClusterQueue preempts lower priorities and a WorkloadPriorityClass
+    of value 1000 is made. Everything is named after the namespace, which is yielded."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    flavor_spec: dict[str, object] = {"nodeLabels": dict(node_labels or {"node-pool": name})}
+    if tolerations:
+        flavor_spec["tolerations"] = [dict(t) for t in tolerations]
+    cluster_queue_spec: dict[str, object] = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
+        "resourceGroups": [
+            {
+                "coveredResources": [resource],
+                "flavors": [{"name": name, "resources": [{"name": resource, "nominalQuota": quota}]}],
+            }
+        ],
+    }
+
+    def kueue(kind: str, spec: dict[str, object]) -> dict[str, object]:
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    documents: list[dict[str, object]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        kueue("ResourceFlavor", flavor_spec),
+        kueue("ClusterQueue", cluster_queue_spec),
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": local_queue, "namespace": name},
+            "spec": {"clusterQueue": name},
+        },
+    ]
+    if preempting:
+        cluster_queue_spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        documents.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name},
+                "value": PRIORITY_VALUE,
+            }
+        )
+    cluster.apply(yaml.safe_dump_all(documents))
+    try:
+        yield name
+    finally:
+        _release_pods(cluster, name)
+        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+        kinds = "clusterqueue,resourceflavor" + (",workloadpriorityclass" if preempting else "")
+        cluster.kubectl("delete", kinds, name, "--ignore-not-found", check=False)
+
+
+def _release_pods(cluster: Cluster, namespace: str) -> None:
+    """The controller lets go of its finalizers; whatever it left must not hold the namespace forever."""
+    for pod in cluster.items("pods", "-n", namespace):
+        if MANAGED_FINALIZER in (pod["metadata"].get("finalizers") or []):
+            cluster.kubectl(
+                "-n", namespace, "patch", "pod", pod["metadata"]["name"], "--type=json",
+                "-p", json.dumps([{"op": "remove", "path": "/metadata/finalizers"}]), check=False,
+            )  # fmt: skip
