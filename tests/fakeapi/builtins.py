@@ -10,6 +10,7 @@ everything else is accepted.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from tests.fakeapi.errors import ApiError, invalid
@@ -171,15 +172,35 @@ def validate_job_update(old: Obj, new: Obj) -> None:
         causes.append(
             {"reason": "FieldValueInvalid", "message": "field is immutable", "field": "spec.completions"}
         )
-    # Scheduling directives may change while a Job is (or is being) suspended: that is how queue controllers
-    # inject node selectors before resuming and restore the template on eviction.
-    suspended = bool(old_spec.get("suspend")) or bool(new_spec.get("suspend"))
-    if old_spec.get("template") != new_spec.get("template") and not suspended:
+    # kube-apiserver (pkg/registry/batch/job/strategy.go, validationOptionsForJob): the template's labels,
+    # annotations and scheduling directives may change only while the stored Job is suspended and has never
+    # started (no status.startTime; the Job controller clears it on suspension); nothing else of it ever.
+    never_started = bool(old_spec.get("suspend")) and not (old.get("status") or {}).get("startTime")
+    old_template, new_template = old_spec.get("template"), new_spec.get("template")
+    if never_started:
+        old_template, new_template = _fixed_template(old_template), _fixed_template(new_template)
+    if old_template != new_template:
         causes.append(
             {"reason": "FieldValueInvalid", "message": "field is immutable", "field": "spec.template"}
         )
     if causes:
         raise invalid(kind="Job", group="batch", name=new["metadata"].get("name", ""), causes=causes)
+
+
+def _fixed_template(template: Any) -> Any:
+    """The part of a Job's pod template that never changes (ValidateJobSpecUpdate's mutable fields off)."""
+    if not isinstance(template, dict):
+        return template
+    fixed = copy.deepcopy(template)
+    metadata = fixed.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("labels", None)
+        metadata.pop("annotations", None)
+    spec = fixed.get("spec")
+    if isinstance(spec, dict):
+        for name in ("nodeSelector", "affinity", "tolerations", "schedulingGates"):
+            spec.pop(name, None)
+    return fixed
 
 
 def validate_metadata_name(*, kind: str, group: str, obj: Obj) -> None:

@@ -71,12 +71,13 @@ __all__ = [
 #: deprecated in Kueue but still honoured by it, so honoured here
 QUEUE_NAME_ANNOTATION = QUEUE_NAME_LABEL
 assert JOB.partial_admission is not None and JOB.pod_sets[0].min_count is not None
+assert JOB.staged_stop is not None
 #: the fewest pods a Job accepts to start with (Kueue's JobMinParallelismAnnotation)
 MIN_PARALLELISM_ANNOTATION = JOB.pod_sets[0].min_count.annotation
 #: ``"true"``: completions follow parallelism on partial admission (JobCompletionsEqualParallelismAnnotation)
 COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = JOB.partial_admission.follow_annotation
 #: set while a partially admitted Job is suspended but its parallelism not yet restored (StoppingAnnotation)
-STOPPING_ANNOTATION = JOB.partial_admission.stopping_annotation
+STOPPING_ANNOTATION = JOB.staged_stop.annotation
 
 _DEFAULT = Integrations()
 

@@ -112,8 +112,10 @@ class StartJob:
 class StopJob:
     patch: list[JSON]
     message: str
-    #: sent before ``patch`` (the suspension, when restoring a partially admitted Job takes two patches)
+    #: sent before ``patch`` (the suspension, when a running Job's restore is a second write)
     first: tuple[JSON, ...] = ()
+    #: ``patch`` restores a Job's template: clear its ``status.startTime`` first if still set (StagedStop)
+    clear_start_time: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +230,13 @@ def _stop(job: JSON, workload: JSON, message: str, integration: Integration) -> 
     pod_sets = (workload.get("spec") or {}).get("podSets") or []
     templates = [dict(pod_set.get("template") or {}) for pod_set in pod_sets]
     patches = engine.stop_patches(integration, job, templates, _counts(pod_sets))
-    return StopJob(patches[-1], message, tuple(op for patch in patches[:-1] for op in patch))
+    restores = patches[-1] != engine.suspend_ops(integration, job)
+    return StopJob(
+        patches[-1],
+        message,
+        tuple(op for patch in patches[:-1] for op in patch),
+        clear_start_time=integration.staged_stop is not None and restores,
+    )
 
 
 def _counts(pod_sets: list[Any]) -> dict[str, int]:
@@ -275,9 +283,9 @@ def plan_job(
             return DeleteObjects((job,), "Not admitted by cluster queue")
         if not is_suspended(job, it):
             suspend = engine.suspend_ops(it, job)
-            if engine.is_stopping(it, job) and it.partial_admission is not None:
+            if engine.is_stopping(it, job) and it.staged_stop is not None:
                 # a half-done stop: nothing is left to restore from
-                key = it.partial_admission.stopping_annotation.replace("/", "~1")
+                key = it.staged_stop.annotation.replace("/", "~1")
                 suspend.append({"op": "remove", "path": f"/metadata/annotations/{key}"})
             return StopJob(suspend, "Not admitted by cluster queue")
         if has_active_pods(job, it):
@@ -624,6 +632,21 @@ class JobReconciler:
             )
         self._backoffs.pop(("workload", *key), None)
 
+    async def _clear_start_time(self, kind: Kind, job: JSON, integration: Integration) -> JSON | None:
+        """Clear a suspended Job's ``status.startTime`` through the status subresource, as Kueue's
+        ``Job.Stop`` does, so that kube-apiserver accepts its template's restore (the Job controller clears
+        it too, but only once it has caught up with the suspension). The Job as it is then; None if gone."""
+
+        def clear(current: JSON) -> JSON | None:
+            if not engine.start_time_blocks_restore(integration, current):
+                return None
+            return {"startTime": None}
+
+        if not engine.start_time_blocks_restore(integration, job):
+            return job
+        cleared = await self.context.writer.patch_status(kind, job, clear)
+        return job if cleared is None else cleared
+
     async def _start(self, job: JSON, step: StartJob, integration: Integration) -> None:
         """Unsuspend an admitted object; a refusal is said on the Workload and the object, never only
         logged."""
@@ -731,6 +754,8 @@ class JobReconciler:
                 target = await writer.patch(kind, job, list(step.first))
                 if target is not None:
                     on_job("Stopped", step.message)
+            if target is not None and step.clear_start_time:
+                target = await self._clear_start_time(kind, target, integration)
             restored = target is not None and await writer.patch(kind, target, step.patch) is not None
             if restored and not step.first:
                 on_job("Stopped", step.message)

@@ -125,6 +125,38 @@ def test_start_injects_each_pod_sets_own_flavor_and_stop_restores_it() -> None:
     ]
 
 
+def running_job(node_selector: dict[str, str] | None) -> JSON:
+    spec: JSON = {"containers": [{"name": "c", "image": "busybox"}]}
+    if node_selector is not None:
+        spec["nodeSelector"] = node_selector
+    return {
+        "metadata": {"name": "train", "namespace": "ns", "annotations": {}},
+        "spec": {"suspend": False, "parallelism": 1, "template": {"spec": spec}},
+        "status": {"startTime": "2026-11-24T00:00:00Z", "active": 1},
+    }
+
+
+def test_a_running_jobs_template_is_restored_only_after_a_first_patch_suspends_it() -> None:
+    """kube-apiserver (pkg/registry/batch/job/strategy.go) lets a Job's nodeSelector change only while the
+    stored Job is suspended and never started, so the stop is staged as Kueue's Job.Stop stages it."""
+    job = running_job({"pool": "a"})
+    suspend, restore = engine.stop_patches(JOB, job, [{"spec": {"containers": []}}])
+    assert suspend == [
+        {"op": "replace", "path": "/spec/suspend", "value": True},
+        {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1stopping", "value": "true"},
+    ]
+    assert {"op": "remove", "path": "/spec/template/spec/nodeSelector"} in restore
+    assert restore[-1] == {"op": "remove", "path": "/metadata/annotations/kueue.x-k8s.io~1stopping"}
+    assert engine.start_time_blocks_restore(JOB, job)
+    job["status"].pop("startTime")
+    assert not engine.start_time_blocks_restore(JOB, job)
+
+
+def test_a_running_job_with_nothing_to_restore_is_stopped_in_one_patch() -> None:
+    (stop,) = engine.stop_patches(JOB, running_job(None), [{"spec": {"containers": []}}])
+    assert stop == [{"op": "replace", "path": "/spec/suspend", "value": True}]
+
+
 def test_rayjob_counts_head_workers_times_hosts_and_kuberays_default_submitter() -> None:
     rayjob = {
         "spec": {

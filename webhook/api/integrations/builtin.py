@@ -26,6 +26,7 @@ from webhook.api.integrations.model import (
     PodSetSource,
     PodsReadyRule,
     SchedulingGate,
+    StagedStop,
 )
 from webhook.api.integrations.paths import FieldPath
 
@@ -79,8 +80,8 @@ JOB = Integration(
     partial_admission=PartialAdmission(
         follow_annotation="kueue.x-k8s.io/job-completions-equal-parallelism",
         follow_fields=("completions",),
-        stopping_annotation="kueue.x-k8s.io/stopping",
     ),
+    staged_stop=StagedStop(annotation="kueue.x-k8s.io/stopping", start_time=_p("status.startTime")),
 )
 
 JOBSET = Integration(

@@ -61,6 +61,7 @@ __all__ = [
     "restore_ops",
     "skipped",
     "start_patch",
+    "start_time_blocks_restore",
     "stop_patches",
     "stops_by_deletion",
     "suspend_ops",
@@ -156,9 +157,16 @@ def workload_name(name: str, uid: str, *, kind: str = "Job", group: str = "batch
 
 
 def is_stopping(integration: Integration, obj: Mapping[str, Any]) -> bool:
-    """Suspended by the first half of a two-patch stop whose restore has not been written yet."""
-    partial = integration.partial_admission
-    return partial is not None and _annotation(obj, partial.stopping_annotation) == "true"
+    """Suspended by the first half of a staged stop whose restore has not been written yet."""
+    staged = integration.staged_stop
+    return staged is not None and _annotation(obj, staged.annotation) == "true"
+
+
+def start_time_blocks_restore(integration: Integration, obj: Mapping[str, Any]) -> bool:
+    """The object still records that it started, so kube-apiserver would refuse to restore its template:
+    the start time must be cleared through the status subresource first (Kueue's ``Job.Stop``)."""
+    staged = integration.staged_stop
+    return staged is not None and staged.start_time.get(obj) is not None
 
 
 def gate_index(integration: Integration, obj: Mapping[str, Any]) -> int | None:
@@ -572,9 +580,9 @@ def restore_ops(
                 elif name in current:
                     ops.append({"op": "remove", "path": path})
     ops.extend(_count_ops(integration, obj, original_counts or {}))
-    partial = integration.partial_admission
-    if partial is not None and partial.stopping_annotation in (_metadata(obj).get("annotations") or {}):
-        ops.append(_remove_annotation(partial.stopping_annotation))
+    staged = integration.staged_stop
+    if staged is not None and staged.annotation in (_metadata(obj).get("annotations") or {}):
+        ops.append(_remove_annotation(staged.annotation))
     return ops
 
 
@@ -591,27 +599,26 @@ def stop_patches(
     """The JSON Patches that stop an object and restore its templates (``originals``: the Workload's pod
     set templates) and counts, in order.
 
-    One, except when a running Job's count is to be restored under partial admission: Kueue's Job webhook
-    forbids changing a running Job's parallelism, so, as Kueue's ``Job.Stop``, it is first suspended and
-    marked with the stopping annotation, then restored and unmarked. A declared kind has no such rule: its
-    suspend and restore go in one patch.
+    One, except for a running object of a kind with a staged stop (a Job) that has something to restore:
+    then it is first suspended and marked, and restored and unmarked by the second patch, which the
+    caller sends once ``start_time_blocks_restore`` no longer holds (see ``StagedStop``). A kind without
+    that rule (a declared one) is suspended and restored in one patch.
     """
     restore = restore_ops(integration, obj, originals, original_counts)
-    partial = integration.partial_admission
+    staged = integration.staged_stop
     running = integration.suspend.get(obj) is not True
-    if partial is None or not running or not _changes_count(integration, obj, original_counts or {}):
+    suspend = suspend_ops(integration, obj)
+    if staged is None or not running or restore == suspend:
         return [restore]
-    key = partial.stopping_annotation
     annotations = _metadata(obj).get("annotations")
     mark: JSON = (
-        {"op": "add", "path": pointer(("metadata", "annotations", key)), "value": "true"}
+        {"op": "add", "path": pointer(("metadata", "annotations", staged.annotation)), "value": "true"}
         if isinstance(annotations, Mapping)
-        else {"op": "add", "path": "/metadata/annotations", "value": {key: "true"}}
+        else {"op": "add", "path": "/metadata/annotations", "value": {staged.annotation: "true"}}
     )
-    suspend = [*suspend_ops(integration, obj), mark]
-    if _remove_annotation(key) not in restore:
-        restore.append(_remove_annotation(key))
-    return [suspend, restore]
+    if _remove_annotation(staged.annotation) not in restore:
+        restore.append(_remove_annotation(staged.annotation))
+    return [[*suspend, mark], restore]
 
 
 # -- status -------------------------------------------------------------------------------------------

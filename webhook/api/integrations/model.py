@@ -29,6 +29,7 @@ __all__ = [
     "PodSetSource",
     "PodsReadyRule",
     "SchedulingGate",
+    "StagedStop",
 ]
 
 
@@ -141,13 +142,23 @@ class PodsReadyRule:
 @dataclass(frozen=True, slots=True)
 class PartialAdmission:
     """What a Job adds to its pod set's ``MinCount``: the admitted count is also written into
-    ``follow_fields`` when ``follow_annotation`` is "true", and a running object's count is restored in two
-    patches, the first marking it with ``stopping_annotation`` (Kueue's Job webhook forbids changing a
-    running Job's parallelism)."""
+    ``follow_fields`` when ``follow_annotation`` is "true"."""
 
     follow_annotation: str
     follow_fields: tuple[str, ...]
-    stopping_annotation: str
+
+
+@dataclass(frozen=True, slots=True)
+class StagedStop:
+    """A kind whose running objects cannot be suspended and restored in one write. kube-apiserver lets a
+    Job's pod template scheduling directives (nodeSelector, tolerations) change only while the stored Job
+    is suspended and has no ``status.startTime`` (``pkg/registry/batch/job/strategy.go``), and Kueue's Job
+    webhook forbids a running Job's parallelism to change. So, as Kueue's ``Job.Stop``, a running object is
+    first suspended and marked with ``annotation``, its ``start_time`` cleared through the status
+    subresource when still set, and only then restored and unmarked."""
+
+    annotation: str
+    start_time: FieldPath
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +194,7 @@ class Integration:
     #: fields that, when set, mean the object is not queued (a RayJob using an existing cluster)
     skip_when_set: tuple[FieldPath, ...] = ()
     partial_admission: PartialAdmission | None = None
+    staged_stop: StagedStop | None = None
     #: held back by a scheduling gate (``suspend`` then names the gates' list)
     gate: SchedulingGate | None = None
     #: never suspended itself: its pod template is marked so that its pods are queued one by one ("pods", a
