@@ -63,8 +63,9 @@ def _meta(pod: Mapping[str, Any], field: str) -> Mapping[str, Any]:
 
 
 def group_name(pod: Mapping[str, Any]) -> str | None:
-    """The group a pod belongs to (label first, then the annotation), None for a pod on its own."""
-    for field in ("labels", "annotations"):
+    """The group a pod belongs to, None for a pod on its own: the annotation first, then the label, as Kueue
+    reads it (``GetPodGroupName`` with its WorkloadIdentifierAnnotations gate, on by default)."""
+    for field in ("annotations", "labels"):
         value = _meta(pod, field).get(GROUP_NAME_LABEL)
         if isinstance(value, str) and value:
             return value
