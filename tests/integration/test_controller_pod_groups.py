@@ -5,15 +5,19 @@ pods than its total count loses the excess ones, and the pods of an evicted grou
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
+from tests.integration.controller_harness import condition, events_of
 from tests.integration.test_controller_pods import (  # the cluster fixture and its helpers
     HANG,
     cluster,
     member,
     pod,
+    set_phase,
     started,
 )
 
@@ -56,3 +60,51 @@ async def test_a_group_name_cannot_change_but_the_total_count_can(cluster: FakeA
     assert resized["metadata"]["annotations"][TOTAL] == "1"
     # a group of one now: its Workload is made and the pod admitted
     await cluster.wait_for(started(cluster, "g-0"), timeout=HANG)
+
+
+async def test_a_pod_beyond_the_groups_count_is_deleted_as_excess(cluster: FakeApiServer) -> None:
+    """Kueue's removeExcessPods: the group keeps its started pods; a late extra one goes, with an Event."""
+    for index in range(2):
+        await cluster.create(member(f"g-{index}", "pair", 2), admit=True)
+    await cluster.wait_for(lambda: started(cluster, "g-0")() and started(cluster, "g-1")(), timeout=HANG)
+    await cluster.create(member("g-2", "pair", 2), admit=True)
+    await cluster.wait_for(lambda: cluster.get("pods", "g-2", "team") is None, timeout=HANG)
+    await cluster.wait_for(lambda: "ExcessPodDeleted" in events_of(cluster, "team", "g-2"), timeout=HANG)
+    assert events_of(cluster, "team", "g-2")["ExcessPodDeleted"] == "Excess pod deleted"
+    assert started(cluster, "g-0")() and started(cluster, "g-1")()
+    workload = cluster.get("workloads", "pair", "team")
+    assert workload is not None and {r["name"] for r in workload["metadata"]["ownerReferences"]} == {
+        "g-0",
+        "g-1",
+    }
+
+
+async def test_a_preempted_groups_pods_are_marked_termination_target_then_deleted(
+    cluster: FakeApiServer,
+) -> None:
+    """Kueue's Pod.Stop: the TerminationTarget condition through pods/status first, then the delete."""
+    hold = "test.example/hold"  # the test's own finalizer keeps the deleted pods visible
+    for index in range(2):
+        await cluster.create(member(f"g-{index}", "pair", 2), admit=True)
+    await cluster.wait_for(lambda: started(cluster, "g-0")() and started(cluster, "g-1")(), timeout=HANG)
+    for index in range(2):
+        name = f"g-{index}"
+        await set_phase(cluster, name, "Running")
+        finalizers = (cluster.get("pods", name, "team") or {})["metadata"]["finalizers"]
+        await cluster.patch("pods", name, {"metadata": {"finalizers": [*finalizers, hold]}}, namespace="team")
+    await cluster.create(pod("high", 2, labels={"kueue.x-k8s.io/priority-class": "urgent"}), admit=True)
+
+    def deleted(name: str) -> Callable[[], bool]:
+        return lambda: bool(
+            (cluster.get("pods", name, "team") or {}).get("metadata", {}).get("deletionTimestamp")
+        )
+
+    for index in range(2):
+        await cluster.wait_for(deleted(f"g-{index}"), timeout=HANG)
+        marked = condition(cluster.get("pods", f"g-{index}", "team"), "TerminationTarget") or {}
+        assert (marked.get("status"), marked.get("reason")) == ("True", "WorkloadEvictedDueToPreempted")
+        evicted = condition(cluster.get("workloads", "pair", "team"), "Evicted") or {}
+        assert marked["message"] == evicted["message"] and marked.get("lastTransitionTime")
+    for index in range(2):
+        await cluster.patch("pods", f"g-{index}", {"metadata": {"finalizers": None}}, namespace="team")
+    await cluster.wait_for(started(cluster, "high"), timeout=HANG)
