@@ -108,3 +108,48 @@ async def test_a_preempted_groups_pods_are_marked_termination_target_then_delete
     for index in range(2):
         await cluster.patch("pods", f"g-{index}", {"metadata": {"finalizers": None}}, namespace="team")
     await cluster.wait_for(started(cluster, "high"), timeout=HANG)
+
+
+async def test_a_started_pods_queue_label_is_immutable_a_gated_ones_is_not(cluster: FakeApiServer) -> None:
+    """Kueue's validateUpdateForQueueName: the queue may change only while the pod is still gated."""
+    queue = "kueue.x-k8s.io/queue-name"
+    await cluster.create(member("g-0", "trio", 3), admit=True)  # one of three: stays gated
+    moved = await cluster.patch(
+        "pods", "g-0", {"metadata": {"labels": {queue: "elsewhere"}}}, namespace="team", admit=True
+    )
+    assert moved["metadata"]["labels"][queue] == "elsewhere"
+    await cluster.create(pod("solo", 1), admit=True)
+    await cluster.wait_for(started(cluster, "solo"), timeout=HANG)
+    with pytest.raises(ApiError) as denied:
+        await cluster.patch(
+            "pods", "solo", {"metadata": {"labels": {queue: "elsewhere"}}}, namespace="team", admit=True
+        )
+    assert (
+        denied.value.message
+        == f'{DENIED}metadata.labels[{queue}]: Invalid value: "elsewhere": field is immutable'
+    )
+
+
+async def test_a_queued_jobs_pod_is_checked_too(cluster: FakeApiServer) -> None:
+    """Kueue's pod webhook validates every pod it sees, also those left to their owner."""
+    job = await cluster.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "namespace": "team"},
+            "spec": {"template": pod("x", 1) | {"metadata": {}}},
+        }
+    )
+    child = pod("train-abcde", 1, labels={GROUP: "g"})
+    child["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "train",
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    with pytest.raises(ApiError) as denied:
+        await cluster.create(child, admit=True)
+    assert denied.value.message.startswith(f"{DENIED}metadata.annotations[{TOTAL}]: Required value: ")
