@@ -89,6 +89,8 @@ def test_before_the_workload_the_pods_beyond_the_total_count_are_excess_newest_f
     ]
     assert names(excess_pods(pods)) == ["c"]
     assert excess_pods(pods[:2]) == []
+    # pods that disagree on the group's size make no Workload, so none of them is excess
+    assert excess_pods([*pods, member("d", total=3)]) == []
 
 
 def test_pods_with_the_finalizer_and_started_pods_are_kept_before_older_ones() -> None:

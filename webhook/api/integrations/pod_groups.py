@@ -271,6 +271,8 @@ def excess_pods(
         total = total_count(active[0]) if active else 0
         if not isinstance(total, int) or len(active) <= total:
             return []
+        if any(total_count(p) != total for p in active):
+            return []  # a malformed group: Kueue builds nothing from it, so judges nothing in it
         return sorted(active, key=_keep_first)[total:]
     excess: list[Mapping[str, Any]] = []
     for pod_set in pod_sets:
