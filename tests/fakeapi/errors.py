@@ -86,11 +86,13 @@ def invalid(*, kind: str, group: str, name: str, causes: list[dict[str, str]]) -
     texts = list(dict.fromkeys(each))
     summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     qualified_kind = f"{kind}.{group}" if group else kind
+    # StatusDetails.group is omitempty: the core group's kinds have none (golden pod-update-*)
+    details = {"name": name, **({"group": group} if group else {}), "kind": kind, "causes": causes}
     return ApiError(
         code=422,
         reason="Invalid",
         message=f'{qualified_kind} "{name}" is invalid: {summary}',
-        details={"name": name, "group": group, "kind": kind, "causes": causes},
+        details=details,
     )
 
 

@@ -4,9 +4,12 @@ Queue controllers hold a pod back with a scheduling gate and release it by remov
 flavor's nodeSelector and tolerations in the same write; kube-apiserver allows exactly that much of a pod
 spec to change (PodSchedulingReadiness, pkg/apis/core/validation ValidatePodUpdate): gates may only be
 removed, tolerations only added, and, while the pod is gated, its nodeSelector only added to. Those rules are
-checked here with the apiserver's words, so a controller that breaks them fails here as it would on a
-cluster. Other changes to the spec are refused with a shorter message than the apiserver's (which appends a
-diff). Pods never run: tests write their phase through ``pods/status`` as a kubelet would.
+checked here with the apiserver's words and in its order (``validateOnlyAddedTolerations``,
+``validateOnlyDeletedSchedulingGates``, ``validateNodeSelectorMutation``, then the rest of the spec, as the
+golden ``pod-update-*`` captures show), so a controller that breaks them fails here as it would on a
+cluster. Other changes to the spec are refused with the apiserver's message without the diff of the internal
+PodSpec it appends. Pods never run: tests write their phase and conditions through ``pods/status`` as a
+kubelet (or a controller's ``TerminationTarget``) would.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from tests.fakeapi.builtins import default_pod_template
 from tests.fakeapi.errors import invalid
+from tests.fakeapi.store import now_rfc3339
 
 Obj = dict[str, Any]
 
@@ -46,11 +50,16 @@ _UPDATE_FORBIDDEN = (
 
 
 def default_pod(pod: Obj) -> None:
-    """core/v1 SetDefaults_Pod and SetDefaults_PodSpec for the fields our tests read."""
+    """core/v1 SetDefaults_Pod and SetDefaults_PodSpec for the fields our tests read; a condition's times are
+    never omitted (``metav1.Time`` serialises an unset time as ``null``)."""
     default_pod_template(pod)
     pod["spec"].setdefault("enableServiceLinks", True)
     pod["spec"].setdefault("priority", 0)
     pod["spec"].setdefault("preemptionPolicy", "PreemptLowerPriority")
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict):
+            condition.setdefault("lastProbeTime", None)
+            condition.setdefault("lastTransitionTime", None)
 
 
 def admit_pod_create(pod: Obj) -> None:
@@ -80,8 +89,20 @@ def _qos_class(spec: Obj) -> str:
 
 
 def prepare_pod_create(pod: Obj) -> None:
-    """Pod strategy PrepareForCreate: the status is the server's, Pending until a kubelet says more."""
+    """Pod strategy PrepareForCreate: the status is the server's, Pending until a kubelet says more; a pod
+    created with scheduling gates is ``PodScheduled=False`` ``SchedulingGated`` (golden pod-create-gated)."""
     pod["status"] = {"phase": "Pending", "qosClass": _qos_class(pod["spec"])}
+    if pod["spec"].get("schedulingGates"):
+        pod["status"]["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_rfc3339(),
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }
+        ]
 
 
 def validate_pod(pod: Obj) -> None:
@@ -138,7 +159,8 @@ def validate_pod_update(old: Obj, new: Obj) -> None:
         old_selector = old_spec.get("nodeSelector") or {}
         new_selector = new_spec.get("nodeSelector") or {}
         if any(new_selector.get(key) != value for key, value in old_selector.items()):
-            shown = json.dumps(new_selector, separators=(",", ":"), sort_keys=True)
+            # Go prints the new map as JSON, an absent one as null
+            shown = json.dumps(new_spec.get("nodeSelector"), separators=(",", ":"), sort_keys=True)
             causes.append(
                 {
                     "reason": "FieldValueInvalid",

@@ -48,7 +48,9 @@ async def test_a_created_pod_is_pending_with_the_default_tolerations(http: aioht
     async with http.post(PODS, json=gated_pod("p")) as response:
         assert response.status == 201
         pod = await response.json()
-    assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+    assert pod["status"]["phase"] == "Pending" and pod["status"]["qosClass"] == "BestEffort"
+    (gated,) = pod["status"]["conditions"]  # kube-apiserver's own, for a pod created gated
+    assert (gated["type"], gated["status"], gated["reason"]) == ("PodScheduled", "False", "SchedulingGated")
     assert [t["key"] for t in pod["spec"]["tolerations"]] == [
         "node.kubernetes.io/not-ready",
         "node.kubernetes.io/unreachable",

@@ -19,6 +19,7 @@ from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
 from webhook.admission.jobs import add_label_op, queue_list
+from webhook.admission.pod_groups import pod_metadata_errors
 from webhook.admission.pods import mark_pod, mark_template
 from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
@@ -112,8 +113,10 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
         if (problem := _malformed(candidate)) is not None:
             return Verdict.unprocessable(problem)
     assert new is not None
+    # Kueue's pod webhook checks every pod it sees, a Job's pods too
+    pod_errors = pod_metadata_errors(new, old) if (integration.group, integration.kind) == ("", "Pod") else []
     if config.integrations.queued_through_owner(new):
-        return Verdict.allow()
+        return Verdict.deny(aggregate_message(pod_errors)) if pod_errors else Verdict.allow()
     errors: list[FieldError] = []
     queue = engine.queue_name(new) or ""
     if queue and (problems := dns1123_subdomain_problems(queue)):
@@ -133,6 +136,7 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
             )
     else:
         errors += _update_errors(request, integration, old, new, config, enforced, namespace_labels)
+    errors += pod_errors
     if errors:
         return Verdict.deny(aggregate_message(errors))
     return Verdict.allow()

@@ -276,3 +276,25 @@ def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reas
             for state in states
         ]
     return out
+
+
+#: Kueue's pod condition marking a pod it is about to delete (``pod_controller.go``)
+TERMINATION_TARGET = "TerminationTarget"
+
+
+def termination_target_status(pod: JSON, *, reason: str, message: str, now: str) -> JSON:
+    """A pod's ``status.conditions`` with ``TerminationTarget=True`` saying why it is stopped, written before
+    the pod is deleted, as Kueue's ``Pod.Stop`` applies it (stamped with the time of the write)."""
+    marked = {
+        "type": TERMINATION_TARGET,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": now,
+    }
+    conditions = copy.deepcopy(list((pod.get("status") or {}).get("conditions") or []))
+    for index, condition in enumerate(conditions):
+        if condition.get("type") == TERMINATION_TARGET:
+            conditions[index] = marked
+            return {"conditions": conditions}
+    return {"conditions": [*conditions, marked]}

@@ -3,11 +3,13 @@
 A group has no object of its own, so the plan reads all its pods at once and returns the one step that
 brings them and the group's Workload closer to agreement, in the order of Kueue's jobframework reconciler as
 its pod integration follows it (``pkg/controller/jobs/pod``): pods that are gone or finished let go of their
-finalizer once nothing needs to see them; a group that has finished finishes its Workload; the Workload is
-created once the group is complete; an admitted Workload ungates the pods still gated (each with the flavors
-of its role's pod set), then says with PodsReady whether they all are ready (Kueue's group ``PodsReady``);
-an evicted or unreserved Workload deletes the pods that run (gated and finished pods are left), and its
-reservation is released once none is Running.
+finalizer once nothing needs to see them; pods beyond what the group asked for are deleted (Kueue's excess
+pods: beyond the total count before the Workload exists, beyond each role's pod set count after); a group
+that has finished finishes its Workload; the Workload is created once the group is complete; an admitted
+Workload ungates the pods still gated (each with the flavors of its role's pod set), then says with PodsReady
+whether they all are ready (Kueue's group ``PodsReady``); an evicted or unreserved Workload deletes the pods
+that run (gated and finished pods are left), each first marked ``TerminationTarget`` with Kueue's stop
+reason, and its reservation is released once none is Running.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from webhook.api.integrations import engine
 from webhook.api.integrations.builtin import POD
 from webhook.api.integrations.engine import FlavorConflict
 from webhook.api.integrations.pod_groups import (
+    excess_pods,
     group_finished,
     group_pods_ready,
     group_workload,
+    is_serving,
     role_hash,
     terminated,
 )
@@ -30,15 +34,20 @@ from webhook.api.objects import ResourceFlavor
 from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.conditions import find, is_true
 from webhook.control.reconciler import (
+    MISSING_WORKLOAD,
+    NOT_ADMITTED,
+    WORKLOAD_DELETED,
     CreateWorkload,
     DeleteObjects,
     FinishWorkload,
     ReleaseObjects,
     ReleaseReservation,
+    RemoveExcessPods,
     RemoveFinalizer,
     StartPods,
     Step,
     SyncPodsReady,
+    evicted_stop_reason,
     has_reservation,
     holds_finalizer,
 )
@@ -58,6 +67,20 @@ def _evicted_message(workload: JSON) -> str:
 def _running(pods: Sequence[JSON]) -> list[JSON]:
     """Pods started and not finished: what a stop deletes (Kueue skips gated and terminated pods)."""
     return [p for p in pods if not engine.is_suspended(POD, p) and not terminated(p) and not is_deleting(p)]
+
+
+def _excess(pods: Sequence[JSON], workload: JSON | None) -> list[JSON]:
+    """The excess pods with something left to do (a finalizer to drop, a deletion to send). A serving
+    group's Workload keeps its first size while its StatefulSet may have grown, so only its pods beyond the
+    total count are judged, before the Workload exists."""
+    if workload is not None and pods and is_serving(pods[0]):
+        return []
+    pod_sets = None if workload is None else ((workload.get("spec") or {}).get("podSets") or [])
+    return [
+        dict(p)
+        for p in excess_pods(pods, pod_sets)
+        if holds_finalizer(dict(p), POD) or not is_deleting(dict(p))
+    ]
 
 
 def plan_group(
@@ -83,17 +106,19 @@ def plan_group(
     ]
     if releasable and (done or workload is None or any(is_deleting(p) for p in releasable)):
         return ReleaseObjects(tuple(releasable))
+    if excess := _excess(pods, workload):
+        return RemoveExcessPods(tuple(excess))
     if workload is not None and done:
         return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
     if workload is not None and is_deleting(workload):
         if running := _running(live):
-            return DeleteObjects(tuple(running), "Workload is deleted")
+            return DeleteObjects(tuple(running), WORKLOAD_DELETED, "WorkloadDeleted")
         return RemoveFinalizer(workload, "deleted, its pods stopped") if has_finalizer(workload) else None
     if finished:
         return FinishWorkload(workload, "Succeeded", message) if workload is not None else None
     if workload is None:
         if running := _running(live):
-            return DeleteObjects(tuple(running), "Not admitted by cluster queue")
+            return DeleteObjects(tuple(running), MISSING_WORKLOAD, "NoMatchingWorkload")
         built = group_workload(
             name, live, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
         )
@@ -101,9 +126,11 @@ def plan_group(
     evicted = is_true(workload, "Evicted")
     if evicted or not has_reservation(workload):
         if running := _running(live):
-            return DeleteObjects(
-                tuple(running), _evicted_message(workload) if evicted else "Not admitted by cluster queue"
-            )
+            if evicted:
+                return DeleteObjects(
+                    tuple(running), _evicted_message(workload), evicted_stop_reason(workload)
+                )
+            return DeleteObjects(tuple(running), NOT_ADMITTED, "NotAdmitted")
         if evicted and has_reservation(workload):
             if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
                 return None  # pods still terminating hold the quota; their end re-triggers us

@@ -65,6 +65,7 @@ from webhook.control.conditions import (
     pods_ready_status,
     released_status,
     start_failed_status,
+    termination_target_status,
 )
 from webhook.control.context import ControlContext
 from webhook.control.kinds import (
@@ -150,16 +151,28 @@ class UpdatePodSets:
 
 @dataclass(frozen=True, slots=True)
 class DeleteObjects:
-    """Stop objects that cannot be suspended again (started pods) by deleting them (Kueue's ``Pod.Stop``)."""
+    """Stop objects that cannot be suspended again (started pods) by deleting them (Kueue's ``Pod.Stop``).
+    With a ``reason`` (Kueue's stop reason: ``WorkloadDeleted``, ``WorkloadEvictedDueTo<why>``,
+    ``NotAdmitted``, ``NoMatchingWorkload``) each pod is first marked with the ``TerminationTarget``
+    condition saying why, as Kueue does, so whoever watches the pod sees why it goes."""
 
     objects: tuple[JSON, ...]
     message: str
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class ReleaseObjects:
     """Drop the integration's own finalizer (Kueue's ``kueue.x-k8s.io/managed`` on pods) from objects whose
     end has been seen: deleted, or finished with their Workload finished."""
+
+    objects: tuple[JSON, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveExcessPods:
+    """A group has more pods than it asked for: drop the finalizer of the excess ones and delete them, with an
+    ``ExcessPodDeleted`` Event each (Kueue's ``removeExcessPods``)."""
 
     objects: tuple[JSON, ...]
 
@@ -177,6 +190,7 @@ Step = (
     CreateWorkload
     | StartPods
     | DeleteObjects
+    | RemoveExcessPods
     | ReleaseObjects
     | FinishWorkload
     | StartJob
@@ -189,6 +203,10 @@ Step = (
 
 #: the Stopped event's message when a Job's Workload is deleted (Kueue's StopReasonWorkloadDeleted)
 WORKLOAD_DELETED = "Workload is deleted"
+#: the Stopped event's message when a running pod has no Workload (Kueue's StopReasonNoMatchingWorkload)
+MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
+#: the Stopped event's message when a running object's Workload holds no quota (StopReasonNotAdmitted)
+NOT_ADMITTED = "Not admitted by cluster queue"
 
 
 def job_finished(job: JSON, integration: Integration = JOB) -> tuple[bool, bool, str]:
@@ -221,12 +239,14 @@ def holds_finalizer(obj: JSON, integration: Integration) -> bool:
     )
 
 
-def _stop(job: JSON, workload: JSON, message: str, integration: Integration) -> StopJob | DeleteObjects:
+def _stop(
+    job: JSON, workload: JSON, message: str, integration: Integration, reason: str = ""
+) -> StopJob | DeleteObjects:
     """Suspend the object and put back what admission changed, from the Workload's pod sets (their
     templates, and the count a partial admission reduced: Kueue's GetPodSetsInfoFromWorkload); an object
-    that cannot be suspended again is deleted."""
+    that cannot be suspended again is deleted, marked first with Kueue's stop ``reason``."""
     if engine.stops_by_deletion(integration):
-        return DeleteObjects((job,), message)
+        return DeleteObjects((job,), message, reason)
     pod_sets = (workload.get("spec") or {}).get("podSets") or []
     templates = [dict(pod_set.get("template") or {}) for pod_set in pod_sets]
     patches = engine.stop_patches(integration, job, templates, _counts(pod_sets))
@@ -270,7 +290,7 @@ def plan_job(
         return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
     if workload is not None and is_deleting(workload):
         if not finished and not is_suspended(job, it):
-            return _stop(job, workload, WORKLOAD_DELETED, it)
+            return _stop(job, workload, WORKLOAD_DELETED, it, "WorkloadDeleted")
         if has_active_pods(job, it):
             return None  # the Job's status change when its pods are gone re-triggers us
         return RemoveFinalizer(workload, "deleted, its Job stopped") if has_finalizer(workload) else None
@@ -280,14 +300,14 @@ def plan_job(
         return None
     if workload is None:
         if not is_suspended(job, it) and engine.stops_by_deletion(it):
-            return DeleteObjects((job,), "Not admitted by cluster queue")
+            return DeleteObjects((job,), MISSING_WORKLOAD, "NoMatchingWorkload")
         if not is_suspended(job, it):
             suspend = engine.suspend_ops(it, job)
             if engine.is_stopping(it, job) and it.staged_stop is not None:
                 # a half-done stop: nothing is left to restore from
                 key = it.staged_stop.annotation.replace("/", "~1")
                 suspend.append({"op": "remove", "path": f"/metadata/annotations/{key}"})
-            return StopJob(suspend, "Not admitted by cluster queue")
+            return StopJob(suspend, NOT_ADMITTED)
         if has_active_pods(job, it):
             return None  # stopped, but its pods still hold what a new Workload would queue for
         return CreateWorkload(
@@ -326,9 +346,9 @@ def plan_job(
             return UpdatePodSets(workload, desired)
         return None
     if evicted:
-        return _stop(job, workload, _evicted_message(workload), it)
+        return _stop(job, workload, _evicted_message(workload), it, evicted_stop_reason(workload))
     if not has_reservation(workload):
-        return _stop(job, workload, "Not admitted by cluster queue", it)
+        return _stop(job, workload, NOT_ADMITTED, it, "NotAdmitted")
     if engine.is_stopping(it, job):
         # suspended, its restore not written before the Workload was admitted again: finish the stop,
         # then it starts at the new admitted count
@@ -370,6 +390,14 @@ def _evicted_message(workload: JSON) -> str:
         if condition.get("type") == "Evicted":
             return str(condition.get("message") or "Evicted")
     return "Evicted"
+
+
+def evicted_stop_reason(workload: JSON) -> str:
+    """Kueue's stop reason for the pods of an evicted Workload: ``WorkloadEvictedDueTo`` + the Evicted
+    condition's reason (``WorkloadEvictedDueToPreempted``), as its jobframework passes it to ``Pod.Stop``."""
+    evicted = find((workload.get("status") or {}).get("conditions"), "Evicted") or {}
+    why = str(evicted.get("reason") or "") if evicted.get("status") == "True" else ""
+    return f"WorkloadEvicted{'DueTo' + why if why else ''}"
 
 
 # -- execution ----------------------------------------------------------------------------------------
@@ -760,13 +788,27 @@ class JobReconciler:
             if restored and not step.first:
                 on_job("Stopped", step.message)
         elif isinstance(step, DeleteObjects):
+            mark = partial(termination_target_status, reason=step.reason, message=step.message)
             for obj in step.objects:
+                if step.reason:
+                    marked = await writer.patch_status(
+                        kind, obj, lambda current: mark(current, now=now_rfc3339())
+                    )
+                    if marked is None:
+                        continue  # already gone
+                    obj = marked
                 if await writer.delete(kind, obj):
                     events.record(obj, type="Normal", reason="Stopped", message=step.message)
         elif isinstance(step, ReleaseObjects):
             finalizer = integration.gate.finalizer if integration.gate is not None else ""
             for obj in step.objects:
                 await writer.remove_finalizer(kind, obj, finalizer)
+        elif isinstance(step, RemoveExcessPods):
+            finalizer = integration.gate.finalizer if integration.gate is not None else ""
+            for obj in step.objects:
+                await writer.remove_finalizer(kind, obj, finalizer)
+                if not is_deleting(obj) and await writer.delete(kind, obj):
+                    events.record(obj, type="Normal", reason="ExcessPodDeleted", message="Excess pod deleted")
         elif isinstance(step, StartPods):
             admitted = f"Admitted by clusterQueue {step.cluster_queue}"
             for obj, patch in step.patches:

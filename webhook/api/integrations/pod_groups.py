@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from webhook.api.finalizers import RESOURCE_IN_USE
-from webhook.api.integrations.builtin import POD
+from webhook.api.integrations.builtin import MANAGED_LABEL, POD
 from webhook.api.integrations.engine import (
     PRIORITY_CLASS_LABEL,
+    is_suspended,
     parse_go_int,
     pods_ready,
     priority,
@@ -35,6 +36,7 @@ __all__ = [
     "ROLE_HASH_ANNOTATION",
     "SERVING_ANNOTATION",
     "TOTAL_COUNT_ANNOTATION",
+    "excess_pods",
     "group_finished",
     "group_name",
     "group_pods_ready",
@@ -63,8 +65,9 @@ def _meta(pod: Mapping[str, Any], field: str) -> Mapping[str, Any]:
 
 
 def group_name(pod: Mapping[str, Any]) -> str | None:
-    """The group a pod belongs to (label first, then the annotation), None for a pod on its own."""
-    for field in ("labels", "annotations"):
+    """The group a pod belongs to, None for a pod on its own: the annotation first, then the label, as Kueue
+    reads it (``GetPodGroupName`` with its WorkloadIdentifierAnnotations gate, on by default)."""
+    for field in ("annotations", "labels"):
         value = _meta(pod, field).get(GROUP_NAME_LABEL)
         if isinstance(value, str) and value:
             return value
@@ -238,3 +241,45 @@ def group_pods_ready(pods: Sequence[Mapping[str, Any]]) -> bool:
     if not isinstance(total, int) or len(pods) < total:
         return False
     return all(pods_ready(POD, pod) for pod in pods)
+
+
+def _active(pod: Mapping[str, Any]) -> bool:
+    """Kueue's ``isPodRunnableOrSucceeded``: not Failed, and not deleted before it reached a node."""
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    if deleting and not (pod.get("spec") or {}).get("nodeName"):
+        return False
+    return (pod.get("status") or {}).get("phase") != "Failed"
+
+
+def _keep_first(pod: Mapping[str, Any]) -> tuple[bool, bool, str, str]:
+    """Kueue's ``sortActivePods``: pods holding the managed finalizer first, then started ones before gated
+    ones, then the oldest (and, for pods created in the same second, by name)."""
+    meta = pod.get("metadata") or {}
+    held = MANAGED_LABEL in (meta.get("finalizers") or [])
+    return (not held, is_suspended(POD, pod), str(meta.get("creationTimestamp") or ""), str(meta.get("name")))
+
+
+def excess_pods(
+    pods: Sequence[Mapping[str, Any]], pod_sets: Sequence[Mapping[str, Any]] | None = None
+) -> list[Mapping[str, Any]]:
+    """The pods of a group beyond what it asked for, which Kueue's pod reconciler deletes: before the
+    Workload exists, the active pods beyond the group's total count; once it exists (``pod_sets``: its
+    pod sets), for each role the active pods of that role beyond its pod set's count. The pods kept are
+    those holding the managed finalizer, then started, then oldest; the rest are the excess."""
+    active = [p for p in pods if _active(p)]
+    if pod_sets is None:
+        total = total_count(active[0]) if active else 0
+        if not isinstance(total, int) or len(active) <= total:
+            return []
+        if any(total_count(p) != total for p in active):
+            return []  # a malformed group: Kueue builds nothing from it, so judges nothing in it
+        return sorted(active, key=_keep_first)[total:]
+    excess: list[Mapping[str, Any]] = []
+    for pod_set in pod_sets:
+        count = pod_set.get("count")
+        if not isinstance(count, int):
+            continue
+        role = str(pod_set.get("name") or "")
+        mine = [p for p in active if role_hash(p).lower() == role]
+        excess += sorted(mine, key=_keep_first)[count:]
+    return excess
