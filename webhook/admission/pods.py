@@ -3,10 +3,11 @@ their pods queue through the pod integration (Kueue's pod, deployment and statef
 
 A queued pod gets Kueue's ``kueue.x-k8s.io/admission`` scheduling gate (the pod's "suspend": the scheduler
 leaves it alone until the gate is removed), the ``kueue.x-k8s.io/managed=true`` label, the
-``kueue.x-k8s.io/managed`` finalizer (so the controller sees how it ended before it disappears) and, in a
-group, its role hash. A Deployment's template gets the queue label, so each of its pods is a Workload of its
-own; a StatefulSet's pods are given their group by the controller once they exist, since the group is named
-after the StatefulSet's UID (``webhook.api.integrations.statefulsets``).
+``kueue.x-k8s.io/managed`` finalizer (so the controller sees how it ended before it disappears; not on a pod
+made from a marked template, whose parent makes it again, as in Kueue) and, in a group, its role hash. A
+Deployment's template gets the queue label, so each of its pods is a Workload of its own; a StatefulSet's
+pods are given their group by the controller once they exist, since the group is named after the
+StatefulSet's UID (``webhook.api.integrations.statefulsets``).
 Everything is computed on a copy and sent as whole-map ``add`` ops, so the order of the edits never matters.
 """
 
@@ -49,7 +50,13 @@ def mark_pod(pod: Mapping[str, Any], gate_ops: list[JSON], integration: Integrat
     gate = integration.gate
     if gate is not None and gate.managed_label:
         meta.setdefault("labels", {})[gate.managed_label] = "true"
-    if gate is not None and gate.finalizer and gate.finalizer not in (meta.get("finalizers") or []):
+    by_parent = SUSPENDING_PARENT_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+    if (
+        gate is not None
+        and gate.finalizer
+        and not by_parent
+        and gate.finalizer not in (meta.get("finalizers") or [])
+    ):
         meta["finalizers"] = [*(meta.get("finalizers") or []), gate.finalizer]
     if group_name(pod) is not None:
         annotations = meta.setdefault("annotations", {})
