@@ -36,12 +36,14 @@ async def cluster(
         yield fake_api
 
 
-async def create_statefulset(cluster: FakeApiServer, name: str, replicas: int, gpus: int = 1) -> JSON:
+async def create_statefulset(
+    cluster: FakeApiServer, name: str, replicas: int, gpus: int = 1, queue: str = "gpus"
+) -> JSON:
     return await cluster.create(
         {
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
-            "metadata": {"name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
+            "metadata": {"name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": queue}},
             "spec": {
                 "replicas": replicas,
                 "serviceName": name,
@@ -207,3 +209,80 @@ async def test_a_statefulset_whose_name_makes_a_long_workload_name_is_queued(clu
     (made,) = await make_pods(cluster, sts, range(1))
     await cluster.wait_for(started(cluster, made["metadata"]["name"]), timeout=HANG)
     assert workload_of(cluster, sts) is not None
+
+
+async def test_a_statefulset_moved_to_another_queue_before_it_runs_takes_its_workload_and_pods_along(
+    cluster: FakeApiServer,
+) -> None:
+    """Kueue: the queue label may change while no replica is ready; the Workload and the pods follow."""
+    sts = await create_statefulset(cluster, "web", 1, queue="nowhere")
+    await cluster.wait_for(
+        lambda: (workload_of(cluster, sts) or {}).get("spec", {}).get("queueName") == "nowhere", timeout=HANG
+    )
+    (made,) = await make_pods(cluster, sts, range(1))
+    await cluster.wait_for(
+        lambda: (
+            (cluster.get("pods", "web-0", "team") or {})["metadata"]["labels"].get(
+                "kueue.x-k8s.io/queue-name"
+            )
+            == "nowhere"
+        ),
+        timeout=HANG,
+    )
+    assert gated(cluster.get("pods", "web-0", "team"))
+    moved = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "gpus"}}}
+    await cluster.patch("statefulsets", "web", moved, namespace="team", admit=True)
+    await cluster.wait_for(started(cluster, made["metadata"]["name"]), timeout=HANG)
+    current = cluster.get("pods", "web-0", "team")
+    assert current is not None and current["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpus"
+    await cluster.patch(
+        "statefulsets",
+        "web",
+        {"status": {"readyReplicas": 1, "replicas": 1}},
+        namespace="team",
+        subresource="status",
+    )
+    with pytest.raises(ApiError) as running:
+        await cluster.patch(
+            "statefulsets",
+            "web",
+            {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "nowhere"}}},
+            namespace="team",
+            admit=True,
+        )
+    assert 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "nowhere": field is immutable' in str(
+        running.value
+    )
+
+
+async def test_a_deployment_moved_to_another_queue_moves_its_template(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+) -> None:
+    """As Kueue's deployment webhook, which defaults the template on update too."""
+    fake_api = await make_fake_api()
+    await fake_api.apply_manifests(
+        controller_config(FRAMEWORKS.replace("statefulset]", "statefulset, deployment]")) + "---\n" + SETUP
+    )
+    tls = certificates(tmp_path / "tls")
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
+        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
+            await fake_api.create(config)
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": "web",
+                "namespace": "team",
+                "labels": {"kueue.x-k8s.io/queue-name": "nowhere"},
+            },
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", 1)["spec"]},
+            },
+        }
+        await fake_api.create(body, admit=True)
+        moved = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "gpus"}}}
+        updated = await fake_api.patch("deployments", "web", moved, namespace="team", admit=True)
+        labels = updated["spec"]["template"]["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/queue-name"] == "gpus" and labels["app"] == "web"
