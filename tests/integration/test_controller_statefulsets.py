@@ -15,7 +15,7 @@ from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
 from tests.integration.controller_harness import condition, controller_config, is_true
-from tests.integration.test_controller_pods import HANG, SETUP, gated, pod, started
+from tests.integration.test_controller_pods import HANG, SETUP, gated, pod, set_phase, started
 from webhook.api.integrations.statefulsets import statefulset_workload_name
 from webhook.certs import ca_bundle
 
@@ -286,3 +286,25 @@ async def test_a_deployment_moved_to_another_queue_moves_its_template(
         updated = await fake_api.patch("deployments", "web", moved, namespace="team", admit=True)
         labels = updated["spec"]["template"]["metadata"]["labels"]
         assert labels["kueue.x-k8s.io/queue-name"] == "gpus" and labels["app"] == "web"
+
+
+async def test_a_preempted_statefulset_has_its_pods_deleted_and_the_pods_made_again_wait_for_readmission(
+    cluster: FakeApiServer,
+) -> None:
+    """Kueue's pod group stop: started pods are deleted; the StatefulSet makes them again, gated."""
+    sts = await create_statefulset(cluster, "web", 2)
+    pods = await make_pods(cluster, sts, range(2))
+    await cluster.wait_for(lambda: all(started(cluster, p["metadata"]["name"])() for p in pods), timeout=HANG)
+    for made in pods:
+        await set_phase(cluster, made["metadata"]["name"], "Running")
+    await cluster.create(pod("urgent", 2, labels={"kueue.x-k8s.io/priority-class": "urgent"}), admit=True)
+    await cluster.wait_for(started(cluster, "urgent"), timeout=HANG)
+    assert not any(cluster.get("pods", p["metadata"]["name"], "team") for p in pods)
+    assert not is_true(workload_of(cluster, sts), "QuotaReserved")
+    again = await make_pods(cluster, sts, range(2))  # the StatefulSet controller replaces them
+    assert all(gated(p) for p in again)
+    await set_phase(cluster, "urgent", "Succeeded")
+    await cluster.wait_for(
+        lambda: all(started(cluster, p["metadata"]["name"])() for p in again), timeout=HANG
+    )
+    assert is_true(workload_of(cluster, sts), "Admitted")

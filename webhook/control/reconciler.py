@@ -611,8 +611,10 @@ class JobReconciler:
             pod_priorities=self._priorities(PRIORITY_CLASSES),
             pods_ready=configuration.wait_for_pods_ready.enable,
         )
-        if step is not None and pods:
-            await self._execute(pods[0], step, integration)
+        # a StatefulSet's Workload outlives its pods (stopped, scaled to zero): it then speaks for the group
+        subject = pods[0] if pods else workload
+        if step is not None and subject is not None:
+            await self._execute(subject, step, integration)
 
     async def _reconcile_statefulset(self, integration: Integration, namespace: str, name: str) -> None:
         """``plan_statefulset`` for a StatefulSet, the pods it made and its Workload."""
