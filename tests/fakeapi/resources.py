@@ -150,9 +150,13 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
         # With kube-apiserver's scheduling-gate rules (tests/fakeapi/pods.py); no subresource but status.
         _builtin("", "v1", "pods", "Pod", short=("po",), categories=("all",), status=True),
         _builtin("batch", "v1", "jobs", "Job", categories=("all",), status=True),
-        # Stored only, so that `kubectl apply -k manifests/` works: no pods are ever created from them.
+        # Stored only, so that `kubectl apply -k manifests/` works: no pods are created from them here.
         _builtin(
             "apps", "v1", "deployments", "Deployment", short=("deploy",), categories=("all",), status=True
+        ),
+        # Stored only: tests make a StatefulSet's pods as its controller would.
+        _builtin(
+            "apps", "v1", "statefulsets", "StatefulSet", short=("sts",), categories=("all",), status=True
         ),
         _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",), status=True),
         _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),

@@ -16,10 +16,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
-from tests.fakeapi.patches import json_patch
 from tests.integration.controller_harness import condition, controller_config, events_of, gpu_limits
-from webhook.admission.pods import mark_template
-from webhook.api.integrations.builtin import STATEFULSET
 from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
@@ -314,26 +311,18 @@ async def test_deleting_running_pods_hands_their_quota_on(cluster: FakeApiServer
 
 
 async def test_a_serving_group_is_admitted_with_its_first_pod(cluster: FakeApiServer) -> None:
-    """What the webhook puts in a StatefulSet's template (Kueue's fast-admission serving group)."""
-    statefulset = {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": "web", "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
-        "spec": {
-            "replicas": 2,
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", 1)["spec"]},
-        },
+    """Kueue's fast-admission serving group: its Workload is made from the first pod, for all of them."""
+    annotations = {
+        "kueue.x-k8s.io/pod-group-total-count": "2",
+        "kueue.x-k8s.io/pod-group-fast-admission": "true",
+        "kueue.x-k8s.io/pod-group-serving": "true",
     }
-    marked = json_patch(statefulset, mark_template(statefulset, STATEFULSET, "gpus"))
-    template = marked["spec"]["template"]["metadata"]
-    first = pod("web-0", 1, labels=template["labels"], annotations=template["annotations"])
-    await cluster.create(first, admit=True)
+    labels = {"kueue.x-k8s.io/pod-group-name": "web"}
+    await cluster.create(pod("web-0", 1, labels=labels, annotations=annotations), admit=True)
     await cluster.wait_for(started(cluster, "web-0"), timeout=HANG)
-    group = template["labels"]["kueue.x-k8s.io/pod-group-name"]
-    workload = cluster.get("workloads", group, "team")
+    workload = cluster.get("workloads", "web", "team")
     assert workload is not None and [p["count"] for p in workload["spec"]["podSets"]] == [2]
-    second = pod("web-1", 1, labels=template["labels"], annotations=template["annotations"])
-    await cluster.create(second, admit=True)
+    await cluster.create(pod("web-1", 1, labels=labels, annotations=annotations), admit=True)
     await cluster.wait_for(started(cluster, "web-1"), timeout=HANG)
 
 

@@ -85,11 +85,11 @@ async def test_aggregated_discovery_matches_for_kueue_and_batch(http: aiohttp.Cl
         for version in group["versions"]:
             by_resource = {r["resource"]: r for r in theirs[version["version"]]["resources"]}
             for resource in version["resources"]:
-                if resource["resource"] == "deployments":
+                if resource["resource"] in ("deployments", "statefulsets"):
                     # Stored only, without the scale subresource (see README): compare the rest.
-                    theirs_subs = by_resource["deployments"]["subresources"]
+                    theirs_subs = by_resource[resource["resource"]]["subresources"]
                     expected = dict(
-                        by_resource["deployments"],
+                        by_resource[resource["resource"]],
                         subresources=[s for s in theirs_subs if s["subresource"] != "scale"],
                     )
                     assert resource == expected

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -30,6 +31,9 @@ class FakeApiView:
 
     def local_queue_names(self, namespace: str) -> Sequence[str]:
         return [q["metadata"]["name"] for q in self.api.list("localqueues", namespace)]
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.api.get("workloads", name, namespace)
 
 
 @contextlib.asynccontextmanager

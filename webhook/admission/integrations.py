@@ -22,6 +22,7 @@ from webhook.admission.jobs import add_label_op, queue_list
 from webhook.admission.pod_groups import pod_metadata_errors
 from webhook.admission.pods import mark_pod, mark_template
 from webhook.admission.review import AdmissionRequest, Verdict
+from webhook.admission.through_pods import through_pods_update_errors
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
@@ -56,8 +57,10 @@ def _malformed(obj: Any) -> str | None:
 def mutate_object(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
     """Default the queue label, then suspend a queued object on CREATE (Kueue's base webhook ``Default``)."""
     integration = _integration(request, config)
-    if integration is None or request.operation != "CREATE":
+    if integration is None or request.operation not in ("CREATE", "UPDATE"):
         return Verdict.allow()
+    if request.operation == "UPDATE" and integration.through_pods != "pods":
+        return Verdict.allow()  # only a Deployment's template follows its queue label after create
     obj = request.object
     if (problem := _malformed(obj)) is not None:
         return Verdict.unprocessable(problem)
@@ -71,7 +74,11 @@ def mutate_object(request: AdmissionRequest, *, config: Configuration, view: Clu
         return Verdict.allow()
     patch: list[dict[str, Any]] = []
     queue = engine.queue_name(obj)
-    if not queue and (managed or config.label_policy.is_enforced(namespace_labels)):
+    if (
+        request.operation == "CREATE"
+        and not queue
+        and (managed or config.label_policy.is_enforced(namespace_labels))
+    ):
         default_queue = config.label_policy.default_queue_for(request.namespace)
         if default_queue in view.local_queue_names(request.namespace):
             queue = default_queue
@@ -135,7 +142,7 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
                 )
             )
     else:
-        errors += _update_errors(request, integration, old, new, config, enforced, namespace_labels)
+        errors += _update_errors(request, integration, old, new, config, enforced, namespace_labels, view)
     errors += pod_errors
     if errors:
         return Verdict.deny(aggregate_message(errors))
@@ -150,11 +157,17 @@ def _update_errors(
     config: Configuration,
     enforced: bool,
     namespace_labels: Mapping[str, str],
+    view: ClusterView,
 ) -> list[FieldError]:
     errors: list[FieldError] = []
     old_queue, new_queue = engine.queue_name(old) or "", engine.queue_name(new) or ""
     if integration.through_pods:
-        return _queue_label_errors(request, integration, old_queue, new_queue, enforced)
+        queued = is_managed(new, integration, config=config, namespace_labels=namespace_labels)
+        return _queue_label_errors(request, integration, old_queue, new_queue, enforced) + (
+            through_pods_update_errors(
+                integration, old, new, old_queue=old_queue, new_queue=new_queue, queued=queued, view=view
+            )
+        )
     if integration.gate is not None:
         new_suspended = engine.is_suspended(integration, new)
         old_suspended = engine.is_suspended(integration, old)
@@ -258,12 +271,10 @@ def _admitted_count_changes(
 def _queue_label_errors(
     request: AdmissionRequest, integration: Integration, old_queue: str, new_queue: str, enforced: bool
 ) -> list[FieldError]:
-    """A kind queued through its pods: its queue label is immutable (its pods carry it), and required in an
-    enforced namespace."""
+    """A kind queued through its pods: its queue label is required in an enforced namespace (when it may
+    change is Kueue's rule, ``through_pods_update_errors``)."""
     path = label_path(QUEUE_NAME_LABEL)
-    if new_queue != old_queue and old_queue:
-        return [FieldError.invalid(path, new_queue, IMMUTABLE)]
-    if not new_queue and enforced:
+    if not new_queue and not old_queue and enforced:
         return [
             FieldError.required(
                 path, f'namespace "{request.namespace}" requires the label on every {integration.kind}'

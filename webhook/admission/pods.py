@@ -3,10 +3,11 @@ their pods queue through the pod integration (Kueue's pod, deployment and statef
 
 A queued pod gets Kueue's ``kueue.x-k8s.io/admission`` scheduling gate (the pod's "suspend": the scheduler
 leaves it alone until the gate is removed), the ``kueue.x-k8s.io/managed=true`` label, the
-``kueue.x-k8s.io/managed`` finalizer (so the controller sees how it ended before it disappears) and, in a
-group, its role hash. A Deployment's template gets the queue label, so each of its pods is a Workload of its
-own; a StatefulSet's template also gets a pod group (named after the StatefulSet) of ``replicas`` pods,
-admitted as soon as its first pod exists and never finished (Kueue's serving, fast-admission group).
+``kueue.x-k8s.io/managed`` finalizer (so the controller sees how it ended before it disappears; not on a pod
+made from a marked template, whose parent makes it again, as in Kueue) and, in a group, its role hash. A
+Deployment's template gets the queue label, so each of its pods is a Workload of its own; a StatefulSet's
+pods are given their group by the controller once they exist, since the group is named after the
+StatefulSet's UID (``webhook.api.integrations.statefulsets``).
 Everything is computed on a copy and sent as whole-map ``add`` ops, so the order of the edits never matters.
 """
 
@@ -18,26 +19,12 @@ from typing import Any
 
 from webhook.api.integrations import Integration
 from webhook.api.integrations.builtin import MANAGED_LABEL
-from webhook.api.integrations.engine import (
-    PRIORITY_CLASS_LABEL,
-    QUEUE_NAME_LABEL,
-    workload_name,
-)
+from webhook.api.integrations.engine import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from webhook.api.integrations.paths import pointer
-from webhook.api.integrations.pod_groups import (
-    FAST_ADMISSION_ANNOTATION,
-    GROUP_NAME_LABEL,
-    ROLE_HASH_ANNOTATION,
-    SERVING_ANNOTATION,
-    TOTAL_COUNT_ANNOTATION,
-    group_name,
-    spec_role_hash,
-)
+from webhook.api.integrations.pod_groups import ROLE_HASH_ANNOTATION, group_name, spec_role_hash
+from webhook.api.integrations.statefulsets import SUSPENDING_PARENT_ANNOTATION
 
 __all__ = ["SUSPENDING_PARENT_ANNOTATION", "mark_pod", "mark_template"]
-
-#: Kueue marks the template of a kind it queues through its pods with that kind's framework name
-SUSPENDING_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
 
 JSON = dict[str, Any]
 
@@ -63,7 +50,13 @@ def mark_pod(pod: Mapping[str, Any], gate_ops: list[JSON], integration: Integrat
     gate = integration.gate
     if gate is not None and gate.managed_label:
         meta.setdefault("labels", {})[gate.managed_label] = "true"
-    if gate is not None and gate.finalizer and gate.finalizer not in (meta.get("finalizers") or []):
+    by_parent = SUSPENDING_PARENT_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+    if (
+        gate is not None
+        and gate.finalizer
+        and not by_parent
+        and gate.finalizer not in (meta.get("finalizers") or [])
+    ):
         meta["finalizers"] = [*(meta.get("finalizers") or []), gate.finalizer]
     if group_name(pod) is not None:
         annotations = meta.setdefault("annotations", {})
@@ -90,15 +83,6 @@ def mark_template(obj: Mapping[str, Any], integration: Integration, queue: str |
     obj_labels = (obj.get("metadata") or {}).get("labels") or {}
     if isinstance(obj_labels.get(PRIORITY_CLASS_LABEL), str):
         labels[PRIORITY_CLASS_LABEL] = obj_labels[PRIORITY_CLASS_LABEL]
-    if integration.through_pods == "group":
-        name = str((obj.get("metadata") or {}).get("name") or "")
-        replicas = spec.get("replicas") if isinstance(spec, Mapping) else None
-        replicas = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
-        labels[GROUP_NAME_LABEL] = workload_name(name, "", kind=integration.kind, group=integration.group)
-        annotations[TOTAL_COUNT_ANNOTATION] = str(1 if replicas is None else replicas)
-        annotations[FAST_ADMISSION_ANNOTATION] = "true"
-        annotations[SERVING_ANNOTATION] = "true"
-        annotations[ROLE_HASH_ANNOTATION] = "main"
     if after == template:
         return []
     return _diff_maps(template, after, ("spec", "template"))

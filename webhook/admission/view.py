@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["NAMESPACE_NAME_LABEL", "ClusterView", "StaticClusterView", "namespace_labels_or_default"]
 
@@ -30,6 +30,10 @@ class ClusterView(Protocol):
 
     def local_queue_names(self, namespace: str) -> Sequence[str]:
         """Names of the LocalQueues in ``namespace`` (any order)."""
+        ...
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The Workload ``namespace/name`` as last seen, None when there is none."""
         ...
 
 
@@ -48,12 +52,16 @@ class StaticClusterView:
 
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     local_queues: dict[str, set[str]] = field(default_factory=dict)
+    workloads: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
 
     def local_queue_names(self, namespace: str) -> Sequence[str]:
         return sorted(self.local_queues.get(namespace, ()))
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.workloads.get((namespace, name))
 
     def add_local_queue(self, namespace: str, name: str) -> None:
         self.local_queues.setdefault(namespace, set()).add(name)

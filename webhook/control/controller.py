@@ -241,7 +241,8 @@ class Controller:
         objects of, kinds turned off. A kind whose CRD is missing is looked for again by its informer."""
         if not self._running:
             return
-        wanted = {kind_of(i) for i in configuration.integrations if not i.through_pods} - {JOBS}
+        # a Deployment has nothing to watch (its pods are queued one by one), a StatefulSet has its Workload
+        wanted = {kind_of(i) for i in configuration.integrations if i.through_pods != "pods"} - {JOBS}
         for kind in list(self.integration_informers):
             if kind not in wanted:
                 _, task = self.integration_informers.pop(kind)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.finalizers import is_deleting
+from webhook.api.integrations.statefulsets import is_on_hold
 from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
@@ -162,6 +163,8 @@ class PendingMessages:
                 return None
             if has_reservation(current) or is_true(current, "Finished") or is_deleting(current):
                 return None
+            if is_on_hold(current):
+                return None  # its owner released it on purpose (Kueue keeps the OnHold reason and message)
             configuration = self.context.configuration()
             pods_ready = tracks_pods_ready(
                 current, configuration.wait_for_pods_ready, configuration.pods_ready_kinds()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from webhook.api.integrations.statefulsets import is_on_hold
 from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
@@ -77,6 +78,8 @@ class PendingReasons:
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
+            if is_on_hold(current):
+                return None  # its owner released it on purpose (Kueue keeps the OnHold reason and message)
             return pending_status(
                 current,
                 reason=reason,

@@ -54,6 +54,12 @@ from webhook.api.integrations import JOB, Integration, engine
 from webhook.api.integrations.engine import FlavorConflict
 from webhook.api.integrations.managed import is_managed
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
+from webhook.api.integrations.statefulsets import (
+    awaits_group,
+    controlling_statefulset,
+    made_by_statefulset,
+    statefulset_workload_name,
+)
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_workload
 from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.backoff import Backoff
@@ -476,6 +482,8 @@ class JobReconciler:
         if integration is not None:
             current = change.new if change.new is not None else change.old
             key = object_key(integration, current) if current is not None else (integration.name, *change.key)
+            if integration.gate is not None and current is not None:
+                self._queue_statefulset_of(current)
             if key[2].startswith(GROUP_KEY):
                 self.queue.add(key)
                 return
@@ -515,13 +523,22 @@ class JobReconciler:
         """Queue every queued object, and every deleted Workload still held (after becoming leader: finish
         anything a previous leader left half done, such as a finalizer it did not get to remove)."""
         for integration in self.context.configuration().integrations:
-            if integration.through_pods:
+            if integration.through_pods == "pods":
                 continue  # queued through its pods
             for obj in self.context.store.items(kind_of(integration)):
                 self.queue.add(object_key(integration, obj))
         for workload in self.context.store.items(WORKLOADS):
             if _held(workload):
                 self.orphans.add(key_of(workload))
+
+    def _queue_statefulset_of(self, pod: JSON) -> None:
+        """A StatefulSet's pod came or changed: its StatefulSet may have a pod to put in its group."""
+        owner = controlling_statefulset(pod) if made_by_statefulset(pod) else None
+        statefulsets = next(
+            (i for i in self.context.configuration().integrations if i.through_pods == "group"), None
+        )
+        if owner is not None and statefulsets is not None:
+            self.queue.add((statefulsets.name, key_of(pod)[0], str(owner.get("name", ""))))
 
     def _pods(self) -> Integration | None:
         """The enabled gated integration (pods), whose groups have Workloads of their own."""
@@ -568,8 +585,15 @@ class JobReconciler:
         framework, namespace, name = key
         configuration = self.context.configuration()
         integration = next((i for i in configuration.integrations if i.name == framework), None)
-        if integration is None or integration.through_pods:
-            return  # the integration was turned off: its objects are left alone
+        if integration is None or integration.through_pods == "pods":
+            return  # the integration was turned off (or has no objects of its own): left alone
+        if integration.through_pods == "group":
+            if self.context.store.get(kind_of(integration), name, namespace) is None:
+                await self._job_deleted(key)  # the garbage collector would do it too; now frees quota at once
+                return
+            await self._reconcile_statefulset(integration, namespace, name)
+            self._backoffs.pop(("job", *key), None)
+            return
         if name.startswith(GROUP_KEY):
             await self._reconcile_group(integration, namespace, name.removeprefix(GROUP_KEY))
             self._backoffs.pop(("job", *key), None)
@@ -587,6 +611,8 @@ class JobReconciler:
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
         if not is_managed(job, integration, config=configuration, namespace_labels=labels):
             return
+        if integration.gate is not None and awaits_group(job):
+            return  # its StatefulSet puts it in its group first; the Workload is the StatefulSet's
         uid = str((job.get("metadata") or {}).get("uid", ""))
         workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid)
         step = plan_job(
@@ -629,8 +655,39 @@ class JobReconciler:
             pod_priorities=self._priorities(PRIORITY_CLASSES),
             pods_ready=configuration.wait_for_pods_ready.enable,
         )
-        if step is not None and pods:
-            await self._execute(pods[0], step, integration)
+        # a StatefulSet's Workload outlives its pods (stopped, scaled to zero): it then speaks for the group
+        subject = pods[0] if pods else workload
+        if step is not None and subject is not None:
+            await self._execute(subject, step, integration)
+
+    async def _reconcile_statefulset(self, integration: Integration, namespace: str, name: str) -> None:
+        """``plan_statefulset`` for a StatefulSet, the pods it made and its Workload."""
+        from webhook.control.statefulsets import execute, plan_statefulset  # it builds on this module
+
+        pods_integration = self._pods()
+        sts = self.context.store.get(kind_of(integration), name, namespace)
+        if sts is None or is_deleting(sts) or pods_integration is None:
+            return  # a deleted StatefulSet's Workload goes with it (owner reference)
+        configuration = self.context.configuration()
+        labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
+        uid = str((sts.get("metadata") or {}).get("uid", ""))
+        pods = [
+            pod
+            for pod in self.context.store.items(kind_of(pods_integration), namespace=namespace)
+            if made_by_statefulset(pod) and (controlling_statefulset(pod) or {}).get("uid") == uid
+        ]
+        step = plan_statefulset(
+            sts,
+            pods,
+            self.context.store.get(WORKLOADS, statefulset_workload_name(name, uid), namespace),
+            managed=is_managed(sts, integration, config=configuration, namespace_labels=labels),
+            priorities=self._priorities(),
+            pod_priorities=self._priorities(PRIORITY_CLASSES),
+        )
+        if isinstance(step, CreateWorkload):
+            await self._execute(sts, step, integration)
+        elif step is not None:
+            await execute(self.context, sts, step)
 
     async def release_orphan(self, key: tuple[str, str]) -> None:
         """A deleted Workload held by the finalizer with no live Job to wait for lets go at once.

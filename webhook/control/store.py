@@ -226,6 +226,9 @@ class Store:
         """LocalQueue names in ``namespace``, sorted."""
         return sorted(name for (ns, name) in self._objects.get(LOCAL_QUEUES, {}) if ns == namespace)
 
+    def workload(self, namespace: str, name: str) -> JSON | None:
+        return self.get(WORKLOADS, name, namespace)
+
     # -- sync gate ----------------------------------------------------------------------------------------
 
     def mark_synced(self, kind: Kind) -> None:

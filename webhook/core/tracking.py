@@ -134,7 +134,8 @@ class WorkloadTracker:
         info = WorkloadInfo.from_workload(workload, priority=self.catalog.priority_of(workload))
         tracked = self.workloads.get(key)
         backing_off = info.admission is None and workload.is_backing_off  # waitForPodsReady's requeue backoff
-        if workload.is_finished or not workload.active or backing_off:
+        on_hold = info.admission is None and workload.is_on_hold  # a StatefulSet scaled to zero
+        if workload.is_finished or not workload.active or backing_off or on_hold:
             if tracked is not None:
                 self._drop(tracked)
             return

@@ -33,6 +33,7 @@ __all__ = [
     "FAST_ADMISSION_ANNOTATION",
     "GROUP_NAME_LABEL",
     "IS_GROUP_WORKLOAD_ANNOTATION",
+    "PREBUILT_WORKLOAD",
     "ROLE_HASH_ANNOTATION",
     "SERVING_ANNOTATION",
     "TOTAL_COUNT_ANNOTATION",
@@ -54,6 +55,8 @@ ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
 FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
 SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+#: the Workload a pod belongs to, made by its owner rather than from its pods (Kueue's prebuilt Workload)
+PREBUILT_WORKLOAD = "kueue.x-k8s.io/prebuilt-workload-name"
 
 JSON = dict[str, Any]
 
@@ -154,9 +157,10 @@ def group_workload(
     workload_priority_classes: Mapping[str, int] | None = None,
     pod_priority_classes: Mapping[str, int] | None = None,
 ) -> JSON | str | None:
-    """The group's Workload, None while pods are still to come, or why the group is malformed."""
+    """The group's Workload, None while pods are still to come or when the pods' owner makes it (a
+    StatefulSet's, Kueue's prebuilt Workload), or why the group is malformed."""
     runnable = [p for p in pods if _runnable(p)]
-    if not runnable:
+    if not runnable or any(PREBUILT_WORKLOAD in _meta(p, "annotations") for p in runnable):
         return None
     first = runnable[0]
     total = total_count(first)

@@ -178,6 +178,13 @@ class Workload(NamespacedByMeta):
         return requeued is not None and requeued.status == "False" and requeued.reason == "PodsReadyTimeout"
 
     @property
+    def is_on_hold(self) -> bool:
+        """QuotaReserved False with reason OnHold (Kueue's ``IsOnHold``, a StatefulSet scaled to zero): its
+        quota released on purpose, it is not queued until its owner lifts the hold."""
+        cond = self.condition("QuotaReserved")
+        return cond is not None and cond.status == "False" and cond.reason == "OnHold"
+
+    @property
     def is_deleting(self) -> bool:
         """Deleted, but held by a finalizer (Kueue's resource-in-use) until its quota is let go."""
         return bool(self.meta.deletion_timestamp)
