@@ -10,7 +10,6 @@ through ``pods/status`` (no kubelet runs here) the next gated pod gets its quota
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,12 +17,12 @@ import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.install import Running, out_of_cluster
-from tests.e2e.test_pods_ready_e2e import configure
+from tests.e2e.queues import MANAGED_FINALIZER, configure, team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
 GATE = "kueue.x-k8s.io/admission"
-FINALIZER = "kueue.x-k8s.io/managed"
+FINALIZER = MANAGED_FINALIZER
 
 
 @pytest.fixture(scope="module")
@@ -36,57 +35,14 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Clust
 
 @pytest.fixture
 def namespace(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, str]]:
+    """A namespace with LocalQueue ``q`` of a ClusterQueue of one CPU that preempts lower priorities, and a
+    WorkloadPriorityClass named after the namespace."""
     cluster, running = controller
-    name = f"e2e-pods-{uuid.uuid4().hex[:6]}"
-    cluster.apply(f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: {name}}}
-spec: {{nodeLabels: {{node-pool: {name}}}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {name}}}}}
-  preemption: {{withinClusterQueue: LowerPriority}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{{name: {name}, resources: [{{name: cpu, nominalQuota: "1"}}]}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {{name: {name}}}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: q, namespace: {name}}}
-spec: {{clusterQueue: {name}}}
-""")
-    try:
-        yield cluster, name
-    finally:
-        # the controller lets go of its finalizers; whatever is left must not hold the namespace forever
-        for pod in cluster.items("pods", "-n", name):
-            if FINALIZER in (pod["metadata"].get("finalizers") or []):
-                cluster.kubectl(
-                    "-n", name, "patch", "pod", pod["metadata"]["name"], "--type=json",
-                    "-p", json.dumps([{"op": "remove", "path": "/metadata/finalizers"}]), check=False,
-                )  # fmt: skip
-        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
-        cluster.kubectl(
-            "delete",
-            "clusterqueue,resourceflavor,workloadpriorityclass",
-            name,
-            "--ignore-not-found",
-            check=False,
-        )
-        assert "Traceback" not in running.log.read_text(), running.tail()
+    with team_queue(cluster, "e2e-pods", preempting=True) as name:
+        try:
+            yield cluster, name
+        finally:
+            assert "Traceback" not in running.log.read_text(), running.tail()
 
 
 def create_pod(
