@@ -36,8 +36,8 @@ from webhook.control.conditions import (
     now_rfc3339,
 )
 from webhook.control.context import ControlContext
+from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
-from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, key_of
 from webhook.control.workqueue import WorkQueue
 from webhook.core.checks import MANUAL_APPROVAL_CONTROLLER, manual_approval_state

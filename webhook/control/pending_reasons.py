@@ -24,9 +24,9 @@ from webhook.api.integrations.statefulsets import is_on_hold
 from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
+from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import WORKLOADS
 from webhook.control.pending_messages import PendingMessages, quota_condition
-from webhook.control.reconciler import has_reservation
 from webhook.core.scheduler import Wait
 
 JSON = dict[str, Any]

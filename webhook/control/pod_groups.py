@@ -33,7 +33,7 @@ from webhook.api.integrations.pod_groups import (
 from webhook.api.objects import ResourceFlavor
 from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.conditions import find, is_true
-from webhook.control.reconciler import (
+from webhook.control.job_plan import (
     MISSING_WORKLOAD,
     NOT_ADMITTED,
     WORKLOAD_DELETED,

@@ -30,8 +30,8 @@ from webhook.api.pods_ready import (
 from webhook.control.admitted import priority_class_of
 from webhook.control.conditions import ConditionsEdit, evicted_status, is_true, now_rfc3339
 from webhook.control.context import ControlContext
+from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import WORKLOADS
-from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, key_of
 from webhook.control.workqueue import WorkQueue
 

@@ -1,42 +1,11 @@
-"""Job ⇄ Workload lifecycle: the Job's side of admission, following Kueue's jobframework reconciler.
+"""Job ⇄ Workload lifecycle: executes what ``webhook.control.job_plan`` decides, for every queued kind.
 
-The scheduling task only ever writes Workloads; everything that touches a Job happens here, driven by the
-pair (Job, its Workload) as the store currently sees it. ``plan_job`` is pure: given the pair it returns
-the one step that brings them closer to agreement, so each rule is a readable branch and testable without a
-server. ``JobReconciler`` executes steps from a de-duplicating work queue and is re-triggered by every
-change of either object, so a step that fails (or races another writer) is simply planned again.
-
-The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
-1. a Job that is Complete or Failed marks its Workload ``Finished`` (reason Succeeded/Failed, the Job
-   condition's message) — which is what releases its quota;
-2. a managed Job without a Workload gets one (owned by the Job, so deleting the Job deletes it);
-3. an admitted Workload whose Job is still suspended starts the Job (suspend=false plus the flavors'
-   nodeSelector/tolerations) — also the crash-recovery path when we died between the two writes. A start
-   the API server refuses (a webhook's or RBAC's 403, a 400) must not look admitted silently: the Workload
-   gets ``StartFailed=True`` with the server's answer and a Warning Event ``FailedToStart`` (so does the
-   Job), and the start is retried with backoff; ``StartFailed`` turns False once the Job starts. A 422
-   naming fields can never succeed and finishes the Workload as ``FailedToStart``, as Kueue does;
-4. a running Job whose Workload holds no reservation (a user unsuspended it, or it was evicted) is
-   suspended again and its pod template restored, with a ``Stopped`` Event;
-5. an evicted Workload whose Job has stopped and has no active pods left (``status.active`` is 0, Kueue's
-   ``IsActive``) gets its reservation cleared, with Requeued (True after a preemption) first, releasing
-   the quota;
-6. a suspended Job edited while waiting (parallelism, requests) gets its Workload's pod sets updated, so it
-   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job");
-7. with waitForPodsReady, a running Job's Workload carries PodsReady as Kueue's generatePodsReadyCondition
-   derives it from the Job (``webhook.api.pods_ready``); PodsReady=False WaitForStart is written with the
-   first pending reason or the admission and again when the reservation is released, so only the
-   transitions to and from ready cost a write.
-
-Kueue's resource-in-use finalizer (``webhook.api.finalizers``) is let go, checked before all of the above:
-- from a ``Finished`` Workload (its quota is already free);
-- from a Workload being deleted, once its Job is stopped: a running Job is suspended first (``Stopped``,
-  "Workload is deleted"), and — stricter than Kueue, which lets go as soon as the suspend is written —
-  the finalizer stays until the Job has no active pods, as for an eviction (rule 5), so the quota is not
-  handed on while those pods still run. The Workload is then gone, and the Job, still queued, gets a new
-  one once it has no active pods (Kueue's ``handleJobWithNoWorkload`` waits for them too);
-- from a deleted Workload whose Job is gone or being deleted, or that no Job owns (Kueue's
-  ``finalizeWorkloads`` and orphaned-Workload rule): at once, from ``release_orphan``.
+The scheduling task only ever writes Workloads; everything that touches a queued object (a Job, a JobSet,
+a pod group...) happens here. ``JobReconciler`` plans one step for an object and its Workload
+(``plan_job``, or the pod group's and StatefulSet's plans), executes it, and is re-triggered by every
+change of either object from a de-duplicating work queue, so a step that fails (or races another writer)
+is simply planned again. A start the API server refuses is said on the Workload (``StartFailed``) and
+retried with backoff; a Job in a namespace being deleted is not retried.
 """
 
 from __future__ import annotations
@@ -45,13 +14,11 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from webhook.api.finalizers import RESOURCE_IN_USE, has_finalizer, is_deleting
+from webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from webhook.api.integrations import JOB, Integration, engine
-from webhook.api.integrations.engine import FlavorConflict
 from webhook.api.integrations.managed import is_managed
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
 from webhook.api.integrations.statefulsets import (
@@ -60,11 +27,9 @@ from webhook.api.integrations.statefulsets import (
     made_by_statefulset,
     statefulset_workload_name,
 )
-from webhook.api.objects import ResourceFlavor, parse_resource_flavor, parse_workload
-from webhook.api.pods_ready import PODS_READY, desired_pods_ready
+from webhook.api.objects import ResourceFlavor, parse_resource_flavor
 from webhook.control.backoff import Backoff
 from webhook.control.conditions import (
-    find,
     finished_status,
     is_true,
     now_rfc3339,
@@ -74,6 +39,25 @@ from webhook.control.conditions import (
     termination_target_status,
 )
 from webhook.control.context import ControlContext
+from webhook.control.job_plan import (
+    CreateWorkload,
+    DeleteObjects,
+    FinishWorkload,
+    ReleaseObjects,
+    ReleaseReservation,
+    RemoveExcessPods,
+    RemoveFinalizer,
+    StartJob,
+    StartPods,
+    Step,
+    StopJob,
+    SyncPodsReady,
+    UpdatePodSets,
+    deleted_and_held,
+    has_reservation,
+    holds_finalizer,
+    plan_job,
+)
 from webhook.control.kinds import (
     PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
@@ -91,319 +75,6 @@ JSON = dict[str, Any]
 Handler = Callable[[Any], Awaitable[None]]
 log = logging.getLogger("kueue_webhook.reconciler")
 _CONDITION_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
-
-
-# -- the steps ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CreateWorkload:
-    body: JSON
-
-
-@dataclass(frozen=True, slots=True)
-class FinishWorkload:
-    workload: JSON
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class StartJob:
-    patch: list[JSON]
-    cluster_queue: str
-    workload: JSON
-
-
-@dataclass(frozen=True, slots=True)
-class StopJob:
-    patch: list[JSON]
-    message: str
-    #: sent before ``patch`` (the suspension, when a running Job's restore is a second write)
-    first: tuple[JSON, ...] = ()
-    #: ``patch`` restores a Job's template: clear its ``status.startTime`` first if still set (StagedStop)
-    clear_start_time: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ReleaseReservation:
-    workload: JSON
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveFinalizer:
-    """Nothing uses the Workload's quota any more: let the object go (if deleted) or drop the finalizer."""
-
-    workload: JSON
-    why: str
-
-
-@dataclass(frozen=True, slots=True)
-class SyncPodsReady:
-    """waitForPodsReady: the running Job's pods became ready (or fell back): PodsReady says so."""
-
-    workload: JSON
-    condition: tuple[str, str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class UpdatePodSets:
-    """A suspended, unadmitted Job was edited (parallelism, requests): its Workload asks for the new shape."""
-
-    workload: JSON
-    pod_sets: list[JSON]
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteObjects:
-    """Stop objects that cannot be suspended again (started pods) by deleting them (Kueue's ``Pod.Stop``).
-    With a ``reason`` (Kueue's stop reason: ``WorkloadDeleted``, ``WorkloadEvictedDueTo<why>``,
-    ``NotAdmitted``, ``NoMatchingWorkload``) each pod is first marked with the ``TerminationTarget``
-    condition saying why, as Kueue does, so whoever watches the pod sees why it goes."""
-
-    objects: tuple[JSON, ...]
-    message: str
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ReleaseObjects:
-    """Drop the integration's own finalizer (Kueue's ``kueue.x-k8s.io/managed`` on pods) from objects whose
-    end has been seen: deleted, or finished with their Workload finished."""
-
-    objects: tuple[JSON, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveExcessPods:
-    """A group has more pods than it asked for: drop the finalizer of the excess ones and delete them, with an
-    ``ExcessPodDeleted`` Event each (Kueue's ``removeExcessPods``)."""
-
-    objects: tuple[JSON, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StartPods:
-    """Ungate the gated pods of an admitted group, one JSON Patch each."""
-
-    patches: tuple[tuple[JSON, list[JSON]], ...]
-    cluster_queue: str
-    workload: JSON
-
-
-Step = (
-    CreateWorkload
-    | StartPods
-    | DeleteObjects
-    | RemoveExcessPods
-    | ReleaseObjects
-    | FinishWorkload
-    | StartJob
-    | StopJob
-    | ReleaseReservation
-    | UpdatePodSets
-    | RemoveFinalizer
-    | SyncPodsReady
-)
-
-#: the Stopped event's message when a Job's Workload is deleted (Kueue's StopReasonWorkloadDeleted)
-WORKLOAD_DELETED = "Workload is deleted"
-#: the Stopped event's message when a running pod has no Workload (Kueue's StopReasonNoMatchingWorkload)
-MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
-#: the Stopped event's message when a running object's Workload holds no quota (StopReasonNotAdmitted)
-NOT_ADMITTED = "Not admitted by cluster queue"
-
-
-def job_finished(job: JSON, integration: Integration = JOB) -> tuple[bool, bool, str]:
-    """(finished, succeeded, message), Kueue's Finished (a Job's Complete/Failed conditions)."""
-    return engine.finished(integration, job)
-
-
-def is_suspended(job: JSON, integration: Integration = JOB) -> bool:
-    """Suspended, and not half-way through a stop whose restore is still to be written (Kueue's
-    IsSuspended, with a Job's stopping annotation)."""
-    return engine.is_suspended(integration, job)
-
-
-def has_active_pods(job: JSON, integration: Integration = JOB) -> bool:
-    """Pods still running or terminating: the quota they use is not free yet (Kueue's IsActive)."""
-    return engine.has_active_pods(integration, job)
-
-
-def has_reservation(workload: JSON) -> bool:
-    return is_true(workload, "QuotaReserved") and bool((workload.get("status") or {}).get("admission"))
-
-
-def holds_finalizer(obj: JSON, integration: Integration) -> bool:
-    """Whether the object carries the integration's own finalizer (a queued pod's)."""
-    gate = integration.gate
-    return (
-        gate is not None
-        and bool(gate.finalizer)
-        and gate.finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
-    )
-
-
-def _stop(
-    job: JSON, workload: JSON, message: str, integration: Integration, reason: str = ""
-) -> StopJob | DeleteObjects:
-    """Suspend the object and put back what admission changed, from the Workload's pod sets (their
-    templates, and the count a partial admission reduced: Kueue's GetPodSetsInfoFromWorkload); an object
-    that cannot be suspended again is deleted, marked first with Kueue's stop ``reason``."""
-    if engine.stops_by_deletion(integration):
-        return DeleteObjects((job,), message, reason)
-    pod_sets = (workload.get("spec") or {}).get("podSets") or []
-    templates = [dict(pod_set.get("template") or {}) for pod_set in pod_sets]
-    patches = engine.stop_patches(integration, job, templates, _counts(pod_sets))
-    restores = patches[-1] != engine.suspend_ops(integration, job)
-    return StopJob(
-        patches[-1],
-        message,
-        tuple(op for patch in patches[:-1] for op in patch),
-        clear_start_time=integration.staged_stop is not None and restores,
-    )
-
-
-def _counts(pod_sets: list[Any]) -> dict[str, int]:
-    """Pod set name → count, from a Workload's ``spec.podSets`` or ``status.admission.podSetAssignments``
-    (Kueue's GetPodSetsInfoFromWorkload reads the count of each)."""
-    return {
-        str(p.get("name") or "main"): p["count"]
-        for p in pod_sets
-        if isinstance(p, dict) and isinstance(p.get("count"), int) and not isinstance(p["count"], bool)
-    }
-
-
-def plan_job(
-    job: JSON,
-    workload: JSON | None,
-    *,
-    flavors: Callable[[str], ResourceFlavor | None],
-    priorities: dict[str, int],
-    pod_priorities: dict[str, int] | None = None,
-    pods_ready: bool = False,
-    integration: Integration = JOB,
-) -> Step | None:
-    """The next step for a managed object of ``integration`` and its Workload (None: they agree).
-    ``pods_ready``: waitForPodsReady is on, so a running object's Workload carries PodsReady (Kueue's step
-    "handle WaitForPodsReady")."""
-    it = integration
-    finished, succeeded, message = job_finished(job, it)
-    if finished and holds_finalizer(job, it) and (workload is None or is_true(workload, "Finished")):
-        return ReleaseObjects((job,))
-    if workload is not None and is_true(workload, "Finished"):
-        return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
-    if workload is not None and is_deleting(workload):
-        if not finished and not is_suspended(job, it):
-            return _stop(job, workload, WORKLOAD_DELETED, it, "WorkloadDeleted")
-        if has_active_pods(job, it):
-            return None  # the Job's status change when its pods are gone re-triggers us
-        return RemoveFinalizer(workload, "deleted, its Job stopped") if has_finalizer(workload) else None
-    if finished:
-        if workload is not None:
-            return FinishWorkload(workload, "Succeeded" if succeeded else "Failed", message)
-        return None
-    if workload is None:
-        if not is_suspended(job, it) and engine.stops_by_deletion(it):
-            return DeleteObjects((job,), MISSING_WORKLOAD, "NoMatchingWorkload")
-        if not is_suspended(job, it):
-            suspend = engine.suspend_ops(it, job)
-            if engine.is_stopping(it, job) and it.staged_stop is not None:
-                # a half-done stop: nothing is left to restore from
-                key = it.staged_stop.annotation.replace("/", "~1")
-                suspend.append({"op": "remove", "path": f"/metadata/annotations/{key}"})
-            return StopJob(suspend, NOT_ADMITTED)
-        if has_active_pods(job, it):
-            return None  # stopped, but its pods still hold what a new Workload would queue for
-        return CreateWorkload(
-            engine.workload_for(
-                it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-            )
-        )
-    admission = (workload.get("status") or {}).get("admission") or {}
-    evicted = is_true(workload, "Evicted")
-    if is_suspended(job, it):
-        if evicted and has_reservation(workload):
-            if has_active_pods(job, it):
-                return None  # the Job's status change when its pods are gone re-triggers us
-            return ReleaseReservation(workload, _evicted_message(workload))
-        if is_true(workload, "Admitted") and has_reservation(workload) and not evicted:
-            assigned: dict[str, list[ResourceFlavor]] = {}
-            for assignment in admission.get("podSetAssignments") or []:
-                chosen = assigned.setdefault(str(assignment.get("name") or "main"), [])
-                for flavor_name in (assignment.get("flavors") or {}).values():
-                    flavor = flavors(str(flavor_name))
-                    if flavor is None:
-                        return None  # the flavor is not in the store yet; its arrival re-triggers us
-                    if flavor not in chosen:
-                        chosen.append(flavor)
-            try:
-                # a partial admission runs the admitted counts (podSetAssignments[].count)
-                counts = _counts(admission.get("podSetAssignments") or [])
-                patch = engine.start_patch(it, job, assigned, counts=counts)
-            except FlavorConflict as exc:
-                return FinishWorkload(workload, "FailedToStart", str(exc))
-            return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
-        if not has_reservation(workload) and _shape(job, it) != _workload_shape(workload):
-            desired = engine.workload_for(
-                it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-            )["spec"]["podSets"]
-            return UpdatePodSets(workload, desired)
-        return None
-    if evicted:
-        return _stop(job, workload, _evicted_message(workload), it, evicted_stop_reason(workload))
-    if not has_reservation(workload):
-        return _stop(job, workload, NOT_ADMITTED, it, "NotAdmitted")
-    if engine.is_stopping(it, job):
-        # suspended, its restore not written before the Workload was admitted again: finish the stop,
-        # then it starts at the new admitted count
-        return _stop(job, workload, "Restoring the Job before it starts again", it)
-    if pods_ready and it.pods_ready is not None:
-        condition = desired_pods_ready(workload, pods_ready=engine.pods_ready(it, job))
-        current = find(((workload.get("status") or {}).get("conditions")), PODS_READY) or {}
-        if (current.get("status"), current.get("reason")) != condition[:2]:
-            return SyncPodsReady(workload, condition)
-    return None
-
-
-_Shape = tuple[tuple[str, int, int | None, tuple[tuple[str, int], ...]], ...]
-
-
-def _shape(job: JSON, integration: Integration) -> _Shape | None:
-    """What quota an object asks for: (pod set, count, minCount, per-pod requests), minCount compared as
-    Kueue's ComparePodSets does; None when its template is invalid."""
-    pod_sets = engine.pod_sets(integration, job)
-    if isinstance(pod_sets, list):
-        return None
-    return tuple((p.name, p.count, p.min_count, tuple(sorted(p.requests.items()))) for p in pod_sets)
-
-
-def _workload_shape(workload: JSON) -> _Shape | None:
-    parsed = parse_workload(workload)
-    if isinstance(parsed, list):
-        return None
-    return tuple((p.name, p.count, p.min_count, tuple(sorted(p.requests.items()))) for p in parsed.pod_sets)
-
-
-def _held(workload: JSON) -> bool:
-    """Deleted, and our finalizer is among those that keep it."""
-    return is_deleting(workload) and has_finalizer(workload)
-
-
-def _evicted_message(workload: JSON) -> str:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Evicted":
-            return str(condition.get("message") or "Evicted")
-    return "Evicted"
-
-
-def evicted_stop_reason(workload: JSON) -> str:
-    """Kueue's stop reason for the pods of an evicted Workload: ``WorkloadEvictedDueTo`` + the Evicted
-    condition's reason (``WorkloadEvictedDueToPreempted``), as its jobframework passes it to ``Pod.Stop``."""
-    evicted = find((workload.get("status") or {}).get("conditions"), "Evicted") or {}
-    why = str(evicted.get("reason") or "") if evicted.get("status") == "True" else ""
-    return f"WorkloadEvicted{'DueTo' + why if why else ''}"
 
 
 # -- execution ----------------------------------------------------------------------------------------
@@ -494,7 +165,7 @@ class JobReconciler:
                 gone = change.old if change.new is None else change.new
                 uid = str(((gone or {}).get("metadata") or {}).get("uid", ""))
                 workload = self.context.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
-                if workload is not None and _held(workload):
+                if workload is not None and deleted_and_held(workload):
                     self.orphans.add(key_of(workload))
             self.queue.add(key)
         elif change.kind is WORKLOADS:
@@ -505,7 +176,7 @@ class JobReconciler:
             owner_integration = self._integration_of_owner(owner)
             if owner is not None and owner_integration is not None:
                 self.queue.add((owner_integration.name, change.key[0], str(owner.get("name", ""))))
-            if change.new is not None and _held(change.new):
+            if change.new is not None and deleted_and_held(change.new):
                 self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
             # admitted Workloads may have waited for this flavor
@@ -528,7 +199,7 @@ class JobReconciler:
             for obj in self.context.store.items(kind_of(integration)):
                 self.queue.add(object_key(integration, obj))
         for workload in self.context.store.items(WORKLOADS):
-            if _held(workload):
+            if deleted_and_held(workload):
                 self.orphans.add(key_of(workload))
 
     def _queue_statefulset_of(self, pod: JSON) -> None:
@@ -699,7 +370,7 @@ class JobReconciler:
         """
         namespace, name = key
         workload = self.context.store.get(WORKLOADS, name, namespace)
-        if workload is None or not _held(workload):
+        if workload is None or not deleted_and_held(workload):
             return
         owner = controller_owner(workload)
         integration = self._integration_of_owner(owner)

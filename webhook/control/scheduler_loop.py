@@ -47,6 +47,7 @@ from webhook.api.pods_ready import (
 from webhook.control.admitted import priority_class_of, queued_for, record_admitted
 from webhook.control.conditions import admitted_status, evicted_status, is_true, now_rfc3339
 from webhook.control.context import ControlContext
+from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
     COHORTS,
@@ -61,7 +62,6 @@ from webhook.control.kinds import (
 )
 from webhook.control.pending_messages import PENDING_DEBOUNCE, PendingMessages
 from webhook.control.pending_reasons import PendingReasons
-from webhook.control.reconciler import has_reservation
 from webhook.control.store import Change, key_of
 from webhook.core.decisions import Wait
 from webhook.core.scheduler import Admit, Evict, SchedulerState

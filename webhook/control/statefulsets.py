@@ -31,8 +31,9 @@ from webhook.api.integrations.statefulsets import (
 )
 from webhook.control.conditions import NO_RESERVATION, ConditionsEdit, is_true, now_rfc3339
 from webhook.control.context import ControlContext
+from webhook.control.job_plan import CreateWorkload, has_reservation
 from webhook.control.kinds import WORKLOADS
-from webhook.control.reconciler import CreateWorkload, has_reservation, kind_of
+from webhook.control.reconciler import kind_of
 from webhook.control.store import key_of
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import Any
 
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor
 from webhook.control.conditions import admitted_status
-from webhook.control.reconciler import plan_job
+from webhook.control.job_plan import plan_job
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T01:00:00Z"

@@ -18,7 +18,7 @@ from webhook.control.conditions import (
     find,
     released_status,
 )
-from webhook.control.reconciler import ReleaseReservation
+from webhook.control.job_plan import ReleaseReservation
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T01:00:00Z"

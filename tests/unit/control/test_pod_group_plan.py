@@ -9,8 +9,8 @@ from typing import Any
 from webhook.api.integrations.builtin import POD
 from webhook.api.integrations.pod_groups import excess_pods, group_workload, role_hash
 from webhook.control.conditions import termination_target_status
+from webhook.control.job_plan import CreateWorkload, DeleteObjects, RemoveExcessPods, plan_job
 from webhook.control.pod_groups import plan_group
-from webhook.control.reconciler import CreateWorkload, DeleteObjects, RemoveExcessPods, plan_job
 
 JSON = dict[str, Any]
 GATE = {"name": "kueue.x-k8s.io/admission"}

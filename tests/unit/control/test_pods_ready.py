@@ -16,9 +16,9 @@ from tests.unit.control.plans import ADMISSION, NOW, admitted, flavor_lookup, jo
 from webhook.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from webhook.api.pods_ready import rfc3339
 from webhook.control.conditions import admitted_status, find, pending_status
+from webhook.control.job_plan import SyncPodsReady, plan_job
 from webhook.control.kinds import WORKLOADS, Kind
 from webhook.control.pods_ready import PodsReadyTimers
-from webhook.control.reconciler import SyncPodsReady, plan_job
 from webhook.control.store import Store
 
 JSON = dict[str, Any]

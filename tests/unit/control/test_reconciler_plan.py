@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.unit.control.plans import ADMISSION, FINALIZER, NOW, admitted, held, job, plan, workload
 from webhook.control.conditions import admitted_status, finished_status, pending_status
-from webhook.control.reconciler import (
+from webhook.control.job_plan import (
     CreateWorkload,
     FinishWorkload,
     ReleaseReservation,

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from tests.unit.control.fakes import control_context
+from webhook.control.job_plan import StartJob
 from webhook.control.kinds import JOBS, WORKLOADS, Kind
 from webhook.control.kube import ApiError
 from webhook.control.metrics import Metrics
-from webhook.control.reconciler import JobReconciler, StartJob
+from webhook.control.reconciler import JobReconciler
 from webhook.control.store import Store
 from webhook.control.writers import Writer
 
