@@ -20,7 +20,7 @@ from webhook.api.errors import FieldError
 from webhook.api.integrations import Integration
 from webhook.api.integrations.engine import PRIORITY_CLASS_LABEL
 from webhook.api.integrations.statefulsets import is_on_hold, replicas, statefulset_workload_name
-from webhook.api.quantity import QuantityError, parse_quantity
+from webhook.api.pod_shape import ShapeList, ShapeMap, spec_shape
 
 __all__ = ["through_pods_update_errors"]
 
@@ -39,74 +39,14 @@ def _label(obj: Mapping[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _quantities(raw: Any) -> Any:
-    """A ResourceList compared as apimachinery's semantic equality does: "1" equals "1000m"."""
-    if not isinstance(raw, Mapping) or not raw:
-        return None
-    out: dict[str, Any] = {}
-    for name, value in raw.items():
-        try:
-            out[str(name)] = parse_quantity(value).nanos
-        except (QuantityError, TypeError, ValueError):
-            out[str(name)] = value
-    return out
-
-
-def _empty_is_none(value: Any) -> Any:
-    """Semantic equality: an empty list or map equals an absent one."""
-    return None if value in ({}, [], "") else value
-
-
-class _Node(dict[str, Any]):
-    """A map of Kueue's shape compared key by key (Go's ``map[string]any``); any other map is one value."""
-
-
-class _Items(list[_Node]):
-    """A list of Kueue's shape compared item by item when the lengths agree (Go's ``[]map[string]any``)."""
-
-
-def spec_shape(spec: Mapping[str, Any]) -> _Node:
-    """Kueue's ``SpecShape`` of a pod spec: what makes two pods interchangeable for admission."""
-
-    def containers(key: str) -> _Items:
-        found = spec.get(key)
-        return _Items(
-            _Node(
-                resources=_Node(requests=_quantities(_get(c, "resources", "requests"))),
-                ports=_empty_is_none(c.get("ports")),
-            )
-            for c in (found if isinstance(found, list) else [])
-            if isinstance(c, Mapping)
-        )
-
-    shape = _Node(
-        initContainers=containers("initContainers"),
-        containers=containers("containers"),
-        overhead=_quantities(spec.get("overhead")),
-    )
-    for key in (
-        "nodeSelector",
-        "affinity",
-        "tolerations",
-        "runtimeClassName",
-        "priority",
-        "topologySpreadConstraints",
-        "resourceClaims",
-    ):
-        shape[key] = _empty_is_none(spec.get(key))
-    if isinstance(spec.get("resources"), Mapping):  # pod-level resources count only when set
-        shape["resources"] = _quantities(_get(spec, "resources", "requests"))
-    return shape
-
-
 def _shape_errors(new: Any, old: Any, path: str) -> list[FieldError]:
     """Kueue's ``validateImmutablePodGroupPodSpecPath``: shape lists item by item (whole when their lengths
     differ), shape maps key by key, anything else whole."""
     errors: list[FieldError] = []
-    if isinstance(new, _Items) and isinstance(old, _Items) and len(new) == len(old):
+    if isinstance(new, ShapeList) and isinstance(old, ShapeList) and len(new) == len(old):
         for index, (n, o) in enumerate(zip(new, old, strict=True)):
             errors += _shape_errors(n, o, f"{path}[{index}]")
-    elif isinstance(new, _Node) and isinstance(old, _Node):
+    elif isinstance(new, ShapeMap) and isinstance(old, ShapeMap):
         for key in sorted(set(new) | set(old)):
             errors += _shape_errors(new.get(key), old.get(key), f"{path}.{key}")
     elif new != old:

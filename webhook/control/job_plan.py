@@ -41,7 +41,7 @@ Kueue's resource-in-use finalizer (``webhook.api.finalizers``) is let go, checke
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,6 +227,24 @@ def _stop(
     )
 
 
+def assigned_flavors(
+    admission: Mapping[str, Any], flavors: Callable[[str], ResourceFlavor | None], *, unnamed: str
+) -> dict[str, list[ResourceFlavor]] | None:
+    """Each pod set's flavors (by pod set name, ``unnamed`` for an assignment without one, each flavor
+    once, in the order assigned) from a Workload's ``status.admission``; None while one of them is not in
+    the store yet."""
+    assigned: dict[str, list[ResourceFlavor]] = {}
+    for assignment in admission.get("podSetAssignments") or []:
+        chosen = assigned.setdefault(str(assignment.get("name") or unnamed), [])
+        for flavor_name in (assignment.get("flavors") or {}).values():
+            flavor = flavors(str(flavor_name))
+            if flavor is None:
+                return None
+            if flavor not in chosen:
+                chosen.append(flavor)
+    return assigned
+
+
 def _counts(pod_sets: list[Any]) -> dict[str, int]:
     """Pod set name → count, from a Workload's ``spec.podSets`` or ``status.admission.podSetAssignments``
     (Kueue's GetPodSetsInfoFromWorkload reads the count of each)."""
@@ -291,15 +309,9 @@ def plan_job(
                 return None  # the Job's status change when its pods are gone re-triggers us
             return ReleaseReservation(workload, _evicted_message(workload))
         if is_true(workload, "Admitted") and has_reservation(workload) and not evicted:
-            assigned: dict[str, list[ResourceFlavor]] = {}
-            for assignment in admission.get("podSetAssignments") or []:
-                chosen = assigned.setdefault(str(assignment.get("name") or "main"), [])
-                for flavor_name in (assignment.get("flavors") or {}).values():
-                    flavor = flavors(str(flavor_name))
-                    if flavor is None:
-                        return None  # the flavor is not in the store yet; its arrival re-triggers us
-                    if flavor not in chosen:
-                        chosen.append(flavor)
+            assigned = assigned_flavors(admission, flavors, unnamed="main")
+            if assigned is None:
+                return None  # a flavor is not in the store yet; its arrival re-triggers us
             try:
                 # a partial admission runs the admitted counts (podSetAssignments[].count)
                 counts = _counts(admission.get("podSetAssignments") or [])

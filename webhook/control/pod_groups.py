@@ -47,6 +47,7 @@ from webhook.control.job_plan import (
     StartPods,
     Step,
     SyncPodsReady,
+    assigned_flavors,
     evicted_stop_reason,
     has_reservation,
     holds_finalizer,
@@ -151,15 +152,9 @@ def _start(
     pods: Sequence[JSON], workload: JSON, flavors: Callable[[str], ResourceFlavor | None]
 ) -> Step | None:
     admission = (workload.get("status") or {}).get("admission") or {}
-    assigned: dict[str, list[ResourceFlavor]] = {}
-    for assignment in admission.get("podSetAssignments") or []:
-        chosen = assigned.setdefault(str(assignment.get("name") or ""), [])
-        for flavor_name in (assignment.get("flavors") or {}).values():
-            flavor = flavors(str(flavor_name))
-            if flavor is None:
-                return None  # the flavor is not in the store yet; its arrival re-triggers us
-            if flavor not in chosen:
-                chosen.append(flavor)
+    assigned = assigned_flavors(admission, flavors, unnamed="")
+    if assigned is None:
+        return None  # a flavor is not in the store yet; its arrival re-triggers us
     patches = []
     for pod in pods:
         if not engine.is_suspended(POD, pod):

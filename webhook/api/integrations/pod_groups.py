@@ -12,8 +12,6 @@ name. The group finishes when ``total`` pods have succeeded; a serving group (a 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +26,7 @@ from webhook.api.integrations.engine import (
     queue_name,
 )
 from webhook.api.objects import API_VERSION, GROUP
+from webhook.api.pod_shape import shape_hash
 
 __all__ = [
     "FAST_ADMISSION_ANNOTATION",
@@ -99,36 +98,8 @@ def _fast(pod: Mapping[str, Any]) -> bool:
 
 
 def spec_role_hash(spec: Mapping[str, Any]) -> str:
-    """8 hex of SHA-256 over what makes two pods interchangeable for admission (Kueue's ``SpecShape``:
-    containers' requests, nodeSelector, affinity, tolerations, runtime class, priority, overhead...)."""
-
-    def containers(key: str) -> list[Any]:
-        found = spec.get(key)
-        return [
-            {"requests": (c.get("resources") or {}).get("requests")}
-            for c in (found if isinstance(found, list) else [])
-            if isinstance(c, Mapping)
-        ]
-
-    shape = {
-        "initContainers": containers("initContainers"),
-        "containers": containers("containers"),
-        **{
-            key: spec.get(key)
-            for key in (
-                "nodeSelector",
-                "affinity",
-                "tolerations",
-                "runtimeClassName",
-                "priority",
-                "topologySpreadConstraints",
-                "overhead",
-                "resourceClaims",
-            )
-        },
-    }
-    text = json.dumps(shape, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
+    """The role of pods with this spec: the hash of its shape (``webhook.api.pod_shape``)."""
+    return shape_hash(spec)
 
 
 def role_hash(pod: Mapping[str, Any]) -> str:
