@@ -4,14 +4,18 @@ a Job runs, the events recorded on an object; and how a test reaches a ``serve``
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from tests.e2e.support import Replica, certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
+from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
 
@@ -125,3 +129,16 @@ data:
   config.yaml: |
 {indented}
 """
+
+
+@contextlib.asynccontextmanager
+async def serving_webhook(
+    fake_api: FakeApiServer, tmp_path: Path, *, kubeconfig: Path | None = None
+) -> AsyncIterator[Replica]:
+    """A controller replica (as the fake's admin, or ``kubeconfig``'s user) whose webhook the fake API server
+    calls, through the shipped webhook configurations pointed at it, as kube-apiserver would."""
+    tls = certificates(tmp_path / "tls")
+    async with replica(kubeconfig or fake_api.kubeconfig_path(), tls=tls) as serving:
+        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
+            await fake_api.create(config)
+        yield serving

@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
-from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.integration.controller_harness import condition, controller_config, gpu_limits, queued_job, running
+from tests.integration.controller_harness import (
+    condition,
+    controller_config,
+    gpu_limits,
+    queued_job,
+    running,
+    serving_webhook,
+)
 from tests.integration.test_controller_integrations import SETUP
-from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
 HANG = 30.0
@@ -45,11 +50,7 @@ async def test_a_declared_kind_is_queued_like_a_built_in_one_and_left_alone_once
 ) -> None:
     fake_api = await make_fake_api(crds=[*load_crds(DEFAULT_CRDS), crd()])
     await fake_api.apply_manifests(controller_config(config_yaml(declared=False)) + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
-
+    async with serving_webhook(fake_api, tmp_path):
         # declared at runtime: the leader lists it in both webhook configurations, copying our entries
         await declare(fake_api, config_yaml())
         await fake_api.wait_for(
@@ -162,10 +163,7 @@ async def test_a_bad_declaration_keeps_the_last_good_configuration(
 ) -> None:
     fake_api = await make_fake_api(crds=[*load_crds(DEFAULT_CRDS), crd()])
     await fake_api.apply_manifests(controller_config(config_yaml()) + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         await fake_api.wait_for(
             lambda: entry(fake_api, MUTATING, "mdeclared.kueue.x-k8s.io") is not None, timeout=HANG
         )

@@ -15,12 +15,17 @@ from typing import Any
 import pytest
 
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
-from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.fakeapi.errors import ApiError as Denied
-from tests.integration.controller_harness import condition, controller_config, gpu_limits, queued_job, running
+from tests.integration.controller_harness import (
+    condition,
+    controller_config,
+    gpu_limits,
+    queued_job,
+    running,
+    serving_webhook,
+)
 from tests.integration.test_controller_integrations import SETUP
-from webhook.certs import ca_bundle
 from webhook.control.kinds import Kind
 from webhook.control.kube import ApiError, KubeClient
 
@@ -48,11 +53,8 @@ async def test_a_declared_kind_runs_with_the_pods_that_fit_and_gets_its_count_ba
 ) -> None:
     fake_api = await make_fake_api(crds=[*load_crds(DEFAULT_CRDS), crd()])
     await fake_api.apply_manifests(controller_config(CONFIG) + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
     kubeconfig = fake_api.kubeconfig_path(user=CONTROLLER, groups=["system:serviceaccounts"])
-    async with replica(kubeconfig, tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path, kubeconfig=kubeconfig):
         await fake_api.create(queued_job("team", "holder", queue="gpus", resources=gpu_limits(5)), admit=True)
         await fake_api.wait_for(lambda: running(fake_api, "team", "holder"), timeout=HANG)
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition
+from tests.integration.controller_harness import condition, serving_webhook
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
-from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
 
@@ -39,11 +37,8 @@ async def test_an_admin_credentialed_controller_starts_jobs_through_the_webhook(
     fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
     await fake_api.apply_manifests(QUOTA)
-    tls = certificates(tmp_path / "tls")
     # the fake's admin (user "admin"), not system:serviceaccount:kueue-system:kueue-webhook
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path) as serving:
         identity = serving.controller.configuration().controller_identity
         assert identity.usernames == ("system:serviceaccount:kueue-system:kueue-webhook", "admin")
 
@@ -60,10 +55,7 @@ async def test_a_refused_start_shows_on_the_workload_and_as_events_until_the_ide
 ) -> None:
     fake_api: FakeApiServer = await make_fake_api(self_subject_review=False)  # a server from before v1.28
     await fake_api.apply_manifests(QUOTA)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         await fake_api.create(gpu_job("train-1"), admit=True)
 
         def start_failed() -> JSON | None:

@@ -15,10 +15,15 @@ import pytest
 
 from tests.crds import integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
-from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.integration.controller_harness import condition, controller_config, gpu_limits, queued_job, running
-from webhook.certs import ca_bundle
+from tests.integration.controller_harness import (
+    condition,
+    controller_config,
+    gpu_limits,
+    queued_job,
+    running,
+    serving_webhook,
+)
 
 JSON = dict[str, Any]
 HANG = 30.0
@@ -85,10 +90,7 @@ async def test_a_queued_kind_is_suspended_admitted_with_its_pod_sets_released_an
     plural = sample.plural
     fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds())
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         created = await fake_api.create(sample.manifest("train", "team", "gpus"), admit=True)
         assert dig(created, sample.suspend) is True  # queued by the mutating webhook
 
@@ -165,10 +167,7 @@ async def test_an_integration_that_is_off_leaves_its_kind_alone(
 ) -> None:
     fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds("jobsets"))
     await fake_api.apply_manifests(controller_config("logLevel: info") + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         created = await fake_api.create(SAMPLES["JobSet"].manifest("free", "team", "gpus"), admit=True)
         assert created["spec"].get("suspend") is not True
         # a Job queued afterwards is admitted: the JobSet got no Workload

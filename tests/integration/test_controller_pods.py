@@ -16,7 +16,13 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, controller_config, events_of, gpu_limits
+from tests.integration.controller_harness import (
+    condition,
+    controller_config,
+    events_of,
+    gpu_limits,
+    serving_webhook,
+)
 from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
@@ -96,10 +102,7 @@ async def cluster(
 ) -> AsyncIterator[FakeApiServer]:
     fake_api = await make_fake_api()
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         yield fake_api
 
 
@@ -224,10 +227,7 @@ async def test_a_flavor_toleration_is_added_beside_the_pod_own_tolerations(
         "  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
     )
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + tainted)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         created = await fake_api.create(pod("tolerant", 1), admit=True)
         await fake_api.wait_for(started(fake_api, "tolerant"), timeout=HANG)
         admitted = fake_api.get("pods", "tolerant", "team")
@@ -491,10 +491,7 @@ async def test_a_queued_deployment_template_queues_its_pods(
     fake_api = await make_fake_api()
     frameworks = "integrations:\n  frameworks: [batch/job, pod, deployment]"
     await fake_api.apply_manifests(controller_config(frameworks) + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         template = {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", 1)["spec"]}
         deployment = await fake_api.create(
             {

@@ -11,13 +11,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
-from tests.integration.controller_harness import condition, controller_config, is_true
+from tests.integration.controller_harness import condition, controller_config, is_true, serving_webhook
 from tests.integration.test_controller_pods import HANG, SETUP, gated, pod, set_phase, started
 from webhook.api.integrations.statefulsets import statefulset_workload_name
-from webhook.certs import ca_bundle
 
 JSON = dict[str, Any]
 FRAMEWORKS = "integrations:\n  frameworks: [batch/job, pod, statefulset]"
@@ -29,10 +27,7 @@ async def cluster(
 ) -> AsyncIterator[FakeApiServer]:
     fake_api = await make_fake_api()
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         yield fake_api
 
 
@@ -263,10 +258,7 @@ async def test_a_deployment_moved_to_another_queue_moves_its_template(
     await fake_api.apply_manifests(
         controller_config(FRAMEWORKS.replace("statefulset]", "statefulset, deployment]")) + "---\n" + SETUP
     )
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
+    async with serving_webhook(fake_api, tmp_path):
         body = {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

@@ -12,11 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.identity import service_account
-from tests.integration.controller_harness import condition
-from webhook.certs import ca_bundle
+from tests.integration.controller_harness import condition, serving_webhook
 
 JSON = dict[str, Any]
 CONTROLLER_TOKEN = "controller-token"
@@ -101,11 +99,9 @@ async def test_seed_walkthrough_with_kubectl(
 
     identity = service_account("kueue-system", "kueue-webhook")
     fake_api.add_token(CONTROLLER_TOKEN, identity.username, identity.groups)
-    tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(token=CONTROLLER_TOKEN), tls=tls) as serving:
-        for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
-            await fake_api.create(config)
-
+    async with serving_webhook(
+        fake_api, tmp_path, kubeconfig=fake_api.kubeconfig_path(token=CONTROLLER_TOKEN)
+    ):
         await run("create", "namespace", "team-a")
         await run("apply", "-f", "-", input=CLUSTER_QUEUE)
 
