@@ -274,7 +274,8 @@ class SchedulerLoop:
 
     async def _cycle(self) -> None:
         started = time.perf_counter()
-        decisions = self.state.cycle(asyncio.get_running_loop().time())
+        loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
+        decisions = self.state.cycle(loop.time())
         for cluster_queue in self.state.take_restated():
             self.messages.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
         self.cycles += 1
@@ -300,7 +301,7 @@ class SchedulerLoop:
             else:
                 self.messages.mark(decision.cluster_queue)
                 coroutine = self.pending.write(decision)
-            task = asyncio.get_running_loop().create_task(coroutine)
+            task = loop.create_task(coroutine)
             self._tasks.add(task)
             task.add_done_callback(self._finished)
         if decisions:
