@@ -399,6 +399,8 @@ async def execute(args: argparse.Namespace) -> JSON:
             )
         elif args.serve:
             admin = kubeconfig
+            # a previous run's namespaces may still be terminating: their Workloads would count in this run
+            await real_cluster.wait_namespaces_gone(admin, (q.name for q in plan.queues), timeout=900)
             real_cluster.install(admin)
             version = real_cluster.server_version(admin)
             controller = processes.start_controller(

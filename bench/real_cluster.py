@@ -25,7 +25,7 @@ import os
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -213,6 +213,12 @@ async def lease_holder(api: KubeClient) -> str:
             return ""
         raise
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+
+async def wait_namespaces_gone(admin: Path, names: Iterable[str], *, timeout: float) -> None:
+    """``wait_namespace_gone`` for several namespaces (a previous run's, still terminating)."""
+    for name in names:
+        await wait_namespace_gone(admin, name, timeout=timeout)
 
 
 async def wait_namespace_gone(admin: Path, name: str, *, timeout: float) -> None:
