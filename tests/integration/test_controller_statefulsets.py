@@ -300,3 +300,47 @@ async def test_a_preempted_statefulset_has_its_pods_deleted_and_the_pods_made_ag
         lambda: all(started(cluster, p["metadata"]["name"])() for p in again), timeout=HANG
     )
     assert is_true(workload_of(cluster, sts), "Admitted")
+
+
+async def test_a_statefulset_scaled_up_from_zero_queues_for_its_new_size(cluster: FakeApiServer) -> None:
+    """Held at 0 replicas, then scaled to more than it first had: its Workload asks for the new count before
+    it is admitted again, so no pod runs beyond what the quota holds."""
+    sts = await create_statefulset(cluster, "web", 1)
+    pods = await make_pods(cluster, sts, range(1))
+    await cluster.wait_for(started(cluster, pods[0]["metadata"]["name"]), timeout=HANG)
+    await scale(cluster, "web", 0)
+    await cluster.wait_for(lambda: not is_true(workload_of(cluster, sts), "QuotaReserved"), timeout=HANG)
+    await cluster.delete("pods", pods[0]["metadata"]["name"], namespace="team")
+    await cluster.wait_for(lambda: not cluster.list("pods", "team"), timeout=HANG)
+    await scale(cluster, "web", 2)
+    await cluster.wait_for(reserved(cluster, sts), timeout=HANG)
+    workload = workload_of(cluster, sts)
+    assert workload is not None and workload["spec"]["podSets"][0]["count"] == 2
+    assert workload["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+
+
+async def test_a_statefulset_given_a_queue_after_create_makes_gated_pods(cluster: FakeApiServer) -> None:
+    """Kueue's StatefulSet webhook marks the template on update too: a StatefulSet created without a queue
+    label and labelled before any replica is ready has its next pods queued, not running outside quota."""
+    sts = await create_statefulset(cluster, "late", 1)
+    await cluster.delete("statefulsets", "late", namespace="team")
+    await cluster.wait_for(lambda: cluster.get("statefulsets", "late", "team") is None, timeout=HANG)
+    body = {k: v for k, v in sts.items() if k in ("apiVersion", "kind", "spec")}
+    body["metadata"] = {"name": "late", "namespace": "team"}
+    body["spec"]["template"]["metadata"] = {"labels": {"app": "late"}}
+    unlabelled = await cluster.create(body, admit=True)
+    assert "kueue.x-k8s.io/pod-suspending-parent" not in (
+        unlabelled["spec"]["template"]["metadata"].get("annotations") or {}
+    )
+    labelled = await cluster.patch(
+        "statefulsets",
+        "late",
+        {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "gpus"}}},
+        namespace="team",
+        admit=True,
+    )
+    annotations = labelled["spec"]["template"]["metadata"].get("annotations") or {}
+    assert annotations.get("kueue.x-k8s.io/pod-suspending-parent") == "statefulset"
+    made = await make_pods(cluster, labelled, range(1))
+    assert gated(made[0])
+    await cluster.wait_for(started(cluster, made[0]["metadata"]["name"]), timeout=HANG)

@@ -59,8 +59,10 @@ def mutate_object(request: AdmissionRequest, *, config: Configuration, view: Clu
     integration = _integration(request, config)
     if integration is None or request.operation not in ("CREATE", "UPDATE"):
         return Verdict.allow()
-    if request.operation == "UPDATE" and integration.through_pods != "pods":
-        return Verdict.allow()  # only a Deployment's template follows its queue label after create
+    if request.operation == "UPDATE" and not integration.through_pods:
+        # a Deployment's or StatefulSet's template follows its queue label after create (Kueue's Default
+        # runs on update too): a StatefulSet queued by a later label must make gated pods
+        return Verdict.allow()
     obj = request.object
     if (problem := _malformed(obj)) is not None:
         return Verdict.unprocessable(problem)

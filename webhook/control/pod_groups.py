@@ -148,6 +148,26 @@ def plan_group(
     return None
 
 
+def _age(pod: JSON) -> tuple[str, str]:
+    meta = pod.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+
+
+def _room(workload: JSON, admission: Mapping[str, Any], assigned: Mapping[str, Any]) -> dict[str, int]:
+    """How many pods each pod set may run: its admitted count (``podSetAssignments[].count``, else the
+    Workload's pod set count); unbounded when neither says."""
+    counts: dict[str, Any] = {
+        str(p.get("name") or ""): p.get("count")
+        for p in (workload.get("spec") or {}).get("podSets") or []
+        if isinstance(p, dict)
+    }
+    for assignment in admission.get("podSetAssignments") or []:
+        if isinstance(assignment, dict) and isinstance(assignment.get("count"), int):
+            counts[str(assignment.get("name") or "")] = assignment["count"]
+    unbounded = 1 << 31
+    return {name: counts[name] if isinstance(counts.get(name), int) else unbounded for name in assigned}
+
+
 def _start(
     pods: Sequence[JSON], workload: JSON, flavors: Callable[[str], ResourceFlavor | None]
 ) -> Step | None:
@@ -155,15 +175,28 @@ def _start(
     assigned = assigned_flavors(admission, flavors, unnamed="")
     if assigned is None:
         return None  # a flavor is not in the store yet; its arrival re-triggers us
-    patches = []
-    for pod in pods:
-        if not engine.is_suspended(POD, pod):
-            continue
+
+    def pod_set_of(pod: JSON) -> str | None:
         role = role_hash(pod).lower()
+        if role in assigned:
+            return role
         # fast-admission groups have one pod set, whatever role later pods compute
-        mine = assigned.get(role) or (next(iter(assigned.values())) if len(assigned) == 1 else None)
-        if mine is None:
+        return next(iter(assigned)) if len(assigned) == 1 else None
+
+    room = _room(workload, admission, assigned)
+    for pod in pods:
+        name = pod_set_of(pod)
+        if name is not None and not engine.is_suspended(POD, pod) and not terminated(pod):
+            room[name] -= 1
+    patches = []
+    for pod in sorted(pods, key=_age):
+        name = pod_set_of(pod)
+        if not engine.is_suspended(POD, pod) or name is None:
             continue  # a pod whose role is not in the Workload waits (Kueue refuses to start it)
+        if room[name] <= 0:
+            continue  # never more running pods than admitted (a StatefulSet scaled past its Workload)
+        room[name] -= 1
+        mine = assigned[name]
         try:
             patch = engine.start_patch(POD, pod, {"main": mine})
         except FlavorConflict as exc:

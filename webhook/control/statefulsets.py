@@ -146,8 +146,24 @@ def plan_statefulset(
             },
         }
     queue = queue_name(sts) or ""
-    if count > 0 and (workload.get("spec") or {}).get("queueName", "") != queue:
+    if (
+        count > 0
+        and (workload.get("spec") or {}).get("queueName", "") != queue
+        and not has_reservation(workload)
+    ):
+        # a Workload holding quota keeps its queue (the Workload webhook refuses the change, as Kueue's):
+        # it follows once its reservation is released
         edit["spec"] = {"queueName": queue}
+    pod_sets = (workload.get("spec") or {}).get("podSets") or []
+    if (
+        count > 0
+        and not has_reservation(workload)
+        and len(pod_sets) == 1
+        and isinstance(pod_sets[0], dict)
+        and pod_sets[0].get("count") != count
+    ):
+        # scaled while it held no quota (0 -> n after a hold): it queues for what it now asks
+        edit.setdefault("spec", {})["podSets"] = [{**pod_sets[0], "count": count}]
     if edit:
         return AdoptWorkload(workload, edit)
     if count == 0 and _active_reservation(workload):

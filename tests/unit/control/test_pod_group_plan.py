@@ -7,9 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.api.integrations.builtin import POD
-from webhook.api.integrations.pod_groups import excess_pods, group_workload, role_hash
+from webhook.api.integrations.pod_groups import (
+    FAST_ADMISSION_ANNOTATION,
+    SERVING_ANNOTATION,
+    excess_pods,
+    group_workload,
+    role_hash,
+)
 from webhook.control.conditions import termination_target_status
-from webhook.control.job_plan import CreateWorkload, DeleteObjects, RemoveExcessPods, plan_job
+from webhook.control.job_plan import CreateWorkload, DeleteObjects, RemoveExcessPods, StartPods, plan_job
 from webhook.control.pod_groups import plan_group
 
 JSON = dict[str, Any]
@@ -181,3 +187,26 @@ def test_the_termination_target_condition_is_added_or_replaced() -> None:
     assert [c["type"] for c in again["conditions"]] == ["Ready", "TerminationTarget"]
     assert again["conditions"][1]["reason"] == "NotAdmitted"
     assert pod["status"]["conditions"][1]["reason"] == "WorkloadDeleted"  # the input is left as it was
+
+
+def serving(name: str, *, gated: bool = True) -> JSON:
+    """A StatefulSet's pod: a serving group, never judged for excess once its Workload exists."""
+    pod = member(name, created=f"2026-01-01T00:00:0{name[-1]}Z", gated=gated, total=3, held=False)
+    pod["metadata"]["annotations"] |= {SERVING_ANNOTATION: "true", FAST_ADMISSION_ANNOTATION: "true"}
+    if not gated:
+        pod["status"]["phase"] = "Running"
+    return pod
+
+
+def test_a_serving_group_grown_past_its_workload_starts_no_more_pods_than_admitted() -> None:
+    """A StatefulSet scaled from 3 to 5 through the scale subresource (no webhook sees it): its Workload
+    holds quota for 3, so only 3 pods run, the oldest first; the others stay gated."""
+    built = group_workload("g", [serving(f"p{i}", gated=False) for i in range(3)])
+    assert isinstance(built, dict)
+    workload = admitted(built)
+    step = plan([serving(f"p{i}") for i in range(5)], workload)
+    assert isinstance(step, StartPods) and names(p for p, _ in step.patches) == ["p0", "p1", "p2"]
+    two_running = [serving("p0", gated=False), serving("p1", gated=False), *map(serving, ("p2", "p3", "p4"))]
+    step = plan(two_running, workload)
+    assert isinstance(step, StartPods) and names(p for p, _ in step.patches) == ["p2"]
+    assert plan([*(serving(f"p{i}", gated=False) for i in range(3)), serving("p3")], workload) is None

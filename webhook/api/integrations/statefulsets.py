@@ -17,10 +17,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.integrations.builtin import MANAGED_LABEL, STATEFULSET
+from webhook.api.integrations.builtin import MANAGED_LABEL, POD, STATEFULSET
 from webhook.api.integrations.engine import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
+    is_suspended,
     queue_name,
     workload_for,
     workload_name,
@@ -131,7 +132,9 @@ def group_metadata(sts: Mapping[str, Any], pod: Mapping[str, Any], *, managed: b
     queue = queue_name(sts)
     labels = _map(pod, "labels")
     if group_name(pod) == name:
-        if queue and labels.get(QUEUE_NAME_LABEL) != queue and replicas(sts) > 0:
+        # a started pod's queue label is immutable (the pod webhook's rule, as Kueue's): only gated ones move
+        gated = is_suspended(POD, pod)
+        if queue and labels.get(QUEUE_NAME_LABEL) != queue and replicas(sts) > 0 and gated:
             return {"metadata": {"labels": {QUEUE_NAME_LABEL: queue}}}
         return None
     if not managed:
