@@ -490,14 +490,6 @@ def _count_ops(integration: Integration, obj: Mapping[str, Any], counts: Mapping
     return ops
 
 
-def _changes_count(integration: Integration, obj: Mapping[str, Any], counts: Mapping[str, int]) -> bool:
-    """Whether writing ``counts`` changes a pod set's count field itself (not only its followers)."""
-    return any(
-        _int(element.source.count[0].path.get(element.value)) != count
-        for element, count in _admitted_counts(integration, obj, counts)
-    )
-
-
 def _set_ops_at(element: Element, path: FieldPath, value: int) -> list[JSON]:
     """``_set_ops`` for a path inside a pod set's element (``add`` creates or replaces a field)."""
     return [
