@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from webhook.api.errors import FieldError
+from webhook.api.errors import FieldError, type_name
 from webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, KUEUE_FRAMEWORKS
 from webhook.api.integrations.declare import FIELD as DECLARED_FIELD
 from webhook.api.integrations.declare import parse_declared_kinds
@@ -267,7 +267,7 @@ class _Reader:
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            self.fail(path or "config.yaml", f"must be a mapping, got {_type_name(value)}")
+            self.fail(path or "config.yaml", f"must be a mapping, got {type_name(value)}")
             return None
         for key in value:
             if key not in known:
@@ -556,11 +556,3 @@ def _parse_go_duration(value: object) -> float | None:
         total += float(match.group(1)) * _GO_DURATION_UNITS[match.group(2)]
         position = match.end()
     return total if position == len(text) and position > 0 else None
-
-
-def _type_name(value: object) -> str:
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return type(value).__name__

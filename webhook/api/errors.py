@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-__all__ = ["ErrorType", "FieldError", "WordedError", "render_value"]
+__all__ = ["ErrorType", "FieldError", "WordedError", "render_value", "type_name"]
 
 
 class ErrorType(Enum):
@@ -126,3 +126,12 @@ class WordedError(FieldError):
     @property
     def message(self) -> str:
         return self.body
+
+
+def type_name(value: object) -> str:
+    """What a configuration value is, for a message saying it has the wrong type."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return type(value).__name__

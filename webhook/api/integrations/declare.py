@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
+from webhook.api.errors import type_name
 from webhook.api.integrations.builtin import BUILTIN
 from webhook.api.integrations.model import (
     ActiveRule,
@@ -77,14 +78,6 @@ def declared_name(group: str, kind: str) -> str:
     return f"{group}/{kind.lower()}"
 
 
-def _type_name(value: object) -> str:
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return type(value).__name__
-
-
 class _Reader:
     """Reads one declaration, collecting ``path: reason`` for every problem."""
 
@@ -96,7 +89,7 @@ class _Reader:
 
     def mapping(self, value: object, path: str, known: frozenset[str]) -> Mapping[str, Any] | None:
         if not isinstance(value, Mapping):
-            self.fail(path, f"must be a mapping, got {_type_name(value)}")
+            self.fail(path, f"must be a mapping, got {type_name(value)}")
             return None
         for key in value:
             if key not in known:
@@ -138,7 +131,7 @@ class _Reader:
         if value is None:
             return ()
         if not isinstance(value, list):
-            self.fail(path, f"must be a list of field paths, got {_type_name(value)}")
+            self.fail(path, f"must be a list of field paths, got {type_name(value)}")
             return ()
         found = (
             self.path(item, f"{path}[{i}]", required=True, wildcard=wildcard) for i, item in enumerate(value)
@@ -321,7 +314,7 @@ class _Reader:
         if value is None:
             return ()
         if not isinstance(value, list):
-            self.fail(f"{path}.countPaths", f"must be a list of field paths, got {_type_name(value)}")
+            self.fail(f"{path}.countPaths", f"must be a list of field paths, got {type_name(value)}")
             return ()
         out = []
         for index, item in enumerate(value):
@@ -417,7 +410,7 @@ def parse_declared_kinds(
     if value is None:
         return (), []
     if not isinstance(value, list):
-        return (), [f"{path}: must be a list of kind declarations, got {_type_name(value)}"]
+        return (), [f"{path}: must be a list of kind declarations, got {type_name(value)}"]
     errors: list[str] = []
     reader = _Reader(errors)
     found = [(index, reader.declaration(item, f"{path}[{index}]")) for index, item in enumerate(value)]
