@@ -67,6 +67,8 @@ def team_queue(
             }
         ],
     }
+    if preempting:
+        cluster_queue_spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
 
     def kueue(kind: str, spec: dict[str, object]) -> dict[str, object]:
         return {
@@ -88,7 +90,6 @@ def team_queue(
         },
     ]
     if preempting:
-        cluster_queue_spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
         documents.append(
             {
                 "apiVersion": "kueue.x-k8s.io/v1beta2",
