@@ -117,7 +117,13 @@ def matches_workload(
     """Whether ``workload`` still speaks for ``obj`` (Kueue's EquivalentToWorkload); ``reserved``: the
     Workload holds a quota reservation."""
     ours = _object_pod_sets(integration, obj)
-    parsed = parse_workload(workload)
+    # only its pod sets are read: whatever else the Workload holds (a condition another controller wrote)
+    # must not make it unreadable here and stop a running object
+    pod_sets_only = {
+        "metadata": workload.get("metadata") or {},
+        "spec": {"podSets": (workload.get("spec") or {}).get("podSets")},
+    }
+    parsed = parse_workload(pod_sets_only)
     if ours is None or isinstance(parsed, list):
         return False
     suspended = engine.is_suspended(integration, obj)

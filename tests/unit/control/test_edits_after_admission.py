@@ -267,3 +267,10 @@ def test_a_pending_jobs_new_tolerations_update_its_workload() -> None:
     assert isinstance(step, UpdatePodSets)
     assert step.pod_sets[0]["template"]["spec"]["tolerations"] == [{"key": "spot", "operator": "Exists"}]
     assert plan(JOB, copy.deepcopy(job()), pending) is None
+
+
+def test_only_the_workloads_pod_sets_are_read_so_nothing_else_in_it_stops_a_running_job() -> None:
+    workload = admitted(JOB, job())
+    running = started(JOB, job(), workload)
+    workload["spec"]["priority"] = "high"  # unreadable as a whole Workload, its pod sets still are
+    assert plan(JOB, running, workload) is None
