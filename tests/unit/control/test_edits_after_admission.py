@@ -16,10 +16,12 @@ from tests.unit.admission.golden import apply_patch
 from tests.unit.api.test_declared_min_count import declared, training_run
 from tests.unit.control.plans import NOW, flavor_lookup, held
 from webhook.api.integrations import BUILTIN, JOB, Integration, engine
+from webhook.api.integrations.builtin import POD
 from webhook.control.conditions import admitted_status
 from webhook.control.job_plan import (
     NO_MATCHING_WORKLOAD,
     CreateWorkload,
+    DeleteObjects,
     DeleteWorkload,
     RemoveFinalizer,
     StartJob,
@@ -33,6 +35,7 @@ JOBSET, PYTORCHJOB, RAYCLUSTER = (
     BUILTIN[n] for n in ("jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/raycluster")
 )
 MIN = "kueue.x-k8s.io/job-min-parallelism"
+QUEUE = "kueue.x-k8s.io/queue-name"
 
 
 def template(cpu: str = "1") -> JSON:
@@ -158,7 +161,8 @@ def started(integration: Integration, obj: JSON, workload: JSON) -> JSON:
     """The object as the start of its admitted Workload leaves it (flavor nodeSelector and tolerations)."""
     step = plan(integration, obj, workload)
     assert isinstance(step, StartJob)
-    return apply_patch(obj, step.patch)
+    # (the patch's guard that the object is still suspended is the API server's to check)
+    return apply_patch(obj, [op for op in step.patch if op["op"] != "test"])
 
 
 def stopped(obj: JSON, step: StopJob) -> JSON:
@@ -274,3 +278,19 @@ def test_only_the_workloads_pod_sets_are_read_so_nothing_else_in_it_stops_a_runn
     running = started(JOB, job(), workload)
     workload["spec"]["priority"] = "high"  # unreadable as a whole Workload, its pod sets still are
     assert plan(JOB, running, workload) is None
+
+
+def test_a_started_pod_resized_past_its_admission_is_deleted_with_kueues_stop_reason() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team-a", "uid": "pod-uid", "labels": {QUEUE: "q"}},
+        "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], **template()["spec"]},
+    }
+    workload = admitted(POD, pod)
+    running = started(POD, pod, workload)
+    assert plan(POD, running, workload) is None
+    running["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"  # an in-place resize
+    step = plan(POD, running, workload)
+    assert isinstance(step, DeleteObjects)
+    assert (step.reason, step.message) == ("NoMatchingWorkload", NO_MATCHING_WORKLOAD)
