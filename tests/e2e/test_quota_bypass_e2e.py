@@ -155,14 +155,15 @@ def test_raised_parallelism_of_a_running_job_ends_with_no_more_pods_than_admitte
         assert not live_pods(cluster, namespace, "grow")
         assert "nodeSelector" not in job()["spec"]["template"]["spec"]  # restored from the Workload
 
-        seen = events(cluster, namespace, "grow")
         name = f"{namespace}/{first['metadata']['name']}"
-        assert (
-            "Stopped",
-            "No matching Workload; restoring pod templates according to existent Workload",
-        ) in seen
-        assert ("DeletedWorkload", f"Deleted not matching Workload: {name}") in seen
-        assert ("CreatedWorkload", f"Created Workload: {namespace}/{second['metadata']['name']}") in seen
+        wanted = {
+            ("Stopped", "No matching Workload; restoring pod templates according to existent Workload"),
+            ("DeletedWorkload", f"Deleted not matching Workload: {name}"),
+            ("CreatedWorkload", f"Created Workload: {namespace}/{second['metadata']['name']}"),
+        }
+        # Events are written in the background
+        until(lambda: wanted <= set(events(cluster, namespace, "grow")), "Kueue's Events on the Job", HANG)
+        seen = events(cluster, namespace, "grow")
         took = f"{stopped_after:.1f}s"
         created = sum(1 for reason, _ in seen if reason == "SuccessfulCreate")
         print(f"\nraised to 3: {created} pods created in all, stopped and re-queued {took} after the edit")
@@ -208,10 +209,8 @@ def test_a_label_removed_from_a_suspended_job_gives_its_reserved_quota_back(
                 "workloads", "-n", namespace, "--field-selector", f"metadata.name={held['metadata']['name']}"
             )
             name = f"{namespace}/{held['metadata']['name']}"
-            assert (
-                "DeletedWorkload",
-                f"Deleted Workload: {name}, the Job no longer names a LocalQueue",
-            ) in events(cluster, namespace, "first")
+            deleted = ("DeletedWorkload", f"Deleted Workload: {name}, the Job no longer names a LocalQueue")
+            until(lambda: deleted in events(cluster, namespace, "first"), "the DeletedWorkload Event", HANG)
             until(
                 lambda: condition(workload("second"), "QuotaReserved").get("status") == "True",
                 "the freed CPU to go to the next Job",

@@ -22,7 +22,6 @@ from tests.integration import controller_harness as harness
 from tests.integration.controller_harness import (
     condition,
     controller_config,
-    events_of,
     gpu_limits,
     is_true,
     queued_job,
@@ -73,6 +72,15 @@ async def as_alice(fake_api: FakeApiServer, name: str, namespace: str, patch: JS
         await client.close()
 
 
+def said(fake_api: FakeApiServer, namespace: str, name: str) -> set[tuple[str, str]]:
+    """(reason, message) of every Event on the object ``name``."""
+    return {
+        (e["reason"], e["message"])
+        for e in fake_api.list("events", namespace)
+        if e.get("involvedObject", {}).get("name") == name
+    }
+
+
 def gpus_in_use(fake_api: FakeApiServer, cluster_queue: str, field: str = "flavorsUsage") -> str:
     usage = ((fake_api.get("clusterqueues", cluster_queue) or {}).get("status") or {}).get(field)
     return str(usage[0]["resources"][0]["total"]) if usage else ""
@@ -114,10 +122,13 @@ async def test_raised_parallelism_of_a_running_job_stops_it_and_queues_it_for_th
     job = fake_api.get("jobs", "grow", "team-a") or {}
     # its template is back as the Workload recorded it: no flavor nodeSelector left behind
     assert "nodeSelector" not in job["spec"]["template"]["spec"]
-    events = events_of(fake_api, "team-a", "grow")
-    assert events["Stopped"] == "No matching Workload; restoring pod templates according to existent Workload"
-    assert events["DeletedWorkload"] == f"Deleted not matching Workload: team-a/{first['metadata']['name']}"
-    assert events["CreatedWorkload"] == f"Created Workload: team-a/{second['metadata']['name']}"
+    wanted = {
+        ("Stopped", "No matching Workload; restoring pod templates according to existent Workload"),
+        ("DeletedWorkload", f"Deleted not matching Workload: team-a/{first['metadata']['name']}"),
+        ("CreatedWorkload", f"Created Workload: team-a/{second['metadata']['name']}"),
+    }
+    # Events are written in the background
+    await fake_api.wait_for(lambda: wanted <= said(fake_api, "team-a", "grow"), timeout=HANG)
 
 
 async def test_a_running_jobs_queue_label_cannot_be_removed(
@@ -153,8 +164,9 @@ async def test_a_label_removed_from_a_suspended_job_frees_its_workloads_quota(
     await as_alice(fake_api, "first", "ml", {"metadata": {"labels": {QUEUE_LABEL: None}}})
     await fake_api.wait_for(lambda: workload("first") is None, timeout=HANG)
     assert fake_api.get("workloads", held["metadata"]["name"], "ml") is None
-    assert events_of(fake_api, "ml", "first")["DeletedWorkload"] == (
-        f"Deleted Workload: ml/{held['metadata']['name']}, the Job no longer names a LocalQueue"
+    message = f"Deleted Workload: ml/{held['metadata']['name']}, the Job no longer names a LocalQueue"
+    await fake_api.wait_for(
+        lambda: ("DeletedWorkload", message) in said(fake_api, "ml", "first"), timeout=HANG
     )
     # the quota it held goes to the next Job in line
     await fake_api.wait_for(lambda: is_true(workload("second"), "QuotaReserved"), timeout=HANG)
