@@ -100,15 +100,22 @@ def _running_counts(workload: JSON, pod_sets: Sequence[PodSet]) -> dict[str, int
     partially admitted (the Workload can be, and the pod set has a minCount); None when the admission does
     not name every pod set (then only the Workload's own pod sets can match)."""
     admission = (workload.get("status") or {}).get("admission") or {}
-    assigned: dict[str, int] = {}
+    assigned: dict[str, int | None] = {}
     for assignment in admission.get("podSetAssignments") or []:
-        count = assignment.get("count") if isinstance(assignment, Mapping) else None
-        if isinstance(count, int) and not isinstance(count, bool):
-            assigned[str(assignment.get("name") or "main")] = count
+        if not isinstance(assignment, Mapping):
+            continue
+        count = assignment.get("count")
+        valid = isinstance(count, int) and not isinstance(count, bool)
+        assigned[str(assignment.get("name") or "main")] = count if valid else None
     if any(p.name not in assigned for p in pod_sets):
         return None
     partially = any(p.min_count is not None and p.min_count < p.count for p in pod_sets)
-    return {p.name: assigned[p.name] for p in pod_sets if partially and p.min_count is not None}
+    # an assignment without a count runs the pod set's own (Kueue's podset.FromAssignment), as the start does
+    return {
+        p.name: p.count if (count := assigned[p.name]) is None else count
+        for p in pod_sets
+        if partially and p.min_count is not None
+    }
 
 
 def matches_workload(

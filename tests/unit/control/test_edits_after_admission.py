@@ -294,3 +294,15 @@ def test_a_started_pod_resized_past_its_admission_is_deleted_with_kueues_stop_re
     step = plan(POD, running, workload)
     assert isinstance(step, DeleteObjects)
     assert (step.reason, step.message) == ("NoMatchingWorkload", NO_MATCHING_WORKLOAD)
+
+
+def test_an_assignment_without_a_count_runs_its_whole_pod_set_and_that_is_no_edit() -> None:
+    integration = declared()
+    run = training_run(replicas=4, min_replicas=2)
+    workload = admitted(integration, run, counts={"trainer": 2})
+    launcher = workload["status"]["admission"]["podSetAssignments"][0]
+    assert launcher["name"] == "launcher"
+    del launcher["count"]  # Kueue's podset.FromAssignment then takes the pod set's own count
+    running = started(integration, run, workload)
+    assert (running["spec"]["launcher"]["replicas"], running["spec"]["trainer"]["replicas"]) == (1, 2)
+    assert plan(integration, running, workload) is None
