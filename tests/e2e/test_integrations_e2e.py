@@ -208,7 +208,7 @@ def test_a_queued_kind_scaled_up_while_running_is_queued_again_for_its_new_shape
     """Kueue's jobframework: a running object that no longer matches its admitted Workload is stopped
     (``NoMatchingWorkload``), its Workload deleted, and a new one queued; here the new shape fits the 8 GPUs,
     so it is admitted for the new counts and started again."""
-    cluster, running, namespace = queue
+    cluster, _, namespace = queue
     sample = SAMPLES[kind]
     path, grown, more = GROWTH[kind]
 
@@ -256,4 +256,3 @@ def test_a_queued_kind_scaled_up_while_running_is_queued_again_for_its_new_shape
     until(said, "the Stopped and DeletedWorkload Events", HANG)  # Events are written in the background
     cluster.kubectl("-n", namespace, "delete", sample.resource, "grow")
     until(lambda: not workload(), "its Workload to go", HANG)
-    del running

@@ -106,7 +106,7 @@ def events(cluster: Cluster, namespace: str, name: str) -> list[tuple[str, str]]
 def test_raised_parallelism_of_a_running_job_ends_with_no_more_pods_than_admitted(
     controller: tuple[Cluster, Running],
 ) -> None:
-    cluster, running = controller
+    cluster, _ = controller
     with team_queue(cluster, "e2e-bypass", quota="2") as namespace:
         editor(cluster, namespace)
         as_user(cluster, namespace, "create", "-f", "-", input=cpu_job("grow", namespace, completions=4))
@@ -167,7 +167,6 @@ def test_raised_parallelism_of_a_running_job_ends_with_no_more_pods_than_admitte
         took = f"{stopped_after:.1f}s"
         created = sum(1 for reason, _ in seen if reason == "SuccessfulCreate")
         print(f"\nraised to 3: {created} pods created in all, stopped and re-queued {took} after the edit")
-        del running
 
 
 def test_a_label_removed_from_a_suspended_job_gives_its_reserved_quota_back(
