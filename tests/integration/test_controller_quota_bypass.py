@@ -177,3 +177,43 @@ async def test_a_label_removed_from_a_suspended_job_frees_its_workloads_quota(
     await fake_api.wait_for(lambda: gpus_in_use(fake_api, "a100", "flavorsReservation") == "0", timeout=HANG)
     first = fake_api.get("jobs", "first", "ml") or {}
     assert first["spec"]["suspend"] is True  # no longer queued, nobody starts it
+
+
+SPARE = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: spare}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu-nodes
+      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a-spare, namespace: team-a}
+spec: {clusterQueue: spare}
+"""
+
+
+async def test_a_waiting_job_moved_to_another_local_queue_is_admitted_there(
+    fake_api: FakeApiServer, research: Replica
+) -> None:
+    del research
+    await fake_api.apply_manifests(SPARE)
+    await fake_api.create(gpu_job("holder", gpus=4))
+    await fake_api.wait_for(lambda: running(fake_api, "holder"), timeout=HANG)
+    await fake_api.create(gpu_job("mover", gpus=4))
+    await fake_api.wait_for(
+        lambda: condition((workloads_of(fake_api, "mover") or [{}])[0], "QuotaReserved") is not None,
+        timeout=HANG,
+    )
+    assert not running(fake_api, "mover")
+
+    await as_alice(fake_api, "mover", "team-a", {"metadata": {"labels": {QUEUE_LABEL: "team-a-spare"}}})
+    await fake_api.wait_for(lambda: running(fake_api, "mover"), timeout=HANG)
+    [moved] = workloads_of(fake_api, "mover")
+    assert moved["spec"]["queueName"] == "team-a-spare"
+    assert moved["status"]["admission"]["clusterQueue"] == "spare"

@@ -22,7 +22,8 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    ``IsActive``) gets its reservation cleared, with Requeued (True after a preemption) first, releasing
    the quota;
 6. a suspended Job edited while waiting (parallelism, requests) gets its Workload's pod sets updated, so it
-   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job");
+   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job"), and its
+   Workload follows it to another LocalQueue when its queue label changes (Kueue's QueueNameChange);
    a Job edited once its Workload holds quota (``webhook.control.workload_match``: a running Job whose
    ``parallelism`` was raised, an admitted one not started yet) no longer matches it: a running one is
    stopped first (Kueue's stop reason ``NoMatchingWorkload``, its templates restored from the Workload),
@@ -126,6 +127,15 @@ class UpdatePodSets:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateQueueName:
+    """A suspended Job moved to another LocalQueue (its queue label changed) while its Workload holds no
+    quota: the Workload follows it (Kueue's QueueNameChange)."""
+
+    workload: JSON
+    queue_name: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteWorkload:
     """The Workload no longer speaks for its stopped (or not yet started) Job: delete it, so the Job queues
     again for what it now asks (Kueue's "Deleted not matching Workload"), or, for a Job no longer queued,
@@ -185,6 +195,7 @@ Step = (
     | StopJob
     | ReleaseReservation
     | UpdatePodSets
+    | UpdateQueueName
     | DeleteWorkload
     | RemoveFinalizer
     | SyncPodsReady
@@ -351,6 +362,9 @@ def plan_job(
                 it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
             )["spec"]["podSets"]
             return UpdatePodSets(workload, desired)
+        queue = engine.queue_name(job) or ""
+        if not has_reservation(workload) and (workload.get("spec") or {}).get("queueName", "") != queue:
+            return UpdateQueueName(workload, queue)
         return None
     if evicted:
         return _stop(job, workload, _evicted_message(workload), it, evicted_stop_reason(workload))

@@ -54,6 +54,7 @@ from webhook.control.job_plan import (
     StopJob,
     SyncPodsReady,
     UpdatePodSets,
+    UpdateQueueName,
     deleted_and_held,
     has_reservation,
     holds_finalizer,
@@ -562,6 +563,15 @@ class JobReconciler:
                 on_job(
                     "UpdatedWorkload",
                     f"Updated not matching Workload for suspended job: {'/'.join(key_of(updated))}",
+                )
+        elif isinstance(step, UpdateQueueName):
+            moved = await writer.patch(
+                WORKLOADS, step.workload, {"spec": {"queueName": step.queue_name}}, patch_type="merge"
+            )
+            if moved is not None:
+                log.info(
+                    "job changed queue-name, workload updated",
+                    extra={"workload": "/".join(key_of(moved)), "queue": step.queue_name},
                 )
         elif isinstance(step, DeleteWorkload):
             if await writer.delete(WORKLOADS, step.workload):

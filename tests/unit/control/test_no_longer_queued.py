@@ -1,14 +1,15 @@
 """An object that stops being queued (its queue label removed while suspended) while it still owns a
 Workload: the Workload goes, pending or admitted, so it holds no quota for nothing (``plan_unmanaged``;
-Kueue leaves it behind). A running object's reservation is kept while its pods use it."""
+Kueue leaves it behind). A running object's reservation is kept while its pods use it. One moved to another
+LocalQueue takes its pending Workload along (Kueue's QueueNameChange)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.control.plans import FINALIZER, admitted, held, job, workload
+from tests.unit.control.plans import FINALIZER, admitted, held, job, plan, workload
 from webhook.control.conditions import finished_status
-from webhook.control.job_plan import DeleteWorkload, RemoveFinalizer, plan_unmanaged
+from webhook.control.job_plan import DeleteWorkload, RemoveFinalizer, UpdateQueueName, plan_unmanaged
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T02:00:00Z"
@@ -58,3 +59,14 @@ def test_a_finished_workload_only_lets_go_of_its_finalizer() -> None:
 
 def test_nothing_to_do_without_a_workload() -> None:
     assert plan_unmanaged(unlabelled(), None) is None
+
+
+def test_a_suspended_job_moved_to_another_local_queue_takes_its_pending_workload_along() -> None:
+    moved = job()
+    moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "cpu"
+    pending = held(workload())
+    assert pending["spec"]["queueName"] == "gpu"
+    assert plan(moved, pending) == UpdateQueueName(pending, "cpu")
+    assert plan(job(), pending) is None
+    # a reservation keeps it where it is (Kueue's Workload rule: queueName immutable while reserved)
+    assert not isinstance(plan(moved, held(admitted())), UpdateQueueName)
