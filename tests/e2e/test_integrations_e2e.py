@@ -188,3 +188,71 @@ def test_a_queued_kind_on_a_real_api_server(queue: tuple[Cluster, Running, str],
     assert not [
         u for u in cluster_queue().get("flavorsUsage") or [] for r in u["resources"] if r["total"] != "0"
     ]
+
+
+#: where a user adds one replica to each sample, and the pod set that grows by how many pods
+GROWTH: dict[str, tuple[tuple[str | int, ...], str, int]] = {
+    "JobSet": (("spec", "replicatedJobs", 1, "replicas"), "workers", 2),  # a replica is 2 pods
+    "PyTorchJob": (("spec", "pytorchReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "TFJob": (("spec", "tfReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "MPIJob": (("spec", "mpiReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "RayJob": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
+    "RayCluster": (("spec", "workerGroupSpecs", 0, "replicas"), "gpu", 2),  # a replica is 2 hosts
+}
+
+
+@pytest.mark.parametrize("kind", list(SAMPLES))
+def test_a_queued_kind_scaled_up_while_running_is_queued_again_for_its_new_shape(
+    queue: tuple[Cluster, Running, str], kind: str
+) -> None:
+    """Kueue's jobframework: a running object that no longer matches its admitted Workload is stopped
+    (``NoMatchingWorkload``), its Workload deleted, and a new one queued; here the new shape fits the 8 GPUs,
+    so it is admitted for the new counts and started again."""
+    cluster, _, namespace = queue
+    sample = SAMPLES[kind]
+    path, grown, more = GROWTH[kind]
+
+    def workload() -> JSON:
+        owned = [
+            w
+            for w in cluster.items("workloads", "-n", namespace)
+            if (w["metadata"].get("ownerReferences") or [{}])[0].get("kind") == kind
+        ]
+        return owned[0] if len(owned) == 1 else {}
+
+    cluster.kubectl("create", "-f", "-", input=json.dumps(sample.manifest("grow", namespace, "gpus")))
+    until(lambda: dig(cluster.get(sample.resource, "grow", "-n", namespace), sample.suspend) is False,
+          f"the {kind} to start", HANG)  # fmt: skip
+    first = workload()
+    replicas = dig(cluster.get(sample.resource, "grow", "-n", namespace), path)
+    pointer = "/" + "/".join(str(step) for step in path)
+    patch = json.dumps([{"op": "replace", "path": pointer, "value": replicas + 1}])
+    cluster.kubectl("-n", namespace, "patch", sample.resource, "grow", "--type=json", "-p", patch)
+
+    def admitted_again() -> bool:
+        current = workload()
+        return (
+            bool(current)
+            and current["metadata"]["uid"] != first["metadata"]["uid"]
+            and condition(current, "Admitted").get("status") == "True"
+            and dig(cluster.get(sample.resource, "grow", "-n", namespace), sample.suspend) is False
+        )
+
+    until(admitted_again, f"the scaled {kind} to be admitted again", HANG)
+    expected = [(name, count + (more if name == grown else 0)) for name, count in sample.pod_sets]
+    second = workload()
+    assert [(p["name"], p["count"]) for p in second["spec"]["podSets"]] == expected
+    assert [(a["name"], a["count"]) for a in second["status"]["admission"]["podSetAssignments"]] == expected
+    old = f"{namespace}/{first['metadata']['name']}"
+    wanted = {
+        ("Stopped", "No matching Workload; restoring pod templates according to existent Workload"),
+        ("DeletedWorkload", f"Deleted not matching Workload: {old}"),
+    }
+
+    def said() -> bool:
+        found = cluster.items("events", "-n", namespace, "--field-selector", "involvedObject.name=grow")
+        return wanted <= {(e["reason"], e["message"]) for e in found}
+
+    until(said, "the Stopped and DeletedWorkload Events", HANG)  # Events are written in the background
+    cluster.kubectl("-n", namespace, "delete", sample.resource, "grow")
+    until(lambda: not workload(), "its Workload to go", HANG)

@@ -179,6 +179,12 @@ def _update_errors(
     path = label_path(QUEUE_NAME_LABEL)
     if not new_suspended and new_queue != old_queue:
         errors.append(FieldError.invalid(path, new_queue, IMMUTABLE))
+    default_queue = config.label_policy.default_queue_for(request.namespace)
+    if old_queue and not new_queue and default_queue in view.local_queue_names(request.namespace):
+        # Kueue's validateUpdateForQueueName, for every kind as for Jobs
+        errors.append(
+            FieldError.invalid(path, "", "queue-name must not be empty in namespace with default queue")
+        )
     if old_queue and not new_queue and enforced:
         errors.append(
             FieldError.forbidden(

@@ -22,7 +22,15 @@ The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
    ``IsActive``) gets its reservation cleared, with Requeued (True after a preemption) first, releasing
    the quota;
 6. a suspended Job edited while waiting (parallelism, requests) gets its Workload's pod sets updated, so it
-   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job");
+   queues for what it now asks (Kueue's "Updated not matching Workload for suspended job"), and its
+   Workload follows it to another LocalQueue when its queue label changes (Kueue's QueueNameChange);
+   a Job edited once its Workload holds quota (``webhook.control.workload_match``: a running Job whose
+   ``parallelism`` was raised, an admitted one not started yet) no longer matches it: a running one is
+   stopped first (Kueue's stop reason ``NoMatchingWorkload``, its templates restored from the Workload),
+   then the Workload is deleted (``DeletedWorkload``), and the Job queues again with a new one for its new
+   shape once its pods are gone (Kueue's ``ensureOneWorkload``). The deleted Workload keeps its quota until
+   then (the finalizer rule below), so the Job never runs more than was admitted for longer than the
+   stop takes;
 7. with waitForPodsReady, a running Job's Workload carries PodsReady as Kueue's generatePodsReadyCondition
    derives it from the Job (``webhook.api.pods_ready``); PodsReady=False WaitForStart is written with the
    first pending reason or the admission and again when the reservation is released, so only the
@@ -48,9 +56,10 @@ from typing import Any
 from webhook.api.finalizers import has_finalizer, is_deleting
 from webhook.api.integrations import JOB, Integration, engine
 from webhook.api.integrations.engine import FlavorConflict
-from webhook.api.objects import ResourceFlavor, parse_workload
+from webhook.api.objects import ResourceFlavor
 from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.conditions import find, is_true
+from webhook.control.workload_match import matches_workload
 
 JSON = dict[str, Any]
 
@@ -118,6 +127,27 @@ class UpdatePodSets:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateQueueName:
+    """A suspended Job moved to another LocalQueue (its queue label changed) while its Workload holds no
+    quota: the Workload follows it (Kueue's QueueNameChange)."""
+
+    workload: JSON
+    queue_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteWorkload:
+    """The Workload no longer speaks for its stopped (or not yet started) Job: delete it, so the Job queues
+    again for what it now asks (Kueue's "Deleted not matching Workload"), or, for a Job no longer queued,
+    so nothing holds quota for it. Its finalizer stays until the Job has no active pods (the
+    deleted-Workload rule), so its quota is handed on only then. ``message``: the ``DeletedWorkload`` Event's
+    on the Job."""
+
+    workload: JSON
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteObjects:
     """Stop objects that cannot be suspended again (started pods) by deleting them (Kueue's ``Pod.Stop``).
     With a ``reason`` (Kueue's stop reason: ``WorkloadDeleted``, ``WorkloadEvictedDueTo<why>``,
@@ -165,6 +195,8 @@ Step = (
     | StopJob
     | ReleaseReservation
     | UpdatePodSets
+    | UpdateQueueName
+    | DeleteWorkload
     | RemoveFinalizer
     | SyncPodsReady
 )
@@ -173,6 +205,9 @@ Step = (
 WORKLOAD_DELETED = "Workload is deleted"
 #: the Stopped event's message when a running pod has no Workload (Kueue's StopReasonNoMatchingWorkload)
 MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
+#: the Stopped event's message when a running object no longer matches its Workload (an edit after its
+#: admission: Kueue's StopReasonNoMatchingWorkload with an existing Workload)
+NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
 #: the Stopped event's message when a running object's Workload holds no quota (StopReasonNotAdmitted)
 NOT_ADMITTED = "Not admitted by cluster queue"
 
@@ -308,6 +343,9 @@ def plan_job(
             if has_active_pods(job, it):
                 return None  # the Job's status change when its pods are gone re-triggers us
             return ReleaseReservation(workload, _evicted_message(workload))
+        if has_reservation(workload) and not matches_workload(job, workload, it, reserved=True):
+            # edited after its admission: it queues again as it is now
+            return DeleteWorkload(workload, f"Deleted not matching Workload: {_key(workload)}")
         if is_true(workload, "Admitted") and has_reservation(workload) and not evicted:
             assigned = assigned_flavors(admission, flavors, unnamed="main")
             if assigned is None:
@@ -319,11 +357,14 @@ def plan_job(
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
-        if not has_reservation(workload) and _shape(job, it) != _workload_shape(workload):
+        if not has_reservation(workload) and not matches_workload(job, workload, it, reserved=False):
             desired = engine.workload_for(
                 it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
             )["spec"]["podSets"]
             return UpdatePodSets(workload, desired)
+        queue = engine.queue_name(job) or ""
+        if not has_reservation(workload) and (workload.get("spec") or {}).get("queueName", "") != queue:
+            return UpdateQueueName(workload, queue)
         return None
     if evicted:
         return _stop(job, workload, _evicted_message(workload), it, evicted_stop_reason(workload))
@@ -333,6 +374,9 @@ def plan_job(
         # suspended, its restore not written before the Workload was admitted again: finish the stop,
         # then it starts at the new admitted count
         return _stop(job, workload, "Restoring the Job before it starts again", it)
+    if not matches_workload(job, workload, it, reserved=True):
+        # edited while running (more pods, bigger requests): stopped now, its Workload replaced next
+        return _stop(job, workload, NO_MATCHING_WORKLOAD, it, "NoMatchingWorkload")
     if pods_ready and it.pods_ready is not None:
         condition = desired_pods_ready(workload, pods_ready=engine.pods_ready(it, job))
         current = find(((workload.get("status") or {}).get("conditions")), PODS_READY) or {}
@@ -341,23 +385,45 @@ def plan_job(
     return None
 
 
-_Shape = tuple[tuple[str, int, int | None, tuple[tuple[str, int], ...]], ...]
+def plan_unmanaged(job: JSON, workload: JSON | None, *, integration: Integration = JOB) -> Step | None:
+    """The next step for an object that is no longer queued (its queue label was removed while suspended,
+    or the configuration no longer manages it) but still owns a Workload.
 
-
-def _shape(job: JSON, integration: Integration) -> _Shape | None:
-    """What quota an object asks for: (pod set, count, minCount, per-pod requests), minCount compared as
-    Kueue's ComparePodSets does; None when its template is invalid."""
-    pod_sets = engine.pod_sets(integration, job)
-    if isinstance(pod_sets, list):
+    Kueue ignores such an object and leaves its Workload behind, pending or admitted, holding quota for
+    nothing. Here the Workload goes, with a ``DeletedWorkload`` Event on the object, as soon as that frees
+    no quota still in use: at once while the object is suspended or finished (its finalizer then waits for
+    the pods still active, as for any deleted Workload), and at once too when it holds no reservation. The
+    Workload of a running object keeps its reservation while the object runs (it is stopped by no one, its
+    pods use that quota) and goes once it finishes or is suspended."""
+    it = integration
+    if workload is None:
         return None
-    return tuple((p.name, p.count, p.min_count, tuple(sorted(p.requests.items()))) for p in pod_sets)
-
-
-def _workload_shape(workload: JSON) -> _Shape | None:
-    parsed = parse_workload(workload)
-    if isinstance(parsed, list):
+    if is_true(workload, "Finished"):
+        return RemoveFinalizer(workload, "finished") if has_finalizer(workload) else None
+    finished = job_finished(job, it)[0]
+    if is_deleting(workload):
+        if has_active_pods(job, it) or (
+            not finished and not is_suspended(job, it) and has_reservation(workload)
+        ):
+            return None  # the object's change when its pods are gone re-triggers us
+        return (
+            RemoveFinalizer(workload, "deleted, its object no longer queued")
+            if has_finalizer(workload)
+            else None
+        )
+    if has_reservation(workload) and not finished and not is_suspended(job, it):
         return None
-    return tuple((p.name, p.count, p.min_count, tuple(sorted(p.requests.items()))) for p in parsed.pod_sets)
+    why = (
+        f"the {it.kind} no longer names a LocalQueue"
+        if engine.queue_name(job) is None
+        else f"the {it.kind} is no longer queued"
+    )
+    return DeleteWorkload(workload, f"Deleted Workload: {_key(workload)}, {why}")
+
+
+def _key(workload: JSON) -> str:
+    meta = workload.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def deleted_and_held(workload: JSON) -> bool:

@@ -42,6 +42,7 @@ from webhook.control.context import ControlContext
 from webhook.control.job_plan import (
     CreateWorkload,
     DeleteObjects,
+    DeleteWorkload,
     FinishWorkload,
     ReleaseObjects,
     ReleaseReservation,
@@ -53,10 +54,12 @@ from webhook.control.job_plan import (
     StopJob,
     SyncPodsReady,
     UpdatePodSets,
+    UpdateQueueName,
     deleted_and_held,
     has_reservation,
     holds_finalizer,
     plan_job,
+    plan_unmanaged,
 )
 from webhook.control.kinds import (
     PRIORITY_CLASSES,
@@ -280,12 +283,16 @@ class JobReconciler:
                 await self._execute(job, ReleaseObjects((job,)), integration)
             return
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
+        uid = str((job.get("metadata") or {}).get("uid", ""))
+        workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid)
         if not is_managed(job, integration, config=configuration, namespace_labels=labels):
+            # no longer queued (its queue label removed while suspended): its Workload must not hold quota
+            unmanaged = plan_unmanaged(job, workload, integration=integration)
+            if unmanaged is not None:
+                await self._execute(job, unmanaged, integration)
             return
         if integration.gate is not None and awaits_group(job):
             return  # its StatefulSet puts it in its group first; the Workload is the StatefulSet's
-        uid = str((job.get("metadata") or {}).get("uid", ""))
-        workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid)
         step = plan_job(
             job,
             workload,
@@ -557,6 +564,18 @@ class JobReconciler:
                     "UpdatedWorkload",
                     f"Updated not matching Workload for suspended job: {'/'.join(key_of(updated))}",
                 )
+        elif isinstance(step, UpdateQueueName):
+            moved = await writer.patch(
+                WORKLOADS, step.workload, {"spec": {"queueName": step.queue_name}}, patch_type="merge"
+            )
+            if moved is not None:
+                log.info(
+                    "job changed queue-name, workload updated",
+                    extra={"workload": "/".join(key_of(moved)), "queue": step.queue_name},
+                )
+        elif isinstance(step, DeleteWorkload):
+            if await writer.delete(WORKLOADS, step.workload):
+                on_job("DeletedWorkload", step.message)
         elif isinstance(step, SyncPodsReady):
             condition = step.condition
             updated = await writer.patch_status(

@@ -47,7 +47,10 @@ def workload(status: JSON | None = None) -> JSON:
             "generation": 1,
             "resourceVersion": "5",
         },
-        "spec": {"podSets": [{"name": "main", "count": 1, "template": job()["spec"]["template"]}]},
+        "spec": {
+            "podSets": [{"name": "main", "count": 1, "template": job()["spec"]["template"]}],
+            "queueName": "gpu",
+        },
         "status": status or {},
     }
 

@@ -67,6 +67,7 @@ __all__ = [
     "suspend_ops",
     "workload_for",
     "workload_name",
+    "written_min_count",
 ]
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
@@ -293,7 +294,9 @@ def pod_count(integration: Integration, obj: Mapping[str, Any]) -> int:
     return sum(element_count(e) for e in elements(integration, obj))
 
 
-def _written_min_count(element: Element) -> int | None:
+def written_min_count(element: Element) -> int | None:
+    """The pod set's minCount as the object writes it (its field, or its annotation parsed as a Go
+    integer), whatever its range; None when it writes none."""
     rule = element.source.min_count
     if rule is None:
         return None
@@ -306,13 +309,13 @@ def _written_min_count(element: Element) -> int | None:
 def accepts_partial_admission(element: Element) -> bool:
     """Whether the pod set's count field follows its admission: its minCount reads as an integer (Kueue's
     Job tests ``minPodsCount() != nil`` whatever the count is then; a running one may run minCount pods)."""
-    return len(element.source.count) == 1 and _written_min_count(element) is not None
+    return len(element.source.count) == 1 and written_min_count(element) is not None
 
 
 def element_min_count(element: Element) -> int | None:
     """The pod set's Workload ``minCount`` (its ``MinCount`` field or annotation), None when it is all or
     nothing: no such value, not an integer, or (unless ``as_written``) outside ``1..count-1``."""
-    value = _written_min_count(element)
+    value = written_min_count(element)
     if value is None or element.source.min_count is None or element.source.min_count.as_written:
         return value
     return value if 1 <= value < element_count(element) else None
