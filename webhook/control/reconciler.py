@@ -19,7 +19,8 @@ from typing import Any
 
 from webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from webhook.api.integrations import JOB, Integration, engine
-from webhook.api.integrations.managed import is_managed
+from webhook.api.integrations.managed import ON_ITS_OWN, ancestry_of, is_managed
+from webhook.api.integrations.owners import controller_reference
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
 from webhook.api.integrations.statefulsets import (
     awaits_group,
@@ -67,6 +68,7 @@ from webhook.control.kinds import (
     integration_kind,
 )
 from webhook.control.kube import ApiError
+from webhook.control.owner_lookup import OwnerFetcher
 from webhook.control.store import Change, controller_owner, key_of
 from webhook.control.workqueue import WorkQueue
 from webhook.control.writers import refused_fields
@@ -127,7 +129,9 @@ class JobReconciler:
     """Runs ``plan_job`` for every queued object (a Job, a JobSet, ... : every enabled integration) the store
     reports changed, directly or through its Workload."""
 
-    def __init__(self, context: ControlContext, *, workers: int = 4) -> None:
+    def __init__(
+        self, context: ControlContext, *, workers: int = 4, owners: OwnerFetcher | None = None
+    ) -> None:
         self.context = context
         self.workers = workers
         self.queue: WorkQueue[ObjectKey] = WorkQueue()
@@ -135,6 +139,8 @@ class JobReconciler:
         self.orphans: WorkQueue[tuple[str, str]] = WorkQueue()
         self._deleted_jobs: dict[ObjectKey, str] = {}  # object key -> uid, until its Workload is gone
         self._backoffs: dict[tuple[str, ...], Backoff] = {}
+        #: looks up owners of kinds the store does not watch (none: such owners stay unresolved)
+        self.owners = owners
 
     def _integration_of_kind(self, kind: Kind) -> Integration | None:
         return self.context.configuration().integrations.for_kind(kind.group, kind.kind)
@@ -280,7 +286,11 @@ class JobReconciler:
                 await self._execute(job, ReleaseObjects((job,)), integration)
             return
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
-        if not is_managed(job, integration, config=configuration, namespace_labels=labels):
+        if await self._left_to_owner(job, integration):
+            return
+        if not is_managed(
+            job, integration, ancestry=ON_ITS_OWN, config=configuration, namespace_labels=labels
+        ):
             return
         if integration.gate is not None and awaits_group(job):
             return  # its StatefulSet puts it in its group first; the Workload is the StatefulSet's
@@ -299,6 +309,59 @@ class JobReconciler:
             await self._execute(job, step, integration)
         self._backoffs.pop(("job", *key), None)
 
+    async def _left_to_owner(self, obj: JSON, integration: Integration) -> bool:
+        """Whether the object is queued through a real queued owner rather than on its own (Kueue's
+        ``FindAncestorJobManagedByKueue`` in ``Reconcile``; ``webhook.api.integrations.owners``), in which
+        case it gets no Workload, and, as Kueue's ``shouldSuspendChildJob``, is suspended if it runs while
+        its ancestor's Workload is not admitted.
+
+        An object that already has a Workload of its own stays queued on its own: an ownerReference added
+        later does not free it from its quota."""
+        if controller_reference(obj) is None:
+            return False
+        namespace, _ = key_of(obj)
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        if self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid) is not None:
+            return False
+        configuration = self.context.configuration()
+        if self.owners is not None:
+            ancestry, _ = await self.owners.ancestry(
+                obj, integration, config=configuration, store=self.context.store
+            )
+        else:
+            ancestry = ancestry_of(obj, integration, config=configuration, lookup=self.context.store)
+        where = {"object": f"{integration.kind} {namespace}/{key_of(obj)[1]}"}
+        if ancestry.too_deep:
+            self.context.events.record(obj, type="Warning", reason="JobNestingTooDeep", message=ancestry.note)
+            log.warning("queued on its own: %s", ancestry.note, extra=where)
+        elif ancestry.note and ancestry.ancestor is None:
+            log.info("queued on its own: %s", ancestry.note, extra=where)
+        if ancestry.ancestor is None:
+            return False
+        if integration.gate is None:
+            await self._suspend_child(obj, integration, ancestry.ancestor)
+        return True
+
+    async def _suspend_child(self, obj: JSON, integration: Integration, ancestor: Any) -> None:
+        """Kueue's ``shouldSuspendChildJob``: a running child whose ancestor has no admitted, unfinished
+        Workload is suspended."""
+        if engine.finished(integration, obj)[0] or engine.is_suspended(integration, obj):
+            return
+        namespace, _ = key_of(obj)
+        ancestor_uid = str((ancestor.get("metadata") or {}).get("uid", ""))
+        workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=ancestor_uid)
+        if workload is not None and is_true(workload, "Admitted") and not is_true(workload, "Finished"):
+            return
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+        suspended = await self.context.writer.patch(
+            kind_of(integration), obj, [*guard, *engine.suspend_ops(integration, obj)]
+        )
+        if suspended is not None:
+            self.context.events.record(
+                obj, type="Normal", reason="Suspended", message="Kueue managed child job suspended"
+            )
+
     async def _reconcile_group(self, integration: Integration, namespace: str, group: str) -> None:
         """``plan_group`` for the pods of ``group`` and the Workload named after it."""
         from webhook.control.pod_groups import plan_group  # it builds on this module
@@ -311,7 +374,13 @@ class JobReconciler:
             if group_name(pod) == group
             and (
                 holds_finalizer(pod, integration)
-                or is_managed(pod, integration, config=configuration, namespace_labels=labels)
+                or is_managed(
+                    pod,
+                    integration,
+                    ancestry=ancestry_of(pod, integration, config=configuration, lookup=self.context.store),
+                    config=configuration,
+                    namespace_labels=labels,
+                )
             )
         ]
         workload = self.context.store.get(WORKLOADS, group, namespace)
@@ -351,7 +420,13 @@ class JobReconciler:
             sts,
             pods,
             self.context.store.get(WORKLOADS, statefulset_workload_name(name, uid), namespace),
-            managed=is_managed(sts, integration, config=configuration, namespace_labels=labels),
+            managed=is_managed(
+                sts,
+                integration,
+                ancestry=ancestry_of(sts, integration, config=configuration, lookup=self.context.store),
+                config=configuration,
+                namespace_labels=labels,
+            ),
             priorities=self._priorities(),
             pod_priorities=self._priorities(PRIORITY_CLASSES),
         )
