@@ -48,7 +48,7 @@ import ssl
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 from webhook import runtime
-from webhook.admission.review import ReviewError, Verdict, parse_review, render_response
+from webhook.admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, render_response
 from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView, StaticClusterView
 from webhook.api.config import Configuration
@@ -116,6 +116,10 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
     )
 
 
+#: the request, the configuration in force and the view in; a view that also answers the request's owners out
+OwnerResolver = Callable[[AdmissionRequest, Configuration, ClusterView], Awaitable[ClusterView]]
+
+
 @dataclass(frozen=True, slots=True)
 class Visibility:
     """What the visibility API reads: the scheduler's queues while this replica leads (None while it does
@@ -133,8 +137,11 @@ def create_app(
     registry: CollectorRegistry,
     ready: Callable[[], bool] = lambda: True,
     visibility: Visibility | None = None,
+    owners: OwnerResolver | None = None,
 ) -> web.Application:
-    """The aiohttp application; serve it with :class:`WebhookServer` (or any aiohttp runner, for tests)."""
+    """The aiohttp application; serve it with :class:`WebhookServer` (or any aiohttp runner, for tests).
+    ``owners`` looks up, before a rule runs, the owners a request's object claims that ``view`` cannot
+    answer for (``webhook.control.owner_lookup``)."""
     metrics = _Metrics(registry)
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[CERTIFICATE_LOADED] = [False]
@@ -163,8 +170,11 @@ def create_app(
             review = parse_review(body)
         except ReviewError as exc:
             return _http_error(path, 400, "BadRequest", str(exc))
+        configuration = config()
+        if owners is not None:
+            view = await owners(review, configuration, view)
         try:
-            verdict = handler(review, config=config(), view=view)
+            verdict = handler(review, config=configuration, view=view)
         except Exception:
             log.exception(
                 "admission rule failed",

@@ -6,29 +6,45 @@ Kueue knows (a ReplicaSet, a disabled JobSet, an external framework's AppWrapper
 GET, its resource name found through discovery, under a short timeout. The walk is run, the owner it could
 not resolve fetched, and the walk run again, until it needs nothing more (at most Kueue's depth limit of
 fetches). A fetch that fails stays :class:`Unresolved`, and the walk then queues the object on its own.
+
+The controller resolves this way before deciding whether an object gets a Workload; the webhook does at its
+edge (``AdmissionOwners``), before the pure admission rules run on a view that answers with what was
+fetched.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 
+from webhook.admission.review import AdmissionRequest
+from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.integrations.managed import ancestry_of
 from webhook.api.integrations.model import Integration
-from webhook.api.integrations.owners import MAX_OWNER_DEPTH, Ancestry, OwnerAnswer, OwnerLookup, Unresolved
+from webhook.api.integrations.owners import (
+    MAX_OWNER_DEPTH,
+    Ancestry,
+    OwnerAnswer,
+    OwnerLookup,
+    Unresolved,
+    controller_reference,
+)
 from webhook.control.kinds import Kind
 from webhook.control.kube import ApiError, KubeClient
 
-__all__ = ["FETCH_TIMEOUT", "OwnerFetcher", "ResolvedOwners"]
+__all__ = ["ADMISSION_BUDGET", "FETCH_TIMEOUT", "AdmissionOwners", "OwnerFetcher", "ResolvedOwners"]
 
 log = logging.getLogger("kueue_webhook.owners")
 
 #: seconds one owner GET (or the discovery of its resource name) may take
 FETCH_TIMEOUT = 2.0
+#: seconds the webhook may spend on owner lookups for one admission request
+ADMISSION_BUDGET = 3.0
 
 OwnerKey = tuple[str, str, str, str]  # namespace, apiVersion, kind, name
 
@@ -66,9 +82,9 @@ class OwnerFetcher:
             try:
                 listing = await self.client.request("GET", path, timeout=self.timeout)
             except ApiError as exc:
-                if exc.status != 404:
-                    raise
-                listing = {}
+                if exc.status == 404:
+                    return None  # not served (yet: not remembered, a CRD may be installed later)
+                raise
             self._resources[api_version] = {
                 str(r.get("kind")): str(r.get("name"))
                 for r in listing.get("resources") or []
@@ -93,24 +109,90 @@ class OwnerFetcher:
         except (TimeoutError, OSError, aiohttp.ClientError) as exc:
             return Unresolved(f"no answer from the API server ({type(exc).__name__})")
 
-    async def ancestry(
+    async def resolve(
         self,
         obj: Mapping[str, Any],
         integration: Integration,
         *,
         config: Configuration,
-        store: OwnerLookup,
+        owners: ResolvedOwners,
         namespace: str | None = None,
-    ) -> tuple[Ancestry, ResolvedOwners]:
-        """The object's ancestry, owners the store does not hold fetched; and the lookup it was read from
-        (so that a rule run afterwards reads the same owners)."""
-        lookup = ResolvedOwners(store)
-        ancestry = ancestry_of(obj, integration, config=config, lookup=lookup, namespace=namespace)
+    ) -> Ancestry:
+        """The object's ancestry, the owners ``owners`` cannot answer for fetched into it."""
+        ancestry = ancestry_of(obj, integration, config=config, lookup=owners, namespace=namespace)
         for _ in range(MAX_OWNER_DEPTH + 1):
-            if not lookup.missing:
+            if not owners.missing:
                 break
-            key = lookup.missing[0]
-            lookup.fetched[key] = await self.fetch(key)
-            lookup.missing.clear()
-            ancestry = ancestry_of(obj, integration, config=config, lookup=lookup, namespace=namespace)
-        return ancestry, lookup
+            key = owners.missing[0]
+            owners.fetched[key] = await self.fetch(key)
+            owners.missing.clear()
+            ancestry = ancestry_of(obj, integration, config=config, lookup=owners, namespace=namespace)
+        owners.missing.clear()
+        return ancestry
+
+    async def ancestry(
+        self, obj: Mapping[str, Any], integration: Integration, *, config: Configuration, store: OwnerLookup
+    ) -> Ancestry:
+        """The object's ancestry, owners the store does not hold fetched."""
+        return await self.resolve(obj, integration, config=config, owners=ResolvedOwners(store))
+
+
+class _ViewWithOwners:
+    """A ClusterView answering owners from ``owners`` (the base view, then what was fetched)."""
+
+    def __init__(self, base: ClusterView, owners: ResolvedOwners) -> None:
+        self.base = base
+        self.owners = owners
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self.base.namespace_labels(namespace)
+
+    def local_queue_names(self, namespace: str) -> Sequence[str]:
+        return self.base.local_queue_names(namespace)
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.base.workload(namespace, name)
+
+    def owner(self, namespace: str, api_version: str, kind: str, name: str) -> OwnerAnswer:
+        return self.owners.owner(namespace, api_version, kind, name)
+
+
+class AdmissionOwners:
+    """The webhook's edge: before the pure rules run on a request for a queued kind whose object (or old
+    object) claims a controller, the owners the view does not hold are fetched, within ``budget`` seconds
+    for the whole request (kube-apiserver waits 10 s by default for the answer). What could not be fetched
+    in time stays unresolved, and the object is queued on its own."""
+
+    def __init__(self, fetcher: OwnerFetcher, *, budget: float = ADMISSION_BUDGET) -> None:
+        self.fetcher = fetcher
+        self.budget = budget
+
+    async def view_for(
+        self, request: AdmissionRequest, config: Configuration, view: ClusterView
+    ) -> ClusterView:
+        integration = config.integrations.for_kind(request.kind.group, request.kind.kind)
+        claiming = [
+            obj
+            for obj in (request.object, request.old_object)
+            if obj is not None and controller_reference(obj) is not None
+        ]
+        if integration is None or not claiming:
+            return view
+        owners = ResolvedOwners(view)
+        try:
+            async with asyncio.timeout(self.budget):
+                for obj in claiming:
+                    await self.fetcher.resolve(
+                        obj, integration, config=config, owners=owners, namespace=request.namespace
+                    )
+        except TimeoutError:
+            log.warning(
+                "owner lookup took too long: unresolved owners queue the object on its own",
+                extra={"kind": request.kind.kind, "namespace": request.namespace, "object": request.name},
+            )
+        except Exception:  # whatever failed, the owners not fetched stay unresolved: queued on its own
+            log.exception(
+                "owner lookup failed: unresolved owners queue the object on its own",
+                extra={"kind": request.kind.kind, "namespace": request.namespace, "object": request.name},
+            )
+        return _ViewWithOwners(view, owners)

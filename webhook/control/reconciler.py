@@ -325,7 +325,7 @@ class JobReconciler:
             return False
         configuration = self.context.configuration()
         if self.owners is not None:
-            ancestry, _ = await self.owners.ancestry(
+            ancestry = await self.owners.ancestry(
                 obj, integration, config=configuration, store=self.context.store
             )
         else:
