@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from aiohttp import web
+
 from webhook.admission.jobs import mutate_job
 from webhook.admission.review import AdmissionRequest, GroupVersionKind
 from webhook.api.config import Configuration, parse_configuration
 from webhook.api.integrations import JOB
 from webhook.api.integrations.owners import Unresolved
 from webhook.control.kinds import JOBS, Kind
-from webhook.control.kube import ApiError
+from webhook.control.kube import ApiError, KubeClient
 from webhook.control.owner_lookup import AdmissionOwners, OwnerFetcher
 from webhook.control.store import Store
 
@@ -159,3 +161,20 @@ def test_the_store_answers_for_the_kinds_it_mirrors_only() -> None:
     assert store.owner("ns", "batch/v1", "Job", "other") is None
     assert store.owner("other", "batch/v1", "Job", "train") is None
     assert isinstance(store.owner("ns", "apps/v1", "ReplicaSet", "rs"), Unresolved)
+
+
+async def test_a_group_the_api_server_does_not_serve_means_no_such_owner() -> None:
+    """kube-apiserver answers discovery of an unserved group with a plain-text "404 page not found"."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", lambda _: web.Response(status=404, text="404 page not found"))
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    client = KubeClient(host=f"http://127.0.0.1:{runner.addresses[0][1]}")
+    try:
+        ancestry = await OwnerFetcher(client).ancestry(wrapped_job(), JOB, config=CONFIG, store=Store())
+    finally:
+        await client.close()
+        await runner.cleanup()
+    assert not ancestry.through_owner and ancestry.note.endswith("does not exist")
