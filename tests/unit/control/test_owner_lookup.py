@@ -165,8 +165,12 @@ def test_the_store_answers_for_the_kinds_it_mirrors_only() -> None:
 
 async def test_a_group_the_api_server_does_not_serve_means_no_such_owner() -> None:
     """kube-apiserver answers discovery of an unserved group with a plain-text "404 page not found"."""
+
+    async def not_found(_: web.Request) -> web.Response:
+        return web.Response(status=404, text="404 page not found")
+
     app = web.Application()
-    app.router.add_get("/{tail:.*}", lambda _: web.Response(status=404, text="404 page not found"))
+    app.router.add_get("/{tail:.*}", not_found)
     runner = web.AppRunner(app, shutdown_timeout=0.1)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
