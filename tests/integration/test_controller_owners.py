@@ -35,10 +35,16 @@ kind: ResourceFlavor
 metadata: {name: gpu-nodes}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: research}
 spec:
   namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
     flavors:
@@ -55,6 +61,7 @@ metadata: {name: gpus, namespace: team}
 spec: {clusterQueue: research}
 """
 CONFIG = "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset]"
+PRIORITY = "kueue.x-k8s.io/priority-class"
 ALICE = UserInfo(username="alice", groups=("system:authenticated",), uid="alice")
 
 
@@ -189,3 +196,28 @@ async def test_an_owner_reference_added_to_a_queued_job_leaves_it_queued(
         await cluster.wait_for(lambda: running(cluster, "team", "mine"), timeout=HANG)
         workload = workload_of(cluster, "team", "mine")
         assert workload is not None and is_true(workload, "Admitted")
+
+
+async def test_a_running_job_of_a_preempted_jobset_is_suspended_when_the_jobsets_workload_is_evicted(
+    cluster: FakeApiServer, tmp_path: Path
+) -> None:
+    """Kueue's parent Workload handler: a change of the JobSet's Workload reconciles the Jobs left to it."""
+    async with serving_webhook(cluster, tmp_path):
+        jobset = await cluster.create(SAMPLES["JobSet"].manifest("train", "team", "gpus"), admit=True)
+        await cluster.wait_for(
+            lambda: (cluster.get("jobsets", "train", "team") or {})["spec"]["suspend"] is False, timeout=HANG
+        )
+        child = queued_job("team", "train-workers-0", queue="gpus", resources=gpu_limits(1), suspend=False)
+        child["metadata"]["ownerReferences"] = [jobset_reference(jobset)]
+        created = await cluster.create(child, admit=True)
+        assert created["spec"]["suspend"] is False
+        urgent = queued_job(
+            "team", "urgent", queue="gpus", resources=gpu_limits(8), labels={PRIORITY: "urgent"}
+        )
+        await cluster.create(urgent, admit=True)
+        await cluster.wait_for(
+            lambda: (cluster.get("jobs", "train-workers-0", "team") or {})["spec"]["suspend"] is True,
+            timeout=HANG,
+        )
+        await cluster.wait_for(lambda: running(cluster, "team", "urgent"), timeout=HANG)
+        assert workload_of(cluster, "team", "train-workers-0") is None

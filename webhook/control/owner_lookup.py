@@ -22,8 +22,9 @@ from typing import Any
 import aiohttp
 
 from webhook.admission.review import AdmissionRequest
-from webhook.admission.view import ClusterView
+from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
+from webhook.api.integrations.engine import queue_name
 from webhook.api.integrations.managed import ancestry_of
 from webhook.api.integrations.model import Integration
 from webhook.api.integrations.owners import (
@@ -157,6 +158,20 @@ class _ViewWithOwners:
         return self.owners.owner(namespace, api_version, kind, name)
 
 
+def _may_be_queued(
+    objects: Sequence[Mapping[str, Any]], request: AdmissionRequest, config: Configuration, view: ClusterView
+) -> bool:
+    """Whether any rule's answer can depend on the owners: an object with a queue name, or one that may get
+    (the default queue) or need (the label policy) one, or every object queued. For any other (a pod of a
+    Deployment nobody queues) no API server round trip is spent."""
+    if config.manage_jobs_without_queue_name or any(queue_name(obj) is not None for obj in objects):
+        return True
+    labels = namespace_labels_or_default(view, request.namespace)
+    default_queue = config.label_policy.default_queue_for(request.namespace)
+    enforced = config.label_policy.is_enforced(labels)
+    return enforced or default_queue in view.local_queue_names(request.namespace)
+
+
 class AdmissionOwners:
     """The webhook's edge: before the pure rules run on a request for a queued kind whose object (or old
     object) claims a controller, the owners the view does not hold are fetched, within ``budget`` seconds
@@ -176,7 +191,7 @@ class AdmissionOwners:
             for obj in (request.object, request.old_object)
             if obj is not None and controller_reference(obj) is not None
         ]
-        if integration is None or not claiming:
+        if integration is None or not claiming or not _may_be_queued(claiming, request, config, view):
             return view
         owners = ResolvedOwners(view)
         try:

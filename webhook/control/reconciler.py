@@ -141,6 +141,10 @@ class JobReconciler:
         self._backoffs: dict[tuple[str, ...], Backoff] = {}
         #: looks up owners of kinds the store does not watch (none: such owners stay unresolved)
         self.owners = owners
+        #: objects left to a queued ancestor, by the ancestor's uid, and the reverse: a change of the
+        #: ancestor's Workload reconciles them (Kueue's parent Workload handler)
+        self._children: dict[str, set[ObjectKey]] = {}
+        self._ancestor_of: dict[ObjectKey, str] = {}
 
     def _integration_of_kind(self, kind: Kind) -> Integration | None:
         return self.context.configuration().integrations.for_kind(kind.group, kind.kind)
@@ -182,6 +186,7 @@ class JobReconciler:
             owner_integration = self._integration_of_owner(owner)
             if owner is not None and owner_integration is not None:
                 self.queue.add((owner_integration.name, change.key[0], str(owner.get("name", ""))))
+            self._queue_children_of(owner)
             if change.new is not None and deleted_and_held(change.new):
                 self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
@@ -277,6 +282,7 @@ class JobReconciler:
             return
         job = self.context.store.get(kind_of(integration), name, namespace)
         if job is None:
+            self._remember_ancestor(key, None)
             await self._job_deleted(key)
             return
         if is_deleting(job):
@@ -286,11 +292,11 @@ class JobReconciler:
                 await self._execute(job, ReleaseObjects((job,)), integration)
             return
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
-        if await self._left_to_owner(job, integration):
-            return
         if not is_managed(
             job, integration, ancestry=ON_ITS_OWN, config=configuration, namespace_labels=labels
         ):
+            return  # not queued even on its own: its owners do not matter
+        if await self._left_to_owner(job, integration):
             return
         if integration.gate is not None and awaits_group(job):
             return  # its StatefulSet puts it in its group first; the Workload is the StatefulSet's
@@ -309,6 +315,23 @@ class JobReconciler:
             await self._execute(job, step, integration)
         self._backoffs.pop(("job", *key), None)
 
+    def _queue_children_of(self, owner: JSON | None) -> None:
+        """A Workload changed: the objects left to its owner may have to be suspended (or not any more)."""
+        uid = str((owner or {}).get("uid") or "")
+        for key in self._children.get(uid, ()):
+            self.queue.add(key)
+
+    def _remember_ancestor(self, key: ObjectKey, ancestor_uid: str | None) -> None:
+        previous = self._ancestor_of.pop(key, None)
+        if previous is not None:
+            children = self._children.get(previous, set())
+            children.discard(key)
+            if not children:
+                self._children.pop(previous, None)
+        if ancestor_uid:
+            self._ancestor_of[key] = ancestor_uid
+            self._children.setdefault(ancestor_uid, set()).add(key)
+
     async def _left_to_owner(self, obj: JSON, integration: Integration) -> bool:
         """Whether the object is queued through a real queued owner rather than on its own (Kueue's
         ``FindAncestorJobManagedByKueue`` in ``Reconcile``; ``webhook.api.integrations.owners``), in which
@@ -317,11 +340,14 @@ class JobReconciler:
 
         An object that already has a Workload of its own stays queued on its own: an ownerReference added
         later does not free it from its quota."""
+        key = object_key(integration, obj)
         if controller_reference(obj) is None:
+            self._remember_ancestor(key, None)
             return False
         namespace, _ = key_of(obj)
         uid = str((obj.get("metadata") or {}).get("uid", ""))
         if self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid) is not None:
+            self._remember_ancestor(key, None)
             return False
         configuration = self.context.configuration()
         if self.owners is not None:
@@ -336,6 +362,9 @@ class JobReconciler:
             log.warning("queued on its own: %s", ancestry.note, extra=where)
         elif ancestry.note and ancestry.ancestor is None:
             log.info("queued on its own: %s", ancestry.note, extra=where)
+        ancestor_uid = str(((ancestry.ancestor or {}).get("metadata") or {}).get("uid") or "")
+        # a pod left to its owner is never suspended by us (Kueue's pods are top-level): not remembered
+        self._remember_ancestor(key, ancestor_uid if integration.gate is None and ancestor_uid else None)
         if ancestry.ancestor is None:
             return False
         if integration.gate is None:

@@ -189,3 +189,19 @@ def test_malformed_references_free_nothing(reference: Any) -> None:
     child = child_job()
     child["metadata"]["ownerReferences"] = [reference]
     assert not walk(child, StaticClusterView()).through_owner
+
+
+class Unasked:
+    """A lookup that must not be asked."""
+
+    def owner(self, namespace: str, api_version: str, kind: str, name: str) -> None:
+        raise AssertionError(f"looked up {kind} {namespace}/{name}")
+
+
+def test_a_pod_of_a_queued_deployments_template_is_queued_itself_without_a_walk() -> None:
+    """Kueue's pod webhook: the suspending-parent annotation gates the pod, whoever owns it."""
+    replica_set = obj("apps/v1", "ReplicaSet", "web-abc", uid="rs-uid")
+    pod = owned_by(obj("v1", "Pod", "web-abc-x", uid="p-uid", queue="q"), replica_set)
+    pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-suspending-parent": "deployment"}
+    cfg = config("integrations: {frameworks: [batch/job, pod, deployment]}")
+    assert not ancestry_of(pod, POD, config=cfg, lookup=Unasked()).through_owner

@@ -182,3 +182,15 @@ async def test_a_group_the_api_server_does_not_serve_means_no_such_owner() -> No
         await client.close()
         await runner.cleanup()
     assert not ancestry.through_owner and ancestry.note.endswith("does not exist")
+
+
+async def test_no_owner_is_fetched_for_an_object_no_rule_would_queue() -> None:
+    """An unlabelled Job where no default queue, label policy or manageJobsWithoutQueueName applies."""
+    unlabelled = wrapped_job()
+    del unlabelled["metadata"]["labels"]
+    client = FakeClient(WRAPPER)
+    view = await AdmissionOwners(OwnerFetcher(client)).view_for(  # type: ignore[arg-type]
+        request(unlabelled), CONFIG, Store()
+    )
+    assert client.requests == []
+    assert mutate_job(request(unlabelled), config=CONFIG, view=view).patch == ()

@@ -15,6 +15,7 @@ from webhook.api.config import Configuration
 from webhook.api.integrations.engine import queue_name, skipped
 from webhook.api.integrations.model import Integration
 from webhook.api.integrations.owners import Ancestry, OwnerLookup, queued_ancestor
+from webhook.api.integrations.statefulsets import SUSPENDING_PARENT_ANNOTATION
 
 __all__ = ["ON_ITS_OWN", "ancestry_of", "is_managed"]
 
@@ -30,7 +31,13 @@ def ancestry_of(
     lookup: OwnerLookup,
     namespace: str | None = None,
 ) -> Ancestry:
-    """``queued_ancestor`` for an object of ``integration`` under ``config``."""
+    """``queued_ancestor`` for an object of ``integration`` under ``config``; a pod made from the template of
+    a queued Deployment or StatefulSet is queued itself, with no walk (Kueue's pod webhook:
+    ``SuspendedByParentAnnotation``)."""
+    if integration.gate is not None:
+        annotations = (obj.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, Mapping) and SUSPENDING_PARENT_ANNOTATION in annotations:
+            return ON_ITS_OWN
     return queued_ancestor(
         obj,
         api_version=integration.api_version,
