@@ -148,6 +148,7 @@ async def test_a_running_job_of_an_unadmitted_jobset_is_suspended_and_runs_once_
         jobset = await cluster.create(SAMPLES["JobSet"].manifest("train", "team", "gpus"), admit=True)
         await cluster.wait_for(lambda: workload_of(cluster, "team", "train") is not None, timeout=HANG)
         child = queued_job("team", "train-workers-0", queue="gpus", resources=gpu_limits(1), suspend=False)
+        del child["metadata"]["labels"]  # as the JobSet controller makes them: no queue name of their own
         child["metadata"]["ownerReferences"] = [jobset_reference(jobset)]
         created = await cluster.create(child, admit=True)
         assert created["spec"]["suspend"] is False  # left to its JobSet by the webhook

@@ -292,11 +292,13 @@ class JobReconciler:
                 await self._execute(job, ReleaseObjects((job,)), integration)
             return
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
-        if not is_managed(
+        alone = is_managed(
             job, integration, ancestry=ON_ITS_OWN, config=configuration, namespace_labels=labels
-        ):
-            return  # not queued even on its own: its owners do not matter
-        if await self._left_to_owner(job, integration):
+        )
+        if integration.gate is not None and not alone:
+            return  # a pod not queued even on its own: its owners do not matter (Kueue's pods are top-level)
+        # a Job without a queue name of its own is still suspended while its queued owner is not admitted
+        if await self._left_to_owner(job, integration) or not alone:
             return
         if integration.gate is not None and awaits_group(job):
             return  # its StatefulSet puts it in its group first; the Workload is the StatefulSet's
