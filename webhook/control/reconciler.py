@@ -20,7 +20,7 @@ from typing import Any
 from webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from webhook.api.integrations import JOB, Integration, engine
 from webhook.api.integrations.managed import ON_ITS_OWN, ancestry_of, is_managed
-from webhook.api.integrations.owners import controller_reference
+from webhook.api.integrations.owners import Ancestry, controller_reference
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
 from webhook.api.integrations.statefulsets import (
     awaits_group,
@@ -317,6 +317,14 @@ class JobReconciler:
             await self._execute(job, step, integration)
         self._backoffs.pop(("job", *key), None)
 
+    async def _ancestry(self, obj: JSON, integration: Integration) -> Ancestry:
+        """The object's ancestry (``webhook.api.integrations.owners``), owners the store does not watch
+        fetched from the API server."""
+        config, store = self.context.configuration(), self.context.store
+        if self.owners is not None and controller_reference(obj) is not None:
+            return await self.owners.ancestry(obj, integration, config=config, store=store)
+        return ancestry_of(obj, integration, config=config, lookup=store)
+
     def _queue_children_of(self, owner: JSON | None) -> None:
         """A Workload changed: the objects left to its owner may have to be suspended (or not any more)."""
         uid = str((owner or {}).get("uid") or "")
@@ -351,13 +359,7 @@ class JobReconciler:
         if self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid) is not None:
             self._remember_ancestor(key, None)
             return False
-        configuration = self.context.configuration()
-        if self.owners is not None:
-            ancestry = await self.owners.ancestry(
-                obj, integration, config=configuration, store=self.context.store
-            )
-        else:
-            ancestry = ancestry_of(obj, integration, config=configuration, lookup=self.context.store)
+        ancestry = await self._ancestry(obj, integration)
         where = {"object": f"{integration.kind} {namespace}/{key_of(obj)[1]}"}
         if ancestry.too_deep:
             self.context.events.record(obj, type="Warning", reason="JobNestingTooDeep", message=ancestry.note)
@@ -399,21 +401,18 @@ class JobReconciler:
 
         configuration = self.context.configuration()
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
-        pods = [
-            pod
-            for pod in self.context.store.items(kind_of(integration), namespace=namespace)
-            if group_name(pod) == group
-            and (
-                holds_finalizer(pod, integration)
-                or is_managed(
-                    pod,
-                    integration,
-                    ancestry=ancestry_of(pod, integration, config=configuration, lookup=self.context.store),
-                    config=configuration,
-                    namespace_labels=labels,
-                )
-            )
-        ]
+        pods = []
+        for pod in self.context.store.items(kind_of(integration), namespace=namespace):
+            if group_name(pod) != group:
+                continue
+            if holds_finalizer(pod, integration) or is_managed(
+                pod,
+                integration,
+                ancestry=await self._ancestry(pod, integration),
+                config=configuration,
+                namespace_labels=labels,
+            ):
+                pods.append(pod)
         workload = self.context.store.get(WORKLOADS, group, namespace)
         if workload is not None and _group_of_workload(workload) is None:
             workload = None  # a Workload of that name that is not a group's: not ours to drive
@@ -447,16 +446,13 @@ class JobReconciler:
             for pod in self.context.store.items(kind_of(pods_integration), namespace=namespace)
             if made_by_statefulset(pod) and (controlling_statefulset(pod) or {}).get("uid") == uid
         ]
+        ancestry = await self._ancestry(sts, integration)
         step = plan_statefulset(
             sts,
             pods,
             self.context.store.get(WORKLOADS, statefulset_workload_name(name, uid), namespace),
             managed=is_managed(
-                sts,
-                integration,
-                ancestry=ancestry_of(sts, integration, config=configuration, lookup=self.context.store),
-                config=configuration,
-                namespace_labels=labels,
+                sts, integration, ancestry=ancestry, config=configuration, namespace_labels=labels
             ),
             priorities=self._priorities(),
             pod_priorities=self._priorities(PRIORITY_CLASSES),
