@@ -1,9 +1,9 @@
 """Webhook load test: throughput and latency of AdmissionReviews over real TLS on loopback.
 
-The server runs as its own process (``python -m webhook.server``, certificates from ``kueue-webhook certs``)
-and this process plays kube-apiserver: a few keep-alive HTTPS connections posting the golden Job reviews
-(mutate create, validate create, and a denied validate update), as the API server does for ``kubectl
-create job``. Two measurements:
+The server runs as its own process (``python -m webhook.http.server``, certificates from
+``kueue-webhook certs``) and this process plays kube-apiserver: a few keep-alive HTTPS connections posting
+the golden Job reviews (mutate create, validate create, and a denied validate update), as the API server
+does for ``kubectl create job``. Two measurements:
 
 * fixed rate (open loop): requests are sent on a schedule, and latency is counted from the scheduled
   send time, so a slow server cannot hide its queueing by slowing the sender down (p50/p99 reported);
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         certs = ensure_certificates(Path(scratch) / "certs", ips=["127.0.0.1"])
         port_file = Path(scratch) / "port"
         server = subprocess.Popen(
-            [sys.executable, "-m", "webhook.server", "--cert", str(certs.cert), "--key", str(certs.key),
+            [sys.executable, "-m", "webhook.http.server", "--cert", str(certs.cert), "--key", str(certs.key),
              "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file)],
             stderr=subprocess.DEVNULL,
         )  # fmt: skip

@@ -24,7 +24,7 @@ _OURS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("watch handling (informers, store)", re.compile(r"informer\.py|store\.py")),
     ("admission loop glue", re.compile(r"loop\.py|workqueue\.py|reconciler\.py|conditions\.py")),
     ("events", re.compile(r"events\.py")),
-    ("webhook server", re.compile(r"server\.py|admission/")),
+    ("webhook server", re.compile(r"webhook/http/|admission/")),
 )
 #: helpers charged to their caller, and entry points whose callee (the event loop) is not ours
 _PASS_THROUGH = re.compile(

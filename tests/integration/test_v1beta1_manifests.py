@@ -19,7 +19,7 @@ import yaml
 from tests.fakeapi import FakeApiServer
 from tests.integration.webhook_harness import registered_webhook
 from webhook.certs import KUEUE_CRDS
-from webhook.server import WebhookServer
+from webhook.http.server import WebhookServer
 
 # The shape of Kueue's docs ("Administer cluster quotas", single ClusterQueue setup), in v1beta1.
 KUEUE_DOCS_V1BETA1 = """

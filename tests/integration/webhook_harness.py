@@ -15,7 +15,8 @@ from tests.fakeapi import FakeApiServer
 from webhook.api.config import Configuration
 from webhook.api.integrations.owners import OwnerAnswer, Unresolved
 from webhook.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
-from webhook.server import WebhookServer, create_app
+from webhook.http.app import create_app
+from webhook.http.server import WebhookServer
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
 

@@ -19,7 +19,8 @@ from tests.unit.admission.golden import apply_patch, decode_patch, golden_captur
 from tests.unit.admission.servers import Webhook, golden_object, review_for, running_webhook
 from webhook.api.config import Configuration, parse_configuration
 from webhook.certs import ensure_certificates
-from webhook.server import MAX_BODY_BYTES, JsonFormatter
+from webhook.http.admission import MAX_BODY_BYTES
+from webhook.runtime import JsonFormatter
 
 
 @pytest.fixture
@@ -385,7 +386,7 @@ async def test_kueue_defaulting_paths_answer_without_a_patch(http: aiohttp.Clien
 def test_standalone_server_refuses_to_start_without_a_certificate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from webhook.server import main
+    from webhook.http.server import main
 
     missing = tmp_path / "nope.crt"
     assert main(["--cert", str(missing), "--key", str(tmp_path / "nope.key"), "--port", "0"]) == 1

@@ -140,7 +140,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.server import JsonFormatter
+    from webhook.runtime import JsonFormatter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())

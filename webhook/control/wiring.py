@@ -18,7 +18,9 @@ from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.owner_lookup import AdmissionOwners, OwnerFetcher
 from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
-from webhook.server import DEFAULT_PORT, Visibility, WebhookServer, create_app
+from webhook.http.app import create_app
+from webhook.http.server import DEFAULT_PORT, WebhookServer
+from webhook.http.visibility import Visibility
 
 #: the request pool (watches have their own, a connection each): one connection per decision write in
 #: flight, so an admission burst never waits for a connection. Kept to that for memory: more writes in flight

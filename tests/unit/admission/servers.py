@@ -18,7 +18,8 @@ from tests.unit.admission.golden import GOLDEN
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration
 from webhook.certs import CertificateSet, ensure_certificates
-from webhook.server import WebhookServer, create_app
+from webhook.http.app import create_app
+from webhook.http.server import WebhookServer
 
 
 @dataclass

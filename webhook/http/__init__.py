@@ -1,0 +1,12 @@
+"""The HTTPS port: everything that reaches this process over the network, by who calls it.
+
+* ``admission`` — kube-apiserver's AdmissionReview and ConversionReview calls (Kueue's webhook paths
+  plus ``/mutate``, ``/validate`` and ``/convert``): pure rules behind a bounded transport; the answers are
+  advisory and change no state, so they need no client certificate (kube-apiserver presents none).
+* ``visibility`` — Kueue's visibility API (``visibility.kueue.x-k8s.io``), reached through kube-apiserver's
+  aggregator.
+* ``app`` — one aiohttp application with those routes plus the probes (``/healthz``, ``/readyz``) and
+  ``/metrics``.
+* ``tls`` — the serving certificate, reloaded live; ``server`` serves the app over TLS and is the standalone
+  ``python -m webhook.http.server`` entry point (the webhook alone, without a controller).
+"""

@@ -1,0 +1,63 @@
+"""One aiohttp application for the whole HTTPS port: the admission and conversion paths, the visibility API,
+the probes and ``/metrics``.
+
+``/healthz`` is always 200 while the loop runs; ``/readyz`` is 200 once the certificate is loaded and the
+``ready`` callable (the controller's cache sync) says so; ``/metrics`` serves the registry it was given, to
+which the admission transport adds its own request counter and latency histogram.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from webhook.admission.view import ClusterView
+from webhook.api.config import Configuration
+from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, OwnerResolver, add_admission_routes
+from webhook.http.visibility import Visibility, add_visibility_routes
+
+__all__ = ["CERTIFICATE_LOADED", "create_app"]
+
+#: set by the server once its certificate is loaded and it listens; /readyz says 503 before
+CERTIFICATE_LOADED = web.AppKey("certificate_loaded", list[bool])
+
+
+def create_app(
+    *,
+    view: ClusterView,
+    config: Callable[[], Configuration],
+    registry: CollectorRegistry,
+    ready: Callable[[], bool] = lambda: True,
+    visibility: Visibility | None = None,
+    owners: OwnerResolver | None = None,
+) -> web.Application:
+    """The aiohttp application; serve it with :class:`webhook.http.server.WebhookServer` (or any aiohttp
+    runner, for tests). ``owners`` looks up, before a rule runs, the owners a request's object claims that
+    ``view`` cannot answer for (``webhook.control.owner_lookup``)."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app[CERTIFICATE_LOADED] = [False]
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if not app[CERTIFICATE_LOADED][0]:
+            return web.Response(status=503, text="serving certificate not loaded yet")
+        if not ready():
+            return web.Response(status=503, text="caches not synced yet")
+        return web.Response(text="ok")
+
+    async def metrics_endpoint(_: web.Request) -> web.Response:
+        response = web.Response(body=generate_latest(registry))
+        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return response
+
+    add_admission_routes(app, view=view, config=config, metrics=AdmissionMetrics(registry), owners=owners)
+    if visibility is not None:
+        add_visibility_routes(app, visibility)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_endpoint)
+    return app
