@@ -20,6 +20,7 @@ from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
 from webhook.admission.jobs import add_label_op, queue_list
+from webhook.admission.owners import ancestry, reparented
 from webhook.admission.pod_groups import pod_metadata_errors
 from webhook.admission.pods import mark_pod, mark_template
 from webhook.admission.review import AdmissionRequest, Verdict
@@ -29,7 +30,7 @@ from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.integrations import Integration, engine
 from webhook.api.integrations.engine import QUEUE_NAME_LABEL
-from webhook.api.integrations.managed import ancestry_of, is_managed
+from webhook.api.integrations.managed import is_managed
 from webhook.api.integrations.owners import Ancestry
 from webhook.api.validation import dns1123_subdomain_problems
 
@@ -47,7 +48,7 @@ def _ancestry(
     config: Configuration,
     view: ClusterView,
 ) -> Ancestry:
-    return ancestry_of(obj or {}, integration, config=config, lookup=view, namespace=request.namespace)
+    return ancestry(obj, integration, request, config, view)
 
 
 def _malformed(obj: Any) -> str | None:
@@ -222,7 +223,7 @@ def _update_errors(
     old_managed = is_managed(
         old, integration, ancestry=old_ancestry, config=config, namespace_labels=namespace_labels
     )
-    if old_managed and new_ancestry.through_owner:
+    if old_managed and reparented(request, integration, config, view):
         errors.append(
             FieldError.forbidden(
                 "metadata.ownerReferences",

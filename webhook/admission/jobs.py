@@ -32,12 +32,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
+from webhook.admission.owners import ancestry, reparented
 from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.integrations import JOB
-from webhook.api.integrations.managed import ancestry_of
 from webhook.api.integrations.owners import Ancestry
 from webhook.api.jobs import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
@@ -157,8 +157,8 @@ def _enabled(config: Configuration) -> bool:
 def _ancestry(
     obj: Mapping[str, Any] | None, request: AdmissionRequest, config: Configuration, view: ClusterView
 ) -> Ancestry:
-    """Whether the Job is left to a real queued owner (``webhook.api.integrations.owners``)."""
-    return ancestry_of(obj or {}, JOB, config=config, lookup=view, namespace=request.namespace)
+    """Whether the Job is left to a real queued owner (``webhook.admission.owners``)."""
+    return ancestry(obj, JOB, request, config, view)
 
 
 def _pointer(key: str) -> str:
@@ -444,7 +444,7 @@ def _policy_on_update(
     old_managed = is_managed(
         request.old_object or {}, ancestry=old_ancestry, config=config, namespace_labels=namespace_labels
     )
-    if old_managed and new_ancestry.through_owner:
+    if old_managed and reparented(request, JOB, config, view):
         errors.append(
             FieldError.forbidden(
                 "metadata.ownerReferences",

@@ -12,6 +12,7 @@ from webhook.admission.jobs import QUEUE_LABEL, mutate_job, validate_job
 from webhook.admission.review import Verdict
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration, parse_configuration
+from webhook.api.integrations.engine import workload_name
 
 NS = "golden-hooked"
 JOBSET_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -237,3 +238,18 @@ def test_an_owner_reference_added_to_a_queued_raycluster_is_denied_to_users() ->
     assert not verdict.allowed and verdict.message.startswith(
         "metadata.ownerReferences: Forbidden: the RayCluster is queued on its own"
     )
+
+
+def test_a_job_with_a_workload_of_its_own_stays_guarded_whatever_its_owner_becomes() -> None:
+    """Queued on its own first (its JobSet had no queue name), it keeps its Workload when the JobSet gets
+    one: the user may still not start it."""
+    review = update(user="alice", old_suspend=True, new_suspend=False)
+    for which in ("oldObject", "object"):
+        claiming(review, reference(QUEUED_JOBSET), which)
+    meta = review["request"]["object"]["metadata"]
+    view = cluster(QUEUED_JOBSET)
+    assert validate(review, view).allowed  # no Workload of its own: left to its JobSet
+    own = workload_name(meta["name"], meta["uid"])
+    view.workloads[(NS, own)] = {"metadata": {"name": own, "namespace": NS}}
+    verdict = validate(review, view)
+    assert not verdict.allowed and verdict.message.startswith("spec.suspend: Forbidden: only the queueing")
