@@ -349,12 +349,16 @@ async def test_a_pod_priority_class_orders_and_preempts(cluster: FakeApiServer) 
 
 
 async def test_a_pod_of_a_queued_job_is_left_to_its_job(cluster: FakeApiServer) -> None:
-    """As Kueue's pod webhook: a pod whose controller is a kind Kueue queues is not queued on its own."""
+    """As Kueue's pod webhook: a pod whose controller is a real queued Job is not queued on its own."""
     job = await cluster.create(
         {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {"name": "train", "namespace": "team"},
+            "metadata": {
+                "name": "train",
+                "namespace": "team",
+                "labels": {"kueue.x-k8s.io/queue-name": "gpus"},
+            },
             "spec": {"template": pod("x", 1) | {"metadata": {}}},
         }
     )

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.fakeapi import FakeApiServer
 from webhook.api.config import Configuration
+from webhook.api.integrations.owners import OwnerAnswer, Unresolved
 from webhook.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
 from webhook.http.app import create_app
 from webhook.http.server import WebhookServer
@@ -35,6 +36,14 @@ class FakeApiView:
 
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.api.get("workloads", name, namespace)
+
+    def owner(self, namespace: str, api_version: str, kind: str, name: str) -> OwnerAnswer:
+        group = api_version.rpartition("/")[0]
+        resource = f"{kind.lower()}s" + (f".{group}" if group else "")
+        try:
+            return self.api.get(resource, name, namespace)
+        except Exception as exc:  # a resource the fake does not serve
+            return Unresolved(str(exc))
 
 
 @contextlib.asynccontextmanager

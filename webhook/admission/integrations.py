@@ -7,8 +7,9 @@ created suspended (through the kind's own suspend field: ``spec.runPolicy.suspen
 queue label is a DNS-1123 subdomain and immutable while the object runs. On top, as for Jobs: the label policy
 (an enforced namespace requires the queue label, which can never be removed there) and anti-bypass (only the
 controller may clear the suspend field of a queued object, and change a running one's pod templates'
-nodeSelector, tolerations or resources). An object of a kind whose integration is off, or queued through its
-owner (the RayCluster of a RayJob), is left alone.
+nodeSelector, tolerations or resources). An object of a kind whose integration is off, or queued through a
+real queued owner (the RayCluster of a RayJob; ``webhook.api.integrations.owners``), is left alone, and an
+object queued on its own cannot be made another object's child by an edit of its ownerReferences.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
 from webhook.admission.jobs import add_label_op, queue_list
+from webhook.admission.owners import ancestry, reparented
 from webhook.admission.pod_groups import pod_metadata_errors
 from webhook.admission.pods import mark_pod, mark_template
 from webhook.admission.review import AdmissionRequest, Verdict
@@ -29,6 +31,7 @@ from webhook.api.errors import FieldError
 from webhook.api.integrations import Integration, engine
 from webhook.api.integrations.engine import QUEUE_NAME_LABEL
 from webhook.api.integrations.managed import is_managed
+from webhook.api.integrations.owners import Ancestry
 from webhook.api.validation import dns1123_subdomain_problems
 
 __all__ = ["mutate_object", "validate_object"]
@@ -36,6 +39,16 @@ __all__ = ["mutate_object", "validate_object"]
 
 def _integration(request: AdmissionRequest, config: Configuration) -> Integration | None:
     return config.integrations.for_kind(request.kind.group, request.kind.kind)
+
+
+def _ancestry(
+    obj: Mapping[str, Any] | None,
+    integration: Integration,
+    request: AdmissionRequest,
+    config: Configuration,
+    view: ClusterView,
+) -> Ancestry:
+    return ancestry(obj, integration, request, config, view)
 
 
 def _malformed(obj: Any) -> str | None:
@@ -67,7 +80,7 @@ def mutate_object(request: AdmissionRequest, *, config: Configuration, view: Clu
     if (problem := _malformed(obj)) is not None:
         return Verdict.unprocessable(problem)
     assert obj is not None
-    if config.integrations.queued_through_owner(obj) or engine.skipped(integration, obj):
+    if engine.skipped(integration, obj) or _ancestry(obj, integration, request, config, view).through_owner:
         return Verdict.allow()
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     managed = config.manages_namespace(namespace_labels)
@@ -124,7 +137,9 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
     assert new is not None
     # Kueue's pod webhook checks every pod it sees, a Job's pods too
     pod_errors = pod_metadata_errors(new, old) if (integration.group, integration.kind) == ("", "Pod") else []
-    if config.integrations.queued_through_owner(new):
+    new_ancestry = _ancestry(new, integration, request, config, view)
+    old_ancestry = _ancestry(old, integration, request, config, view) if old is not None else None
+    if new_ancestry.through_owner and (old_ancestry is None or old_ancestry.through_owner):
         return Verdict.deny(aggregate_message(pod_errors)) if pod_errors else Verdict.allow()
     errors: list[FieldError] = []
     queue = engine.queue_name(new) or ""
@@ -144,7 +159,17 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
                 )
             )
     else:
-        errors += _update_errors(request, integration, old, new, config, enforced, namespace_labels, view)
+        assert old_ancestry is not None
+        errors += _update_errors(
+            request,
+            integration,
+            (old, old_ancestry),
+            (new, new_ancestry),
+            config,
+            enforced,
+            namespace_labels,
+            view,
+        )
     errors += pod_errors
     if errors:
         return Verdict.deny(aggregate_message(errors))
@@ -154,17 +179,20 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
 def _update_errors(
     request: AdmissionRequest,
     integration: Integration,
-    old: Mapping[str, Any],
-    new: Mapping[str, Any],
+    old_state: tuple[Mapping[str, Any], Ancestry],
+    new_state: tuple[Mapping[str, Any], Ancestry],
     config: Configuration,
     enforced: bool,
     namespace_labels: Mapping[str, str],
     view: ClusterView,
 ) -> list[FieldError]:
+    (old, old_ancestry), (new, new_ancestry) = old_state, new_state
     errors: list[FieldError] = []
     old_queue, new_queue = engine.queue_name(old) or "", engine.queue_name(new) or ""
     if integration.through_pods:
-        queued = is_managed(new, integration, config=config, namespace_labels=namespace_labels)
+        queued = is_managed(
+            new, integration, ancestry=new_ancestry, config=config, namespace_labels=namespace_labels
+        )
         return _queue_label_errors(request, integration, old_queue, new_queue, enforced) + (
             through_pods_update_errors(
                 integration, old, new, old_queue=old_queue, new_queue=new_queue, queued=queued, view=view
@@ -197,12 +225,24 @@ def _update_errors(
     identity = config.controller_identity
     if identity.trusts(request.username):
         return errors
-    managed = is_managed(old, integration, config=config, namespace_labels=namespace_labels) or is_managed(
-        new, integration, config=config, namespace_labels=namespace_labels
+    controller = " or ".join(identity.usernames)
+    old_managed = is_managed(
+        old, integration, ancestry=old_ancestry, config=config, namespace_labels=namespace_labels
+    )
+    if old_managed and reparented(request, integration, config, view):
+        errors.append(
+            FieldError.forbidden(
+                "metadata.ownerReferences",
+                f"the {integration.kind} is queued on its own (its Workload holds its quota), so only the "
+                f"queueing controller ({controller}) may make another object its controller; user "
+                f'"{request.username}" may not: delete it and create it from its owner instead',
+            )
+        )
+    managed = old_managed or is_managed(
+        new, integration, ancestry=new_ancestry, config=config, namespace_labels=namespace_labels
     )
     if not managed:
         return errors
-    controller = " or ".join(identity.usernames)
     if old_suspended and not new_suspended:
         queue = new_queue or old_queue
         errors.append(

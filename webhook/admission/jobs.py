@@ -13,6 +13,9 @@ engines, each denial saying which rule fired and what to do instead:
 
 * label policy: in a namespace matched by ``labelPolicy.enforcedNamespaceSelector`` a Job must carry the
   queue label (the denial lists the LocalQueues there) and the label can never be removed;
+* owners: a Job is left to its owner (not suspended, no label policy) only when the owner it claims is real
+  and queued (``webhook.api.integrations.owners``); and once queued on its own, no edit of its
+  ownerReferences can make it a child of another object (only the controller identity may);
 * anti-bypass: on a managed Job only the controller identity (the configured user name, and the one the
   API server reported for the controller's credentials) may flip ``spec.suspend`` from true to false,
   and may change the pod template's nodeSelector, tolerations or resources while the Job runs (the
@@ -29,10 +32,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
+from webhook.admission.owners import ancestry, reparented
 from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
+from webhook.api.integrations import JOB
+from webhook.api.integrations.owners import Ancestry
 from webhook.api.jobs import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     MIN_PARALLELISM_ANNOTATION,
@@ -79,7 +85,6 @@ class _Job:
         "completion_mode",
         "completions",
         "labels",
-        "owner_kinds",
         "parallelism",
         "pod_count",
         "queue_name",
@@ -106,11 +111,6 @@ class _Job:
         owners = metadata.get("ownerReferences") or []
         if not isinstance(owners, list):
             raise _Malformed(f"{where}.metadata.ownerReferences must be a list")
-        self.owner_kinds = frozenset(
-            str(ref.get("kind"))
-            for ref in owners
-            if isinstance(ref, Mapping) and ref.get("controller") is True
-        )
         spec = _mapping(obj.get("spec"), f"{where}.spec")
         suspend = spec.get("suspend")
         if suspend is not None and not isinstance(suspend, bool):
@@ -154,6 +154,13 @@ def _enabled(config: Configuration) -> bool:
     return config.integrations.for_kind("batch", "Job") is not None
 
 
+def _ancestry(
+    obj: Mapping[str, Any] | None, request: AdmissionRequest, config: Configuration, view: ClusterView
+) -> Ancestry:
+    """Whether the Job is left to a real queued owner (``webhook.admission.owners``)."""
+    return ancestry(obj, JOB, request, config, view)
+
+
 def _pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
@@ -171,7 +178,7 @@ def mutate_job(request: AdmissionRequest, *, config: Configuration, view: Cluste
         job = _Job(request.object, "object")
     except _Malformed as exc:
         return Verdict.unprocessable(str(exc))
-    if not _enabled(config) or config.integrations.queued_through_owner(request.object or {}):
+    if not _enabled(config) or _ancestry(request.object, request, config, view).through_owner:
         return Verdict.allow()
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     managed = config.manages_namespace(namespace_labels)
@@ -400,7 +407,7 @@ def queue_list(view: ClusterView, namespace: str) -> str:
 def _policy_on_create(
     request: AdmissionRequest, job: _Job, config: Configuration, view: ClusterView
 ) -> list[FieldError]:
-    if job.queue_name or config.integrations.queued_through_owner(request.object or {}):
+    if job.queue_name or _ancestry(request.object, request, config, view).through_owner:
         return []
     if not config.label_policy.is_enforced(namespace_labels_or_default(view, request.namespace)):
         return []
@@ -432,9 +439,23 @@ def _policy_on_update(
     if identity.trusts(request.username):
         return errors
     controller = " or ".join(identity.usernames)
-    managed = is_managed(
-        request.old_object or {}, config=config, namespace_labels=namespace_labels
-    ) or is_managed(request.object or {}, config=config, namespace_labels=namespace_labels)
+    old_ancestry = _ancestry(request.old_object, request, config, view)
+    new_ancestry = _ancestry(request.object, request, config, view)
+    old_managed = is_managed(
+        request.old_object or {}, ancestry=old_ancestry, config=config, namespace_labels=namespace_labels
+    )
+    if old_managed and reparented(request, JOB, config, view):
+        errors.append(
+            FieldError.forbidden(
+                "metadata.ownerReferences",
+                "the Job is queued on its own (its Workload holds its quota), so only the queueing "
+                f"controller ({controller}) may make another object its controller; "
+                f'user "{request.username}" may not: delete the Job and create it from its owner instead',
+            )
+        )
+    managed = old_managed or is_managed(
+        request.object or {}, ancestry=new_ancestry, config=config, namespace_labels=namespace_labels
+    )
     if not managed:
         return errors
     queue = new.queue_name or old.queue_name

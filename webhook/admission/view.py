@@ -5,6 +5,10 @@ read-only Protocol the controller implements from its informer store (answers mu
 the webhook sits on the API server's write path with a 5 s budget). :class:`StaticClusterView` is the
 in-memory implementation used by tests, the benchmark, and a webhook running without a controller.
 
+The owners an object claims in its ownerReferences are checked through :meth:`ClusterView.owner` (Kueue's
+owner lookup; ``webhook.api.integrations.owners``): a view answers for the kinds it holds and says
+:class:`Unresolved` for the others, and the object is then queued on its own.
+
 A namespace we have not seen yet is not an error: kube-apiserver always labels a namespace with
 ``kubernetes.io/metadata.name``, so :func:`namespace_labels_or_default` falls back to that label alone, which
 is what selectors written against it expect.
@@ -15,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from webhook.api.integrations.owners import OwnerAnswer, Unresolved
 
 __all__ = ["NAMESPACE_NAME_LABEL", "ClusterView", "StaticClusterView", "namespace_labels_or_default"]
 
@@ -36,6 +42,11 @@ class ClusterView(Protocol):
         """The Workload ``namespace/name`` as last seen, None when there is none."""
         ...
 
+    def owner(self, namespace: str, api_version: str, kind: str, name: str) -> OwnerAnswer:
+        """The object ``namespace/name`` of ``api_version``/``kind`` (an ownerReference's target) as last
+        seen, None when it does not exist, :class:`Unresolved` when the view cannot tell."""
+        ...
+
 
 def namespace_labels_or_default(view: ClusterView, namespace: str) -> Mapping[str, str]:
     labels = view.namespace_labels(namespace)
@@ -48,11 +59,15 @@ def namespace_labels_or_default(view: ClusterView, namespace: str) -> Mapping[st
 
 @dataclass(slots=True)
 class StaticClusterView:
-    """A ClusterView over plain dictionaries: namespace -> labels, namespace -> LocalQueue names."""
+    """A ClusterView over plain dictionaries: namespace -> labels, namespace -> LocalQueue names, and the
+    objects ownerReferences may name, by (namespace, apiVersion, kind, name); one not held does not exist,
+    unless its ``(apiVersion, kind)`` is in ``unresolved`` (a kind the view cannot look up)."""
 
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     local_queues: dict[str, set[str]] = field(default_factory=dict)
     workloads: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    owners: dict[tuple[str, str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    unresolved: set[tuple[str, str]] = field(default_factory=set)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
@@ -62,6 +77,17 @@ class StaticClusterView:
 
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.workloads.get((namespace, name))
+
+    def owner(self, namespace: str, api_version: str, kind: str, name: str) -> OwnerAnswer:
+        if (api_version, kind) in self.unresolved:
+            return Unresolved(f"{kind} objects are not watched")
+        return self.owners.get((namespace, api_version, kind, name))
+
+    def add_owner(self, obj: Mapping[str, Any]) -> None:
+        """Hold ``obj`` (apiVersion, kind, namespace and name set) as an object ownerReferences may name."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(obj.get("apiVersion")), str(obj.get("kind")))
+        self.owners[(*key, str(meta.get("name") or ""))] = obj
 
     def add_local_queue(self, namespace: str, name: str) -> None:
         self.local_queues.setdefault(namespace, set()).add(name)

@@ -24,7 +24,7 @@ from typing import Any
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.integrations import engine
-from webhook.api.integrations.builtin import JOB, QUEUED_OWNER_KINDS
+from webhook.api.integrations.builtin import JOB
 from webhook.api.integrations.engine import (
     JOB_UID_LABEL,
     PRIORITY_CLASS_LABEL,
@@ -35,7 +35,7 @@ from webhook.api.integrations.engine import (
     workload_name,
 )
 from webhook.api.integrations.managed import is_managed as _is_managed
-from webhook.api.integrations.registry import Integrations
+from webhook.api.integrations.owners import Ancestry
 from webhook.api.objects import PodSet, ResourceFlavor
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "JOB_UID_LABEL",
     "MIN_PARALLELISM_ANNOTATION",
     "PRIORITY_CLASS_LABEL",
-    "QUEUED_OWNER_KINDS",
     "QUEUE_NAME_ANNOTATION",
     "QUEUE_NAME_LABEL",
     "STOPPING_ANNOTATION",
@@ -59,7 +58,6 @@ __all__ = [
     "merge_patch_unsuspend",
     "parse_go_bool",
     "parse_go_int",
-    "queued_through_owner",
     "resuspend_patch",
     "stop_patches",
     "syncs_completions",
@@ -79,27 +77,21 @@ COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = JOB.partial_admission.follow_annotati
 #: set while a partially admitted Job is suspended but its parallelism not yet restored (StoppingAnnotation)
 STOPPING_ANNOTATION = JOB.staged_stop.annotation
 
-_DEFAULT = Integrations()
-
 
 def job_queue_name(job: Mapping[str, Any]) -> str | None:
     """The LocalQueue a Job asks for (label first, then the legacy annotation), or None."""
     return engine.queue_name(job)
 
 
-def queued_through_owner(job: Mapping[str, Any]) -> bool:
-    """Whether the Job's controller is a higher-level workload that Kueue queues instead of the Job."""
-    return _DEFAULT.queued_through_owner(job)
-
-
 def is_managed(
     job: Mapping[str, Any],
     *,
+    ancestry: Ancestry,
     config: Configuration | None = None,
     namespace_labels: Mapping[str, str] | None = None,
 ) -> bool:
     """Whether we queue this Job (``webhook.api.integrations.managed.is_managed`` for the Job entry)."""
-    return _is_managed(job, JOB, config=config, namespace_labels=namespace_labels)
+    return _is_managed(job, JOB, ancestry=ancestry, config=config, namespace_labels=namespace_labels)
 
 
 def job_priority_class(job: Mapping[str, Any]) -> str | None:

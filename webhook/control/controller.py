@@ -35,6 +35,7 @@ from webhook.control.kinds import CONFIGMAPS, JOBS, WATCHED, Kind
 from webhook.control.kube import KubeClient
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
 from webhook.control.metrics import Metrics
+from webhook.control.owner_lookup import OwnerFetcher
 from webhook.control.pods_ready import PodsReadyTimers
 from webhook.control.reconciler import JobReconciler, kind_of
 from webhook.control.scheduler_loop import SchedulerLoop
@@ -121,7 +122,7 @@ class Controller:
             budget=self.health,
         )
         self.scheduler = SchedulerLoop(self.context)
-        self.reconciler = JobReconciler(self.context)
+        self.reconciler = JobReconciler(self.context, owners=OwnerFetcher(client))
         self.pods_ready = PodsReadyTimers(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)

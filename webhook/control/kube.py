@@ -185,7 +185,12 @@ class KubeClient:
             **self._via,
         ) as response:
             raw = await response.read()
-            parsed: Any = orjson.loads(raw) if raw else {}
+            try:
+                parsed: Any = orjson.loads(raw) if raw else {}
+            except orjson.JSONDecodeError:
+                if response.status < 400:
+                    raise
+                parsed = None  # kube-apiserver answers "404 page not found" as text for an unserved group
             if response.status >= 400:
                 if isinstance(parsed, dict) and parsed.get("kind") == "Status":
                     raise ApiError.from_status(parsed, http_status=response.status)

@@ -19,7 +19,8 @@ from typing import Any
 
 from webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from webhook.api.integrations import JOB, Integration, engine
-from webhook.api.integrations.managed import is_managed
+from webhook.api.integrations.managed import ON_ITS_OWN, ancestry_of, is_managed
+from webhook.api.integrations.owners import Ancestry, controller_reference
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
 from webhook.api.integrations.statefulsets import (
     awaits_group,
@@ -70,6 +71,7 @@ from webhook.control.kinds import (
     integration_kind,
 )
 from webhook.control.kube import ApiError
+from webhook.control.owner_lookup import OwnerFetcher
 from webhook.control.store import Change, controller_owner, key_of
 from webhook.control.workqueue import WorkQueue
 from webhook.control.writers import refused_fields
@@ -130,7 +132,9 @@ class JobReconciler:
     """Runs ``plan_job`` for every queued object (a Job, a JobSet, ... : every enabled integration) the store
     reports changed, directly or through its Workload."""
 
-    def __init__(self, context: ControlContext, *, workers: int = 4) -> None:
+    def __init__(
+        self, context: ControlContext, *, workers: int = 4, owners: OwnerFetcher | None = None
+    ) -> None:
         self.context = context
         self.workers = workers
         self.queue: WorkQueue[ObjectKey] = WorkQueue()
@@ -138,6 +142,12 @@ class JobReconciler:
         self.orphans: WorkQueue[tuple[str, str]] = WorkQueue()
         self._deleted_jobs: dict[ObjectKey, str] = {}  # object key -> uid, until its Workload is gone
         self._backoffs: dict[tuple[str, ...], Backoff] = {}
+        #: looks up owners of kinds the store does not watch (none: such owners stay unresolved)
+        self.owners = owners
+        #: objects left to a queued ancestor, by the ancestor's uid, and the reverse: a change of the
+        #: ancestor's Workload reconciles them (Kueue's parent Workload handler)
+        self._children: dict[str, set[ObjectKey]] = {}
+        self._ancestor_of: dict[ObjectKey, str] = {}
 
     def _integration_of_kind(self, kind: Kind) -> Integration | None:
         return self.context.configuration().integrations.for_kind(kind.group, kind.kind)
@@ -179,6 +189,7 @@ class JobReconciler:
             owner_integration = self._integration_of_owner(owner)
             if owner is not None and owner_integration is not None:
                 self.queue.add((owner_integration.name, change.key[0], str(owner.get("name", ""))))
+            self._queue_children_of(owner)
             if change.new is not None and deleted_and_held(change.new):
                 self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
@@ -274,6 +285,7 @@ class JobReconciler:
             return
         job = self.context.store.get(kind_of(integration), name, namespace)
         if job is None:
+            self._remember_ancestor(key, None)
             await self._job_deleted(key)
             return
         if is_deleting(job):
@@ -285,7 +297,14 @@ class JobReconciler:
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
         uid = str((job.get("metadata") or {}).get("uid", ""))
         workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid)
-        if not is_managed(job, integration, config=configuration, namespace_labels=labels):
+        alone = is_managed(
+            job, integration, ancestry=ON_ITS_OWN, config=configuration, namespace_labels=labels
+        )
+        # a Job without a queue name of its own is still suspended while its queued owner is not admitted; a
+        # pod's owners matter only when it is queued on its own (Kueue's pods are top-level)
+        if (alone or integration.gate is None) and await self._left_to_owner(job, integration):
+            return
+        if not alone:
             # no longer queued (its queue label removed while suspended): its Workload must not hold quota
             unmanaged = plan_unmanaged(job, workload, integration=integration)
             if unmanaged is not None:
@@ -306,21 +325,102 @@ class JobReconciler:
             await self._execute(job, step, integration)
         self._backoffs.pop(("job", *key), None)
 
+    async def _ancestry(self, obj: JSON, integration: Integration) -> Ancestry:
+        """The object's ancestry (``webhook.api.integrations.owners``), owners the store does not watch
+        fetched from the API server."""
+        config, store = self.context.configuration(), self.context.store
+        if self.owners is not None and controller_reference(obj) is not None:
+            return await self.owners.ancestry(obj, integration, config=config, store=store)
+        return ancestry_of(obj, integration, config=config, lookup=store)
+
+    def _queue_children_of(self, owner: JSON | None) -> None:
+        """A Workload changed: the objects left to its owner may have to be suspended (or not any more)."""
+        uid = str((owner or {}).get("uid") or "")
+        for key in self._children.get(uid, ()):
+            self.queue.add(key)
+
+    def _remember_ancestor(self, key: ObjectKey, ancestor_uid: str | None) -> None:
+        previous = self._ancestor_of.pop(key, None)
+        if previous is not None:
+            children = self._children.get(previous, set())
+            children.discard(key)
+            if not children:
+                self._children.pop(previous, None)
+        if ancestor_uid:
+            self._ancestor_of[key] = ancestor_uid
+            self._children.setdefault(ancestor_uid, set()).add(key)
+
+    async def _left_to_owner(self, obj: JSON, integration: Integration) -> bool:
+        """Whether the object is queued through a real queued owner rather than on its own (Kueue's
+        ``FindAncestorJobManagedByKueue`` in ``Reconcile``; ``webhook.api.integrations.owners``), in which
+        case it gets no Workload, and, as Kueue's ``shouldSuspendChildJob``, is suspended if it runs while
+        its ancestor's Workload is not admitted.
+
+        An object that already has a Workload of its own stays queued on its own: an ownerReference added
+        later does not free it from its quota."""
+        key = object_key(integration, obj)
+        if controller_reference(obj) is None:
+            self._remember_ancestor(key, None)
+            return False
+        namespace, _ = key_of(obj)
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        if self.context.store.workload_owned_by(namespace=namespace, owner_uid=uid) is not None:
+            self._remember_ancestor(key, None)
+            return False
+        ancestry = await self._ancestry(obj, integration)
+        where = {"object": f"{integration.kind} {namespace}/{key_of(obj)[1]}"}
+        if ancestry.too_deep:
+            self.context.events.record(obj, type="Warning", reason="JobNestingTooDeep", message=ancestry.note)
+            log.warning("queued on its own: %s", ancestry.note, extra=where)
+        elif ancestry.note and ancestry.ancestor is None:
+            log.info("queued on its own: %s", ancestry.note, extra=where)
+        ancestor_uid = str(((ancestry.ancestor or {}).get("metadata") or {}).get("uid") or "")
+        # a pod left to its owner is never suspended by us (Kueue's pods are top-level): not remembered
+        self._remember_ancestor(key, ancestor_uid if integration.gate is None and ancestor_uid else None)
+        if ancestry.ancestor is None:
+            return False
+        if integration.gate is None:
+            await self._suspend_child(obj, integration, ancestry.ancestor)
+        return True
+
+    async def _suspend_child(self, obj: JSON, integration: Integration, ancestor: Any) -> None:
+        """Kueue's ``shouldSuspendChildJob``: a running child whose ancestor has no admitted, unfinished
+        Workload is suspended."""
+        if engine.finished(integration, obj)[0] or engine.is_suspended(integration, obj):
+            return
+        namespace, _ = key_of(obj)
+        ancestor_uid = str((ancestor.get("metadata") or {}).get("uid", ""))
+        workload = self.context.store.workload_owned_by(namespace=namespace, owner_uid=ancestor_uid)
+        if workload is not None and is_true(workload, "Admitted") and not is_true(workload, "Finished"):
+            return
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+        suspended = await self.context.writer.patch(
+            kind_of(integration), obj, [*guard, *engine.suspend_ops(integration, obj)]
+        )
+        if suspended is not None:
+            self.context.events.record(
+                obj, type="Normal", reason="Suspended", message="Kueue managed child job suspended"
+            )
+
     async def _reconcile_group(self, integration: Integration, namespace: str, group: str) -> None:
         """``plan_group`` for the pods of ``group`` and the Workload named after it."""
         from webhook.control.pod_groups import plan_group  # it builds on this module
 
         configuration = self.context.configuration()
         labels = self.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
-        pods = [
-            pod
-            for pod in self.context.store.items(kind_of(integration), namespace=namespace)
-            if group_name(pod) == group
-            and (
-                holds_finalizer(pod, integration)
-                or is_managed(pod, integration, config=configuration, namespace_labels=labels)
-            )
-        ]
+        pods = []
+        for pod in self.context.store.items(kind_of(integration), namespace=namespace):
+            if group_name(pod) != group:
+                continue
+            if holds_finalizer(pod, integration) or is_managed(
+                pod,
+                integration,
+                ancestry=await self._ancestry(pod, integration),
+                config=configuration,
+                namespace_labels=labels,
+            ):
+                pods.append(pod)
         workload = self.context.store.get(WORKLOADS, group, namespace)
         if workload is not None and _group_of_workload(workload) is None:
             workload = None  # a Workload of that name that is not a group's: not ours to drive
@@ -354,11 +454,14 @@ class JobReconciler:
             for pod in self.context.store.items(kind_of(pods_integration), namespace=namespace)
             if made_by_statefulset(pod) and (controlling_statefulset(pod) or {}).get("uid") == uid
         ]
+        ancestry = await self._ancestry(sts, integration)
         step = plan_statefulset(
             sts,
             pods,
             self.context.store.get(WORKLOADS, statefulset_workload_name(name, uid), namespace),
-            managed=is_managed(sts, integration, config=configuration, namespace_labels=labels),
+            managed=is_managed(
+                sts, integration, ancestry=ancestry, config=configuration, namespace_labels=labels
+            ),
             priorities=self._priorities(),
             pod_priorities=self._priorities(PRIORITY_CLASSES),
         )

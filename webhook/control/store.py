@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from webhook.api.integrations.owners import OwnerAnswer, Unresolved
 from webhook.control.kinds import JOBS, LOCAL_QUEUES, NAMESPACES, WORKLOADS, Kind
 
 JSON = dict[str, Any]
@@ -228,6 +229,14 @@ class Store:
 
     def workload(self, namespace: str, name: str) -> JSON | None:
         return self.get(WORKLOADS, name, namespace)
+
+    def owner(self, namespace: str, api_version: str, kind: str, name: str) -> OwnerAnswer:
+        """An ownerReference's target, when its kind is mirrored here (watched and listed once): every
+        enabled integration's kind is; another kind is :class:`Unresolved` (looked up by the caller)."""
+        for watched in self._synced:
+            if watched.kind == kind and watched.api_version == api_version and watched.namespaced:
+                return self.get(watched, name, namespace)
+        return Unresolved(f"{kind} objects ({api_version}) are not watched")
 
     # -- sync gate ----------------------------------------------------------------------------------------
 

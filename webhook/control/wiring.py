@@ -16,6 +16,7 @@ from pathlib import Path
 from webhook.control.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
+from webhook.control.owner_lookup import AdmissionOwners, OwnerFetcher
 from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 from webhook.http.app import create_app
 from webhook.http.server import DEFAULT_PORT, WebhookServer
@@ -100,6 +101,7 @@ async def build(
                 workload=lambda namespace, name: controller.store.get(WORKLOADS, name, namespace),
                 identity=identity,
             ),
+            owners=AdmissionOwners(OwnerFetcher(client)).view_for,
         )
         server = WebhookServer(
             app, cert_file=listen.cert_file, key_file=listen.key_file, host=listen.host, port=listen.port

@@ -20,23 +20,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from webhook.admission.review import ReviewError, Verdict, parse_review, render_response
+from webhook.admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, render_response
 from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.conversion_review import ConversionReviewError, answer_review
 from webhook.http.responses import JSON_CONTENT_TYPE, status_response
 
-__all__ = ["MAX_BODY_BYTES", "AdmissionMetrics", "add_admission_routes"]
+__all__ = ["MAX_BODY_BYTES", "AdmissionMetrics", "OwnerResolver", "add_admission_routes"]
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 log = logging.getLogger("kueue_webhook.admission")
+
+#: the request, the configuration in force and the view in; a view that also answers the request's owners out
+OwnerResolver = Callable[[AdmissionRequest, Configuration, ClusterView], Awaitable[ClusterView]]
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5)
 
@@ -66,8 +69,10 @@ def add_admission_routes(
     view: ClusterView,
     config: Callable[[], Configuration],
     metrics: AdmissionMetrics,
+    owners: OwnerResolver | None = None,
 ) -> None:
-    """Every path of :data:`ROUTES` and ``/convert``, as POST."""
+    """Every path of :data:`ROUTES` and ``/convert``, as POST; ``owners``, when given, is awaited before a
+    rule runs (the owner lookups at the edge, ``webhook.control.owner_lookup``)."""
 
     def endpoint(path: str, handler: Handler) -> Callable[[web.Request], Any]:
         async def admit(request: web.Request) -> web.Response:
@@ -86,8 +91,10 @@ def add_admission_routes(
             review = parse_review(body)
         except ReviewError as exc:
             return _http_error(path, 400, "BadRequest", str(exc))
+        configuration = config()
+        cluster = view if owners is None else await owners(review, configuration, view)
         try:
-            verdict = handler(review, config=config(), view=view)
+            verdict = handler(review, config=configuration, view=cluster)
         except Exception:
             log.exception(
                 "admission rule failed",

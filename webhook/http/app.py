@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
-from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, add_admission_routes
+from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, OwnerResolver, add_admission_routes
 from webhook.http.visibility import Visibility, add_visibility_routes
 
 __all__ = ["CERTIFICATE_LOADED", "create_app"]
@@ -31,9 +31,11 @@ def create_app(
     registry: CollectorRegistry,
     ready: Callable[[], bool] = lambda: True,
     visibility: Visibility | None = None,
+    owners: OwnerResolver | None = None,
 ) -> web.Application:
     """The aiohttp application; serve it with :class:`webhook.http.server.WebhookServer` (or any aiohttp
-    runner, for tests)."""
+    runner, for tests). ``owners`` looks up, before a rule runs, the owners a request's object claims that
+    ``view`` cannot answer for (``webhook.control.owner_lookup``)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[CERTIFICATE_LOADED] = [False]
 
@@ -52,7 +54,7 @@ def create_app(
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 
-    add_admission_routes(app, view=view, config=config, metrics=AdmissionMetrics(registry))
+    add_admission_routes(app, view=view, config=config, metrics=AdmissionMetrics(registry), owners=owners)
     if visibility is not None:
         add_visibility_routes(app, visibility)
     app.router.add_get("/healthz", healthz)

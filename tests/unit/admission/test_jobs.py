@@ -107,21 +107,6 @@ def test_manage_jobs_without_queue_name_suspends_unlabelled_jobs_in_managed_name
     assert not mutate(review, config=config, cluster=view(namespace="kube-system")).patch
 
 
-def test_job_controlled_by_a_queued_owner_is_left_to_its_owner() -> None:
-    review = golden_review(0)
-    job(review)["spec"]["suspend"] = False
-    job(review)["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "name": "js",
-            "uid": "u",
-            "controller": True,
-        }
-    ]
-    assert not mutate(review).patch
-
-
 def test_update_is_never_mutated() -> None:
     verdict = mutate(golden_review(4))
     assert verdict.allowed and not verdict.patch

@@ -89,7 +89,7 @@ def test_a_declared_kind_is_enabled_next_to_the_frameworks_and_named_like_kueue_
     assert integration.declared and integration.plural == "trainingruns"
     assert integration.api_version == "example.com/v1"
     # its children (a Job it creates) are queued through it, as for the built-in kinds
-    assert "TrainingRun" in config.integrations.owner_kinds()
+    assert config.integrations.managing_owner("example.com/v1", "TrainingRun")
 
 
 def test_the_engine_reads_pod_sets_counts_and_names_of_a_declared_kind() -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration, parse_configuration
 from webhook.api.integrations import BUILTIN, JOB, engine
-from webhook.api.integrations.managed import is_managed
+from webhook.api.integrations.managed import ON_ITS_OWN, ancestry_of, is_managed
 from webhook.api.objects import PodSet, ResourceFlavor, parse_resource_flavor
 
 JSON = dict[str, Any]
+QUEUE = "kueue.x-k8s.io/queue-name"
 JOBSET, PYTORCHJOB, RAYJOB, RAYCLUSTER = (
     BUILTIN[n]
     for n in ("jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/rayjob", "ray.io/raycluster")
@@ -190,15 +192,31 @@ def test_finished_and_active_per_kind() -> None:
     assert not engine.has_active_pods(RAYJOB, {})
 
 
-def test_off_integrations_are_left_alone_and_children_of_queued_kinds_are_never_queued() -> None:
+def test_off_integrations_are_left_alone_and_children_of_real_queued_kinds_are_not_queued() -> None:
     config = parse_configuration("integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}")
     assert isinstance(config, Configuration)
     assert config.integrations.for_kind("jobset.x-k8s.io", "JobSet") is JOBSET
     assert config.integrations.for_kind("ray.io", "RayJob") is None
     assert Configuration().integrations.names() == ("batch/job",)  # Kueue's default
+    view = StaticClusterView()
+    view.add_owner(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "x", "namespace": "ns", "uid": "u", "labels": {QUEUE: "q"}},
+        }
+    )
+    view.add_owner(
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayJob",
+            "metadata": {"name": "x", "namespace": "ns", "uid": "u", "labels": {QUEUE: "q"}},
+        }
+    )
     child = {
         "metadata": {
-            "labels": {"kueue.x-k8s.io/queue-name": "q"},
+            "namespace": "ns",
+            "labels": {QUEUE: "q"},
             "ownerReferences": [
                 {
                     "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -210,19 +228,29 @@ def test_off_integrations_are_left_alone_and_children_of_queued_kinds_are_never_
             ],
         }
     }
-    assert not is_managed(child, JOB, config=config)
+    ancestry = ancestry_of(child, JOB, config=config, lookup=view)
+    assert ancestry.through_owner and not is_managed(child, JOB, ancestry=ancestry, config=config)
     cluster = {
         "metadata": {
-            "labels": {"kueue.x-k8s.io/queue-name": "q"},
+            "namespace": "ns",
+            "labels": {QUEUE: "q"},
             "ownerReferences": [
                 {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "x", "uid": "u", "controller": True}
             ],
         }
     }
-    assert not is_managed(cluster, RAYCLUSTER, config=config)
+    # RayJob is off here: its RayCluster is queued on its own, as in Kueue (the RayJob is no queued owner)
+    ray_config = parse_configuration("integrations: {frameworks: [ray.io/rayjob, ray.io/raycluster]}")
+    assert isinstance(ray_config, Configuration)
+    ancestry = ancestry_of(cluster, RAYCLUSTER, config=ray_config, lookup=view)
+    assert not is_managed(cluster, RAYCLUSTER, ancestry=ancestry, config=ray_config)
+    assert is_managed(
+        cluster, RAYCLUSTER, ancestry=ancestry_of(cluster, RAYCLUSTER, config=config, lookup=view)
+    )
     assert not is_managed(
-        {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"clusterSelector": {"a": "b"}}},
+        {"metadata": {"labels": {QUEUE: "q"}}, "spec": {"clusterSelector": {"a": "b"}}},
         RAYJOB,
+        ancestry=ON_ITS_OWN,
     )
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from tests.golden import GOLDEN
 from webhook.api.config import Configuration, parse_configuration
+from webhook.api.integrations.managed import ON_ITS_OWN
+from webhook.api.integrations.owners import Ancestry
 from webhook.api.jobs import (
     FlavorConflict,
     is_managed,
@@ -103,28 +105,29 @@ def test_queue_name_from_label_then_legacy_annotation() -> None:
     legacy = job()
     legacy["metadata"]["annotations"] = {"kueue.x-k8s.io/queue-name": "old"}
     assert job_queue_name(legacy) == "old"
-    assert not is_managed(job())
-    assert is_managed(job(labels={"kueue.x-k8s.io/queue-name": "q"}))
+    assert not is_managed(job(), ancestry=ON_ITS_OWN)
+    assert is_managed(job(labels={"kueue.x-k8s.io/queue-name": "q"}), ancestry=ON_ITS_OWN)
 
 
-@pytest.mark.parametrize("owner", ["PyTorchJob", "JobSet", "AppWrapper"])
-def test_a_job_run_by_a_higher_level_workload_is_never_queued_on_its_own(owner: str) -> None:
-    """Kueue queues the owner (the PyTorchJob, JobSet, ...), not its Jobs; the webhook and the controller
-    read this one rule, so neither suspends nor creates a Workload for such a Job."""
+def test_a_job_run_by_a_real_queued_owner_is_not_queued_on_its_own() -> None:
+    """Kueue queues the owner (the PyTorchJob, JobSet, ...), not its Jobs; whether the owner is real is the
+    owner walk's (tests/unit/api/test_owners.py)."""
     owned = job(labels={"kueue.x-k8s.io/queue-name": "q"})
-    owned["metadata"]["ownerReferences"] = [{"kind": owner, "name": "x", "uid": "u", "controller": True}]
-    assert not is_managed(owned)
-    owned["metadata"]["ownerReferences"][0]["controller"] = False  # merely owned, not controlled
-    assert is_managed(owned)
+    assert not is_managed(owned, ancestry=Ancestry(ancestor={"metadata": {"name": "x"}}))
 
 
 def test_jobs_without_a_queue_are_managed_only_where_the_configuration_says() -> None:
     config = parse_configuration("manageJobsWithoutQueueName: true")
     assert isinstance(config, Configuration)
-    assert not is_managed(job())  # Kueue's default
-    assert is_managed(job(), config=config, namespace_labels={"kubernetes.io/metadata.name": "team-a"})
+    assert not is_managed(job(), ancestry=ON_ITS_OWN)  # Kueue's default
+    assert is_managed(
+        job(), ancestry=ON_ITS_OWN, config=config, namespace_labels={"kubernetes.io/metadata.name": "team-a"}
+    )
     assert not is_managed(
-        job(), config=config, namespace_labels={"kubernetes.io/metadata.name": "kube-system"}
+        job(),
+        ancestry=ON_ITS_OWN,
+        config=config,
+        namespace_labels={"kubernetes.io/metadata.name": "kube-system"},
     )
 
 

@@ -37,10 +37,10 @@ __all__ = [
     "JOB",
     "JOBSET",
     "KUEUE_FRAMEWORKS",
+    "KUEUE_OWNER_TYPES",
     "MPIJOB",
     "POD",
     "PYTORCHJOB",
-    "QUEUED_OWNER_KINDS",
     "RAYCLUSTER",
     "RAYJOB",
     "STATEFULSET",
@@ -298,21 +298,20 @@ KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
     }
 )
 
-#: kinds Kueue integrates: a Job (or any queued kind) whose controller is one of these is queued through its
-#: owner and never on its own, whether or not that integration is enabled here
-QUEUED_OWNER_KINDS = frozenset(
+#: ``(apiVersion, kind)`` of the kinds Kueue integrates that are not built in here: Kueue walks up through
+#: them when looking for an object's queued owner (``isKnownOwner``), and so does this project (an external
+#: framework of that kind is queued)
+KUEUE_OWNER_TYPES: frozenset[tuple[str, str]] = frozenset(
     {
-        "JobSet",
-        "RayJob",
-        "RayCluster",
-        "RayService",
-        "MPIJob",
-        "PyTorchJob",
-        "TFJob",
-        "XGBoostJob",
-        "PaddleJob",
-        "JAXJob",
-        "TrainJob",
-        "AppWrapper",
+        ("ray.io/v1", "RayService"),
+        ("kubeflow.org/v1", "PaddleJob"),
+        ("kubeflow.org/v1", "XGBoostJob"),
+        ("kubeflow.org/v1", "JAXJob"),
+        ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+        ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+        ("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+        # Kueue's interim owner between a Deployment and its pods, known without being listed
+        ("apps/v1", "ReplicaSet"),
     }
 )

@@ -41,7 +41,6 @@ __all__ = [
     "Element",
     "FlavorConflict",
     "accepts_partial_admission",
-    "controller_kind",
     "element_count",
     "element_min_count",
     "elements",
@@ -127,18 +126,6 @@ def queue_name(obj: Mapping[str, Any]) -> str | None:
             value = source.get(QUEUE_NAME_LABEL)
             if isinstance(value, str) and value:
                 return value
-    return None
-
-
-def controller_kind(obj: Mapping[str, Any]) -> str | None:
-    """The kind of the object's controller ownerReference, if it has one."""
-    owners = _metadata(obj).get("ownerReferences")
-    if not isinstance(owners, list):
-        return None
-    for ref in owners:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            kind = ref.get("kind")
-            return kind if isinstance(kind, str) else ""
     return None
 
 

@@ -2,8 +2,9 @@
 
 ``Integrations`` is what ``Configuration.integrations`` holds: the enabled entries (built-in ones named in
 ``integrations.frameworks`` and every declared one) plus Kueue's ``externalFrameworks``. The webhook asks it
-which entry an admission request is for, the controller which kinds to watch, and both whether an object is
-queued through its owner (Kueue's ``IsOwnerManagedByKueue``), so that they never disagree.
+which entry an admission request is for, the controller which kinds to watch, and both which owners count
+(Kueue's ``isKnownOwner`` and ``getJobTypeForOwner``; the walk itself is ``webhook.api.integrations.owners``),
+so that they never disagree.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, QUEUED_OWNER_KINDS
-from webhook.api.integrations.engine import controller_kind
+from webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, KUEUE_OWNER_TYPES
 from webhook.api.integrations.model import Integration
 
 __all__ = ["Integrations"]
@@ -49,15 +49,30 @@ class Integrations:
                 return integration
         return None
 
-    def owner_kinds(self) -> frozenset[str]:
-        """Kinds whose children are queued through them: Kueue's integrated kinds, every enabled one and the
-        external frameworks."""
-        external = {entry.split(".", 1)[0] for entry in self.external}
-        queued = {i.kind for i in self.enabled if not i.through_pods}
-        return QUEUED_OWNER_KINDS | queued | external
+    def _external_types(self) -> frozenset[tuple[str, str]]:
+        """``(apiVersion, kind)`` of the external frameworks (``Kind.version.group``)."""
+        out = set()
+        for entry in self.external:
+            kind, version, group = (*entry.split(".", 2), "", "")[:3]
+            out.add((f"{group}/{version}", kind))
+        return frozenset(out)
 
-    def queued_through_owner(self, obj: Mapping[str, Any]) -> bool:
-        """Whether the object's controller is a kind that is queued instead of it (a Job of a JobSet, the
-        RayCluster of a RayJob): such an object is neither suspended nor given a Workload of its own."""
-        kind = controller_kind(obj)
-        return kind is not None and kind in self.owner_kinds()
+    def managing_owner(self, api_version: str, kind: str) -> bool:
+        """Whether an owner of ``api_version``/``kind`` is queued instead of the objects it controls (Kueue's
+        ``getJobTypeForOwner``): an enabled integration, the version included as Kueue compares it, or an
+        external framework. A Deployment or StatefulSet is not: its pods are queued themselves."""
+        if (api_version, kind) in self._external_types():
+            return True
+        return any(
+            i.api_version == api_version and i.kind == kind and not i.through_pods for i in self.enabled
+        )
+
+    def known_owner(self, api_version: str, kind: str) -> bool:
+        """Whether the walk up to a queued owner goes on through an owner of ``api_version``/``kind``
+        (Kueue's ``isKnownOwner``): every kind Kueue integrates, enabled or not, the external frameworks,
+        the declared kinds and ReplicaSets (between a Deployment and its pods)."""
+        if (api_version, kind) in KUEUE_OWNER_TYPES or self.managing_owner(api_version, kind):
+            return True
+        return any(
+            i.api_version == api_version and i.kind == kind for i in (*BUILTIN.values(), *self.enabled)
+        )
