@@ -84,21 +84,6 @@ class Controller:
         self.store = Store()
         self.health = ApiHealth()
         client.observe_write = self.health.observe
-        self.metrics.write_budget_rate.set_function(lambda: self.health.rate)
-        self.recorder = Recorder(
-            client=client,
-            instance=identity,
-            budget=self.health,
-            on_drop=self.metrics.events_dropped.inc,
-        )
-        self.live_config = LiveConfiguration(
-            namespace=namespace,
-            events=self.recorder,
-            metrics=self.metrics,
-            initial=Configuration(namespace=namespace),
-            records_events=self.is_leader,
-        )
-        self.writer = Writer(client=client, store=self.store, metrics=self.metrics)
         self.elector: LeaderElector | None = None
         if settings.leader_election:
             self.elector = LeaderElector(
@@ -111,6 +96,24 @@ class Controller:
                 retry_period=settings.retry_period,
                 on_change=self._leadership_changed,
             )
+        #: what only the leader may write goes through this view of the client: each write is sent only
+        #: while the Lease is held by the clock at that moment (reads, watches and the Lease use ``client``)
+        self.leader_client = client if self.elector is None else client.fenced(self.elector.fence)
+        self.metrics.write_budget_rate.set_function(lambda: self.health.rate)
+        self.recorder = Recorder(
+            client=self.leader_client,
+            instance=identity,
+            budget=self.health,
+            on_drop=self.metrics.events_dropped.inc,
+        )
+        self.live_config = LiveConfiguration(
+            namespace=namespace,
+            events=self.recorder,
+            metrics=self.metrics,
+            initial=Configuration(namespace=namespace),
+            records_events=self.is_leader,
+        )
+        self.writer = Writer(client=self.leader_client, store=self.store, metrics=self.metrics)
         self.context = ControlContext(
             store=self.store,
             writer=self.writer,
@@ -149,7 +152,9 @@ class Controller:
         self.store.subscribe(self.live_config.on_change)
         self.live_config.subscribe(self._watch_integrations)
         #: the leader keeps the webhook configurations listing the kinds declared in the ConfigMap
-        self.declared_webhooks = DeclaredWebhooks(client, lambda: self.configuration().integrations)
+        self.declared_webhooks = DeclaredWebhooks(
+            self.leader_client, lambda: self.configuration().integrations
+        )
         self.live_config.subscribe(lambda _: self.declared_webhooks.request())
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
