@@ -39,7 +39,7 @@ from webhook.control.pods_ready import PodsReadyTimers
 from webhook.control.reconciler import JobReconciler, kind_of
 from webhook.control.scheduler_loop import SchedulerLoop
 from webhook.control.status_reporter import QueueStatusReporter
-from webhook.control.store import Change, Store
+from webhook.control.store import Change, Listener, Store, listener_name
 from webhook.control.writers import Writer
 from webhook.core.scheduler import SchedulerState
 
@@ -82,6 +82,9 @@ class Controller:
         self.identity = identity
         self.metrics = Metrics()
         self.store = Store()
+        self.store.on_listener_error = lambda change, listener: self.metrics.store_listener_errors.labels(
+            change.kind.kind, listener
+        ).inc()
         self.health = ApiHealth()
         client.observe_write = self.health.observe
         self.elector: LeaderElector | None = None
@@ -159,7 +162,16 @@ class Controller:
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
         self.live_config.subscribe(self._rearm_pods_ready)
-        self.store.subscribe(self._dispatch)
+        # each of the leader's consumers is its own listener: one that fails does not starve the others
+        for handler in (
+            self.scheduler.on_change,
+            self.reconciler.on_change,
+            self.pods_ready.on_change,
+            self.status.on_change,
+            self.checks.on_change,
+            self.fair_sharing.on_change,
+        ):
+            self.store.subscribe(self._while_leading(handler))
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
         #: the complement of ``leading``, so both transitions can be awaited
@@ -231,15 +243,16 @@ class Controller:
         self._leader_tasks = []
         log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
 
-    def _dispatch(self, change: Change) -> None:
-        if not self.leading.is_set():
-            return
-        self.scheduler.on_change(change)
-        self.reconciler.on_change(change)
-        self.pods_ready.on_change(change)
-        self.status.on_change(change)
-        self.checks.on_change(change)
-        self.fair_sharing.on_change(change)
+    def _while_leading(self, handler: Listener) -> Listener:
+        """``handler``, told store changes only while this replica leads; named as it is (in logs and
+        the listener-error metric)."""
+
+        def listener(change: Change) -> None:
+            if self.leading.is_set():
+                handler(change)
+
+        listener.__qualname__ = listener_name(handler)
+        return listener
 
     def _watch_integrations(self, configuration: Configuration) -> None:
         """Watch every enabled integration's kind (Jobs are always watched); stop watching, and forget the

@@ -8,7 +8,6 @@ inside: the flag still says "leading" while the monotonic clock has passed the d
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,11 +16,11 @@ import pytest
 from aiohttp import web
 
 from tests.unit.control.fakes import Clock, MemoryApi
+from tests.unit.control.small_cluster import RecordingApi, cluster, install
 from webhook.control.controller import Controller, ControllerSettings
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
+from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.leader import LeaderElector, NotLeader
-from webhook.control.verbs import PatchType
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"
@@ -166,73 +165,6 @@ async def test_a_write_still_waiting_for_a_connection_at_the_deadline_is_never_s
         await client.close()
 
 
-class RecordingApi(MemoryApi):
-    """``MemoryApi`` that also applies status patches and keeps every patch it was sent."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.patched: list[str] = []
-
-    async def patch(
-        self,
-        kind: Kind,
-        *,
-        name: str,
-        patch: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = "merge",
-        subresource: str = "",
-    ) -> JSON:
-        self.patched.append(f"{kind.plural}/{name}")
-        stored = self.objects[(kind.plural, namespace or "", name)]
-        stored["status"] = {**(stored.get("status") or {}), **patch["status"]}
-        self.version += 1
-        stored["metadata"]["resourceVersion"] = str(self.version)
-        return copy.deepcopy(stored)
-
-
-def cluster(workloads: int) -> list[tuple[Kind, JSON]]:
-    def workload(index: int) -> JSON:
-        container = {"name": "c", "resources": {"requests": {"cpu": "1"}}}
-        return {
-            "apiVersion": GROUP,
-            "kind": "Workload",
-            "metadata": {"name": f"w{index}", "namespace": "team", "uid": f"uid-{index}"},
-            "spec": {
-                "queueName": "lq",
-                "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}],
-            },
-        }
-
-    quota = [{"name": "rf", "resources": [{"name": "cpu", "nominalQuota": str(workloads)}]}]
-    return [
-        (NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
-        (RESOURCE_FLAVORS, {"apiVersion": GROUP, "kind": "ResourceFlavor", "metadata": {"name": "rf"}}),
-        (
-            CLUSTER_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "ClusterQueue",
-                "metadata": {"name": "cq", "generation": 1},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [{"coveredResources": ["cpu"], "flavors": quota}],
-                },
-            },
-        ),
-        (
-            LOCAL_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "LocalQueue",
-                "metadata": {"name": "lq", "namespace": "team"},
-                "spec": {"clusterQueue": "cq"},
-            },
-        ),
-        *((WORKLOADS, workload(i)) for i in range(workloads)),
-    ]
-
-
 async def test_a_leader_whose_loop_stalled_past_the_deadline_writes_nothing_until_it_renews(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -245,11 +177,7 @@ async def test_a_leader_whose_loop_stalled_past_the_deadline_writes_nothing_unti
     )
     assert controller.elector is not None
     controller.elector.clock = clock
-    for version, (kind, obj) in enumerate(cluster(3), start=1):
-        obj["metadata"]["resourceVersion"] = str(version)
-        api.objects[(kind.plural, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
-        controller.store.upsert(kind, copy.deepcopy(obj))
-    api.version = 100
+    install(api, controller.store, cluster(3))
     admitted: list[str] = []
     all_admitted = asyncio.Event()
 
