@@ -210,7 +210,7 @@ class SchedulerLoop:
                 "object ignored: invalid",
                 extra={
                     "kind": kind.kind,
-                    "name": f"{namespace}/{name}".strip("/"),
+                    "object": f"{namespace}/{name}".strip("/"),
                     "errors": [str(e) for e in parsed],
                 },
             )
