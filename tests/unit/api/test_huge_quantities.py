@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.unit.admission.golden import request_of
+from tests.unit.admission.servers import golden_object, review_for
+from webhook.admission.kueue import validate_kueue_object
+from webhook.admission.view import StaticClusterView
+from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.objects import parse_cluster_queue, parse_workload
 from webhook.api.pods import pod_requests
@@ -64,3 +69,14 @@ def test_a_workload_with_a_huge_request_is_invalid() -> None:
     parsed = parse_workload(workload)
     assert isinstance(parsed, list) and parsed
     assert all("must not be longer than 128 characters" in str(e) for e in parsed)
+
+
+def test_the_cluster_queue_webhook_denies_a_huge_quota_naming_the_field() -> None:
+    """kube-apiserver stores it; our ClusterQueue webhook (when installed) refuses it with a field error."""
+    queue = golden_object("kueue-clusterqueue-create")
+    queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = HUGE
+    review = review_for(queue, operation="CREATE", old=None)
+    verdict = validate_kueue_object(request_of(review), config=Configuration(), view=StaticClusterView())
+    assert not verdict.allowed
+    assert "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value" in verdict.message
+    assert "must not be longer than 128 characters" in verdict.message
