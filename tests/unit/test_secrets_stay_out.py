@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import logging
+import ssl
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -29,8 +30,9 @@ from webhook.control.connection import resolve
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
 from webhook.control.kubeconfig import KubeconfigError
+from webhook.http import tls
 from webhook.logs import RedactSecrets, redact
-from webhook.server import JsonFormatter
+from webhook.runtime import JsonFormatter
 
 TOKEN = "s3cr3t-t0ken-value"
 PROXY_PASSWORD = "hunter2-proxy"
@@ -186,4 +188,26 @@ async def test_inline_client_keys_are_removed_when_they_cannot_be_loaded(
 ) -> None:
     with pytest.raises(KubeconfigError, match="cannot load the certificates"):
         await resolve(str(inline_client_certificate(tmp_path, key=b"not a key")), environ={})
+    assert list(private_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("valid", [True, False])
+def test_the_serving_key_snapshot_is_private_and_removed_whether_or_not_it_loads(
+    tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch, valid: bool
+) -> None:
+    pki = ensure_certificates(tmp_path / "pki", ips=["127.0.0.1"])
+    if not valid:
+        pki.key.write_bytes(b"not a key")
+    modes: dict[str, int] = {}
+    check = tls.server_ssl_context
+
+    def checking(cert: Path, key: Path) -> object:
+        modes.update(key=stat.S_IMODE(key.stat().st_mode), directory=stat.S_IMODE(key.parent.stat().st_mode))
+        return check(cert, key)
+
+    monkeypatch.setattr(tls, "server_ssl_context", checking)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    reloader = tls.CertificateReloader(context=context, cert_file=pki.cert, key_file=pki.key)
+    assert reloader.load_if_changed() is valid
+    assert modes == {"key": 0o600, "directory": 0o700}
     assert list(private_tmp.iterdir()) == []
