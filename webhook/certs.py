@@ -127,9 +127,13 @@ def _write_private(path: Path, data: bytes) -> None:
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a half-written key is not left behind (a full disk, an interrupt)
+        raise
 
 
 def _key_pem(key: PrivateKey) -> bytes:

@@ -9,6 +9,15 @@ quantity back in the format it was written in: ``1536Mi`` stays ``1536Mi`` and `
 Accepted syntax is the one of the ``quantity`` OpenAPI pattern that CRDs (and so Kueue's quotas) are
 validated against: an optional sign, digits with an optional fraction (``5``, ``0.5``, ``.5``, ``5.``),
 then at most one suffix: ``Ki Mi Gi Ti Pi Ei``, ``n u m k M G T P E``, or an integer exponent ``e3``/``E-2``.
+
+Length is bounded where kube-apiserver's is not. Its parser takes a quantity of any length (measured on
+v1.36: a Job requesting 100,000 digits of cpu, and a ClusterQueue with a 100,000-digit nominalQuota, are
+both created), but nothing downstream can use such a value: Kubernetes and Kueue hold every quantity as a
+64-bit count of units or milli-units (``Quantity.Value``/``MilliValue``), about 19 digits. Parsing it here
+would cost time and memory proportional to a hostile length, and Python refuses to convert integers of
+more than 4300 digits at all. So a quantity longer than ``MAX_QUANTITY_LENGTH`` characters, or an exponent
+beyond ``MAX_EXPONENT``, is refused as invalid (``QuantityError``) before any arithmetic; a bound far
+above any meaningful value (a nano-unit, ``1n``, up to ``2^63-1`` Ei in a plain decimal, fits easily).
 """
 
 from __future__ import annotations
@@ -20,9 +29,15 @@ from fractions import Fraction
 from functools import lru_cache, total_ordering
 from typing import Any
 
-__all__ = ["Format", "Quantity", "QuantityError", "parse_quantity"]
+__all__ = ["MAX_QUANTITY_LENGTH", "Format", "Quantity", "QuantityError", "parse_quantity"]
 
 NANO = 10**9
+#: the longest quantity accepted, in characters (sign, digits, point and suffix)
+MAX_QUANTITY_LENGTH = 128
+#: the largest decimal exponent accepted (``1e1000``), either way
+MAX_EXPONENT = 1000
+#: integers (JSON numbers) up to as many bits as the longest accepted decimal quantity needs
+_MAX_INTEGER_BITS = 4 * MAX_QUANTITY_LENGTH
 
 _PATTERN = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 
@@ -172,6 +187,8 @@ def parse_quantity(text: Any) -> Quantity:
     if isinstance(text, bool):
         raise QuantityError(f"quantities must match the regular expression {_PATTERN.pattern!r}")
     if isinstance(text, int):
+        if text.bit_length() > _MAX_INTEGER_BITS:
+            raise QuantityError(f"quantities must not be longer than {MAX_QUANTITY_LENGTH} characters")
         return Quantity(text * NANO)
     if isinstance(text, float):
         if text != text or text in (float("inf"), float("-inf")):
@@ -179,6 +196,11 @@ def parse_quantity(text: Any) -> Quantity:
         return Quantity.from_units(Fraction(repr(text)))
     if not isinstance(text, str):
         raise QuantityError(f"expected a string or number, got {type(text).__name__}")
+    if len(text) > MAX_QUANTITY_LENGTH:  # before the pattern, the arithmetic and the cache see it
+        raise QuantityError(
+            f"{text[:20]!r}... ({len(text)} characters): quantities must not be longer than "
+            f"{MAX_QUANTITY_LENGTH} characters"
+        )
     return _parse_text(text)
 
 
@@ -202,8 +224,8 @@ def _parse_text(text: str) -> Quantity:
         fmt = Format.BINARY_SI
     elif len(suffix) > 1 and suffix[0] in "eE":
         exponent = int(suffix[1:])
-        if abs(exponent) > 1000:
-            raise QuantityError(f"{text!r}: exponent out of range")
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(f"{text!r}: exponent out of range (at most {MAX_EXPONENT} either way)")
         value *= Fraction(10) ** exponent
         fmt = Format.DECIMAL_EXPONENT
     else:

@@ -38,6 +38,7 @@ from webhook.control.conditions import (
 from webhook.control.context import ControlContext
 from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
+from webhook.control.leader import NotLeader
 from webhook.control.store import Change, key_of
 from webhook.control.workqueue import WorkQueue
 from webhook.core.checks import MANUAL_APPROVAL_CONTROLLER, manual_approval_state
@@ -107,7 +108,8 @@ class AdmissionChecksController:
         await asyncio.gather(*(serve_workloads() for _ in range(self.workers)), serve_checks())
 
     def _failed(self, key: object, exc: BaseException) -> None:
-        log.warning("admission check sync failed, retrying: %r", exc, extra={"key": str(key)})
+        if not isinstance(exc, NotLeader):  # a refused write is said once, by the elector
+            log.warning("admission check sync failed, retrying: %r", exc, extra={"key": str(key)})
         queue: Any = self.checks if isinstance(key, str) else self.workloads
         asyncio.get_running_loop().call_later(0.5, queue.add, key)
 

@@ -28,6 +28,7 @@ import base64
 import binascii
 import logging
 import os
+import shutil
 import ssl
 import tempfile
 import time
@@ -124,27 +125,32 @@ async def from_selected(selected: Selected) -> Connection:
         raise KubeconfigError(f"{where}: cluster {selected.cluster.name!r} has no server")
     user = selected.user.body if selected.user else {}
     user_where = selected.user.origin if selected.user else where
-    cert = _client_certificate(user, user_where)
-    auth: AuthHeaders
-    if user.get("exec") or user.get("auth-provider"):
-        auth, plugin_cert = await _plugin_credentials(selected)
-        cert = cert or plugin_cert
-    else:
-        auth = _static_auth(user)
-    ca_file, ca_data = _material(cluster, "certificate-authority", where)
+    # inline key material is spilled to files only for as long as loading it takes, error or not
+    spill = Path(tempfile.mkdtemp(prefix="kueue-webhook-kubeconfig-"))
     try:
-        context = _ssl_context(
-            ca_file=ca_file,
-            ca_data=ca_data,
-            insecure=bool(cluster.get("insecure-skip-tls-verify")),
-            cert=cert,
-        )
-    except (OSError, ssl.SSLError) as exc:
-        user_name = selected.user.name if selected.user else ""
-        raise KubeconfigError(
-            f"{where}: cluster {selected.cluster.name!r}, user {user_name!r}: "
-            f"cannot load the certificates: {exc}"
-        ) from exc
+        cert = _client_certificate(user, user_where, spill)
+        auth: AuthHeaders
+        if user.get("exec") or user.get("auth-provider"):
+            auth, plugin_cert = await _plugin_credentials(selected)
+            cert = cert or plugin_cert
+        else:
+            auth = _static_auth(user)
+        ca_file, ca_data = _material(cluster, "certificate-authority", where)
+        try:
+            context = _ssl_context(
+                ca_file=ca_file,
+                ca_data=ca_data,
+                insecure=bool(cluster.get("insecure-skip-tls-verify")),
+                cert=cert,
+            )
+        except (OSError, ssl.SSLError) as exc:
+            user_name = selected.user.name if selected.user else ""
+            raise KubeconfigError(
+                f"{where}: cluster {selected.cluster.name!r}, user {user_name!r}: "
+                f"cannot load the certificates: {exc}"
+            ) from exc
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     return Connection(
         host=str(server),
         ssl_context=context,
@@ -237,12 +243,13 @@ async def _plugin_credentials(selected: Selected) -> tuple[AuthHeaders, tuple[st
     return auth, cert
 
 
-def _client_certificate(user: JSON, where: Path) -> tuple[str, str] | None:
+def _client_certificate(user: JSON, where: Path, spill: Path) -> tuple[str, str] | None:
+    """The client certificate and key as files: the kubeconfig's own, or its inline data written to
+    ``spill`` (a private directory the caller removes once the SSL context has loaded them)."""
     cert_file, cert_data = _material(user, "client-certificate", where)
     key_file, key_data = _material(user, "client-key", where)
     if not (cert_file or cert_data):
         return None
-    spill = Path(tempfile.mkdtemp(prefix="kueue-webhook-kubeconfig-"))
     return (
         cert_file or _spill(cert_data or b"", spill, "client.crt"),
         key_file or _spill(key_data or b"", spill, "client.key"),
@@ -262,7 +269,8 @@ def _material(section: JSON, key: str, where: Path) -> tuple[str | None, bytes |
 
 
 def _spill(data: bytes, directory: Path, name: str) -> str:
-    """ssl wants client certificates as files; inline data is written once to a private temp file."""
+    """ssl wants client certificates as files; inline data is written once to a temp file that is 0600
+    from its creation (in a 0700 directory), so there is no moment anyone else may read it."""
     path = directory / name
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:

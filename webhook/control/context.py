@@ -28,7 +28,8 @@ class ControlContext:
     writer: Writer
     events: EventSink
     metrics: Metrics
-    #: whether this replica holds the Lease now: every write path checks it before writing
+    #: whether this replica holds the Lease now: every write path checks it before writing (and the writer's
+    #: client refuses any write sent after the Lease's renew deadline, whatever this said: ``leader.fence``)
     is_leader: Callable[[], bool]
     #: the configuration in force (the ConfigMap's, reloaded live)
     configuration: Callable[[], Configuration]

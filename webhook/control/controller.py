@@ -40,7 +40,7 @@ from webhook.control.pods_ready import PodsReadyTimers
 from webhook.control.reconciler import JobReconciler, kind_of
 from webhook.control.scheduler_loop import SchedulerLoop
 from webhook.control.status_reporter import QueueStatusReporter
-from webhook.control.store import Change, Store
+from webhook.control.store import Change, Listener, Store, listener_name
 from webhook.control.writers import Writer
 from webhook.core.scheduler import SchedulerState
 
@@ -83,23 +83,11 @@ class Controller:
         self.identity = identity
         self.metrics = Metrics()
         self.store = Store()
+        self.store.on_listener_error = lambda change, listener: self.metrics.store_listener_errors.labels(
+            change.kind.kind, listener
+        ).inc()
         self.health = ApiHealth()
         client.observe_write = self.health.observe
-        self.metrics.write_budget_rate.set_function(lambda: self.health.rate)
-        self.recorder = Recorder(
-            client=client,
-            instance=identity,
-            budget=self.health,
-            on_drop=self.metrics.events_dropped.inc,
-        )
-        self.live_config = LiveConfiguration(
-            namespace=namespace,
-            events=self.recorder,
-            metrics=self.metrics,
-            initial=Configuration(namespace=namespace),
-            records_events=self.is_leader,
-        )
-        self.writer = Writer(client=client, store=self.store, metrics=self.metrics)
         self.elector: LeaderElector | None = None
         if settings.leader_election:
             self.elector = LeaderElector(
@@ -112,6 +100,24 @@ class Controller:
                 retry_period=settings.retry_period,
                 on_change=self._leadership_changed,
             )
+        #: what only the leader may write goes through this view of the client: each write is sent only
+        #: while the Lease is held by the clock at that moment (reads, watches and the Lease use ``client``)
+        self.leader_client = client if self.elector is None else client.fenced(self.elector.fence)
+        self.metrics.write_budget_rate.set_function(lambda: self.health.rate)
+        self.recorder = Recorder(
+            client=self.leader_client,
+            instance=identity,
+            budget=self.health,
+            on_drop=self.metrics.events_dropped.inc,
+        )
+        self.live_config = LiveConfiguration(
+            namespace=namespace,
+            events=self.recorder,
+            metrics=self.metrics,
+            initial=Configuration(namespace=namespace),
+            records_events=self.is_leader,
+        )
+        self.writer = Writer(client=self.leader_client, store=self.store, metrics=self.metrics)
         self.context = ControlContext(
             store=self.store,
             writer=self.writer,
@@ -150,12 +156,23 @@ class Controller:
         self.store.subscribe(self.live_config.on_change)
         self.live_config.subscribe(self._watch_integrations)
         #: the leader keeps the webhook configurations listing the kinds declared in the ConfigMap
-        self.declared_webhooks = DeclaredWebhooks(client, lambda: self.configuration().integrations)
+        self.declared_webhooks = DeclaredWebhooks(
+            self.leader_client, lambda: self.configuration().integrations
+        )
         self.live_config.subscribe(lambda _: self.declared_webhooks.request())
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
         self.live_config.subscribe(self._rearm_pods_ready)
-        self.store.subscribe(self._dispatch)
+        # each of the leader's consumers is its own listener: one that fails does not starve the others
+        for handler in (
+            self.scheduler.on_change,
+            self.reconciler.on_change,
+            self.pods_ready.on_change,
+            self.status.on_change,
+            self.checks.on_change,
+            self.fair_sharing.on_change,
+        ):
+            self.store.subscribe(self._while_leading(handler))
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
         #: the complement of ``leading``, so both transitions can be awaited
@@ -227,15 +244,16 @@ class Controller:
         self._leader_tasks = []
         log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
 
-    def _dispatch(self, change: Change) -> None:
-        if not self.leading.is_set():
-            return
-        self.scheduler.on_change(change)
-        self.reconciler.on_change(change)
-        self.pods_ready.on_change(change)
-        self.status.on_change(change)
-        self.checks.on_change(change)
-        self.fair_sharing.on_change(change)
+    def _while_leading(self, handler: Listener) -> Listener:
+        """``handler``, told store changes only while this replica leads; named as it is (in logs and
+        the listener-error metric)."""
+
+        def listener(change: Change) -> None:
+            if self.leading.is_set():
+                handler(change)
+
+        listener.__qualname__ = listener_name(handler)
+        return listener
 
     def _watch_integrations(self, configuration: Configuration) -> None:
         """Watch every enabled integration's kind (Jobs are always watched); stop watching, and forget the

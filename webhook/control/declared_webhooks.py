@@ -23,6 +23,7 @@ from webhook.api.integrations.registry import Integrations
 from webhook.api.integrations.webhook_entries import ENTRIES, declared_rules, with_declared_entry
 from webhook.control.kinds import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, Kind
 from webhook.control.kube import ApiError, KubeClient
+from webhook.control.leader import NotLeader
 
 __all__ = ["DEFAULT_NAMES", "DeclaredWebhooks"]
 
@@ -61,6 +62,8 @@ class DeclaredWebhooks:
             self._wanted.clear()
             try:
                 await self.sync()
+            except NotLeader:
+                pass  # said once by the elector; a new term syncs again
             except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:  # unreachable: try later
                 log.warning("declared kinds' webhook entries not synced", extra={"error": str(exc)})
             with contextlib.suppress(TimeoutError):

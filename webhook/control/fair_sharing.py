@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webhook.control.kinds import CLUSTER_QUEUES, COHORTS, WORKLOADS
+from webhook.control.leader import NotLeader
 from webhook.control.paced import PacedReporter
 from webhook.control.store import Change
 from webhook.core.status import cohort_status
@@ -57,6 +58,8 @@ class FairSharingReporter(PacedReporter):
             if computed and current.get("fairSharing") != computed.get("fairSharing"):
                 try:
                     await self.context.writer.patch_status(COHORTS, cohort, _constant(computed))
+                except NotLeader:
+                    return  # said once by the elector; the next term reports every cohort again
                 except Exception as exc:  # the next change tries again
                     log.warning("cohort status write failed", extra={"cohort": name, "error": repr(exc)})
 

@@ -6,12 +6,18 @@ models are not used: they drop fields they do not know, cost a deserialisation p
 speak JSON merge patches on custom resources. Everything above this module works on plain ``dict`` objects
 exactly as the API server sends them, so a Workload written back is what was read plus our change.
 
+A client may be ``fenced``: a view on the same connections whose every write first asks a fence (the
+leader elector's) and is not sent when it says no. The check runs after the credentials are in hand, and the
+wait for a pooled connection is bounded by the time the fence grants, so nothing that may await stands
+between the check and the request going out (``webhook.control.leader``).
+
 Errors surface as ``ApiError`` carrying the Status body's code, reason and message; callers branch on
 ``.status`` (409 conflict, 410 expired, 404 not found) rather than on exception types per code.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import ssl
 import time
@@ -28,6 +34,8 @@ from webhook.control.verbs import PatchType
 
 JSON = dict[str, Any]
 AuthHeaders = Callable[[], Awaitable[dict[str, str]]]
+#: seconds a write may still be sent in, or an exception that refuses it
+Fence = Callable[[], float]
 
 PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -89,6 +97,8 @@ class KubeClient:
         if server_hostname:
             self._via["server_hostname"] = server_hostname
         self._owns_session = session is None
+        #: asked before every write (see ``fenced``); None: writes go out unchecked
+        self._fence: Fence | None = None
 
         def new_session(limit: int) -> aiohttp.ClientSession:
             return aiohttp.ClientSession(
@@ -123,6 +133,14 @@ class KubeClient:
             connections=connections,
         )
 
+    def fenced(self, fence: Fence) -> KubeClient:
+        """This client's connections, with every write (any verb but GET) sent only if ``fence()`` allows
+        it at that moment; its exception otherwise, the write unsent. ``close`` on the view is a no-op."""
+        view = copy.copy(self)
+        view._owns_session = False
+        view._fence = fence
+        return view
+
     @property
     def connections(self) -> int:
         """The most HTTP connections requests other than watches use at once."""
@@ -153,11 +171,32 @@ class KubeClient:
         if body is not None:
             data = orjson.dumps(body)
             headers["Content-Type"] = content_type
+        limits = aiohttp.ClientTimeout(total=timeout)
+        if self._fence is not None and method != "GET":
+            # the last await before this write goes out is the wait for a connection: bounded by the fence
+            limits = aiohttp.ClientTimeout(total=timeout, connect=self._fence())
+            try:
+                return await self._observed(method, path, query, data, headers, limits)
+            except aiohttp.ConnectionTimeoutError:
+                self._fence()  # refuses if the fence's time ran out while waiting for a connection
+                raise
+        return await self._observed(method, path, query, data, headers, limits)
+
+    async def _observed(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | int] | None,
+        data: bytes | None,
+        headers: dict[str, str],
+        limits: aiohttp.ClientTimeout,
+    ) -> JSON:
+        """``_send``, its latency and status told to ``observe_write`` for a write."""
         if self.observe_write is None or method == "GET":
-            return await self._send(method, path, query, data, headers, timeout)
+            return await self._send(method, path, query, data, headers, limits)
         started = time.monotonic()
         try:
-            answer = await self._send(method, path, query, data, headers, timeout)
+            answer = await self._send(method, path, query, data, headers, limits)
         except ApiError as exc:
             self.observe_write(time.monotonic() - started, exc.status)
             raise
@@ -174,14 +213,14 @@ class KubeClient:
         query: Mapping[str, str | int] | None,
         data: bytes | None,
         headers: dict[str, str],
-        timeout: float,
+        limits: aiohttp.ClientTimeout,
     ) -> JSON:
         async with self._session.request(
             method,
             self._url(path, query),
             data=data,
             headers=headers,
-            timeout=aiohttp.ClientTimeout(total=timeout),
+            timeout=limits,
             **self._via,
         ) as response:
             raw = await response.read()

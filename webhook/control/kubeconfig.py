@@ -111,9 +111,21 @@ def load(files: Iterable[Path], *, explicit: bool = False) -> Merged:
         try:
             document = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise KubeconfigError(f"{path}: cannot read kubeconfig: {exc}") from exc
+            raise KubeconfigError(f"{path}: cannot read kubeconfig: {yaml_problem(exc)}") from None
+
         _merge(merged, document if document is not None else {}, path)
     return merged
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """What is wrong and where (line and column), never the text around it: PyYAML's own message quotes
+    the lines near the fault, which in a kubeconfig are tokens and private keys."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return type(exc).__name__
+    parts = [part for part in (exc.context, exc.problem) if part]
+    mark = exc.problem_mark or exc.context_mark
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return ("; ".join(parts) or "malformed YAML") + where
 
 
 def _merge(merged: Merged, document: Any, path: Path) -> None:

@@ -15,6 +15,15 @@ connections are all busy) therefore cannot keep a replica acting as leader past 
 the record steps it down at once. On shutdown the lease is released (holder cleared), bounded by the renew
 deadline as client-go's ``release()`` is, so a rolling update fails over immediately instead of after a full
 lease duration, and a stalled API server cannot hold up the exit.
+
+Stepping down happens at a tick, and a tick is a task like any other: an event loop stalled past the deadline
+(a long collection, a blocking call, a starved process) runs the tick late, and until then the ``leading``
+flag still says yes. So the flag does not decide whether a write may go out. ``fence`` does, on the
+monotonic clock at the moment of the write: the client whose writes only a leader may send
+(``KubeClient.fenced``) calls it just before each one goes on the wire, and a write after the renew deadline
+is refused with ``NotLeader`` and never sent, and the replica steps down there and then. What it would have
+written is not lost: it is derived from the cluster, which the next term (this replica's or another's) reads
+again.
 """
 
 from __future__ import annotations
@@ -40,6 +49,10 @@ log = logging.getLogger("kueue_webhook.leader")
 LEASE_DURATION = 10.0
 RENEW_DEADLINE = 7.0
 RETRY_PERIOD = 2.0
+
+
+class NotLeader(Exception):
+    """A write refused before it was sent: this replica cannot be sure it holds the Lease right now."""
 
 
 class LeaseClient(Gets, Creates, Replaces, Protocol):
@@ -89,6 +102,26 @@ class LeaderElector:
     @property
     def is_leader(self) -> bool:
         return self.leading.is_set()
+
+    def fence(self) -> float:
+        """Seconds left before the renew deadline, read on the clock now; ``NotLeader`` when we do not lead.
+
+        The writes only a leader may send ask this at the moment they are sent; the Lease's own requests
+        never do (they are what renews it). A leader asked after its deadline steps down here and then,
+        as its next tick would have (client-go's OnStoppedLeading at the renew deadline), so the lapse is
+        said once and every task that writes stops; the next tick campaigns again.
+        """
+        if not self.is_leader:
+            raise NotLeader(f"{self.identity} does not hold lease {self.name}: write not sent")
+        left = self._deadline() - self.clock()
+        if left > 0:
+            return left
+        log.warning(
+            "lease renew deadline passed before a write could be sent: write refused, stepping down",
+            extra={"lease": self.name, "identity": self.identity, "late_seconds": round(-left, 3)},
+        )
+        self._set(False)
+        raise NotLeader(f"{self.identity} passed the renew deadline of lease {self.name}: write not sent")
 
     async def run(self) -> None:
         """Campaign and renew until cancelled; releases the lease on the way out if we hold it."""

@@ -25,6 +25,7 @@ from webhook.control.controller import ControllerSettings
 from webhook.control.kubeconfig import KubeconfigError
 from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 from webhook.control.wiring import API_CONNECTIONS, Listen, Replica, build
+from webhook.logs import RedactSecrets, redact
 
 
 def api_connections(value: str) -> int:
@@ -144,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(RedactSecrets())  # before any formatter: no credential reaches a line
     # the JSON lines carry no process or thread: spare a system call per record (each decision logs one)
     logging.logProcesses = logging.logThreads = logging.logMultiprocessing = False
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler], force=True)
@@ -152,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     except KubeconfigError as exc:
-        print(f"kueue-webhook serve: {exc}", file=sys.stderr)
+        print(f"kueue-webhook serve: {redact(str(exc))}", file=sys.stderr)
         return 2
     except (OSError, ssl.SSLError) as exc:
-        print(f"kueue-webhook serve: {exc}", file=sys.stderr)
+        print(f"kueue-webhook serve: {redact(str(exc))}", file=sys.stderr)
         return 1
     return 0

@@ -211,6 +211,12 @@ class Metrics:
         "The rate informational writes (Events, pending reasons, queue status) may take now, by the API "
         "server's health.",
     )
+    store_listener_errors = _Metric(
+        Counter,
+        "kueue_webhook_store_listener_errors_total",
+        "Store changes a listener failed on (the other listeners still got them), per kind and listener.",
+        ("kind", "listener"),
+    )
     scheduling_cycles = _Metric(
         Counter, "kueue_webhook_scheduling_cycles_total", "Scheduling cycles run by the leader."
     )

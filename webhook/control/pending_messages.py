@@ -32,6 +32,7 @@ from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
 from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import WORKLOADS
+from webhook.control.leader import NotLeader
 from webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
@@ -175,6 +176,8 @@ class PendingMessages:
 
         try:
             updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
+        except NotLeader:
+            return  # said once by the elector; the next term writes it from the cluster
         except Exception as exc:
             log.warning("pending message write failed", extra={"workload": key, "error": repr(exc)})
             return

@@ -26,6 +26,7 @@ from webhook.control.conditions import is_true, now_rfc3339, pending_status
 from webhook.control.context import ControlContext
 from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import WORKLOADS
+from webhook.control.leader import NotLeader
 from webhook.control.pending_messages import PendingMessages, quota_condition
 from webhook.core.scheduler import Wait
 
@@ -94,6 +95,8 @@ class PendingReasons:
 
         try:
             updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
+        except NotLeader:
+            return  # said once by the elector; the next term writes it from the cluster
         except Exception as exc:
             log.warning("pending status write failed", extra={"workload": key, "error": repr(exc)})
             return

@@ -32,6 +32,7 @@ from webhook.control.conditions import ConditionsEdit, evicted_status, is_true, 
 from webhook.control.context import ControlContext
 from webhook.control.job_plan import has_reservation
 from webhook.control.kinds import WORKLOADS
+from webhook.control.leader import NotLeader
 from webhook.control.store import Change, key_of
 from webhook.control.workqueue import WorkQueue
 
@@ -102,7 +103,8 @@ class PodsReadyTimers:
             self._timers.clear()
 
     def _failed(self, key: tuple[str, str], exc: BaseException) -> None:
-        log.warning("pods-ready check failed, retrying: %r", exc, extra={"workload": "/".join(key)})
+        if not isinstance(exc, NotLeader):  # a refused write is said once, by the elector
+            log.warning("pods-ready check failed, retrying: %r", exc, extra={"workload": "/".join(key)})
         asyncio.get_running_loop().call_later(1.0, self.queue.add, key)
 
     async def check(self, key: tuple[str, str]) -> None:

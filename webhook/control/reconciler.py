@@ -71,6 +71,7 @@ from webhook.control.kinds import (
     integration_kind,
 )
 from webhook.control.kube import ApiError
+from webhook.control.leader import NotLeader
 from webhook.control.owner_lookup import OwnerFetcher
 from webhook.control.store import Change, controller_owner, key_of
 from webhook.control.workqueue import WorkQueue
@@ -247,7 +248,8 @@ class JobReconciler:
             return
         backoff = self._backoffs.setdefault((tag, *key), Backoff(base=0.05, cap=10.0))
         delay = backoff.next_delay()
-        log.warning("reconcile failed, retrying in %.2fs: %r", delay, exc, extra={tag: "/".join(key)})
+        if not isinstance(exc, NotLeader):  # a refused write is said once, by the elector
+            log.warning("reconcile failed, retrying in %.2fs: %r", delay, exc, extra={tag: "/".join(key)})
         asyncio.get_running_loop().call_later(delay, queue.add, key)
 
     def _flavor(self, name: str) -> ResourceFlavor | None:

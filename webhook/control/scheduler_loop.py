@@ -60,6 +60,7 @@ from webhook.control.kinds import (
     WORKLOADS,
     Kind,
 )
+from webhook.control.leader import NotLeader
 from webhook.control.pending_messages import PENDING_DEBOUNCE, PendingMessages
 from webhook.control.pending_reasons import PendingReasons
 from webhook.control.store import Change, key_of
@@ -209,7 +210,7 @@ class SchedulerLoop:
                 "object ignored: invalid",
                 extra={
                     "kind": kind.kind,
-                    "name": f"{namespace}/{name}".strip("/"),
+                    "object": f"{namespace}/{name}".strip("/"),
                     "errors": [str(e) for e in parsed],
                 },
             )
@@ -418,6 +419,10 @@ class SchedulerLoop:
         kicked, so the quota it charged returns and the workload is decided again."""
         try:
             updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
+        except NotLeader:  # not sent (said once, by the elector): the core forgets it, as for a failure
+            undo(key)
+            self.kick()
+            return None
         except Exception as exc:
             on_error()
             log.warning(f"{what} write failed", extra={"workload": key, "error": repr(exc)})
@@ -567,6 +572,8 @@ class SchedulerLoop:
             await self.context.writer.patch(
                 WORKLOADS, workload, {"spec": {"active": False}}, patch_type="merge"
             )
+        except NotLeader:
+            return  # not sent: said once, by the elector
         except Exception as exc:
             log.warning("deactivation write failed", extra={"workload": key, "error": repr(exc)})
 

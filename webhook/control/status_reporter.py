@@ -28,6 +28,7 @@ from webhook.api.quantity import NANO
 from webhook.control.conditions import is_true, now_rfc3339, observed_generation
 from webhook.control.context import ControlContext
 from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
+from webhook.control.leader import NotLeader
 from webhook.control.paced import PacedReporter
 from webhook.control.queue_status import merge_status, status_differs
 from webhook.control.store import Change, key_of
@@ -156,6 +157,8 @@ class QueueStatusReporter(PacedReporter):
     async def _write(self, kind: Any, obj: JSON, status: JSON) -> None:
         try:
             await self.context.writer.patch_status(kind, obj, lambda _current: status)
+        except NotLeader:
+            pass  # said once by the elector; the next term reports every queue again
         except Exception as exc:  # the next change marks it dirty again
             log.warning("queue status write failed", extra={"kind": kind.kind, "error": repr(exc)})
 

@@ -5,6 +5,9 @@ watch can replay what a list already showed. The store therefore accepts an obje
 than what it holds (resourceVersions compared as integers, which kube-apiserver's etcd-backed versions are),
 remembers deletions as tombstones so a late event cannot resurrect a deleted object, and notifies listeners
 only on a real change. Applying the same event twice is a no-op, so every handler above is idempotent.
+Listeners are independent: one that raises is logged and reported (``on_listener_error``), and every other
+listener still hears the change, so a bug in one consumer cannot starve the scheduler or the webhook's view;
+and the change itself is kept, whoever failed on it.
 
 Memory is the other constraint: as nested dicts a Job costs about 5 KB of Python objects, so 10,000 Jobs
 and their Workloads would take 100 MB on their own. Each object is therefore kept as its JSON encoding,
@@ -25,6 +28,7 @@ in: no controller reads them and they can double an object's size.
 
 from __future__ import annotations
 
+import logging
 import struct
 import sys
 import zlib
@@ -66,6 +70,12 @@ class Change:
 
 
 Listener = Callable[[Change], None]
+log = logging.getLogger("kueue_webhook.store")
+
+
+def listener_name(listener: Listener) -> str:
+    """A listener's qualified name, for logs and the metric's label (``SchedulerLoop.on_change``)."""
+    return str(getattr(listener, "__qualname__", None) or type(listener).__qualname__)
 
 
 def key_of(obj: JSON) -> Key:
@@ -147,6 +157,8 @@ class Store:
         self._tombstones: dict[Kind, dict[Key, int]] = {}
         self._owned: dict[str, Key] = {}  # owner uid -> key of the Workload it controls
         self._listeners: list[Listener] = []
+        #: told (change, listener name) when a listener raised; the other listeners were told regardless
+        self.on_listener_error: Callable[[Change, str], None] | None = None
         self._synced: set[Kind] = set()
         #: (kind, key) -> plain JSON of a recently written object, oldest first
         self._hot: OrderedDict[tuple[Kind, Key], bytes] = OrderedDict()
@@ -352,7 +364,23 @@ class Store:
 
     def _notify(self, change: Change) -> None:
         for listener in self._listeners:
-            listener(change)
+            try:
+                listener(change)
+            except Exception as exc:
+                name = listener_name(listener)
+                namespace, object_name = change.key
+                log.error(
+                    "store listener failed; the others still got the change",
+                    exc_info=exc,
+                    extra={
+                        "listener": name,
+                        "kind": change.kind.kind,
+                        "object": f"{namespace}/{object_name}".strip("/"),
+                        "error": repr(exc),
+                    },
+                )
+                if self.on_listener_error is not None:
+                    self.on_listener_error(change, name)
 
 
 def controller_owner(obj: JSON | None) -> JSON | None:

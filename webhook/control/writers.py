@@ -5,7 +5,8 @@ Every status write is a JSON merge patch on the ``/status`` subresource that car
 otherwise. On 409 we fetch the current object and ask the caller's ``build`` function again, which may decide
 that nothing is left to do (another replica or a user already wrote it) — so a conflict storm can delay a
 write but never duplicate or lose one. The server's answer is put into the store at once, so the next
-decision sees our own write even before its watch event arrives (the store ignores the echo).
+decision sees our own write even before its watch event arrives (the store ignores the echo); a write that
+landed counts as landed even if that fails.
 """
 
 from __future__ import annotations
@@ -67,10 +68,23 @@ class Writer:
         self.metrics.api_writes.labels(kind.kind, verb).inc()
 
     def _remember(self, kind: Kind, obj: JSON) -> JSON:
-        """The server's answer, made self-describing and put into the store at once."""
+        """The server's answer, made self-describing and put into the store at once.
+
+        The write has landed whatever happens here: if the store cannot take the answer, that is logged
+        and the answer still returned, so the caller counts what the API server accepted (an admission
+        is not rolled back and decided again); the watch event brings the object into the store later.
+        """
         obj.setdefault("kind", kind.kind)
         obj.setdefault("apiVersion", kind.api_version)
-        self.store.upsert(kind, obj)
+        try:
+            self.store.upsert(kind, obj)
+        except Exception as exc:
+            name, namespace = _ident(obj)
+            log.error(
+                "write landed but its answer could not be stored; the watch will bring it",
+                exc_info=exc,
+                extra={"kind": kind.kind, "object": f"{namespace}/{name}".strip("/"), "error": repr(exc)},
+            )
         return obj
 
     async def create(self, kind: Kind, body: JSON) -> JSON | None:

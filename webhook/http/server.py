@@ -20,6 +20,7 @@ from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration
 from webhook.http.app import CERTIFICATE_LOADED, create_app
 from webhook.http.tls import CertificateReloader, server_ssl_context
+from webhook.logs import RedactSecrets
 
 __all__ = ["DEFAULT_PORT", "WebhookServer", "main"]
 
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(runtime.JsonFormatter())
+    handler.addFilter(RedactSecrets())  # before any formatter: no credential reaches a line
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     configuration = Configuration()
     app = create_app(view=StaticClusterView(), config=lambda: configuration, registry=CollectorRegistry())

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.api.quantity import Format, Quantity, QuantityError, parse_quantity
+from webhook.api.quantity import MAX_QUANTITY_LENGTH, Format, Quantity, QuantityError, parse_quantity
 
 
 @pytest.mark.parametrize(
@@ -85,3 +85,33 @@ def test_from_units_rounds_up_to_a_nano(value: Fraction) -> None:
     quantity = Quantity.from_units(value)
     assert quantity.value() >= value
     assert quantity.value() - value < Fraction(1, 10**9)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1" * 5000,  # beyond Python's 4300-digit int conversion limit: a QuantityError, not a bare ValueError
+        "1" * 100_000,  # kube-apiserver v1.36 stores this in a Job; nothing can use it
+        "0." + "0" * 5000 + "1",
+        "1e" + "0" * 5000 + "3",  # the exponent's leading zeros alone are too long
+        "1" * (MAX_QUANTITY_LENGTH - 1) + "Ei",
+    ],
+)
+def test_quantities_longer_than_any_usable_value_are_refused_as_invalid(text: str) -> None:
+    with pytest.raises(QuantityError, match="must not be longer than 128 characters"):
+        parse_quantity(text)
+
+
+def test_the_longest_accepted_quantity_round_trips() -> None:
+    longest = "9" * (MAX_QUANTITY_LENGTH - 2) + "Ei"
+    quantity = parse_quantity(longest)
+    assert parse_quantity(quantity.canonical()) == quantity
+    assert parse_quantity(parse_quantity("1e1000").canonical()) == parse_quantity("1e1000")
+    with pytest.raises(QuantityError, match="exponent out of range"):
+        parse_quantity("1e1001")
+
+
+def test_an_integer_too_large_for_any_quantity_is_refused() -> None:
+    assert parse_quantity(10**100) == parse_quantity("1e100")
+    with pytest.raises(QuantityError):
+        parse_quantity(10**5000)

@@ -28,6 +28,9 @@ class MemoryApi:
         self.down = False
         self.created: list[JSON] = []
 
+    def fenced(self, fence: Callable[[], float]) -> FencedApi:
+        return FencedApi(self, fence)
+
     def _check(self) -> None:
         if self.down:
             raise OSError("connection refused")
@@ -65,6 +68,27 @@ class MemoryApi:
         stored["metadata"]["resourceVersion"] = str(self.version)
         self.objects[key] = stored
         return copy.deepcopy(stored)
+
+
+class FencedApi:
+    """``api`` with each write sent only if ``fence()`` allows it then, as ``KubeClient.fenced`` does."""
+
+    WRITES = frozenset({"create", "replace", "patch", "delete"})
+
+    def __init__(self, api: Any, fence: Callable[[], float]) -> None:
+        self.api = api
+        self.fence = fence
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.api, name)
+        if name not in self.WRITES:
+            return attribute
+
+        async def fenced(*args: Any, **kwargs: Any) -> Any:
+            self.fence()
+            return await attribute(*args, **kwargs)
+
+        return fenced
 
 
 class Clock:
