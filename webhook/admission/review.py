@@ -20,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from webhook.api.bounds import BoundsError, check_body, check_depth
+
 __all__ = [
     "ADMISSION_API_VERSION",
     "AdmissionRequest",
@@ -35,7 +37,14 @@ _OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 
 class ReviewError(ValueError):
-    """The body is not an AdmissionReview v1 request; answered with HTTP 400."""
+    """The body is not an AdmissionReview v1 request, or is beyond the bounds of
+    :mod:`webhook.api.bounds`; answered with an HTTP ``Status`` of ``code`` (400, 413 above the size
+    bound) and ``reason``."""
+
+    def __init__(self, message: str, *, reason: str = "BadRequest", code: int = 400) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +100,17 @@ class Verdict:
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
-    """Decode an AdmissionReview v1 request body; raises ReviewError saying what is wrong."""
+    """Decode an AdmissionReview v1 request body; raises ReviewError saying what is wrong.
+
+    The body is measured before it is decoded, and the document before any rule reads it
+    (:mod:`webhook.api.bounds`), so no review costs more than a bounded amount of time and memory.
+    """
     try:
+        check_body(body)
         document = orjson.loads(body)
+        check_depth(document)
+    except BoundsError as exc:
+        raise ReviewError(str(exc), reason=exc.reason, code=exc.code) from None
     except orjson.JSONDecodeError as exc:
         raise ReviewError(f"request body is not valid JSON: {exc}") from None
     if not isinstance(document, dict):

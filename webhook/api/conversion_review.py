@@ -5,6 +5,12 @@ convertedObjects, result}`` with the objects in the same order. As with admissio
 apart: a body that is not a ConversionReview at all raises :class:`ConversionReviewError` (the server answers
 HTTP 400 with its message); a review whose objects cannot be converted is answered with ``result: {status:
 Failure, message}``, which kube-apiserver passes on to the client, and nothing is converted.
+
+A review is measured before anything is converted (see :mod:`webhook.api.bounds` for the body): a list
+that kube-apiserver converts in one review may expand to at most :data:`MAX_REVIEW_DOMAINS` v1beta1
+topology domains, of at most :data:`MAX_RESPONSE_BYTES` of JSON, and the objects must nest no deeper than
+:data:`~webhook.api.bounds.MAX_DEPTH`. Beyond that the review fails with a message saying what to do (list
+fewer objects at a time, or read v1beta2), which kube-apiserver shows to the client.
 """
 
 from __future__ import annotations
@@ -13,15 +19,32 @@ from typing import Any
 
 import orjson
 
-from webhook.api.conversion import ConversionError, convert
+from webhook.api.bounds import BoundsError, check_body, check_depth
+from webhook.api.conversion import ConversionError, convert, expanded_domains, expanded_size
 
-__all__ = ["CONVERSION_API_VERSION", "ConversionReviewError", "answer_review"]
+__all__ = [
+    "CONVERSION_API_VERSION",
+    "MAX_RESPONSE_BYTES",
+    "MAX_REVIEW_DOMAINS",
+    "ConversionReviewError",
+    "answer_review",
+]
 
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
+#: v1beta1 topology domains one review may expand to (two Workloads at Kueue's largest assignment)
+MAX_REVIEW_DOMAINS = 200_000
+#: what the expanded domains of one review may add to the answer
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 class ConversionReviewError(ValueError):
-    """The body is not a ConversionReview v1 request; answered with HTTP 400."""
+    """The body is not a ConversionReview v1 request, or is beyond the bounds; answered with an HTTP
+    ``Status`` of ``code`` (400, 413 above the size bound) and ``reason``."""
+
+    def __init__(self, message: str, *, reason: str = "BadRequest", code: int = 400) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
 
 
 def answer_review(body: bytes) -> bytes:
@@ -29,6 +52,7 @@ def answer_review(body: bytes) -> bytes:
     uid, desired, objects = _parse(body)
     converted = []
     try:
+        _check_expansion(objects, desired)
         for index, obj in enumerate(objects):
             try:
                 converted.append(convert(obj, desired))
@@ -43,7 +67,28 @@ def answer_review(body: bytes) -> bytes:
     )
 
 
+def _check_expansion(objects: list[Any], desired: str) -> None:
+    """Refuse, before converting any, a review whose objects would expand beyond the review's budget."""
+    domains = size = 0
+    for index, obj in enumerate(objects):
+        try:
+            domains += expanded_domains(obj, desired)
+            size += expanded_size(obj, desired)
+        except ConversionError as exc:
+            raise ConversionError(f"objects[{index}]: {exc}") from exc
+        if domains > MAX_REVIEW_DOMAINS or size > MAX_RESPONSE_BYTES:
+            raise ConversionError(
+                f"objects[0..{index}] expand to more than {MAX_REVIEW_DOMAINS} v1beta1 topology domains or "
+                f"{MAX_RESPONSE_BYTES} bytes; list fewer Workloads at a time (kubectl --chunk-size) or read "
+                "them as kueue.x-k8s.io/v1beta2"
+            )
+
+
 def _parse(body: bytes) -> tuple[str, str, list[Any]]:
+    try:
+        check_body(body)
+    except BoundsError as exc:
+        raise ConversionReviewError(str(exc), reason=exc.reason, code=exc.code) from None
     try:
         review = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -67,4 +112,8 @@ def _parse(body: bytes) -> tuple[str, str, list[Any]]:
     objects = request.get("objects")
     if not isinstance(objects, list):
         raise ConversionReviewError("ConversionReview request.objects must be a list")
+    try:
+        check_depth(review)
+    except BoundsError as exc:
+        raise ConversionReviewError(str(exc)) from None
     return uid, desired, objects

@@ -1,26 +1,35 @@
 """Admission and conversion transport: a bounded body in, the pure rule, a review out.
 
-The server does only transport. It reads at most :data:`MAX_BODY_BYTES`, hands the body to
-:func:`webhook.admission.review.parse_review`, runs the rule that :data:`webhook.admission.routes.ROUTES`
-names for the path, and writes the AdmissionReview back. The rules are synchronous and take microseconds,
-so they run inline on the event loop: no thread hop, no lock, and the configuration and cluster view are
-read once per request through the callables the controller passes in (a live ConfigMap reload or informer
-update is seen by the next request).
+The server does only transport. It reads at most :data:`MAX_BODY_BYTES` (kube-apiserver's own limit), hands
+the body to :func:`webhook.admission.review.parse_review` (which measures it before decoding it, see
+:mod:`webhook.api.bounds`), runs the rule that :data:`webhook.admission.routes.ROUTES` names for the path,
+and writes the AdmissionReview back. The configuration and cluster view are read once per request through
+the callables the controller passes in (a live ConfigMap reload or informer update is seen by the next
+request).
+
+Where the work runs is :mod:`webhook.http.limits`' decision: an ordinary review (a few KiB) is answered on
+the event loop in microseconds; a large body, and every ``/convert``, is answered on the worker thread, whose
+reads of the cluster view are run on the loop (the view is the informers' store, which only the loop may
+touch). So a request can neither stall the loop (the probes, the other reviews, the controller) nor, through
+the bounds, take unbounded time or memory on the worker.
 
 ``/convert`` answers CRD ConversionReviews (kueue.x-k8s.io v1beta1 <-> v1beta2, see
-:mod:`webhook.api.conversion_review`) with the same transport rules.
+:mod:`webhook.api.conversion_review`) with the same transport rules; a conversion that would expand beyond
+its budget is answered with a ``Failure`` result saying so, which kube-apiserver shows to the client.
 
 Answers, in order of preference: a review response (allowed or denied, with a status kube-apiserver shows to
-the user); HTTP 400 with a ``Status`` body when the body is not an AdmissionReview; 413 above the size bound;
-404/405 for unknown paths and methods. A bug in a rule is answered as a denial with code 500 and logged with
-its traceback; the client never sees one. Every denial is logged once with its reason.
+the user); an HTTP ``Status`` body: 400 when the body is not a review or is beyond the bounds, 413 above the
+size bound, 429 (with ``Retry-After``) when too many large requests are already being answered; 404/405 for
+unknown paths and methods. A bug in a rule is answered as a denial with code 500 and logged with its
+traceback; the client never sees one. Every denial is logged once with its reason.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -29,13 +38,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from webhook.admission.review import ReviewError, Verdict, parse_review, render_response
 from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView
+from webhook.api.bounds import MAX_BODY_BYTES
 from webhook.api.config import Configuration
 from webhook.api.conversion_review import ConversionReviewError, answer_review
+from webhook.http.limits import BODY_READ_SECONDS, Busy, OffLoop, runs_inline
 from webhook.http.responses import JSON_CONTENT_TYPE, status_response
 
 __all__ = ["MAX_BODY_BYTES", "AdmissionMetrics", "add_admission_routes"]
-
-MAX_BODY_BYTES = 3 * 1024 * 1024
 log = logging.getLogger("kueue_webhook.admission")
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5)
@@ -60,6 +69,46 @@ class AdmissionMetrics:
         )
 
 
+#: a read of the cluster view from the worker waits at most this long for the loop (it takes microseconds)
+_VIEW_READ_SECONDS = 5.0
+
+
+class _Refusal(Exception):
+    """An HTTP ``Status`` answer decided while reading or parsing the body."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+
+class _LoopView:
+    """The cluster view for a rule running on the worker thread: each read runs on the event loop (the
+    informers' store is only consistent there) and the worker waits for its answer."""
+
+    def __init__(self, view: ClusterView, loop: asyncio.AbstractEventLoop) -> None:
+        self._view = view
+        self._loop = loop
+
+    def _on_loop(self, read: Callable[[], Any]) -> Any:
+        async def call() -> Any:
+            return read()
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(timeout=_VIEW_READ_SECONDS)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        labels = self._on_loop(lambda: self._view.namespace_labels(namespace))
+        return None if labels is None else dict(labels)
+
+    def local_queue_names(self, namespace: str) -> Sequence[str]:
+        return list(self._on_loop(lambda: self._view.local_queue_names(namespace)))
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        found: Mapping[str, Any] | None = self._on_loop(lambda: self._view.workload(namespace, name))
+        return found
+
+
 def add_admission_routes(
     app: web.Application,
     *,
@@ -68,26 +117,76 @@ def add_admission_routes(
     metrics: AdmissionMetrics,
 ) -> None:
     """Every path of :data:`ROUTES` and ``/convert``, as POST."""
+    off_loop = OffLoop()
+
+    async def close_off_loop(_: web.Application) -> None:
+        off_loop.close()
+
+    app.on_cleanup.append(close_off_loop)
 
     def endpoint(path: str, handler: Handler) -> Callable[[web.Request], Any]:
         async def admit(request: web.Request) -> web.Response:
             started = time.perf_counter()
-            response = await _admit(request, path, handler)
-            metrics.duration.labels(path).observe(time.perf_counter() - started)
+            try:
+                response = await _admit(request, path, handler)
+            finally:
+                metrics.duration.labels(path).observe(time.perf_counter() - started)
             return response
 
         return admit
 
     async def _admit(request: web.Request, path: str, handler: Handler) -> web.Response:
-        body = await _json_body(request, path)
-        if isinstance(body, web.Response):
-            return body
+        def review(body: bytes, rule_view: ClusterView, configuration: Configuration) -> web.Response:
+            try:
+                parsed = parse_review(body)
+            except ReviewError as exc:
+                raise _Refusal(exc.code, exc.reason, str(exc)) from None
+            return _verdict(path, handler, parsed, rule_view, configuration)
+
+        return await _answer(request, path, review, always_off_loop=False)
+
+    async def _answer(
+        request: web.Request,
+        path: str,
+        work: Callable[[bytes, ClusterView, Configuration], web.Response],
+        *,
+        always_off_loop: bool,
+    ) -> web.Response:
+        """Read the body and run ``work`` on it: inline when cheap, else on the worker thread."""
         try:
-            review = parse_review(body)
-        except ReviewError as exc:
-            return _http_error(path, 400, "BadRequest", str(exc))
+            _check_content_type(request)
+            length = request.content_length
+            if length is not None and length > MAX_BODY_BYTES:
+                raise _Refusal(413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes")
+            if not always_off_loop and length is not None:
+                body = await _read(request)
+                if runs_inline(body):
+                    return work(body, view, config())
+            else:
+                body = b""
+            async with off_loop.slot():
+                if not body:
+                    async with asyncio.timeout(BODY_READ_SECONDS):
+                        body = await _read(request)
+                worker_view = _LoopView(view, asyncio.get_running_loop())
+                configuration = config()
+                return await off_loop.run(lambda: work(body, worker_view, configuration))
+        except _Refusal as refusal:
+            return _http_error(path, refusal.code, refusal.reason, refusal.message)
+        except Busy as exc:
+            response = _http_error(path, 429, "TooManyRequests", str(exc))
+            response.headers["Retry-After"] = "1"
+            return response
+        except TimeoutError:
+            return _http_error(
+                path, 408, "Timeout", f"request body not received within {BODY_READ_SECONDS:g} seconds"
+            )
+
+    def _verdict(
+        path: str, handler: Handler, review: Any, rule_view: ClusterView, configuration: Configuration
+    ) -> web.Response:
         try:
-            verdict = handler(review, config=config(), view=view)
+            verdict = handler(review, config=configuration, view=rule_view)
         except Exception:
             log.exception(
                 "admission rule failed",
@@ -122,43 +221,44 @@ def add_admission_routes(
         metrics.requests.labels(path, "true" if verdict.allowed else "false", str(verdict.code)).inc()
         return web.Response(body=render_response(review.uid, verdict), content_type=JSON_CONTENT_TYPE)
 
-    async def _json_body(request: web.Request, path: str) -> bytes | web.Response:
-        """The body of a review POST, or the error answer when it is not JSON or too large."""
+    def _check_content_type(request: web.Request) -> None:
         if request.content_type != JSON_CONTENT_TYPE:
-            return _http_error(
-                path,
+            raise _Refusal(
                 400,
                 "BadRequest",
                 f"Content-Type must be {JSON_CONTENT_TYPE}, got {request.content_type!r}",
             )
+
+    async def _read(request: web.Request) -> bytes:
+        """The body of a review POST, refused above the size bound."""
         try:
             return await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _http_error(
-                path, 413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
-            )
+            raise _Refusal(
+                413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes"
+            ) from None
 
     def _http_error(path: str, code: int, reason: str, message: str) -> web.Response:
         metrics.requests.labels(path, "false", str(code)).inc()
         log.info("admission request refused", extra={"path": path, "code": code, "reason": message})
         return status_response(code, reason, message)
 
+    def _conversion(body: bytes, _view: ClusterView, _config: Configuration) -> web.Response:
+        try:
+            answer = answer_review(body)
+        except ConversionReviewError as exc:
+            raise _Refusal(exc.code, exc.reason, str(exc)) from None
+        metrics.requests.labels("/convert", "true", "200").inc()
+        return web.Response(body=answer, content_type=JSON_CONTENT_TYPE)
+
     async def convert(request: web.Request) -> web.Response:
-        # CRD conversion (ConversionReview v1): the same transport rules as the admission paths.
-        path = "/convert"
+        # CRD conversion (ConversionReview v1): the same transport rules as the admission paths, always on
+        # the worker (a compressed topology assignment expands)
         started = time.perf_counter()
         try:
-            body = await _json_body(request, path)
-            if isinstance(body, web.Response):
-                return body
-            try:
-                answer = answer_review(body)
-            except ConversionReviewError as exc:
-                return _http_error(path, 400, "BadRequest", str(exc))
-            metrics.requests.labels(path, "true", "200").inc()
-            return web.Response(body=answer, content_type=JSON_CONTENT_TYPE)
+            return await _answer(request, "/convert", _conversion, always_off_loop=True)
         finally:
-            metrics.duration.labels(path).observe(time.perf_counter() - started)
+            metrics.duration.labels("/convert").observe(time.perf_counter() - started)
 
     for path, handler in ROUTES.items():
         app.router.add_post(path, endpoint(path, handler))
