@@ -354,8 +354,8 @@ def _checked_slices(where: str, topology: Obj) -> list[_Slice]:
         total += count
         if total > MAX_DOMAINS:
             raise ConversionError(
-                f"{where}: the slices add up to more than {MAX_DOMAINS} domains, more than v1beta1 can be "
-                "given for one pod set; read this Workload as kueue.x-k8s.io/v1beta2"
+                f"{where}: the slices add up to more than {MAX_DOMAINS} domains, more than Kueue lists for "
+                "one pod set and this webhook expands; read this Workload as kueue.x-k8s.io/v1beta2"
             )
         per_level = piece.get("valuesPerLevel")
         if not isinstance(per_level, list) or len(per_level) != len(levels):
