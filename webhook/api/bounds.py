@@ -6,10 +6,12 @@ closed). So a body is measured before it is decoded, and the decoded document be
 
 * the body is at most :data:`MAX_BODY_BYTES`: kube-apiserver's own limit on a request body (3 MiB), so
   no review of an object the API server accepted is ever refused;
-* it holds at most :data:`MAX_CONTAINERS` JSON objects and arrays, counted on the raw bytes (a brace inside
-  a string counts too, which only errs on the safe side). A real object spends at least ~20 bytes per
-  object or array (``{"name":"a","value":"b"}``), so a 3 MiB review of real objects holds far fewer; a
-  body of ``[{},{},...]`` would cost a hundred milliseconds to decode and ~100 MB of memory;
+* it holds at most :data:`MAX_CONTAINERS` JSON objects and arrays and at most :data:`MAX_VALUES` values,
+  counted on the raw bytes (braces and brackets; values as at most one per comma and container), where a
+  brace or comma inside a string counts too, which only errs on the safe side. A real object spends at
+  least ~20 bytes per object or array (``{"name":"a","value":"b"}``) and ~5 per value, so a 3 MiB review
+  of real objects holds far fewer; a body of ``[{},{},...]`` or ``[0,0,...]`` would cost a hundred
+  milliseconds or more to decode and walk, and ~100 MB of memory;
 * nothing is nested deeper than :data:`MAX_DEPTH`. The deepest field of any kind this webhook reads
   (a JobSet's pod template affinity, inside an AdmissionReview) is about 25 levels down; deeper input
   would only exhaust the recursion of the code that copies or serialises it.
@@ -20,16 +22,31 @@ protocol's refusal (an HTTP 413/400 ``Status``, or a review failure).
 
 from __future__ import annotations
 
+from itertools import compress, repeat
 from typing import Any
 
-__all__ = ["MAX_BODY_BYTES", "MAX_CONTAINERS", "MAX_DEPTH", "BoundsError", "check_body", "check_depth"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_CONTAINERS",
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "BoundsError",
+    "check_body",
+    "check_depth",
+    "shown",
+]
 
 #: kube-apiserver's maximum request body (``--max-request-bytes`` default for its own API: 3 MiB)
 MAX_BODY_BYTES = 3 * 1024 * 1024
 #: JSON objects plus arrays in one body (~1 per 12 bytes of a maximal body; real objects use far fewer)
 MAX_CONTAINERS = 250_000
+#: JSON values of any kind in one body (~1 per 5 bytes of a maximal body)
+MAX_VALUES = 600_000
 #: nesting depth of JSON objects and arrays, counted from the body's top level
 MAX_DEPTH = 100
+
+
+_CONTAINERS = (dict, list)
 
 
 class BoundsError(ValueError):
@@ -42,7 +59,7 @@ class BoundsError(ValueError):
 
 
 def check_body(body: bytes) -> None:
-    """Refuse a raw body that is too large, or holds too many objects and arrays to decode cheaply."""
+    """Refuse a raw body that is too large, or holds too many objects, arrays or values to decode cheaply."""
     if len(body) > MAX_BODY_BYTES:
         raise BoundsError(
             f"request body of {len(body)} bytes exceeds {MAX_BODY_BYTES} bytes",
@@ -55,6 +72,13 @@ def check_body(body: bytes) -> None:
             f"request body holds {containers} JSON objects and arrays, more than the {MAX_CONTAINERS} "
             "any review of a real object needs"
         )
+    # every value but the first follows a comma or is the first in its container
+    values = containers + body.count(b",") + 1
+    if values > MAX_VALUES:
+        raise BoundsError(
+            f"request body holds up to {values} JSON values, more than the {MAX_VALUES} any review of a real "
+            "object needs"
+        )
 
 
 def check_depth(document: Any, limit: int = MAX_DEPTH) -> None:
@@ -65,10 +89,18 @@ def check_depth(document: Any, limit: int = MAX_DEPTH) -> None:
     stack: list[tuple[Any, int]] = [(document, 1)]
     while stack:
         node, depth = stack.pop()
-        children = node.values() if type(node) is dict else node if type(node) is list else ()
-        nested = [child for child in children if type(child) is dict or type(child) is list]
+        values = node.values() if type(node) is dict else node if type(node) is list else ()
+        # the nested objects and arrays, picked out at C speed (most values of a large body are scalars)
+        nested = list(compress(values, map(isinstance, values, repeat(_CONTAINERS))))
         if not nested:
             continue
         if depth >= limit:
             raise BoundsError(f"request body nests objects and arrays deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in nested)
+        stack.extend(zip(nested, repeat(depth + 1)))
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """A value from the request as a message shows it: ``repr`` of a scalar, the type of anything else, cut
+    to ``limit`` characters, so an answer never echoes a huge input."""
+    text = repr(value) if isinstance(value, str | int | float | bool | None) else type(value).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -41,6 +41,8 @@ from typing import Any
 
 import orjson
 
+from webhook.api.bounds import shown
+
 __all__ = [
     "KINDS",
     "MAX_DOMAINS",
@@ -103,14 +105,14 @@ def convert(obj: Mapping[str, Any], desired_api_version: str) -> Obj:
     if not isinstance(obj, Mapping):
         raise ConversionError(f"object must be a JSON object, got {type(obj).__name__}")
     kind = obj.get("kind")
-    if kind not in KINDS:
-        raise ConversionError(f"kind {kind!r} is not a {GROUP} kind this webhook converts")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ConversionError(f"kind {shown(kind)} is not a {GROUP} kind this webhook converts")
     source = obj.get("apiVersion")
     if source not in (V1BETA1, V1BETA2):
-        raise ConversionError(f"{kind} has apiVersion {source!r}; expected {V1BETA1} or {V1BETA2}")
+        raise ConversionError(f"{kind} has apiVersion {shown(source)}; expected {V1BETA1} or {V1BETA2}")
     if desired_api_version not in (V1BETA1, V1BETA2):
         raise ConversionError(
-            f"desiredAPIVersion {desired_api_version!r} is not served; expected {V1BETA1} or {V1BETA2}"
+            f"desiredAPIVersion {shown(desired_api_version)} is not served; expected {V1BETA1} or {V1BETA2}"
         )
     if source == desired_api_version:
         return _copy(obj)
@@ -349,7 +351,7 @@ def _checked_slices(where: str, topology: Obj) -> list[_Slice]:
         count = piece.get("domainCount")
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_DOMAINS:
             raise ConversionError(
-                f"{at}.domainCount: must be a whole number from 1 to {MAX_DOMAINS}, got {_show(count)}"
+                f"{at}.domainCount: must be a whole number from 1 to {MAX_DOMAINS}, got {shown(count)}"
             )
         total += count
         if total > MAX_DOMAINS:
@@ -411,11 +413,6 @@ def _int_list(values: Any, length: int) -> bool:
         and len(values) == length
         and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
     )
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _slices_to_domains(where: str, topology: Obj) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from webhook.api.bounds import BoundsError, check_body, check_depth
+from webhook.api.bounds import BoundsError, check_body, check_depth, shown
 from webhook.api.conversion import ConversionError, convert, expanded_domains, expanded_size
 
 __all__ = [
@@ -98,7 +98,7 @@ def _parse(body: bytes) -> tuple[str, str, list[Any]]:
     if review.get("kind") != "ConversionReview" or review.get("apiVersion") != CONVERSION_API_VERSION:
         raise ConversionReviewError(
             f"expected a ConversionReview of apiVersion {CONVERSION_API_VERSION}, got kind "
-            f"{review.get('kind')!r} apiVersion {review.get('apiVersion')!r}"
+            f"{shown(review.get('kind'))} apiVersion {shown(review.get('apiVersion'))}"
         )
     request = review.get("request")
     if not isinstance(request, dict):

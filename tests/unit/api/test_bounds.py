@@ -6,7 +6,15 @@ import orjson
 import pytest
 
 from tests.unit.admission.golden import golden_review
-from webhook.api.bounds import MAX_BODY_BYTES, MAX_CONTAINERS, MAX_DEPTH, BoundsError, check_body, check_depth
+from webhook.api.bounds import (
+    MAX_BODY_BYTES,
+    MAX_CONTAINERS,
+    MAX_DEPTH,
+    MAX_VALUES,
+    BoundsError,
+    check_body,
+    check_depth,
+)
 
 
 def nested(depth: int) -> object:
@@ -36,6 +44,11 @@ def test_a_body_of_empty_objects_is_refused_before_it_is_decoded() -> None:
     with pytest.raises(BoundsError, match=f"more than the {MAX_CONTAINERS}") as refused:
         check_body(body)
     assert refused.value.code == 400
+
+
+def test_a_body_of_a_million_zeros_is_refused_before_it_is_decoded() -> None:
+    with pytest.raises(BoundsError, match=f"more than the {MAX_VALUES} any review"):
+        check_body(b"[" + b"0," * 1_000_000 + b"0]")
 
 
 def test_as_many_objects_as_the_bound_are_accepted() -> None:
