@@ -275,9 +275,15 @@ def _count_fields(root: Any, found: list[tuple[Any, Any]], depth: int = 0) -> No
             _count_fields(value, found, depth + 1)
 
 
-def damage(rng: random.Random, document: Any, scale: float) -> None:
-    """Damage ``document`` in place, once to a few times."""
+def damage(rng: random.Random, document: Any, scale: float, big: float = 0.2) -> None:
+    """Damage ``document`` in place, once to a few times: a count made huge (30%), a field deleted (20%),
+    replaced by a small value (the rest) or, with probability ``big`` each time, by a huge one."""
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        if rng.random() < big:
+            spot = _walk_to(rng, document)
+            if spot is not None:
+                spot[0][spot[1]] = _big_value(rng, scale)
+            continue
         kind = rng.randrange(10)
         if kind <= 2:
             counts: list[tuple[Any, Any]] = []
@@ -295,10 +301,8 @@ def damage(rng: random.Random, document: Any, scale: float) -> None:
                 del parent[key]
             else:
                 parent.pop(key)
-        elif kind <= 7:
-            parent[key] = _small_value(rng)
         else:
-            parent[key] = _big_value(rng, scale)
+            parent[key] = _small_value(rng)
 
 
 # ---- the requests ---------------------------------------------------------------------------------------
@@ -405,8 +409,9 @@ def _visibility(rng: random.Random) -> FuzzRequest:
     return FuzzRequest("GET", f"{base}?{query}" if query else base, what="visibility")
 
 
-def draw_request(rng: random.Random, *, scale: float = 1.0, serial: int = 0) -> FuzzRequest:
-    """One request for the HTTPS port (see the module docstring)."""
+def draw_request(rng: random.Random, *, scale: float = 1.0, big: float = 0.2, serial: int = 0) -> FuzzRequest:
+    """One request for the HTTPS port (see the module docstring); ``big`` is the chance of each damage being
+    a huge value (long string, deep nesting, wide list or map)."""
     uid = f"fuzz-{serial}-{rng.getrandbits(32):08x}"
     area = rng.random()
     if area < 0.06:
@@ -426,7 +431,7 @@ def draw_request(rng: random.Random, *, scale: float = 1.0, serial: int = 0) -> 
         what = "admission"
     damaged = rng.random() < 0.7
     if damaged:
-        damage(rng, document["request"] if rng.random() < 0.9 else document, scale)
+        damage(rng, document["request"] if rng.random() < 0.9 else document, scale, big)
     body = orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS) if _serialisable(document) else b"{"
     content_type = "application/json"
     if rng.random() < 0.03:
@@ -474,6 +479,8 @@ def visibility_of_research(pending: int) -> Visibility:
 
 # ---- the contract ---------------------------------------------------------------------------------------
 _REVIEW_CODES = frozenset({200, 400, 403, 422})
+#: aiohttp's limit on the request line; a longer URL is refused before any handler runs
+_MAX_REQUEST_LINE = 8190
 
 
 def problems(request: FuzzRequest, status: int, body: bytes) -> list[str]:
@@ -489,6 +496,8 @@ def problems(request: FuzzRequest, status: int, body: bytes) -> list[str]:
     if len(body) > limit:
         found.append(f"answer of {len(body)} bytes to a request of {len(request.body)}")
     path = request.path.split("?", 1)[0]
+    if len(request.path) > _MAX_REQUEST_LINE and 400 <= status < 500:
+        return found  # the HTTP parser's own refusal of a request line too long to read
     reviews = request.method == "POST" and (path in ROUTES or path == "/convert")
     if status in (404, 405) and not reviews:
         return found  # no such path or method: aiohttp's plain answer, or the visibility API's NotFound

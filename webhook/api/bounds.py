@@ -8,10 +8,11 @@ closed). So a body is measured before it is decoded, and the decoded document be
   no review of an object the API server accepted is ever refused;
 * it holds at most :data:`MAX_CONTAINERS` JSON objects and arrays and at most :data:`MAX_VALUES` values,
   counted on the raw bytes (braces and brackets; values as at most one per comma and container), where a
-  brace or comma inside a string counts too, which only errs on the safe side. A real object spends at
-  least ~20 bytes per object or array (``{"name":"a","value":"b"}``) and ~5 per value, so a 3 MiB review
-  of real objects holds far fewer; a body of ``[{},{},...]`` or ``[0,0,...]`` would cost a hundred
-  milliseconds or more to decode and walk, and ~100 MB of memory;
+  brace or comma inside a string counts too, which only errs on the safe side. Real objects spend ~40
+  bytes per object or array and ~18 per value (at least ~24 and ~8 in a dense list of env vars), so a
+  3 MiB review of real objects holds about half as many; a body of ``[{},{},...]`` or ``[0,0,...]`` would
+  hold the interpreter for a hundred milliseconds or more while it is decoded and walked (stalling the
+  event loop too), and take ~100 MB of memory;
 * nothing is nested deeper than :data:`MAX_DEPTH`. The deepest field of any kind this webhook reads
   (a JobSet's pod template affinity, inside an AdmissionReview) is about 25 levels down; deeper input
   would only exhaust the recursion of the code that copies or serialises it.
@@ -38,15 +39,17 @@ __all__ = [
 
 #: kube-apiserver's maximum request body (``--max-request-bytes`` default for its own API: 3 MiB)
 MAX_BODY_BYTES = 3 * 1024 * 1024
-#: JSON objects plus arrays in one body (~1 per 12 bytes of a maximal body; real objects use far fewer)
-MAX_CONTAINERS = 250_000
-#: JSON values of any kind in one body (~1 per 5 bytes of a maximal body)
-MAX_VALUES = 600_000
+#: JSON objects plus arrays in one body: ~1 per 21 bytes of a maximal body; real objects spend ~40 bytes
+#: each (Kubernetes' own JSON of Jobs, Pods, Workloads), a dense list of env vars ~24
+MAX_CONTAINERS = 150_000
+#: JSON values of any kind in one body: ~1 per 8 bytes of a maximal body; real objects spend ~18 bytes each
+MAX_VALUES = 400_000
 #: nesting depth of JSON objects and arrays, counted from the body's top level
 MAX_DEPTH = 100
 
 
 _CONTAINERS = (dict, list)
+_SLICE = 4096
 
 
 class BoundsError(ValueError):
@@ -89,9 +92,17 @@ def check_depth(document: Any, limit: int = MAX_DEPTH) -> None:
     stack: list[tuple[Any, int]] = [(document, 1)]
     while stack:
         node, depth = stack.pop()
-        values = node.values() if type(node) is dict else node if type(node) is list else ()
-        # the nested objects and arrays, picked out at C speed (most values of a large body are scalars)
-        nested = list(compress(values, map(isinstance, values, repeat(_CONTAINERS))))
+        values = list(node.values()) if type(node) is dict else node if type(node) is list else []
+        # the nested objects and arrays, picked out at C speed (most values of a large body are scalars), a
+        # slice at a time so that a thread waiting for the interpreter (the event loop) gets it in between
+        nested = [
+            child
+            for start in range(0, len(values), _SLICE)
+            for child in compress(
+                values[start : start + _SLICE],
+                map(isinstance, values[start : start + _SLICE], repeat(_CONTAINERS)),
+            )
+        ]
         if not nested:
             continue
         if depth >= limit:

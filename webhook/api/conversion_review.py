@@ -28,6 +28,7 @@ __all__ = [
     "MAX_REVIEW_DOMAINS",
     "ConversionReviewError",
     "answer_review",
+    "expands_at_most",
 ]
 
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
@@ -65,6 +66,16 @@ def answer_review(body: bytes) -> bytes:
     return orjson.dumps(
         {"apiVersion": CONVERSION_API_VERSION, "kind": "ConversionReview", "response": response}
     )
+
+
+def expands_at_most(body: bytes, domains: int) -> bool:
+    """Whether answering ``body`` expands at most ``domains`` v1beta1 topology domains (true for a body
+    :func:`answer_review` refuses outright: refusing is cheap). Decodes the body: for small bodies only."""
+    try:
+        _, desired, objects = _parse(body)
+        return sum(expanded_domains(obj, desired) for obj in objects) <= domains
+    except (ConversionReviewError, ConversionError):
+        return True
 
 
 def _check_expansion(objects: list[Any], desired: str) -> None:

@@ -8,10 +8,11 @@ the callables the controller passes in (a live ConfigMap reload or informer upda
 request).
 
 Where the work runs is :mod:`webhook.http.limits`' decision: an ordinary review (a few KiB) is answered on
-the event loop in microseconds; a large body, and every ``/convert``, is answered on the worker thread, whose
-reads of the cluster view are run on the loop (the view is the informers' store, which only the loop may
-touch). So a request can neither stall the loop (the probes, the other reviews, the controller) nor, through
-the bounds, take unbounded time or memory on the worker.
+the event loop in microseconds; a review with a large body is answered on the worker thread, whose reads of
+the cluster view are run on the loop (the view is the informers' store, which only the loop may touch); a
+``/convert`` with a large body or a large topology expansion is answered in the worker process
+(:func:`conversion_answer`). So a request can neither stall the loop (the probes, the other reviews, the
+controller) nor, through the bounds, take unbounded time or memory off it.
 
 ``/convert`` answers CRD ConversionReviews (kueue.x-k8s.io v1beta1 <-> v1beta2, see
 :mod:`webhook.api.conversion_review`) with the same transport rules; a conversion that would expand beyond
@@ -30,8 +31,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -40,8 +43,15 @@ from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView
 from webhook.api.bounds import MAX_BODY_BYTES
 from webhook.api.config import Configuration
-from webhook.api.conversion_review import ConversionReviewError, answer_review
-from webhook.http.limits import BODY_READ_SECONDS, Busy, OffLoop, runs_inline
+from webhook.api.conversion_review import ConversionReviewError, answer_review, expands_at_most
+from webhook.http.limits import (
+    BODY_READ_SECONDS,
+    INLINE_BODY_BYTES,
+    INLINE_DOMAINS,
+    Busy,
+    OffLoop,
+    runs_inline,
+)
 from webhook.http.responses import JSON_CONTENT_TYPE, status_response
 
 __all__ = ["MAX_BODY_BYTES", "AdmissionMetrics", "add_admission_routes"]
@@ -109,6 +119,19 @@ class _LoopView:
         return found
 
 
+#: how :func:`conversion_answer` marks a refusal (an HTTP Status) apart from a ConversionReview
+_REFUSED = b"refused:"
+
+
+def conversion_answer(body: bytes) -> bytes:
+    """The answer to a ``/convert`` body, computed in the worker process: the ConversionReview, or
+    :data:`_REFUSED` and ``[code, reason, message]`` for an HTTP Status."""
+    try:
+        return answer_review(body)
+    except ConversionReviewError as exc:
+        return _REFUSED + orjson.dumps([exc.code, exc.reason, str(exc)])
+
+
 def add_admission_routes(
     app: web.Application,
     *,
@@ -143,14 +166,12 @@ def add_admission_routes(
                 raise _Refusal(exc.code, exc.reason, str(exc)) from None
             return _verdict(path, handler, parsed, rule_view, configuration)
 
-        return await _answer(request, path, review, always_off_loop=False)
+        return await _answer(request, path, review)
 
     async def _answer(
         request: web.Request,
         path: str,
         work: Callable[[bytes, ClusterView, Configuration], web.Response],
-        *,
-        always_off_loop: bool,
     ) -> web.Response:
         """Read the body and run ``work`` on it: inline when cheap, else on the worker thread."""
         try:
@@ -158,7 +179,7 @@ def add_admission_routes(
             length = request.content_length
             if length is not None and length > MAX_BODY_BYTES:
                 raise _Refusal(413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes")
-            if not always_off_loop and length is not None:
+            if length is not None:
                 body = await _read(request)
                 if runs_inline(body):
                     return work(body, view, config())
@@ -174,13 +195,19 @@ def add_admission_routes(
         except _Refusal as refusal:
             return _http_error(path, refusal.code, refusal.reason, refusal.message)
         except Busy as exc:
-            response = _http_error(path, 429, "TooManyRequests", str(exc))
-            response.headers["Retry-After"] = "1"
-            return response
+            return _busy(path, exc)
         except TimeoutError:
-            return _http_error(
-                path, 408, "Timeout", f"request body not received within {BODY_READ_SECONDS:g} seconds"
-            )
+            return _timeout(path)
+
+    def _busy(path: str, exc: Busy) -> web.Response:
+        response = _http_error(path, 429, "TooManyRequests", str(exc))
+        response.headers["Retry-After"] = "1"
+        return response
+
+    def _timeout(path: str) -> web.Response:
+        return _http_error(
+            path, 408, "Timeout", f"request body not received within {BODY_READ_SECONDS:g} seconds"
+        )
 
     def _verdict(
         path: str, handler: Handler, review: Any, rule_view: ClusterView, configuration: Configuration
@@ -243,22 +270,44 @@ def add_admission_routes(
         log.info("admission request refused", extra={"path": path, "code": code, "reason": message})
         return status_response(code, reason, message)
 
-    def _conversion(body: bytes, _view: ClusterView, _config: Configuration) -> web.Response:
-        try:
-            answer = answer_review(body)
-        except ConversionReviewError as exc:
-            raise _Refusal(exc.code, exc.reason, str(exc)) from None
-        metrics.requests.labels("/convert", "true", "200").inc()
-        return web.Response(body=answer, content_type=JSON_CONTENT_TYPE)
-
     async def convert(request: web.Request) -> web.Response:
-        # CRD conversion (ConversionReview v1): the same transport rules as the admission paths, always on
-        # the worker (a compressed topology assignment expands)
+        # CRD conversion (ConversionReview v1): the same transport rules as the admission paths; inline when
+        # small, else in the worker process (a compressed topology assignment expands; no view is needed)
+        path = "/convert"
         started = time.perf_counter()
         try:
-            return await _answer(request, "/convert", _conversion, always_off_loop=True)
+            _check_content_type(request)
+            if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+                raise _Refusal(413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes")
+            body = b""
+            if request.content_length is not None and request.content_length <= INLINE_BODY_BYTES:
+                body = await _read(request)
+            if body and runs_inline(body) and expands_at_most(body, INLINE_DOMAINS):
+                answer = conversion_answer(body)  # an ordinary object: microseconds
+            else:
+                async with off_loop.slot():
+                    if not body:
+                        async with asyncio.timeout(BODY_READ_SECONDS):
+                            body = await _read(request)
+                    answer = await off_loop.run_in_process(conversion_answer, body)
+            if answer.startswith(_REFUSED):
+                code, reason, message = orjson.loads(answer[len(_REFUSED) :])
+                raise _Refusal(code, reason, message)
+            metrics.requests.labels(path, "true", "200").inc()
+            return web.Response(body=answer, content_type=JSON_CONTENT_TYPE)
+        except _Refusal as refusal:
+            return _http_error(path, refusal.code, refusal.reason, refusal.message)
+        except Busy as exc:
+            return _busy(path, exc)
+        except TimeoutError:
+            return _timeout(path)
+        except BrokenProcessPool:
+            log.exception("conversion worker process died", extra={"path": path})
+            return _http_error(
+                path, 503, "ServiceUnavailable", "the conversion worker stopped; retry (it is restarted)"
+            )
         finally:
-            metrics.duration.labels("/convert").observe(time.perf_counter() - started)
+            metrics.duration.labels(path).observe(time.perf_counter() - started)
 
     for path, handler in ROUTES.items():
         app.router.add_post(path, endpoint(path, handler))
