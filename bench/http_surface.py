@@ -234,7 +234,7 @@ def _big_value(rng: random.Random, scale: float) -> Any:
     size = max(1, int(rng.choice((1_000, 20_000, 200_000, 1_000_000)) * scale))
     choice = rng.randrange(6)
     if choice == 0:
-        return rng.choice("xé{") * size
+        return rng.choice("xé{9") * size
     if choice == 1:
         deep: Any = rng.choice([1, "x", None])
         for _ in range(rng.choice((20, 60, 99, 101, 150, 400))):

@@ -33,6 +33,7 @@ from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.objects import GROUP, parse_object, validate_tolerations
+from webhook.api.objects.list_bounds import list_bound_errors
 from webhook.api.quantity import QuantityError, parse_quantity
 from webhook.api.validation import validate_annotations_field, validate_labels_field
 from webhook.core.checks import approval_change_denial
@@ -66,6 +67,12 @@ def validate_kueue_object(
     new = request.object
     if new is None:
         return Verdict.unprocessable("object is missing")
+    too_many = [
+        *list_bound_errors(request.kind.kind, new),
+        *(list_bound_errors(request.kind.kind, request.old_object) if request.old_object is not None else ()),
+    ]
+    if too_many:  # refused by kube-apiserver's schema validation before any rule (see list_bounds)
+        return Verdict.deny(aggregate_message(too_many))
     parsed = parse_object(new)
     problems: list[Problem] = list(parsed) if isinstance(parsed, list) else []
     if request.kind.kind == "Workload":

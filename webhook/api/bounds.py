@@ -87,27 +87,27 @@ def check_body(body: bytes) -> None:
 def check_depth(document: Any, limit: int = MAX_DEPTH) -> None:
     """Refuse a decoded document whose objects and arrays nest deeper than ``limit``.
 
-    An explicit stack, so the check itself never recurses; it touches each value once.
+    Level by level, so the check itself never recurses; it touches each value once. A long list is
+    scanned a slice at a time at C speed (most values of a large body are scalars), so that a thread
+    waiting for the interpreter (the event loop) gets it in between.
     """
-    stack: list[tuple[Any, int]] = [(document, 1)]
-    while stack:
-        node, depth = stack.pop()
-        values = list(node.values()) if type(node) is dict else node if type(node) is list else []
-        # the nested objects and arrays, picked out at C speed (most values of a large body are scalars), a
-        # slice at a time so that a thread waiting for the interpreter (the event loop) gets it in between
-        nested = [
-            child
-            for start in range(0, len(values), _SLICE)
-            for child in compress(
-                values[start : start + _SLICE],
-                map(isinstance, values[start : start + _SLICE], repeat(_CONTAINERS)),
-            )
-        ]
-        if not nested:
-            continue
-        if depth >= limit:
+    level: list[Any] = [document] if type(document) in _CONTAINERS else []
+    depth = 1
+    while level:
+        nested: list[Any] = []
+        for node in level:
+            values = node.values() if type(node) is dict else node
+            if len(values) <= _SLICE:
+                nested += [child for child in values if type(child) is dict or type(child) is list]
+                continue
+            values = list(values)
+            for start in range(0, len(values), _SLICE):
+                part = values[start : start + _SLICE]
+                nested += compress(part, map(isinstance, part, repeat(_CONTAINERS)))
+        if nested and depth >= limit:
             raise BoundsError(f"request body nests objects and arrays deeper than {limit} levels")
-        stack.extend(zip(nested, repeat(depth + 1)))
+        depth += 1
+        level = nested
 
 
 def shown(value: Any, limit: int = 80) -> str:

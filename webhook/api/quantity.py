@@ -26,6 +26,8 @@ NANO = 10**9
 
 _PATTERN = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 
+#: the longest quantity string read (an exponent is bounded to 1000 too)
+_MAX_LENGTH = 1000
 _DECIMAL_EXPONENTS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIXES = {exp: suffix for suffix, exp in _DECIMAL_EXPONENTS.items()}
 _BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -188,6 +190,9 @@ def _parse_text(text: str) -> Quantity:
     "4Gi") and exact parsing through fractions costs microseconds each (a Quantity is immutable)."""
     if text == "":
         raise QuantityError("quantities must not be empty")
+    if len(text) > _MAX_LENGTH:
+        # far beyond any resource (10**1000), and exact arithmetic on it costs time quadratic in its length
+        raise QuantityError(f"quantities must be at most {_MAX_LENGTH} characters long, got {len(text)}")
     match = _PATTERN.match(text)
     if match is None:
         raise QuantityError(

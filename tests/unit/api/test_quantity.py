@@ -85,3 +85,13 @@ def test_from_units_rounds_up_to_a_nano(value: Fraction) -> None:
     quantity = Quantity.from_units(value)
     assert quantity.value() >= value
     assert quantity.value() - value < Fraction(1, 10**9)
+
+
+@pytest.mark.parametrize("text", ["1" * 5000, "0." + "1" * 5000, "9" * 1001])
+def test_a_quantity_of_thousands_of_digits_is_refused_with_the_reason(text: str) -> None:
+    with pytest.raises(QuantityError, match="at most 1000 characters long"):
+        parse_quantity(text)
+
+
+def test_a_quantity_of_a_thousand_characters_still_parses() -> None:
+    assert parse_quantity("1" + "0" * 999).nanos == 10**999 * 10**9
