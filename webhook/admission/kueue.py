@@ -106,6 +106,13 @@ def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
     return value
 
 
+def _section(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when it is an object, else empty: a field of the wrong type reads as absent here (the
+    schema rules report it)."""
+    value = _get(obj, key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def _annotations(obj: Mapping[str, Any]) -> dict[str, str]:
     raw = _get(obj, "metadata", "annotations")
     if not isinstance(raw, Mapping):
@@ -293,7 +300,7 @@ def _workload_transition_rules(old: Mapping[str, Any], new: Mapping[str, Any]) -
     """Kueue's CRD transition rules: what a Workload holding quota may no longer change (its priority
     class, its queue) and what an admitted one keeps (its time limit), and a dispatch cluster once chosen."""
     problems: list[Problem] = []
-    old_spec, new_spec = _get(old, "spec") or {}, _get(new, "spec") or {}
+    old_spec, new_spec = _section(old, "spec"), _section(new, "spec")
     if _reserves_quota(old):
         old_ref, new_ref = old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef")
         if (old_ref is None) != (new_ref is None):
@@ -366,11 +373,11 @@ def _reclaimable_pods_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> 
 
 def _cluster_name_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
     """Kueue's webhook: a dispatch cluster is chosen among the clusters nominated before."""
-    old_status, new_status = _get(old, "status") or {}, _get(new, "status") or {}
+    old_status, new_status = _section(old, "status"), _section(new, "status")
     if "clusterName" in old_status or new_status.get("clusterName") is None:
         return []
-    nominated = old_status.get("nominatedClusterNames") or []
-    if new_status["clusterName"] in nominated:
+    nominated = old_status.get("nominatedClusterNames")
+    if isinstance(nominated, list) and new_status["clusterName"] in nominated:
         return []
     return [
         FieldError.invalid(
