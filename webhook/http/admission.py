@@ -179,13 +179,12 @@ def add_admission_routes(
             length = request.content_length
             if length is not None and length > MAX_BODY_BYTES:
                 raise _Refusal(413, "RequestEntityTooLarge", f"request body exceeds {MAX_BODY_BYTES} bytes")
-            if length is not None:
+            body = b""
+            if length is not None and length <= INLINE_BODY_BYTES:
                 body = await _read(request)
                 if runs_inline(body):
                     return work(body, view, config())
-            else:
-                body = b""
-            async with off_loop.slot():
+            async with off_loop.slot():  # a large body is read only once it has a place in line
                 if not body:
                     async with asyncio.timeout(BODY_READ_SECONDS):
                         body = await _read(request)
