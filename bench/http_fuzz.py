@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
 import signal
 import ssl
@@ -193,6 +194,8 @@ class Tally:
     largest_answer: int = 0
     readyz_seconds: list[float] = field(default_factory=list)
     readyz_failures: int = 0
+    #: (requests sent, server RSS MiB, worker process RSS MiB) every 10,000 requests: a plateau, or a leak
+    memory: list[tuple[int, float, float]] = field(default_factory=list)
 
     def add(self, answer: Answer) -> None:
         self.answers += 1
@@ -283,6 +286,11 @@ async def _run(url: str, context: ssl.SSLContext, args: argparse.Namespace) -> d
             await asyncio.gather(*(worker() for _ in range(args.connections)))
             sent += len(batch)
             if sent % 10_000 < args.batch:
+                async with session.get(STATS) as response:
+                    now = await response.json()
+                tally.memory.append(
+                    (sent, round(now["rss_kib"] / 1024, 1), round(now["workers_rss_kib"] / 1024, 1))
+                )
                 print(f"{sent} requests, {tally.server_errors} 5xx, {tally.broken_count} broken", flush=True)
         elapsed = time.monotonic() - started
         stop.set()
@@ -352,6 +360,7 @@ def _summary(tally: Tally, before: dict[str, Any], after: dict[str, Any], elapse
             "worker_rss_before_mib": round(before["workers_rss_kib"] / 1024, 1),
             "worker_rss_after_mib": round(after["workers_rss_kib"] / 1024, 1),
             "worker_peak_rss_mib": round(after["workers_peak_rss_kib"] / 1024, 1),
+            "every_10000_requests": tally.memory,
         },
     }
 
@@ -360,6 +369,7 @@ def _markdown(report: dict[str, Any]) -> str:
     r = report["results"]
     machine = report["machine"]
     load = ", ".join(f"{x:.1f}" for x in machine["load_average_before"])
+    load += "; after " + ", ".join(f"{x:.1f}" for x in report["load_average_after"])
     connections = report["setup"]["connections"]
     lines = [
         "# HTTP fuzz: the whole HTTPS port under damaged, huge and random requests",
@@ -367,7 +377,8 @@ def _markdown(report: dict[str, Any]) -> str:
         f"Date: {report['date']}. Machine: {machine['cpu']}, {machine['cores']} cores (shared; load average "
         f"before {load}), Python {machine['python']}, {machine['platform']}.",
         "",
-        f"Command: `{report['command']}`. Server and load in separate processes over HTTPS on 127.0.0.1, "
+        f"Command: `{report['command']}` at commit {report['commit']}. Server and load in separate "
+        "processes over HTTPS on 127.0.0.1, "
         f"{connections} keep-alive connections plus a /readyz probe every 100 ms; requests "
         "drawn by `bench/http_surface.py` (every admission path, /convert, the visibility API, /metrics, the "
         f"probes; damaged, huge, deep, random), seed {report['setup']['seed']}, huge values in "
@@ -400,6 +411,9 @@ def _markdown(report: dict[str, Any]) -> str:
         f"| conversion worker process RSS before / after / peak | bounded | "
         f"{r['memory']['worker_rss_before_mib']} / {r['memory']['worker_rss_after_mib']} / "
         f"{r['memory']['worker_peak_rss_mib']} MiB |",
+        "| server / worker RSS every 10,000 requests (MiB) | a plateau | "
+        + ", ".join(f"{server:g}/{worker:g}" for _, server, worker in r["memory"]["every_10000_requests"])
+        + " |",
         f"| largest answer | | {r['largest_answer_bytes']:,} bytes |",
         "",
         "Answers by HTTP status: " + ", ".join(f"{code}: {n:,}" for code, n in r["statuses"].items()) + ".",
@@ -421,6 +435,20 @@ def _markdown(report: dict[str, Any]) -> str:
         ]
         lines.append("")
     return "\n".join(lines)
+
+
+def _commit() -> str:
+    """The commit measured (with ``+`` when the work tree differs from it)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -476,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
             "big": args.big,
             "pending": args.pending,
         },
+        "load_average_after": os.getloadavg(),
+        "commit": _commit(),
         "goals": {"server_errors_5xx": 0, "slowest_ms": 100, "loop_lag_worst_ms": 50},
         "results": results,
     }

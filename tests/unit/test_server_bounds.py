@@ -92,13 +92,24 @@ async def test_a_conversion_within_the_bounds_still_expands(http: aiohttp.Client
     )
 
 
-async def test_a_review_nested_too_deep_is_a_400_status_saying_so(http: aiohttp.ClientSession) -> None:
+async def test_a_review_nested_too_deep_is_denied_with_a_400_kube_apiserver_shows(
+    http: aiohttp.ClientSession,
+) -> None:
     review = golden_capture(1)["review"]
     deep: Any = "x"
     for _ in range(MAX_DEPTH):
         deep = [deep]
     review["request"]["object"]["spec"]["template"]["metadata"]["annotations"] = {"a": deep}
     status, body = await post(http, "/validate", orjson.dumps(review))
+    assert status == 200
+    response = body["response"]
+    assert (response["uid"], response["allowed"]) == (review["request"]["uid"], False)
+    assert response["status"]["code"] == 400
+    assert f"deeper than {MAX_DEPTH} levels" in response["status"]["message"]
+
+
+async def test_a_body_nested_too_deep_that_is_no_review_is_a_400_status(http: aiohttp.ClientSession) -> None:
+    status, body = await post(http, "/validate", b"[" * 150 + b"]" * 150)
     assert status == 400
     assert (body["kind"], body["code"]) == ("Status", 400)
     assert f"deeper than {MAX_DEPTH} levels" in body["message"]

@@ -84,15 +84,16 @@ def check_body(body: bytes) -> None:
         )
 
 
-def check_depth(document: Any, limit: int = MAX_DEPTH) -> None:
-    """Refuse a decoded document whose objects and arrays nest deeper than ``limit``.
+def check_depth(document: Any, limit: int = MAX_DEPTH, *, start: int = 1) -> None:
+    """Refuse a decoded document whose objects and arrays nest deeper than ``limit``; ``start`` is the
+    level ``document`` sits at in the body (1: the body's top).
 
     Level by level, so the check itself never recurses; it touches each value once. A long list is
     scanned a slice at a time at C speed (most values of a large body are scalars), so that a thread
     waiting for the interpreter (the event loop) gets it in between.
     """
     level: list[Any] = [document] if type(document) in _CONTAINERS else []
-    depth = 1
+    depth = start
     while level:
         nested: list[Any] = []
         for node in level:

@@ -8,7 +8,7 @@ Failure, message}``, which kube-apiserver passes on to the client, and nothing i
 
 A review is measured before anything is converted (see :mod:`webhook.api.bounds` for the body): a list
 that kube-apiserver converts in one review may expand to at most :data:`MAX_REVIEW_DOMAINS` v1beta1
-topology domains, of at most :data:`MAX_RESPONSE_BYTES` of JSON, and the objects must nest no deeper than
+topology domains, of at most :data:`MAX_RESPONSE_BYTES` of JSON, and the review must nest no deeper than
 :data:`~webhook.api.bounds.MAX_DEPTH`. Beyond that the review fails with a message saying what to do (list
 fewer objects at a time, or read v1beta2), which kube-apiserver shows to the client.
 """
@@ -34,6 +34,8 @@ __all__ = [
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
 #: v1beta1 topology domains one review may expand to (two Workloads at Kueue's largest assignment)
 MAX_REVIEW_DOMAINS = 200_000
+#: the level of ``request.objects`` in a ConversionReview (review, request, objects)
+_OBJECTS_LEVEL = 3
 #: what the expanded domains of one review may add to the answer
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
@@ -53,6 +55,10 @@ def answer_review(body: bytes) -> bytes:
     uid, desired, objects = _parse(body)
     converted = []
     try:
+        try:
+            check_depth(objects, start=_OBJECTS_LEVEL)
+        except BoundsError as exc:
+            raise ConversionError(str(exc)) from None
         _check_expansion(objects, desired)
         for index, obj in enumerate(objects):
             try:
@@ -123,8 +129,4 @@ def _parse(body: bytes) -> tuple[str, str, list[Any]]:
     objects = request.get("objects")
     if not isinstance(objects, list):
         raise ConversionReviewError("ConversionReview request.objects must be a list")
-    try:
-        check_depth(review)
-    except BoundsError as exc:
-        raise ConversionReviewError(str(exc)) from None
     return uid, desired, objects

@@ -163,7 +163,14 @@ def add_admission_routes(
             try:
                 parsed = parse_review(body)
             except ReviewError as exc:
-                raise _Refusal(exc.code, exc.reason, str(exc)) from None
+                if exc.uid is None:
+                    raise _Refusal(exc.code, exc.reason, str(exc)) from None
+                denial = Verdict(allowed=False, message=str(exc), code=exc.code, reason=exc.reason)
+                metrics.requests.labels(path, "false", str(exc.code)).inc()
+                log.info(
+                    "admission request refused", extra={"path": path, "uid": exc.uid, "reason": str(exc)}
+                )
+                return web.Response(body=render_response(exc.uid, denial), content_type=JSON_CONTENT_TYPE)
             return _verdict(path, handler, parsed, rule_view, configuration)
 
         return await _answer(request, path, review)

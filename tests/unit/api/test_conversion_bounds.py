@@ -18,7 +18,7 @@ from webhook.api.conversion import (
     convert,
     expanded_domains,
 )
-from webhook.api.conversion_review import MAX_REVIEW_DOMAINS, ConversionReviewError, answer_review
+from webhook.api.conversion_review import MAX_REVIEW_DOMAINS, answer_review
 
 ASSIGNMENT = "status.admission.podSetAssignments[0].topologyAssignment"
 
@@ -162,13 +162,19 @@ def test_v1beta1_domains_not_shaped_as_domains_are_refused(domains: Any) -> None
         convert(old, V1BETA2)
 
 
-def test_a_review_nested_deeper_than_the_bound_is_a_bad_request() -> None:
+def test_a_review_nested_deeper_than_the_bound_fails_with_the_reason() -> None:
     deep: Any = "leaf"
-    for _ in range(MAX_DEPTH):
+    for _ in range(MAX_DEPTH - 4):  # review, request, objects, the object: the spec may nest this deep
         deep = {"a": deep}
-    with pytest.raises(ConversionReviewError, match="deeper than") as refused:
+    within = orjson.loads(
         answer_review(review({"apiVersion": V1BETA2, "kind": "ClusterQueue", "spec": deep}))
-    assert refused.value.code == 400
+    )
+    assert within["response"]["result"] == {"status": "Success"}
+    beyond = {"apiVersion": V1BETA2, "kind": "ClusterQueue", "spec": {"a": deep}}
+    answer = orjson.loads(answer_review(review(beyond)))["response"]
+    assert answer["uid"] == "u-1"
+    assert answer["result"]["status"] == "Failure"
+    assert f"deeper than {MAX_DEPTH} levels" in answer["result"]["message"]
 
 
 def test_podsets_and_assignments_of_the_wrong_type_are_left_as_they_are() -> None:
