@@ -1,7 +1,10 @@
-"""Fuzzing the webhook over HTTPS: whatever arrives, the answer is a review or a documented 400/413.
+"""Fuzzing the whole HTTPS port: whatever arrives, no 5xx, and the answer is the protocol's review (for the
+sender's uid) or a ``Status`` saying why, in proportion to the request.
 
-Bodies are random bytes, truncated golden reviews, golden reviews with a field deleted or replaced by any
-JSON value (wrong kinds, missing fields, objects where strings belong), and huge labels. The server runs on
+Requests come from :mod:`bench.http_surface` (every admission path, ``/convert``, the visibility API,
+``/metrics`` and the probes; golden reviews and sample objects of every kind, damaged with huge counts, long
+strings, deep nesting, wide lists, truncation, random bytes), with hypothesis drawing the random source. The
+long form, 100,000 requests with timings and memory, is ``python -m bench.http_fuzz``. The server runs on
 its own thread so hypothesis can drive it synchronously through a real TLS connection.
 """
 
@@ -9,21 +12,20 @@ from __future__ import annotations
 
 import http.client
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.http_surface import ADMISSION_PATHS, FuzzRequest, draw_request, problems, visibility_of_research
 from tests.unit.admission.damage import damage_one_field
 from tests.unit.admission.golden import golden_review
 from tests.unit.admission.servers import Webhook, webhook_in_thread
-from webhook.admission.routes import ROUTES
-
-PATHS = sorted(ROUTES)
 
 
 class Client:
@@ -35,13 +37,14 @@ class Client:
 
     def _connect(self) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection(
-            "127.0.0.1", self.webhook.server.port, context=self.webhook.client_context(), timeout=30
+            "127.0.0.1", self.webhook.server.port, context=self.webhook.client_context(), timeout=60
         )
 
-    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+    def send(self, request: FuzzRequest) -> tuple[int, bytes]:
+        headers = {"Content-Type": request.content_type} if request.method == "POST" else {}
         for attempt in range(2):
             try:
-                self.connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+                self.connection.request(request.method, request.path, body=request.body, headers=headers)
                 response = self.connection.getresponse()
                 return response.status, response.read()
             except (ConnectionError, http.client.HTTPException):
@@ -51,39 +54,36 @@ class Client:
                     raise
         raise AssertionError("unreachable")
 
+    def post(self, path: str, body: bytes, uid: str | None = None) -> tuple[int, bytes]:
+        return self.send(FuzzRequest("POST", path, body, uid=uid))
+
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     directory: Path = tmp_path_factory.mktemp("fuzz-certs")
-    with webhook_in_thread(directory) as webhook:
+    with webhook_in_thread(directory, visibility=visibility_of_research(20)) as webhook:
         yield Client(webhook)
 
 
-def check(status: int, body: bytes, sent: Any) -> None:
-    """The contract: a valid review for the sender's uid, or a Status explaining a 400/413."""
-    assert status in (200, 400, 413), (status, body[:300])
-    document = orjson.loads(body)
-    if status != 200:
-        assert document["kind"] == "Status" and document["code"] == status and document["message"]
-        return
-    assert (document["apiVersion"], document["kind"]) == ("admission.k8s.io/v1", "AdmissionReview")
-    response = document["response"]
-    assert response["uid"] == sent["request"]["uid"]
-    assert isinstance(response["allowed"], bool)
-    assert response["status"]["code"] in (200, 400, 403)
-    if not response["allowed"]:
-        assert response["status"]["message"]
+def assert_answer_is_sound(client: Client, request: FuzzRequest) -> None:
+    status, body = client.send(request)
+    assert not problems(request, status, body), (
+        request.method,
+        request.path,
+        request.what,
+        status,
+        body[:400],
+    )
 
 
-@st.composite
-def damaged_reviews(draw: st.DrawFn) -> dict[str, Any]:
-    """A golden review with one field, somewhere below ``request``, deleted or replaced."""
-    review = golden_review(draw(st.sampled_from(range(9))))
-    damage_one_field(draw, review)
-    return review
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.randoms(use_true_random=False))
+def test_any_request_to_any_path_gets_a_sound_answer(client: Client, source: random.Random) -> None:
+    # sizes at a tenth of the benchmark's: long strings of 100 KB, wide lists of 10,000, nesting to 400
+    assert_answer_is_sound(client, draw_request(source, scale=0.1))
 
 
-@given(path=st.sampled_from(PATHS), body=st.binary(max_size=512))
+@given(path=st.sampled_from([*ADMISSION_PATHS, "/convert"]), body=st.binary(max_size=512))
 def test_random_bytes(client: Client, path: str, body: bytes) -> None:
     status, answer = client.post(path, body)
     assert status == 400, answer
@@ -97,13 +97,19 @@ def test_truncated_reviews(client: Client, number: int, cut: float) -> None:
     assert status == 400, answer
 
 
-@given(path=st.sampled_from(PATHS), review=damaged_reviews())
+@st.composite
+def damaged_reviews(draw: st.DrawFn) -> dict[str, Any]:
+    """A golden review with one field, somewhere below ``request``, deleted or replaced."""
+    review = golden_review(draw(st.sampled_from(range(9))))
+    damage_one_field(draw, review)
+    return review
+
+
+@given(path=st.sampled_from(ADMISSION_PATHS), review=damaged_reviews())
 def test_damaged_reviews(client: Client, path: str, review: dict[str, Any]) -> None:
-    status, answer = client.post(path, orjson.dumps(review))
-    if status == 200:
-        check(status, answer, review)
-    else:
-        assert status == 400, answer
+    uid = review["request"].get("uid")
+    request = FuzzRequest("POST", path, orjson.dumps(review), uid=uid if isinstance(uid, str) else None)
+    assert_answer_is_sound(client, request)
 
 
 @given(
@@ -115,5 +121,37 @@ def test_huge_labels(client: Client, number: int, key: str, size: int) -> None:
     review = golden_review(number)
     review["request"]["object"]["metadata"].setdefault("labels", {})[key] = "v" * size
     review["request"]["object"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "q" * (size // 100)
-    status, answer = client.post("/validate-batch-v1-job", orjson.dumps(review))
-    check(status, answer, review)
+    request = FuzzRequest(
+        "POST", "/validate-batch-v1-job", orjson.dumps(review), uid=review["request"]["uid"]
+    )
+    status, answer = client.send(request)
+    assert status == 200
+    assert not problems(request, status, answer)
+
+
+def test_the_contract_notices_what_a_user_would() -> None:
+    sent = FuzzRequest("POST", "/validate", b"{}", uid="u-1")
+
+    def review(uid: str, code: int) -> bytes:
+        response = {"uid": uid, "allowed": code == 200, "status": {"code": code, "message": "m"}}
+        return orjson.dumps(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+    assert not problems(sent, 200, review("u-1", 200))
+    assert problems(sent, 500, b"500 Internal Server Error") == [
+        "HTTP 500",
+        "HTTP 500 with a body that is not JSON: b'500 Internal Server Error'",
+    ]
+    assert problems(sent, 200, review("u-2", 200)) == ["review answered for uid 'u-2', sent 'u-1'"]
+    assert problems(sent, 200, review("u-1", 500)) == ["review with status code 500: m"]
+    assert problems(sent, 400, b'{"kind":"Status","code":400}') == [
+        'HTTP 400 without a Status saying why: b\'{"kind":"Status","code":400}\''
+    ]
+    assert problems(sent, 200, b"x" * (2 * 1024 * 1024))[0].startswith("answer of 2097152 bytes")
+    convert = FuzzRequest("POST", "/convert", b"{}", uid="c")
+    failure = {"uid": "c", "result": {"status": "Failure"}}
+    body = orjson.dumps(
+        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": failure}
+    )
+    assert problems(convert, 200, body) == ["conversion failure without a message"]

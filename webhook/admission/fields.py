@@ -24,11 +24,7 @@ def label_path(key: str) -> str:
 
 def aggregate_message(errors: Iterable[FieldError | str]) -> str:
     """apimachinery's ``Aggregate.Error()``: one error as is, several as ``[a, b]``, duplicates dropped."""
-    seen: list[str] = []
-    for error in errors:
-        text = str(error)
-        if text not in seen:
-            seen.append(text)
+    seen = list(dict.fromkeys(str(error) for error in errors))  # first occurrence order, in linear time
     if len(seen) == 1:
         return seen[0]
     return "[" + ", ".join(seen) + "]"

@@ -33,6 +33,7 @@ from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
 from webhook.api.objects import GROUP, parse_object, validate_tolerations
+from webhook.api.objects.list_bounds import list_bound_errors
 from webhook.api.quantity import QuantityError, parse_quantity
 from webhook.api.validation import validate_annotations_field, validate_labels_field
 from webhook.core.checks import approval_change_denial
@@ -66,6 +67,12 @@ def validate_kueue_object(
     new = request.object
     if new is None:
         return Verdict.unprocessable("object is missing")
+    too_many = [
+        *list_bound_errors(request.kind.kind, new),
+        *(list_bound_errors(request.kind.kind, request.old_object) if request.old_object is not None else ()),
+    ]
+    if too_many:  # refused by kube-apiserver's schema validation before any rule (see list_bounds)
+        return Verdict.deny(aggregate_message(too_many))
     parsed = parse_object(new)
     problems: list[Problem] = list(parsed) if isinstance(parsed, list) else []
     if request.kind.kind == "Workload":
@@ -97,6 +104,13 @@ def _get(obj: Mapping[str, Any] | None, *path: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+def _section(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when it is an object, else empty: a field of the wrong type reads as absent here (the
+    schema rules report it)."""
+    value = _get(obj, key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def _annotations(obj: Mapping[str, Any]) -> dict[str, str]:
@@ -286,7 +300,7 @@ def _workload_transition_rules(old: Mapping[str, Any], new: Mapping[str, Any]) -
     """Kueue's CRD transition rules: what a Workload holding quota may no longer change (its priority
     class, its queue) and what an admitted one keeps (its time limit), and a dispatch cluster once chosen."""
     problems: list[Problem] = []
-    old_spec, new_spec = _get(old, "spec") or {}, _get(new, "spec") or {}
+    old_spec, new_spec = _section(old, "spec"), _section(new, "spec")
     if _reserves_quota(old):
         old_ref, new_ref = old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef")
         if (old_ref is None) != (new_ref is None):
@@ -359,11 +373,11 @@ def _reclaimable_pods_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> 
 
 def _cluster_name_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
     """Kueue's webhook: a dispatch cluster is chosen among the clusters nominated before."""
-    old_status, new_status = _get(old, "status") or {}, _get(new, "status") or {}
+    old_status, new_status = _section(old, "status"), _section(new, "status")
     if "clusterName" in old_status or new_status.get("clusterName") is None:
         return []
-    nominated = old_status.get("nominatedClusterNames") or []
-    if new_status["clusterName"] in nominated:
+    nominated = old_status.get("nominatedClusterNames")
+    if isinstance(nominated, list) and new_status["clusterName"] in nominated:
         return []
     return [
         FieldError.invalid(

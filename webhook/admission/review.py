@@ -20,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from webhook.api.bounds import BoundsError, check_body, check_depth
+
 __all__ = [
     "ADMISSION_API_VERSION",
     "AdmissionRequest",
@@ -35,7 +37,28 @@ _OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 
 class ReviewError(ValueError):
-    """The body is not an AdmissionReview v1 request; answered with HTTP 400."""
+    """The body is not an AdmissionReview v1 request, or is beyond the bounds of
+    :mod:`webhook.api.bounds`; answered with an HTTP ``Status`` of ``code`` (400, 413 above the size
+    bound) and ``reason``, or, when ``uid`` is known (a review nested too deep), with a review denying the
+    request with that code: kube-apiserver shows a review's message to the user, not an HTTP error's."""
+
+    def __init__(
+        self, message: str, *, reason: str = "BadRequest", code: int = 400, uid: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
+        self.uid = uid
+
+
+def _review_uid(document: Any) -> str | None:
+    """The uid of an AdmissionReview v1 document, None when it is not one."""
+    if not isinstance(document, dict) or document.get("kind") != "AdmissionReview":
+        return None
+    if document.get("apiVersion") != ADMISSION_API_VERSION or not isinstance(document.get("request"), dict):
+        return None
+    uid = document["request"].get("uid")
+    return uid if isinstance(uid, str) and uid else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +114,22 @@ class Verdict:
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
-    """Decode an AdmissionReview v1 request body; raises ReviewError saying what is wrong."""
+    """Decode an AdmissionReview v1 request body; raises ReviewError saying what is wrong.
+
+    The body is measured before it is decoded, and the document before any rule reads it
+    (:mod:`webhook.api.bounds`), so no review costs more than a bounded amount of time and memory.
+    """
     try:
+        check_body(body)
         document = orjson.loads(body)
+    except BoundsError as exc:
+        raise ReviewError(str(exc), reason=exc.reason, code=exc.code) from None
     except orjson.JSONDecodeError as exc:
         raise ReviewError(f"request body is not valid JSON: {exc}") from None
+    try:
+        check_depth(document)
+    except BoundsError as exc:  # decoded: answered as a review when it says whose it is
+        raise ReviewError(str(exc), reason=exc.reason, code=exc.code, uid=_review_uid(document)) from None
     if not isinstance(document, dict):
         raise ReviewError("request body must be a JSON object (an AdmissionReview)")
     if document.get("kind") != "AdmissionReview":

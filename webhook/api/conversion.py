@@ -23,6 +23,14 @@ Kueue keeps no annotation for what the other version cannot hold: it drops it (W
 so of the topology constraints). We do the same, so an object written through v1beta1 looks exactly as it
 would under Kueue. Everything a v1beta2 object can say in v1beta1 survives v1beta2 -> v1beta1 -> v1beta2
 unchanged. The functions are pure: a dict in, a new dict out, the input untouched.
+
+v1beta2's topology slices are compressed: a 600-byte slice saying ``domainCount: 1000000`` with universal
+values stands for a million v1beta1 domains. Before expanding anything, :func:`expanded_domains` checks each
+slice against the Workload CRD's rules (``domainCount`` equal to the length of every individual list, those
+lists at most :data:`MAX_DOMAINS` long, ``valuesPerLevel`` one per level) and counts what the expansion
+would produce, so a caller can refuse an expansion beyond its budget before paying for it; the expansion
+itself refuses more than :data:`MAX_DOMAINS` domains per assignment (the most a v1beta2 slice can list one
+by one, so every assignment Kueue writes converts).
 """
 
 from __future__ import annotations
@@ -31,12 +39,19 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
+from webhook.api.bounds import shown
+
 __all__ = [
     "KINDS",
+    "MAX_DOMAINS",
     "V1BETA1",
     "V1BETA2",
     "ConversionError",
     "convert",
+    "expanded_domains",
+    "expanded_size",
     "to_v1beta1",
     "to_v1beta2",
 ]
@@ -73,6 +88,14 @@ _FUNGIBILITY_RENAMES = {
 }
 
 
+#: v1beta1 domains one topology assignment may expand to: Kueue's MaxItems on a slice's ``roots`` and
+#: ``podCounts.individual``, the most domains v1beta2 can name one by one (more than any cluster has nodes)
+MAX_DOMAINS = 100_000
+#: Kueue's MaxItems on ``levels`` and on ``slices`` (workload_types.go)
+_MAX_LEVELS = 16
+_MAX_SLICES = 1000
+
+
 class ConversionError(ValueError):
     """The object cannot be converted: not a Kueue kind, or a version we do not serve."""
 
@@ -82,23 +105,23 @@ def convert(obj: Mapping[str, Any], desired_api_version: str) -> Obj:
     if not isinstance(obj, Mapping):
         raise ConversionError(f"object must be a JSON object, got {type(obj).__name__}")
     kind = obj.get("kind")
-    if kind not in KINDS:
-        raise ConversionError(f"kind {kind!r} is not a {GROUP} kind this webhook converts")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ConversionError(f"kind {shown(kind)} is not a {GROUP} kind this webhook converts")
     source = obj.get("apiVersion")
     if source not in (V1BETA1, V1BETA2):
-        raise ConversionError(f"{kind} has apiVersion {source!r}; expected {V1BETA1} or {V1BETA2}")
+        raise ConversionError(f"{kind} has apiVersion {shown(source)}; expected {V1BETA1} or {V1BETA2}")
     if desired_api_version not in (V1BETA1, V1BETA2):
         raise ConversionError(
-            f"desiredAPIVersion {desired_api_version!r} is not served; expected {V1BETA1} or {V1BETA2}"
+            f"desiredAPIVersion {shown(desired_api_version)} is not served; expected {V1BETA1} or {V1BETA2}"
         )
     if source == desired_api_version:
-        return copy.deepcopy(dict(obj))
+        return _copy(obj)
     return to_v1beta2(obj) if desired_api_version == V1BETA2 else to_v1beta1(obj)
 
 
 def to_v1beta2(obj: Mapping[str, Any]) -> Obj:
     """A v1beta1 Kueue object as v1beta2."""
-    out = copy.deepcopy(dict(obj))
+    out = _copy(obj)
     out["apiVersion"] = V1BETA2
     _UP.get(str(out.get("kind")), _same)(out)
     return out
@@ -106,10 +129,23 @@ def to_v1beta2(obj: Mapping[str, Any]) -> Obj:
 
 def to_v1beta1(obj: Mapping[str, Any]) -> Obj:
     """A v1beta2 Kueue object as v1beta1."""
-    out = copy.deepcopy(dict(obj))
+    out = _copy(obj)
     out["apiVersion"] = V1BETA1
     _DOWN.get(str(out.get("kind")), _same)(out)
     return out
+
+
+def _copy(obj: Mapping[str, Any]) -> Obj:
+    """A deep copy; through orjson when the object is plain JSON (ten times faster than deepcopy)."""
+    try:
+        copied = orjson.loads(orjson.dumps(obj))
+    except TypeError:  # not plain JSON (a Mapping type orjson does not know, a set...): copy it slowly
+        return copy.deepcopy(dict(obj))
+    return copied if isinstance(copied, dict) else copy.deepcopy(dict(obj))
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _same(_: Obj) -> None:
@@ -192,7 +228,7 @@ def _workload_down(obj: Obj) -> None:
             if source is not None:
                 spec["priorityClassSource"] = source
                 spec["priorityClassName"] = ref.get("name", "")
-        for pod_set in spec.get("podSets") or []:
+        for pod_set in _list(spec.get("podSets")):
             request = _section(pod_set, "topologyRequest") if isinstance(pod_set, dict) else None
             if request is not None:
                 request.pop("podsetSliceRequiredTopologyConstraints", None)
@@ -203,40 +239,196 @@ def _workload_down(obj: Obj) -> None:
         _each_topology_assignment(status, _slices_to_domains)
 
 
-def _each_topology_assignment(status: Obj, change: Callable[[Obj], None]) -> None:
+def _each_topology_assignment(status: Obj, change: Callable[[str, Obj], None]) -> None:
     admission = _section(status, "admission")
-    for assignment in (admission or {}).get("podSetAssignments") or []:
+    for index, assignment in enumerate(_list((admission or {}).get("podSetAssignments"))):
         topology = _section(assignment, "topologyAssignment") if isinstance(assignment, dict) else None
         if topology is not None:
-            change(topology)
+            change(f"status.admission.podSetAssignments[{index}].topologyAssignment", topology)
 
 
-def _slices_to_domains(topology: Obj) -> None:
+def _topology_assignments(obj: Mapping[str, Any]) -> list[tuple[str, Obj]]:
+    status = obj.get("status")
+    found: list[tuple[str, Obj]] = []
+    if isinstance(status, dict):
+        _each_topology_assignment(status, lambda where, topology: found.append((where, topology)))
+    return found
+
+
+def expanded_domains(obj: Mapping[str, Any], desired_api_version: str) -> int:
+    """How many v1beta1 topology domains converting ``obj`` to ``desired_api_version`` writes out: the sum
+    of the slices' ``domainCount`` of a v1beta2 Workload read as v1beta1, else 0.
+
+    Checks every slice's shape first (raising :class:`ConversionError` naming the field), and costs time in
+    the number of slices, not of domains, so a caller can refuse a review before expanding anything.
+    """
+    if not _expands(obj, desired_api_version):
+        return 0
+    return sum(
+        sum(piece.count for piece in _checked_slices(where, topology))
+        for where, topology in _topology_assignments(obj)
+    )
+
+
+def expanded_size(obj: Mapping[str, Any], desired_api_version: str) -> int:
+    """An upper bound, in bytes, of the JSON the v1beta1 domains of :func:`expanded_domains` take."""
+    if not _expands(obj, desired_api_version):
+        return 0
+    return sum(
+        sum(piece.count * piece.bytes_per_domain for piece in _checked_slices(where, topology))
+        for where, topology in _topology_assignments(obj)
+    )
+
+
+def _expands(obj: Mapping[str, Any], desired_api_version: str) -> bool:
+    return (
+        isinstance(obj, Mapping)
+        and obj.get("kind") == "Workload"
+        and obj.get("apiVersion") == V1BETA2
+        and desired_api_version == V1BETA1
+    )
+
+
+class _Slice:
+    """One v1beta2 slice, its shape checked: ``count`` domains, a value source per level, the pod counts."""
+
+    __slots__ = ("bytes_per_domain", "count", "levels", "pods")
+
+    def __init__(self, count: int, levels: list[Obj], pods: Obj) -> None:
+        self.count = count
+        self.levels = levels
+        self.pods = pods
+        # {"values":[...],"count":N}, each value quoted, its characters at most 6 bytes escaped
+        longest = 0
+        for level in levels:
+            if level.get("universal") is not None:
+                longest += len(level["universal"])
+            else:
+                individual = level["individual"]
+                roots = max((len(root) for root in individual["roots"]), default=0)
+                longest += len(individual.get("prefix") or "") + roots + len(individual.get("suffix") or "")
+        self.bytes_per_domain = 32 + 3 * len(levels) + 6 * longest
+
+    def domains(self) -> list[Obj]:
+        counts = self.pods.get("individual")
+        universal_count = self.pods.get("universal")
+        columns = [_column(level, self.count) for level in self.levels]
+        return [
+            {
+                "values": [column[i] for column in columns],
+                "count": universal_count if counts is None else counts[i],
+            }
+            for i in range(self.count)
+        ]
+
+
+def _column(level: Obj, count: int) -> list[str]:
+    if level.get("universal") is not None:
+        return [level["universal"]] * count
+    individual = level["individual"]
+    prefix, suffix = individual.get("prefix") or "", individual.get("suffix") or ""
+    return [f"{prefix}{root}{suffix}" for root in individual["roots"]]
+
+
+def _checked_slices(where: str, topology: Obj) -> list[_Slice]:
+    """The slices of a v1beta2 topology assignment, refused unless shaped as the Workload CRD requires."""
+    levels = topology.get("levels")
+    if not isinstance(levels, list) or not all(isinstance(level, str) for level in levels):
+        raise ConversionError(f"{where}.levels must be a list of strings")
+    if len(levels) > _MAX_LEVELS:
+        raise ConversionError(f"{where}.levels: must have at most {_MAX_LEVELS} items")
+    raw = topology.get("slices")
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or len(raw) > _MAX_SLICES:
+        raise ConversionError(f"{where}.slices must be a list of at most {_MAX_SLICES} slices")
+    checked: list[_Slice] = []
+    total = 0
+    for index, piece in enumerate(raw):
+        at = f"{where}.slices[{index}]"
+        if not isinstance(piece, dict):
+            raise ConversionError(f"{at} must be an object")
+        count = piece.get("domainCount")
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_DOMAINS:
+            raise ConversionError(
+                f"{at}.domainCount: must be a whole number from 1 to {MAX_DOMAINS}, got {shown(count)}"
+            )
+        total += count
+        if total > MAX_DOMAINS:
+            raise ConversionError(
+                f"{where}: the slices add up to more than {MAX_DOMAINS} domains, more than Kueue lists for "
+                "one pod set and this webhook expands; read this Workload as kueue.x-k8s.io/v1beta2"
+            )
+        per_level = piece.get("valuesPerLevel")
+        if not isinstance(per_level, list) or len(per_level) != len(levels):
+            raise ConversionError(
+                f"{at}.valuesPerLevel must have the same length as the number of levels ({len(levels)})"
+            )
+        for level_index, level in enumerate(per_level):
+            _check_level(f"{at}.valuesPerLevel[{level_index}]", level, count)
+        pods = piece.get("podCounts")
+        if not isinstance(pods, dict) or _one_of(pods) is None:
+            raise ConversionError(f"{at}.podCounts: exactly one of universal and individual must be set")
+        if pods.get("universal") is not None and (
+            not isinstance(pods["universal"], int) or isinstance(pods["universal"], bool)
+        ):
+            raise ConversionError(f"{at}.podCounts.universal must be a whole number")
+        if pods.get("individual") is not None and not _int_list(pods["individual"], count):
+            raise ConversionError(
+                f"{at}.podCounts.individual must be a list of whole numbers of length equal to domainCount"
+            )
+        checked.append(_Slice(count, per_level, pods))
+    return checked
+
+
+def _check_level(at: str, level: Any, count: int) -> None:
+    if not isinstance(level, dict) or _one_of(level) is None:
+        raise ConversionError(f"{at}: exactly one of the fields in [universal individual] must be set")
+    if level.get("universal") is not None:
+        if not isinstance(level["universal"], str):
+            raise ConversionError(f"{at}.universal must be a string")
+        return
+    individual = level["individual"]
+    if not isinstance(individual, dict):
+        raise ConversionError(f"{at}.individual must be an object")
+    for affix in ("prefix", "suffix"):
+        if individual.get(affix) is not None and not isinstance(individual[affix], str):
+            raise ConversionError(f"{at}.individual.{affix} must be a string")
+    roots = individual.get("roots")
+    if not isinstance(roots, list) or len(roots) != count or not all(isinstance(r, str) for r in roots):
+        raise ConversionError(
+            f"{at}.individual.roots must be a list of strings of length equal to domainCount ({count})"
+        )
+
+
+def _one_of(values: Obj) -> str | None:
+    """The one of ``universal`` / ``individual`` that is set (not null), None unless exactly one is."""
+    present = [key for key in ("universal", "individual") if values.get(key) is not None]
+    return present[0] if len(present) == 1 else None
+
+
+def _int_list(values: Any, length: int) -> bool:
+    return (
+        isinstance(values, list)
+        and len(values) == length
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    )
+
+
+def _slices_to_domains(where: str, topology: Obj) -> None:
     """v1beta2's compressed slices expanded to v1beta1's one entry per domain, in order.
 
     Decoding as Kueue's pkg/util/tas (InternalSeqFrom): per slice, ``domainCount`` domains; each level's value
     is ``universal`` or ``prefix + roots[i] + suffix``; the pod count is ``universal`` or ``individual[i]``.
     """
-    levels = topology.get("levels") or []
-    domains = []
-    for piece in topology.pop("slices", None) or []:
-        per_level = piece.get("valuesPerLevel") or []
-        counts = piece.get("podCounts") or {}
-        for i in range(int(piece.get("domainCount") or 0)):
-            values = [_value_at(per_level[level], i) for level in range(len(levels))]
-            count = counts["universal"] if counts.get("universal") is not None else counts["individual"][i]
-            domains.append({"values": values, "count": count})
+    domains: list[Obj] = []
+    for piece in _checked_slices(where, topology):
+        domains.extend(piece.domains())
+    topology.pop("slices", None)
     topology["domains"] = domains
 
 
-def _value_at(values: Mapping[str, Any], index: int) -> str:
-    if values.get("universal") is not None:
-        return str(values["universal"])
-    individual = values.get("individual") or {}
-    return f"{individual.get('prefix') or ''}{individual['roots'][index]}{individual.get('suffix') or ''}"
-
-
-def _domains_to_slices(topology: Obj) -> None:
+def _domains_to_slices(where: str, topology: Obj) -> None:
     """v1beta1's domains as one v1beta2 slice: a level or count that is the same everywhere is ``universal``.
 
     A valid encoding of the same assignment; Kueue's encoder may further split it into prefix runs, which
@@ -246,17 +438,29 @@ def _domains_to_slices(topology: Obj) -> None:
     if not domains:
         topology.pop("slices", None)
         return
-    levels = len(topology.get("levels") or [])
+    levels = topology.get("levels")
+    if not isinstance(levels, list) or len(levels) > _MAX_LEVELS:
+        raise ConversionError(f"{where}.levels must be a list of at most {_MAX_LEVELS} strings")
+    if not isinstance(domains, list):
+        raise ConversionError(f"{where}.domains must be a list")
+    for index, domain in enumerate(domains):
+        values = domain.get("values") if isinstance(domain, dict) else None
+        if not isinstance(values, list) or len(values) < len(levels):
+            raise ConversionError(f"{where}.domains[{index}].values must have a value for each of the levels")
     per_level = []
-    for level in range(levels):
+    for level in range(len(levels)):
         values = [d["values"][level] for d in domains]
-        if len(set(values)) == 1:
+        if len(set(map(_hashable, values))) == 1:
             per_level.append({"universal": values[0]})
         else:
             per_level.append({"individual": {"roots": values}})
     counts = [d.get("count", 0) for d in domains]
-    pod_counts = {"universal": counts[0]} if len(set(counts)) == 1 else {"individual": counts}
+    pod_counts = {"universal": counts[0]} if len(set(map(_hashable, counts))) == 1 else {"individual": counts}
     topology["slices"] = [{"domainCount": len(domains), "valuesPerLevel": per_level, "podCounts": pod_counts}]
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | None) else orjson.dumps(value)
 
 
 # ---- AdmissionCheck ----------------------------------------------------------------------------------------

@@ -5,6 +5,12 @@ convertedObjects, result}`` with the objects in the same order. As with admissio
 apart: a body that is not a ConversionReview at all raises :class:`ConversionReviewError` (the server answers
 HTTP 400 with its message); a review whose objects cannot be converted is answered with ``result: {status:
 Failure, message}``, which kube-apiserver passes on to the client, and nothing is converted.
+
+A review is measured before anything is converted (see :mod:`webhook.api.bounds` for the body): a list
+that kube-apiserver converts in one review may expand to at most :data:`MAX_REVIEW_DOMAINS` v1beta1
+topology domains, of at most :data:`MAX_RESPONSE_BYTES` of JSON, and the review must nest no deeper than
+:data:`~webhook.api.bounds.MAX_DEPTH`. Beyond that the review fails with a message saying what to do (list
+fewer objects at a time, or read v1beta2), which kube-apiserver shows to the client.
 """
 
 from __future__ import annotations
@@ -13,15 +19,35 @@ from typing import Any
 
 import orjson
 
-from webhook.api.conversion import ConversionError, convert
+from webhook.api.bounds import BoundsError, check_body, check_depth, shown
+from webhook.api.conversion import ConversionError, convert, expanded_domains, expanded_size
 
-__all__ = ["CONVERSION_API_VERSION", "ConversionReviewError", "answer_review"]
+__all__ = [
+    "CONVERSION_API_VERSION",
+    "MAX_RESPONSE_BYTES",
+    "MAX_REVIEW_DOMAINS",
+    "ConversionReviewError",
+    "answer_review",
+    "expands_at_most",
+]
 
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
+#: v1beta1 topology domains one review may expand to (two Workloads at Kueue's largest assignment)
+MAX_REVIEW_DOMAINS = 200_000
+#: the level of ``request.objects`` in a ConversionReview (review, request, objects)
+_OBJECTS_LEVEL = 3
+#: what the expanded domains of one review may add to the answer
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 class ConversionReviewError(ValueError):
-    """The body is not a ConversionReview v1 request; answered with HTTP 400."""
+    """The body is not a ConversionReview v1 request, or is beyond the bounds; answered with an HTTP
+    ``Status`` of ``code`` (400, 413 above the size bound) and ``reason``."""
+
+    def __init__(self, message: str, *, reason: str = "BadRequest", code: int = 400) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
 
 
 def answer_review(body: bytes) -> bytes:
@@ -29,6 +55,11 @@ def answer_review(body: bytes) -> bytes:
     uid, desired, objects = _parse(body)
     converted = []
     try:
+        try:
+            check_depth(objects, start=_OBJECTS_LEVEL)
+        except BoundsError as exc:
+            raise ConversionError(str(exc)) from None
+        _check_expansion(objects, desired)
         for index, obj in enumerate(objects):
             try:
                 converted.append(convert(obj, desired))
@@ -43,7 +74,38 @@ def answer_review(body: bytes) -> bytes:
     )
 
 
+def expands_at_most(body: bytes, domains: int) -> bool:
+    """Whether answering ``body`` expands at most ``domains`` v1beta1 topology domains (true for a body
+    :func:`answer_review` refuses outright: refusing is cheap). Decodes the body: for small bodies only."""
+    try:
+        _, desired, objects = _parse(body)
+        return sum(expanded_domains(obj, desired) for obj in objects) <= domains
+    except (ConversionReviewError, ConversionError):
+        return True
+
+
+def _check_expansion(objects: list[Any], desired: str) -> None:
+    """Refuse, before converting any, a review whose objects would expand beyond the review's budget."""
+    domains = size = 0
+    for index, obj in enumerate(objects):
+        try:
+            domains += expanded_domains(obj, desired)
+            size += expanded_size(obj, desired)
+        except ConversionError as exc:
+            raise ConversionError(f"objects[{index}]: {exc}") from exc
+        if domains > MAX_REVIEW_DOMAINS or size > MAX_RESPONSE_BYTES:
+            raise ConversionError(
+                f"objects[0..{index}] expand to more than {MAX_REVIEW_DOMAINS} v1beta1 topology domains or "
+                f"{MAX_RESPONSE_BYTES} bytes; list fewer Workloads at a time (kubectl --chunk-size) or read "
+                "them as kueue.x-k8s.io/v1beta2"
+            )
+
+
 def _parse(body: bytes) -> tuple[str, str, list[Any]]:
+    try:
+        check_body(body)
+    except BoundsError as exc:
+        raise ConversionReviewError(str(exc), reason=exc.reason, code=exc.code) from None
     try:
         review = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -53,7 +115,7 @@ def _parse(body: bytes) -> tuple[str, str, list[Any]]:
     if review.get("kind") != "ConversionReview" or review.get("apiVersion") != CONVERSION_API_VERSION:
         raise ConversionReviewError(
             f"expected a ConversionReview of apiVersion {CONVERSION_API_VERSION}, got kind "
-            f"{review.get('kind')!r} apiVersion {review.get('apiVersion')!r}"
+            f"{shown(review.get('kind'))} apiVersion {shown(review.get('apiVersion'))}"
         )
     request = review.get("request")
     if not isinstance(request, dict):

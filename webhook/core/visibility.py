@@ -18,6 +18,7 @@ and a lookup for the metadata Kueue copies (name, namespace, ownerReferences, cr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,8 @@ GROUP_VERSION = f"{GROUP}/{VERSION}"
 #: Kueue's constants.DefaultPendingWorkloadsLimit and MaxPendingWorkloadsLimit
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: the metadata of a Workload by (namespace, name); None when the store no longer holds it
 WorkloadLookup = Callable[[str, str], Mapping[str, Any] | None]
 
@@ -73,10 +76,14 @@ def parse_page(query: Mapping[str, str]) -> Page:
         text = query.get(name)
         if text is None or text == "":
             continue
-        try:
-            values[name] = int(text)
-        except ValueError:
-            raise VisibilityError(f"{name}: not a whole number: {text!r}") from None
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        if not _INTEGER.fullmatch(text):
+            raise VisibilityError(f"{name}: not a whole number: {shown!r}")
+        value = int(text)
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            # Kueue reads both as int64: a value beyond is a bad request, not a huge page
+            raise VisibilityError(f"{name}: {shown} is out of range for a 64-bit integer")
+        values[name] = value
     limit = values.get("limit", 0) or DEFAULT_LIMIT
     return Page(offset=max(values.get("offset", 0), 0), limit=min(max(limit, 0), MAX_LIMIT))
 

@@ -20,6 +20,7 @@ from webhook.api.config import Configuration
 from webhook.certs import CertificateSet, ensure_certificates
 from webhook.http.app import create_app
 from webhook.http.server import WebhookServer
+from webhook.http.visibility import Visibility
 
 
 @dataclass
@@ -46,7 +47,9 @@ def make_certs(directory: Path) -> CertificateSet:
 
 
 @asynccontextmanager
-async def running_webhook(directory: Path, *, reload_interval: float = 0.05) -> AsyncIterator[Webhook]:
+async def running_webhook(
+    directory: Path, *, reload_interval: float = 0.05, visibility: Visibility | None = None
+) -> AsyncIterator[Webhook]:
     certs = make_certs(directory)
     view = StaticClusterView(
         namespaces={"golden-hooked": {"kubernetes.io/metadata.name": "golden-hooked"}},
@@ -55,7 +58,13 @@ async def running_webhook(directory: Path, *, reload_interval: float = 0.05) -> 
     registry = CollectorRegistry()
     config = [Configuration()]
     ready = [True]
-    app = create_app(view=view, config=lambda: config[0], registry=registry, ready=lambda: ready[0])
+    app = create_app(
+        view=view,
+        config=lambda: config[0],
+        registry=registry,
+        ready=lambda: ready[0],
+        visibility=visibility,
+    )
     server = WebhookServer(
         app,
         cert_file=certs.cert,
@@ -72,7 +81,7 @@ async def running_webhook(directory: Path, *, reload_interval: float = 0.05) -> 
 
 
 @contextmanager
-def webhook_in_thread(directory: Path) -> Iterator[Webhook]:
+def webhook_in_thread(directory: Path, *, visibility: Visibility | None = None) -> Iterator[Webhook]:
     """The same server on its own event loop thread, for synchronous (hypothesis) tests."""
     loop = asyncio.new_event_loop()
     started: list[Webhook] = []
@@ -80,7 +89,7 @@ def webhook_in_thread(directory: Path) -> Iterator[Webhook]:
     stop = asyncio.Event()
 
     async def main() -> None:
-        async with running_webhook(directory) as webhook:
+        async with running_webhook(directory, visibility=visibility) as webhook:
             started.append(webhook)
             done.set()
             await stop.wait()

@@ -183,3 +183,13 @@ def test_workload_pod_set_template_labels_and_annotations_are_validated_as_a_pod
         "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
         "(e.g. 'example.com/MyName')]"
     )
+
+
+def test_an_old_workload_whose_spec_and_status_are_not_objects_is_a_denial_not_an_internal_error() -> None:
+    new = golden_object("kueue-workload-create")
+    new.setdefault("status", {})["clusterName"] = ["a"]
+    old = copy.deepcopy(new)
+    old["spec"] = True  # a hostile caller's oldObject: the API server never sends one of the wrong shape
+    old["status"] = {"conditions": copy.deepcopy(RESERVED), "nominatedClusterNames": {}}
+    verdict = validate(new, old, "UPDATE")
+    assert verdict.code in (200, 403), verdict

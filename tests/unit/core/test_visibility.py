@@ -129,6 +129,26 @@ def test_a_limit_that_is_not_a_number_is_a_clear_error() -> None:
         vis.parse_page({"limit": "ten"})
 
 
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"offset": "9" * 5000}, r"offset: not a whole number: '9{37}\.\.\.'"),  # shown cut, never echoed
+        ({"limit": "9223372036854775808"}, "limit: 9223372036854775808 is out of range for a 64-bit integer"),
+        ({"offset": "1_000"}, "offset: not a whole number"),  # Go's ParseInt takes no underscores
+        ({"limit": " 5"}, "limit: not a whole number"),
+    ],
+)
+def test_limit_and_offset_beyond_kueues_int64_parameters_are_refused(
+    query: dict[str, str], message: str
+) -> None:
+    with pytest.raises(vis.VisibilityError, match=message):
+        vis.parse_page(query)
+
+
+def test_the_largest_int64_offset_is_an_empty_page_not_an_error() -> None:
+    assert vis.parse_page({"offset": str(2**63 - 1)}) == vis.Page(2**63 - 1, 1000)
+
+
 def test_discovery_lists_the_queues_and_their_pendingworkloads_subresources() -> None:
     resources = vis.api_resource_list()
     assert resources["groupVersion"] == "visibility.kueue.x-k8s.io/v1beta2"
