@@ -49,8 +49,8 @@ from webhook.admission.routes import ROUTES, Handler
 from webhook.admission.view import ClusterView
 from webhook.api.bounds import MAX_BODY_BYTES
 from webhook.api.config import Configuration
-from webhook.api.integrations.owners import OwnerAnswer
 from webhook.api.conversion_review import ConversionReviewError, answer_review, expands_at_most
+from webhook.api.integrations.owners import OwnerAnswer
 from webhook.http.limits import (
     BODY_READ_SECONDS,
     INLINE_BODY_BYTES,
