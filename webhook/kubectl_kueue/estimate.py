@@ -171,16 +171,17 @@ def estimate_start(target: JSON, state: LiveState, *, now: datetime) -> Estimate
         for q in state.local_queues
         if str((q.get("spec") or {}).get("clusterQueue", "")) in members
     ]
-    without_limit = 0
+    running_unknown = pending_unknown = 0
     for workload in admitted:
         limit = _limit(workload)
         since = _admitted_at(workload) or now
         runtime = None if limit is None else elapsed + limit - (now - since).total_seconds()
-        without_limit += limit is None
+        running_unknown += limit is None
         documents.append(_stamped(workload, 0.0, runtime))
     for workload, moment in zip(pending, created, strict=True):
-        without_limit += _limit(workload) is None
+        pending_unknown += _limit(workload) is None and _meta(workload).get("name") != _name(target)
         documents.append(_stamped(workload, (moment - base).total_seconds(), _limit(workload)))
+    without_limit = running_unknown + pending_unknown
     counts = (len(admitted), len(pending), without_limit)
     try:
         scenario = scenario_from_documents(_sources(documents))
@@ -190,8 +191,9 @@ def estimate_start(target: JSON, state: LiveState, *, now: datetime) -> Estimate
     record = result.records.get(target_key)
     if record is None or record.admitted_at is None:
         reason = (
-            f"{without_limit} Workload(s) of the cohort run for an unknown time (no "
-            "maximumExecutionTimeSeconds) and it can only start after some of them finish"
+            f"{running_unknown} admitted and {pending_unknown} other pending Workload(s) of the cohort have "
+            "no maximumExecutionTimeSeconds, so how long they run is unknown, and it can only start after "
+            "some of them finish"
             if without_limit
             else "the replay never admits it with the quota as it is (see the reason above)"
         )
