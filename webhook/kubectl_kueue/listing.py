@@ -135,21 +135,7 @@ async def _workload_rows(session: Session, workloads: list[JSON], now: datetime)
             if exc.status != 404:
                 raise
             local_queues[key] = None
-    positions: dict[tuple[str, str], int] = {}
-    queues = {
-        workload_cluster_queue(w, local_queues) for w in workloads if workload_status(w) == "pending"
-    } - {""}
-    for queue in sorted(queues):
-        try:
-            summary = await pending_summary(session.client, f"clusterqueues/{queue}/pendingworkloads")
-        except ApiError as exc:
-            warn(f"no queue positions for ClusterQueue {queue}: {describe_error(exc)}")
-            continue
-        for item in (summary or {}).get("items") or []:
-            meta = item.get("metadata") or {}
-            positions[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = int(
-                item.get("positionInLocalQueue", 0)
-            )
+    positions = await _positions(session, workloads, local_queues)
     api_versions = {
         str(ref.get("apiVersion", ""))
         for w in workloads
@@ -160,6 +146,43 @@ async def _workload_rows(session: Session, workloads: list[JSON], now: datetime)
         workload_row(w, now=now, local_queues=local_queues, positions=positions, names=names)
         for w in workloads
     ]
+
+
+async def _positions(
+    session: Session, workloads: list[JSON], local_queues: dict[tuple[str, str], JSON | None]
+) -> dict[tuple[str, str], int]:
+    """(namespace, name) -> positionInLocalQueue of the pending Workloads listed: one ClusterQueue read each,
+    or, where that is forbidden (a namespace's user has Kueue's LocalQueue viewer role only), one read per
+    LocalQueue."""
+    waiting: dict[str, set[tuple[str, str]]] = {}
+    for workload in workloads:
+        queue = workload_cluster_queue(workload, local_queues)
+        if queue and workload_status(workload) == "pending":
+            meta = workload["metadata"]
+            local = (str(meta.get("namespace", "")), str((workload.get("spec") or {}).get("queueName", "")))
+            waiting.setdefault(queue, set()).add(local)
+    summaries: list[JSON | None] = []
+    for queue in sorted(waiting):
+        try:
+            summaries.append(await pending_summary(session.client, f"clusterqueues/{queue}/pendingworkloads"))
+            continue
+        except ApiError as exc:
+            if exc.status != 403:
+                warn(f"no queue positions for ClusterQueue {queue}: {describe_error(exc)}")
+                continue
+        for namespace, name in sorted(waiting[queue]):
+            try:
+                path = f"namespaces/{namespace}/localqueues/{name}/pendingworkloads"
+                summaries.append(await pending_summary(session.client, path))
+            except ApiError as exc:
+                warn(f"no queue positions for LocalQueue {namespace}/{name}: {describe_error(exc)}")
+    positions: dict[tuple[str, str], int] = {}
+    for summary in summaries:
+        for item in (summary or {}).get("items") or []:
+            meta = item.get("metadata") or {}
+            key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+            positions[key] = int(item.get("positionInLocalQueue", 0))
+    return positions
 
 
 def _nothing(args: argparse.Namespace, namespace: str | None, err: TextIO) -> int:
