@@ -23,20 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
-from tests.e2e.support import certificates, start_replica
+from tests.e2e.install import REPO_ROOT
+from tests.e2e.support import CONTROLLER_MANIFESTS, certificates, start_replica
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 SCRIPTS = Path(sys.executable).parent
 APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 TIMEOUT = 90.0
+VISIBILITY = CONTROLLER_MANIFESTS / "visibility.yaml"
 
 
-async def run(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
+async def run(*argv: str, stdin: str | None = None, kubeconfig: Path | None = None) -> tuple[int, str, str]:
     """A command without blocking the event loop the replica answers on."""
-    env = {**os.environ, "KUBECONFIG": KUBECONFIG, "NO_COLOR": "1"}
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig or KUBECONFIG), "NO_COLOR": "1"}
     env["PATH"] = f"{SCRIPTS}{os.pathsep}{env.get('PATH', '')}"
     process = await asyncio.create_subprocess_exec(
         *argv,
@@ -55,9 +58,9 @@ async def kubectl(*args: str, stdin: str | None = None) -> str:
     return out
 
 
-async def kubectl_kueue(*args: str) -> tuple[int, str, str]:
+async def kubectl_kueue(*args: str, kubeconfig: Path | None = None) -> tuple[int, str, str]:
     """``kubectl kueue ...``: kubectl finds the plugin on PATH."""
-    return await run(KUBECTL, "kueue", *args)
+    return await run(KUBECTL, "kueue", *args, kubeconfig=kubeconfig)
 
 
 async def get(*args: str) -> JSON:
@@ -147,6 +150,42 @@ async def table(namespace: str) -> dict[str, list[str]]:
     return rows
 
 
+async def namespace_editor(ns: str, directory: Path) -> Path:
+    """A kubeconfig of a ServiceAccount bound to ``edit`` in ``ns`` only, once kube-apiserver's RBAC lets it
+    list the namespace's Workloads (the shipped roles are folded into ``edit`` asynchronously)."""
+    roles = [d for d in yaml.safe_load_all(VISIBILITY.read_text()) if d["kind"] == "ClusterRole"]
+    await kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(roles))
+    await kubectl("apply", "-k", str(REPO_ROOT / "manifests" / "roles"))
+    await kubectl("create", "serviceaccount", "member", "-n", ns)
+    await kubectl(
+        "create",
+        "rolebinding",
+        "member-edit",
+        "-n",
+        ns,
+        "--clusterrole=edit",
+        f"--serviceaccount={ns}:member",
+    )
+    token = (await kubectl("create", "token", "member", "-n", ns)).strip()
+    config = yaml.safe_load(Path(KUBECONFIG).read_text())
+    config["users"] = [{"name": "member", "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = "member"
+        context["context"]["namespace"] = ns
+    path = directory / "member.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+
+    async def allowed() -> bool:
+        can_i = (KUBECTL, "--kubeconfig", str(path), "auth", "can-i")
+        _, workloads, _ = await run(*can_i, "list", "workloads.kueue.x-k8s.io")
+        pending = "localqueues.visibility.kueue.x-k8s.io"
+        _, positions, _ = await run(*can_i, "get", pending, "--subresource=pendingworkloads")
+        return workloads.strip() == positions.strip() == "yes"
+
+    await eventually(allowed, "the member to read the namespace's Workloads and LocalQueue positions")
+    return path
+
+
 async def suspended(namespace: str, name: str) -> bool:
     return bool((await get("job", name, "-n", namespace))["spec"].get("suspend"))
 
@@ -218,6 +257,23 @@ async def test_list_why_stop_and_resume_through_kubectls_plugin_mechanism(tmp_pa
             'Error from server (NotFound): jobs.batch "nope" not found\n',
         )
 
+        # a namespace's editor: positions per LocalQueue (the ClusterQueue's are not theirs to read), and
+        # `why` says what it could not read instead of failing
+        member = await namespace_editor(ns, tmp_path)
+        code, out, err = await kubectl_kueue("list", "wl", kubeconfig=member)
+        assert code == 0, err
+        assert [line.split()[5:7] for line in out.splitlines()[2:]] == [["PENDING", "0"], ["PENDING", "1"]]
+        code, out, err = await kubectl_kueue("why", "job/j2", kubeconfig=member)
+        assert code == 0, err
+        assert "1 in ClusterQueue, 1 in LocalQueue" in out
+        assert (
+            f"Note: ClusterQueue {ns}: Error from server (Forbidden): "
+            f'clusterqueues.kueue.x-k8s.io "{ns}" is forbidden' in out
+        )
+        assert (
+            "Estimated start: unknown: the cohort's Workloads and queues could not be read (see notes)" in out
+        )
+
         code, out, err = await kubectl_kueue("stop", "localqueue", "q", "-n", ns)
         assert (code, out) == (0, "localqueue.kueue.x-k8s.io/q\n"), err
         assert (await get("localqueue", "q", "-n", ns))["spec"]["stopPolicy"] == "HoldAndDrain"
@@ -233,6 +289,7 @@ async def test_list_why_stop_and_resume_through_kubectls_plugin_mechanism(tmp_pa
     finally:
         await run(KUBECTL, "delete", "apiservice", APISERVICE, "--ignore-not-found")
         await run(KUBECTL, "delete", "namespace", ns, "--wait=false")
+        await run(KUBECTL, "delete", "apiservice", APISERVICE, "--ignore-not-found")
         await run(KUBECTL, "delete", "clusterqueue,resourceflavor", ns, "--ignore-not-found")
         await serving.stop()
 
