@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,8 @@ async def test_errors_are_kubectls_and_exit_1(fake_api: FakeApiServer) -> None:
     config = fake_api.kubeconfig_path()
     code, out, err = await kueue(config, "why", "job/nope", "-n", "team-a")
     assert (code, out, err) == (1, "", 'Error from server (NotFound): jobs.batch "nope" not found\n')
+    code, _, err = await kueue(config, "why", "gizmo/x", "-n", "team-a")
+    assert (code, err) == (1, 'error: the server doesn\'t have a resource type "gizmo"\n')
     code, _, err = await kueue(config, "stop", "cq", "nope")
     assert (code, err) == (1, 'Error from server (NotFound): clusterqueues.kueue.x-k8s.io "nope" not found\n')
     code, _, err = await kueue(config, "list", "wl", "--status", "running")
@@ -199,3 +202,69 @@ async def test_create_queues_and_pass_through_to_kubectl(fake_api: FakeApiServer
         pytest.skip("kubectl is not installed: pass-through not checked")
     code, out, err = await kueue(config, "get", "cq", "cq1", "-o", "jsonpath={.spec.cohortName}")
     assert (code, out) == (0, "all"), err
+
+
+def direct_workload(name: str, *, seconds: int) -> JSON:
+    """A Workload made by hand (no Job), with the time limit Kueue evicts it at."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {
+            "queueName": "team-a-gpu",
+            "maximumExecutionTimeSeconds": seconds,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "busybox",
+                                    "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.mark.usefixtures("needs_script")
+async def test_why_estimates_the_start_from_the_running_workloads_time_limits(
+    fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    config = fake_api.kubeconfig_path(namespace="team-a")
+    async with replica(fake_api.kubeconfig_path(), tls=certificates(tmp_path / "tls")) as serving:
+        await asyncio.wait_for(serving.controller.leading.wait(), HANG)
+        await serve_visibility(fake_api, serving.port)
+        await fake_api.create(direct_workload("short", seconds=600))
+        await fake_api.create(direct_workload("long", seconds=3600))
+
+        def reserved(name: str) -> bool:
+            found = condition(fake_api.get("workloads", name, "team-a"), "QuotaReserved")
+            return found is not None and found["status"] == "True"
+
+        await fake_api.wait_for(lambda: reserved("short") and reserved("long"), timeout=HANG)
+        await fake_api.create(direct_workload("next", seconds=60))
+        await fake_api.wait_for(
+            lambda: (
+                (condition(fake_api.get("workloads", "next", "team-a"), "QuotaReserved") or {}).get("status")
+                == "False"
+            ),
+            timeout=HANG,
+        )
+        code, out, err = await kueue(config, "why", "workload/next", "-o", "json")
+        assert code == 0, err
+        start = json.loads(out)["estimatedStart"]
+        # "short" frees its 2 GPUs 600 s after its admission, a moment before this ran
+        assert start["unknown"] is None
+        assert start["replayed"] == {"admitted": 2, "pending": 1, "withoutMaximumExecutionTime": 0}
+        moment = datetime.fromisoformat(start["at"].replace("Z", "+00:00"))
+        assert 500 < (moment - datetime.now(UTC)).total_seconds() <= 601

@@ -34,7 +34,14 @@ from webhook.kubectl_kueue.columns import (
     workload_status,
 )
 from webhook.kubectl_kueue.output import dump, name_line
-from webhook.kubectl_kueue.reads import find_workload, kind_for, pending_summary, resource_names, warn
+from webhook.kubectl_kueue.reads import (
+    NotQueued,
+    find_workload,
+    kind_for,
+    pending_summary,
+    resource_names,
+    warn,
+)
 from webhook.kubectl_kueue.session import Session, describe_error
 from webhook.kubectl_kueue.table import render_table
 
@@ -102,6 +109,8 @@ async def _workloads(session: Session, args: argparse.Namespace, namespace: str 
     kind = await kind_for(session.client, word)
     try:
         _, obj = await find_workload(session.client, kind, name, session.namespace)
+    except NotQueued:
+        return None
     except ApiError as exc:
         if exc.status == 404:
             return None

@@ -30,6 +30,7 @@ from webhook.control.kube import ApiError, KubeClient
 
 __all__ = [
     "VISIBILITY",
+    "NotQueued",
     "find_workload",
     "kind_for",
     "match_type",
@@ -38,6 +39,12 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
+
+
+class NotQueued(LookupError):
+    """No such resource type, or no Workload for the object: told as ``error: ...`` (kubectl's wording)."""
+
+
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 _KUEUE_KINDS = (WORKLOADS, LOCAL_QUEUES, CLUSTER_QUEUES, RESOURCE_FLAVORS)
 
@@ -107,11 +114,7 @@ async def kind_for(client: KubeClient, word: str) -> Kind:
     """The resource ``word`` names; raises ApiError as the server would (kubectl's message)."""
     found = match_type(word, _known()) or match_type(word, await _discovered(client))
     if found is None:
-        raise ApiError(
-            status=404,
-            reason="",
-            message=f'the server doesn\'t have a resource type "{word}"',
-        )
+        raise NotQueued(f'the server doesn\'t have a resource type "{word}"')
     return found
 
 
@@ -183,9 +186,7 @@ async def find_workload(
         owners = (workload.get("metadata") or {}).get("ownerReferences") or []
         if labels.get(JOB_UID_LABEL) == uid or any(ref.get("uid") == uid for ref in owners):
             return workload, obj
-    raise ApiError(
-        status=404,
-        reason="NotFound",
-        message=f'no Workload for {kind.kind.lower()} "{name}" in namespace "{namespace}" '
-        "(is it labelled kueue.x-k8s.io/queue-name, and is its kind's integration enabled?)",
+    raise NotQueued(
+        f'no Workload for {kind.kind.lower()} "{name}" in namespace "{namespace}" '
+        "(is it labelled kueue.x-k8s.io/queue-name, and is its kind's integration enabled?)"
     )
