@@ -24,6 +24,7 @@ from tests.e2e.support import CONTROLLER_MANIFESTS, certificates, replica
 from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import condition
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
+from webhook import __version__
 
 JSON = dict[str, Any]
 SCRIPT = Path(sys.executable).parent / "kubectl-kueue"
@@ -268,3 +269,42 @@ async def test_why_estimates_the_start_from_the_running_workloads_time_limits(
         assert start["replayed"] == {"admitted": 2, "pending": 1, "withoutMaximumExecutionTime": 0}
         moment = datetime.fromisoformat(start["at"].replace("Z", "+00:00"))
         assert 500 < (moment - datetime.now(UTC)).total_seconds() <= 601
+
+
+@pytest.mark.usefixtures("needs_script")
+async def test_delete_workload_deletes_its_job_after_asking_and_version(fake_api: FakeApiServer) -> None:
+    await fake_api.apply_manifests(QUOTA)
+    config = fake_api.kubeconfig_path(namespace="team-a")
+    job = await fake_api.create(gpu_job("j0"))
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "j0",
+        "uid": job["metadata"]["uid"],
+        "controller": True,
+    }
+    owned = direct_workload("job-j0-abcde", seconds=60)
+    owned["metadata"]["ownerReferences"] = [owner]
+    await fake_api.create(owned)
+    await fake_api.create(direct_workload("alone", seconds=60))
+
+    code, out, _ = await kueue(config, "delete", "workload", "job-j0-abcde", stdin="n\n")
+    assert (code, out) == (
+        0,
+        "This operation will also delete:\n"
+        "  - jobs.batch/j0 associated with the team-a/job-j0-abcde workload\n"
+        "Do you want to proceed (y/n)? Deletion is canceled\n",
+    )
+    assert fake_api.get("jobs", "j0", "team-a") is not None
+    code, out, _ = await kueue(config, "delete", "kwl", "job-j0-abcde", "alone", "--yes")
+    assert (code, sorted(out.splitlines())) == (
+        0,
+        ["jobs.batch/j0 deleted", "workload.kueue.x-k8s.io/alone deleted"],
+    )
+    assert (
+        fake_api.get("jobs", "j0", "team-a") is None and fake_api.get("workloads", "alone", "team-a") is None
+    )
+    code, out, err = await kueue(config, "delete", "wl", "ghost")
+    assert (code, out, err) == (0, "", 'workloads.kueue.x-k8s.io "ghost" not found\n')
+
+    assert await kueue(config, "version") == (0, f"Client Version: {__version__}\n", "")

@@ -142,16 +142,23 @@ async def delete_command(
                 if exc.status != 404:
                     raise
                 print(exc.message, file=sys.stderr)
-    owned = [(w, (w.get("metadata") or {}).get("ownerReferences") or []) for w in workloads]
     if not workloads:
         return 0
+    owned: list[tuple[JSON, list[tuple[Kind, str]]]] = []
+    for workload in workloads:
+        refs = []
+        for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = await kind_for(session.client, f"{ref.get('kind', '')}.{group}".rstrip("."))
+            refs.append((kind, str(ref.get("name", ""))))
+        owned.append((workload, refs))
     if args.dry_run == "none" and not args.yes and any(refs for _, refs in owned):
         if args.all:
             message = "This operation will also delete the jobs associated with these workloads.\n"
         else:
             lines = [
-                f"  - {', '.join(ref.get('kind', '').lower() + '/' + ref.get('name', '') for ref in refs)} "
-                f"associated with the {w['metadata'].get('namespace')}/{w['metadata'].get('name')} workload\n"
+                f"  - {', '.join(_resource(kind, name) for kind, name in refs)} associated with the "
+                f"{w['metadata'].get('namespace')}/{w['metadata'].get('name')} workload\n"
                 for w, refs in owned
                 if refs
             ]
@@ -160,26 +167,24 @@ async def delete_command(
             out.write("Deletion is canceled\n")
             return 0
     suffix = {"client": " (client dry run)", "server": " (server dry run)"}.get(args.dry_run, "")
+    query = {"dryRun": "All"} if args.dry_run == "server" else None
     for workload, refs in owned:
         namespace = str(workload["metadata"].get("namespace", ""))
-        query = {"dryRun": "All"} if args.dry_run == "server" else None
         if not refs:
             if args.dry_run != "client":
-                await _delete(
-                    session, WORKLOADS.path(namespace=namespace, name=workload["metadata"]["name"]), query
-                )
+                path = WORKLOADS.path(namespace=namespace, name=workload["metadata"]["name"])
+                await _delete(session, path, query)
             out.write(name_line(workload, "deleted", args.dry_run) + "\n")
-            continue
-        for ref in refs:
-            kind = await kind_for(
-                session.client,
-                f"{ref.get('kind', '')}.{str(ref.get('apiVersion', '')).rpartition('/')[0]}".rstrip("."),
-            )
+        for kind, name in refs:
             if args.dry_run != "client":
-                await _delete(session, kind.path(namespace=namespace, name=str(ref.get("name"))), query)
-            group = f".{kind.group}" if kind.group else ""
-            out.write(f"{kind.plural}{group}/{ref.get('name')} deleted{suffix}\n")
+                await _delete(session, kind.path(namespace=namespace, name=name), query)
+            out.write(f"{_resource(kind, name)} deleted{suffix}\n")
     return 0
+
+
+def _resource(kind: Kind, name: str) -> str:
+    """``jobs.batch/name``: a GroupResource and a name, as kueuectl names what it deletes."""
+    return f"{kind.plural}{'.' + kind.group if kind.group else ''}/{name}"
 
 
 async def _delete(session: Session, path: str, query: dict[str, str] | None) -> None:
