@@ -4,9 +4,10 @@ queue positions from the visibility API, and the Workload of a Job (or of any qu
 A type on the command line (``job``, ``jobsets.jobset.x-k8s.io``, ``pytorchjob``, ``pod``) is matched against
 the queued kinds this project knows first, then against discovery, as kubectl's REST mapper matches it
 (plural, singular, short name or kind, optionally ``.group``). The Workload of an object is found as the
-controller names it (``engine.workload_name``: kind, name and uid; a pod group's is the group's name), then by
-owner reference, as kueuectl's ``--for`` falls back to. A pending-workloads read answered 503 (a replica
-that does not lead) is retried, as the Service sends every other request to the leader.
+controller names it (``engine.workload_name``: kind, name and uid; for a pod, first the Workload its owner
+made for it (``prebuilt-workload-name``, a StatefulSet's), then its group's), then by owner reference, as
+kueuectl's ``--for`` falls back to. A pending-workloads read answered 503 (a replica that does not lead) is
+retried, as the Service sends every other request to the leader.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 
 from webhook.api.integrations import BUILTIN
 from webhook.api.integrations.engine import JOB_UID_LABEL, workload_name
-from webhook.api.integrations.pod_groups import PREBUILT_WORKLOAD, group_name
+from webhook.api.integrations.pod_groups import group_name
+from webhook.api.integrations.statefulsets import prebuilt_workload_name
 from webhook.control.kinds import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
@@ -171,8 +173,7 @@ async def find_workload(
     uid = str(meta.get("uid", ""))
     candidates = []
     if kind.kind == "Pod" and kind.group == "":
-        prebuilt = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD)
-        candidates += [n for n in (prebuilt, group_name(obj)) if n]
+        candidates += [n for n in (prebuilt_workload_name(obj), group_name(obj)) if n]
     candidates.append(workload_name(name, uid, kind=kind.kind, group=kind.group))
     for candidate in candidates:
         try:
