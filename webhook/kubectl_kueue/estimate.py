@@ -55,7 +55,7 @@ class LiveState:
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """``start`` when known; otherwise ``unknown`` says why. ``basis`` names the Workloads it rests on."""
+    """``start`` when known; otherwise ``unknown`` says why. The counts say what the replay rested on."""
 
     start: datetime | None
     unknown: str = ""
