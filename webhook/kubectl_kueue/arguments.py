@@ -236,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kubectl kueue",
         description="Kueue's kubectl plugin (kueuectl's commands), and `why` a Job waits.",
+        epilog="get, describe, edit and patch of a Kueue kind (workloads, localqueues, clusterqueues, "
+        "resourceflavors), and delete of any but a workload, are handed to kubectl.",
     )
     _global(parser, top=True)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
