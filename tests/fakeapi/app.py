@@ -136,6 +136,9 @@ class Handlers:
         return json_response({"kind": "APIGroup", "apiVersion": "v1", **body})
 
     async def group_version(self, request: web.Request) -> web.Response:
+        proxied = await self.server.aggregator.forward(request, request[USER_KEY])
+        if proxied is not None:
+            return proxied
         body = discovery.resource_list(
             self.server.registry, request.match_info["group"], request.match_info["version"]
         )
@@ -209,6 +212,10 @@ class Handlers:
         return options
 
     async def resource(self, request: web.Request) -> web.StreamResponse:
+        if request.path.startswith("/apis/"):
+            proxied = await self.server.aggregator.forward(request, request[USER_KEY])
+            if proxied is not None:
+                return proxied
         target = self._target(request)
         method = request.method
         if not target.rtype.stored:

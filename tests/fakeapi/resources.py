@@ -188,7 +188,8 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
             namespaced=False,
             categories=("api-extensions",),
         ),
-        # Stored only (the fake does not aggregate), so that `kubectl apply -k manifests/` works.
+        # Stored (so that `kubectl apply -k manifests/` works); one naming a Service is served by proxy to it
+        # (tests/fakeapi/aggregator.py).
         _builtin(
             "apiregistration.k8s.io",
             "v1",

@@ -24,6 +24,7 @@ import yaml
 from aiohttp import web
 
 from tests.fakeapi.admission import WebhookAdmission
+from tests.fakeapi.aggregator import Aggregator
 from tests.fakeapi.api import PATCH_MERGE, Api
 from tests.fakeapi.app import build_app
 from tests.fakeapi.conversion import WebhookConversion
@@ -85,6 +86,7 @@ class FakeApiServer:
         self.tokens = TokenTable()
         self.admission = WebhookAdmission(store=self.store)
         self.conversion = WebhookConversion(admission=self.admission)
+        self.aggregator = Aggregator(self)
         self.api = Api(
             store=self.store,
             registry=self.registry,
@@ -157,6 +159,7 @@ class FakeApiServer:
             self._runner = None
         await self.admission.close()
         await self.conversion.close()
+        await self.aggregator.close()
 
     async def close(self) -> None:
         await self.stop()
@@ -362,5 +365,6 @@ class FakeApiServer:
         return self.admission.calls
 
     def set_service_endpoint(self, *, namespace: str, name: str, address: str) -> None:
-        """Where a webhook `clientConfig.service` points (host:port), since there is no cluster network."""
+        """Where a webhook `clientConfig.service` or an APIService points (host:port), since there is no
+        cluster network."""
         self.admission.service_endpoints[(namespace, name)] = address
