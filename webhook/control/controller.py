@@ -121,6 +121,10 @@ class Controller:
             budget=self.health,
         )
         self.scheduler = SchedulerLoop(self.context)
+        #: the pending queues of a replica that does not lead, for the visibility API: fed the same store
+        #: changes as the scheduler's (its feeding only: it never runs a cycle nor writes), so every replica
+        #: ranks the same store contents alike; emptied while leading, rebuilt when leadership is lost
+        self.queues_mirror = SchedulerLoop(self.context)
         self.reconciler = JobReconciler(self.context)
         self.pods_ready = PodsReadyTimers(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
@@ -174,9 +178,15 @@ class Controller:
         return self.store.is_synced(informer.kind for informer in self.informers)
 
     def leading_scheduler(self) -> SchedulerState | None:
-        """The scheduler's state while this replica leads (the visibility API's queues); None otherwise: a
-        replica that does not lead is not fed changes, so its queues would be stale."""
+        """The scheduler's state while this replica leads; None otherwise (its queues are not fed)."""
         return self.scheduler.state if self.leading.is_set() else None
+
+    def pending_queues(self) -> SchedulerState | None:
+        """The visibility API's queues: the scheduler's while leading, the mirror's otherwise; None before
+        the caches are synced (a partial list would rank Workloads wrongly)."""
+        if self.leading.is_set():
+            return self.scheduler.state
+        return self.queues_mirror.state if self.synced.is_set() else None
 
     def _core(self) -> SchedulerState:
         """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
@@ -198,6 +208,7 @@ class Controller:
         self.following.clear()
         log.info("leading: scheduling task started", extra={"identity": self.identity})
         self.scheduler.rebuild()
+        self.queues_mirror.state = SchedulerState()  # the scheduler's own queues answer now
         self._apply_fair_sharing(self.configuration())
         self.reconciler.resync()
         self.pods_ready.resync()
@@ -224,10 +235,14 @@ class Controller:
         for task in self._leader_tasks:
             task.cancel()
         self._leader_tasks = []
+        self.queues_mirror.rebuild()
+        self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
         log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
 
     def _dispatch(self, change: Change) -> None:
         if not self.leading.is_set():
+            if self.synced.is_set():  # before that, the rebuild at sync feeds it everything at once
+                self.queues_mirror.on_change(change)
             return
         self.scheduler.on_change(change)
         self.reconciler.on_change(change)
@@ -266,13 +281,16 @@ class Controller:
 
     def _apply_fair_sharing(self, configuration: Configuration) -> None:
         """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
-        fair = configuration.fair_sharing
-        self.scheduler.state.configure_fair_sharing(
-            enabled=fair.enable, strategies=fair.preemption_strategies
-        )
+        self._configure_fair_sharing(self.scheduler.state, configuration)
+        self._configure_fair_sharing(self.queues_mirror.state, configuration)
         self.scheduler.kick()
         self.status.mark_all()
         self.fair_sharing.mark_all()
+
+    @staticmethod
+    def _configure_fair_sharing(state: SchedulerState, configuration: Configuration) -> None:
+        fair = configuration.fair_sharing
+        state.configure_fair_sharing(enabled=fair.enable, strategies=fair.preemption_strategies)
 
     # -- running -----------------------------------------------------------------------------------------
 
@@ -291,6 +309,9 @@ class Controller:
         self._watch_integrations(self.configuration())
         try:
             await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+            if self.elector is not None:  # without one this replica leads at once: no mirror needed
+                self.queues_mirror.rebuild()
+                self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
             self.synced.set()
             # Everything listed so far lives as long as its object does; moving it out of the collector's
             # reach keeps full collections (and their pauses) proportional to change, not to cluster size.
