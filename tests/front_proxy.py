@@ -57,6 +57,11 @@ class ProxyCA:
             .not_valid_after(not_after or now + dt.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            # as kube-apiserver's front-proxy certificates name their CA's key: a rotated CA keeps its name
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.cert.public_key()),  # type: ignore[arg-type]
+                critical=False,
+            )
             .sign(self.key, hashes.SHA256())
         )
         stem = self.directory / f"{common_name}-{cert.serial_number:x}"

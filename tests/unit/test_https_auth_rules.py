@@ -13,6 +13,7 @@ import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from tests.front_proxy import ProxyCA, requestheader_data
+from webhook.http.auth import HttpsAuth
 from webhook.http.front_proxy import (
     RequestHeaderError,
     RequestHeaderSettings,
@@ -21,6 +22,7 @@ from webhook.http.front_proxy import (
     user_from_headers,
     verify_proxy_certificate,
 )
+from webhook.http.requestheader import CONFIGMAP_PATH, RequestHeaderSource
 from webhook.http.reviews import (
     NonResource,
     Reviewer,
@@ -319,3 +321,51 @@ async def test_the_caches_stay_bounded_under_many_tokens() -> None:
         assert user is not None
         await reviewer.authorize(user, NonResource("get", "/metrics"))
     assert (len(reviewer.tokens), len(reviewer.decisions)) == (8, 8)
+
+
+# -- the ConfigMap, read again -------------------------------------------------------------------------------
+
+
+class ConfigMaps:
+    """kube-apiserver's answer to GET kube-system/extension-apiserver-authentication."""
+
+    def __init__(self, data: dict[str, str]) -> None:
+        self.data = data
+        self.down = False
+
+    async def request(self, method: str, path: str, *, timeout: float = 0) -> dict[str, Any]:
+        assert (method, path) == ("GET", CONFIGMAP_PATH)
+        if self.down:
+            raise ConnectionError("connection refused")
+        return {"kind": "ConfigMap", "data": dict(self.data)}
+
+
+async def test_the_settings_follow_the_configmap_and_a_bad_read_keeps_them(tmp_path: Path) -> None:
+    first, second = ProxyCA(tmp_path / "first"), ProxyCA(tmp_path / "second")
+    configmaps = ConfigMaps(requestheader_data(first.pem))
+    trusted: list[bytes] = []
+    auth = HttpsAuth(visibility=Reviewer(ApiServer()), metrics=Reviewer(ApiServer()))
+    source = RequestHeaderSource(configmaps, auth, trusted.append)
+    assert auth.settings is None
+    assert await source.load()
+    assert trusted == [first.pem] and auth.settings is not None
+    assert not await source.load()  # unchanged: nothing to do
+
+    configmaps.data["requestheader-allowed-names"] = '["aggregator"]'
+    assert await source.load()
+    assert trusted == [first.pem]  # the same CA: the TLS context already has it
+    assert auth.settings.allowed_names == {"aggregator"}
+
+    kept = auth.settings
+    configmaps.data["requestheader-group-headers"] = "X-Remote-Group"  # not a JSON list
+    assert not await source.load()
+    configmaps.down = True
+    assert not await source.load()
+    assert auth.settings is kept
+
+    configmaps.down = False
+    configmaps.data = requestheader_data(second.pem)
+    assert await source.load()
+    assert trusted == [first.pem, second.pem]
+    assert verify_proxy_certificate(first.issue().der(), auth.settings, NOW) is not None
+    assert verify_proxy_certificate(second.issue().der(), auth.settings, NOW) is None

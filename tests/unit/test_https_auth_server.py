@@ -42,6 +42,7 @@ class Port:
     proxy: ClientPair
     api: ApiServer
     registry: CollectorRegistry
+    auth: HttpsAuth
 
     @property
     def url(self) -> str:
@@ -92,7 +93,7 @@ async def port(tmp_path: Path) -> AsyncIterator[Port]:
     server.trust_client_ca(proxy_ca.pem)
     await server.start()
     try:
-        yield Port(server, certs, proxy_ca.issue(), api, registry)
+        yield Port(server, certs, proxy_ca.issue(), api, registry, auth)
     finally:
         await server.stop()
 
@@ -163,6 +164,19 @@ async def test_a_serving_certificate_reload_keeps_asking_for_client_certificates
     port.certs.ca_cert.write_bytes(fresh.ca_cert.read_bytes())
     await port.server.reloader.changed.wait()
     status, _ = await port.get(CQ, cert=port.proxy, headers=ALICE)
+    assert status == 200
+
+
+async def test_after_the_requestheader_ca_rotates_only_the_new_cas_certificates_count(
+    port: Port, tmp_path: Path
+) -> None:
+    rotated = ProxyCA(tmp_path / "rotated")  # the same name, a new key
+    port.server.trust_client_ca(rotated.pem)
+    port.auth.settings = parse_settings(requestheader_data(rotated.pem))
+    # the old certificate still passes the handshake (a TLS context cannot forget a CA), not the check
+    status, body = await port.get(CQ, cert=port.proxy, headers=ALICE)
+    assert (status, body["reason"]) == (401, "Unauthorized")
+    status, _ = await port.get(CQ, cert=rotated.issue(), headers=ALICE)
     assert status == 200
 
 
