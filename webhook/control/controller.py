@@ -1,7 +1,8 @@
 """One replica of the controller: informers and webhook view for everyone, the scheduling task for the leader.
 
 Every replica watches the cluster (so each can answer admission reviews from a current view and take over
-without a cold start) but only the Lease holder writes. Leadership gates five tasks, started together
+without a cold start, and a replica that does not lead answers the visibility API from a copy of the queues,
+``queues_mirror``) but only the Lease holder writes. Leadership gates five tasks, started together
 when the lease is won and cancelled together, synchronously, the moment it is lost: the scheduler loop,
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
 reporter. They share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration),
