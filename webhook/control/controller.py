@@ -227,7 +227,7 @@ class Controller:
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
         ]
 
-    def _stop_leading(self) -> None:
+    def _stop_leading(self, *, shutting_down: bool = False) -> None:
         if not self.leading.is_set():
             return
         self.leading.clear()  # every write path checks this before writing: admitting stops now
@@ -236,8 +236,9 @@ class Controller:
         for task in self._leader_tasks:
             task.cancel()
         self._leader_tasks = []
-        self.queues_mirror.rebuild()
-        self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+        if not shutting_down:  # the visibility API reads the standby's queues from now on
+            self.queues_mirror.rebuild()
+            self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
         log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
 
     def _dispatch(self, change: Change) -> None:
@@ -325,7 +326,7 @@ class Controller:
             else:
                 await self.elector.run()  # calls _leadership_changed on every transition
         finally:
-            self._stop_leading()
+            self._stop_leading(shutting_down=True)
             self._running = False
             background.extend(task for _, task in self.integration_informers.values())
             self.integration_informers.clear()
