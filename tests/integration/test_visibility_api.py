@@ -24,6 +24,8 @@ from tests.fakeapi import FakeApiServer
 from tests.front_proxy import ClientPair, ProxyCA, requestheader_configmap
 from tests.integration.controller_harness import condition
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
+from webhook.control.controller import ControllerSettings
+from webhook.control.wiring import Listen, build
 
 JSON = dict[str, Any]
 BASE = "/apis/visibility.kueue.x-k8s.io/v1beta2"
@@ -252,3 +254,36 @@ async def test_metrics_answer_a_token_allowed_to_get_them(fake_api: FakeApiServe
         )
         status, text = await metrics("scraper-token")
         assert status == 200 and "kueue_" in text
+
+
+async def test_metrics_bind_address_serves_them_without_a_token_over_plain_http(
+    fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    tls = certificates(tmp_path / "tls")
+    listen = Listen(
+        cert_file=tls.cert, key_file=tls.key, host="127.0.0.1", port=0, metrics_address=("127.0.0.1", 0)
+    )
+    serving = await build(
+        kubeconfig=str(fake_api.kubeconfig_path()),
+        namespace="kueue-system",
+        identity="plain-metrics",
+        settings=ControllerSettings(leader_election=False),
+        listen=listen,
+    )
+    await serving.start()
+    try:
+        assert serving.plain_metrics is not None
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{serving.plain_metrics.port}/metrics") as response,
+        ):
+            assert response.status == 200
+            assert "kueue_" in await response.text()
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"https://127.0.0.1:{serving.port}/metrics", ssl=context) as response,
+        ):
+            assert response.status == 401  # the HTTPS port's still asks
+    finally:
+        await serving.stop()
