@@ -199,7 +199,8 @@ async def test_kubectl_get_raw_pending_workloads_through_the_aggregator(tmp_path
         pytest.skip(f"APIService {APISERVICE} already exists (Kueue or another kueue-webhook serves it)")
     code, _, _ = await kubectl("get", "crd", "clusterqueues.kueue.x-k8s.io", check=False)
     if code != 0:
-        await kubectl("apply", "--server-side", "-k", str(REPO_ROOT / "manifests" / "crds"))
+        # client-side, as the install tests apply them (their -k manifests/controller/local patches it)
+        await kubectl("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
         await kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     suffix = uuid.uuid4().hex[:6]
     ns = name = f"e2e-vis-{suffix}"
