@@ -70,9 +70,20 @@ def kubectl(kubeconfig: Path, *args: str, input: str | None = None) -> str:
     return result.stdout
 
 
+#: the controller reads its own /metrics in the benchmark, with its ServiceAccount's token
+METRICS_BINDING = f"""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: kueue-webhook-bench-metrics}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kueue-webhook-metrics-reader}}
+subjects: [{{kind: ServiceAccount, name: {SERVICE_ACCOUNT}, namespace: {CONTROLLER_NAMESPACE}}}]
+"""
+
+
 def install(admin: Path) -> None:
     for part in INSTALL:
         kubectl(admin, "apply", "-k" if part == "crds" else "-f", str(ROOT / "manifests" / part))
+    kubectl(admin, "apply", "-f", "-", input=METRICS_BINDING)
 
 
 def server_version(admin: Path) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE_RATE_HZ = 50
@@ -142,6 +143,10 @@ class Controller(Spawned):
 
     port: int
     ca_file: Path
+    #: the bearer token of the controller's own kubeconfig: /metrics on the HTTPS port wants one allowed to
+    #: get it (the fake API server's admin is; on a real cluster the ServiceAccount is bound to the
+    #: metrics-reader role)
+    token: str | None = None
 
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_file))
@@ -161,10 +166,13 @@ class Controller(Spawned):
                 await _sleep_poll()
 
     async def metrics(self) -> str:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         async with (
             aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.ssl_context())) as session,
-            session.get(f"https://127.0.0.1:{self.port}/metrics") as response,
+            session.get(f"https://127.0.0.1:{self.port}/metrics", headers=headers) as response,
         ):
+            if response.status != 200:
+                raise RuntimeError(f"/metrics answered {response.status}: {(await response.text())[:200]}")
             return await response.text()
 
 
@@ -208,7 +216,22 @@ def start_controller(
     serve += ["--tls-dir", str(certs), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     log = workdir / "controller.log"
     spawned = _spawn(serve, root=root, profile=profile, log=log, stdout=subprocess.DEVNULL)
-    return Controller(spawned.process, spawned.pid, profile, port, certs / "ca.crt")
+    return Controller(
+        spawned.process, spawned.pid, profile, port, certs / "ca.crt", kubeconfig_token(kubeconfig)
+    )
+
+
+def kubeconfig_token(kubeconfig: Path) -> str | None:
+    """The bearer token of the kubeconfig's current user, if it has one."""
+    config = yaml.safe_load(kubeconfig.read_text()) or {}
+    context = next(
+        (c for c in config.get("contexts") or [] if c["name"] == config.get("current-context")), None
+    )
+    if context is None:
+        return None
+    user = next((u for u in config.get("users") or [] if u["name"] == context["context"].get("user")), None)
+    token = ((user or {}).get("user") or {}).get("token")
+    return token if isinstance(token, str) else None
 
 
 def _child_pid(parent: int, *, timeout: float) -> int:

@@ -5,20 +5,31 @@ an ``ExternalName`` Service does work: with aggregator routing off (the default)
 Service's external name at the Service's port, here ``localhost`` and the port the replica listens on. Every
 object is uniquely named (the APIService's name is fixed by the group, so it is created and removed here) and
 deleted afterwards. Run it under ``flock /tmp/kube.lock`` on a shared cluster.
+
+The reads are guarded as an aggregated API server's are: through the aggregator an admin (system:masters)
+and a user an RBAC binding allows read the queues, while an impersonated user without one gets
+kube-apiserver's 403; a direct call without the front proxy's certificate gets 401, as does ``/metrics``
+without a token; a ServiceAccount token bound to a ``/metrics`` reader role scrapes it. A replica that does
+not lead answers the same ranks as the leader.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import uuid
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.support import certificates, start_replica
+from webhook.certs import CertificateSet
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
@@ -120,14 +131,82 @@ async def eventually(read: Any, what: str) -> Any:
         await asyncio.sleep(0.5)  # polling a real cluster through kubectl: there is no event to await
 
 
+def access(ns: str, name: str) -> str:
+    """A user and a ServiceAccount allowed to read the ClusterQueue's pending workloads, and a ServiceAccount
+    allowed to scrape /metrics (bound to roles as the shipped ones grant)."""
+    return f"""
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: viewer, namespace: {ns}}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: scraper, namespace: {ns}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}-viewer}}
+rules:
+- apiGroups: [visibility.kueue.x-k8s.io]
+  resources: [clusterqueues/pendingworkloads]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}-viewer}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}-viewer}}
+subjects:
+- {{kind: User, apiGroup: rbac.authorization.k8s.io, name: {name}-viewer}}
+- {{kind: ServiceAccount, name: viewer, namespace: {ns}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}-metrics}}
+rules:
+- nonResourceURLs: [/metrics]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}-metrics}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}-metrics}}
+subjects:
+- {{kind: ServiceAccount, name: scraper, namespace: {ns}}}
+"""
+
+
+async def direct(tls: CertificateSet, port: int, path: str, token: str | None = None) -> tuple[int, str]:
+    """GET straight to a replica, as any pod reaching the Service could: no client certificate."""
+    context = ssl.create_default_context(cafile=str(tls.ca_cert))
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"https://127.0.0.1:{port}{path}", ssl=context, headers=headers) as response,
+    ):
+        return response.status, await response.text()
+
+
+def ranks(body: str) -> list[tuple[str, int, int]]:
+    return [
+        (i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"])
+        for i in json.loads(body)["items"]
+    ]
+
+
 async def test_kubectl_get_raw_pending_workloads_through_the_aggregator(tmp_path: Path) -> None:
     code, _, _ = await kubectl("get", "apiservice", APISERVICE, check=False)
     if code == 0:
         pytest.skip(f"APIService {APISERVICE} already exists (Kueue or another kueue-webhook serves it)")
+    code, _, _ = await kubectl("get", "crd", "clusterqueues.kueue.x-k8s.io", check=False)
+    if code != 0:
+        # client-side, as the install tests apply them (their -k manifests/controller/local patches it)
+        await kubectl("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
+        await kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     suffix = uuid.uuid4().hex[:6]
     ns = name = f"e2e-vis-{suffix}"
     tls = certificates(tmp_path / "tls")
     serving = await start_replica(Path(KUBECONFIG), tls=tls, namespace=ns, identity=f"e2e-vis-{suffix}")
+    standby = None
     try:
         await asyncio.wait_for(serving.controller.leading.wait(), TIMEOUT)
         await kubectl("apply", "-f", "-", stdin=manifests(ns, name, serving.port))
@@ -175,7 +254,47 @@ async def test_kubectl_get_raw_pending_workloads_through_the_aggregator(tmp_path
             check=False,
         )
         assert code != 0 and 'clusterqueue.visibility.kueue.x-k8s.io "nope" not found' in err
+
+        # -- who may call what --------------------------------------------------------------------------
+        path = f"/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads"
+        status, body = await direct(tls, serving.port, path)
+        assert status == 401 and json.loads(body)["reason"] == "Unauthorized"
+        assert await direct(tls, serving.port, "/metrics") == (401, "Unauthorized\n")
+        code, _, err = await kubectl("get", "--raw", path, f"--as={name}-nobody", check=False)
+        assert code != 0
+        assert (
+            f'Error from server (Forbidden): clusterqueues.visibility.kueue.x-k8s.io "{name}" is forbidden: '
+            f'User "{name}-nobody" cannot get resource "clusterqueues/pendingworkloads" in API group '
+            '"visibility.kueue.x-k8s.io" at the cluster scope'
+        ) in err
+        await kubectl("apply", "-f", "-", stdin=access(ns, name))
+        _, out, _ = await kubectl("get", "--raw", path, f"--as={name}-viewer")
+        assert ranks(out) == [("w1", 0, 0), ("w2", 1, 1)]
+        _, viewer, _ = await kubectl("create", "token", "viewer", "-n", ns)
+        _, scraper, _ = await kubectl("create", "token", "scraper", "-n", ns)
+        status, body = await direct(tls, serving.port, path, viewer.strip())
+        assert status == 200 and ranks(body) == [("w1", 0, 0), ("w2", 1, 1)]
+        status, text = await direct(tls, serving.port, "/metrics", scraper.strip())
+        assert status == 200 and "kueue_" in text
+        assert await direct(tls, serving.port, "/metrics", viewer.strip()) == (
+            403,
+            f"Authorization denied for user system:serviceaccount:{ns}:viewer\n",
+        )
+
+        # -- a replica that does not lead answers the same ---------------------------------------------
+        standby = await start_replica(Path(KUBECONFIG), tls=tls, namespace=ns, identity=f"e2e-vis-{suffix}-b")
+        assert not standby.controller.is_leader()
+        status, body = await direct(tls, standby.port, path, viewer.strip())
+        assert status == 200 and ranks(body) == [("w1", 0, 0), ("w2", 1, 1)]
+        local = f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/lq/pendingworkloads"
+        status, body = await direct(tls, standby.port, local, viewer.strip())
+        assert status == 403  # the viewer role names ClusterQueues only
     finally:
+        if standby is not None:
+            await standby.stop()
+        for kind in ("clusterrolebinding", "clusterrole"):
+            for role in (f"{name}-viewer", f"{name}-metrics"):
+                await kubectl("delete", kind, role, "--ignore-not-found", check=False)
         await kubectl("delete", "apiservice", APISERVICE, "--ignore-not-found", check=False)
         await kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
         await kubectl("delete", "clusterqueue", name, "--ignore-not-found", check=False)

@@ -29,7 +29,7 @@ from tests.fakeapi.errors import (
     resource_not_found,
     unauthorized,
 )
-from tests.fakeapi.identity import UserInfo, self_subject_review
+from tests.fakeapi.identity import UserInfo, self_subject_review, subject_access_review, token_review
 from tests.fakeapi.protobuf import decode_object
 from tests.fakeapi.resources import ResourceType
 from tests.fakeapi.store import Event, Obj
@@ -323,7 +323,13 @@ class Handlers:
             raise resource_not_found()
         if request.method != "POST":
             raise method_not_allowed()
-        review = self_subject_review(request[USER_KEY], await self._body(request))
+        body = await self._body(request)
+        if target.rtype.kind == "TokenReview":
+            review = token_review(self.server.tokens, body)
+        elif target.rtype.kind == "SubjectAccessReview":
+            review = subject_access_review(self.server.grants, body)
+        else:
+            review = self_subject_review(request[USER_KEY], body)
         return json_response(review, status=201)
 
     async def _delete_collection(

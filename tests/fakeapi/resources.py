@@ -130,6 +130,23 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
             stored=False,
         )
     ]
+    # an extension API server's delegated authentication and authorization (the visibility API, /metrics)
+    delegation = [
+        ResourceType(
+            group=group,
+            version="v1",
+            plural=f"{kind.lower()}s",
+            singular=kind.lower(),
+            kind=kind,
+            namespaced=False,
+            verbs=("create",),
+            stored=False,
+        )
+        for group, kind in (
+            ("authentication.k8s.io", "TokenReview"),
+            ("authorization.k8s.io", "SubjectAccessReview"),
+        )
+    ]
     return [
         _builtin(
             "",
@@ -172,6 +189,7 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
         ),
         _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
         *(reviews if self_subject_review else []),
+        *delegation,
         _builtin(
             "admissionregistration.k8s.io",
             "v1",

@@ -28,7 +28,7 @@ from tests.fakeapi.aggregator import Aggregator
 from tests.fakeapi.api import PATCH_MERGE, Api
 from tests.fakeapi.app import build_app
 from tests.fakeapi.conversion import WebhookConversion
-from tests.fakeapi.identity import ADMIN_TOKEN, TokenTable, UserInfo
+from tests.fakeapi.identity import ADMIN_TOKEN, Grant, Grants, TokenTable, UserInfo
 from tests.fakeapi.jobs import finished_status
 from tests.fakeapi.openapi import OpenApi
 from tests.fakeapi.resources import Registry, ResourceType, builtin_types
@@ -84,6 +84,8 @@ class FakeApiServer:
         self.store = Store(history=history)
         self.registry = Registry(builtin_types(self_subject_review=self_subject_review))
         self.tokens = TokenTable()
+        #: what SubjectAccessReviews allow (``system:masters`` always): ``grant`` adds to it
+        self.grants = Grants()
         self.admission = WebhookAdmission(store=self.store)
         self.conversion = WebhookConversion(admission=self.admission)
         self.aggregator = Aggregator(self)
@@ -180,6 +182,11 @@ class FakeApiServer:
     # ---- identities and client configuration -------------------------------------------------------------
     def add_token(self, token: str, user: str, groups: Iterable[str] = (), *, uid: str | None = None) -> None:
         self.tokens.add(token, UserInfo(username=user, groups=tuple(groups), uid=uid))
+
+    def grant(self, subject: str, **rule: str) -> None:
+        """Let ``subject`` (a user or a group) do what ``rule`` names (:class:`tests.fakeapi.identity.Grant`)
+        in the answers to SubjectAccessReviews."""
+        self.grants.add(Grant(subject, **rule))
 
     def kubeconfig_path(
         self,

@@ -1,7 +1,8 @@
 """One replica of the controller: informers and webhook view for everyone, the scheduling task for the leader.
 
 Every replica watches the cluster (so each can answer admission reviews from a current view and take over
-without a cold start) but only the Lease holder writes. Leadership gates five tasks, started together
+without a cold start, and a replica that does not lead answers the visibility API from a copy of the queues,
+``queues_mirror``) but only the Lease holder writes. Leadership gates five tasks, started together
 when the lease is won and cancelled together, synchronously, the moment it is lost: the scheduler loop,
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
 reporter. They share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration),
@@ -128,7 +129,13 @@ class Controller:
             budget=self.health,
         )
         self.scheduler = SchedulerLoop(self.context)
-        self.reconciler = JobReconciler(self.context, owners=OwnerFetcher(client))
+        #: the pending queues of a replica that does not lead, for the visibility API: fed the same store
+        #: changes as the scheduler's (its feeding only: it never runs a cycle nor writes), so every replica
+        #: ranks the same store contents alike; emptied while leading, rebuilt when leadership is lost
+        self.queues_mirror = SchedulerLoop(self.context)
+        #: looks up owners the store does not watch, for the reconciler and the webhook alike
+        self.owner_fetcher = OwnerFetcher(client)
+        self.reconciler = JobReconciler(self.context, owners=self.owner_fetcher)
         self.pods_ready = PodsReadyTimers(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
@@ -173,6 +180,7 @@ class Controller:
             self.fair_sharing.on_change,
         ):
             self.store.subscribe(self._while_leading(handler))
+        self.store.subscribe(self._while_following)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
         #: the complement of ``leading``, so both transitions can be awaited
@@ -191,10 +199,12 @@ class Controller:
     def ready(self) -> bool:
         return self.store.is_synced(informer.kind for informer in self.informers)
 
-    def leading_scheduler(self) -> SchedulerState | None:
-        """The scheduler's state while this replica leads (the visibility API's queues); None otherwise: a
-        replica that does not lead is not fed changes, so its queues would be stale."""
-        return self.scheduler.state if self.leading.is_set() else None
+    def pending_queues(self) -> SchedulerState | None:
+        """The visibility API's queues: the scheduler's while leading, the mirror's otherwise; None before
+        the caches are synced (a partial list would rank Workloads wrongly)."""
+        if self.leading.is_set():
+            return self.scheduler.state
+        return self.queues_mirror.state if self.synced.is_set() else None
 
     def _core(self) -> SchedulerState:
         """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
@@ -216,6 +226,7 @@ class Controller:
         self.following.clear()
         log.info("leading: scheduling task started", extra={"identity": self.identity})
         self.scheduler.rebuild()
+        self.queues_mirror.state = SchedulerState()  # the scheduler's own queues answer now
         self._apply_fair_sharing(self.configuration())
         self.reconciler.resync()
         self.pods_ready.resync()
@@ -233,7 +244,7 @@ class Controller:
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
         ]
 
-    def _stop_leading(self) -> None:
+    def _stop_leading(self, *, shutting_down: bool = False) -> None:
         if not self.leading.is_set():
             return
         self.leading.clear()  # every write path checks this before writing: admitting stops now
@@ -242,6 +253,9 @@ class Controller:
         for task in self._leader_tasks:
             task.cancel()
         self._leader_tasks = []
+        if not shutting_down:  # the visibility API reads the standby's queues from now on
+            self.queues_mirror.rebuild()
+            self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
         log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
 
     def _while_leading(self, handler: Listener) -> Listener:
@@ -254,6 +268,12 @@ class Controller:
 
         listener.__qualname__ = listener_name(handler)
         return listener
+
+    def _while_following(self, change: Change) -> None:
+        """The standby's queues follow store changes while this replica does not lead (before the first
+        sync, the rebuild at sync feeds them everything at once)."""
+        if not self.leading.is_set() and self.synced.is_set():
+            self.queues_mirror.on_change(change)
 
     def _watch_integrations(self, configuration: Configuration) -> None:
         """Watch every enabled integration's kind (Jobs are always watched); stop watching, and forget the
@@ -285,13 +305,16 @@ class Controller:
 
     def _apply_fair_sharing(self, configuration: Configuration) -> None:
         """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
-        fair = configuration.fair_sharing
-        self.scheduler.state.configure_fair_sharing(
-            enabled=fair.enable, strategies=fair.preemption_strategies
-        )
+        self._configure_fair_sharing(self.scheduler.state, configuration)
+        self._configure_fair_sharing(self.queues_mirror.state, configuration)
         self.scheduler.kick()
         self.status.mark_all()
         self.fair_sharing.mark_all()
+
+    @staticmethod
+    def _configure_fair_sharing(state: SchedulerState, configuration: Configuration) -> None:
+        fair = configuration.fair_sharing
+        state.configure_fair_sharing(enabled=fair.enable, strategies=fair.preemption_strategies)
 
     # -- running -----------------------------------------------------------------------------------------
 
@@ -310,6 +333,9 @@ class Controller:
         self._watch_integrations(self.configuration())
         try:
             await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+            if self.elector is not None:  # without one this replica leads at once: no mirror needed
+                self.queues_mirror.rebuild()
+                self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
             self.synced.set()
             # Everything listed so far lives as long as its object does; moving it out of the collector's
             # reach keeps full collections (and their pauses) proportional to change, not to cluster size.
@@ -322,7 +348,7 @@ class Controller:
             else:
                 await self.elector.run()  # calls _leadership_changed on every transition
         finally:
-            self._stop_leading()
+            self._stop_leading(shutting_down=True)
             self._running = False
             background.extend(task for _, task in self.integration_informers.values())
             self.integration_informers.clear()

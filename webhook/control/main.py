@@ -39,6 +39,17 @@ def api_connections(value: str) -> int:
     return count
 
 
+def metrics_bind_address(value: str) -> tuple[str, int] | None:
+    """``--metrics-bind-address``: ``host:port`` or ``:port`` (every address), or ``0`` for none, as
+    controller-runtime reads its flag of that name."""
+    if value == "0":
+        return None
+    host, colon, port = value.rpartition(":")
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"not host:port, :port or 0: {value!r}")
+    return (host.strip("[]") or "0.0.0.0", int(port))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig",
@@ -65,6 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", help="serving key (default: <tls-dir>/tls.key)")
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     parser.add_argument("--port", type=int, default=9443, help="HTTPS port of the webhook (default: 9443)")
+    parser.add_argument(
+        "--metrics-bind-address",
+        type=metrics_bind_address,
+        default=None,
+        metavar="ADDRESS",
+        help=(
+            "also serve /metrics over plain HTTP WITHOUT authentication on host:port or :port, for "
+            "scrapers without a token (default: 0, none; the HTTPS port's /metrics asks for a token "
+            "allowed to get /metrics)"
+        ),
+    )
     parser.add_argument(
         "--lease-duration",
         type=float,
@@ -120,6 +142,7 @@ async def build_replica(args: argparse.Namespace) -> Replica:
             key_file=Path(args.key) if args.key else tls_dir / "tls.key",
             host=args.host,
             port=args.port,
+            metrics_address=args.metrics_bind_address,
         ),
     )
 

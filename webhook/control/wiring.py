@@ -16,10 +16,13 @@ from pathlib import Path
 from webhook.control.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
 from webhook.control.kinds import WORKLOADS
 from webhook.control.kube import KubeClient
-from webhook.control.owner_lookup import AdmissionOwners, OwnerFetcher
+from webhook.control.owner_lookup import AdmissionOwners
 from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
-from webhook.http.app import create_app
-from webhook.http.server import DEFAULT_PORT, WebhookServer
+from webhook.http.app import create_app, create_metrics_app
+from webhook.http.auth import HttpsAuth
+from webhook.http.requestheader import RequestHeaderSource
+from webhook.http.reviews import Reviewer
+from webhook.http.server import DEFAULT_PORT, PlainMetricsServer, WebhookServer
 from webhook.http.visibility import Visibility
 
 #: the request pool (watches have their own, a connection each): one connection per decision write in
@@ -37,6 +40,19 @@ class Listen:
     key_file: Path
     host: str = "0.0.0.0"
     port: int = DEFAULT_PORT
+    #: (host, port) of a plain-HTTP ``/metrics`` without authentication (``--metrics-bind-address``);
+    #: None: only the HTTPS port's, which asks for a token
+    metrics_address: tuple[str, int] | None = None
+
+
+def https_auth(client: KubeClient) -> HttpsAuth:
+    """The HTTPS port's guards, reviewing through ``client``: the visibility API with k8s.io/apiserver's
+    default cache times (10 s each), ``/metrics`` with controller-runtime's metrics filter's (a token a
+    minute, allowed 5 minutes, denied 30 s)."""
+    return HttpsAuth(
+        visibility=Reviewer(client, token_ttl=10.0, allow_ttl=10.0, deny_ttl=10.0),
+        metrics=Reviewer(client, token_ttl=60.0, allow_ttl=300.0, deny_ttl=30.0),
+    )
 
 
 @dataclass(eq=False)
@@ -48,6 +64,11 @@ class Replica:
     #: None: the controller alone, with no webhook
     server: WebhookServer | None
     running: asyncio.Task[None] | None = None
+    #: the front proxy's requestheader settings (with a webhook)
+    requestheader: RequestHeaderSource | None = None
+    #: ``/metrics`` over plain HTTP, when asked for
+    plain_metrics: PlainMetricsServer | None = None
+    _background: list[asyncio.Task[None]] | None = None
 
     @property
     def port(self) -> int:
@@ -56,10 +77,17 @@ class Replica:
 
     async def start(self) -> asyncio.Task[None]:
         """Listen (raising if the serving certificate is unusable), then run the controller in a task."""
+        loop = asyncio.get_running_loop()
+        self._background = []
+        if self.requestheader is not None:  # before listening: the aggregator's first call is believed
+            await self.requestheader.load()
+            self._background.append(loop.create_task(self.requestheader.run(), name="requestheader"))
         if self.server is not None:
             await self.server.start()
+        if self.plain_metrics is not None:
+            await self.plain_metrics.start()
         name = f"controller-{self.controller.identity}"
-        self.running = asyncio.get_running_loop().create_task(self.controller.run(), name=name)
+        self.running = loop.create_task(self.controller.run(), name=name)
         return self.running
 
     async def stop(self) -> None:
@@ -70,6 +98,12 @@ class Replica:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self.running
         finally:
+            for task in self._background or []:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if self.plain_metrics is not None:
+                await self.plain_metrics.stop()
             if self.server is not None:
                 await self.server.stop()
             await self.client.close()
@@ -89,21 +123,35 @@ async def build(
     webhook on the controller's store, configuration, metrics registry and readiness. Nothing runs yet."""
     client = await KubeClient.connect(kubeconfig=kubeconfig, context=context, connections=connections)
     controller = Controller(client=client, namespace=namespace, identity=identity, settings=settings)
-    server = None
-    if listen is not None:
-        app = create_app(
-            view=controller.store,
-            config=controller.configuration,
-            registry=controller.metrics.registry,
-            ready=controller.ready,
-            visibility=Visibility(
-                scheduler=controller.leading_scheduler,
-                workload=lambda namespace, name: controller.store.get(WORKLOADS, name, namespace),
-                identity=identity,
-            ),
-            owners=AdmissionOwners(OwnerFetcher(client)).view_for,
+    if listen is None:
+        return Replica(client, controller, None)
+    auth = https_auth(client)
+    app = create_app(
+        view=controller.store,
+        config=controller.configuration,
+        registry=controller.metrics.registry,
+        ready=controller.ready,
+        auth=auth,
+        visibility=Visibility(
+            scheduler=controller.pending_queues,
+            workload=lambda namespace, name: controller.store.get(WORKLOADS, name, namespace),
+            identity=identity,
+        ),
+        owners=AdmissionOwners(controller.owner_fetcher).view_for,
+    )
+    server = WebhookServer(
+        app, cert_file=listen.cert_file, key_file=listen.key_file, host=listen.host, port=listen.port
+    )
+    plain_metrics = None
+    if listen.metrics_address is not None:
+        host, port = listen.metrics_address
+        plain_metrics = PlainMetricsServer(
+            create_metrics_app(controller.metrics.registry), host=host, port=port
         )
-        server = WebhookServer(
-            app, cert_file=listen.cert_file, key_file=listen.key_file, host=listen.host, port=listen.port
-        )
-    return Replica(client, controller, server)
+    return Replica(
+        client,
+        controller,
+        server,
+        requestheader=RequestHeaderSource(client, auth, server.trust_client_ca),
+        plain_metrics=plain_metrics,
+    )

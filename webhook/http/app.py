@@ -3,7 +3,10 @@ the probes and ``/metrics``.
 
 ``/healthz`` is always 200 while the loop runs; ``/readyz`` is 200 once the certificate is loaded and the
 ``ready`` callable (the controller's cache sync) says so; ``/metrics`` serves the registry it was given, to
-which the admission transport adds its own request counter and latency histogram.
+which the admission transport adds its own request counter and latency histogram. With ``auth``
+(:class:`webhook.http.auth.HttpsAuth`) ``/metrics`` and the visibility reads ask who the caller is and
+whether it may; without it (the webhook alone, ``python -m webhook.http.server``) they are open.
+:func:`create_metrics_app` is ``/metrics`` alone, open, for a plain-HTTP port of its own.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, OwnerResolver, add_admission_routes
+from webhook.http.auth import HttpsAuth
 from webhook.http.visibility import Visibility, add_visibility_routes
 
-__all__ = ["CERTIFICATE_LOADED", "create_app"]
+__all__ = ["CERTIFICATE_LOADED", "create_app", "create_metrics_app"]
 
 #: set by the server once its certificate is loaded and it listens; /readyz says 503 before
 CERTIFICATE_LOADED = web.AppKey("certificate_loaded", list[bool])
@@ -31,6 +35,7 @@ def create_app(
     registry: CollectorRegistry,
     ready: Callable[[], bool] = lambda: True,
     visibility: Visibility | None = None,
+    auth: HttpsAuth | None = None,
     owners: OwnerResolver | None = None,
 ) -> web.Application:
     """The aiohttp application; serve it with :class:`webhook.http.server.WebhookServer` (or any aiohttp
@@ -49,15 +54,34 @@ def create_app(
             return web.Response(status=503, text="caches not synced yet")
         return web.Response(text="ok")
 
-    async def metrics_endpoint(_: web.Request) -> web.Response:
-        response = web.Response(body=generate_latest(registry))
-        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
-        return response
+    async def metrics_endpoint(request: web.Request) -> web.Response:
+        if auth is not None:
+            refusal = await auth.guard_metrics(request)
+            if refusal is not None:
+                return refusal
+        return _metrics_response(registry)
 
     add_admission_routes(app, view=view, config=config, metrics=AdmissionMetrics(registry), owners=owners)
     if visibility is not None:
-        add_visibility_routes(app, visibility)
+        add_visibility_routes(app, visibility, auth.guard_visibility if auth is not None else None)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_endpoint)
+    return app
+
+
+def _metrics_response(registry: CollectorRegistry) -> web.Response:
+    response = web.Response(body=generate_latest(registry))
+    response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return response
+
+
+def create_metrics_app(registry: CollectorRegistry) -> web.Application:
+    """``/metrics`` answered to anyone (``serve --metrics-bind-address``: scrapers without credentials)."""
+    app = web.Application()
+
+    async def metrics_endpoint(_: web.Request) -> web.Response:
+        return _metrics_response(registry)
+
     app.router.add_get("/metrics", metrics_endpoint)
     return app

@@ -22,14 +22,18 @@ from webhook.http.app import CERTIFICATE_LOADED, create_app
 from webhook.http.tls import CertificateReloader, server_ssl_context
 from webhook.logs import RedactSecrets
 
-__all__ = ["DEFAULT_PORT", "WebhookServer", "main"]
+__all__ = ["DEFAULT_PORT", "PlainMetricsServer", "WebhookServer", "main"]
 
 DEFAULT_PORT = 9443
 log = logging.getLogger("kueue_webhook.admission")
 
 
 class WebhookServer:
-    """Serves an app from :func:`create_app` over TLS on ``host:port``, reloading the certificate live."""
+    """Serves an app from :func:`create_app` over TLS on ``host:port``, reloading the certificate live.
+
+    Clients are not asked for a certificate until :meth:`trust_client_ca` names a CA (the front proxy's);
+    then one is requested, not required: kube-apiserver calls the admission webhooks without one.
+    """
 
     def __init__(
         self,
@@ -51,6 +55,14 @@ class WebhookServer:
         )
         self._runner: web.AppRunner | None = None
         self._watch: asyncio.Task[None] | None = None
+
+    def trust_client_ca(self, pem: bytes) -> None:
+        """Request a client certificate from now on and verify one presented against ``pem`` (added to the
+        CAs given before: a TLS context cannot forget one, so the caller checks the issuer against the
+        current CAs itself, :func:`webhook.http.front_proxy.verify_proxy_certificate`). A certificate reload
+        changes only the serving pair, so this stays in force."""
+        self.context.load_verify_locations(cadata=pem.decode())
+        self.context.verify_mode = ssl.CERT_OPTIONAL
 
     async def start(self) -> None:
         """Load the certificate (raising if it is unusable) and start listening."""
@@ -127,3 +139,25 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+class PlainMetricsServer:
+    """``/metrics`` over plain HTTP with no authentication, on an address of its own (host:port; port 0
+    picks one)."""
+
+    def __init__(self, app: web.Application, *, host: str, port: int) -> None:
+        self.app, self.host, self.port = app, host, port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+        addresses = self._runner.addresses
+        if addresses:
+            self.port = int(addresses[0][1])
+        log.info("metrics served without authentication", extra={"host": self.host, "port": self.port})
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()

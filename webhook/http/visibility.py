@@ -2,18 +2,21 @@
 discovery and the two ``pendingworkloads`` reads, served under ``/apis/`` for kube-apiserver's aggregator (an
 APIService pointing at this Service).
 
-The leader answers from the scheduler's queues; a replica that does not lead holds no queues and answers 503
-``ServiceUnavailable`` saying so (with ``Retry-After``), while discovery is answered by every replica so the
-APIService stays Available. No client certificate is asked for: authentication and RBAC (Kueue's
-ClusterRoles on ``clusterqueues/pendingworkloads`` and ``localqueues/pendingworkloads``) are enforced by
-kube-apiserver before it proxies; the aggregator's ``X-Remote-User`` header is logged, not trusted, and anyone
-reaching the pod directly can read pending Workloads' names and ranks.
+Every replica answers from queues of its own: the leader from the scheduler's, a replica that does not lead
+from a copy of them fed from the same store without running cycles (``webhook.control.queue_mirror``), so
+whichever replica the Service picks gives the same ranks for the same store contents. ``scheduler`` answers
+None only while a replica has no queues at all yet (503 ``ServiceUnavailable``, with ``Retry-After``).
+
+The reads are guarded (``guard``, :class:`webhook.http.auth.HttpsAuth`): the user is the one the front
+proxy names on a verified connection, and a SubjectAccessReview decides, as for any aggregated API.
+Discovery is answered to anyone: it is the same public list for every caller and kube-apiserver reads it to
+keep the APIService Available.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,41 +26,70 @@ from aiohttp import web
 from webhook.core import visibility as vis
 from webhook.core.view import SchedulerView
 from webhook.http.responses import json_response, status_body
+from webhook.http.reviews import Resource
 
-__all__ = ["Visibility", "add_visibility_routes"]
+__all__ = ["Guard", "Visibility", "add_visibility_routes", "pending_workloads"]
+
+#: decides a read before it is made: None to answer it, else the response to give instead (401, 403)
+Guard = Callable[[web.Request, Resource], Awaitable[web.Response | None]]
+
+
+def pending_workloads(cluster_queue: str = "", *, namespace: str = "", local_queue: str = "") -> Resource:
+    """What a read asks for, as a SubjectAccessReview names it (Kueue's ClusterRoles grant ``get``)."""
+    if cluster_queue:
+        return Resource(
+            verb="get",
+            group=vis.GROUP,
+            version=vis.VERSION,
+            resource="clusterqueues",
+            subresource="pendingworkloads",
+            name=cluster_queue,
+        )
+    return Resource(
+        verb="get",
+        group=vis.GROUP,
+        version=vis.VERSION,
+        resource="localqueues",
+        subresource="pendingworkloads",
+        name=local_queue,
+        namespace=namespace,
+    )
+
 
 log = logging.getLogger("kueue_webhook.visibility")
 
 
 @dataclass(frozen=True, slots=True)
 class Visibility:
-    """What the visibility API reads: the scheduler's queues while this replica leads (None while it does
-    not), the Workloads' metadata from the store, and this replica's name for the not-leader answer."""
+    """What the visibility API reads: this replica's queues (None while it has none yet), the Workloads'
+    metadata from the store, and this replica's name for the no-queues answer."""
 
     scheduler: Callable[[], SchedulerView | None]
     workload: vis.WorkloadLookup
     identity: str = ""
 
 
-def add_visibility_routes(app: web.Application, visibility: Visibility) -> None:
-    """Discovery and the two pendingworkloads reads of ``visibility.kueue.x-k8s.io/v1beta2``."""
+def add_visibility_routes(app: web.Application, visibility: Visibility, guard: Guard | None = None) -> None:
+    """Discovery and the two pendingworkloads reads of ``visibility.kueue.x-k8s.io/v1beta2``; without a
+    ``guard`` the reads are answered to anyone (tests of the reads alone)."""
     base = f"/apis/{vis.GROUP_VERSION}"
 
-    def answer(
-        request: web.Request, read: Callable[[SchedulerView, vis.Page], Any], kind: str
+    async def answer(
+        request: web.Request, read: Callable[[SchedulerView, vis.Page], Any], kind: str, asked: Resource
     ) -> web.Response:
+        if guard is not None:
+            refusal = await guard(request, asked)
+            if refusal is not None:
+                return refusal
         try:
             page = vis.parse_page(request.query)
         except vis.VisibilityError as exc:
             return json_response(orjson.loads(status_body(400, "BadRequest", str(exc))), 400)
         scheduler = visibility.scheduler()
-        log.debug(
-            "visibility request", extra={"path": request.path, "user": request.headers.get("X-Remote-User")}
-        )
         if scheduler is None:
             message = (
-                f"kueue-webhook replica {visibility.identity or '(unnamed)'} is not the leader: only the "
-                "leader holds the queues; retry (the Service may send the next request to the leader)"
+                f"kueue-webhook replica {visibility.identity or '(unnamed)'} holds no queues yet (its "
+                "caches are not synced); retry"
             )
             response = json_response(orjson.loads(status_body(503, "ServiceUnavailable", message)), 503)
             response.headers["Retry-After"] = "1"
@@ -69,10 +101,11 @@ def add_visibility_routes(app: web.Application, visibility: Visibility) -> None:
 
     async def cluster_queue(request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        return answer(
+        return await answer(
             request,
             lambda view, page: vis.cluster_queue_pending(view, name, page, visibility.workload),
             "clusterqueue",
+            pending_workloads(name),
         )
 
     async def local_queue(request: web.Request) -> web.Response:
@@ -81,7 +114,8 @@ def add_visibility_routes(app: web.Application, visibility: Visibility) -> None:
         def read(view: SchedulerView, page: vis.Page) -> Any:
             return vis.local_queue_pending(view, namespace, name, page, visibility.workload)
 
-        return answer(request, read, "localqueue")
+        asked = pending_workloads(namespace=namespace, local_queue=name)
+        return await answer(request, read, "localqueue", asked)
 
     async def group_list(_: web.Request) -> web.Response:
         return json_response(vis.api_group_list())

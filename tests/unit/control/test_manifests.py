@@ -90,19 +90,19 @@ def test_every_built_in_integration_is_admitted_by_both_webhooks_and_granted_in_
 def test_rbac_has_no_wildcards_and_covers_every_watched_kind() -> None:
     rules = [r for kind in ("ClusterRole", "Role") for doc in of_kind(kind) for r in doc["rules"]]
     for rule in rules:
-        for field in ("apiGroups", "resources", "verbs"):
-            assert "*" not in rule[field], rule
+        for field in ("apiGroups", "resources", "nonResourceURLs", "verbs"):
+            assert "*" not in rule.get(field, ()), rule
     for kind in (*WATCHED, CONFIGMAPS):
         granted = {
             v
             for r in rules
-            if kind.group in r["apiGroups"] and kind.plural in r["resources"]
+            if kind.group in r.get("apiGroups", ()) and kind.plural in r.get("resources", ())
             for v in r["verbs"]
         }
         assert {"list", "watch"} <= granted, kind.plural
     for written in ("clusterqueues/status", "localqueues/status", "cohorts/status", "admissionchecks/status"):
-        assert "patch" in {v for r in rules if written in r["resources"] for v in r["verbs"]}, written
-    lease_verbs = {v for r in rules if LEASES.plural in r["resources"] for v in r["verbs"]}
+        assert "patch" in {v for r in rules if written in r.get("resources", ()) for v in r["verbs"]}, written
+    lease_verbs = {v for r in rules if LEASES.plural in r.get("resources", ()) for v in r["verbs"]}
     assert {"get", "create", "update"} <= lease_verbs
 
 
@@ -171,13 +171,29 @@ def test_the_visibility_api_is_registered_on_the_webhook_service_with_kueues_vie
         resource: set(rule["verbs"])
         for role in of_kind("ClusterRole")
         for rule in role["rules"]
-        if rule["apiGroups"] == ["visibility.kueue.x-k8s.io"]
+        if rule.get("apiGroups") == ["visibility.kueue.x-k8s.io"]
         for resource in rule["resources"]
     }
     assert readers == {
         "clusterqueues/pendingworkloads": {"get", "list", "watch"},
         "localqueues/pendingworkloads": {"get", "list", "watch"},
     }
+
+
+def test_the_controller_may_delegate_authentication_and_read_the_requestheader_settings() -> None:
+    """What an extension API server needs (Kubernetes' documented bindings): TokenReview and
+    SubjectAccessReview through system:auth-delegator, and the requestheader ConfigMap through the
+    extension-apiserver-authentication-reader Role in kube-system."""
+    controller = {"kind": "ServiceAccount", "name": "kueue-webhook", "namespace": "kueue-system"}
+    bound = {
+        (doc["kind"], doc["metadata"].get("namespace", ""), doc["roleRef"]["kind"], doc["roleRef"]["name"])
+        for doc in of_kind("ClusterRoleBinding") + of_kind("RoleBinding")
+        if controller in doc["subjects"]
+    }
+    assert ("ClusterRoleBinding", "", "ClusterRole", "system:auth-delegator") in bound
+    assert ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader") in bound
+    [reader] = [d for d in of_kind("ClusterRole") if d["metadata"]["name"] == "kueue-webhook-metrics-reader"]
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
 
 
 def test_out_of_cluster_visibility_reaches_localhost_through_an_external_name_service() -> None:
