@@ -6,7 +6,7 @@ method, path, query and body unchanged and the caller's identity in ``X-Remote-U
 headers the real aggregator sets. The serving certificate is checked against ``caBundle`` unless
 ``insecureSkipTLSVerify`` is set. A Service with no endpoint is ``503 ServiceUnavailable``, as kube-apiserver
 answers when it cannot reach the backend. The answer (status, body, content type) is passed back unchanged.
-Not modelled: the aggregator's client certificate, aggregated discovery of the group, availability checks.
+Not modelled: aggregated discovery of the group, availability checks.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Aggregator:
             await self._session.close()
             self._session = None
 
-    def _backend(self, group: str, version: str) -> tuple[str, ssl.SSLContext | bool] | None:
+    def _backend(self, group: str, version: str) -> tuple[str, ssl.SSLContext] | None:
         """(https://endpoint, TLS verification) of the APIService for group/version; None: no APIService."""
         service_object = self.server.get("apiservices", f"{version}.{group}")
         spec = (service_object or {}).get("spec") or {}
@@ -53,11 +53,16 @@ class Aggregator:
                 reason="ServiceUnavailable",
                 message=f'service "{service.get("name")}.{service.get("namespace")}.svc" has no endpoints',
             )
-        verify: ssl.SSLContext | bool = False
-        if not spec.get("insecureSkipTLSVerify"):
-            verify = ssl.create_default_context(cadata=base64.b64decode(spec.get("caBundle") or "").decode())
-            verify.check_hostname = False  # issued for the Service's DNS name, reached here at an address
-        return f"https://{endpoint}", verify
+        if spec.get("insecureSkipTLSVerify"):
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context = ssl.create_default_context(cadata=base64.b64decode(spec.get("caBundle") or "").decode())
+            context.check_hostname = False  # issued for the Service's DNS name, reached here at an address
+        client = self.server.front_proxy_client
+        context.load_cert_chain(str(client.cert), str(client.key))
+        return f"https://{endpoint}", context
 
     async def forward(self, request: web.Request, user: UserInfo) -> web.Response | None:
         """The backend's answer, or None when no APIService serves this group/version."""

@@ -34,6 +34,7 @@ from tests.fakeapi.openapi import OpenApi
 from tests.fakeapi.resources import Registry, ResourceType, builtin_types
 from tests.fakeapi.store import Obj, ObjList, Store
 from tests.fakeapi.tls import serving_material
+from tests.front_proxy import ProxyCA, requestheader_configmap
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CRDS = REPO_ROOT / "manifests" / "crds"
@@ -107,6 +108,10 @@ class FakeApiServer:
         self._tls = serving_material()
         self._runner: web.AppRunner | None = None
         self._workdir = Path(tempfile.mkdtemp(prefix="fakeapi-"))
+        #: the aggregator's front proxy: its CA is published in kube-system's requestheader ConfigMap and
+        #: its client certificate is presented to APIService backends, as kube-apiserver does
+        self.front_proxy = ProxyCA(self._workdir / "front-proxy")
+        self.front_proxy_client = self.front_proxy.issue()
         self._crd_source = crds
         self._seeded = False
 
@@ -120,6 +125,10 @@ class FakeApiServer:
             await self._create_seed(crd_type, copy.deepcopy(crd))
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
             await self._create_seed(namespace_type, {"metadata": {"name": name}})
+        configmap_type = self.registry.get("", "v1", "configmaps")
+        assert configmap_type is not None
+        configmap = requestheader_configmap(self.front_proxy.pem)
+        await self.api.create(configmap_type, "kube-system", configmap)
 
     async def _create_seed(self, rtype: ResourceType, obj: Obj) -> None:
         await self.api.create(rtype, "", obj, admit=False)

@@ -21,7 +21,7 @@ import pytest
 
 from tests.e2e.support import certificates, replica, start_replica
 from tests.fakeapi import FakeApiServer
-from tests.front_proxy import ClientPair, ProxyCA, requestheader_configmap
+from tests.front_proxy import ClientPair
 from tests.integration.controller_harness import condition
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook.control.controller import ControllerSettings
@@ -36,12 +36,11 @@ PROXY: list[ClientPair] = []
 
 
 @pytest.fixture(autouse=True)
-async def front_proxy(fake_api: FakeApiServer, tmp_path: Path) -> None:
-    """Publish a requestheader CA as kube-apiserver does, and let ``alice`` read research's queues (as
-    Kueue's ``kueue-batch-user-role`` and ``clusterqueue`` viewer roles would)."""
-    ca = ProxyCA(tmp_path / "front-proxy")
-    await fake_api.create(requestheader_configmap(ca.pem))
-    PROXY[:] = [ca.issue()]
+async def front_proxy(fake_api: FakeApiServer) -> None:
+    """Act as the fake's front proxy (its CA is published in the requestheader ConfigMap, as
+    kube-apiserver does), and let ``alice`` read research's queues (as Kueue's ``kueue-batch-user-role``
+    and ``clusterqueue`` viewer roles would)."""
+    PROXY[:] = [fake_api.front_proxy_client]
     fake_api.grant("alice", group=GROUP, resource="clusterqueues/pendingworkloads", name="research")
     fake_api.grant("alice", group=GROUP, resource="localqueues/pendingworkloads", namespace="team-a")
 
