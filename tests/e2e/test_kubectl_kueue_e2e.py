@@ -238,6 +238,11 @@ async def test_list_why_stop_and_resume_through_kubectls_plugin_mechanism(tmp_pa
         ]
         assert "job.batch" in out
 
+        async def told_why() -> bool:  # a Workload's first pending message is written after a second
+            conditions = (await workload_of(ns, "j2")).get("status", {}).get("conditions") or []
+            return any("insufficient" in c.get("message", "") for c in conditions)
+
+        await eventually(told_why, "j2's Workload to say why it waits")
         code, out, err = await kubectl_kueue("why", "job/j2", "-n", ns)
         assert code == 0, err
         workload = (await workload_of(ns, "j2"))["metadata"]["name"]
