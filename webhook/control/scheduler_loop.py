@@ -243,15 +243,22 @@ class SchedulerLoop:
 
     async def _kicked_or_revisit_due(self) -> None:
         """Until kicked, or until the core's next revisit of parked workloads is due (the core keeps time
-        by the event loop's clock, which a fake clock in tests drives)."""
+        by the event loop's clock, which a fake clock in tests drives).
+
+        It always gives the loop a turn, even with a revisit already due: ``run`` could otherwise spin without
+        ever suspending, and neither the cancellation that ends a lost term nor any other task would run.
+        A replica that no longer leads waits for a kick only (its cycles would decide nothing; the
+        cancellation that ends its term arrives at that wait)."""
         due = self.state.next_revisit()
-        if due is None:
+        if due is None or not self.context.is_leader():
             await self._kick.wait()
             return
         delay = due - asyncio.get_running_loop().time()
-        if delay > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), delay)
+        if delay <= 0:
+            await asyncio.sleep(0)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._kick.wait(), delay)
 
     def abandon_writes(self) -> None:
         """Cancel every decision write in flight, now: called the moment leadership is lost, before any of
