@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from tests.fakeapi.resources import PrinterColumn, ResourceType
+from webhook.kubectl_kueue.table import human_duration
 
 Obj = dict[str, Any]
 NAME_DESCRIPTION = (
@@ -70,38 +71,6 @@ def jsonpath(obj: Any, path: str) -> list[Any]:
                         nxt.append(item)
         nodes = nxt
     return nodes
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's duration.HumanDuration, which kubectl prints ages with."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
-    return f"{hours // 24 // 365}y"
 
 
 def _parse_time(value: Any) -> datetime | None:
