@@ -189,6 +189,8 @@ def add_admission_routes(
                 if runs_inline(body):
                     configuration = config()
                     parsed = _parse(path, body)
+                    if isinstance(parsed, _Refusal):
+                        return _http_error(path, parsed.code, parsed.reason, parsed.message)
                     if isinstance(parsed, web.Response):
                         return parsed
                     cluster = view if owners is None else await owners(parsed, configuration, view)
@@ -200,6 +202,8 @@ def add_admission_routes(
                 configuration = config()
                 large = body
                 parsed = await off_loop.run(lambda: _parse(path, large))
+                if isinstance(parsed, _Refusal):
+                    return _http_error(path, parsed.code, parsed.reason, parsed.message)
                 if isinstance(parsed, web.Response):
                     return parsed
                 review = parsed
@@ -213,13 +217,17 @@ def add_admission_routes(
         except TimeoutError:
             return _timeout(path)
 
-    def _parse(path: str, body: bytes) -> AdmissionRequest | web.Response:
-        """The review in ``body``; a denial when it is no review but says its uid; a refusal otherwise."""
+    def _parse(path: str, body: bytes) -> AdmissionRequest | web.Response | _Refusal:
+        """The review in ``body``; a denial when it is no review but says its uid; a refusal otherwise.
+
+        The refusal is returned, not raised: an exception carried back from the worker thread holds, through
+        its traceback, the frames that decoded the body, in a reference cycle only a full garbage collection
+        frees, and freeing a large decoded body there blocks the event loop for tens of milliseconds."""
         try:
             return parse_review(body)
         except ReviewError as exc:
             if exc.uid is None:
-                raise _Refusal(exc.code, exc.reason, str(exc)) from None
+                return _Refusal(exc.code, exc.reason, str(exc))
             denial = Verdict(allowed=False, message=str(exc), code=exc.code, reason=exc.reason)
             metrics.requests.labels(path, "false", str(exc.code)).inc()
             log.info("admission request refused", extra={"path": path, "uid": exc.uid, "reason": str(exc)})
