@@ -96,3 +96,32 @@ async def replica(kubeconfig: Path, **kwargs: Any) -> AsyncIterator[Replica]:
 
 def tls_bundle(tls: CertificateSet) -> str:
     return ca_bundle(tls)
+
+
+#: Kueue's visibility API as an aggregated API: the APIService's fixed name
+APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"
+
+
+def visibility_api_service(namespace: str, port: int) -> str:
+    """The visibility API registered with the aggregator for a replica on this host: an ``ExternalName``
+    Service naming ``localhost`` at the replica's port (this control plane has no kube-proxy) and the
+    APIService pointing at it."""
+    return f"""apiVersion: v1
+kind: Service
+metadata: {{name: kueue-webhook, namespace: {namespace}}}
+spec:
+  type: ExternalName
+  externalName: localhost
+  ports: [{{name: https, port: {port}, protocol: TCP}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: {APISERVICE}}}
+spec:
+  group: visibility.kueue.x-k8s.io
+  version: v1beta2
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service: {{name: kueue-webhook, namespace: {namespace}, port: {port}}}
+"""

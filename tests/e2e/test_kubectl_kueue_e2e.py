@@ -27,12 +27,17 @@ import yaml
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.install import REPO_ROOT
-from tests.e2e.support import CONTROLLER_MANIFESTS, certificates, start_replica
+from tests.e2e.support import (
+    APISERVICE,
+    CONTROLLER_MANIFESTS,
+    certificates,
+    start_replica,
+    visibility_api_service,
+)
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 SCRIPTS = Path(sys.executable).parent
-APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 TIMEOUT = 90.0
 VISIBILITY = CONTROLLER_MANIFESTS / "visibility.yaml"
 
@@ -93,25 +98,7 @@ spec:
 
 def manifests(ns: str, port: int) -> str:
     return f"""
-apiVersion: v1
-kind: Service
-metadata: {{name: kueue-webhook, namespace: {ns}}}
-spec:
-  type: ExternalName
-  externalName: localhost
-  ports: [{{name: https, port: {port}, protocol: TCP}}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {{name: {APISERVICE}}}
-spec:
-  group: visibility.kueue.x-k8s.io
-  version: v1beta2
-  groupPriorityMinimum: 100
-  versionPriority: 100
-  insecureSkipTLSVerify: true
-  service: {{name: kueue-webhook, namespace: {ns}, port: {port}}}
----
+{visibility_api_service(ns, port)}---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {{name: {ns}}}

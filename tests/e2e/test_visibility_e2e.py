@@ -26,14 +26,13 @@ import aiohttp
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
-from tests.e2e.support import certificates, start_replica
+from tests.e2e.support import APISERVICE, certificates, start_replica, visibility_api_service
 from webhook.certs import CertificateSet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
-APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 TIMEOUT = 60.0
 
 
@@ -78,25 +77,7 @@ apiVersion: v1
 kind: Namespace
 metadata: {{name: {ns}}}
 ---
-apiVersion: v1
-kind: Service
-metadata: {{name: kueue-webhook, namespace: {ns}}}
-spec:
-  type: ExternalName
-  externalName: localhost
-  ports: [{{name: https, port: {port}, protocol: TCP}}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {{name: {APISERVICE}}}
-spec:
-  group: visibility.kueue.x-k8s.io
-  version: v1beta2
-  groupPriorityMinimum: 100
-  versionPriority: 100
-  insecureSkipTLSVerify: true
-  service: {{name: kueue-webhook, namespace: {ns}, port: {port}}}
----
+{visibility_api_service(ns, port)}---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {{name: {name}}}
