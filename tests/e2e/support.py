@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from webhook.certs import CertificateSet, ca_bundle, ensure_certificates
 from webhook.control.controller import ControllerSettings
-from webhook.control.kinds import NAMESPACES
+from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
 from webhook.control.kube import ApiError, KubeClient
 from webhook.control.wiring import Listen, Replica, build
 
@@ -125,3 +127,75 @@ spec:
   insecureSkipTLSVerify: true
   service: {{name: kueue-webhook, namespace: {namespace}, port: {port}}}
 """
+
+
+@contextlib.asynccontextmanager
+async def leading_team_queue(
+    kubeconfig: Path, prefix: str, *, more_cluster_queues: Sequence[str] = ()
+) -> AsyncIterator[tuple[KubeClient, Replica, str]]:
+    """A replica that leads (the test is skipped when another controller holds the Lease), and a namespace
+    ``<prefix>-<random>`` with LocalQueue ``e2e`` of a ClusterQueue of one cpu in a flavor, all named after
+    the namespace, which is yielded with a client and the replica. Afterwards the replica stops, the
+    Workloads' finalizers are let go (nothing is left to hold the namespace), and the namespace, the
+    ClusterQueue (and the test's own ``<namespace><suffix>`` for each of ``more_cluster_queues``) and the
+    flavor are deleted."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    group = "kueue.x-k8s.io/v1beta2"
+    client = await KubeClient.connect(kubeconfig=str(kubeconfig))
+    running = await start_replica(kubeconfig, identity=name)
+    try:
+        try:
+            await asyncio.wait_for(running.controller.leading.wait(), 20)
+        except TimeoutError:
+            pytest.skip("another controller holds kueue-system/kueue-webhook-leader on this cluster")
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        await client.create(
+            RESOURCE_FLAVORS, {"apiVersion": group, "kind": "ResourceFlavor", "metadata": {"name": name}}
+        )
+        quota = [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "1"}]}]
+        await client.create(
+            CLUSTER_QUEUES,
+            {
+                "apiVersion": group,
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
+                    "resourceGroups": [{"coveredResources": ["cpu"], "flavors": quota}],
+                },
+            },
+        )
+        local_queue = {"name": "e2e", "namespace": name}
+        await client.create(
+            LOCAL_QUEUES,
+            {
+                "apiVersion": group,
+                "kind": "LocalQueue",
+                "metadata": local_queue,
+                "spec": {"clusterQueue": name},
+            },
+            namespace=name,
+        )
+        yield client, running, name
+    finally:
+        await running.stop()
+        with contextlib.suppress(ApiError):
+            workloads, _ = await client.list_all(WORKLOADS, namespace=name)
+            for workload in workloads:
+                with contextlib.suppress(ApiError):
+                    await client.patch(
+                        WORKLOADS,
+                        name=workload["metadata"]["name"],
+                        namespace=name,
+                        patch={"metadata": {"finalizers": None}},
+                        patch_type="merge",
+                    )
+        doomed = [
+            (NAMESPACES, name),
+            (CLUSTER_QUEUES, name),
+            *((CLUSTER_QUEUES, name + suffix) for suffix in more_cluster_queues),
+        ]
+        for kind, object_name in [*doomed, (RESOURCE_FLAVORS, name)]:
+            with contextlib.suppress(ApiError):
+                await client.delete(kind, name=object_name)
+        await client.close()

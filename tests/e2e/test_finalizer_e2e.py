@@ -15,26 +15,20 @@ is left behind waiting for a controller that is gone.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.support import Replica, start_replica
+from tests.e2e.support import Replica, leading_team_queue
 from webhook.control.kinds import (
-    CLUSTER_QUEUES,
     JOBS,
-    LOCAL_QUEUES,
-    NAMESPACES,
-    RESOURCE_FLAVORS,
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube import ApiError, KubeClient
+from webhook.control.kube import KubeClient
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(
@@ -112,65 +106,8 @@ def cpu_job(name: str, namespace: str) -> JSON:
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[tuple[KubeClient, Replica, str]]:
-    suffix = uuid.uuid4().hex[:6]
-    name = f"e2e-finalizer-{suffix}"
-    client = await KubeClient.connect(kubeconfig=KUBECONFIG)
-    running = await start_replica(Path(KUBECONFIG), identity=name)
-    try:
-        try:
-            await asyncio.wait_for(running.controller.leading.wait(), 20)
-        except TimeoutError:
-            pytest.skip("another controller holds kueue-system/kueue-webhook-leader on this cluster")
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        await client.create(
-            RESOURCE_FLAVORS,
-            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}},
-        )
-        await client.create(
-            CLUSTER_QUEUES,
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ClusterQueue",
-                "metadata": {"name": name},
-                "spec": {
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu"],
-                            "flavors": [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
-                        }
-                    ],
-                },
-            },
-        )
-        await client.create(
-            LOCAL_QUEUES,
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "LocalQueue",
-                "metadata": {"name": "e2e", "namespace": name},
-                "spec": {"clusterQueue": name},
-            },
-            namespace=name,
-        )
-        yield client, running, name
-    finally:
-        await running.stop()
-        with contextlib.suppress(ApiError):
-            workloads, _ = await client.list_all(WORKLOADS, namespace=name)
-            for workload in workloads:
-                with contextlib.suppress(ApiError):
-                    await client.patch(
-                        WORKLOADS,
-                        name=workload["metadata"]["name"],
-                        namespace=name,
-                        patch={"metadata": {"finalizers": None}},
-                        patch_type="merge",
-                    )
-        for kind, namespace in ((NAMESPACES, None), (CLUSTER_QUEUES, None), (RESOURCE_FLAVORS, None)):
-            with contextlib.suppress(ApiError):
-                await client.delete(kind, name=name, namespace=namespace)
-        await client.close()
+    async with leading_team_queue(Path(KUBECONFIG), "e2e-finalizer") as found:
+        yield found
 
 
 async def test_deleted_workload_holds_its_quota_until_the_jobs_pod_is_gone(

@@ -11,19 +11,17 @@ beside them is admitted as usual.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.support import Replica, start_replica
-from webhook.control.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
-from webhook.control.kube import ApiError, KubeClient
+from tests.e2e.support import Replica, leading_team_queue
+from webhook.control.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
+from webhook.control.kube import KubeClient
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(
@@ -76,43 +74,8 @@ def cpu_job(name: str, namespace: str, *, queue: str, cpu: str) -> JSON:
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[tuple[KubeClient, Replica, str]]:
-    name = f"e2e-huge-{uuid.uuid4().hex[:6]}"
-    client = await KubeClient.connect(kubeconfig=KUBECONFIG)
-    running = await start_replica(Path(KUBECONFIG), identity=name)
-    try:
-        try:
-            await asyncio.wait_for(running.controller.leading.wait(), 20)
-        except TimeoutError:
-            pytest.skip("another controller holds kueue-system/kueue-webhook-leader on this cluster")
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        await client.create(
-            RESOURCE_FLAVORS, {"apiVersion": GROUP, "kind": "ResourceFlavor", "metadata": {"name": name}}
-        )
-        await client.create(CLUSTER_QUEUES, cluster_queue(name, name, "1"))
-        await client.create(LOCAL_QUEUES, local_queue("e2e", name, name), namespace=name)
-        yield client, running, name
-    finally:
-        await running.stop()
-        with contextlib.suppress(ApiError):
-            workloads, _ = await client.list_all(WORKLOADS, namespace=name)
-            for workload in workloads:
-                with contextlib.suppress(ApiError):
-                    await client.patch(
-                        WORKLOADS,
-                        name=workload["metadata"]["name"],
-                        namespace=name,
-                        patch={"metadata": {"finalizers": None}},
-                        patch_type="merge",
-                    )
-        for kind, object_name in (
-            (NAMESPACES, name),
-            (CLUSTER_QUEUES, name),
-            (CLUSTER_QUEUES, f"{name}-huge"),
-            (RESOURCE_FLAVORS, name),
-        ):
-            with contextlib.suppress(ApiError):
-                await client.delete(kind, name=object_name)
-        await client.close()
+    async with leading_team_queue(Path(KUBECONFIG), "e2e-huge", more_cluster_queues=["-huge"]) as found:
+        yield found
 
 
 async def until(check: Any, what: str) -> None:

@@ -11,10 +11,8 @@ the admission must come after a renewal the replica sent once the stall was over
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,18 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import FAST_LEASE, Replica, start_replica
+from tests.e2e.support import FAST_LEASE, Replica, leading_team_queue
 from webhook.control.kinds import (
-    CLUSTER_QUEUES,
     JOBS,
     LEASES,
-    LOCAL_QUEUES,
-    NAMESPACES,
-    RESOURCE_FLAVORS,
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube import ApiError, KubeClient
+from webhook.control.kube import KubeClient
 from webhook.control.store import Change
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
@@ -41,7 +35,6 @@ pytestmark = pytest.mark.skipif(
     not KUBECONFIG, reason="KUEUE_E2E_KUBECONFIG is not set (the kubeconfig of a cluster with the Kueue CRDs)"
 )
 JSON = dict[str, Any]
-GROUP = "kueue.x-k8s.io/v1beta2"
 HANG = 120.0  # seconds: a bound on a hang, never a pace
 STALL = FAST_LEASE["renew_deadline"] + 0.5
 
@@ -74,59 +67,8 @@ class Watched:
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[tuple[KubeClient, Replica, str]]:
-    name = f"e2e-stall-{uuid.uuid4().hex[:6]}"
-    client = await KubeClient.connect(kubeconfig=KUBECONFIG)
-    running = await start_replica(Path(KUBECONFIG), identity=name)
-    try:
-        try:
-            await asyncio.wait_for(running.controller.leading.wait(), 20)
-        except TimeoutError:
-            pytest.skip("another controller holds kueue-system/kueue-webhook-leader on this cluster")
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        await client.create(
-            RESOURCE_FLAVORS, {"apiVersion": GROUP, "kind": "ResourceFlavor", "metadata": {"name": name}}
-        )
-        quota = [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "1"}]}]
-        await client.create(
-            CLUSTER_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "ClusterQueue",
-                "metadata": {"name": name},
-                "spec": {
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
-                    "resourceGroups": [{"coveredResources": ["cpu"], "flavors": quota}],
-                },
-            },
-        )
-        await client.create(
-            LOCAL_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "LocalQueue",
-                "metadata": {"name": "e2e", "namespace": name},
-                "spec": {"clusterQueue": name},
-            },
-            namespace=name,
-        )
-        yield client, running, name
-    finally:
-        await running.stop()
-        with contextlib.suppress(ApiError):
-            workloads, _ = await client.list_all(WORKLOADS, namespace=name)
-            for workload in workloads:
-                with contextlib.suppress(ApiError):
-                    await client.patch(
-                        WORKLOADS,
-                        name=workload["metadata"]["name"],
-                        namespace=name,
-                        patch={"metadata": {"finalizers": None}},
-                        patch_type="merge",
-                    )
-        for kind in (NAMESPACES, CLUSTER_QUEUES, RESOURCE_FLAVORS):
-            with contextlib.suppress(ApiError):
-                await client.delete(kind, name=name)
-        await client.close()
+    async with leading_team_queue(Path(KUBECONFIG), "e2e-stall") as found:
+        yield found
 
 
 async def test_a_leader_stalled_past_its_renew_deadline_admits_only_after_renewing(
