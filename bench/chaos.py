@@ -57,13 +57,13 @@ from bench.real_cluster import (
     watch,
 )
 from webhook import runtime
-from webhook.control.kinds import (
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     JOBS,
     WORKLOADS,
 )
-from webhook.control.kube import ApiError, KubeClient
-from webhook.control.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
+from webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 
 RESULTS = ROOT / "bench" / "results"
 HOLD_LABEL = "bench.kueue-webhook/hold"  # Jobs whose Pods the played kubelet leaves running

@@ -39,17 +39,17 @@ from pathlib import Path
 from typing import Any
 
 from webhook import runtime
-from webhook.control.controller import Controller, ControllerSettings
-from webhook.control.kinds import (
+from webhook.control.cache.store import Change
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     JOBS,
     LOCAL_QUEUES,
     NAMESPACES,
     RESOURCE_FLAVORS,
 )
-from webhook.control.kube import KubeClient
-from webhook.control.store import Change
-from webhook.control.wiring import API_CONNECTIONS
+from webhook.control.replica.controller import Controller, ControllerSettings
+from webhook.control.replica.wiring import API_CONNECTIONS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAKE_SERVER = "fake API server (tests.fakeapi) in a separate process over HTTPS on loopback"

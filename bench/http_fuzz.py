@@ -46,8 +46,8 @@ from bench.http_surface import FuzzRequest, draw_request, problems, visibility_o
 from bench.webhook import _machine
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration
-from webhook.certs import ensure_certificates
 from webhook.http.app import create_app
+from webhook.http.certs import ensure_certificates
 from webhook.http.limits import INLINE_BODY_BYTES
 from webhook.http.server import WebhookServer
 

@@ -38,8 +38,8 @@ from bench.baseline.figures import compute, over_admission_summary, windows
 from bench.baseline.runner import Run
 from bench.baseline.timeline import Change, QuotaLimits, check_over_admission
 from webhook import runtime
-from webhook.control.kinds import NAMESPACES
-from webhook.control.kube import ApiError, KubeClient
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import NAMESPACES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 JSON = dict[str, Any]

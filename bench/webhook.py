@@ -36,7 +36,7 @@ from typing import Any
 import aiohttp
 
 from tests.golden import GOLDEN
-from webhook.certs import ensure_certificates
+from webhook.http.certs import ensure_certificates
 
 RESULTS = Path(__file__).resolve().parent / "results" / "webhook.json"
 MIX = [(0, "/mutate-batch-v1-job"), (1, "/validate-batch-v1-job"), (5, "/validate-batch-v1-job")]

@@ -20,7 +20,7 @@ FRAME = re.compile(r"^(?P<function>.*?) \((?P<where>[^()]*)\)$")
 _OURS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("scheduling (webhook/core)", re.compile(r"webhook/core/")),
     ("queue status and metrics", re.compile(r"status_reporter\.py|queue_status\.py|metrics\.py")),
-    ("API writes (client verbs, writers)", re.compile(r"writers\.py|kube\.py")),
+    ("API writes (client verbs, writers)", re.compile(r"writers\.py|kube/client\.py")),
     ("watch handling (informers, store)", re.compile(r"informer\.py|store\.py")),
     ("admission loop glue", re.compile(r"loop\.py|workqueue\.py|reconciler\.py|conditions\.py")),
     ("events", re.compile(r"events\.py")),
@@ -28,9 +28,9 @@ _OURS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 #: helpers charged to their caller, and entry points whose callee (the event loop) is not ours
 _PASS_THROUGH = re.compile(
-    r"webhook/api/|__main__\.py|webhook/cli\.py|webhook/control/main\.py|webhook/runtime\.py"
+    r"webhook/api/|__main__\.py|webhook/cli\.py|webhook/control/replica/main\.py|webhook/runtime\.py"
 )
-_WATCH_VERBS = re.compile(r"^(KubeClient\.)?(watch|list_pages|list_all) \(.*kube\.py")
+_WATCH_VERBS = re.compile(r"^(KubeClient\.)?(watch|list_pages|list_all) \(.*kube/client\.py")
 
 
 def bucket_of(frames: list[str]) -> str:
@@ -44,7 +44,7 @@ def bucket_of(frames: list[str]) -> str:
         where = match.group("where") if match else frame
         if "webhook/" not in where or _PASS_THROUGH.search(where):
             continue
-        if "kube.py" in where and _WATCH_VERBS.match(frame):
+        if "kube/client.py" in where and _WATCH_VERBS.match(frame):
             return "watch handling (informers, store)"
         for bucket, pattern in _OURS:
             if pattern.search(where):

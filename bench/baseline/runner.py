@@ -35,15 +35,22 @@ from bench.baseline import scenario
 from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample
 from bench.baseline.timeline import Change, Timeline, Transition
 from webhook.api.quantity import parse_quantity
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
-from webhook.control.kube import ApiError
+from webhook.control.kube.client import ApiError
+from webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
 
 JSON = dict[str, Any]
 log = logging.getLogger("bench.baseline")
 
 
 class Api(Protocol):
-    """The slice of an API client the run needs (``webhook.control.kube.KubeClient`` fits)."""
+    """The slice of an API client the run needs (``webhook.control.kube.client.KubeClient`` fits)."""
 
     async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON: ...
 

@@ -1,7 +1,8 @@
 """Run `kueue-webhook serve` in-process against any API server given by a kubeconfig (fake or real).
 
 Integration tests (on tests/fakeapi) and e2e tests (on a real cluster) share this harness so they exercise
-exactly the production wiring: ``webhook.control.wiring.build``, which ``serve`` calls too, only with short
+exactly the production wiring: ``webhook.control.replica.wiring.build``, which ``serve`` calls too, only with
+short
 lease timings so failover tests take seconds, and an ephemeral port.
 """
 
@@ -17,11 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.certs import CertificateSet, ca_bundle, ensure_certificates
-from webhook.control.controller import ControllerSettings
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
-from webhook.control.kube import ApiError, KubeClient
-from webhook.control.wiring import Listen, Replica, build
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
+from webhook.control.replica.controller import ControllerSettings
+from webhook.control.replica.wiring import Listen, Replica, build
+from webhook.http.certs import CertificateSet, ca_bundle, ensure_certificates
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTROLLER_MANIFESTS = REPO_ROOT / "manifests" / "controller"

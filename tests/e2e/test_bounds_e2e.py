@@ -26,7 +26,7 @@ import yaml
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.support import REPO_ROOT, certificates, start_replica, tls_bundle, webhook_configurations
-from webhook.control.wiring import Replica
+from webhook.control.replica.wiring import Replica
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 TIMEOUT = 60.0

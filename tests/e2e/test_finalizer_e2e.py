@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 
 from tests.e2e.support import Replica, leading_team_queue
-from webhook.control.kinds import (
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import (
     JOBS,
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube import KubeClient
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.support import Replica, leading_team_queue
-from webhook.control.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
-from webhook.control.kube import KubeClient
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

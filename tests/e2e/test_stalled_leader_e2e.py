@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.support import FAST_LEASE, Replica, leading_team_queue
-from webhook.control.kinds import (
+from webhook.control.cache.store import Change
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import (
     JOBS,
     LEASES,
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube import KubeClient
-from webhook.control.store import Change
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

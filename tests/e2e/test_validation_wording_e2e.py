@@ -25,7 +25,7 @@ from webhook.api.validation import (
     validate_label_selector,
     validate_labels,
 )
-from webhook.control.kube import ApiError, KubeClient
+from webhook.control.kube.client import ApiError, KubeClient
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

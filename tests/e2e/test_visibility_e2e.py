@@ -27,7 +27,7 @@ import pytest
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.support import APISERVICE, certificates, start_replica, visibility_api_service
-from webhook.certs import CertificateSet
+from webhook.http.certs import CertificateSet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import aiohttp
 
 from tests.e2e.support import Replica, certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
-from webhook.certs import ca_bundle
+from webhook.http.certs import ca_bundle
 
 JSON = dict[str, Any]
 

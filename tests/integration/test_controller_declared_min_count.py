@@ -26,8 +26,8 @@ from tests.integration.controller_harness import (
     serving_webhook,
 )
 from tests.integration.test_controller_integrations import SETUP
-from webhook.control.kinds import Kind
-from webhook.control.kube import ApiError, KubeClient
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import Kind
 
 JSON = dict[str, Any]
 HANG = 30.0

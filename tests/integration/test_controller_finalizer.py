@@ -20,11 +20,11 @@ from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import events_of, is_true, running, workload_of
 from tests.integration.research import QUOTA, gpu_job
-from webhook.control.kinds import WORKLOADS
-from webhook.control.kube import KubeClient
-from webhook.control.metrics import Metrics
-from webhook.control.store import Store
-from webhook.control.writers import Writer
+from webhook.control.cache.store import Store
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import WORKLOADS
+from webhook.control.output.metrics import Metrics
+from webhook.control.output.writers import Writer
 
 JSON = dict[str, Any]
 MakeFakeApi = Callable[..., Awaitable[FakeApiServer]]

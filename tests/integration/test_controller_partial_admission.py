@@ -18,9 +18,9 @@ from tests.e2e.support import Replica, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import condition, controller_config, gpu_limits, is_true, queued_job
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
-from webhook.certs import ca_bundle, ensure_certificates
-from webhook.control.kinds import JOBS
-from webhook.control.kube import ApiError, KubeClient
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import JOBS
+from webhook.http.certs import ca_bundle, ensure_certificates
 
 JSON = dict[str, Any]
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"

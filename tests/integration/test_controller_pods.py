@@ -23,7 +23,7 @@ from tests.integration.controller_harness import (
     gpu_limits,
     serving_webhook,
 )
-from webhook.certs import ca_bundle
+from webhook.http.certs import ca_bundle
 
 JSON = dict[str, Any]
 HANG = 30.0

@@ -28,9 +28,9 @@ from tests.integration.controller_harness import (
 )
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
 from tests.integration.test_controller_checks import SETUP as CHECKS_SETUP
-from webhook.certs import ca_bundle, ensure_certificates
-from webhook.control.kinds import JOBS
-from webhook.control.kube import ApiError, KubeClient
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import JOBS
+from webhook.http.certs import ca_bundle, ensure_certificates
 
 JSON = dict[str, Any]
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"

@@ -15,8 +15,8 @@ import time
 from tests.e2e.support import FAST_LEASE, replica
 from tests.fakeapi import FakeApiServer
 from tests.integration.research import HANG, QUOTA, gpu_job, running
-from webhook.control.kinds import WORKLOADS
-from webhook.control.store import Change
+from webhook.control.cache.store import Change
+from webhook.control.kube.kinds import WORKLOADS
 
 STALL = FAST_LEASE["renew_deadline"] + 0.5
 STEPPED_DOWN, LEADING, STALL_OVER = "-- stepped down", "-- leading", "-- stall over"

@@ -19,7 +19,7 @@ from tests.e2e.support import certificates, replica
 from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import condition
 from tests.integration.research import HANG, QUOTA, gpu_job, workloads_of
-from webhook.control.kinds import JOBS, WORKLOADS
+from webhook.control.kube.kinds import JOBS, WORKLOADS
 
 JSON = dict[str, Any]
 WRITES = ("POST", "PUT", "PATCH", "DELETE")

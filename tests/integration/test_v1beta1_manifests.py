@@ -18,7 +18,7 @@ import yaml
 
 from tests.fakeapi import FakeApiServer
 from tests.integration.webhook_harness import registered_webhook
-from webhook.certs import KUEUE_CRDS
+from webhook.http.certs import KUEUE_CRDS
 from webhook.http.server import WebhookServer
 
 # The shape of Kueue's docs ("Administer cluster quotas", single ClusterQueue setup), in v1beta1.

@@ -24,8 +24,8 @@ from tests.fakeapi import FakeApiServer
 from tests.front_proxy import ClientPair
 from tests.integration.controller_harness import condition
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
-from webhook.control.controller import ControllerSettings
-from webhook.control.wiring import Listen, build
+from webhook.control.replica.controller import ControllerSettings
+from webhook.control.replica.wiring import Listen, build
 
 JSON = dict[str, Any]
 BASE = "/apis/visibility.kueue.x-k8s.io/v1beta2"

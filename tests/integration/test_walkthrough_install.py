@@ -15,7 +15,7 @@ from tests.e2e.support import REPO_ROOT, replica
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.identity import service_account
 from tests.integration.starter_queue import JOB, QUOTA
-from webhook.certs import CertificateSet
+from webhook.http.certs import CertificateSet
 
 
 async def test_install_with_kustomize_and_certs_then_run_a_job(

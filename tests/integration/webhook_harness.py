@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry
 from tests.fakeapi import FakeApiServer
 from webhook.api.config import Configuration
 from webhook.api.integrations.owners import OwnerAnswer, Unresolved
-from webhook.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
 from webhook.http.app import create_app
+from webhook.http.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
 from webhook.http.server import WebhookServer
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"

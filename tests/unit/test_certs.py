@@ -15,7 +15,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from tests.unit.admission.golden import apply_patch
-from webhook.certs import (
+from webhook.cli import main
+from webhook.http.certs import (
     KUEUE_CRDS,
     ca_bundle,
     ensure_certificates,
@@ -23,7 +24,6 @@ from webhook.certs import (
     secret_manifest,
     webhook_ca_patch,
 )
-from webhook.cli import main
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
 

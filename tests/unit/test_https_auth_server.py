@@ -21,10 +21,10 @@ from tests.unit.test_https_auth_rules import ApiServer
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration
 from webhook.api.objects import parse_cluster_queue
-from webhook.certs import CertificateSet
 from webhook.core.scheduler import SchedulerState
 from webhook.http.app import create_app, create_metrics_app
 from webhook.http.auth import HttpsAuth
+from webhook.http.certs import CertificateSet
 from webhook.http.front_proxy import parse_settings
 from webhook.http.reviews import Reviewer
 from webhook.http.server import PlainMetricsServer, WebhookServer

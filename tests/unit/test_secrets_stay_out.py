@@ -24,13 +24,13 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from tests.unit.control.kubeconfigs import write
-from webhook.certs import ensure_certificates
-from webhook.control import connection
-from webhook.control.connection import resolve
-from webhook.control.kinds import WORKLOADS
-from webhook.control.kube import KubeClient
-from webhook.control.kubeconfig import KubeconfigError
+from webhook.control.kube import connection
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.connection import resolve
+from webhook.control.kube.kinds import WORKLOADS
+from webhook.control.kube.kubeconfig import KubeconfigError
 from webhook.http import tls
+from webhook.http.certs import ensure_certificates
 from webhook.logs import RedactSecrets, redact
 from webhook.runtime import JsonFormatter
 

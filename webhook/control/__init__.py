@@ -1,15 +1,16 @@
-"""The controller: asyncio glue between the cluster and the pure scheduling core.
+"""The controller: asyncio glue between the cluster and the pure scheduling core (``webhook.core``).
 
-Layers, lowest first (each imports only from those before it):
+Sub-packages, lowest layer first; each imports only from those before it:
 
-* ``kinds``, ``backoff``, ``kubeconfig``, ``kube`` — what we talk to and how: typed resource references, retry
-  delays, credentials, and a JSON client (no generated models);
-* ``store``, ``informer``, ``workqueue``, ``writers``, ``events``, ``metrics``, ``conditions`` — one
-  in-memory mirror fed by list+watch, preconditioned writes written through to it, best-effort Events,
-  Kueue's metrics, Kubernetes condition semantics;
-* ``config``, ``leader`` — the live ConfigMap and the Lease;
-* ``reconciler`` (Job ⇄ Workload), ``pending_reasons`` and ``pending_messages`` (Kueue's pending condition
-  on waiting Workloads), ``loop`` (the scheduling task over ``webhook.core``), ``queue_status`` and
-  ``status_reporter`` (queue status, metrics);
-* ``controller`` wires one replica, ``main`` is ``kueue-webhook serve``.
+* ``kube`` — what we talk to and how: resource references, the JSON client, connection and credentials,
+  retry delays, API health, the replica's identity and the Lease;
+* ``cache`` — the in-memory mirror fed by list+watch, and the keyed work queue;
+* ``output`` — what tasks write: preconditioned writes, Events, Kueue's metrics, condition semantics, queue
+  status, and the context every leader-side task shares;
+* ``jobs`` — job objects and their Workloads: the plan of steps, the reconciler that runs it, pod groups,
+  StatefulSets, the running-object match and the owner lookup;
+* ``scheduling`` — the scheduling loop over the core, pending reasons and messages, pods-ready, admission
+  checks, the queue status and fair-sharing reporters;
+* ``replica`` — one replica wired together: the controller, ``kueue-webhook serve``, the live ConfigMap and
+  the webhook configurations it declares.
 """

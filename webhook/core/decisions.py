@@ -1,7 +1,8 @@
 """What the scheduler tells the controller: ``Admit``, ``Wait`` or ``Evict`` one workload.
 
 A decision is a frozen value carrying everything its writer needs, so the core never writes anything
-itself: the controller (``webhook/control/scheduler_loop.py``) and ``simulate`` act on the same list. They
+itself: the controller (``webhook/control/scheduling/scheduler_loop.py``) and ``simulate`` act on the same
+list. They
 live apart from the code that makes them because both sides import them, and the side that acts should
 not have to load the scheduler's machinery to read what it was told. ``Notices`` is the one piece of
 memory that goes with them: a ``Wait`` is said again only when what the user would read changes.

@@ -156,7 +156,7 @@ def add_admission_routes(
 ) -> None:
     """Every path of :data:`ROUTES` and ``/convert``, as POST; ``owners``, when given, is awaited on the
     loop between parsing a review and running its rule (the owner lookups at the edge,
-    ``webhook.control.owner_lookup``)."""
+    ``webhook.control.jobs.owner_lookup``)."""
     off_loop = OffLoop()
 
     async def close_off_loop(_: web.Application) -> None:

@@ -40,7 +40,7 @@ def create_app(
 ) -> web.Application:
     """The aiohttp application; serve it with :class:`webhook.http.server.WebhookServer` (or any aiohttp
     runner, for tests). ``owners`` looks up, before a rule runs, the owners a request's object claims that
-    ``view`` cannot answer for (``webhook.control.owner_lookup``)."""
+    ``view`` cannot answer for (``webhook.control.jobs.owner_lookup``)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[CERTIFICATE_LOADED] = [False]
 

@@ -14,7 +14,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from webhook.control.kinds import (
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     COHORTS,
     LOCAL_QUEUES,
@@ -23,7 +24,6 @@ from webhook.control.kinds import (
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube import ApiError, KubeClient
 from webhook.kubectl_kueue.arguments import UsageError
 from webhook.kubectl_kueue.columns import workload_cluster_queue, workload_status
 from webhook.kubectl_kueue.estimate import Estimate, LiveState, estimate_start

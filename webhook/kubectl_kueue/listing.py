@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS, Kind
-from webhook.control.kube import ApiError
+from webhook.control.kube.client import ApiError
+from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS, Kind
 from webhook.kubectl_kueue import arguments as a
 from webhook.kubectl_kueue.arguments import UsageError
 from webhook.kubectl_kueue.columns import (

@@ -21,14 +21,14 @@ from webhook.api.integrations import BUILTIN
 from webhook.api.integrations.engine import JOB_UID_LABEL, workload_name
 from webhook.api.integrations.pod_groups import group_name
 from webhook.api.integrations.statefulsets import prebuilt_workload_name
-from webhook.control.kinds import (
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     RESOURCE_FLAVORS,
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube import ApiError, KubeClient
 
 __all__ = [
     "VISIBILITY",

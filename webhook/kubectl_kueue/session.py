@@ -1,8 +1,8 @@
 """The connection of one ``kubectl kueue`` run: kubectl's kubeconfig rules, the project's own client.
 
-Where the API server is and who we are come from ``webhook.control.connection`` (``--kubeconfig``, else
+Where the API server is and who we are come from ``webhook.control.kube.connection`` (``--kubeconfig``, else
 ``$KUBECONFIG`` merged, else the pod's service account, else ``~/.kube/config``; ``--context``), the same
-loader ``serve`` uses, and requests go through ``webhook.control.kube.KubeClient``. The namespace is
+loader ``serve`` uses, and requests go through ``webhook.control.kube.client.KubeClient``. The namespace is
 kubectl's: ``-n``, else the selected context's ``namespace``, else the pod's own namespace in a pod, else
 ``default``. Errors are told as kubectl tells them: ``Error from server (NotFound): <the server's message>``.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import aiohttp
 
-from webhook.control.connection import SERVICE_ACCOUNT, in_cluster
-from webhook.control.kube import ApiError, KubeClient
-from webhook.control.kubeconfig import KubeconfigError, load, load_selected, select, split_paths
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.connection import SERVICE_ACCOUNT, in_cluster
+from webhook.control.kube.kubeconfig import KubeconfigError, load, load_selected, select, split_paths
 
 __all__ = ["Session", "context_namespace", "describe_error"]
 

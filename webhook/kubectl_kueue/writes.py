@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from webhook import __version__
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS, Kind
-from webhook.control.kube import PATCH_CONTENT_TYPES, ApiError
+from webhook.control.kube.client import PATCH_CONTENT_TYPES, ApiError
+from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS, Kind
 from webhook.kubectl_kueue import arguments as a
 from webhook.kubectl_kueue import specs
 from webhook.kubectl_kueue.output import dump, name_line

@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 from tests.unit.admission.golden import GOLDEN
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration
-from webhook.certs import CertificateSet, ensure_certificates
 from webhook.http.app import create_app
+from webhook.http.certs import CertificateSet, ensure_certificates
 from webhook.http.server import WebhookServer
 from webhook.http.visibility import Visibility
 

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from webhook.api.config import Configuration
-from webhook.control.api_health import ApiHealth, WriteBudget
-from webhook.control.context import ControlContext
-from webhook.control.events import EventSink
-from webhook.control.kinds import Kind
-from webhook.control.kube import ApiError
-from webhook.control.metrics import Metrics
-from webhook.control.store import Store
+from webhook.control.cache.store import Store
+from webhook.control.kube.api_health import ApiHealth, WriteBudget
+from webhook.control.kube.client import ApiError
+from webhook.control.kube.kinds import Kind
+from webhook.control.output.context import ControlContext
+from webhook.control.output.events import EventSink
+from webhook.control.output.metrics import Metrics
 
 JSON = dict[str, Any]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor
-from webhook.control.conditions import admitted_status
-from webhook.control.job_plan import plan_job
+from webhook.control.jobs.job_plan import plan_job
+from webhook.control.output.conditions import admitted_status
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T01:00:00Z"

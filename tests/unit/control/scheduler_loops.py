@@ -7,9 +7,9 @@ import copy
 from typing import Any
 
 from tests.unit.control.fakes import control_context
-from webhook.control.kinds import Kind
-from webhook.control.scheduler_loop import SchedulerLoop
-from webhook.control.store import Change, Store, key_of
+from webhook.control.cache.store import Change, Store, key_of
+from webhook.control.kube.kinds import Kind
+from webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]

@@ -7,9 +7,16 @@ import copy
 from typing import Any
 
 from tests.unit.control.fakes import MemoryApi
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
-from webhook.control.store import Store
-from webhook.control.verbs import PatchType
+from webhook.control.cache.store import Store
+from webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
+from webhook.control.kube.verbs import PatchType
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

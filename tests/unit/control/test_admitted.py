@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from tests.unit.control.fakes import control_context
-from webhook.control import admitted
-from webhook.control.checks import AdmissionChecksController
-from webhook.control.kinds import WORKLOADS, Kind
-from webhook.control.metrics import Metrics
-from webhook.control.store import Store
+from webhook.control.cache.store import Store
+from webhook.control.kube.kinds import WORKLOADS, Kind
+from webhook.control.output import admitted
+from webhook.control.output.metrics import Metrics
+from webhook.control.scheduling.admission_checks import AdmissionChecksController
 
 JSON = dict[str, Any]
 NOW = 1_800_000_000.0

@@ -17,11 +17,11 @@ import pytest
 from aiohttp import web
 
 from tests.unit.control.kubeconfigs import write
-from webhook.control.kinds import WATCHED, WORKLOADS
-from webhook.control.kube import KubeClient
-from webhook.control.main import add_arguments, api_connections, build_replica
-from webhook.control.scheduler_loop import DECISION_WRITES_IN_FLIGHT
-from webhook.control.wiring import API_CONNECTIONS
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import WATCHED, WORKLOADS
+from webhook.control.replica.main import add_arguments, api_connections, build_replica
+from webhook.control.replica.wiring import API_CONNECTIONS
+from webhook.control.scheduling.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 
 #: every watched kind, the ConfigMap and a few integrations' kinds
 WATCHES = len(WATCHED) + 1 + 6

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.api.config import Configuration
-from webhook.control.config import LiveConfiguration
-from webhook.control.kinds import CONFIGMAPS
-from webhook.control.metrics import Metrics
-from webhook.control.store import Change
+from webhook.control.cache.store import Change
+from webhook.control.kube.kinds import CONFIGMAPS
+from webhook.control.output.metrics import Metrics
+from webhook.control.replica.live_config import LiveConfiguration
 
 JSON = dict[str, Any]
 

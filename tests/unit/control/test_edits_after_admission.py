@@ -17,8 +17,7 @@ from tests.unit.api.test_declared_min_count import declared, training_run
 from tests.unit.control.plans import NOW, flavor_lookup, held
 from webhook.api.integrations import BUILTIN, JOB, Integration, engine
 from webhook.api.integrations.builtin import POD
-from webhook.control.conditions import admitted_status
-from webhook.control.job_plan import (
+from webhook.control.jobs.job_plan import (
     NO_MATCHING_WORKLOAD,
     CreateWorkload,
     DeleteObjects,
@@ -29,6 +28,7 @@ from webhook.control.job_plan import (
     UpdatePodSets,
     plan_job,
 )
+from webhook.control.output.conditions import admitted_status
 
 JSON = dict[str, Any]
 JOBSET, PYTORCHJOB, RAYCLUSTER = (

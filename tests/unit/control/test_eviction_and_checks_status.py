@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.control.plans import ADMISSION, job, plan, workload
-from webhook.control.conditions import (
+from webhook.control.jobs.job_plan import ReleaseReservation
+from webhook.control.output.conditions import (
     admitted_status,
     check_state_status,
     checks_status,
@@ -18,7 +19,6 @@ from webhook.control.conditions import (
     find,
     released_status,
 )
-from webhook.control.job_plan import ReleaseReservation
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T01:00:00Z"

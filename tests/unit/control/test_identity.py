@@ -14,9 +14,9 @@ import aiohttp
 import pytest
 
 from tests.fakeapi.golden import load
-from webhook.control.backoff import Backoff
-from webhook.control.identity import REVIEW, SELF_SUBJECT_REVIEWS, own_username
-from webhook.control.kube import ApiError
+from webhook.control.kube.backoff import Backoff
+from webhook.control.kube.client import ApiError
+from webhook.control.kube.identity import REVIEW, SELF_SUBJECT_REVIEWS, own_username
 
 JSON = dict[str, Any]
 NOT_FOUND = load("selfsubjectreview-v1beta1-not-found.json")["response"]["body"]

@@ -7,11 +7,11 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from webhook.control.backoff import Backoff
-from webhook.control.informer import Informer
-from webhook.control.kinds import JOBS, Kind
-from webhook.control.kube import ApiError
-from webhook.control.store import Store
+from webhook.control.cache.informer import Informer
+from webhook.control.cache.store import Store
+from webhook.control.kube.backoff import Backoff
+from webhook.control.kube.client import ApiError
+from webhook.control.kube.kinds import JOBS, Kind
 
 JSON = dict[str, Any]
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from tests.unit.control.kubeconfigs import write
-from webhook.certs import ensure_certificates
-from webhook.control.connection import resolve
-from webhook.control.kube import KubeClient
-from webhook.control.kubeconfig import KubeconfigError, load, select, split_paths
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.connection import resolve
+from webhook.control.kube.kubeconfig import KubeconfigError, load, select, split_paths
+from webhook.http.certs import ensure_certificates
 
 JSON = dict[str, Any]
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.unit.control.fakes import Clock, MemoryApi
-from webhook.control.kinds import LEASES, Kind
-from webhook.control.leader import LeaderElector
+from webhook.control.kube.kinds import LEASES, Kind
+from webhook.control.kube.leader import LeaderElector
 
 JSON = dict[str, Any]
 #: Kueue's (and controller-runtime's) Lease timings, which the step-by-step tests below walk through

@@ -16,9 +16,16 @@ from typing import Any
 import pytest
 
 from tests.unit.control.fakes import MemoryApi
-from webhook.control.controller import Controller, ControllerSettings
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
-from webhook.control.verbs import PatchType
+from webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
+from webhook.control.kube.verbs import PatchType
+from webhook.control.replica.controller import Controller, ControllerSettings
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

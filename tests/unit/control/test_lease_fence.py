@@ -17,10 +17,10 @@ from aiohttp import web
 
 from tests.unit.control.fakes import Clock, MemoryApi
 from tests.unit.control.small_cluster import RecordingApi, cluster, install
-from webhook.control.controller import Controller, ControllerSettings
-from webhook.control.kinds import WORKLOADS
-from webhook.control.kube import KubeClient
-from webhook.control.leader import LeaderElector, NotLeader
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import WORKLOADS
+from webhook.control.kube.leader import LeaderElector, NotLeader
+from webhook.control.replica.controller import Controller, ControllerSettings
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

@@ -17,12 +17,12 @@ import pytest
 
 from tests.unit.control.fakes import control_context
 from tests.unit.control.small_cluster import RecordingApi, cluster, install
-from webhook.control.controller import Controller, ControllerSettings
-from webhook.control.kinds import CLUSTER_QUEUES, NAMESPACES, WORKLOADS, Kind
-from webhook.control.metrics import Metrics
-from webhook.control.scheduler_loop import SchedulerLoop
-from webhook.control.store import Change, Store
-from webhook.control.writers import Writer
+from webhook.control.cache.store import Change, Store
+from webhook.control.kube.kinds import CLUSTER_QUEUES, NAMESPACES, WORKLOADS, Kind
+from webhook.control.output.metrics import Metrics
+from webhook.control.output.writers import Writer
+from webhook.control.replica.controller import Controller, ControllerSettings
+from webhook.control.scheduling.scheduler_loop import SchedulerLoop
 
 JSON = dict[str, Any]
 

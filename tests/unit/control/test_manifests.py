@@ -12,7 +12,7 @@ import yaml
 
 from webhook.admission.routes import ROUTES
 from webhook.api.integrations import BUILTIN
-from webhook.control.kinds import CONFIGMAPS, LEASES, WATCHED
+from webhook.control.kube.kinds import CONFIGMAPS, LEASES, WATCHED
 
 ROOT = Path(__file__).resolve().parents[3] / "manifests"
 CONTROLLER = ROOT / "controller"

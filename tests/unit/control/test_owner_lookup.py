@@ -13,10 +13,10 @@ from webhook.admission.review import AdmissionRequest, GroupVersionKind
 from webhook.api.config import Configuration, parse_configuration
 from webhook.api.integrations import JOB
 from webhook.api.integrations.owners import Unresolved
-from webhook.control.kinds import JOBS, Kind
-from webhook.control.kube import ApiError, KubeClient
-from webhook.control.owner_lookup import AdmissionOwners, OwnerFetcher
-from webhook.control.store import Store
+from webhook.control.cache.store import Store
+from webhook.control.jobs.owner_lookup import AdmissionOwners, OwnerFetcher
+from webhook.control.kube.client import ApiError, KubeClient
+from webhook.control.kube.kinds import JOBS, Kind
 
 JSON = dict[str, Any]
 WRAPPERS = "workload.codeflare.dev/v1beta2"

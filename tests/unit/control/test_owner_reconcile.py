@@ -9,11 +9,11 @@ from typing import Any
 
 from tests.unit.control.fakes import control_context
 from webhook.api.config import Configuration, parse_configuration
-from webhook.control.kinds import JOBS, WORKLOADS, Kind, integration_kind
-from webhook.control.metrics import Metrics
-from webhook.control.reconciler import JobReconciler
-from webhook.control.store import Store
-from webhook.control.writers import Writer
+from webhook.control.cache.store import Store
+from webhook.control.jobs.reconciler import JobReconciler
+from webhook.control.kube.kinds import JOBS, WORKLOADS, Kind, integration_kind
+from webhook.control.output.metrics import Metrics
+from webhook.control.output.writers import Writer
 
 JSON = dict[str, Any]
 JOBSETS = integration_kind("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")

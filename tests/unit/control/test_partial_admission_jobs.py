@@ -10,8 +10,8 @@ from typing import Any
 from tests.unit.admission.golden import apply_patch
 from tests.unit.control.plans import ADMISSION, NOW, job, plan, workload
 from webhook.api.jobs import workload_for_job
-from webhook.control.conditions import admitted_status, evicted_status
-from webhook.control.job_plan import CreateWorkload, StartJob, StopJob, UpdatePodSets
+from webhook.control.jobs.job_plan import CreateWorkload, StartJob, StopJob, UpdatePodSets
+from webhook.control.output.conditions import admitted_status, evicted_status
 
 MIN = "kueue.x-k8s.io/job-min-parallelism"
 SYNC = "kueue.x-k8s.io/job-completions-equal-parallelism"

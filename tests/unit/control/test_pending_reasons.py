@@ -9,10 +9,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from tests.unit.control.fakes import Clock, control_context
-from webhook.control.kinds import WORKLOADS, Kind
-from webhook.control.pending_messages import PendingMessages
-from webhook.control.pending_reasons import PendingReasons
-from webhook.control.store import Store
+from webhook.control.cache.store import Store
+from webhook.control.kube.kinds import WORKLOADS, Kind
+from webhook.control.scheduling.pending_messages import PendingMessages
+from webhook.control.scheduling.pending_reasons import PendingReasons
 from webhook.core.model import WorkloadKey
 from webhook.core.scheduler import SchedulerState, Wait
 

@@ -14,9 +14,9 @@ from webhook.api.integrations.pod_groups import (
     group_workload,
     role_hash,
 )
-from webhook.control.conditions import termination_target_status
-from webhook.control.job_plan import CreateWorkload, DeleteObjects, RemoveExcessPods, StartPods, plan_job
-from webhook.control.pod_groups import plan_group
+from webhook.control.jobs.job_plan import CreateWorkload, DeleteObjects, RemoveExcessPods, StartPods, plan_job
+from webhook.control.jobs.pod_groups import plan_group
+from webhook.control.output.conditions import termination_target_status
 
 JSON = dict[str, Any]
 GATE = {"name": "kueue.x-k8s.io/admission"}

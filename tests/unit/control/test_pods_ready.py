@@ -15,11 +15,11 @@ from tests.unit.control.fakes import control_context
 from tests.unit.control.plans import ADMISSION, NOW, admitted, flavor_lookup, job, workload
 from webhook.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from webhook.api.pods_ready import rfc3339
-from webhook.control.conditions import admitted_status, find, pending_status
-from webhook.control.job_plan import SyncPodsReady, plan_job
-from webhook.control.kinds import WORKLOADS, Kind
-from webhook.control.pods_ready import PodsReadyTimers
-from webhook.control.store import Store
+from webhook.control.cache.store import Store
+from webhook.control.jobs.job_plan import SyncPodsReady, plan_job
+from webhook.control.kube.kinds import WORKLOADS, Kind
+from webhook.control.output.conditions import admitted_status, find, pending_status
+from webhook.control.scheduling.pods_ready import PodsReadyTimers
 
 JSON = dict[str, Any]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.api.objects import ClusterQueue, ResourceFlavor, parse_cluster_queue, parse_resource_flavor
-from webhook.control.queue_status import merge_status, status_differs
+from webhook.control.output.queue_status import merge_status, status_differs
 from webhook.core.scheduler import SchedulerState
 from webhook.core.status import cluster_queue_status
 

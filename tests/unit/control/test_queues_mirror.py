@@ -11,9 +11,9 @@ from typing import Any
 from tests.unit.control.fakes import control_context
 from tests.unit.control.scheduler_loops import admitted
 from tests.unit.control.test_scheduler_loop_release import GROUP, SETUP, meta, workload
-from webhook.control.kinds import LOCAL_QUEUES, WORKLOADS, Kind
-from webhook.control.scheduler_loop import SchedulerLoop
-from webhook.control.store import Change, Store, key_of
+from webhook.control.cache.store import Change, Store, key_of
+from webhook.control.kube.kinds import LOCAL_QUEUES, WORKLOADS, Kind
+from webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from webhook.core import visibility as vis
 
 JSON = dict[str, Any]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from tests.unit.control.plans import ADMISSION, FINALIZER, NOW, admitted, held, job, plan, workload
-from webhook.control.conditions import admitted_status, finished_status, pending_status
-from webhook.control.job_plan import (
+from webhook.control.jobs.job_plan import (
     CreateWorkload,
     FinishWorkload,
     ReleaseReservation,
@@ -12,6 +11,7 @@ from webhook.control.job_plan import (
     StartJob,
     StopJob,
 )
+from webhook.control.output.conditions import admitted_status, finished_status, pending_status
 
 
 def test_new_suspended_job_gets_a_workload_owned_by_it() -> None:

@@ -6,10 +6,10 @@ import json
 
 from tests.golden import GOLDEN
 from tests.unit.control.fakes import control_context
-from webhook.control.kube import ApiError
-from webhook.control.reconciler import JobReconciler, namespace_terminating
-from webhook.control.store import Store
-from webhook.control.workqueue import WorkQueue
+from webhook.control.cache.store import Store
+from webhook.control.cache.workqueue import WorkQueue
+from webhook.control.jobs.reconciler import JobReconciler, namespace_terminating
+from webhook.control.kube.client import ApiError
 
 KEY = ("batch/job", "team", "train")
 

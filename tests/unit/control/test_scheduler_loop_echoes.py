@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.control.scheduler_loops import admitted, feed, new_loop
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS, Kind
+from webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.control.scheduler_loops import admitted, feed, new_loop
-from webhook.control.kinds import (
+from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     JOBS,
     LOCAL_QUEUES,

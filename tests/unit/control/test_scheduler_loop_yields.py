@@ -8,8 +8,8 @@ import asyncio
 import dataclasses
 
 from tests.unit.control.fakes import control_context
-from webhook.control.scheduler_loop import SchedulerLoop
-from webhook.control.store import Store
+from webhook.control.cache.store import Store
+from webhook.control.scheduling.scheduler_loop import SchedulerLoop
 
 
 def loop_with_revisit_due(*, leading: bool) -> SchedulerLoop:

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from tests.unit.control.fakes import control_context
-from webhook.control.job_plan import StartJob
-from webhook.control.kinds import JOBS, WORKLOADS, Kind
-from webhook.control.kube import ApiError
-from webhook.control.metrics import Metrics
-from webhook.control.reconciler import JobReconciler
-from webhook.control.store import Store
-from webhook.control.writers import Writer
+from webhook.control.cache.store import Store
+from webhook.control.jobs.job_plan import StartJob
+from webhook.control.jobs.reconciler import JobReconciler
+from webhook.control.kube.client import ApiError
+from webhook.control.kube.kinds import JOBS, WORKLOADS, Kind
+from webhook.control.output.metrics import Metrics
+from webhook.control.output.writers import Writer
 
 JSON = dict[str, Any]
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from tests.unit.control.fakes import control_context
 from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor, parse_workload
-from webhook.control.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
-from webhook.control.metrics import Metrics
-from webhook.control.status_reporter import QueueStatusReporter
-from webhook.control.store import Store
+from webhook.control.cache.store import Store
+from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
+from webhook.control.output.metrics import Metrics
+from webhook.control.scheduling.status_reporter import QueueStatusReporter
 from webhook.core.scheduler import SchedulerState
 
 JSON = dict[str, Any]

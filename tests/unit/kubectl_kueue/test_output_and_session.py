@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from webhook.control.kube import ApiError
-from webhook.control.kubeconfig import KubeconfigError
+from webhook.control.kube.client import ApiError
+from webhook.control.kube.kubeconfig import KubeconfigError
 from webhook.kubectl_kueue.output import colour_enabled, dump, name_line
 from webhook.kubectl_kueue.session import context_namespace, describe_error
 from webhook.kubectl_kueue.writes import stop_patch

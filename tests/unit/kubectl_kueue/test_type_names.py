@@ -3,7 +3,7 @@ kind, optionally with its group."""
 
 from __future__ import annotations
 
-from webhook.control.kinds import JOBS
+from webhook.control.kube.kinds import JOBS
 from webhook.kubectl_kueue.reads import match_type
 
 DISCOVERED = [
