@@ -7,10 +7,14 @@ reorganisation breaks, so every relative link and anchor is resolved here the wa
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import re
 from pathlib import Path
 
 import pytest
+
+from webhook import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -65,3 +69,40 @@ def test_every_docs_page_is_reachable_from_the_index() -> None:
     linked = {target.partition("#")[0] for target in LINK.findall(index)}
     pages = {page.name for page in (ROOT / "docs").glob("*.md")} - {"README.md"}
     assert pages - linked == set()
+
+
+def documented_invocations() -> list[tuple[str, str, list[str]]]:
+    """(page, subcommand, flags) of each ``kueue-webhook <subcommand> ...`` written as code in the docs."""
+    found = []
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
+    for page in PAGES:
+        text = page.read_text()
+        # a reference table's row: every flag in it belongs to the subcommand the row starts with
+        for sub, row in re.findall(r"^\| `kueue-webhook ([a-z]+)[^`]*`(.*)$", text, re.MULTILINE):
+            found.append((page.name, sub, flag.findall(row)))
+        code = re.findall(r"`([^`\n]+)`", text) + re.findall(
+            r"^```\n(.*?)^```", text, re.DOTALL | re.MULTILINE
+        )
+        for span in code:
+            for line in span.splitlines():
+                for sub, rest in re.findall(r"\bkueue-webhook ([a-z]+)([^#|]*)", line):
+                    found.append((page.name, sub, flag.findall(rest)))
+    return found
+
+
+def test_every_documented_subcommand_and_flag_exists() -> None:
+    """A renamed flag or subcommand must take its documentation along (the docs are what users copy)."""
+    invocations = documented_invocations()
+    assert {sub for _, sub, _ in invocations} >= {"serve", "simulate", "certs", "manifests", "version"}
+    unknown = []
+    for page, sub, flags in invocations:
+        if sub == "version":
+            continue
+        if sub not in cli.SUBCOMMANDS:
+            unknown.append(f"{page}: kueue-webhook {sub}")
+            continue
+        parser = argparse.ArgumentParser()
+        importlib.import_module(cli.SUBCOMMANDS[sub][0]).add_arguments(parser)
+        options = {option for action in parser._actions for option in action.option_strings}
+        unknown += [f"{page}: kueue-webhook {sub} {flag}" for flag in flags if flag not in options]
+    assert unknown == []
