@@ -1,26 +1,39 @@
 # Two entry points: `make demo` (the seed scenario on the embedded simulator) and `make test`.
 PYTHON ?= python3
+#: the import package (its __version__ is the project's version)
+PACKAGE := webhook
 VENV := .venv
 BIN := $(VENV)/bin
+#: the package with the test tool chain (make test), or with only what the demo needs (make demo)
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
+DEMO_PLOT := demo-usage.png
 
 .PHONY: demo test lint typecheck unit e2e bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/pip:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+# Reinstalled when the version changes too, so the installed metadata agrees with $(PACKAGE).__version__.
+$(STAMP): pyproject.toml $(PACKAGE)/__init__.py | $(BIN)/pip
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/kueue-webhook simulate manifests/examples/seed.yaml
+$(DEMO_STAMP): pyproject.toml $(PACKAGE)/__init__.py | $(BIN)/pip
+	$(BIN)/pip install --quiet -e '.[plot]'
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(BIN)/kueue-webhook simulate manifests/examples/seed.yaml --plot $(DEMO_PLOT)
+	@echo "Usage over time: $(DEMO_PLOT)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check webhook tests bench
-	$(BIN)/ruff format --check webhook tests bench
+	$(BIN)/ruff check $(PACKAGE) tests bench
+	$(BIN)/ruff format --check $(PACKAGE) tests bench
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict webhook
+	$(BIN)/mypy --strict $(PACKAGE)
 
 unit: $(STAMP)
 	$(BIN)/pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
@@ -42,4 +55,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.core
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(DEMO_PLOT)

@@ -2,7 +2,8 @@
 
 With ``--kubeconfig`` (an admin's) and ``--serve`` it installs the CRDs and RBAC on that real API server
 and runs ``kueue-webhook serve`` from here against it as its ServiceAccount: the figures users get, and the
-ones the README leads with (writes per Workload read from the API server's own apiserver_request_total).
+ones docs/benchmarks.md leads with (writes per Workload read from the API server's own
+apiserver_request_total).
 With ``--kubeconfig`` alone it runs against whatever that cluster runs (our controller or Kueue itself).
 Without it, it starts the fake API server and ``kueue-webhook serve`` as two processes (fast, but the fake
 costs a fraction of a real request: its figures overstate what users get). It writes

@@ -16,7 +16,7 @@ A run takes ~30 s of one core (every release retries the parked Workloads that m
 per setting, the wall time, usage (work over nominal quota times wall: unlike the live
 benchmark, evicted partial runs are not counted as used), evictions and the mean and maximum time to
 admission per class, and writes ``bench/results/latency_model.{json,md}``. No figure here stands for the
-live system; the README quotes it only for what the rules allow.
+live system; the docs quote it only for what the rules allow.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's two ways to run kueue-webhook, carried out on a real API server on this host.
+"""docs/install.md's two ways to run kueue-webhook, carried out on a real API server on this host.
 
 * **Out of cluster**: ``kubectl apply -k manifests/controller/local``, ``kueue-webhook certs --ip 127.0.0.1
   --patch-webhook-configurations``, ``kueue-webhook serve --kubeconfig <admin kubeconfig> --tls-dir ...

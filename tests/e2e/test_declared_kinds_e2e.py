@@ -3,8 +3,9 @@ installed out of cluster: the made-up ``example.com/v1`` TrainingRun (tests/crds
 API server, declared live, and then the controller adds it to its webhook configurations, the API server
 sends its creates to the webhook, which suspends it; it is admitted with its pod counts and the flavor's
 node labels, suspended again when an urgent Job preempts it, started again and its quota released when the
-test (playing the operator) reports it succeeded. Undeclared, a new TrainingRun is left alone. The RBAC the
-README tells admins to grant (a ClusterRole aggregated into ours) is checked with the real aggregation."""
+test (playing the operator) reports it succeeded. Undeclared, a new TrainingRun is left alone. The RBAC
+docs/integrations.md tells admins to grant (a ClusterRole aggregated into ours) is checked with the real
+aggregation."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Kueue-docs-style kueue.x-k8s.io/v1beta1 manifests on a real kube-apiserver, converted by our /convert.
 
-``kueue-webhook serve`` runs out of cluster as the README says (``manifests/controller/local`` points the
+``kueue-webhook serve`` runs out of cluster as docs/install.md says (``manifests/controller/local`` points the
 CRDs' conversion webhook at https://127.0.0.1:9443/convert, ``certs --patch-webhook-configurations`` fills
 its caBundle). The CRDs stay installed in their two-version form afterwards, as the other e2e tests install
 them.

@@ -1,4 +1,4 @@
-"""The seed walk-through on a real API server, once for each way the README runs kueue-webhook.
+"""The seed walk-through on a real API server, once for each way docs/install.md runs kueue-webhook.
 
 Quotas are on CPU so the scenario needs no GPU node: a ClusterQueue with 1 CPU admits two 500m Jobs, the
 third waits with Kueue's insufficient-quota message, and starts when one of the first two completes.
@@ -32,7 +32,7 @@ def cluster() -> Cluster:
 def controller_log(
     request: pytest.FixtureRequest, cluster: Cluster, tmp_path: Path
 ) -> Iterator[Callable[[], str]]:
-    """Run kueue-webhook as the README says (or use the queueing controller the cluster already runs)."""
+    """Run kueue-webhook as docs/install.md says (or use the queueing controller the cluster already runs)."""
     if request.param == "installed":
         if not os.environ.get("KUEUE_E2E_INSTALLED"):
             pytest.skip("KUEUE_E2E_INSTALLED is not set (a cluster whose own kueue-webhook or Kueue runs)")

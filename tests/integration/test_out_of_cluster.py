@@ -1,4 +1,4 @@
-"""The README's out-of-cluster path, as written, with an admin kubeconfig: queued Jobs start.
+"""docs/install.md's out-of-cluster path, as written, with an admin kubeconfig: queued Jobs start.
 
 ``kubectl apply -k manifests/controller/local``, ``kueue-webhook certs --ip 127.0.0.1
 --patch-webhook-configurations``, ``kueue-webhook serve --kubeconfig ~/.kube/config --tls-dir certs

@@ -1,5 +1,5 @@
 """The configuration model: the ``config.yaml`` key of ConfigMap ``kueue-webhook-config`` (every field is
-described in README.md, section Configuration).
+described in docs/configuration.md).
 
 The controller reloads this document live, so a bad edit must never take the process down or half-apply:
 :func:`parse_configuration` either returns a complete, typed :class:`Configuration` or a

@@ -3,7 +3,7 @@
 Operators edit the ConfigMap and expect the change to apply without a restart, and a typo not to take the
 controller down. So every observed version is parsed in full: a valid one replaces the configuration in
 force and is announced to subscribers; an invalid one changes nothing and is reported (a Warning Event, a
-log line, a metric: README.md, Configuration). Deleting the ConfigMap keeps the configuration in force, so an
+log line, a metric: docs/configuration.md). Deleting the ConfigMap keeps the configuration in force, so an
 accidental delete cannot reset the policy.
 
 The controller's own user name, as the API server reported it (``webhook.control.kube.identity``), is not in
