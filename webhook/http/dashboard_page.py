@@ -42,7 +42,8 @@ ul.tree.root { padding-left: 0; border-left: none; }
 .badge { border-radius: 10px; padding: 0 8px; font-size: 12px; color: #fff; }
 .badge.ok { background: var(--ok); } .badge.bad { background: var(--bad); }
 table { border-collapse: collapse; width: 100%; margin-top: 6px; }
-th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid var(--line); vertical-align: top;
+  white-space: nowrap; }
 th { font-weight: 600; font-size: 12px; color: var(--muted); }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .meter { position: relative; width: 160px; height: 10px; border-radius: 5px; background: var(--line);
@@ -51,13 +52,13 @@ td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-n
 .meter .over { position: absolute; right: 0; top: 0; bottom: 0; background: var(--borrow); }
 .borrowing { color: var(--warn); font-weight: 600; }
 .kind-Admitted { color: var(--ok); } .kind-Preempted, .kind-Evicted { color: var(--bad); }
-.message { max-width: 640px; overflow-wrap: anywhere; }
+td.message { white-space: normal; min-width: 240px; overflow-wrap: anywhere; }
 """
 
 SCRIPT = """
 "use strict";
 (function () {
-  var POLL_MS = 5000, MAX_POLL_MS = 60000, delay = POLL_MS, timer = null;
+  var POLL_MS = 5000, MAX_POLL_MS = 60000, RECENT_SHOWN = 20, delay = POLL_MS, timer = null;
   function el(tag, cls, text) {
     var node = document.createElement(tag);
     if (cls) { node.className = cls; }
@@ -158,7 +159,12 @@ SCRIPT = """
   }
   function recent(items) {
     if (!items.length) { return el("p", "muted", "Nothing admitted or preempted yet."); }
-    var table = el("table");
+    var box = el("div"), table = el("table");
+    if (items.length > RECENT_SHOWN) {
+      box.appendChild(el("p", "muted", "The latest " + RECENT_SHOWN + " of " + items.length + " kept."));
+      items = items.slice(0, RECENT_SHOWN);
+    }
+    box.appendChild(table);
     table.appendChild(row([{text: "when"}, {text: "what"}, {text: "workload"}, {text: "cluster queue"},
       {text: "reason"}, {text: "message"}], true));
     items.forEach(function (d) {
@@ -166,7 +172,7 @@ SCRIPT = """
         {text: d.namespace + "/" + d.name}, {text: d.clusterQueue}, {text: d.reason},
         {text: d.message, cls: "message"}]));
     });
-    return table;
+    return box;
   }
   function render(model) {
     var totals = model.totals;
