@@ -30,11 +30,13 @@ from webhook.core.status import cluster_queue_active, reserved_usage
 from webhook.core.view import SchedulerView
 from webhook.core.visibility import WorkloadLookup
 
-__all__ = ["DEFAULT_PENDING_LIMIT", "MAX_TREE_DEPTH", "dashboard_model"]
+__all__ = ["DEFAULT_PENDING_BUDGET", "DEFAULT_PENDING_LIMIT", "MAX_TREE_DEPTH", "dashboard_model"]
 
 JSON = dict[str, Any]
 #: pending Workloads listed per ClusterQueue (the total is given too)
 DEFAULT_PENDING_LIMIT = 50
+#: pending Workloads listed in all, whatever the number of ClusterQueues (each is looked up in the store)
+DEFAULT_PENDING_BUDGET = 500
 #: cohorts nested deeper than this are not drawn (Kueue's own trees are a few levels deep)
 MAX_TREE_DEPTH = 32
 
@@ -182,9 +184,12 @@ def dashboard_model(
     leading: bool,
     generated_at: str,
     pending_limit: int = DEFAULT_PENDING_LIMIT,
+    pending_budget: int = DEFAULT_PENDING_BUDGET,
 ) -> JSON:
     """The dashboard's document. ``view`` None (a replica whose caches are not synced yet) gives empty
-    queues with ``ready`` false; ``recent`` is newest first."""
+    queues with ``ready`` false; ``recent`` is newest first. At most ``pending_limit`` pending Workloads
+    are listed per ClusterQueue and ``pending_budget`` in all, in ClusterQueue name order; every
+    ClusterQueue with pending Workloads still gives its total."""
     out: JSON = {
         "kind": "QueueDashboard",
         "generatedAt": generated_at,
@@ -202,9 +207,13 @@ def dashboard_model(
     queues = [_cluster_queue(view, name) for name in names]
     out["tree"] = _tree(view, names)
     out["clusterQueues"] = queues
-    out["pending"] = [
-        _pending(view, queue["name"], workload, pending_limit) for queue in queues if queue["pending"]
-    ]
+    pending: list[JSON] = []
+    for queue in queues:
+        if queue["pending"]:
+            group = _pending(view, queue["name"], workload, max(0, min(pending_limit, pending_budget)))
+            pending_budget -= len(group["workloads"])
+            pending.append(group)
+    out["pending"] = pending
     out["totals"] = {
         "clusterQueues": len(queues),
         "cohorts": len(view.ledger.cohorts),

@@ -106,9 +106,23 @@ def test_the_written_pending_condition_is_what_every_replica_shows() -> None:
     assert (waiting["owner"], waiting["createdAt"]) == ("Job/train-33", "2026-01-01T00:00:33Z")
 
 
-def test_pending_lists_stop_at_the_limit_and_say_how_many_wait() -> None:
+def test_pending_lists_stop_at_the_limits_and_say_how_many_wait() -> None:
     [group] = model(seed(), pending_limit=0)["pending"]
     assert (group["total"], group["workloads"]) == (1, [])
+    state = state_with(
+        cluster_queue("a", {"default": {"cpu": 0}}),
+        cluster_queue("b", {"default": {"cpu": 0}}),
+        local_queues={"to-a": "a", "to-b": "b"},
+    )
+    for index in range(3):
+        state.upsert_workload(workload(f"a{index}", queue="to-a", created=index))
+        state.upsert_workload(workload(f"b{index}", queue="to-b", created=index))
+    run_until_quiet(state)
+    groups = model(state, pending_limit=2, pending_budget=3)["pending"]
+    assert [(g["clusterQueue"], g["total"], [w["name"] for w in g["workloads"]]) for g in groups] == [
+        ("a", 3, ["a0", "a1"]),
+        ("b", 3, ["b0"]),
+    ]
 
 
 def test_the_cohort_tree_nests_cohorts_and_shows_borrowing_against_nominal() -> None:
