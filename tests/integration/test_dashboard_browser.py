@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aiohttp import web
 
 from tests.browser import CHROMIUM, NO_CHROMIUM, kubectl_proxy, open_browser
 from tests.e2e.support import certificates, replica
@@ -23,7 +24,9 @@ from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import condition, running, workloads_of
 from tests.integration.research import HANG
 from tests.integration.test_kubectl_kueue import KUBECTL, serve_visibility
-from webhook.http.dashboard import DASHBOARD_PATH
+from tests.unit.core.builders import cluster_queue, run_until_quiet, state_with, workload
+from webhook.core.recent_decisions import RecentDecision
+from webhook.http.dashboard import DASHBOARD_PATH, Dashboard, add_dashboard_routes
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 SEED = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "seed.yaml"
@@ -116,3 +119,67 @@ async def test_the_seed_in_a_browser_32_admitted_1_pending_and_the_page_follows_
             )
             assert latest[1:4] == ["Admitted", f"team-a/{waiting}", "research"]
             assert tab.console_errors == []
+
+
+HOSTILE = (
+    '</script><script>window.injected = 1</script><img src=x onerror="window.injected = 2">'
+    "<b>bold</b> & \u2028 ' \""
+)
+
+
+async def test_text_from_objects_stays_text_in_the_browser(tmp_path: Path) -> None:
+    """A message (writable by anyone who may write a Workload's status) full of markup is shown verbatim:
+    no element is made of it and nothing in it runs."""
+    state = state_with(cluster_queue("research", {"default": {"cpu": 1}}))
+    state.upsert_workload(workload("running"))
+    state.upsert_workload(workload("waiting", created=1))
+    run_until_quiet(state)
+    hostile = {
+        "metadata": {"name": "waiting", "namespace": "ns"},
+        "status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "False", "reason": HOSTILE, "message": HOSTILE}
+            ]
+        },
+    }
+    app = web.Application()
+    dashboard = Dashboard(
+        scheduler=lambda: state,
+        workload=lambda namespace, name: hostile if name == "waiting" else None,
+        recent=lambda: [
+            RecentDecision("2026-01-01T00:00:00Z", "Evicted", "ns", HOSTILE, "research", HOSTILE, HOSTILE)
+        ],
+        leading=lambda: True,
+        identity=HOSTILE,
+    )
+    add_dashboard_routes(app, dashboard)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        async with open_browser(tmp_path / "profile") as tab:
+            await tab.goto(f"http://127.0.0.1:{port}{DASHBOARD_PATH}")
+            cells = await tab.evaluate(
+                "[...document.querySelectorAll('#pending tr')][1].cells.length === 7 && "
+                "[...document.querySelectorAll('#pending td')].map(c => c.textContent)"
+            )
+            assert cells[5:7] == [HOSTILE, HOSTILE]
+            recent = await tab.evaluate(
+                "[...document.querySelectorAll('#recent td')].map(c => c.textContent)"
+            )
+            assert recent == [
+                "2026-01-01T00:00:00Z",
+                "Evicted",
+                f"ns/{HOSTILE}",
+                "research",
+                HOSTILE,
+                HOSTILE,
+            ]
+            assert HOSTILE in await tab.evaluate(text("meta"))
+            assert await tab.evaluate("window.injected === undefined") is True
+            assert await tab.evaluate("document.querySelectorAll('img, b, script:not([id])').length") == 1
+            assert tab.console_errors == []
+    finally:
+        await runner.cleanup()
