@@ -7,9 +7,10 @@
   aggregator.
 * ``dashboard`` — the live dashboard page and its JSON (``dashboard_page``: the inline page and its
   Content-Security-Policy), under the visibility API's path and guarded as its reads are.
-* ``auth`` — who may call the visibility reads, the dashboard and ``/metrics``: ``front_proxy`` (the aggregator's client
-  certificate and requestheader headers), ``reviews`` (TokenReview and SubjectAccessReview, cached) and
-  ``requestheader`` (the front proxy's settings, from ``kube-system/extension-apiserver-authentication``).
+* ``auth`` — who may call the visibility reads, the dashboard and ``/metrics``: ``front_proxy`` (the
+  aggregator's client certificate and requestheader headers), ``reviews`` (TokenReview and
+  SubjectAccessReview, cached) and ``requestheader`` (the front proxy's settings, from
+  ``kube-system/extension-apiserver-authentication``).
   The standalone server has no API client to ask, so its ``/metrics`` is open (it has no visibility API).
 * ``app`` — one aiohttp application with those routes plus the probes (``/healthz``, ``/readyz``) and
   ``/metrics``; ``create_metrics_app``, ``/metrics`` alone for a plain-HTTP port without authentication.
