@@ -16,7 +16,13 @@ from typing import Any
 from webhook.core.model import FlavorResource, amount_quantity
 from webhook.core.view import SchedulerView
 
-__all__ = ["cluster_queue_active", "cluster_queue_status", "cohort_status", "local_queue_status"]
+__all__ = [
+    "cluster_queue_active",
+    "cluster_queue_status",
+    "cohort_status",
+    "local_queue_status",
+    "reserved_usage",
+]
 
 
 def cluster_queue_active(state: SchedulerView, name: str) -> tuple[str, str, str]:
@@ -72,6 +78,12 @@ def _usage_of(workloads: list[tuple[Any, bool]], *, admitted_only: bool) -> dict
         for fr, amount in info.usage.items():
             total[fr] = total.get(fr, 0) + amount
     return total
+
+
+def reserved_usage(state: SchedulerView, name: str) -> dict[FlavorResource, int]:
+    """What the Workloads holding quota in a ClusterQueue use, per (flavor, resource), in nano-units (the
+    totals of ``flavorsReservation``)."""
+    return _usage_of(state.reserving_in(name), admitted_only=False)
 
 
 def cluster_queue_status(state: SchedulerView, name: str) -> dict[str, Any]:

@@ -5,9 +5,12 @@
   advisory and change no state, so they need no client certificate (kube-apiserver presents none).
 * ``visibility`` — Kueue's visibility API (``visibility.kueue.x-k8s.io``), reached through kube-apiserver's
   aggregator.
-* ``auth`` — who may call the visibility reads and ``/metrics``: ``front_proxy`` (the aggregator's client
-  certificate and requestheader headers), ``reviews`` (TokenReview and SubjectAccessReview, cached) and
-  ``requestheader`` (the front proxy's settings, from ``kube-system/extension-apiserver-authentication``).
+* ``dashboard`` — the live dashboard page and its JSON (``dashboard_page``: the inline page and its
+  Content-Security-Policy), under the visibility API's path and guarded as its reads are.
+* ``auth`` — who may call the visibility reads, the dashboard and ``/metrics``: ``front_proxy`` (the
+  aggregator's client certificate and requestheader headers), ``reviews`` (TokenReview and
+  SubjectAccessReview, cached) and ``requestheader`` (the front proxy's settings, from
+  ``kube-system/extension-apiserver-authentication``).
   The standalone server has no API client to ask, so its ``/metrics`` is open (it has no visibility API).
 * ``app`` — one aiohttp application with those routes plus the probes (``/healthz``, ``/readyz``) and
   ``/metrics``; ``create_metrics_app``, ``/metrics`` alone for a plain-HTTP port without authentication.

@@ -1,11 +1,11 @@
 """One aiohttp application for the whole HTTPS port: the admission and conversion paths, the visibility API,
-the probes and ``/metrics``.
+the probes, ``/metrics`` and the live dashboard (``webhook.http.dashboard``).
 
 ``/healthz`` is always 200 while the loop runs; ``/readyz`` is 200 once the certificate is loaded and the
 ``ready`` callable (the controller's cache sync) says so; ``/metrics`` serves the registry it was given, to
 which the admission transport adds its own request counter and latency histogram. With ``auth``
-(:class:`webhook.http.auth.HttpsAuth`) ``/metrics`` and the visibility reads ask who the caller is and
-whether it may; without it (the webhook alone, ``python -m webhook.http.server``) they are open.
+(:class:`webhook.http.auth.HttpsAuth`) ``/metrics``, the visibility reads and the dashboard ask who the
+caller is and whether it may; without it (the webhook alone, ``python -m webhook.http.server``) they are open.
 :func:`create_metrics_app` is ``/metrics`` alone, open, for a plain-HTTP port of its own.
 """
 
@@ -20,6 +20,7 @@ from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, OwnerResolver, add_admission_routes
 from webhook.http.auth import HttpsAuth
+from webhook.http.dashboard import Dashboard, add_dashboard_routes
 from webhook.http.visibility import Visibility, add_visibility_routes
 
 __all__ = ["CERTIFICATE_LOADED", "create_app", "create_metrics_app"]
@@ -37,6 +38,7 @@ def create_app(
     visibility: Visibility | None = None,
     auth: HttpsAuth | None = None,
     owners: OwnerResolver | None = None,
+    dashboard: Dashboard | None = None,
 ) -> web.Application:
     """The aiohttp application; serve it with :class:`webhook.http.server.WebhookServer` (or any aiohttp
     runner, for tests). ``owners`` looks up, before a rule runs, the owners a request's object claims that
@@ -64,6 +66,8 @@ def create_app(
     add_admission_routes(app, view=view, config=config, metrics=AdmissionMetrics(registry), owners=owners)
     if visibility is not None:
         add_visibility_routes(app, visibility, auth.guard_visibility if auth is not None else None)
+    if dashboard is not None:
+        add_dashboard_routes(app, dashboard, auth.guard_visibility if auth is not None else None)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)

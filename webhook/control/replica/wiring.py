@@ -12,14 +12,18 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from webhook.control.cache.store import Change
 from webhook.control.jobs.owner_lookup import AdmissionOwners
 from webhook.control.kube.client import KubeClient
 from webhook.control.kube.kinds import WORKLOADS
 from webhook.control.replica.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
 from webhook.control.scheduling.scheduler_loop import DECISION_WRITES_IN_FLIGHT
+from webhook.core.recent_decisions import RecentDecisions
 from webhook.http.app import create_app, create_metrics_app
 from webhook.http.auth import HttpsAuth
+from webhook.http.dashboard import Dashboard
 from webhook.http.requestheader import RequestHeaderSource
 from webhook.http.reviews import Reviewer
 from webhook.http.server import DEFAULT_PORT, PlainMetricsServer, WebhookServer
@@ -126,15 +130,29 @@ async def build(
     if listen is None:
         return Replica(client, controller, None)
     auth = https_auth(client)
+    recent = RecentDecisions()
+
+    def record(change: Change) -> None:  # every replica: the Workloads' conditions, not the leader's cycles
+        if change.kind is WORKLOADS:
+            recent.observe(change.old, change.new)
+
+    controller.store.subscribe(record)
+
+    def workload(namespace: str, name: str) -> dict[str, Any] | None:
+        return controller.store.get(WORKLOADS, name, namespace)
+
     app = create_app(
         view=controller.store,
         config=controller.configuration,
         registry=controller.metrics.registry,
         ready=controller.ready,
         auth=auth,
-        visibility=Visibility(
+        visibility=Visibility(scheduler=controller.pending_queues, workload=workload, identity=identity),
+        dashboard=Dashboard(
             scheduler=controller.pending_queues,
-            workload=lambda namespace, name: controller.store.get(WORKLOADS, name, namespace),
+            workload=workload,
+            recent=recent.latest,
+            leading=controller.is_leader,
             identity=identity,
         ),
         owners=AdmissionOwners(controller.owner_fetcher).view_for,
