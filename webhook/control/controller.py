@@ -187,6 +187,7 @@ class Controller:
         self.following = asyncio.Event()
         self.following.set()
         self._leader_tasks: list[asyncio.Task[Any]] = []
+        self.metrics.leader.set_function(lambda: 1.0 if self.leading.is_set() else 0.0)
 
     # -- read side (the webhook's callables) ------------------------------------------------------------
 

@@ -220,6 +220,12 @@ class Metrics:
     scheduling_cycles = _Metric(
         Counter, "kueue_webhook_scheduling_cycles_total", "Scheduling cycles run by the leader."
     )
+    leader = _Metric(
+        Gauge,
+        "kueue_webhook_leader",
+        "1 while this replica holds the leader Lease and schedules, 0 while it follows; summed over the "
+        "replicas it is 1 when the install works.",
+    )
 
     def __init__(self, *, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
