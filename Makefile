@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit e2e bench clean
+.PHONY: demo test lint typecheck unit e2e bench clean chart-files
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,3 +43,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The Helm chart carries copies of the manifests it renders unchanged (CRDs, RBAC, webhook configurations,
+# alert rules, dashboard); refresh them after editing manifests/ (tests/unit/deploy checks they match).
+chart-files:
+	cd charts/kueue-webhook/files && cp ../../../manifests/crds/*.yaml crds/ && rm crds/kustomization.yaml && \
+		find . -type f | while read -r f; do cp "../../../manifests/$$f" "$$f"; done
