@@ -118,6 +118,11 @@ def test_an_existing_namespace_is_not_rendered() -> None:
     assert not [k for k in objects if k[0] == "Namespace"]
 
 
+def test_crds_can_be_left_to_another_install() -> None:
+    kinds = {k[0] for k in keyed(render_chart(CHART, {"crds": {"install": False}}))}
+    assert "CustomResourceDefinition" not in kinds and "Deployment" in kinds
+
+
 def test_integrations_reach_the_controllers_configuration() -> None:
     frameworks = ["batch/job", "pod", "jobset.x-k8s.io/jobset"]
     config = config_of(render_chart(CHART, {"integrations": {"frameworks": frameworks}}))
