@@ -215,6 +215,8 @@ class Controller:
 
     def _leadership_changed(self, leading: bool) -> None:
         self.metrics.role = "leader" if leading else "follower"
+        if not leading:
+            self.metrics.forget_role("leader")
         if leading:
             self._start_leading()
         else:

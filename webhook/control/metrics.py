@@ -261,6 +261,17 @@ class Metrics:
                 if labels[index] == cluster_queue:
                     metric.remove(*labels)
 
+    def forget_role(self, role: str) -> None:
+        """Drop every gauge series labelled ``replica_role=role``: a replica that stops leading no longer
+        updates the leader's queue gauges, so without this a sum over ``replica_role="leader"`` would count
+        its last values next to the new leader's. Counters and histograms stay: they count what happened."""
+        for value in vars(self).values():
+            if isinstance(value, Gauge) and ROLE in value._labelnames:
+                index = value._labelnames.index(ROLE)
+                for labels in list(value._metrics):
+                    if labels[index] == role:
+                        value.remove(*labels)
+
     def exposition(self) -> bytes:
         """The text format served at /metrics."""
         return bytes(generate_latest(self.registry))
