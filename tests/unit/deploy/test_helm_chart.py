@@ -4,6 +4,7 @@ template subset of ``gotemplate``; with ``helm`` on PATH, ``helm lint`` and ``he
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 import subprocess
@@ -91,6 +92,11 @@ def test_the_image_tag_defaults_to_the_app_version() -> None:
     [container] = deployment_of(render_chart(CHART))["spec"]["template"]["spec"]["containers"]
     app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
     assert container["image"] == f"kueue-webhook:{app_version}"
+
+
+def test_the_app_version_is_the_packages_version() -> None:
+    app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert app_version == importlib.metadata.version("kueue-webhook")
 
 
 def test_another_namespace_moves_every_reference_to_it() -> None:
