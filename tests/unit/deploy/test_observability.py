@@ -13,6 +13,7 @@ import pytest
 
 from tests.unit.deploy.promql import exported, reads, without_grafana_variables
 from tests.unit.deploy.rendering import MANIFESTS, OBSERVABILITY, keyed, kustomize, load_yaml_documents
+from webhook.certs import service_dns_names
 
 DASHBOARD = OBSERVABILITY / "kueue-webhook-dashboard.json"
 RULES = OBSERVABILITY / "prometheusrule.yaml"
@@ -142,7 +143,8 @@ def test_servicemonitor_scrapes_the_service_port_with_the_serving_ca() -> None:
     assert endpoint["tlsConfig"]["ca"]["secret"]["name"] in {
         v["secret"]["secretName"] for v in volumes if "secret" in v
     }
-    assert endpoint["tlsConfig"]["serverName"] == "kueue-webhook.kueue-system.svc"
+    # a name `kueue-webhook certs` puts in the serving certificate
+    assert endpoint["tlsConfig"]["serverName"] in service_dns_names("kueue-webhook", "kueue-system")
     binding = next(
         d
         for d in load_yaml_documents(OBSERVABILITY / "prometheus-rbac.yaml")
