@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 DEMO_PLOT := demo-usage.png
 
-.PHONY: demo test lint typecheck unit e2e bench clean
+.PHONY: demo test lint typecheck unit e2e bench clean chart-files
 
 $(BIN)/pip:
 	$(PYTHON) -m venv $(VENV)
@@ -56,3 +56,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(DEMO_PLOT)
+
+# The Helm chart carries copies of the manifests it renders unchanged (CRDs, RBAC, webhook configurations,
+# alert rules, dashboard); refresh them after editing manifests/ (tests/unit/deploy checks they match).
+chart-files:
+	cd charts/kueue-webhook/files && cp ../../../manifests/crds/*.yaml crds/ && rm crds/kustomization.yaml && \
+		find . -type f | while read -r f; do cp "../../../manifests/$$f" "$$f"; done

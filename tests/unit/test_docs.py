@@ -71,6 +71,10 @@ def test_every_docs_page_is_reachable_from_the_index() -> None:
     assert pages - linked == set()
 
 
+#: ``kueue-webhook <subcommand> <flags>``; in ``helm install kueue-webhook charts/...`` it names a release
+INVOCATION = re.compile(r"(?<!install )(?<!upgrade )(?<!uninstall )\bkueue-webhook ([a-z]+)([^#|]*)")
+
+
 def documented_invocations() -> list[tuple[str, str, list[str]]]:
     """(page, subcommand, flags) of each ``kueue-webhook <subcommand> ...`` written as code in the docs."""
     found = []
@@ -85,7 +89,7 @@ def documented_invocations() -> list[tuple[str, str, list[str]]]:
         )
         for span in code:
             for line in span.splitlines():
-                for sub, rest in re.findall(r"\bkueue-webhook ([a-z]+)([^#|]*)", line):
+                for sub, rest in INVOCATION.findall(line):
                     found.append((page.name, sub, flag.findall(rest)))
     return found
 

@@ -3,7 +3,8 @@ the probes, ``/metrics`` and the live dashboard (``webhook.http.dashboard``).
 
 ``/healthz`` is always 200 while the loop runs; ``/readyz`` is 200 once the certificate is loaded and the
 ``ready`` callable (the controller's cache sync) says so; ``/metrics`` serves the registry it was given, to
-which the admission transport adds its own request counter and latency histogram. With ``auth``
+which the admission transport adds its own request counter and latency histogram and the server the
+serving certificate's expiry (:mod:`webhook.http.certificate_metrics`). With ``auth``
 (:class:`webhook.http.auth.HttpsAuth`) ``/metrics``, the visibility reads and the dashboard ask who the
 caller is and whether it may; without it (the webhook alone, ``python -m webhook.http.server``) they are open.
 :func:`create_metrics_app` is ``/metrics`` alone, open, for a plain-HTTP port of its own.
@@ -20,13 +21,16 @@ from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, OwnerResolver, add_admission_routes
 from webhook.http.auth import HttpsAuth
+from webhook.http.certificate_metrics import CertificateExpiry
 from webhook.http.dashboard import Dashboard, add_dashboard_routes
 from webhook.http.visibility import Visibility, add_visibility_routes
 
-__all__ = ["CERTIFICATE_LOADED", "create_app", "create_metrics_app"]
+__all__ = ["CERTIFICATE_EXPIRY", "CERTIFICATE_LOADED", "create_app", "create_metrics_app"]
 
 #: set by the server once its certificate is loaded and it listens; /readyz says 503 before
 CERTIFICATE_LOADED = web.AppKey("certificate_loaded", list[bool])
+#: the serving certificate's expiry gauge on ``registry``; the server points it at its reloader
+CERTIFICATE_EXPIRY = web.AppKey("certificate_expiry", CertificateExpiry)
 
 
 def create_app(
@@ -45,6 +49,8 @@ def create_app(
     ``view`` cannot answer for (``webhook.control.jobs.owner_lookup``)."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[CERTIFICATE_LOADED] = [False]
+    app[CERTIFICATE_EXPIRY] = CertificateExpiry()
+    registry.register(app[CERTIFICATE_EXPIRY])
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")

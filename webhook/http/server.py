@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from webhook import runtime
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration
-from webhook.http.app import CERTIFICATE_LOADED, create_app
+from webhook.http.app import CERTIFICATE_EXPIRY, CERTIFICATE_LOADED, create_app
 from webhook.http.tls import CertificateReloader, server_ssl_context
 from webhook.logs import RedactSecrets
 
@@ -53,6 +53,8 @@ class WebhookServer:
         self.reloader = CertificateReloader(
             context=self.context, cert_file=cert_file, key_file=key_file, interval=reload_interval
         )
+        if CERTIFICATE_EXPIRY in app:
+            app[CERTIFICATE_EXPIRY].not_after = lambda: self.reloader.not_after
         self._runner: web.AppRunner | None = None
         self._watch: asyncio.Task[None] | None = None
 

@@ -8,6 +8,7 @@ loaded into the live context, so a half-written rotation never breaks handshakes
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import os
 import shutil
@@ -15,6 +16,8 @@ import ssl
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from cryptography import x509
 
 __all__ = ["CertificateReloader", "server_ssl_context"]
 
@@ -33,7 +36,7 @@ class CertificateReloader:
     """Keeps ``context`` loaded with the current contents of ``cert_file``/``key_file``.
 
     ``generation`` counts successful loads; ``changed`` is set after each one (tests and the readiness
-    probe await it instead of sleeping).
+    probe await it instead of sleeping); ``not_after`` is the expiry of the certificate in force.
     """
 
     def __init__(
@@ -51,6 +54,7 @@ class CertificateReloader:
         self.generation = 0
         self.changed = asyncio.Event()
         self._stamp: tuple[Any, ...] | None = None
+        self.not_after: datetime.datetime | None = None
 
     def _file_stamp(self) -> tuple[Any, ...]:
         stats = [path.stat() for path in (self.cert_file, self.key_file)]
@@ -73,8 +77,10 @@ class CertificateReloader:
             key_copy.touch(mode=0o600)
             key_copy.write_bytes(self.key_file.read_bytes())
             server_ssl_context(cert_copy, key_copy)
+            # the first certificate of the file is the one presented (load_cert_chain's rule)
+            not_after = x509.load_pem_x509_certificate(cert_copy.read_bytes()).not_valid_after_utc
             self.context.load_cert_chain(cert_copy, key_copy)
-        except (OSError, ssl.SSLError) as exc:
+        except (OSError, ssl.SSLError, ValueError) as exc:
             log.warning(
                 "serving certificate not reloaded, keeping the current one", extra={"error": str(exc)}
             )
@@ -82,6 +88,7 @@ class CertificateReloader:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         self._stamp = stamp
+        self.not_after = not_after
         self.generation += 1
         log.info(
             "serving certificate loaded",

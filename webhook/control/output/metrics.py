@@ -220,6 +220,12 @@ class Metrics:
     scheduling_cycles = _Metric(
         Counter, "kueue_webhook_scheduling_cycles_total", "Scheduling cycles run by the leader."
     )
+    leader = _Metric(
+        Gauge,
+        "kueue_webhook_leader",
+        "1 while this replica holds the leader Lease and schedules, 0 while it follows; summed over the "
+        "replicas it is 1 when the install works.",
+    )
 
     def __init__(self, *, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -254,6 +260,17 @@ class Metrics:
             for labels in list(metric._metrics):
                 if labels[index] == cluster_queue:
                     metric.remove(*labels)
+
+    def forget_role(self, role: str) -> None:
+        """Drop every gauge series labelled ``replica_role=role``: a replica that stops leading no longer
+        updates the leader's queue gauges, so without this a sum over ``replica_role="leader"`` would count
+        its last values next to the new leader's. Counters and histograms stay: they count what happened."""
+        for value in vars(self).values():
+            if isinstance(value, Gauge) and ROLE in value._labelnames:
+                index = value._labelnames.index(ROLE)
+                for labels in list(value._metrics):
+                    if labels[index] == role:
+                        value.remove(*labels)
 
     def exposition(self) -> bytes:
         """The text format served at /metrics."""

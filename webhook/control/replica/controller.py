@@ -187,6 +187,7 @@ class Controller:
         self.following = asyncio.Event()
         self.following.set()
         self._leader_tasks: list[asyncio.Task[Any]] = []
+        self.metrics.leader.set_function(lambda: 1.0 if self.leading.is_set() else 0.0)
 
     # -- read side (the webhook's callables) ------------------------------------------------------------
 
@@ -214,6 +215,8 @@ class Controller:
 
     def _leadership_changed(self, leading: bool) -> None:
         self.metrics.role = "leader" if leading else "follower"
+        if not leading:
+            self.metrics.forget_role("leader")
         if leading:
             self._start_leading()
         else:
