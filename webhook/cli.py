@@ -1,4 +1,4 @@
-"""``kueue-webhook`` command line: serve | simulate | certs | version.
+"""``kueue-webhook`` command line: serve | simulate | certs | doctor | version.
 
 Each subcommand lives in its own module, which exposes ``add_arguments(parser)`` and ``run(args) -> int``;
 modules are imported only when their subcommand runs, so ``kueue-webhook version`` or ``simulate`` never
@@ -21,6 +21,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("webhook.control.main", "run the admission webhook and the controller against a cluster"),
     "simulate": ("webhook.simulate", "replay manifests and a job trace through the scheduler, no cluster"),
     "certs": ("webhook.certs", "generate the CA and serving certificate; print or patch the caBundle"),
+    "doctor": (
+        "webhook.doctor",
+        "check an install: webhook reachable, caBundles, conversion, APIService, expiry",
+    ),
 }
 
 
@@ -36,7 +40,7 @@ def _load(module: str) -> Subcommand:
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kueue-webhook", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", metavar="{serve,simulate,certs,version}")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,simulate,certs,doctor,version}")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
