@@ -41,8 +41,8 @@ JSON = Mapping[str, Any]
 Level = Literal["OK", "WARN", "FAIL"]
 EXPIRY_WARNING_DAYS = 30
 PATCH_CA = (
-    "put the CA of the serving certificate there: kueue-webhook certs --dir <the certificates' directory> "
-    "--patch-webhook-configurations"
+    "put the CA of the serving certificate there: kueue-webhook certs --dir DIR "
+    "--patch-webhook-configurations (DIR: where ca.crt and tls.crt are)"
 )
 
 

@@ -102,7 +102,10 @@ async def _serving_certificate(
 ) -> tuple[x509.Certificate | None, str]:
     if urls:
         try:
-            return await _served_certificate(urls[0]), f"the certificate served at {urls[0]}"
+            parts = urlsplit(urls[0])
+            return await _served_certificate(
+                urls[0]
+            ), f"the certificate served at {parts.scheme}://{parts.netloc}"
         except (OSError, TimeoutError, ValueError) as exc:
             checks.append(
                 Check(
