@@ -5,6 +5,7 @@ named list items merged by name; bad edits are refused with the document and the
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import timedelta
 from typing import Any
@@ -16,7 +17,14 @@ from tests.unit.kubectl_kueue.fixtures import CLUSTER_QUEUE, NOW, admitted, wait
 from tests.unit.kubectl_kueue.test_why import state
 from webhook.kubectl_kueue.estimate import LiveState
 from webhook.simulate.scenario import SimulationError
-from webhook.simulate.whatif import apply_edits, parse_edits, render_text, report_data, what_if
+from webhook.simulate.whatif import (
+    LiveStateError,
+    apply_edits,
+    parse_edits,
+    render_text,
+    report_data,
+    what_if,
+)
 
 JSON = dict[str, Any]
 HOUR = 3600.0
@@ -188,3 +196,12 @@ def test_an_edit_the_api_would_refuse_is_an_error_naming_the_run() -> None:
         what_if(cluster(), edits(bad), now=NOW, assumed_runtime=HOUR)
     assert str(caught.value).startswith("the edited cluster")
     assert "nominalQuota" in str(caught.value)
+
+
+def test_a_cluster_that_cannot_be_replayed_is_not_blamed_on_the_edits() -> None:
+    broken = copy.deepcopy(CLUSTER_QUEUE)
+    broken["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "lots"
+    live = state(*cluster().workloads, cluster_queues=[broken])
+    with pytest.raises(LiveStateError) as caught:
+        what_if(live, edits(RAISE_TO_6), now=NOW, assumed_runtime=HOUR)
+    assert str(caught.value).startswith("the cluster as it is")

@@ -5,7 +5,8 @@ The connection is ``serve``'s and ``kubectl kueue``'s (``--kubeconfig``, else ``
 service account, else ``~/.kube/config``; ``--context``), and the objects are read by the code ``kubectl kueue
 why`` reads them with (``read_live_state``): LIST requests only, nothing is written. A refused list is the
 command's error (exit 1, in kubectl's words); a Namespace list refused only opens every namespaceSelector, and
-the report says so. Bad edits or options exit 2 before the cluster is read.
+the report says so. Bad options and edit files that cannot be read exit 2 before the cluster is read; an edit
+the API server would refuse exits 2 after it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from typing import Any, TextIO
 import yaml
 
 from webhook.simulate.scenario import SimulationError, parse_duration
-from webhook.simulate.whatif import Edit, WhatIf, parse_edits, render_text, report_data, what_if
+from webhook.simulate.whatif import (
+    Edit,
+    LiveStateError,
+    WhatIf,
+    parse_edits,
+    render_text,
+    report_data,
+    what_if,
+)
 
 __all__ = ["load_edits", "run_from_cluster"]
 
@@ -81,6 +90,9 @@ def run_from_cluster(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         return 1
     try:
         result = what_if(state, edits, now=datetime.now(UTC), assumed_runtime=assumed)
+    except LiveStateError as exc:
+        print(f"kueue-webhook simulate: {exc}", file=err)
+        return 1
     except SimulationError as exc:
         print(f"kueue-webhook simulate: {exc}", file=err)
         return 2

@@ -34,12 +34,25 @@ from webhook.kubectl_kueue.table import human_duration, render_table
 from webhook.simulate.replay import Result, WorkloadRecord
 from webhook.simulate.scenario import SimulationError
 
-__all__ = ["EDITABLE_KINDS", "Edit", "WhatIf", "WorkloadChange", "apply_edits", "parse_edits", "what_if"]
+__all__ = [
+    "EDITABLE_KINDS",
+    "Edit",
+    "LiveStateError",
+    "WhatIf",
+    "WorkloadChange",
+    "apply_edits",
+    "parse_edits",
+    "what_if",
+]
 
 JSON = Mapping[str, Any]
 GROUP = "kueue.x-k8s.io"
 EDITABLE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
 _DELETE = "$patch"
+
+
+class LiveStateError(SimulationError):
+    """The cluster as read cannot be replayed (not the user's edits): a runtime failure, not bad input."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,16 +282,20 @@ def _run(state: LiveState, *, now: datetime, assumed: float) -> tuple[Result, fl
 
 
 def what_if(state: LiveState, edits: Sequence[Edit], *, now: datetime, assumed_runtime: float) -> WhatIf:
-    """Both replays and the comparison; SimulationError when either state cannot be replayed."""
+    """Both replays and the comparison. LiveStateError when the cluster as it is cannot be replayed,
+    SimulationError when the edited one cannot (an edit the API server would refuse)."""
     edited, said = apply_edits(state, edits)
     runs = []
-    for which, current in (("the cluster as it is", state), ("the edited cluster", edited)):
+    for which, current, error in (
+        ("the cluster as it is", state, LiveStateError),
+        ("the edited cluster", edited, SimulationError),
+    ):
         try:
             runs.append(_run(current, now=now, assumed=assumed_runtime))
         except ValueError as exc:
-            raise SimulationError(f"{which} could not be replayed: {exc}") from None
+            raise error(f"{which} could not be replayed: {exc}") from None
         except SimulationError as exc:
-            raise SimulationError(f"{which}: {exc}") from None
+            raise error(f"{which}: {exc}") from None
     (before, before_now), (after, after_now) = runs
     workloads = live_workloads(state, None)
     changes: list[WorkloadChange] = []
