@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime as dt
 import ssl
 from collections.abc import Mapping
@@ -76,7 +77,7 @@ async def _served_certificate(url: str) -> x509.Certificate:
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     host = parts.hostname or ""
-    reader, writer = await asyncio.wait_for(
+    _, writer = await asyncio.wait_for(
         asyncio.open_connection(host, parts.port or 443, ssl=context, server_hostname=host), 10
     )
     try:
@@ -84,7 +85,8 @@ async def _served_certificate(url: str) -> x509.Certificate:
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
     finally:
         writer.close()
-        del reader
+        with contextlib.suppress(OSError, TimeoutError):
+            await asyncio.wait_for(writer.wait_closed(), 5)
     if not der:
         raise ValueError("no certificate presented")
     return x509.load_der_x509_certificate(der)
