@@ -19,7 +19,10 @@ from webhook import __version__
 #: subcommand -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("webhook.control.main", "run the admission webhook and the controller against a cluster"),
-    "simulate": ("webhook.simulate", "replay manifests and a job trace through the scheduler, no cluster"),
+    "simulate": (
+        "webhook.simulate",
+        "replay manifests and a job trace through the scheduler; --from-cluster: what-if of quota edits",
+    ),
     "certs": ("webhook.certs", "generate the CA and serving certificate; print or patch the caBundle"),
     "doctor": (
         "webhook.doctor",
