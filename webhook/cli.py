@@ -1,4 +1,4 @@
-"""``kueue-webhook`` command line: serve | simulate | certs | manifests | version.
+"""``kueue-webhook`` command line: serve | simulate | certs | doctor | manifests | version.
 
 Each subcommand lives in its own module, which exposes ``add_arguments(parser)`` and ``run(args) -> int``;
 modules are imported only when their subcommand runs, so ``kueue-webhook version`` or ``simulate`` never
@@ -22,8 +22,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "webhook.control.replica.main",
         "run the admission webhook and the controller against a cluster",
     ),
-    "simulate": ("webhook.simulate", "replay manifests and a job trace through the scheduler, no cluster"),
+    "simulate": (
+        "webhook.simulate",
+        "replay manifests and a job trace through the scheduler; --from-cluster: what-if of quota edits",
+    ),
     "certs": ("webhook.http.certs", "generate the CA and serving certificate; print or patch the caBundle"),
+    "doctor": (
+        "webhook.doctor",
+        "check an install: webhook reachable, caBundles, conversion, APIService, expiry",
+    ),
     "manifests": (
         "webhook.manifests",
         "print the CRDs, install manifests and examples the package ships",
@@ -43,7 +50,7 @@ def _load(module: str) -> Subcommand:
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kueue-webhook", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", metavar="{serve,simulate,certs,manifests,version}")
+    sub = parser.add_subparsers(dest="command", metavar="{serve,simulate,certs,doctor,manifests,version}")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)

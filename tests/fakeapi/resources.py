@@ -183,6 +183,8 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
         _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
         _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+        # Stored only (no endpoints controller): tests write the slices a Service would have.
+        _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
         # Read by the controller as a Job's priority source (pod template priorityClassName).
         _builtin(
             "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False, short=("pc",)

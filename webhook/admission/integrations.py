@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
-from webhook.admission.jobs import add_label_op, queue_list
+from webhook.admission.jobs import add_label_op, max_exec_time_errors, queue_list
 from webhook.admission.owners import ancestry, reparented
 from webhook.admission.pod_groups import pod_metadata_errors
 from webhook.admission.pods import mark_pod, mark_template
@@ -149,6 +149,7 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
     enforced = config.label_policy.is_enforced(namespace_labels)
     kind = integration.kind
     errors += _min_count_errors(integration, new, old)
+    errors += _max_exec_time_errors(integration, new, old)
     if old is None:
         if not queue and enforced and not engine.skipped(integration, new):
             errors.append(
@@ -258,6 +259,30 @@ def _update_errors(
         errors += _admitted_template_changes(integration, old, new)
         errors += _admitted_count_changes(integration, old, new)
     return errors
+
+
+def _max_exec_time_errors(
+    integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
+) -> list[FieldError]:
+    """Kueue's jobframework rules for the ``max-exec-time-seconds`` label, for every kind as for Jobs
+    (``webhook.admission.jobs``): on create a decimal integer above 0 (validateCreateForMaxExecTime); on
+    update unchanged unless the object was and stays suspended (validateUpdateForMaxExecTime)."""
+    path = label_path(engine.MAX_EXEC_TIME_LABEL)
+    new_value = _label(new, engine.MAX_EXEC_TIME_LABEL)
+    if old is None:
+        return max_exec_time_errors(new_value)
+    old_value = _label(old, engine.MAX_EXEC_TIME_LABEL)
+    if integration.through_pods or old_value == new_value:
+        return []
+    if engine.is_suspended(integration, new) and engine.is_suspended(integration, old):
+        return []
+    return [FieldError.invalid(path, new_value or "", IMMUTABLE)]
+
+
+def _label(obj: Mapping[str, Any], key: str) -> str | None:
+    labels = (obj.get("metadata") or {}).get("labels")
+    value = labels.get(key) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 def _min_count_errors(

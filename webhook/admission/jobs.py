@@ -37,7 +37,7 @@ from webhook.admission.review import AdmissionRequest, Verdict
 from webhook.admission.view import ClusterView, namespace_labels_or_default
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
-from webhook.api.integrations import JOB
+from webhook.api.integrations import JOB, engine
 from webhook.api.integrations.owners import Ancestry
 from webhook.api.jobs import (
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
@@ -57,13 +57,14 @@ __all__ = [
     "PREBUILT_WORKLOAD_LABEL",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_LABEL",
+    "max_exec_time_errors",
     "mutate_job",
     "validate_job",
 ]
 
 QUEUE_LABEL = QUEUE_NAME_LABEL
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
-MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+MAX_EXEC_TIME_LABEL = engine.MAX_EXEC_TIME_LABEL
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 
 _KUBECTL_HINT = (
@@ -248,22 +249,21 @@ def _label_value_errors(job: _Job) -> list[FieldError]:
         value = job.labels.get(key)
         if value is not None and (problems := dns1123_subdomain_problems(value)):
             errors.append(FieldError.invalid(label_path(key), value, ",".join(problems)))
-    raw = job.labels.get(MAX_EXEC_TIME_LABEL)
-    if raw is not None:
-        try:
-            seconds = int(raw, 10)
-        except ValueError:
-            errors.append(
-                FieldError.invalid(
-                    label_path(MAX_EXEC_TIME_LABEL), raw, f'strconv.Atoi: parsing "{raw}": invalid syntax'
-                )
-            )
-        else:
-            if seconds <= 0:
-                errors.append(
-                    FieldError.invalid(label_path(MAX_EXEC_TIME_LABEL), seconds, "should be greater than 0")
-                )
+    errors += max_exec_time_errors(job.labels.get(MAX_EXEC_TIME_LABEL))
     return errors
+
+
+def max_exec_time_errors(raw: str | None) -> list[FieldError]:
+    """Kueue's validateCreateForMaxExecTime (every integration): the label, when set, is what Go's
+    ``strconv.Atoi`` reads as an integer above 0."""
+    if raw is None:
+        return []
+    path = label_path(MAX_EXEC_TIME_LABEL)
+    seconds = parse_go_int(raw)
+    if seconds is None:
+        problem = "value out of range" if re.fullmatch(r"[+-]?[0-9]+", raw) else "invalid syntax"
+        return [FieldError.invalid(path, raw, f'strconv.Atoi: parsing "{raw}": {problem}')]
+    return [] if seconds > 0 else [FieldError.invalid(path, seconds, "should be greater than 0")]
 
 
 def _annotation_path(key: str) -> str:

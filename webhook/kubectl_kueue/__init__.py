@@ -1,16 +1,16 @@
 """``kubectl kueue`` (the console script ``kubectl-kueue``, found by kubectl on PATH as a plugin).
 
 Kueue users have kueuectl; this speaks its commands, names, flags, columns and messages so their habits and
-scripts carry over (``list``, ``stop``, ``resume``, ``create``, ``delete workload``, ``version`` and the
-pass-through of ``get``/``describe``/``edit``/``patch``/``delete`` to kubectl), and adds ``why TYPE/NAME``:
-the Workload behind a Job, Kueue's reason, its place in line, its ClusterQueue's quota in use, and when it
-should start. The connection is kubectl's (``--kubeconfig``, ``$KUBECONFIG``, ``--context``, ``-n``) through
-the project's own loader and client. Exit codes are kubectl's: 0, or 1 with ``error: ...`` or the server's
-``Error from server (Reason): message`` on stderr.
+scripts carry over (``list``, ``list pods --for``, ``stop``, ``resume``, ``create``, ``delete workload``,
+``version`` and the pass-through of ``get``/``describe``/``edit``/``patch``/``delete`` to kubectl), and adds
+``why TYPE/NAME``: the Workload behind a Job, Kueue's reason, its place in line, its ClusterQueue's quota in
+use, and when it should start. The connection is kubectl's (``--kubeconfig``, ``$KUBECONFIG``,
+``--context``, ``-n``) through the project's own loader and client. Exit codes are kubectl's: 0, or 1 with
+``error: ...`` or the server's ``Error from server (Reason): message`` on stderr.
 
 Layout: ``arguments`` (the command line), ``table``/``columns``/``output`` (how things print), ``specs`` (the
 objects ``create`` sends), ``why``/``estimate`` (the report and the replay it rests on) are pure; ``session``,
-``reads``, ``listing``, ``writes`` and ``explain`` do the I/O.
+``reads``, ``listing``, ``pods``, ``writes`` and ``explain`` do the I/O.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-from webhook.kubectl_kueue.arguments import UsageError, parse, passthrough
+from webhook.kubectl_kueue.arguments import PODS, UsageError, parse, passthrough
 
 __all__ = ["main"]
 
@@ -57,6 +57,10 @@ async def _run(argv: Sequence[str]) -> int:
         session = await Session.open(
             kubeconfig=args.kubeconfig, context=args.context, namespace=args.namespace
         )
+        if args.command == "list" and args.resource == PODS:
+            from webhook.kubectl_kueue.pods import list_pods_command
+
+            return await list_pods_command(session, args)
         if args.command == "list":
             return await list_command(session, args)
         if args.command in ("stop", "resume"):

@@ -21,6 +21,7 @@ __all__ = [
     "LOCAL_QUEUE",
     "OUTPUT_FORMATS",
     "PASSTHROUGH_VERBS",
+    "PODS",
     "RESOURCE_FLAVOR",
     "WORKLOAD",
     "Passthrough",
@@ -35,6 +36,8 @@ WORKLOAD = "workload"
 LOCAL_QUEUE = "localqueue"
 CLUSTER_QUEUE = "clusterqueue"
 RESOURCE_FLAVOR = "resourceflavor"
+#: ``list pods``: not a Kueue kind, so not among the names handed to kubectl as Kueue's
+PODS = "pods"
 #: every name a resource answers to: kueuectl's Use and Aliases, the plural, and the CRDs' short names
 _ALIASES: dict[str, tuple[str, ...]] = {
     WORKLOAD: ("workloads", "wl", "kwl", "kueueworkload", "kueueworkloads"),
@@ -146,7 +149,7 @@ def _sub(sub: argparse._SubParsersAction[_Parser], resource: str, help_text: str
 
 def _list_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     listing = commands.add_parser(
-        "list", help="display Workloads, LocalQueues, ClusterQueues, ResourceFlavors"
+        "list", help="display Workloads, LocalQueues, ClusterQueues, ResourceFlavors, a Job's Pods"
     )
     _global(listing, top=False)
     kinds = listing.add_subparsers(dest="resource", required=True, parser_class=_Parser)
@@ -171,6 +174,13 @@ def _list_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     cq.add_argument(
         "--active", action="append", default=[], help="true or false: Active ClusterQueues or not"
     )
+    pods: _Parser = kinds.add_parser("pods", aliases=["po"], help="list the Pods of a Job (any queued kind)")
+    pods.set_defaults(resource=PODS)
+    _global(pods, top=False)
+    _selectors(pods)
+    pods.add_argument("-o", "--output", default="", help="json, yaml, name or wide")
+    pods.add_argument("-A", "--all-namespaces", action="store_true", help="across all namespaces")
+    pods.add_argument("--for", dest="for_object", default="", help="TYPE[.API-GROUP]/NAME (required)")
 
 
 def _stop_resume(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -260,7 +270,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     """Parsed arguments, with the checks kueuectl makes before it connects; raises UsageError."""
     args = build_parser().parse_args(list(argv))
     output = getattr(args, "output", "")
-    allowed = ("json", "yaml") if args.command == "why" else OUTPUT_FORMATS
+    allowed: tuple[str, ...] = ("json", "yaml") if args.command == "why" else OUTPUT_FORMATS
+    if args.command == "list" and args.resource == PODS:
+        allowed = (*OUTPUT_FORMATS, "wide")
+        if not args.for_object:
+            raise UsageError('required flag(s) "for" not set')
     if output and output not in allowed:
         raise UsageError(
             f'unable to match a printer suitable for the output format "{output}", '

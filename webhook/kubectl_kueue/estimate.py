@@ -16,7 +16,7 @@ Pure: the caller reads the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,12 +26,24 @@ from webhook.kubectl_kueue.table import parse_time
 from webhook.simulate import (
     ARRIVAL_ANNOTATION,
     RUNTIME_ANNOTATION,
+    Result,
     SimulationError,
     replay,
     scenario_from_documents,
 )
 
-__all__ = ["ASSUMPTION", "Estimate", "LiveState", "cohort_members", "estimate_start"]
+__all__ = [
+    "ASSUMPTION",
+    "Estimate",
+    "LiveReplay",
+    "LiveState",
+    "cohort_members",
+    "estimate_start",
+    "limit",
+    "live_replay",
+    "live_workloads",
+    "replay_live",
+]
 
 JSON = Mapping[str, Any]
 ASSUMPTION = (
@@ -96,7 +108,7 @@ def cohort_members(cluster_queue: str, state: LiveState) -> set[str]:
     return {name for name, cohort in cohort_of.items() if cohort and _root(cohort, parents) == root}
 
 
-def _limit(workload: JSON) -> float | None:
+def limit(workload: JSON) -> float | None:
     value = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
     return float(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
@@ -133,24 +145,47 @@ def _queue_document(obj: JSON, *, open_selector: bool) -> dict[str, Any]:
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta, "spec": spec}
 
 
-def estimate_start(target: JSON, state: LiveState, *, now: datetime) -> Estimate:
-    """When ``target`` (a pending Workload) should be admitted, replaying its cohort from the live state."""
+@dataclass(frozen=True, slots=True)
+class LiveReplay:
+    """The live state as ``simulate`` input: documents, the instant the replay's clock starts at (the
+    oldest pending Workload's creation, or now), and which Workloads went in admitted and pending."""
+
+    documents: list[dict[str, Any]]
+    base: datetime
+    admitted: list[JSON]
+    pending: list[JSON]
+    #: where ``now`` is on the replay's clock, in seconds
+    elapsed: float
+
+
+def live_workloads(state: LiveState, members: Collection[str] | None) -> list[JSON]:
+    """The Workloads that hold or wait for quota (not finished, not being deleted), of ``members`` (the
+    ClusterQueues' names; every one when None)."""
     local_queues = {(str(_meta(q).get("namespace", "")), _name(q)): q for q in state.local_queues}
-    own_queue = workload_cluster_queue(target, local_queues)
-    if not own_queue:
-        return Estimate(None, unknown="its LocalQueue or ClusterQueue could not be read")
-    members = cohort_members(own_queue, state)
-    cohort_workloads: list[JSON] = []
+    out = []
     for workload in state.workloads:
         if _is_true(workload, "Finished") or _meta(workload).get("deletionTimestamp"):
             continue
-        if workload_cluster_queue(workload, local_queues) in members:
-            cohort_workloads.append(workload)
-    target_key = f"{_meta(target).get('namespace', '')}/{_name(target)}"
-    if not any(f"{_meta(w).get('namespace', '')}/{_name(w)}" == target_key for w in cohort_workloads):
-        cohort_workloads.append(target)
-    admitted = [w for w in cohort_workloads if _is_true(w, "QuotaReserved")]
-    pending = [w for w in cohort_workloads if not _is_true(w, "QuotaReserved")]
+        if members is None or workload_cluster_queue(workload, local_queues) in members:
+            out.append(workload)
+    return out
+
+
+def live_replay(
+    state: LiveState,
+    workloads: Sequence[JSON],
+    *,
+    members: Collection[str] | None,
+    now: datetime,
+    duration: Callable[[JSON], float | None],
+) -> LiveReplay:
+    """``workloads`` on the queues of ``members`` (every ClusterQueue when None) as replay documents.
+
+    Admitted Workloads (QuotaReserved) go in at the start holding their admission; one runs ``duration``
+    from its admission (what is left of it from now on; None: it never finishes). Pending ones arrive when
+    they were created and run ``duration`` once admitted."""
+    admitted = [w for w in workloads if _is_true(w, "QuotaReserved")]
+    pending = [w for w in workloads if not _is_true(w, "QuotaReserved")]
     created = [parse_time(_meta(w).get("creationTimestamp")) or now for w in pending]
     base = min(created, default=now)
     elapsed = (now - base).total_seconds()
@@ -164,28 +199,48 @@ def estimate_start(target: JSON, state: LiveState, *, now: datetime) -> Estimate
     documents += [_queue_document(f, open_selector=False) for f in state.resource_flavors]
     documents += [_queue_document(c, open_selector=False) for c in state.cohorts]
     documents += [
-        _queue_document(q, open_selector=open_selectors) for q in state.cluster_queues if _name(q) in members
+        _queue_document(q, open_selector=open_selectors)
+        for q in state.cluster_queues
+        if members is None or _name(q) in members
     ]
     documents += [
         _queue_document(q, open_selector=False)
         for q in state.local_queues
-        if str((q.get("spec") or {}).get("clusterQueue", "")) in members
+        if members is None or str((q.get("spec") or {}).get("clusterQueue", "")) in members
     ]
-    running_unknown = pending_unknown = 0
     for workload in admitted:
-        limit = _limit(workload)
+        runs = duration(workload)
         since = _admitted_at(workload) or now
-        runtime = None if limit is None else elapsed + limit - (now - since).total_seconds()
-        running_unknown += limit is None
+        runtime = None if runs is None else elapsed + runs - (now - since).total_seconds()
         documents.append(_stamped(workload, 0.0, runtime))
     for workload, moment in zip(pending, created, strict=True):
-        pending_unknown += _limit(workload) is None and _meta(workload).get("name") != _name(target)
-        documents.append(_stamped(workload, (moment - base).total_seconds(), _limit(workload)))
+        documents.append(_stamped(workload, (moment - base).total_seconds(), duration(workload)))
+    return LiveReplay(documents, base, admitted, pending, elapsed)
+
+
+def replay_live(live: LiveReplay) -> Result:
+    """Replay the documents (raises SimulationError or ValueError for a state that cannot be replayed)."""
+    return replay(scenario_from_documents(_sources(live.documents)), resolution=1.0)
+
+
+def estimate_start(target: JSON, state: LiveState, *, now: datetime) -> Estimate:
+    """When ``target`` (a pending Workload) should be admitted, replaying its cohort from the live state."""
+    local_queues = {(str(_meta(q).get("namespace", "")), _name(q)): q for q in state.local_queues}
+    own_queue = workload_cluster_queue(target, local_queues)
+    if not own_queue:
+        return Estimate(None, unknown="its LocalQueue or ClusterQueue could not be read")
+    members = cohort_members(own_queue, state)
+    cohort_workloads = live_workloads(state, members)
+    target_key = f"{_meta(target).get('namespace', '')}/{_name(target)}"
+    if not any(f"{_meta(w).get('namespace', '')}/{_name(w)}" == target_key for w in cohort_workloads):
+        cohort_workloads.append(target)
+    live = live_replay(state, cohort_workloads, members=members, now=now, duration=limit)
+    running_unknown = sum(limit(w) is None for w in live.admitted)
+    pending_unknown = sum(limit(w) is None and _meta(w).get("name") != _name(target) for w in live.pending)
     without_limit = running_unknown + pending_unknown
-    counts = (len(admitted), len(pending), without_limit)
+    counts = (len(live.admitted), len(live.pending), without_limit)
     try:
-        scenario = scenario_from_documents(_sources(documents))
-        result = replay(scenario, resolution=1.0)
+        result = replay_live(live)
     except (SimulationError, ValueError) as exc:
         return Estimate(None, f"the live state could not be replayed: {exc}", ASSUMPTION, *counts)
     record = result.records.get(target_key)
@@ -198,7 +253,7 @@ def estimate_start(target: JSON, state: LiveState, *, now: datetime) -> Estimate
             else "the replay never admits it with the quota as it is (see the reason above)"
         )
         return Estimate(None, reason, ASSUMPTION, *counts)
-    start = base + timedelta(seconds=record.admitted_at)
+    start = live.base + timedelta(seconds=record.admitted_at)
     return Estimate(max(start, now), "", ASSUMPTION, *counts)
 
 

@@ -17,18 +17,14 @@ from typing import Any, TextIO
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
-    COHORTS,
     LOCAL_QUEUES,
-    NAMESPACES,
-    RESOURCE_FLAVORS,
-    WORKLOADS,
     Kind,
 )
 from webhook.kubectl_kueue.arguments import UsageError
 from webhook.kubectl_kueue.columns import workload_cluster_queue, workload_status
-from webhook.kubectl_kueue.estimate import Estimate, LiveState, estimate_start
+from webhook.kubectl_kueue.estimate import Estimate, estimate_start
 from webhook.kubectl_kueue.output import colour_enabled, dump
-from webhook.kubectl_kueue.reads import find_workload, kind_for, pending_summary
+from webhook.kubectl_kueue.reads import find_workload, kind_for, pending_summary, read_live_state
 from webhook.kubectl_kueue.session import Session, describe_error
 from webhook.kubectl_kueue.why import Subject, render, report
 
@@ -45,33 +41,6 @@ async def _optional(
     except ApiError as exc:
         notes.append(f"{kind.kind} {name}: {describe_error(exc)}")
         return None
-
-
-async def _live_state(client: KubeClient, notes: list[str]) -> LiveState | None:
-    lists: dict[Kind, list[JSON]] = {}
-    for kind in (CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, COHORTS, WORKLOADS):
-        try:
-            lists[kind], _ = await client.list_all(kind)
-        except ApiError as exc:
-            notes.append(f"no estimate: listing {kind.plural} across the cluster: {describe_error(exc)}")
-            return None
-    namespaces: dict[str, dict[str, str]] | None
-    try:
-        items, _ = await client.list_all(NAMESPACES)
-        namespaces = {str(n["metadata"]["name"]): dict(n["metadata"].get("labels") or {}) for n in items}
-    except ApiError:
-        namespaces = None
-        notes.append(
-            "Namespaces cannot be listed: the estimate takes every ClusterQueue's namespaceSelector as met"
-        )
-    return LiveState(
-        cluster_queues=lists[CLUSTER_QUEUES],
-        local_queues=lists[LOCAL_QUEUES],
-        resource_flavors=lists[RESOURCE_FLAVORS],
-        cohorts=lists[COHORTS],
-        workloads=lists[WORKLOADS],
-        namespaces=namespaces,
-    )
 
 
 async def why_command(session: Session, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -109,7 +78,7 @@ async def why_command(session: Session, args: argparse.Namespace, out: TextIO = 
                     position = item
         except ApiError as exc:
             notes.append(f"queue position: {describe_error(exc)}")
-        state = await _live_state(client, notes)
+        state = await read_live_state(client, notes)
         if state is None:
             estimate_note = "the cohort's Workloads and queues could not be read (see notes)"
         else:

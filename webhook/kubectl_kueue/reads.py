@@ -24,11 +24,15 @@ from webhook.api.integrations.statefulsets import prebuilt_workload_name
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
+    COHORTS,
     LOCAL_QUEUES,
+    NAMESPACES,
     RESOURCE_FLAVORS,
     WORKLOADS,
     Kind,
 )
+from webhook.kubectl_kueue.estimate import LiveState
+from webhook.kubectl_kueue.session import describe_error
 
 __all__ = [
     "VISIBILITY",
@@ -37,6 +41,7 @@ __all__ = [
     "kind_for",
     "match_type",
     "pending_summary",
+    "read_live_state",
     "resource_names",
 ]
 
@@ -190,4 +195,34 @@ async def find_workload(
     raise NotQueued(
         f'no Workload for {kind.kind.lower()} "{name}" in namespace "{namespace}" '
         "(is it labelled kueue.x-k8s.io/queue-name, and is its kind's integration enabled?)"
+    )
+
+
+async def read_live_state(client: KubeClient, notes: list[str], *, strict: bool = False) -> LiveState | None:
+    """Every ClusterQueue, LocalQueue, ResourceFlavor, Cohort and Workload of the cluster, and the
+    Namespaces' labels when readable (else None: selectors are then taken as met, and a note says so).
+    When one of the Kueue lists is refused: None with a note, or with ``strict`` the ApiError. Only LIST."""
+    lists: dict[Kind, list[JSON]] = {}
+    for kind in (CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, COHORTS, WORKLOADS):
+        try:
+            lists[kind], _ = await client.list_all(kind)
+        except ApiError as exc:
+            if strict:
+                raise
+            notes.append(f"no estimate: listing {kind.plural} across the cluster: {describe_error(exc)}")
+            return None
+    namespaces: dict[str, dict[str, str]] | None
+    try:
+        items, _ = await client.list_all(NAMESPACES)
+        namespaces = {str(n["metadata"]["name"]): dict(n["metadata"].get("labels") or {}) for n in items}
+    except ApiError:
+        namespaces = None
+        notes.append("Namespaces cannot be listed: every ClusterQueue's namespaceSelector is taken as met")
+    return LiveState(
+        cluster_queues=lists[CLUSTER_QUEUES],
+        local_queues=lists[LOCAL_QUEUES],
+        resource_flavors=lists[RESOURCE_FLAVORS],
+        cohorts=lists[COHORTS],
+        workloads=lists[WORKLOADS],
+        namespaces=namespaces,
     )

@@ -36,7 +36,9 @@ simulated clock), and ``scheduling.k8s.io`` PriorityClasses give Jobs their pod 
 
 The package in four steps, each its own module: ``scenario`` (documents -> Scenario: objects, durations,
 submissions), ``replay`` (the simulated clock through ``webhook.core``), ``report`` (text, JSON, plot) and
-``cli`` (``add_arguments``/``run``, which ``webhook.cli`` calls). The rules themselves (parsing, a Job's
+``cli`` (``add_arguments``/``run``, which ``webhook.cli`` calls). ``--from-cluster`` replays the live
+cluster instead, as it is and with proposed quota edits: ``whatif`` (the edits and the comparison, pure)
+and ``from_cluster`` (reading the cluster, the command). The rules themselves (parsing, a Job's
 Workload and priority, scheduling) are the controller's, imported from ``webhook.api`` and ``webhook.core``.
 """
 

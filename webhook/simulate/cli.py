@@ -12,6 +12,8 @@ import json
 import sys
 from typing import TextIO
 
+import yaml
+
 from webhook.simulate.replay import replay
 from webhook.simulate.report import plot_usage, report_json, report_text, require_matplotlib
 from webhook.simulate.scenario import (
@@ -32,7 +34,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"  {ARRIVAL_ANNOTATION}: submission time as an offset from the start (30s, 2m, 1h30m; default 0s)\n"
         f"  {RUNTIME_ANNOTATION}: how long it runs once admitted (default: it never finishes)"
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML manifests and Jobs")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="multi-document YAML manifests and Jobs; with --from-cluster, the edits to try (optional)",
+    )
+    live = parser.add_argument_group("what-if on a live cluster (read only)")
+    live.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="replay the cluster's queues and Workloads as they are and with the edits in FILE, and "
+        "report which Workloads would start sooner or later",
+    )
+    live.add_argument(
+        "--kubeconfig", metavar="PATH", help="as kubectl (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    live.add_argument("--context", metavar="NAME", help="the kubeconfig context to use")
+    live.add_argument(
+        "--assume-runtime",
+        metavar="DURATION",
+        default="1h",
+        help="how long a Workload without spec.maximumExecutionTimeSeconds runs (default 1h)",
+    )
     parser.add_argument(
         "--at",
         metavar="DURATION",
@@ -44,7 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="1s",
         help="scheduling step: events within one step are handled together (default 1s; 0 = every instant)",
     )
-    parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="report format")
+    parser.add_argument(
+        "--output", "-o", choices=("text", "json", "yaml"), default="text", help="report format"
+    )
     parser.add_argument(
         "--plot", metavar="FILE.png", help="draw usage over time per ClusterQueue (matplotlib)"
     )
@@ -66,7 +92,13 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.from_cluster:
+        from webhook.simulate.from_cluster import run_from_cluster
+
+        return run_from_cluster(args)
     try:
+        if not args.files:
+            raise SimulationError("give the FILEs to replay (or --from-cluster)")
         if args.plot:  # fail before a long replay, not after it
             require_matplotlib()
         at = None
@@ -89,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         if args.output == "json":
             json.dump(report_json(result, scenario), sys.stdout, indent=2)
             sys.stdout.write("\n")
+        elif args.output == "yaml":
+            sys.stdout.write(yaml.safe_dump(report_json(result, scenario), sort_keys=False))
         else:
             report_text(result, scenario, sys.stdout)
         if args.plot:

@@ -36,6 +36,7 @@ from webhook.api.pods import pod_requests
 
 __all__ = [
     "JOB_UID_LABEL",
+    "MAX_EXEC_TIME_LABEL",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_NAME_LABEL",
     "Element",
@@ -49,6 +50,7 @@ __all__ = [
     "has_active_pods",
     "is_stopping",
     "is_suspended",
+    "maximum_execution_time",
     "min_count",
     "parse_go_bool",
     "parse_go_int",
@@ -72,6 +74,8 @@ __all__ = [
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+#: how long the object may run once admitted; its Workload's ``spec.maximumExecutionTimeSeconds``
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -127,6 +131,16 @@ def queue_name(obj: Mapping[str, Any]) -> str | None:
             if isinstance(value, str) and value:
                 return value
     return None
+
+
+def maximum_execution_time(obj: Mapping[str, Any]) -> int | None:
+    """The Workload's ``spec.maximumExecutionTimeSeconds`` from the object's label, as Kueue's jobframework
+    ``MaximumExecutionTimeSecondsForObject`` reads it for every integration: a decimal int32 above 0, else
+    none (the webhooks refuse any other value on create, so only an object that predates them has one)."""
+    labels = _metadata(obj).get("labels")
+    raw = labels.get(MAX_EXEC_TIME_LABEL) if isinstance(labels, Mapping) else None
+    value = parse_go_int(raw) if isinstance(raw, str) else None
+    return value if value is not None and 0 < value < 2**31 else None
 
 
 def skipped(integration: Integration, obj: Mapping[str, Any]) -> bool:
@@ -406,6 +420,8 @@ def workload_for(
         kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
         spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
     spec["priority"] = class_priority
+    if (limit := maximum_execution_time(obj)) is not None:
+        spec["maximumExecutionTimeSeconds"] = limit
     metadata: JSON = {
         "name": workload_name(name, uid, kind=integration.kind, group=integration.group),
         "namespace": meta.get("namespace") or "default",

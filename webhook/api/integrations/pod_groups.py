@@ -20,6 +20,7 @@ from webhook.api.integrations.builtin import MANAGED_LABEL, POD
 from webhook.api.integrations.engine import (
     PRIORITY_CLASS_LABEL,
     is_suspended,
+    maximum_execution_time,
     parse_go_int,
     pods_ready,
     priority,
@@ -169,6 +170,8 @@ def group_workload(
         kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
         spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
     spec["priority"] = value
+    if (limit := maximum_execution_time(first)) is not None:  # the first pod's, as Kueue's NewWorkload
+        spec["maximumExecutionTimeSeconds"] = limit
     owners = [
         {
             "apiVersion": "v1",

@@ -120,10 +120,13 @@ class SyncPodsReady:
 
 @dataclass(frozen=True, slots=True)
 class UpdatePodSets:
-    """A suspended, unadmitted Job was edited (parallelism, requests): its Workload asks for the new shape."""
+    """A suspended, unadmitted Job was edited (parallelism, requests, its time limit label): its Workload
+    asks for the new shape (Kueue's updateWorkloadToMatchJob replaces the whole spec)."""
 
     workload: JSON
     pod_sets: list[JSON]
+    #: the Job's time limit now (None: none, the Workload's is removed)
+    maximum_execution_time_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,8 +363,8 @@ def plan_job(
         if not has_reservation(workload) and not matches_workload(job, workload, it, reserved=False):
             desired = engine.workload_for(
                 it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-            )["spec"]["podSets"]
-            return UpdatePodSets(workload, desired)
+            )["spec"]
+            return UpdatePodSets(workload, desired["podSets"], desired.get("maximumExecutionTimeSeconds"))
         queue = engine.queue_name(job) or ""
         if not has_reservation(workload) and (workload.get("spec") or {}).get("queueName", "") != queue:
             return UpdateQueueName(workload, queue)

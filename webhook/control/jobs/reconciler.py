@@ -655,9 +655,12 @@ class JobReconciler:
                     extra={"workload": "/".join(key_of(step.workload)), "reason": step.why},
                 )
         elif isinstance(step, UpdatePodSets):
-            updated = await writer.patch(
-                WORKLOADS, step.workload, {"spec": {"podSets": step.pod_sets}}, patch_type="merge"
-            )
+            # null removes a limit the Job no longer has (RFC 7386)
+            spec = {
+                "podSets": step.pod_sets,
+                "maximumExecutionTimeSeconds": step.maximum_execution_time_seconds,
+            }
+            updated = await writer.patch(WORKLOADS, step.workload, {"spec": spec}, patch_type="merge")
             if updated is not None:
                 on_job(
                     "UpdatedWorkload",

@@ -16,6 +16,12 @@ what it runs once started (Kueue's ``expectedRunningPodSets``): a pod set that c
 runs the admitted count (``podSetAssignments[].count``), which is not a mismatch; a suspended object may
 also still match the Workload's own pod sets (it has not started yet, or its stop restored them).
 
+The time limit (the ``max-exec-time-seconds`` label against ``spec.maximumExecutionTimeSeconds``) is
+compared first, as Kueue compares it, except for a running object: the label cannot change while it runs
+(the webhook's rule) and the Workload's field is immutable while it holds quota, so a difference there can
+only be a Workload written before the label was copied, and stopping a running object for it would cost its
+work for nothing.
+
 Two deliberate differences from Kueue, both about what cannot change the quota: containers are compared
 by the per-pod requests the quota is computed from (the same ``pod_requests`` both Workloads are built
 with), not field by field, so an image change of a running object is not a reason to stop it; and the
@@ -123,6 +129,11 @@ def matches_workload(
 ) -> bool:
     """Whether ``workload`` still speaks for ``obj`` (Kueue's EquivalentToWorkload); ``reserved``: the
     Workload holds a quota reservation."""
+    suspended = engine.is_suspended(integration, obj)
+    # Kueue's EquivalentToWorkload looks at the time limit first: the label's value and the Workload's
+    limit = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
+    if (suspended or not reserved) and limit != engine.maximum_execution_time(obj):
+        return False
     ours = _object_pod_sets(integration, obj)
     # only its pod sets are read: whatever else the Workload holds (a condition another controller wrote)
     # must not make it unreadable here and stop a running object
@@ -133,7 +144,6 @@ def matches_workload(
     parsed = parse_workload(pod_sets_only)
     if ours is None or isinstance(parsed, list):
         return False
-    suspended = engine.is_suspended(integration, obj)
     # a running object's template carries the flavor's tolerations, so they are compared only for a
     # suspended object whose Workload is not admitted yet
     tolerations = suspended and not is_true(workload, "Admitted")

@@ -166,8 +166,9 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float = 30.0,
+        accept: str = "application/json",
     ) -> JSON:
-        headers = {"Accept": "application/json", **(await self._auth())}
+        headers = {"Accept": accept, **(await self._auth())}
         data: bytes | None = None
         if body is not None:
             data = orjson.dumps(body)
