@@ -34,7 +34,10 @@ from webhook.http.reviews import (
 )
 from webhook.http.visibility import pending_workloads
 
-NOW = dt.datetime.now(dt.UTC)
+
+def now() -> dt.datetime:
+    """The time of the check (not of collection: a slow suite can reach a test long after importing it)."""
+    return dt.datetime.now(dt.UTC)
 
 
 def settings_for(ca: ProxyCA, **kwargs: Any) -> RequestHeaderSettings:
@@ -90,41 +93,41 @@ def test_unusable_settings_are_refused_with_the_key_named(
 
 def test_a_certificate_of_the_requestheader_ca_with_an_allowed_name_is_believed(tmp_path: Path) -> None:
     ca = ProxyCA(tmp_path)
-    assert verify_proxy_certificate(ca.issue().der(), settings_for(ca), NOW) is None
+    assert verify_proxy_certificate(ca.issue().der(), settings_for(ca), now()) is None
 
 
 def test_another_cas_certificate_is_not_believed(tmp_path: Path) -> None:
     ca, other = ProxyCA(tmp_path / "a"), ProxyCA(tmp_path / "b")
-    refusal = verify_proxy_certificate(other.issue().der(), settings_for(ca), NOW)
+    refusal = verify_proxy_certificate(other.issue().der(), settings_for(ca), now())
     assert refusal == "client certificate not issued by a requestheader client CA"
 
 
 def test_a_name_not_in_allowed_names_is_not_believed_unless_the_list_is_empty(tmp_path: Path) -> None:
     ca = ProxyCA(tmp_path)
     someone = ca.issue("someone-else").der()
-    assert verify_proxy_certificate(someone, settings_for(ca), NOW) == (
+    assert verify_proxy_certificate(someone, settings_for(ca), now()) == (
         "client certificate common name someone-else not allowed"
     )
-    assert verify_proxy_certificate(someone, settings_for(ca, allowed_names=()), NOW) is None
+    assert verify_proxy_certificate(someone, settings_for(ca, allowed_names=()), now()) is None
 
 
 def test_an_expired_certificate_and_no_certificate_are_not_believed(tmp_path: Path) -> None:
     ca = ProxyCA(tmp_path)
     settings = settings_for(ca)
-    pair = ca.issue(not_after=NOW + dt.timedelta(hours=1))
-    assert verify_proxy_certificate(pair.der(), settings, NOW + dt.timedelta(hours=2)) == (
+    pair = ca.issue(not_after=now() + dt.timedelta(hours=1))
+    assert verify_proxy_certificate(pair.der(), settings, now() + dt.timedelta(hours=2)) == (
         "client certificate expired or not yet valid"
     )
-    assert verify_proxy_certificate(None, settings, NOW) == "no client certificate"
-    assert verify_proxy_certificate(pair.der(), None, NOW) == "no requestheader client CA is known"
+    assert verify_proxy_certificate(None, settings, now()) == "no client certificate"
+    assert verify_proxy_certificate(pair.der(), None, now()) == "no requestheader client CA is known"
 
 
 def test_a_ca_removed_from_the_configmap_stops_counting(tmp_path: Path) -> None:
     old, new = ProxyCA(tmp_path / "old"), ProxyCA(tmp_path / "new")
     pair = old.issue()
     both = parse_settings(requestheader_data(old.pem + new.pem))
-    assert verify_proxy_certificate(pair.der(), both, NOW) is None
-    assert verify_proxy_certificate(pair.der(), settings_for(new), NOW) is not None
+    assert verify_proxy_certificate(pair.der(), both, now()) is None
+    assert verify_proxy_certificate(pair.der(), settings_for(new), now()) is not None
 
 
 # -- the headers ----------------------------------------------------------------------------------------
@@ -367,5 +370,5 @@ async def test_the_settings_follow_the_configmap_and_a_bad_read_keeps_them(tmp_p
     configmaps.data = requestheader_data(second.pem)
     assert await source.load()
     assert trusted == [first.pem, second.pem]
-    assert verify_proxy_certificate(first.issue().der(), auth.settings, NOW) is not None
-    assert verify_proxy_certificate(second.issue().der(), auth.settings, NOW) is None
+    assert verify_proxy_certificate(first.issue().der(), auth.settings, now()) is not None
+    assert verify_proxy_certificate(second.issue().der(), auth.settings, now()) is None
