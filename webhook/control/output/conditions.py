@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook.api.execution_time import ACCUMULATED, accumulated_after_admission
 from webhook.api.objects import AdmissionCheckState
+from webhook.api.objects.common import parse_timestamp
 from webhook.api.pods_ready import NOT_READY_MESSAGE, PODS_READY, WAIT_FOR_START
 from webhook.core.checks import admitted_condition, sync_check_states
 
@@ -231,7 +233,8 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
     After an eviction this is Kueue's jobframework step "the job is no longer active, clear the
     workload's admission": first ``Requeued`` with the Evicted condition's reason and message (True only
     for a preemption, the one eviction after which the workload simply queues again), then
-    QuotaReserved=False and Admitted=False."""
+    QuotaReserved=False and Admitted=False; the time the admission lasted is added to
+    ``accumulatedPastExecutionTimeSeconds`` (what a time limit counts, ``webhook.api.execution_time``)."""
     edit = ConditionsEdit.of(workload, now)
     evicted = find(edit.conditions, "Evicted")
     if evicted is not None and evicted.get("status") == "True":
@@ -239,10 +242,14 @@ def released_status(workload: JSON, *, reason: str, message: str, now: str) -> J
         requeued = "True" if evicted_reason == "Preempted" else "False"
         edit.set("Requeued", requeued, evicted_reason, str(evicted.get("message", "")))
     edit.set("QuotaReserved", "False", reason, message)
+    accumulated = accumulated_after_admission(workload, parse_timestamp(now))
     edit.set("Admitted", *NO_RESERVATION)
     if find(edit.conditions, PODS_READY) is not None:  # no longer admitted: Kueue's WaitForStart again
         edit.set(PODS_READY, "False", WAIT_FOR_START, NOT_READY_MESSAGE)
-    return {"admission": None, "conditions": edit.conditions}
+    status: JSON = {"admission": None, "conditions": edit.conditions}
+    if accumulated is not None:  # Kueue's SyncAdmittedCondition counts the admission that ends
+        status[ACCUMULATED] = accumulated
+    return status
 
 
 def pods_ready_status(workload: JSON, *, condition: tuple[str, str, str], now: str) -> JSON | None:

@@ -39,6 +39,7 @@ from webhook.control.output.writers import Writer
 from webhook.control.replica.declared_webhooks import DeclaredWebhooks
 from webhook.control.replica.live_config import LiveConfiguration
 from webhook.control.scheduling.admission_checks import AdmissionChecksController
+from webhook.control.scheduling.execution_limits import ExecutionTimeLimits
 from webhook.control.scheduling.fair_sharing import FairSharingReporter
 from webhook.control.scheduling.pods_ready import PodsReadyTimers
 from webhook.control.scheduling.scheduler_loop import SchedulerLoop
@@ -137,6 +138,7 @@ class Controller:
         self.owner_fetcher = OwnerFetcher(client)
         self.reconciler = JobReconciler(self.context, owners=self.owner_fetcher)
         self.pods_ready = PodsReadyTimers(self.context)
+        self.execution_limits = ExecutionTimeLimits(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
@@ -175,6 +177,7 @@ class Controller:
             self.scheduler.on_change,
             self.reconciler.on_change,
             self.pods_ready.on_change,
+            self.execution_limits.on_change,
             self.status.on_change,
             self.checks.on_change,
             self.fair_sharing.on_change,
@@ -233,6 +236,7 @@ class Controller:
         self._apply_fair_sharing(self.configuration())
         self.reconciler.resync()
         self.pods_ready.resync()
+        self.execution_limits.resync()
         self.checks.resync()
         self.status.mark_all()
         self.fair_sharing.mark_all()
@@ -241,6 +245,7 @@ class Controller:
             loop.create_task(self.scheduler.run(), name="scheduler-loop"),
             loop.create_task(self.reconciler.run(), name="job-reconciler"),
             loop.create_task(self.pods_ready.run(), name="pods-ready-timers"),
+            loop.create_task(self.execution_limits.run(), name="execution-time-limits"),
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),

@@ -3,20 +3,13 @@ once its backoff is over (Kueue's workload controller: ``reconcileNotReadyTimeou
 ``BackoffFinished`` step).
 
 The rules (which deadline, what the eviction writes, how long the backoff is) are pure, in
-``webhook.api.pods_ready``. What lives here is when to look again: for every Workload the store reports
-changed, the next moment something is due (its timeout, or the end of its backoff) is armed as one timer on
-the event loop (``loop.call_at``), re-armed on each change and dropped when nothing is due. Deadlines are
-wall-clock instants (condition timestamps); they are converted to the loop's clock once, so a test that
-drives the loop's clock (looptime) drives these timers. A timer only queues the Workload: the handler
-re-reads it from the store and re-derives everything, so a timer that fires late or for a Workload that
-changed meanwhile does no harm.
+``webhook.api.pods_ready``; when to look again is ``DeadlineTimers``' (one timer per Workload, armed on
+each change). What lives here is what is due (its timeout, or the end of its backoff) and what to write.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import Any
 
 from webhook.api.pods_ready import (
@@ -27,14 +20,12 @@ from webhook.api.pods_ready import (
     requeue_state_after_timeout,
     timeout_message,
 )
-from webhook.control.cache.store import Change, key_of
-from webhook.control.cache.workqueue import WorkQueue
+from webhook.control.cache.store import key_of
 from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import WORKLOADS
-from webhook.control.kube.leader import NotLeader
 from webhook.control.output.admitted import priority_class_of
 from webhook.control.output.conditions import ConditionsEdit, evicted_status, is_true, now_rfc3339
-from webhook.control.output.context import ControlContext
+from webhook.control.scheduling.deadlines import DeadlineTimers
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.pods_ready")
@@ -44,23 +35,13 @@ DEACTIVATED_MESSAGE = "The workload is deactivated due to exceeding the maximum 
 BACKOFF_FINISHED = ("True", "BackoffFinished", "The workload backoff was finished")
 
 
-class PodsReadyTimers:
+class PodsReadyTimers(DeadlineTimers):
     """Times out not-ready Workloads and ends their requeue backoff; runs while leading."""
 
-    def __init__(self, context: ControlContext) -> None:
-        self.context = context
-        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
-        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._offset: float | None = None  # wall clock minus loop clock, fixed at first use
+    what = "pods-ready check"
+    log = log
 
-    def _now(self) -> float:
-        """Wall-clock seconds as the loop's clock advances them."""
-        loop = asyncio.get_running_loop()
-        if self._offset is None:
-            self._offset = time.time() - loop.time()
-        return self._offset + loop.time()
-
-    def _due(self, workload: JSON) -> float | None:
+    def due(self, workload: JSON) -> float | None:
         config = self.context.configuration().wait_for_pods_ready
         if not config.enable:
             return None
@@ -71,54 +52,7 @@ class PodsReadyTimers:
             return None
         return backoff_ends(workload)
 
-    def on_change(self, change: Change) -> None:
-        if change.kind is not WORKLOADS:
-            return
-        self._arm(change.key, change.new)
-
-    def resync(self) -> None:
-        for workload in self.context.store.items(WORKLOADS):
-            self._arm(key_of(workload), workload)
-
-    def _arm(self, key: tuple[str, str], workload: JSON | None) -> None:
-        previous = self._timers.pop(key, None)
-        if previous is not None:
-            previous.cancel()
-        due = self._due(workload) if workload is not None else None
-        if due is None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # fed before the loop runs (a test building state): resync arms it later
-            return
-        at = loop.time() + max(0.0, due - self._now())
-        self._timers[key] = loop.call_at(at, self.queue.add, key)
-
-    async def run(self) -> None:
-        try:
-            await self.queue.serve(self.check, on_error=self._failed)
-        finally:
-            for timer in self._timers.values():
-                timer.cancel()
-            self._timers.clear()
-
-    def _failed(self, key: tuple[str, str], exc: BaseException) -> None:
-        if not isinstance(exc, NotLeader):  # a refused write is said once, by the elector
-            log.warning("pods-ready check failed, retrying: %r", exc, extra={"workload": "/".join(key)})
-        asyncio.get_running_loop().call_later(1.0, self.queue.add, key)
-
-    async def check(self, key: tuple[str, str]) -> None:
-        """Act on whatever is due for ``key`` now; re-arm if it is not due yet."""
-        namespace, name = key
-        workload = self.context.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.context.is_leader():
-            return
-        due = self._due(workload)
-        if due is None:
-            return
-        if due > self._now():
-            self._arm(key, workload)
-            return
+    async def act(self, workload: JSON) -> None:
         config = self.context.configuration().wait_for_pods_ready
         if has_reservation(workload):
             if exceeds_requeuing_limit(workload, config):
