@@ -19,6 +19,7 @@ from typing import Any
 from webhook.api.config import WaitForPodsReady
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION
 from webhook.api.objects.common import parse_timestamp
+from webhook.api.objects.workloads import has_quota_reservation
 
 __all__ = [
     "BLOCKED_MESSAGE",
@@ -56,9 +57,10 @@ RECOVERED = "Recovered"
 NOT_READY_MESSAGE = "Not all pods are ready or succeeded"
 RECOVERY_MESSAGE = "At least one pod has failed, waiting for recovery"
 READY_MESSAGE = "All pods reached readiness and the workload is running"
-#: QuotaReserved=False message while blockAdmission holds a workload (Kueue's waitForPodsReadyIfNeeded)
+#: QuotaReserved=False message while blockAdmission keeps a workload waiting (Kueue's
+#: waitForPodsReadyIfNeeded)
 BLOCKED_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
-#: QuotaReserved=False reason while blockAdmission holds a workload
+#: QuotaReserved=False reason while blockAdmission keeps a workload waiting
 WAITING_FOR_PODS_READY = "WaitingForPodsReady"
 
 
@@ -231,7 +233,7 @@ def admission_blocked(workloads: Iterable[JSON], config: WaitForPodsReady) -> bo
     if not (config.enable and config.block_admission):
         return False
     for workload in workloads:
-        if not _is_true(workload, "QuotaReserved") or not (workload.get("status") or {}).get("admission"):
+        if not has_quota_reservation(workload):
             continue
         if _is_true(workload, "Finished"):
             continue

@@ -139,7 +139,7 @@ def admitted_status(
     states: tuple[AdmissionCheckState, ...] = ()
     if admission_checks:
         states, _ = sync_check_states(_check_states(workload), admission_checks)
-    edit.set("Admitted", *admitted_condition(has_reservation=True, states=states))
+    edit.set("Admitted", *admitted_condition(has_quota_reservation=True, states=states))
     for kind in ("Evicted", "Preempted"):  # SetQuotaReservation resets active eviction conditions
         previous = find(edit.conditions, kind)
         if previous is not None and previous.get("status") == "True":
@@ -158,7 +158,7 @@ def checks_status(workload: JSON, *, admission_checks: tuple[str, ...], now: str
     None when nothing changes. Only for a Workload holding a reservation."""
     states, changed = sync_check_states(_check_states(workload), admission_checks)
     edit = ConditionsEdit.of(workload, now)
-    changed |= edit.set("Admitted", *admitted_condition(has_reservation=True, states=states))
+    changed |= edit.set("Admitted", *admitted_condition(has_quota_reservation=True, states=states))
     if not changed:
         return None
     return {"conditions": edit.conditions, "admissionChecks": _stamped(states, now)}

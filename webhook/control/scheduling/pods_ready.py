@@ -19,6 +19,7 @@ import logging
 import time
 from typing import Any
 
+from webhook.api.objects import has_quota_reservation
 from webhook.api.pods_ready import (
     PODS_READY_TIMEOUT,
     backoff_ends,
@@ -29,7 +30,6 @@ from webhook.api.pods_ready import (
 )
 from webhook.control.cache.store import Change, key_of
 from webhook.control.cache.workqueue import WorkQueue
-from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import WORKLOADS
 from webhook.control.kube.leader import NotLeader
 from webhook.control.output.admitted import priority_class_of
@@ -67,7 +67,7 @@ class PodsReadyTimers:
         timeout = not_ready_timeout(workload, config)
         if timeout is not None:
             return timeout.at
-        if has_reservation(workload):
+        if has_quota_reservation(workload):
             return None
         return backoff_ends(workload)
 
@@ -120,7 +120,7 @@ class PodsReadyTimers:
             self._arm(key, workload)
             return
         config = self.context.configuration().wait_for_pods_ready
-        if has_reservation(workload):
+        if has_quota_reservation(workload):
             if exceeds_requeuing_limit(workload, config):
                 await self._deactivate(workload)
             else:
@@ -140,7 +140,7 @@ class PodsReadyTimers:
         def build(current: JSON) -> JSON | None:
             nonlocal cause
             timeout = not_ready_timeout(current, config)
-            if not has_reservation(current) or timeout is None or timeout.at > self._now():
+            if not has_quota_reservation(current) or timeout is None or timeout.at > self._now():
                 return None
             cause = timeout.cause
             status = evicted_status(
@@ -170,7 +170,7 @@ class PodsReadyTimers:
 
         def build(current: JSON) -> JSON | None:
             timeout = not_ready_timeout(current, config)
-            if not has_reservation(current) or timeout is None or timeout.at > self._now():
+            if not has_quota_reservation(current) or timeout is None or timeout.at > self._now():
                 return None
             status = evicted_status(
                 current,
@@ -198,7 +198,12 @@ class PodsReadyTimers:
 
         def build(current: JSON) -> JSON | None:
             ends = backoff_ends(current)
-            if has_reservation(current) or is_true(current, "Finished") or ends is None or ends > self._now():
+            if (
+                has_quota_reservation(current)
+                or is_true(current, "Finished")
+                or ends is None
+                or ends > self._now()
+            ):
                 return None
             edit = ConditionsEdit.of(current, now_rfc3339())
             edit.set("Requeued", *BACKOFF_FINISHED)
