@@ -6,7 +6,7 @@ Job integration (``Job.PodsReady``), the workload controller (``admittedNotReady
 ``triggerDeactivation``, ``UpdateRequeueState``) and the scheduler cache
 (``podsReadyForAllAdmittedWorkloads``). They are gathered here, free of clocks and I/O: every function is
 given what it needs (``now`` in seconds since the epoch) so the timers that act on them
-(``webhook.control.scheduling.pods_ready``) stay thin and the rules are testable without waiting.
+(``webhook.control.scheduling.pods_ready_timers``) stay thin and the rules are testable without waiting.
 """
 
 from __future__ import annotations

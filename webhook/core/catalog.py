@@ -35,7 +35,7 @@ SchedulerObject = ResourceFlavor | Cohort | ClusterQueue | LocalQueue | Workload
 
 
 class Occupants(Protocol):
-    """What a queue change asks of the workloads in the queues (``tracking.WorkloadTracker``)."""
+    """What a queue change asks of the workloads in the queues (``workload_tracker.WorkloadTracker``)."""
 
     def upsert_workload(self, workload: Workload) -> None: ...
 
@@ -61,7 +61,7 @@ class Catalog:
     def __init__(self, specs: Specs, pending: PendingQueues, occupants: Occupants) -> None:
         self.specs = specs
         self.pending = pending
-        #: the workloads in these queues (``tracking.WorkloadTracker``)
+        #: the workloads in these queues (``workload_tracker.WorkloadTracker``)
         self.occupants = occupants
 
     def set_fair_sharing(self, enabled: bool) -> None:

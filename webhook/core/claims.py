@@ -3,7 +3,7 @@
 When a cycle decides to preempt, the evictions take time (the targets' owners must stop them and clear
 their reservations). Meanwhile the preemptor *claims* the room it needs: it is charged to its ClusterQueue
 in the ledger, so nothing admitted in between can take what the evictions free, and when the preemptor is
-tried again it goes before every other head. The tracker (``tracking.py``) keeps one ``Claim`` per
+tried again it goes before every other head. The tracker (``workload_tracker.py``) keeps one ``Claim`` per
 waiting preemptor and releases it when the preemptor is tried again, admitted or gone.
 """
 

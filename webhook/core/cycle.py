@@ -15,10 +15,9 @@ the room (``claims.Claim``) and goes first when it is tried again. A head that w
 but finds nobody to preempt has the room it lacks *set aside* for the rest of the cycle unless its
 ClusterQueue can always reclaim (Kueue's reserveCapacityForUnreclaimablePreempt).
 
-The cycle is kept apart from the state it reads (``specs.py``, ``pending_queues.py``, ``tracking.py``)
-because it is the one
-place that decides: everything it needs to remember lasts only while it runs (``_Pass``), and what
-outlives it is written back through the tracker.
+The cycle is kept apart from the state it reads (``specs.py``, ``pending_queues.py``,
+``workload_tracker.py``) because it is the one place that decides: everything it needs to remember lasts
+only while it runs (``_Pass``), and what outlives it is written back through the tracker.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ from webhook.core.pending_queue import RetryCondition, may_fit
 from webhook.core.pending_queues import PendingQueues
 from webhook.core.preemption import Target, TargetSearch, preemption_message, queue_path
 from webhook.core.specs import QueueState, Specs
-from webhook.core.tracking import WorkloadTracker
+from webhook.core.workload_tracker import WorkloadTracker
 
 __all__ = ["run_cycle"]
 

@@ -169,7 +169,7 @@ class PendingQueue:
 
     def retry(self, key: WorkloadKey) -> bool:
         """Put one parked workload back in the heap to be tried for real, whatever its shape waits for
-        (a preemptor whose targets are gone: the room it lacks is held for it, so ``wake`` would never
+        (a preemptor whose targets are gone: the room it lacks is claimed for it, so ``wake`` would never
         see it available)."""
         info = self._parked.get(key)
         if info is None:

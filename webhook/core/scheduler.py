@@ -3,8 +3,8 @@
 The state is in parts that are easily tangled, so each has its own module: what exists (``specs.py``: the
 spec objects, over ``ledger.py``), how a spec event moves the rest (``catalog.py``), what waits and in what
 order (``pending_queues.py``, over ``pending_queue.py``), the one timed retry of parked workloads
-(``revisits.py``), the workloads and the quota they hold (``tracking.py``: what is used, by whom, and what
-preemptors claim, ``claims.py``), and the decision code (``cycle.py``, over ``flavors.py`` and
+(``revisits.py``), the workloads and the quota they hold (``workload_tracker.py``: what is used, by whom,
+and what preemptors claim, ``claims.py``), and the decision code (``cycle.py``, over ``flavors.py`` and
 ``preemption.py``/``fair_preemption.py``: does this workload fit, where, and at whose expense), which
 returns ``decisions.py``'s ``Admit | Wait | Evict``. Everything is updated incrementally by the
 controller's watch events (or by ``simulate``'s clock); nothing is rebuilt per cycle.
@@ -32,7 +32,7 @@ from webhook.core.pending_queues import PendingQueues
 from webhook.core.preemption import ClassicalPreemption
 from webhook.core.revisits import Revisits
 from webhook.core.specs import Specs
-from webhook.core.tracking import WorkloadTracker
+from webhook.core.workload_tracker import WorkloadTracker
 
 __all__ = ["Admit", "Decision", "Evict", "SchedulerObject", "SchedulerState", "Wait"]
 

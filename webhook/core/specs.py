@@ -9,7 +9,7 @@ fair-sharing weight); the events that change it go through ``catalog.Catalog``, 
 a change moves.
 
 In Kueue the specs sit in the scheduler's cache (``pkg/cache/scheduler``), together with the workloads
-that reserve quota and their usage; here those are ``tracking.py`` and ``ledger.py``, and the pending
+that reserve quota and their usage; here those are ``workload_tracker.py`` and ``ledger.py``, and the pending
 workloads, which Kueue's queue manager (``pkg/cache/queue``) keeps, are ``pending_queues.py``.
 """
 

@@ -317,7 +317,7 @@ class WorkloadTracker:
             self.workloads[key].charged = False  # charged again if the ClusterQueue comes back
         for claim in self.claims.values():
             if claim.cluster_queue == name:
-                claim.usage, claim.need = {}, {}  # the room it held went with the ClusterQueue
+                claim.usage, claim.need = {}, {}  # the room it claimed went with the ClusterQueue
 
     def reroute(self, local_queue: str) -> None:
         for tracked in list(self.workloads.values()):

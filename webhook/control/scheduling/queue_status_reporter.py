@@ -4,9 +4,8 @@ Under churn every admission changes a ClusterQueue's usage; writing its status o
 API load of the admission path. Instead changes only mark queues dirty, and a flush at most every
 ``min_interval`` seconds recomputes the dirty ones from the core's ledger (the same numbers the scheduler
 decides with) and writes those whose visible status differs, while the informational write budget
-(``webhook.control.kube.api_health``) allows; a queue held back stays dirty and is written by a later pass
-with
-the numbers of then. Quiet periods therefore cost nothing, a burst costs at most one write per queue per
+(``webhook.control.kube.api_health``) allows; a queue deferred stays dirty and is written by a later pass
+with the numbers of then. Quiet periods therefore cost nothing, a burst costs at most one write per queue per
 interval, and on a congested API server far fewer. The same pass refreshes Kueue's per-queue gauges and adds
 GPU-seconds for chargeback.
 
@@ -50,7 +49,7 @@ class QueueStatusReporter(PacedReporter):
     ) -> None:
         super().__init__(context, state=state, min_interval=min_interval)
         #: queues to recompute, in the order they were first marked (dict keys: an ordered set), so that
-        #: when the budget holds writes back the longest-waiting queue is written first on the next pass
+        #: when the budget defers writes the longest-waiting queue is written first on the next pass
         self._dirty_cq: dict[str, None] = {}
         self._dirty_lq: dict[tuple[str, str], None] = {}
         #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
@@ -138,7 +137,7 @@ class QueueStatusReporter(PacedReporter):
             self._report_metrics(name, cq, status, reserving, state)
             if status_differs(cq.get("status"), status):
                 if self.context.budget.take() > 0:
-                    self._dirty_cq.setdefault(name)  # held back: a later pass writes the numbers of then
+                    self._dirty_cq.setdefault(name)  # deferred: a later pass writes the numbers of then
                 else:
                     await self._write(CLUSTER_QUEUES, cq, status)
         for namespace, name in local_queues:
