@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook.api.conditions import condition_of, is_true
 from webhook.api.config import WaitForPodsReady
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION
 from webhook.api.objects.common import parse_timestamp
@@ -82,18 +83,6 @@ def job_pods_ready(job: JSON) -> bool:
     return done >= wanted
 
 
-def _condition(workload: JSON, kind: str) -> JSON | None:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == kind:
-            return condition
-    return None
-
-
-def _is_true(workload: JSON, kind: str) -> bool:
-    condition = _condition(workload, kind)
-    return condition is not None and condition.get("status") == "True"
-
-
 def tracks_pods_ready(workload: JSON, config: WaitForPodsReady, kinds: Collection[str] = ("Job",)) -> bool:
     """Whether the Workload carries PodsReady: waitForPodsReady is on and an object of a queued kind owns it
     (``kinds``: the enabled integrations that say when their pods are ready; Kueue's job reconciler is what
@@ -113,9 +102,9 @@ def desired_pods_ready(workload: JSON, *, pods_ready: bool) -> tuple[str, str, s
     """(status, reason, message) of PodsReady as Kueue's ``generatePodsReadyCondition`` derives it: False
     WaitForStart until admitted and running; True Started once the pods are ready (Recovered after a
     recovery); a ready workload whose pods fall back below the count waits False WaitForRecovery."""
-    if not _is_true(workload, "Admitted"):
+    if not is_true(workload, "Admitted"):
         return "False", WAIT_FOR_START, NOT_READY_MESSAGE
-    current = _condition(workload, PODS_READY)
+    current = condition_of(workload, PODS_READY)
     if pods_ready:
         recovering = current is not None and current.get("reason") in (WAIT_FOR_RECOVERY, RECOVERED)
         return "True", RECOVERED if recovering else STARTED, READY_MESSAGE
@@ -140,17 +129,17 @@ def not_ready_timeout(workload: JSON, config: WaitForPodsReady) -> Timeout | Non
     ``timeout`` after Admitted turned True while it waits to start, ``recoveryTimeout`` after PodsReady
     turned False while it waits to recover (a recovery timeout of 0 disables that). None: no deadline
     (not enabled, not admitted, ready, deactivated, already evicted, finished)."""
-    if not config.enable or not _is_true(workload, "Admitted"):
+    if not config.enable or not is_true(workload, "Admitted"):
         return None
-    if _is_true(workload, "Evicted") or _is_true(workload, "Finished"):
+    if is_true(workload, "Evicted") or is_true(workload, "Finished"):
         return None
     if (workload.get("spec") or {}).get("active") is False:
         return None
-    current = _condition(workload, PODS_READY)
+    current = condition_of(workload, PODS_READY)
     if current is not None and current.get("status") == "True":
         return None
     if current is None or current.get("reason") in (WAIT_FOR_START, "PodsReady"):
-        admitted = _condition(workload, "Admitted") or {}
+        admitted = condition_of(workload, "Admitted") or {}
         return Timeout(
             parse_timestamp(admitted.get("lastTransitionTime")) + config.timeout_seconds, WAIT_FOR_START
         )
@@ -211,7 +200,7 @@ def requeue_state_after_timeout(workload: JSON, config: WaitForPodsReady, *, now
 def waiting_for_backoff(workload: JSON) -> bool:
     """Evicted by a PodsReady timeout and not requeued yet (Requeued=False, reason PodsReadyTimeout): the
     Workload sits out its backoff and is not admitted meanwhile."""
-    requeued = _condition(workload, "Requeued")
+    requeued = condition_of(workload, "Requeued")
     return (
         requeued is not None
         and requeued.get("status") == "False"
@@ -235,8 +224,8 @@ def admission_blocked(workloads: Iterable[JSON], config: WaitForPodsReady) -> bo
     for workload in workloads:
         if not has_quota_reservation(workload):
             continue
-        if _is_true(workload, "Finished"):
+        if is_true(workload, "Finished"):
             continue
-        if not _is_true(workload, PODS_READY):
+        if not is_true(workload, PODS_READY):
             return True
     return False

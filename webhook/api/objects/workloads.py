@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.errors import FieldError
 from webhook.api.objects.cel import cel_failure
 from webhook.api.objects.common import (
@@ -208,12 +209,9 @@ def has_quota_reservation(workload: Mapping[str, Any]) -> bool:
     """``Workload.has_quota_reservation`` on a Workload as the API serves it (JSON), for callers that read
     the store without parsing: QuotaReserved is True and ``status.admission`` is recorded."""
     status = workload.get("status")
-    if not isinstance(status, Mapping) or not status.get("admission"):
-        return False
-    for condition in status.get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == "QuotaReserved":
-            return condition.get("status") == "True"
-    return False
+    return (
+        isinstance(status, Mapping) and bool(status.get("admission")) and is_true(workload, "QuotaReserved")
+    )
 
 
 def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:

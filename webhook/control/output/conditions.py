@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook.api.conditions import is_true as is_true  # the writers' callers read conditions here too
 from webhook.api.objects import AdmissionCheckState
 from webhook.api.pods_ready import NOT_READY_MESSAGE, PODS_READY, WAIT_FOR_START
 from webhook.core.checks import admitted_condition, sync_check_states
@@ -43,11 +44,6 @@ def find(conditions: list[JSON] | None, kind: str) -> JSON | None:
         if condition.get("type") == kind:
             return condition
     return None
-
-
-def is_true(obj: JSON | None, kind: str) -> bool:
-    condition = find(((obj or {}).get("status") or {}).get("conditions"), kind)
-    return condition is not None and condition.get("status") == "True"
 
 
 def observed_generation(obj: JSON) -> int | None:

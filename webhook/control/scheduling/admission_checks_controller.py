@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.objects import has_quota_reservation
 from webhook.control.cache.store import Change, key_of
 from webhook.control.cache.workqueue import WorkQueue
@@ -37,7 +38,6 @@ from webhook.control.output.conditions import (
     check_state_status,
     checks_status,
     find,
-    is_true,
     now_rfc3339,
 )
 from webhook.control.output.context import ControlContext

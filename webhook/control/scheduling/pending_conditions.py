@@ -33,13 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.api.conditions import condition_of, is_true
 from webhook.api.finalizers import is_deleting
 from webhook.api.integrations.statefulsets import is_on_hold
 from webhook.api.objects import has_quota_reservation
 from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.kube.kinds import WORKLOADS
 from webhook.control.kube.leader import NotLeader
-from webhook.control.output.conditions import is_true, now_rfc3339, pending_status
+from webhook.control.output.conditions import now_rfc3339, pending_status
 from webhook.control.output.context import ControlContext
 from webhook.core.decisions import Wait
 from webhook.core.view import SchedulerView
@@ -62,10 +63,9 @@ class Shown:
 
 
 def quota_condition(workload: JSON) -> JSON | None:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "QuotaReserved":
-            return dict(condition)
-    return None
+    """A copy of the Workload's QuotaReserved condition; None when it shows none."""
+    condition = condition_of(workload, "QuotaReserved")
+    return dict(condition) if condition is not None else None
 
 
 def shown_message(workload: JSON, *, reason: str) -> str | None:

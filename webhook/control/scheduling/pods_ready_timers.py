@@ -19,6 +19,7 @@ import logging
 import time
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.objects import has_quota_reservation
 from webhook.api.pods_ready import (
     PODS_READY_TIMEOUT,
@@ -33,7 +34,7 @@ from webhook.control.cache.workqueue import WorkQueue
 from webhook.control.kube.kinds import WORKLOADS
 from webhook.control.kube.leader import NotLeader
 from webhook.control.output.admitted import priority_class_of
-from webhook.control.output.conditions import ConditionsEdit, evicted_status, is_true, now_rfc3339
+from webhook.control.output.conditions import ConditionsEdit, evicted_status, now_rfc3339
 from webhook.control.output.context import ControlContext
 
 JSON = dict[str, Any]

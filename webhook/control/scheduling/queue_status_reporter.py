@@ -24,11 +24,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.quantity import NANO
 from webhook.control.cache.store import Change, key_of
 from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
 from webhook.control.kube.leader import NotLeader
-from webhook.control.output.conditions import is_true, now_rfc3339, observed_generation
+from webhook.control.output.conditions import now_rfc3339, observed_generation
 from webhook.control.output.context import ControlContext
 from webhook.control.output.paced import PacedReporter
 from webhook.control.output.queue_status import merge_status, status_differs

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.finalizers import is_deleting
 from webhook.api.objects import (
     has_quota_reservation,
@@ -61,7 +62,7 @@ from webhook.control.kube.kinds import (
 )
 from webhook.control.kube.leader import NotLeader
 from webhook.control.output.admitted import record_admitted, record_quota_reserved
-from webhook.control.output.conditions import admitted_status, evicted_status, is_true, now_rfc3339
+from webhook.control.output.conditions import admitted_status, evicted_status, now_rfc3339
 from webhook.control.output.context import ControlContext
 from webhook.control.scheduling.evictions import deactivate, evicted_condition, record_eviction
 from webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
