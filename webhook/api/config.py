@@ -11,14 +11,14 @@ neither Kueue nor we know are errors (a typo must not be silently ignored).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
-from webhook.api.errors import FieldError, type_name
+from webhook.api.errors import FieldError
+from webhook.api.field_reader import FieldReader
 from webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, KUEUE_FRAMEWORKS
 from webhook.api.integrations.declare import FIELD as DECLARED_FIELD
 from webhook.api.integrations.declare import parse_declared_kinds
@@ -57,9 +57,6 @@ _PREEMPTION_STRATEGY_LISTS = (
     ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
 )
 _LOG_LEVELS = ("debug", "info", "warning", "error")
-T = TypeVar("T")
-_GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 #: Top-level fields of Kueue's Configuration that are accepted for compatibility but have no effect here.
 _KUEUE_ONLY_FIELDS = frozenset(
@@ -229,82 +226,21 @@ def parse_configuration_mapping(data: object) -> Configuration | ConfigurationEr
     """Validate an already-decoded document (e.g. from JSON)."""
     if data is None:
         return Configuration()
-    reader = _Reader()
+    reader = ConfigurationReader()
     config = reader.configuration(data)
     if reader.errors or config is None:
         return ConfigurationErrors(tuple(reader.errors) or ("config.yaml: could not be read",))
     return config
 
 
-def _as_bool(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
+class ConfigurationReader(FieldReader):
+    """Reads ``config.yaml`` into a ``Configuration``, collecting every error and warning."""
 
-
-def _as_int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _as_non_empty_string(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-class _Reader:
-    """Collects every error instead of stopping at the first, so one edit can fix them all."""
+    ROOT = "config.yaml"
 
     def __init__(self) -> None:
-        self.errors: list[str] = []
+        super().__init__()
         self.warnings: list[str] = []
-
-    def fail(self, path: str, reason: str) -> None:
-        self.errors.append(f"{path}: {reason}")
-
-    def invalid(self, errors: list[FieldError]) -> bool:
-        """Record apimachinery-worded field errors; True if there were any."""
-        self.errors.extend(str(error) for error in errors)
-        return bool(errors)
-
-    def mapping(self, value: object, path: str, known: frozenset[str]) -> Mapping[str, Any] | None:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            self.fail(path or "config.yaml", f"must be a mapping, got {type_name(value)}")
-            return None
-        for key in value:
-            if key not in known:
-                self.fail(f"{path}.{key}" if path else str(key), "unknown field")
-        return value
-
-    def scalar(
-        self, value: object, path: str, default: T, read: Callable[[object], T | None], expected: str
-    ) -> T:
-        """``value`` as ``read`` takes it; absent is ``default``, and so (with an error saying what was
-        ``expected``) is anything ``read`` refuses."""
-        if value is None:
-            return default
-        parsed = read(value)
-        if parsed is None:
-            self.fail(path, f"must be {expected}, got {value!r}")
-            return default
-        return parsed
-
-    def boolean(self, value: object, path: str, default: bool) -> bool:
-        return self.scalar(value, path, default, _as_bool, "true or false")
-
-    def integer(self, value: object, path: str, default: int | None, minimum: int) -> int | None:
-        number = self.scalar(value, path, None, _as_int, "an integer")
-        if number is None:
-            return default
-        if number < minimum:
-            self.fail(path, f"must be greater than or equal to {minimum}, got {number}")
-            return default
-        return number
-
-    def string(self, value: object, path: str, default: str) -> str:
-        return self.scalar(value, path, default, _as_non_empty_string, "a non-empty string")
-
-    def duration(self, value: object, path: str, default: float) -> float:
-        expected = 'a duration such as "30s", "5m" or "1h30m"'
-        return self.scalar(value, path, default, _parse_go_duration, expected)
 
     def selector(self, value: object, path: str) -> LabelSelector | None:
         """Kueue checks its configuration's selectors with ``ValidateLabelSelector``, as its webhooks do."""
@@ -485,7 +421,7 @@ class _Reader:
             return Integrations()
         declared, problems = parse_declared_kinds(section.get(DECLARED_FIELD), f"{path}.{DECLARED_FIELD}")
         self.errors.extend(problems)
-        names = self.string_list(section.get("frameworks"), f"{path}.frameworks")
+        names = self.strings(section.get("frameworks"), f"{path}.frameworks")
         enabled = []
         for index, name in enumerate(names or DEFAULT_FRAMEWORKS):
             if any(d.name == name for d in declared):
@@ -500,7 +436,7 @@ class _Reader:
             else:
                 known = ", ".join(sorted(BUILTIN))
                 self.fail(f"{path}.frameworks[{index}]", f"unknown framework {name!r}; known: {known}")
-        external = self.string_list(section.get("externalFrameworks"), f"{path}.externalFrameworks")
+        external = self.strings(section.get("externalFrameworks"), f"{path}.externalFrameworks")
         for index, entry in enumerate(external):
             if len(entry.split(".")) < 3:
                 self.fail(
@@ -513,14 +449,6 @@ class _Reader:
                 f"{path}.labelKeysToCopy: accepted for compatibility with Kueue, has no effect here"
             )
         return Integrations(enabled=(*enabled, *declared), external=tuple(external))
-
-    def string_list(self, value: object, path: str) -> list[str]:
-        if value is None:
-            return []
-        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-            self.fail(path, f"must be a list of non-empty strings, got {value!r}")
-            return []
-        return list(value)
 
     def manual_approval(self, value: object) -> ManualApproval:
         section = self.mapping(value, "manualApproval", frozenset({"approvers"}))
@@ -538,21 +466,3 @@ class _Reader:
                 continue
             kept.append(entry.strip())
         return ManualApproval(approvers=tuple(kept))
-
-
-def _parse_go_duration(value: object) -> float | None:
-    """Seconds for a Go ``time.Duration`` string ("1h30m", "90s", "0"); None when it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value[1:] if value[0] in "+-" else value
-    if value[0] == "-":
-        return None  # a negative timeout means nothing useful here
-    if text == "0":
-        return 0.0
-    position, total = 0, 0.0
-    for match in _GO_DURATION_PART.finditer(text):
-        if match.start() != position:
-            return None
-        total += float(match.group(1)) * _GO_DURATION_UNITS[match.group(2)]
-        position = match.end()
-    return total if position == len(text) and position > 0 else None

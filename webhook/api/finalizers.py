@@ -27,7 +27,8 @@ def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def is_deleting(obj: Mapping[str, Any] | None) -> bool:
-    """A DELETE was accepted and finalizers hold the object (``metadata.deletionTimestamp`` is set)."""
+    """A DELETE was accepted and the object stays until its finalizers are removed
+    (``metadata.deletionTimestamp`` is set)."""
     return bool(_metadata(obj).get("deletionTimestamp"))
 
 

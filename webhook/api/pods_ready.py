@@ -6,7 +6,7 @@ Job integration (``Job.PodsReady``), the workload controller (``admittedNotReady
 ``triggerDeactivation``, ``UpdateRequeueState``) and the scheduler cache
 (``podsReadyForAllAdmittedWorkloads``). They are gathered here, free of clocks and I/O: every function is
 given what it needs (``now`` in seconds since the epoch) so the timers that act on them
-(``webhook.control.scheduling.pods_ready``) stay thin and the rules are testable without waiting.
+(``webhook.control.scheduling.pods_ready_timers``) stay thin and the rules are testable without waiting.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook.api.conditions import condition_of, is_true
 from webhook.api.config import WaitForPodsReady
 from webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION
 from webhook.api.objects.common import parse_timestamp
+from webhook.api.objects.workloads import has_quota_reservation
 
 __all__ = [
     "BLOCKED_MESSAGE",
@@ -56,9 +58,10 @@ RECOVERED = "Recovered"
 NOT_READY_MESSAGE = "Not all pods are ready or succeeded"
 RECOVERY_MESSAGE = "At least one pod has failed, waiting for recovery"
 READY_MESSAGE = "All pods reached readiness and the workload is running"
-#: QuotaReserved=False message while blockAdmission holds a workload (Kueue's waitForPodsReadyIfNeeded)
+#: QuotaReserved=False message while blockAdmission keeps a workload waiting (Kueue's
+#: waitForPodsReadyIfNeeded)
 BLOCKED_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
-#: QuotaReserved=False reason while blockAdmission holds a workload
+#: QuotaReserved=False reason while blockAdmission keeps a workload waiting
 WAITING_FOR_PODS_READY = "WaitingForPodsReady"
 
 
@@ -80,18 +83,6 @@ def job_pods_ready(job: JSON) -> bool:
     return done >= wanted
 
 
-def _condition(workload: JSON, kind: str) -> JSON | None:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == kind:
-            return condition
-    return None
-
-
-def _is_true(workload: JSON, kind: str) -> bool:
-    condition = _condition(workload, kind)
-    return condition is not None and condition.get("status") == "True"
-
-
 def tracks_pods_ready(workload: JSON, config: WaitForPodsReady, kinds: Collection[str] = ("Job",)) -> bool:
     """Whether the Workload carries PodsReady: waitForPodsReady is on and an object of a queued kind owns it
     (``kinds``: the enabled integrations that say when their pods are ready; Kueue's job reconciler is what
@@ -111,9 +102,9 @@ def desired_pods_ready(workload: JSON, *, pods_ready: bool) -> tuple[str, str, s
     """(status, reason, message) of PodsReady as Kueue's ``generatePodsReadyCondition`` derives it: False
     WaitForStart until admitted and running; True Started once the pods are ready (Recovered after a
     recovery); a ready workload whose pods fall back below the count waits False WaitForRecovery."""
-    if not _is_true(workload, "Admitted"):
+    if not is_true(workload, "Admitted"):
         return "False", WAIT_FOR_START, NOT_READY_MESSAGE
-    current = _condition(workload, PODS_READY)
+    current = condition_of(workload, PODS_READY)
     if pods_ready:
         recovering = current is not None and current.get("reason") in (WAIT_FOR_RECOVERY, RECOVERED)
         return "True", RECOVERED if recovering else STARTED, READY_MESSAGE
@@ -138,17 +129,17 @@ def not_ready_timeout(workload: JSON, config: WaitForPodsReady) -> Timeout | Non
     ``timeout`` after Admitted turned True while it waits to start, ``recoveryTimeout`` after PodsReady
     turned False while it waits to recover (a recovery timeout of 0 disables that). None: no deadline
     (not enabled, not admitted, ready, deactivated, already evicted, finished)."""
-    if not config.enable or not _is_true(workload, "Admitted"):
+    if not config.enable or not is_true(workload, "Admitted"):
         return None
-    if _is_true(workload, "Evicted") or _is_true(workload, "Finished"):
+    if is_true(workload, "Evicted") or is_true(workload, "Finished"):
         return None
     if (workload.get("spec") or {}).get("active") is False:
         return None
-    current = _condition(workload, PODS_READY)
+    current = condition_of(workload, PODS_READY)
     if current is not None and current.get("status") == "True":
         return None
     if current is None or current.get("reason") in (WAIT_FOR_START, "PodsReady"):
-        admitted = _condition(workload, "Admitted") or {}
+        admitted = condition_of(workload, "Admitted") or {}
         return Timeout(
             parse_timestamp(admitted.get("lastTransitionTime")) + config.timeout_seconds, WAIT_FOR_START
         )
@@ -209,7 +200,7 @@ def requeue_state_after_timeout(workload: JSON, config: WaitForPodsReady, *, now
 def waiting_for_backoff(workload: JSON) -> bool:
     """Evicted by a PodsReady timeout and not requeued yet (Requeued=False, reason PodsReadyTimeout): the
     Workload sits out its backoff and is not admitted meanwhile."""
-    requeued = _condition(workload, "Requeued")
+    requeued = condition_of(workload, "Requeued")
     return (
         requeued is not None
         and requeued.get("status") == "False"
@@ -231,10 +222,10 @@ def admission_blocked(workloads: Iterable[JSON], config: WaitForPodsReady) -> bo
     if not (config.enable and config.block_admission):
         return False
     for workload in workloads:
-        if not _is_true(workload, "QuotaReserved") or not (workload.get("status") or {}).get("admission"):
+        if not has_quota_reservation(workload):
             continue
-        if _is_true(workload, "Finished"):
+        if is_true(workload, "Finished"):
             continue
-        if not _is_true(workload, PODS_READY):
+        if not is_true(workload, PODS_READY):
             return True
     return False

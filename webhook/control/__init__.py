@@ -9,8 +9,8 @@ Sub-packages, lowest layer first; each imports only from those before it:
   status, and the context every leader-side task shares;
 * ``jobs`` — job objects and their Workloads: the plan of steps, the reconciler that runs it, pod groups,
   StatefulSets, the running-object match and the owner lookup;
-* ``scheduling`` — the scheduling loop over the core, pending reasons and messages, pods-ready, admission
-  checks, the queue status and fair-sharing reporters;
+* ``scheduling`` — the scheduling loop over the core, the pending conditions of waiting Workloads, pods-ready
+  timers, admission checks, the queue status and fair-sharing reporters;
 * ``replica`` — one replica wired together: the controller, ``kueue-webhook serve``, the live ConfigMap and
   the webhook configurations it declares.
 """

@@ -58,17 +58,17 @@ def sync_check_states(
 
 
 def admitted_condition(
-    *, has_reservation: bool, states: Sequence[AdmissionCheckState]
+    *, has_quota_reservation: bool, states: Sequence[AdmissionCheckState]
 ) -> tuple[str, str, str]:
     """(status, reason, message) of the Admitted condition."""
     all_ready = all(state.state == "Ready" for state in states)
-    if not has_reservation and not all_ready:
+    if not has_quota_reservation and not all_ready:
         return (
             "False",
             "NoReservationUnsatisfiedChecks",
             "The workload has no reservation and not all checks ready",
         )
-    if not has_reservation:
+    if not has_quota_reservation:
         return "False", "NoReservation", "The workload has no reservation"
     if not all_ready:
         return "False", "UnsatisfiedChecks", "The workload has not all checks ready"

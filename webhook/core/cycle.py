@@ -11,13 +11,13 @@ same capacity.
 
 A head that could fit only by evicting others gets ``Evict`` decisions, one per target, and a ``Wait``
 (``WaitingForPreemptedWorkloads``, ``... Pending the preemption of N workload(s)``); it keeps a claim on
-the room (``tracking.Claim``) and goes first when it is tried again. A head that would need preemption
-but finds nobody to preempt holds the room it lacks for the rest of the cycle unless its ClusterQueue
-can always reclaim (Kueue's reserveCapacityForUnreclaimablePreempt).
+the room (``claims.Claim``) and goes first when it is tried again. A head that would need preemption
+but finds nobody to preempt has the room it lacks *set aside* for the rest of the cycle unless its
+ClusterQueue can always reclaim (Kueue's reserveCapacityForUnreclaimablePreempt).
 
-The cycle is kept apart from the state it reads (``catalog.py``, ``tracking.py``) because it is the one
-place that decides: everything it needs to remember lasts only while it runs (``_Pass``), and what
-outlives it is written back through the tracker.
+The cycle is kept apart from the state it reads (``specs.py``, ``pending_queues.py``,
+``workload_tracker.py``) because it is the one place that decides: everything it needs to remember lasts
+only while it runs (``_Pass``), and what outlives it is written back through the tracker.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from functools import partial
 from webhook.api.objects import Admission, PodSetAssignment
 from webhook.api.selectors import LabelSelector
 from webhook.core import partial as partial_admission
-from webhook.core.catalog import Catalog, QueueState
+from webhook.core.claims import Claim
 from webhook.core.decisions import (
     EVICTED_BY_PREEMPTION,
     NAMESPACE_MISMATCH,
@@ -41,13 +41,17 @@ from webhook.core.decisions import (
     Admit,
     Decision,
     Evict,
+    Notices,
 )
 from webhook.core.fair_sharing import Contender, pick_fairest
 from webhook.core.flavors import Assignment, CompiledQueue, FlavorAssigner, Mode
+from webhook.core.ledger import Ledger
 from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount_quantity
+from webhook.core.pending_queue import RetryCondition, may_fit
+from webhook.core.pending_queues import PendingQueues
 from webhook.core.preemption import Target, TargetSearch, preemption_message, queue_path
-from webhook.core.queues import RetryCondition, may_fit
-from webhook.core.tracking import Claim, WorkloadTracker
+from webhook.core.specs import QueueState, Specs
+from webhook.core.workload_tracker import WorkloadTracker
 
 __all__ = ["run_cycle"]
 
@@ -57,36 +61,43 @@ _Head = tuple[WorkloadInfo, QueueState, Assignment]
 
 
 def run_cycle(
-    catalog: Catalog, tracker: WorkloadTracker, *, assigner: FlavorAssigner, search: TargetSearch
+    specs: Specs,
+    pending: PendingQueues,
+    tracker: WorkloadTracker,
+    *,
+    assigner: FlavorAssigner,
+    search: TargetSearch,
 ) -> list[Decision]:
     """One scheduling pass over the heads of every open ClusterQueue (the notices found since the last
     one come first)."""
-    return _Pass(catalog, tracker, assigner, search).run()
+    return _Pass(specs, pending, pending.notices, tracker, assigner, search).run()
 
 
 @dataclass(slots=True)
 class _Pass:
-    """One cycle: its decisions, the workloads it chose to preempt, and capacity held until it ends."""
+    """One cycle: its decisions, the workloads it chose to preempt, and capacity set aside until it ends."""
 
-    catalog: Catalog
+    specs: Specs
+    pending: PendingQueues
+    notices: Notices
     tracker: WorkloadTracker
     assigner: FlavorAssigner
     search: TargetSearch
     decisions: list[Decision] = field(default_factory=list)
     preempted: set[WorkloadKey] = field(default_factory=set)
-    holds: list[tuple[str, dict[FlavorResource, int]]] = field(default_factory=list)
+    set_aside: list[tuple[str, dict[FlavorResource, int]]] = field(default_factory=list)
 
     def run(self) -> list[Decision]:
-        catalog, tracker, ledger = self.catalog, self.tracker, self.catalog.ledger
-        self.decisions = catalog.notices.take()
+        tracker, ledger = self.tracker, self.specs.ledger
+        self.decisions = self.notices.take()
         heads = self._heads()
         if not heads:
             return self.decisions
         claimed: list[Claim] = []
-        for info, _ in heads:  # a preemptor being retried gets back the room held for it
+        for info, _ in heads:  # a preemptor being retried gets back the room claimed for it
             claim = tracker.claims.get(info.key)
             if claim is not None:
-                claim.unhold(ledger)
+                claim.release(ledger)
                 claimed.append(claim)
         entries: list[tuple[_Order, WorkloadInfo, QueueState, Assignment]] = []
         for info, queue in heads:
@@ -110,33 +121,34 @@ class _Pass:
             for info, queue, assignment in self._in_turn(entries):
                 self._process(info, queue, assignment)
         finally:
-            for name, usage in self.holds:  # capacity held for this cycle only
+            for name, usage in self.set_aside:  # capacity set aside for this cycle only
                 ledger.release(name, usage)
         for claim in claimed:
             if not claim.need:
-                # given up without being admitted: what it held is free for the others again
-                catalog.wake_tree(claim.cluster_queue, released=True)
+                # given up without being admitted: what it claimed is free for the others again
+                self.pending.wake_tree(claim.cluster_queue, released=True)
         return self.decisions
 
     def _heads(self) -> list[tuple[WorkloadInfo, QueueState]]:
         """The head of every ready ClusterQueue; heads that cannot be tried now go back at once."""
-        catalog, workloads = self.catalog, self.tracker.workloads
+        specs, ready, workloads = self.specs, self.pending.ready, self.tracker.workloads
+        queues, namespaces = specs.queues, specs.namespaces
         heads: list[tuple[WorkloadInfo, QueueState]] = []
-        for name in sorted(catalog.ready):
-            queue = catalog.queues[name]
+        for name in sorted(ready):
+            queue = queues[name]
             info = queue.pending.pop()
             if info is None:
-                catalog.ready.discard(name)
+                ready.discard(name)
                 continue
             workloads[info.key].queued = False
-            if info.parked and not may_fit(info.retry_when, partial(catalog.ledger.available, name)):
+            if info.parked and not may_fit(info.retry_when, partial(specs.ledger.available, name)):
                 # woken with others of its cohort, but what it needs was taken before its turn:
                 # back to the parked list without a new attempt (its pending message stands)
                 queue.pending.requeue_failed(info, retry_when=info.retry_when)
                 workloads[info.key].queued = True
                 continue
             selector = queue.spec.namespace_selector
-            if not _namespace_matches(selector, catalog.namespaces.get(info.namespace)):
+            if not _namespace_matches(selector, namespaces.get(info.namespace)):
                 queue.pending.requeue_failed(info, retry_when=((),))  # no release helps, labels do
                 workloads[info.key].queued = True
                 self._wait(info, queue, REASON_MISCONFIGURED, NAMESPACE_MISMATCH)
@@ -147,11 +159,11 @@ class _Pass:
     def _in_turn(self, entries: list[tuple[_Order, WorkloadInfo, QueueState, Assignment]]) -> Iterator[_Head]:
         """The heads in the order they are processed: sorted (classical), or with fair sharing one
         tournament per pick within each cohort tree, on the usage left by the picks before."""
-        if not self.catalog.fair_sharing:
+        if not self.specs.fair_sharing:
             for _, info, queue, assignment in entries:
                 yield info, queue, assignment
             return
-        ledger = self.catalog.ledger
+        ledger = self.specs.ledger
         trees: dict[tuple[str, bool], list[Contender[_Head]]] = {}
         for order, info, queue, assignment in entries:
             node = ledger.queues.get(queue.spec.name)
@@ -170,12 +182,12 @@ class _Pass:
         for root in sorted(trees):
             contenders = trees[root]
             while contenders:
-                winner = pick_fairest(contenders, ledger=ledger, weight=self.catalog.weight_of)
+                winner = pick_fairest(contenders, ledger=ledger, weight=self.specs.weight_of)
                 contenders.remove(winner)
                 yield winner.entry
 
     def _process(self, info: WorkloadInfo, queue: QueueState, assignment: Assignment) -> None:
-        tracker, ledger = self.tracker, self.catalog.ledger
+        tracker, ledger = self.tracker, self.specs.ledger
         tracked = tracker.workloads[info.key]
         name = queue.spec.name
         mode = assignment.mode
@@ -190,7 +202,7 @@ class _Pass:
             if mode.needs_preemption and queue.spec.preemption.reclaim_within_cohort != "Any":
                 # it would preempt if it could, so the room it lacks is not lent out in this cycle
                 # (Kueue's reserveCapacityForUnreclaimablePreempt)
-                self._hold(name, _reservable(self.catalog, name, assignment))
+                self._set_aside(name, _reservable(self.specs.ledger, name, assignment))
             # parked until what it lacks may be free; in a queue that may preempt, also until any
             # release in its own ClusterQueue (``WorkloadTracker._release``)
             queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
@@ -228,7 +240,7 @@ class _Pass:
                 queue.pending.requeue_failed(info, retry_when=None)
             else:
                 queue.pending.requeue_retry(info)
-                self.catalog.ready.add(name)
+                self.pending.ready.add(name)
             tracked.queued = True
             self._wait(info, queue, REASON_WAITING, NO_LONGER_FITS)
             return
@@ -243,9 +255,9 @@ class _Pass:
     def _preempt(
         self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, targets: list[Target]
     ) -> None:
-        """Issue the evictions the preemptor needs and keep its claim: the room stays held for it in
+        """Issue the evictions the preemptor needs and keep its claim: the room stays claimed for it in
         this cycle, and it parks until a release in its cohort tree lets it try again (first)."""
-        tracker, ledger = self.tracker, self.catalog.ledger
+        tracker, ledger = self.tracker, self.specs.ledger
         name = queue.spec.name
         tracked = tracker.workloads[info.key]
         self.preempted.update(t.candidate.info.key for t in targets)
@@ -273,7 +285,7 @@ class _Pass:
                     name,
                 )
             )
-        tracker.hold_claim(info.key, name, assignment.usage, (t.candidate.info.key for t in targets))
+        tracker.stake_claim(info.key, name, assignment.usage, (t.candidate.info.key for t in targets))
         queue.pending.requeue_failed(info, retry_when=None)
         tracked.queued = True
         message = f"{assignment.message()}. Pending the preemption of {len(targets)} workload(s)"
@@ -283,7 +295,7 @@ class _Pass:
         """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota to
         the preemptors that chose them (Kueue's ``fits``: the cycle's victims removed, the usage of the
         preemptors before kept)."""
-        ledger = self.catalog.ledger
+        ledger = self.specs.ledger
         removed = self.tracker.charged(gone)
         passed = self.tracker.claims_without(frozenset(gone))
         for victim in removed:
@@ -304,10 +316,11 @@ class _Pass:
             self.search.targets(queue=name, workload=info, requests=assignment.usage, needs=assignment.needs)
         )
 
-    def _hold(self, name: str, usage: Mapping[FlavorResource, int]) -> None:
+    def _set_aside(self, name: str, usage: Mapping[FlavorResource, int]) -> None:
+        """Charge ``usage`` to ``name`` until the cycle ends."""
         if usage:
-            self.catalog.ledger.charge(name, usage)
-            self.holds.append((name, dict(usage)))
+            self.specs.ledger.charge(name, usage)
+            self.set_aside.append((name, dict(usage)))
 
     def _restate_alike(
         self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, reason: str, message: str
@@ -320,20 +333,20 @@ class _Pass:
         if not alike:
             return
         mode = assignment.mode
-        if mode is Mode.NO_FIT or (mode is Mode.NO_CANDIDATES and not self.catalog.fair_sharing):
-            restate, name = self.catalog.notices.restate, queue.spec.name
+        if mode is Mode.NO_FIT or (mode is Mode.NO_CANDIDATES and not self.specs.fair_sharing):
+            restate, name = self.notices.restate, queue.spec.name
             for key in alike:
                 restate(key, name, reason, message)
 
     def _wait(self, info: WorkloadInfo, queue: QueueState, reason: str, message: str) -> None:
         position = queue.pending.position(info)
-        self.catalog.notices.wait(self.decisions, info.key, queue.spec.name, reason, message, position)
+        self.notices.wait(self.decisions, info.key, queue.spec.name, reason, message, position)
 
 
-def _reservable(catalog: Catalog, name: str, assignment: Assignment) -> dict[FlavorResource, int]:
-    """What a head that would need preemption holds back for the rest of the cycle (Kueue's
+def _reservable(ledger: Ledger, name: str, assignment: Assignment) -> dict[FlavorResource, int]:
+    """What is set aside for a head that would need preemption for the rest of the cycle (Kueue's
     quotaResourcesToReserve): up to its nominal quota, or its borrowing limit when it borrows."""
-    node = catalog.ledger.queues[name]
+    node = ledger.queues[name]
     out: dict[FlavorResource, int] = {}
     for fr, amount in assignment.usage.items():
         quota = node.quotas.get(fr)
@@ -341,11 +354,11 @@ def _reservable(catalog: Catalog, name: str, assignment: Assignment) -> dict[Fla
         used = node.usage.get(fr, 0)
         if assignment.borrowing:
             limit = quota.borrowing_limit if quota is not None else None
-            held = amount if limit is None else min(amount, nominal + limit - used)
+            room = amount if limit is None else min(amount, nominal + limit - used)
         else:
-            held = min(amount, nominal - used)
-        if held > 0:
-            out[fr] = held
+            room = min(amount, nominal - used)
+        if room > 0:
+            out[fr] = room
     return out
 
 

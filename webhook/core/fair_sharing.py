@@ -97,7 +97,7 @@ class Contender(Generic[E]):
     priority: int
     created: float
     key: str
-    #: preemptors holding a claim go first, in the order they preempted
+    #: preemptors with a claim go first, in the order they preempted
     claim: float = math.inf
 
 

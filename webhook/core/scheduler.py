@@ -1,12 +1,13 @@
 """The scheduler: a long-lived state fed one event at a time, and a ``cycle`` that returns decisions.
 
-Kueue keeps three things apart that are easily tangled, and so do we: the specs and the pending queues
-(``catalog.py``: what exists, what waits and in what order, over ``queues.py`` and ``ledger.py``), the
-workloads and the quota they hold (``tracking.py``: what is used, by whom, and what preemptors claim), and
-the decision code (``cycle.py``, over ``flavors.py`` and ``preemption.py``/``fair_preemption.py``: does
-this workload fit, where, and at whose expense), which returns ``decisions.py``'s ``Admit | Wait |
-Evict``. Everything is updated incrementally by the controller's watch events (or by ``simulate``'s
-clock); nothing is rebuilt per cycle.
+The state is in parts that are easily tangled, so each has its own module: what exists (``specs.py``: the
+spec objects, over ``ledger.py``), how a spec event moves the rest (``catalog.py``), what waits and in what
+order (``pending_queues.py``, over ``pending_queue.py``), the one timed retry of parked workloads
+(``revisits.py``), the workloads and the quota they hold (``workload_tracker.py``: what is used, by whom,
+and what preemptors claim, ``claims.py``), and the decision code (``cycle.py``, over ``flavors.py`` and
+``preemption.py``/``fair_preemption.py``: does this workload fit, where, and at whose expense), which
+returns ``decisions.py``'s ``Admit | Wait | Evict``. Everything is updated incrementally by the
+controller's watch events (or by ``simulate``'s clock); nothing is rebuilt per cycle.
 
 ``SchedulerState`` composes them and is the one object the controller, ``simulate`` and the tests hold: it
 only forwards, so its methods are the scheduler's whole interface. Status code reads the state through
@@ -27,8 +28,11 @@ from webhook.core.fair_preemption import FairSharingPreemption
 from webhook.core.flavors import FlavorAssigner, PreemptionOracle
 from webhook.core.ledger import Ledger
 from webhook.core.model import WorkloadInfo, WorkloadKey
+from webhook.core.pending_queues import PendingQueues
 from webhook.core.preemption import ClassicalPreemption
-from webhook.core.tracking import WorkloadTracker
+from webhook.core.revisits import Revisits
+from webhook.core.specs import Specs
+from webhook.core.workload_tracker import WorkloadTracker
 
 __all__ = ["Admit", "Decision", "Evict", "SchedulerObject", "SchedulerState", "Wait"]
 
@@ -53,6 +57,14 @@ def _catalog(state: SchedulerState) -> Catalog:
     return state.catalog
 
 
+def _specs(state: SchedulerState) -> Specs:
+    return state.specs
+
+
+def _pending(state: SchedulerState) -> PendingQueues:
+    return state.pending
+
+
 def _tracker(state: SchedulerState) -> WorkloadTracker:
     return state.tracker
 
@@ -62,33 +74,36 @@ class SchedulerState:
 
     def __init__(self, *, oracle: PreemptionOracle | None = None) -> None:
         self.notices = Notices()
-        self.catalog = Catalog(self.notices)
-        self.tracker = WorkloadTracker(self.catalog, self.notices)
-        self.catalog.occupants = self.tracker  # a queue change moves, charges or drains its workloads
+        self.specs = Specs()
+        self.pending = PendingQueues(self.specs, self.notices)
+        self.revisits = Revisits(self.specs, self.pending)
+        self.tracker = WorkloadTracker(self.specs, self.pending, self.revisits, self.notices)
+        # a queue change moves, charges or drains its workloads
+        self.catalog = Catalog(self.specs, self.pending, occupants=self.tracker)
         self.preemption = ClassicalPreemption(holders=self.tracker)
         self.oracle: PreemptionOracle = oracle or self.preemption
         self.fair_preemption = FairSharingPreemption(
-            holders=self.tracker, share=self.catalog.share_of, strategies=()
+            holders=self.tracker, share=self.specs.share_of, strategies=()
         )
-        self.assigner = FlavorAssigner(self.catalog.flavors, self.catalog.ledger, self.oracle)
+        self.assigner = FlavorAssigner(self.specs.flavors, self.specs.ledger, self.oracle)
 
     # == what the state holds ==========================================================================
     @property
     def ledger(self) -> Ledger:
-        return self.catalog.ledger
+        return self.specs.ledger
 
     @property
     def flavors(self) -> Mapping[str, ResourceFlavor]:
-        return self.catalog.flavors
+        return self.specs.flavors
 
     @property
     def local_queues(self) -> Mapping[str, LocalQueue]:
-        return self.catalog.local_queues
+        return self.specs.local_queues
 
     @property
     def fair_sharing(self) -> bool:
         """Fair sharing (the ConfigMap's ``fairSharing``): admission order and preemption by share."""
-        return self.catalog.fair_sharing
+        return self.specs.fair_sharing
 
     def configure_fair_sharing(self, *, enabled: bool, strategies: tuple[str, ...] = ()) -> None:
         """Turn fair sharing on or off (the ConfigMap's ``fairSharing``) with its preemption strategies."""
@@ -133,26 +148,26 @@ class SchedulerState:
 
         ``now`` (seconds, any clock that only moves forward) first retries the parked workloads of the
         cohort trees whose revisit is due, and plans one for each tree whose usage moved
-        (``Catalog.revisit``); without it parked workloads wait only for a chance to fit.
+        (``revisits.Revisits``); without it parked workloads wait only for a chance to fit.
         """
         if now is not None:
-            self.catalog.revisit(now)
+            self.revisits.revisit(now)
         search = self.fair_preemption if self.fair_sharing else self.preemption
-        decisions = run_cycle(self.catalog, self.tracker, assigner=self.assigner, search=search)
-        self.catalog.schedule_revisits(now)
+        decisions = run_cycle(self.specs, self.pending, self.tracker, assigner=self.assigner, search=search)
+        self.revisits.schedule(now)
         return decisions
 
     def has_work(self, now: float | None = None) -> bool:
         """Whether a cycle now could decide anything (a head to try or a notice to deliver) or, given the
         time, has a revisit to plan or to make."""
-        if self.notices or self.catalog.has_head():
+        if self.notices or self.pending.has_head():
             return True
-        catalog = self.catalog
-        return now is not None and (catalog.usage_moved_since_scheduled or catalog.revisit_due(now))
+        revisits = self.revisits
+        return now is not None and (revisits.usage_moved_since_scheduled or revisits.due(now))
 
     def next_revisit(self) -> float | None:
         """When a cycle is next due for a revisit of parked workloads (None: none planned)."""
-        return self.catalog.next_revisit()
+        return self.revisits.next_due()
 
     def take_restated(self) -> set[str]:
         """The ClusterQueues where a parked workload's latest wait was restated without a decision of its
@@ -160,18 +175,18 @@ class SchedulerState:
         return self.notices.take_restated()
 
     # == read access for status and reports (``view.SchedulerView``) ===================================
-    weight_of = _forward(_catalog, Catalog.weight_of)
-    share_of = _forward(_catalog, Catalog.share_of)
-    fair_share = _forward(_catalog, Catalog.fair_share)
-    cluster_queue = _forward(_catalog, Catalog.cluster_queue)
-    compiled_queue = _forward(_catalog, Catalog.compiled_queue)
-    cluster_queue_names = _forward(_catalog, Catalog.cluster_queue_names)
-    missing_flavors = _forward(_catalog, Catalog.missing_flavors)
-    pending_in = _forward(_catalog, Catalog.pending_in)
-    pending_unordered = _forward(_catalog, Catalog.pending_unordered)
-    pending_count = _forward(_catalog, Catalog.pending_count)
-    inadmissible_count = _forward(_catalog, Catalog.inadmissible_count)
-    local_queue_of = _forward(_catalog, Catalog.local_queue_of)
+    weight_of = _forward(_specs, Specs.weight_of)
+    share_of = _forward(_specs, Specs.share_of)
+    fair_share = _forward(_specs, Specs.fair_share)
+    cluster_queue = _forward(_specs, Specs.cluster_queue)
+    compiled_queue = _forward(_specs, Specs.compiled_queue)
+    cluster_queue_names = _forward(_specs, Specs.cluster_queue_names)
+    missing_flavors = _forward(_specs, Specs.missing_flavors)
+    local_queue_of = _forward(_specs, Specs.local_queue_of)
+    pending_in = _forward(_pending, PendingQueues.pending_in)
+    pending_unordered = _forward(_pending, PendingQueues.pending_unordered)
+    pending_count = _forward(_pending, PendingQueues.pending_count)
+    inadmissible_count = _forward(_pending, PendingQueues.inadmissible_count)
     reserving_in = _forward(_tracker, WorkloadTracker.reserving_in)
 
     def last_wait(self, key: str) -> tuple[str, str] | None:

@@ -15,7 +15,7 @@ from webhook.control.cache.store import Store
 from webhook.control.kube.kinds import WORKLOADS, Kind
 from webhook.control.output import admitted
 from webhook.control.output.metrics import Metrics
-from webhook.control.scheduling.admission_checks import AdmissionChecksController
+from webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
 
 JSON = dict[str, Any]
 NOW = 1_800_000_000.0

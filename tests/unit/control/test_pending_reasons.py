@@ -11,8 +11,7 @@ from typing import Any
 from tests.unit.control.fakes import Clock, control_context
 from webhook.control.cache.store import Store
 from webhook.control.kube.kinds import WORKLOADS, Kind
-from webhook.control.scheduling.pending_messages import PendingMessages
-from webhook.control.scheduling.pending_reasons import PendingReasons
+from webhook.control.scheduling.pending_conditions import PendingConditions
 from webhook.core.model import WorkloadKey
 from webhook.core.scheduler import SchedulerState, Wait
 
@@ -89,18 +88,17 @@ class Budget:
 
 def setup(
     queue: Queue | None = None, *, debounce: float = 0.0, budget: Budget | None = None
-) -> tuple[Store, RecordingWriter, Events, PendingReasons]:
+) -> tuple[Store, RecordingWriter, Events, PendingConditions]:
     store = Store()
     writer = RecordingWriter(store)
     events = Events()
     context = control_context(store, writer=writer, events=events, budget=budget or Budget())
-    messages = PendingMessages(
+    pending = PendingConditions(
         context,
         state=(lambda: queue) if queue is not None else SchedulerState,  # type: ignore[arg-type,return-value]
         debounce=debounce,
         clock=CLOCK,
     )
-    pending = PendingReasons(context, messages=messages)
     return store, writer, events, pending
 
 
@@ -148,13 +146,13 @@ async def test_the_messages_pass_writes_the_latest_message_front_first_and_ignor
     budget = pending.context.budget
     assert isinstance(budget, Budget)
     budget.tokens = 1
-    pending.messages.mark("cq")
-    await pending.messages.refresh_once()
+    pending.mark("cq")
+    await pending.refresh_once()
     assert writer.messages == [("b", reworded)]
     budget.tokens = 1
-    await pending.messages.refresh_once()  # what the budget held back comes on the next pass
+    await pending.refresh_once()  # what the budget held back comes on the next pass
     assert writer.messages[1:] == [("c", reworded)]
-    await pending.messages.refresh_once()
+    await pending.refresh_once()
     assert len(writer.messages) == 2  # converged: d's rank moved, but ranks are not written
 
 
@@ -212,8 +210,8 @@ async def test_a_message_with_an_old_position_suffix_is_brought_back_to_kueues_t
     queue.waits["team/b"] = ("Pending", FULL)
     await pending.write(wait("b", FULL, 1))  # same reason: left to the pass
     assert writer.messages == []
-    pending.messages.mark("cq")
-    await pending.messages.refresh_once()
+    pending.mark("cq")
+    await pending.refresh_once()
     assert writer.messages == [("b", FULL)]
 
 
@@ -229,15 +227,15 @@ async def test_a_first_reason_waits_a_second_then_the_pass_writes_it_with_kueues
     for name in ("b", "c"):
         await pending.write(wait(name, FULL, 1))
         queue.waits[f"team/{name}"] = ("Pending", FULL)
-        pending.messages.mark("cq")
+        pending.mark("cq")
     assert writer.messages == [] and events.reasons == []
     queue.order = ["team/c"]  # b was admitted meanwhile: it never cost a pending write
-    pending.messages.forget("team/b")
+    pending.forget("team/b")
     CLOCK.now += 0.5
-    await pending.messages.refresh_once()
+    await pending.refresh_once()
     assert writer.messages == []  # c has waited half a second: not yet
     CLOCK.now += 0.6
-    await pending.messages.refresh_once()
+    await pending.refresh_once()
     assert writer.messages == [("c", FULL)]
     assert events.reasons == ["Warning Pending"]
 
@@ -250,9 +248,9 @@ async def test_a_busy_api_server_defers_even_a_new_reason_to_the_pass() -> None:
     queue.order = ["team/b"]
     queue.waits["team/b"] = ("Pending", FULL)
     await pending.write(wait("b", FULL, 1))
-    pending.messages.mark("cq")
-    await pending.messages.refresh_once()
+    pending.mark("cq")
+    await pending.refresh_once()
     assert writer.messages == []  # no budget: nothing written, the queue stays dirty
     budget.tokens = 1
-    await pending.messages.refresh_once()
+    await pending.refresh_once()
     assert writer.messages == [("b", FULL)]

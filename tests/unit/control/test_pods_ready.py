@@ -19,7 +19,7 @@ from webhook.control.cache.store import Store
 from webhook.control.jobs.job_plan import SyncPodsReady, plan_job
 from webhook.control.kube.kinds import WORKLOADS, Kind
 from webhook.control.output.conditions import admitted_status, find, pending_status
-from webhook.control.scheduling.pods_ready import PodsReadyTimers
+from webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 
 JSON = dict[str, Any]
 

@@ -9,7 +9,7 @@ from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_re
 from webhook.control.cache.store import Store
 from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
 from webhook.control.output.metrics import Metrics
-from webhook.control.scheduling.status_reporter import QueueStatusReporter
+from webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
 from webhook.core.scheduler import SchedulerState
 
 JSON = dict[str, Any]

@@ -29,17 +29,17 @@ def test_checks_are_listed_sorted_with_new_ones_pending_and_stale_ones_dropped()
 def test_admitted_only_with_reservation_and_every_check_ready() -> None:
     ready = [AdmissionCheckState("a", "Ready"), AdmissionCheckState("b", "Ready")]
     pending = [AdmissionCheckState("a", "Ready"), AdmissionCheckState("b", "Pending")]
-    assert admitted_condition(has_reservation=True, states=ready) == (
+    assert admitted_condition(has_quota_reservation=True, states=ready) == (
         "True",
         "Admitted",
         "The workload is admitted",
     )
-    assert admitted_condition(has_reservation=True, states=pending) == (
+    assert admitted_condition(has_quota_reservation=True, states=pending) == (
         "False",
         "UnsatisfiedChecks",
         "The workload has not all checks ready",
     )
-    assert admitted_condition(has_reservation=False, states=ready)[1] == "NoReservation"
+    assert admitted_condition(has_quota_reservation=False, states=ready)[1] == "NoReservation"
 
 
 def test_retry_evicts_with_kueues_message_and_rejected_deactivates() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from webhook.core.model import WorkloadInfo
-from webhook.core.queues import PendingQueue
+from webhook.core.pending_queue import PendingQueue
 
 from .builders import admitted, cluster_queue, last_wait, run_until_quiet, state_with, workload
 

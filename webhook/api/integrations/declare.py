@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
 from webhook.api.errors import type_name
+from webhook.api.field_reader import FieldReader
 from webhook.api.integrations.builtin import BUILTIN
 from webhook.api.integrations.model import (
     ActiveRule,
@@ -78,23 +79,11 @@ def declared_name(group: str, kind: str) -> str:
     return f"{group}/{kind.lower()}"
 
 
-class _Reader:
-    """Reads one declaration, collecting ``path: reason`` for every problem."""
+class DeclarationReader(FieldReader):
+    """Reads one declaration into an ``Integration``, collecting ``path: reason`` for every problem."""
 
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-
-    def fail(self, path: str, reason: str) -> None:
-        self.errors.append(f"{path}: {reason}")
-
-    def mapping(self, value: object, path: str, known: frozenset[str]) -> Mapping[str, Any] | None:
-        if not isinstance(value, Mapping):
-            self.fail(path, f"must be a mapping, got {type_name(value)}")
-            return None
-        for key in value:
-            if key not in known:
-                self.fail(f"{path}.{key}", f"unknown field; known: {', '.join(sorted(known))}")
-        return value
+    ABSENT_IS_EMPTY = False
+    NAMES_KNOWN_FIELDS = True
 
     def text(self, value: object, path: str, *, required: bool = True) -> str:
         if value is None:
@@ -105,14 +94,6 @@ class _Reader:
             self.fail(path, f"must be a non-empty string, got {value!r}")
             return ""
         return value
-
-    def texts(self, value: object, path: str) -> tuple[str, ...]:
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self.fail(path, f"must be a list of non-empty strings, got {value!r}")
-            return ()
-        return tuple(value)
 
     def path(
         self, value: object, path: str, *, required: bool = False, wildcard: bool = False
@@ -147,7 +128,7 @@ class _Reader:
             return None
         field = self.path(section.get("path"), f"{path}.path", required=True)
         raw = section.get("in")
-        values = self.texts(raw, f"{path}.in")
+        values = self.strings(raw, f"{path}.in")
         if raw is None or raw == []:
             self.fail(f"{path}.in", "Required value: the values that make the rule hold")
         missing = section.get("missing", "")
@@ -260,7 +241,7 @@ class _Reader:
         name_field = self.path(section.get("nameField"), f"{path}.nameField")
         if name_field is not None and each != "list":
             self.fail(f"{path}.nameField", "only for each: list (a map's pod sets are named by their keys)")
-        order = self.texts(section.get("order"), f"{path}.order")
+        order = self.strings(section.get("order"), f"{path}.order")
         if order and each != "map":
             self.fail(f"{path}.order", "only for each: map")
         template = self.path(section.get("templatePath"), f"{path}.templatePath") or FieldPath(("template",))
@@ -342,15 +323,15 @@ class _Reader:
         if section is None:
             return FinishedRule()
         phase = self.path(section.get("phasePath"), f"{path}.phasePath")
-        succeeded_phases = self.texts(section.get("succeededPhases"), f"{path}.succeededPhases")
-        failed_phases = self.texts(section.get("failedPhases"), f"{path}.failedPhases")
+        succeeded_phases = self.strings(section.get("succeededPhases"), f"{path}.succeededPhases")
+        failed_phases = self.strings(section.get("failedPhases"), f"{path}.failedPhases")
         if (succeeded_phases or failed_phases) and phase is None:
             self.fail(
                 f"{path}.phasePath", "Required value: succeededPhases and failedPhases are values of it"
             )
         return FinishedRule(
-            succeeded=self.texts(section.get("succeededConditions"), f"{path}.succeededConditions"),
-            failed=self.texts(section.get("failedConditions"), f"{path}.failedConditions"),
+            succeeded=self.strings(section.get("succeededConditions"), f"{path}.succeededConditions"),
+            failed=self.strings(section.get("failedConditions"), f"{path}.failedConditions"),
             phase=phase,
             succeeded_phases=succeeded_phases,
             failed_phases=failed_phases,
@@ -376,7 +357,7 @@ class _Reader:
         if section is None:
             return None
         return PodsReadyRule(
-            conditions=self.texts(section.get("conditions"), f"{path}.conditions"),
+            conditions=self.strings(section.get("conditions"), f"{path}.conditions"),
             when=self.when(section.get("when"), f"{path}.when"),
             ready=self.paths(section.get("readyPaths"), f"{path}.readyPaths", wildcard=True),
             total=self.paths(section.get("totalPaths"), f"{path}.totalPaths", wildcard=True),
@@ -412,7 +393,7 @@ def parse_declared_kinds(
     if not isinstance(value, list):
         return (), [f"{path}: must be a list of kind declarations, got {type_name(value)}"]
     errors: list[str] = []
-    reader = _Reader(errors)
+    reader = DeclarationReader(errors)
     found = [(index, reader.declaration(item, f"{path}[{index}]")) for index, item in enumerate(value)]
     declared = [(index, i) for index, i in found if i is not None]
     errors += _duplicates(declared, path, lambda i: (i.group, i.kind), "kind")

@@ -80,7 +80,7 @@ class Meta:
     annotations: Mapping[str, str] = field(default_factory=dict)
     #: ``creation_timestamp`` already in seconds, when whoever built this view knows it (simulate)
     created_at: float | None = None
-    #: set once a DELETE was accepted while finalizers hold the object
+    #: set once a DELETE was accepted: the object is *deleting* until its finalizers are removed
     deletion_timestamp: str = ""
 
     @property

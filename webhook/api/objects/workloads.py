@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.errors import FieldError
 from webhook.api.objects.cel import cel_failure
 from webhook.api.objects.common import (
@@ -50,6 +51,7 @@ __all__ = [
     "PodSetAssignment",
     "Workload",
     "WorkloadPriorityClass",
+    "has_quota_reservation",
     "parse_admission_check",
     "parse_workload",
     "parse_workload_priority_class",
@@ -155,7 +157,8 @@ class Workload(NamespacedByMeta):
 
     @property
     def has_quota_reservation(self) -> bool:
-        """Quota is held when QuotaReserved is True and an admission is recorded (Kueue's rule)."""
+        """Kueue's rule (``workload.HasQuotaReservation``, as ``has_quota_reservation`` reads it on JSON):
+        quota is reserved when QuotaReserved is True and an admission is recorded."""
         return self.admission is not None and self._is("QuotaReserved")
 
     @property
@@ -180,13 +183,15 @@ class Workload(NamespacedByMeta):
     @property
     def is_on_hold(self) -> bool:
         """QuotaReserved False with reason OnHold (Kueue's ``IsOnHold``, a StatefulSet scaled to zero): its
-        quota released on purpose, it is not queued until its owner lifts the hold."""
+        quota released on purpose, it is not queued until its owner scales it up again. "On hold" means
+        only this: Kueue's reason, on the wire."""
         cond = self.condition("QuotaReserved")
         return cond is not None and cond.status == "False" and cond.reason == "OnHold"
 
     @property
     def is_deleting(self) -> bool:
-        """Deleted, but held by a finalizer (Kueue's resource-in-use) until its quota is let go."""
+        """Deleted, its finalizer (Kueue's resource-in-use) not yet removed: it stays until its quota is
+        let go (``webhook.api.finalizers``)."""
         return bool(self.meta.deletion_timestamp)
 
     def total_requests(self) -> Requests:
@@ -198,6 +203,15 @@ class Workload(NamespacedByMeta):
 
 
 # -- Workload ---------------------------------------------------------------------------------------
+
+
+def has_quota_reservation(workload: Mapping[str, Any]) -> bool:
+    """``Workload.has_quota_reservation`` on a Workload as the API serves it (JSON), for callers that read
+    the store without parsing: QuotaReserved is True and ``status.admission`` is recorded."""
+    status = workload.get("status")
+    return (
+        isinstance(status, Mapping) and bool(status.get("admission")) and is_true(workload, "QuotaReserved")
+    )
 
 
 def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:

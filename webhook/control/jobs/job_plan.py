@@ -56,7 +56,7 @@ from typing import Any
 from webhook.api.finalizers import has_finalizer, is_deleting
 from webhook.api.integrations import JOB, Integration, engine
 from webhook.api.integrations.engine import FlavorConflict
-from webhook.api.objects import ResourceFlavor
+from webhook.api.objects import ResourceFlavor, has_quota_reservation
 from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.jobs.workload_match import matches_workload
 from webhook.control.output.conditions import find, is_true
@@ -231,8 +231,8 @@ def has_active_pods(job: JSON, integration: Integration = JOB) -> bool:
     return engine.has_active_pods(integration, job)
 
 
-def has_reservation(workload: JSON) -> bool:
-    return is_true(workload, "QuotaReserved") and bool((workload.get("status") or {}).get("admission"))
+#: the job modules' name for ``webhook.api.objects.has_quota_reservation`` (one rule, one home)
+has_reservation = has_quota_reservation
 
 
 def holds_finalizer(obj: JSON, integration: Integration) -> bool:

@@ -1,4 +1,5 @@
-"""A Workload becoming Admitted: Kueue's ``Admitted`` Event and admission metrics, recorded here only.
+"""A Workload becoming Admitted: Kueue's ``Admitted`` Event and admission metrics, recorded here only (and
+those of its quota reservation, which comes first).
 
 A Workload is admitted once, by one of two paths: with its quota reservation when its ClusterQueue has no
 admission checks (the scheduler loop), or later, when the last of its checks turns Ready (the admission-check
@@ -32,6 +33,22 @@ def queued_for(workload: JSON) -> float:
 def priority_class_of(workload: JSON) -> str:
     """The ``priority_class`` label of Kueue's Workload metrics ("" without a WorkloadPriorityClass)."""
     return str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+
+
+def record_quota_reserved(context: ControlContext, workload: JSON, *, cluster_queue: str) -> None:
+    """Count the quota reservation just written and tell the Workload's watchers (Kueue's scheduler)."""
+    waited = queued_for(workload)
+    priority_class = priority_class_of(workload)
+    metrics, role = context.metrics, context.metrics.role
+    metrics.admission_attempts.labels("success", role).inc()
+    metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
+    metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
+    context.events.record(
+        workload,
+        type="Normal",
+        reason="QuotaReserved",
+        message=f"Quota reserved in ClusterQueue {cluster_queue}, wait time since queued was {waited:.0f}s",
+    )
 
 
 def record_admitted(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook.api.conditions import is_true as is_true  # the writers' callers read conditions here too
 from webhook.api.execution_time import ACCUMULATED, accumulated_after_admission
 from webhook.api.objects import AdmissionCheckState
 from webhook.api.objects.common import parse_timestamp
@@ -45,11 +46,6 @@ def find(conditions: list[JSON] | None, kind: str) -> JSON | None:
         if condition.get("type") == kind:
             return condition
     return None
-
-
-def is_true(obj: JSON | None, kind: str) -> bool:
-    condition = find(((obj or {}).get("status") or {}).get("conditions"), kind)
-    return condition is not None and condition.get("status") == "True"
 
 
 def observed_generation(obj: JSON) -> int | None:
@@ -141,7 +137,7 @@ def admitted_status(
     states: tuple[AdmissionCheckState, ...] = ()
     if admission_checks:
         states, _ = sync_check_states(_check_states(workload), admission_checks)
-    edit.set("Admitted", *admitted_condition(has_reservation=True, states=states))
+    edit.set("Admitted", *admitted_condition(has_quota_reservation=True, states=states))
     for kind in ("Evicted", "Preempted"):  # SetQuotaReservation resets active eviction conditions
         previous = find(edit.conditions, kind)
         if previous is not None and previous.get("status") == "True":
@@ -160,7 +156,7 @@ def checks_status(workload: JSON, *, admission_checks: tuple[str, ...], now: str
     None when nothing changes. Only for a Workload holding a reservation."""
     states, changed = sync_check_states(_check_states(workload), admission_checks)
     edit = ConditionsEdit.of(workload, now)
-    changed |= edit.set("Admitted", *admitted_condition(has_reservation=True, states=states))
+    changed |= edit.set("Admitted", *admitted_condition(has_quota_reservation=True, states=states))
     if not changed:
         return None
     return {"conditions": edit.conditions, "admissionChecks": _stamped(states, now)}

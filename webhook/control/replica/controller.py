@@ -38,12 +38,12 @@ from webhook.control.output.metrics import Metrics
 from webhook.control.output.writers import Writer
 from webhook.control.replica.declared_webhooks import DeclaredWebhooks
 from webhook.control.replica.live_config import LiveConfiguration
-from webhook.control.scheduling.admission_checks import AdmissionChecksController
+from webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
 from webhook.control.scheduling.execution_limits import ExecutionTimeLimits
-from webhook.control.scheduling.fair_sharing import FairSharingReporter
-from webhook.control.scheduling.pods_ready import PodsReadyTimers
+from webhook.control.scheduling.fair_sharing_reporter import FairSharingReporter
+from webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
+from webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
 from webhook.control.scheduling.scheduler_loop import SchedulerLoop
-from webhook.control.scheduling.status_reporter import QueueStatusReporter
 from webhook.core.scheduler import SchedulerState
 
 log = logging.getLogger("kueue_webhook.controller")

@@ -1,2 +1,3 @@
-"""The scheduling side: the loop over the pure core, pending reasons and messages, pods-ready, admission
-checks, and the queue status and fair-sharing reporters."""
+"""The scheduling side: the loop over the pure core (and what follows a written eviction), the pending
+conditions of waiting Workloads, pods-ready timers, the admission-checks controller, and the queue status
+and fair-sharing reporters."""

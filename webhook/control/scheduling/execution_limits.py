@@ -20,8 +20,8 @@ from webhook.api.execution_time import (
     deadline,
     exceeded_event_message,
 )
+from webhook.api.objects import has_quota_reservation
 from webhook.control.cache.store import key_of
-from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import WORKLOADS
 from webhook.control.output.admitted import priority_class_of
 from webhook.control.output.conditions import evicted_status, now_rfc3339
@@ -42,7 +42,7 @@ class ExecutionTimeLimits(DeadlineTimers):
     async def act(self, workload: JSON) -> None:
         def build(current: JSON) -> JSON | None:
             due = deadline(current)
-            if due is None or due > self._now() or not has_reservation(current):
+            if due is None or due > self._now() or not has_quota_reservation(current):
                 return None
             status = evicted_status(
                 current,

@@ -12,8 +12,8 @@ Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserv
 the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
 A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message once it has waited
 a second, and when that changes, within the informational write budget
-(``webhook.control.scheduling.pending_reasons``
-and ``pending_messages``); its rank in the queue is served by the visibility API, never written.
+(``webhook.control.scheduling.pending_conditions``); its rank in the queue is served by the visibility API,
+never written. What follows a written eviction is ``evictions.py``'s.
 
 The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
 Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
@@ -30,8 +30,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.finalizers import is_deleting
 from webhook.api.objects import (
+    has_quota_reservation,
     parse_cluster_queue,
     parse_cohort,
     parse_local_queue,
@@ -46,7 +48,6 @@ from webhook.api.pods_ready import (
     tracks_pods_ready,
 )
 from webhook.control.cache.store import Change, key_of
-from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     COHORTS,
@@ -60,11 +61,11 @@ from webhook.control.kube.kinds import (
     Kind,
 )
 from webhook.control.kube.leader import NotLeader
-from webhook.control.output.admitted import priority_class_of, queued_for, record_admitted
-from webhook.control.output.conditions import admitted_status, evicted_status, is_true, now_rfc3339
+from webhook.control.output.admitted import record_admitted, record_quota_reserved
+from webhook.control.output.conditions import admitted_status, evicted_status, now_rfc3339
 from webhook.control.output.context import ControlContext
-from webhook.control.scheduling.pending_messages import PENDING_DEBOUNCE, PendingMessages
-from webhook.control.scheduling.pending_reasons import PendingReasons
+from webhook.control.scheduling.evictions import deactivate, evicted_condition, record_eviction
+from webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
 from webhook.core.decisions import Wait
 from webhook.core.scheduler import Admit, Evict, SchedulerState
 
@@ -73,8 +74,6 @@ log = logging.getLogger("kueue_webhook.scheduler")
 COLLECT_AFTER_DECISIONS = 2000
 #: decision writes (admissions, evictions, pending reasons) in flight at once
 DECISION_WRITES_IN_FLIGHT = 16
-#: Kueue's Evicted reason (and evicted_workloads_total reason) when spec.active turns false
-DEACTIVATED = "Deactivated"
 UNFREEZE_EVERY = 1800.0
 #: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
 STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
@@ -138,8 +137,7 @@ class SchedulerLoop:
         self._tasks: set[asyncio.Task[None]] = set()
         #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
         self._admitting: set[str] = set()
-        self.messages = PendingMessages(context, state=lambda: self.state, debounce=pending_debounce)
-        self.pending = PendingReasons(context, messages=self.messages)
+        self.pending = PendingConditions(context, state=lambda: self.state, debounce=pending_debounce)
         self.admitted = 0
         self.cycles = 0
         self._decided_since_collect = 0
@@ -196,12 +194,12 @@ class SchedulerLoop:
                 state.delete_priority_class(name)
             elif kind is WORKLOADS:
                 state.delete_workload(f"{namespace}/{name}")
-                self.messages.forget(f"{namespace}/{name}")
+                self.pending.forget(f"{namespace}/{name}")
             return
-        if kind is WORKLOADS and is_deleting(obj) and not has_reservation(obj):
+        if kind is WORKLOADS and is_deleting(obj) and not has_quota_reservation(obj):
             # deleted while pending: the core stops queueing it (a reservation would stay counted until
             # the finalizer goes)
-            self.messages.forget(f"{namespace}/{name}")
+            self.pending.forget(f"{namespace}/{name}")
         if kind is WORKLOADS:
             intern_workload_strings(obj)  # equal values, shared: harmless to other listeners of this change
         parser = _PARSERS[kind]
@@ -227,7 +225,7 @@ class SchedulerLoop:
         """
         self.kick()
         loop = asyncio.get_running_loop()
-        messages = loop.create_task(self.messages.run(), name="pending-messages")
+        messages = loop.create_task(self.pending.run(), name="pending-messages")
         try:
             while True:
                 await self._kicked_or_revisit_due()
@@ -286,29 +284,29 @@ class SchedulerLoop:
         loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
         decisions = self.state.cycle(loop.time())
         for cluster_queue in self.state.take_restated():
-            self.messages.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
+            self.pending.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
         self.cycles += 1
         self.context.metrics.scheduling_cycles.inc()
         self._decided_since_collect += len(decisions)
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
-        hold_admissions = self._admission_blocked()
+        admissions_blocked = self._admission_blocked()
         for decision in decisions:
             await self._slots.acquire()
             if not self.context.is_leader():
                 # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
                 self._slots.release()
                 return
-            if isinstance(decision, Admit) and hold_admissions:
+            if isinstance(decision, Admit) and admissions_blocked:
                 self.state.forget(str(decision.workload))  # undone at once: the Workload queues again
-                coroutine = self._held(decision)
+                coroutine = self._tell_blocked(decision)
             elif isinstance(decision, Admit):
-                hold_admissions = self._blocks_admission()
+                admissions_blocked = self._blocks_admission()
                 self._admitting.add(str(decision.workload))
                 coroutine = self._admit(decision)
             elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
             else:
-                self.messages.mark(decision.cluster_queue)
+                self.pending.mark(decision.cluster_queue)
                 coroutine = self.pending.write(decision)
             task = loop.create_task(coroutine)
             self._tasks.add(task)
@@ -333,12 +331,12 @@ class SchedulerLoop:
         config = self.context.configuration().wait_for_pods_ready
         return bool(self._admitting) or admission_blocked(self.store.items(WORKLOADS), config)
 
-    async def _held(self, decision: Admit) -> None:
-        """blockAdmission held this admission: the Workload is told why, as Kueue's scheduler says while it
-        waits (QuotaReserved=False WaitingForPodsReady)."""
+    async def _tell_blocked(self, decision: Admit) -> None:
+        """blockAdmission blocked this admission: the Workload is told why, as Kueue's scheduler says while
+        it waits (QuotaReserved=False WaitingForPodsReady)."""
         await self.pending.write(
             Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE),
-            at_once=True,  # not the core's decision: the pending messages pass would not know it
+            at_once=True,  # not the core's decision: the paced pass would not know it
         )
 
     def _finished(self, task: asyncio.Task[None]) -> None:
@@ -367,7 +365,7 @@ class SchedulerLoop:
 
     async def _admit_one(self, decision: Admit) -> None:
         key = str(decision.workload)
-        self.messages.forget(key)
+        self.pending.forget(key)
         namespace, _, name = key.partition("/")
         workload = self.store.get(WORKLOADS, name, namespace)
         if workload is None or not self.context.is_leader():
@@ -383,7 +381,7 @@ class SchedulerLoop:
         )
 
         def build(current: JSON) -> JSON | None:
-            if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
+            if not self.context.is_leader() or has_quota_reservation(current) or is_true(current, "Finished"):
                 return None
             if is_deleting(current):  # deleted since the cycle decided: it is on its way out
                 return None
@@ -403,7 +401,7 @@ class SchedulerLoop:
             workload,
             build,
             what="admission",
-            landed=has_reservation,
+            landed=has_quota_reservation,
             undo=self.state.forget,
             on_error=write_failed,
         )
@@ -449,20 +447,7 @@ class SchedulerLoop:
         self.admitted += 1
         key = str(decision.workload)
         cluster_queue = decision.cluster_queue
-        waited = queued_for(workload)
-        priority_class = priority_class_of(workload)
-        metrics, role = self.context.metrics, self.context.metrics.role
-        metrics.admission_attempts.labels("success", role).inc()
-        metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
-        metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
-        self.context.events.record(
-            workload,
-            type="Normal",
-            reason="QuotaReserved",
-            message=(
-                f"Quota reserved in ClusterQueue {cluster_queue}, wait time since queued was {waited:.0f}s"
-            ),
-        )
+        record_quota_reserved(self.context, workload, cluster_queue=cluster_queue)
         if not decision.admission_checks:  # with checks, Admitted comes when they are all Ready
             record_admitted(self.context, workload, cluster_queue=cluster_queue, since_reservation=0.0)
         log.info("admitted", extra={"workload": key, "cluster_queue": cluster_queue, "decision": "admit"})
@@ -480,7 +465,11 @@ class SchedulerLoop:
             return
 
         def build(current: JSON) -> JSON | None:
-            if not self.context.is_leader() or not has_reservation(current) or is_true(current, "Finished"):
+            if (
+                not self.context.is_leader()
+                or not has_quota_reservation(current)
+                or is_true(current, "Finished")
+            ):
                 return None
             if is_true(current, "Evicted"):
                 return None
@@ -503,9 +492,9 @@ class SchedulerLoop:
         )
         if updated is None:
             return
-        self._record_eviction(updated, decision)
+        record_eviction(self.context, self.state, updated, decision)
         if decision.deactivate:
-            await self._deactivate(updated, key)
+            await deactivate(self.context, updated, key)
         log.info(
             "evicted",
             extra={
@@ -515,83 +504,3 @@ class SchedulerLoop:
                 "reason": decision.message,
             },
         )
-
-    def _record_eviction(self, workload: JSON, decision: Evict) -> None:
-        """Kueue's events and metrics of an eviction (pkg/workload/evict and the preemptor's
-        IssuePreemptions): ``EvictedDueTo<reason>`` on the Workload, and for a preemption ``Preempted`` on
-        it and ``PreemptedWorkload`` on the preemptor, each naming both effective priorities."""
-        role = self.context.metrics.role
-        priority_class = priority_class_of(workload)
-        reason, cause = decision.reason, ""
-        if decision.deactivate:
-            reason, cause = "Deactivated", decision.reason
-        self.context.metrics.evicted_workloads.labels(
-            decision.cluster_queue, reason, cause, priority_class, role
-        ).inc()
-        self.context.events.record(
-            workload, type="Normal", reason=f"EvictedDueTo{decision.reason}", message=decision.message
-        )
-        if decision.deactivate:
-            self.context.events.record(
-                workload,
-                type="Warning",
-                reason="AdmissionCheckRejected",
-                message=f"Deactivated due to {decision.message}",
-            )
-        if not decision.preemption_reason:
-            return
-        self.context.metrics.preempted_workloads.labels(
-            decision.preempting_cluster_queue, decision.preemption_reason, role
-        ).inc()
-        target = self.state.workload(str(decision.workload))
-        target_priority = target.priority if target is not None else 0
-        preemptor_priority = 0
-        preemptor: JSON | None = None
-        if decision.preemptor is not None:
-            info = self.state.workload(str(decision.preemptor))
-            preemptor_priority = info.priority if info is not None else 0
-            namespace, _, name = str(decision.preemptor).partition("/")
-            preemptor = self.store.get(WORKLOADS, name, namespace)
-        priorities = (
-            f"preemptor effective priority: {preemptor_priority} (base: {preemptor_priority}, boost: 0); "
-            f"preemptee effective priority: {target_priority} (base: {target_priority}, boost: 0)"
-        )
-        self.context.events.record(
-            workload, type="Normal", reason="Preempted", message=f"{decision.message}; {priorities}"
-        )
-        if preemptor is not None:
-            uid = (workload.get("metadata") or {}).get("uid", "")
-            self.context.events.record(
-                preemptor,
-                type="Normal",
-                reason="PreemptedWorkload",
-                message=(
-                    f"Preempted workload {decision.workload} (UID: {uid}) in ClusterQueue "
-                    f"{decision.cluster_queue}; {priorities}"
-                ),
-            )
-
-    async def _deactivate(self, workload: JSON, key: str) -> None:
-        """A Rejected admission check: ``spec.active=false`` so the workload does not queue again (Kueue's
-        deactivation target); a user sets it back to true to retry."""
-        if not self.context.is_leader():
-            return
-        try:
-            await self.context.writer.patch(
-                WORKLOADS, workload, {"spec": {"active": False}}, patch_type="merge"
-            )
-        except NotLeader:
-            return  # not sent: said once, by the elector
-        except Exception as exc:
-            log.warning("deactivation write failed", extra={"workload": key, "error": repr(exc)})
-
-
-def evicted_condition(decision: Evict) -> tuple[str, str]:
-    """(reason, message) of the Evicted condition. A deactivating eviction (a Rejected check) is worded as
-    Kueue's deactivation: ``DeactivatedDueTo<cause>``, "The workload is deactivated due to <why>"."""
-    if decision.deactivate:
-        return (
-            f"{DEACTIVATED}DueTo{decision.reason}",
-            f"The workload is deactivated due to {decision.message}",
-        )
-    return decision.reason, decision.message

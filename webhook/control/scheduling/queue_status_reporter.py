@@ -4,9 +4,8 @@ Under churn every admission changes a ClusterQueue's usage; writing its status o
 API load of the admission path. Instead changes only mark queues dirty, and a flush at most every
 ``min_interval`` seconds recomputes the dirty ones from the core's ledger (the same numbers the scheduler
 decides with) and writes those whose visible status differs, while the informational write budget
-(``webhook.control.kube.api_health``) allows; a queue held back stays dirty and is written by a later pass
-with
-the numbers of then. Quiet periods therefore cost nothing, a burst costs at most one write per queue per
+(``webhook.control.kube.api_health``) allows; a queue deferred stays dirty and is written by a later pass
+with the numbers of then. Quiet periods therefore cost nothing, a burst costs at most one write per queue per
 interval, and on a congested API server far fewer. The same pass refreshes Kueue's per-queue gauges and adds
 GPU-seconds for chargeback.
 
@@ -25,11 +24,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.conditions import is_true
 from webhook.api.quantity import NANO
 from webhook.control.cache.store import Change, key_of
 from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
 from webhook.control.kube.leader import NotLeader
-from webhook.control.output.conditions import is_true, now_rfc3339, observed_generation
+from webhook.control.output.conditions import now_rfc3339, observed_generation
 from webhook.control.output.context import ControlContext
 from webhook.control.output.paced import PacedReporter
 from webhook.control.output.queue_status import merge_status, status_differs
@@ -50,7 +50,7 @@ class QueueStatusReporter(PacedReporter):
     ) -> None:
         super().__init__(context, state=state, min_interval=min_interval)
         #: queues to recompute, in the order they were first marked (dict keys: an ordered set), so that
-        #: when the budget holds writes back the longest-waiting queue is written first on the next pass
+        #: when the budget defers writes the longest-waiting queue is written first on the next pass
         self._dirty_cq: dict[str, None] = {}
         self._dirty_lq: dict[tuple[str, str], None] = {}
         #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
@@ -138,7 +138,7 @@ class QueueStatusReporter(PacedReporter):
             self._report_metrics(name, cq, status, reserving, state)
             if status_differs(cq.get("status"), status):
                 if self.context.budget.take() > 0:
-                    self._dirty_cq.setdefault(name)  # held back: a later pass writes the numbers of then
+                    self._dirty_cq.setdefault(name)  # deferred: a later pass writes the numbers of then
                 else:
                     await self._write(CLUSTER_QUEUES, cq, status)
         for namespace, name in local_queues:

@@ -1,9 +1,9 @@
 """Workload tracking: where every live workload is, what quota it holds, and what preemptors claim.
 
-A workload is in one of three places: pending in its ClusterQueue's queue, *held* outside any queue
+A workload is in one of three places: pending in its ClusterQueue's queue, *stranded* outside any queue
 (its LocalQueue or ClusterQueue is missing or stopped; it gets one ``Wait`` saying so and costs nothing
 per cycle until the obstacle goes), or holding quota, *charged* in the ledger. This is the part of the
-state that changes on every event, which is why it is kept apart from the specs (``catalog.py``) and from
+state that changes on every event, which is why it is kept apart from the specs (``specs.py``) and from
 the cycle that reads both (``cycle.py``); the catalog tells the tracker when a queue changes under its
 workloads (``catalog.Occupants``).
 
@@ -13,9 +13,9 @@ by Workloads that arrive already admitted (a restart) is charged as they are fed
 after a restart sees the cluster's real usage. Nothing is released by an eviction decision: a target
 keeps its quota, marked *evicting*, until its owner clears the reservation (``upsert_workload`` without
 ``status.admission``), exactly as a Workload on the cluster holds quota until then. Meanwhile its
-preemptor holds a *claim*: the room it needs stays charged to its ClusterQueue (less what its targets in
-that ClusterQueue still hold, see ``Claim``), so nothing admitted in between can take what the evictions
-free, and when it is tried again it goes before every other head.
+preemptor has a *claim*: the room it needs stays charged to its ClusterQueue (less what its targets in
+that ClusterQueue still hold, see ``claims.Claim``), so nothing admitted in between can take what the
+evictions free, and when it is tried again it goes before every other head.
 
 The tracker is also what preemption reads (``preemption.QuotaHolders``): who holds quota in a
 ClusterQueue, since when, and whether it is already on its way out.
@@ -24,22 +24,25 @@ ClusterQueue, since when, and whether it is already on its way out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from webhook.api.objects import Admission, Preemption, Workload, parse_timestamp
-from webhook.core.catalog import Catalog, QueueState
 from webhook.core.checks import check_eviction
+from webhook.core.claims import Claim, uncovered
 from webhook.core.decisions import REASON_MISCONFIGURED, REASON_SUSPENDED, Evict, Notices
 from webhook.core.ledger import Ledger
 from webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
+from webhook.core.pending_queues import PendingQueues
 from webhook.core.preemption import Candidate
+from webhook.core.revisits import Revisits
+from webhook.core.specs import QueueState, Specs
 
-__all__ = ["Claim", "Tracked", "WorkloadTracker"]
+__all__ = ["Tracked", "WorkloadTracker"]
 
 
 @dataclass(slots=True)
 class Tracked:
-    """Where a workload is: pending in a ClusterQueue, held outside any queue, or holding quota."""
+    """Where a workload is: pending in a ClusterQueue, stranded outside any queue, or holding quota."""
 
     info: WorkloadInfo
     cluster_queue: str = ""
@@ -57,81 +60,32 @@ class Tracked:
     reserved_at: tuple[float, int] = (0.0, 0)
 
 
-@dataclass(slots=True)
-class Claim:
-    """A preemptor waiting for its targets: the room it will take stays charged in its ClusterQueue, so
-    that nobody else takes what the evictions free. The part of that room its targets in the same
-    ClusterQueue still hold is charged to them already and is not charged again (``usage`` is ``need``
-    less that part): a preemption within one ClusterQueue then weighs on its cohort exactly as it will
-    once done, and another ClusterQueue of the cohort can preempt its own workloads in the same cycle
-    (Kueue's scheduler_test "multiple preemptions without borrowing"). Room freed elsewhere in the cohort
-    (reclaimed from other ClusterQueues) is charged in full on top of the victims' own usage. Released
-    when the preemptor is tried again, admitted, or gone."""
-
-    sequence: int
-    cluster_queue: str
-    #: the preemptor's whole usage, empty once the claim is released
-    need: dict[FlavorResource, int] = field(default_factory=dict)
-    #: what is charged for it in the ledger now
-    usage: dict[FlavorResource, int] = field(default_factory=dict)
-    targets: set[WorkloadKey] = field(default_factory=set)
-
-    def hold(
-        self,
-        ledger: Ledger,
-        name: str,
-        need: Mapping[FlavorResource, int],
-        covered: Mapping[FlavorResource, int],
-    ) -> None:
-        self.unhold(ledger)
-        self.cluster_queue, self.need = name, dict(need)
-        self.recharge(ledger, covered)
-
-    def recharge(self, ledger: Ledger, covered: Mapping[FlavorResource, int]) -> None:
-        """Charge ``need`` less ``covered`` (what its targets in its ClusterQueue still hold)."""
-        if self.cluster_queue not in ledger.queues:
-            return
-        ledger.release(self.cluster_queue, self.usage)
-        self.usage = uncovered(self.need, covered)
-        ledger.charge(self.cluster_queue, self.usage)
-
-    def unhold(self, ledger: Ledger) -> None:
-        if self.usage and self.cluster_queue in ledger.queues:
-            ledger.release(self.cluster_queue, self.usage)
-        self.usage, self.need = {}, {}
-
-
-def uncovered(
-    need: Mapping[FlavorResource, int], covered: Mapping[FlavorResource, int]
-) -> dict[FlavorResource, int]:
-    """What of ``need`` is not ``covered``."""
-    return {fr: amount - covered.get(fr, 0) for fr, amount in need.items() if amount > covered.get(fr, 0)}
-
-
 class WorkloadTracker:
     """Every live workload, its reservation and its claim, kept current one event at a time."""
 
-    def __init__(self, catalog: Catalog, notices: Notices) -> None:
-        self.catalog = catalog
+    def __init__(self, specs: Specs, pending: PendingQueues, revisits: Revisits, notices: Notices) -> None:
+        self.specs = specs
+        self.pending = pending
+        self.revisits = revisits
         self.notices = notices
         self.workloads: dict[WorkloadKey, Tracked] = {}
         #: pending workloads waiting outside any queue, by LocalQueue key or ClusterQueue name
-        self._held_by_local_queue: dict[str, set[WorkloadKey]] = {}
-        self._held_by_cluster_queue: dict[str, set[WorkloadKey]] = {}
-        #: preemptors waiting for their targets to go, with the room held for them meanwhile
+        self._stranded_by_local_queue: dict[str, set[WorkloadKey]] = {}
+        self._stranded_by_cluster_queue: dict[str, set[WorkloadKey]] = {}
+        #: preemptors waiting for their targets to go, with the room claimed for them meanwhile
         self.claims: dict[WorkloadKey, Claim] = {}
         self._holders_cache: dict[str, list[Candidate]] = {}
         self._sequence = 0
 
     @property
     def ledger(self) -> Ledger:
-        return self.catalog.ledger
+        return self.specs.ledger
 
     # == workload events ================================================================================
     def upsert_workload(self, workload: Workload) -> None:
         """Add or update a Workload as the API shows it now."""
         key = WorkloadKey(workload.key)
-        info = WorkloadInfo.from_workload(workload, priority=self.catalog.priority_of(workload))
+        info = WorkloadInfo.from_workload(workload, priority=self.specs.priority_of(workload))
         tracked = self.workloads.get(key)
         backing_off = info.admission is None and workload.is_backing_off  # waitForPodsReady's requeue backoff
         on_hold = info.admission is None and workload.is_on_hold  # a StatefulSet scaled to zero
@@ -156,7 +110,7 @@ class WorkloadTracker:
                 self._release(tracked)
             if tracked is not None:
                 self.unqueue(tracked)
-                self._unhold(tracked)
+                self._unstrand(tracked)
             tracked = Tracked(
                 info,
                 cluster_queue=info.admission.cluster_queue,
@@ -185,7 +139,7 @@ class WorkloadTracker:
                 self._drop(tracked)
             return
         if tracked is not None:
-            same_place = tracked.queued and self.catalog.target_cluster_queue(info) == tracked.cluster_queue
+            same_place = tracked.queued and self.specs.target_cluster_queue(info) == tracked.cluster_queue
             if (
                 same_place
                 and tracked.info.sort_key == info.sort_key
@@ -193,7 +147,7 @@ class WorkloadTracker:
             ):
                 return
             self.unqueue(tracked)
-            self._unhold(tracked)
+            self._unstrand(tracked)
             tracked.info = info
         else:
             tracked = Tracked(info)
@@ -212,7 +166,7 @@ class WorkloadTracker:
         if tracked is None or not tracked.evicting:
             return
         self.mark_evicting(tracked, False)
-        self.catalog.wake_tree(tracked.cluster_queue)
+        self.pending.wake_tree(tracked.cluster_queue)
 
     def confirm(self, key: str) -> None:
         """The API server now shows the admission of an assumed workload, as when its status write has
@@ -259,7 +213,7 @@ class WorkloadTracker:
             claim = self.claims[key] = Claim(self._next_sequence(), name)
         return claim
 
-    def hold_claim(
+    def stake_claim(
         self, key: WorkloadKey, name: str, need: Mapping[FlavorResource, int], targets: Iterable[WorkloadKey]
     ) -> Claim:
         """The preemptor's claim on ``need`` in ``name`` while ``targets`` leave (made now if it has none)."""
@@ -267,9 +221,9 @@ class WorkloadTracker:
         claim.targets = set(targets)
         before = (claim.cluster_queue, claim.usage)
         claim.cluster_queue = name
-        claim.hold(self.ledger, name, need, self.covered(claim))
+        claim.stake(self.ledger, name, need, self.covered(claim))
         if (claim.cluster_queue, claim.usage) != before:
-            self.catalog.usage_moved(name)
+            self.revisits.usage_moved(name)
         return claim
 
     def covered(self, claim: Claim, gone: frozenset[WorkloadKey] = frozenset()) -> dict[FlavorResource, int]:
@@ -299,9 +253,9 @@ class WorkloadTracker:
     def drop_claim(self, key: WorkloadKey) -> None:
         claim = self.claims.pop(key, None)
         if claim is not None and claim.usage:
-            claim.unhold(self.ledger)
-            self.catalog.usage_moved(claim.cluster_queue)
-            self.catalog.wake_tree(claim.cluster_queue, released=True)
+            claim.release(self.ledger)
+            self.revisits.usage_moved(claim.cluster_queue)
+            self.pending.wake_tree(claim.cluster_queue, released=True)
 
     def mark_evicting(self, tracked: Tracked, evicting: bool) -> None:
         tracked.evicting = evicting
@@ -313,7 +267,7 @@ class WorkloadTracker:
 
     # == what preemption reads (``preemption.QuotaHolders``) ===========================================
     def preemption_policy(self, cluster_queue: str) -> Preemption:
-        return self.catalog.preemption_policy(cluster_queue)
+        return self.specs.preemption_policy(cluster_queue)
 
     def holders(self, cluster_queue: str) -> list[Candidate]:
         """The workloads holding quota in a ClusterQueue (kept until one is charged, released or
@@ -321,7 +275,7 @@ class WorkloadTracker:
         cached = self._holders_cache.get(cluster_queue)
         if cached is not None:
             return cached
-        queue = self.catalog.queues.get(cluster_queue)
+        queue = self.specs.queues.get(cluster_queue)
         if queue is None:
             return []
         out = [
@@ -333,7 +287,7 @@ class WorkloadTracker:
 
     def reserving_in(self, name: str) -> list[tuple[WorkloadInfo, bool]]:
         """(workload, admitted) for every workload holding quota in a ClusterQueue."""
-        queue = self.catalog.queues.get(name)
+        queue = self.specs.queues.get(name)
         return [(t.info, t.admitted) for t in self._reserving(queue)] if queue is not None else []
 
     def _reserving(self, queue: QueueState) -> list[Tracked]:
@@ -345,16 +299,16 @@ class WorkloadTracker:
         for tracked in self.workloads.values():  # admitted to it before we saw it (a restart)
             if tracked.info.admission is not None and not tracked.charged and tracked.cluster_queue == name:
                 self._charge(tracked)
-        for key in sorted(self._held_by_cluster_queue.pop(name, set())):
-            held = self.workloads.get(key)
-            if held is not None:
-                self._route(held)
+        for key in sorted(self._stranded_by_cluster_queue.pop(name, set())):
+            stranded = self.workloads.get(key)
+            if stranded is not None:
+                self._route(stranded)
 
     def cluster_queue_removed(self, name: str, queue: QueueState) -> None:
-        held = self._held_by_cluster_queue.setdefault(name, set())
+        stranded = self._stranded_by_cluster_queue.setdefault(name, set())
         for info in list(queue.pending):
             self.workloads[info.key].queued = False
-            held.add(info.key)
+            stranded.add(info.key)
             self.notices.emit(
                 info.key, name, REASON_MISCONFIGURED, f"ClusterQueue {name} is terminating or missing"
             )
@@ -363,19 +317,19 @@ class WorkloadTracker:
             self.workloads[key].charged = False  # charged again if the ClusterQueue comes back
         for claim in self.claims.values():
             if claim.cluster_queue == name:
-                claim.usage, claim.need = {}, {}  # the room it held went with the ClusterQueue
+                claim.usage, claim.need = {}, {}  # the room it claimed went with the ClusterQueue
 
     def reroute(self, local_queue: str) -> None:
         for tracked in list(self.workloads.values()):
-            if tracked.queued and self.catalog.local_queue_key(tracked.info) == local_queue:
+            if tracked.queued and self.specs.local_queue_key(tracked.info) == local_queue:
                 self.unqueue(tracked)
                 self._route(tracked)
 
-    def route_held(self, local_queue: str) -> None:
-        for key in sorted(self._held_by_local_queue.pop(local_queue, set())):
-            held = self.workloads.get(key)
-            if held is not None:
-                self._route(held)
+    def route_stranded(self, local_queue: str) -> None:
+        for key in sorted(self._stranded_by_local_queue.pop(local_queue, set())):
+            stranded = self.workloads.get(key)
+            if stranded is not None:
+                self._route(stranded)
 
     def drain_if_stopped(self, queue: QueueState) -> None:
         for key in sorted(queue.reserving):
@@ -387,27 +341,27 @@ class WorkloadTracker:
         return self._sequence
 
     def _route(self, tracked: Tracked) -> None:
-        """Put a pending workload where it belongs: its ClusterQueue's queue, or held with a notice."""
+        """Put a pending workload where it belongs: its ClusterQueue's queue, or stranded with a notice."""
         info = tracked.info
-        lq_key = self.catalog.local_queue_key(info)
-        local_queue = self.catalog.local_queues.get(lq_key)
+        lq_key = self.specs.local_queue_key(info)
+        local_queue = self.specs.local_queues.get(lq_key)
         if local_queue is None:
-            self._held_by_local_queue.setdefault(lq_key, set()).add(info.key)
+            self._stranded_by_local_queue.setdefault(lq_key, set()).add(info.key)
             tracked.cluster_queue = ""
             self.notices.emit(
                 info.key, "", REASON_MISCONFIGURED, f"LocalQueue {info.queue_name} is terminating or missing"
             )
             return
         if local_queue.stop_policy != "None":
-            self._held_by_local_queue.setdefault(lq_key, set()).add(info.key)
+            self._stranded_by_local_queue.setdefault(lq_key, set()).add(info.key)
             tracked.cluster_queue = ""
             self.notices.emit(info.key, "", REASON_SUSPENDED, f"LocalQueue {info.queue_name} is stopped")
             return
         name = local_queue.cluster_queue
         tracked.cluster_queue = name
-        queue = self.catalog.queues.get(name)
+        queue = self.specs.queues.get(name)
         if queue is None:
-            self._held_by_cluster_queue.setdefault(name, set()).add(info.key)
+            self._stranded_by_cluster_queue.setdefault(name, set()).add(info.key)
             self.notices.emit(
                 info.key, name, REASON_MISCONFIGURED, f"ClusterQueue {name} is terminating or missing"
             )
@@ -415,32 +369,32 @@ class WorkloadTracker:
         queue.pending.push(info)
         tracked.queued = True
         if queue.open:
-            self.catalog.ready.add(name)
+            self.pending.ready.add(name)
         else:
-            self.catalog.emit_closed(info, name, queue)
+            self.pending.emit_closed(info, name, queue)
 
     def unqueue(self, tracked: Tracked) -> None:
         if tracked.queued:
-            queue = self.catalog.queues.get(tracked.cluster_queue)
+            queue = self.specs.queues.get(tracked.cluster_queue)
             if queue is not None:
                 queue.pending.remove(tracked.info.key)
             tracked.queued = False
 
-    def _unhold(self, tracked: Tracked) -> None:
+    def _unstrand(self, tracked: Tracked) -> None:
         key = tracked.info.key
-        held = self._held_by_local_queue.get(self.catalog.local_queue_key(tracked.info))
-        if held is not None:
-            held.discard(key)
-        held = self._held_by_cluster_queue.get(tracked.cluster_queue)
-        if held is not None:
-            held.discard(key)
+        for stranded in (
+            self._stranded_by_local_queue.get(self.specs.local_queue_key(tracked.info)),
+            self._stranded_by_cluster_queue.get(tracked.cluster_queue),
+        ):
+            if stranded is not None:
+                stranded.discard(key)
 
     def _charge(self, tracked: Tracked) -> None:
-        queue = self.catalog.queues.get(tracked.cluster_queue)
+        queue = self.specs.queues.get(tracked.cluster_queue)
         if queue is None:
             return  # charged when the ClusterQueue appears
         self.ledger.charge(tracked.cluster_queue, tracked.info.usage)
-        self.catalog.usage_moved(tracked.cluster_queue)
+        self.revisits.usage_moved(tracked.cluster_queue)
         queue.reserving.add(tracked.info.key)
         self._holders_cache.pop(tracked.cluster_queue, None)
         tracked.charged = True
@@ -469,8 +423,8 @@ class WorkloadTracker:
         back (Kueue's workload controller: Evicted with ClusterQueueStopped / LocalQueueStopped)."""
         if tracked.evicting or not tracked.charged:
             return
-        queue = self.catalog.queues.get(tracked.cluster_queue)
-        local_queue = self.catalog.local_queue_of(tracked.info)
+        queue = self.specs.queues.get(tracked.cluster_queue)
+        local_queue = self.specs.local_queue_of(tracked.info)
         if queue is not None and queue.spec.stop_policy == "HoldAndDrain":
             reason, message = "ClusterQueueStopped", "The ClusterQueue is stopped"
         elif local_queue is not None and local_queue.stop_policy == "HoldAndDrain":
@@ -485,8 +439,8 @@ class WorkloadTracker:
             return
         name = tracked.cluster_queue
         self.ledger.release(name, tracked.info.usage)
-        self.catalog.usage_moved(name)
-        queue = self.catalog.queues.get(name)
+        self.revisits.usage_moved(name)
+        queue = self.specs.queues.get(name)
         if queue is not None:
             queue.reserving.discard(tracked.info.key)
         self._holders_cache.pop(name, None)
@@ -501,27 +455,27 @@ class WorkloadTracker:
                         claim.recharge(self.ledger, self.covered(claim))
                     if not claim.targets:
                         self._retry_preemptor(preemptor, claim)
-        self.catalog.wake_tree(name, released=True)
-        if queue is not None and queue.open and self.catalog.may_preempt(queue) and queue.pending.wake():
+        self.pending.wake_tree(name, released=True)
+        if queue is not None and queue.open and self.specs.may_preempt(queue) and queue.pending.wake():
             # Kueue retries inadmissible workloads on releases in their cohort. Here a release in the
             # cohort retries those whose request may now be free; a release in their own ClusterQueue
             # retries every one, even if others borrowed the room at once: it is their nominal quota,
             # which they may reclaim (waiting for it to be free could take for ever under load). After
             # the cohort-wide wake-up above this can bring back a second workload of a shape; kept because
             # Workloads reclaiming their nominal quota wait less for it (bench/baseline/README.md).
-            self.catalog.ready.add(name)
+            self.pending.ready.add(name)
 
     def _retry_preemptor(self, key: WorkloadKey, claim: Claim) -> None:
         """Its last target is gone: try the preemptor in the next cycle. It cannot wait for a wake-up
-        like other parked workloads, since the room it lacks is the room held for it."""
-        queue = self.catalog.queues.get(claim.cluster_queue)
+        like other parked workloads, since the room it lacks is the room claimed for it."""
+        queue = self.specs.queues.get(claim.cluster_queue)
         if queue is not None and queue.pending.retry(key):
-            self.catalog.ready.add(claim.cluster_queue)
+            self.pending.ready.add(claim.cluster_queue)
 
     def _drop(self, tracked: Tracked) -> None:
         self.drop_claim(tracked.info.key)
         self._release(tracked)
         self.unqueue(tracked)
-        self._unhold(tracked)
+        self._unstrand(tracked)
         self.workloads.pop(tracked.info.key, None)
         self.notices.forget(tracked.info.key)

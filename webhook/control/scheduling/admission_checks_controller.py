@@ -26,9 +26,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from webhook.api.conditions import is_true
+from webhook.api.objects import has_quota_reservation
 from webhook.control.cache.store import Change, key_of
 from webhook.control.cache.workqueue import WorkQueue
-from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
 from webhook.control.kube.leader import NotLeader
 from webhook.control.output.admitted import record_admitted, seconds_since
@@ -37,7 +38,6 @@ from webhook.control.output.conditions import (
     check_state_status,
     checks_status,
     find,
-    is_true,
     now_rfc3339,
 )
 from webhook.control.output.context import ControlContext
@@ -68,7 +68,7 @@ class AdmissionChecksController:
         """Route a change to the Workloads it concerns. Cheap on the hot path: most Workloads are in
         ClusterQueues without checks, and most ClusterQueue changes are our own status writes."""
         if change.kind is WORKLOADS and change.new is not None:
-            if has_reservation(change.new) and self._concerned(change.new):
+            if has_quota_reservation(change.new) and self._concerned(change.new):
                 self.workloads.add(change.key)
         elif change.kind is ADMISSION_CHECKS and change.new is not None:
             self.checks.add(change.key[1])
@@ -93,7 +93,7 @@ class AdmissionChecksController:
 
     def _mark_reserved(self, wanted: Callable[[JSON], bool]) -> None:
         for workload in self.context.store.items(WORKLOADS):
-            if has_reservation(workload) and wanted(workload):
+            if has_quota_reservation(workload) and wanted(workload):
                 self.workloads.add(key_of(workload))
 
     # -- running -------------------------------------------------------------------------------------------
@@ -194,5 +194,7 @@ def _cluster_queue_of(workload: JSON) -> str:
 def _in_force(workload: JSON) -> bool:
     """Holding a reservation, not finished and not being evicted (an eviction resets the checks itself)."""
     return (
-        has_reservation(workload) and not is_true(workload, "Finished") and not is_true(workload, "Evicted")
+        has_quota_reservation(workload)
+        and not is_true(workload, "Finished")
+        and not is_true(workload, "Evicted")
     )

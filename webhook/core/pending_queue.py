@@ -1,4 +1,4 @@
-"""Pending queues: one per ClusterQueue, ordered by priority, then age, then name.
+"""The pending queue of one ClusterQueue, ordered by priority, then age, then name.
 
 Each queue is a binary heap with lazy deletion (a removed or re-prioritised workload leaves a stale
 entry that is skipped when it surfaces), so adding, removing and popping the head are O(log n) and a
@@ -9,8 +9,8 @@ next one gets its turn. ``StrictFIFO``: the head that cannot be admitted stays t
 *stalled*: it offers no head until something happens that could change the answer. In both modes that
 "something" is an explicit wake-up from the scheduler state (quota released in the cohort tree, a
 ClusterQueue, Cohort or ResourceFlavor changed, namespace labels changed), so parked workloads return
-immediately when the world changes; the one timed wake-up is the catalog's revisit a second after usage
-moved in their cohort tree, so that what they were told stays true (``catalog.py``). A workload that
+immediately when the world changes; the one timed wake-up is the revisit a second after usage moved in
+their cohort tree, so that what they were told stays true (``revisits.py``). A workload that
 sorts before a stalled head (higher priority) un-stalls the queue by becoming the new head.
 
 Waking does not throw every parked workload back at the scheduler. Parked workloads are grouped by
@@ -169,7 +169,7 @@ class PendingQueue:
 
     def retry(self, key: WorkloadKey) -> bool:
         """Put one parked workload back in the heap to be tried for real, whatever its shape waits for
-        (a preemptor whose targets are gone: the room it lacks is held for it, so ``wake`` would never
+        (a preemptor whose targets are gone: the room it lacks is claimed for it, so ``wake`` would never
         see it available)."""
         info = self._parked.get(key)
         if info is None:

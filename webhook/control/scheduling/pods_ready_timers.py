@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from webhook.api.conditions import is_true
+from webhook.api.objects import has_quota_reservation
 from webhook.api.pods_ready import (
     PODS_READY_TIMEOUT,
     backoff_ends,
@@ -21,10 +23,9 @@ from webhook.api.pods_ready import (
     timeout_message,
 )
 from webhook.control.cache.store import key_of
-from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import WORKLOADS
 from webhook.control.output.admitted import priority_class_of
-from webhook.control.output.conditions import ConditionsEdit, evicted_status, is_true, now_rfc3339
+from webhook.control.output.conditions import ConditionsEdit, evicted_status, now_rfc3339
 from webhook.control.scheduling.deadlines import DeadlineTimers
 
 JSON = dict[str, Any]
@@ -48,13 +49,13 @@ class PodsReadyTimers(DeadlineTimers):
         timeout = not_ready_timeout(workload, config)
         if timeout is not None:
             return timeout.at
-        if has_reservation(workload):
+        if has_quota_reservation(workload):
             return None
         return backoff_ends(workload)
 
     async def act(self, workload: JSON) -> None:
         config = self.context.configuration().wait_for_pods_ready
-        if has_reservation(workload):
+        if has_quota_reservation(workload):
             if exceeds_requeuing_limit(workload, config):
                 await self._deactivate(workload)
             else:
@@ -74,7 +75,7 @@ class PodsReadyTimers(DeadlineTimers):
         def build(current: JSON) -> JSON | None:
             nonlocal cause
             timeout = not_ready_timeout(current, config)
-            if not has_reservation(current) or timeout is None or timeout.at > self._now():
+            if not has_quota_reservation(current) or timeout is None or timeout.at > self._now():
                 return None
             cause = timeout.cause
             status = evicted_status(
@@ -104,7 +105,7 @@ class PodsReadyTimers(DeadlineTimers):
 
         def build(current: JSON) -> JSON | None:
             timeout = not_ready_timeout(current, config)
-            if not has_reservation(current) or timeout is None or timeout.at > self._now():
+            if not has_quota_reservation(current) or timeout is None or timeout.at > self._now():
                 return None
             status = evicted_status(
                 current,
@@ -132,7 +133,12 @@ class PodsReadyTimers(DeadlineTimers):
 
         def build(current: JSON) -> JSON | None:
             ends = backoff_ends(current)
-            if has_reservation(current) or is_true(current, "Finished") or ends is None or ends > self._now():
+            if (
+                has_quota_reservation(current)
+                or is_true(current, "Finished")
+                or ends is None
+                or ends > self._now()
+            ):
                 return None
             edit = ConditionsEdit.of(current, now_rfc3339())
             edit.set("Requeued", *BACKOFF_FINISHED)
