@@ -18,6 +18,7 @@ import asyncio
 import base64
 import json
 import shutil
+import socket
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ import pytest
 import yaml
 from cryptography import x509
 
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
+from tests.e2e.install import PORT, can_mount_namespaces, in_cluster
 from tests.e2e.support import (
     APISERVICE,
     REPO_ROOT,
@@ -58,6 +60,15 @@ def verified_api_service(ns: str, port: int) -> str:
     return visibility_api_service(ns, port).replace("  insecureSkipTLSVerify: true\n", "")
 
 
+def expiring_secret(ca_dir: Path, workdir: Path, *, namespace: str, ips: list[str]) -> JSON:
+    """``certs --secret``'s Secret (no ca.key) with a certificate of ``ca_dir``'s CA that ends tomorrow."""
+    workdir.mkdir()
+    for key in ("ca.crt", "ca.key"):
+        shutil.copy(ca_dir / key, workdir / key)
+    certs = ensure_certificates(workdir, namespace=namespace, ips=ips, days=1, renew_before_days=0)
+    return secret_manifest(certs, name="kueue-webhook-tls", namespace=namespace)
+
+
 def certificates_of(encoded: str) -> list[x509.Certificate]:
     return x509.load_pem_x509_certificates(base64.b64decode(encoded))
 
@@ -74,15 +85,7 @@ async def test_the_leader_renews_an_expiring_secret_and_the_webhook_keeps_answer
     await kubectl("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
     ns = name = f"e2e-certs-{uuid.uuid4().hex[:6]}"
     tls = ensure_certificates(tmp_path / "tls", namespace=ns, ips=["127.0.0.1"], hosts=["localhost"])
-    expiring = tmp_path / "expiring"  # the same CA, a certificate that ends tomorrow: `certs --secret`'s
-    expiring.mkdir()
-    for key in ("ca.crt", "ca.key"):
-        shutil.copy(tls.directory / key, expiring / key)
-    old_secret = secret_manifest(
-        ensure_certificates(expiring, namespace=ns, days=1, renew_before_days=0),
-        name="kueue-webhook-tls",
-        namespace=ns,
-    )
+    old_secret = expiring_secret(tls.directory, tmp_path / "expiring", namespace=ns, ips=[])
     old_ca = x509.load_pem_x509_certificate(tls.ca_cert.read_bytes())
     await kubectl("apply", "-f", "-", stdin=queues(ns, name))
     await kubectl("apply", "-f", "-", stdin=yaml.safe_dump(old_secret) + "---\n" + config_map(ns, False))
@@ -161,3 +164,66 @@ async def _restore_conversion_bundles(before: dict[str, JSON]) -> None:
         else:
             patch = [{"op": "remove", "path": path}]
         await kubectl("patch", "crd", crd, "--type=json", "-p", json.dumps(patch), check=False)
+
+
+def test_the_shipped_install_renews_its_secret_with_its_own_permissions(tmp_path: Path) -> None:
+    """``kubectl apply -k manifests/`` as the README installs it (its ConfigMap turns renewal on), the
+    controller running with the ServiceAccount's token (tests/e2e/install.py, ``in_cluster``): the shipped
+    RBAC is all the leader needs to renew the Secret and write the caBundles."""
+    if not can_mount_namespaces():
+        pytest.skip("the in-cluster path mounts the service-account token with unshare, which needs root")
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", PORT)) == 0:
+            pytest.skip(f"127.0.0.1:{PORT}, where the install's webhook listens, is taken by another process")
+    cluster = Cluster(Path(KUBECONFIG))
+    ns = name = f"e2e-certs-{uuid.uuid4().hex[:6]}"
+    with in_cluster(cluster, tmp_path) as running:
+        try:
+            cluster.apply(queues(ns, name))
+            old_ca = x509.load_pem_x509_certificate((tmp_path / "certs" / "ca.crt").read_bytes())
+            secret = expiring_secret(
+                tmp_path / "certs", tmp_path / "expiring", namespace="kueue-system", ips=[]
+            )
+            cluster.apply(yaml.safe_dump(secret))
+
+            def version() -> str:
+                return str(
+                    cluster.get("secret", "kueue-webhook-tls", "-n", "kueue-system")["metadata"][
+                        "resourceVersion"
+                    ]
+                )
+
+            before = version()
+            configmap = cluster.get("configmap", "kueue-webhook-config", "-n", "kueue-system")
+            configmap["data"]["config.yaml"] += "# any edit makes the leader look at once\n"
+            cluster.apply(json.dumps(configmap))
+            until(lambda: version() != before, "the leader to renew the Secret", timeout=120)
+
+            data = cluster.get("secret", "kueue-webhook-tls", "-n", "kueue-system")["data"]
+            [new_ca] = certificates_of(data["ca.crt"])
+            assert new_ca != old_ca and "ca.key" in data
+            certificates_of(data["tls.crt"])[0].verify_directly_issued_by(new_ca)
+            for kind, hook_name in (
+                ("mutatingwebhookconfiguration", "kueue-webhook-mutating"),
+                ("validatingwebhookconfiguration", "kueue-webhook-validating"),
+            ):
+                for entry in cluster.get(kind, hook_name)["webhooks"]:
+                    assert certificates_of(entry["clientConfig"]["caBundle"]) == [new_ca, old_ca]
+            assert certificates_of(cluster.get("apiservice", APISERVICE)["spec"]["caBundle"]) == [
+                new_ca,
+                old_ca,
+            ]
+            for crd in KUEUE_CRDS:
+                client_config = cluster.get("crd", crd)["spec"]["conversion"]["webhook"]["clientConfig"]
+                assert certificates_of(client_config["caBundle"]) == [new_ca, old_ca]
+            assert "serving certificate renewed" in running.tail(200)
+            assert "cannot write a caBundle" not in running.tail(200)
+
+            created = cluster.kubectl(
+                "create", "-f", "-", "-o", "json", input=queued_job(ns, "after-rotation")
+            )
+            assert json.loads(created.stdout)["spec"]["suspend"] is True
+        finally:
+            cluster.kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+            cluster.kubectl("delete", "clusterqueue", name, "--ignore-not-found", check=False)
+            cluster.kubectl("delete", "resourceflavor", name, "--ignore-not-found", check=False)

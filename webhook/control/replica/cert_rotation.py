@@ -143,8 +143,6 @@ class CertificateRotation:
         self.resync_seconds = resync_seconds
         self.now = now
         self.backoff = backoff or Backoff(base=5.0, cap=300.0)
-        #: set after every pass that ends with the Secret and the caBundles current (tests await it)
-        self.settled = asyncio.Event()
         self._wanted = asyncio.Event()
 
     def request(self) -> None:
@@ -194,9 +192,9 @@ class CertificateRotation:
             now = self.now()
             renewal = renewal_decision(data, dns_names=dns_names, now=now)
             if renewal.serving is None:
+                log.debug("serving certificate current", extra=where)
                 current = x509.load_pem_x509_certificate(data["ca.crt"])  # the decision found it readable
                 await self._ensure_bundles(configuration, current, bundle=None, required=False)
-                self.settled.set()
                 return
             renewed = renew_secret(data, renewal, dns_names=dns_names, now=now)
             # the caBundles trust the new CA before any pod can serve a certificate signed by it
@@ -231,7 +229,6 @@ class CertificateRotation:
                 reason="CertificateRotated",
                 message=message,
             )
-            self.settled.set()
             return
         raise _Unreachable(f"Secret {namespace}/{name} kept changing")
 
