@@ -45,7 +45,7 @@ JSON = dict[str, Any]
 
 
 def config_map(ns: str, enable: bool) -> str:
-    config = {"namespace": ns, "internalCertManagement": {"enable": enable}}
+    config = {"internalCertManagement": {"enable": enable}}
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

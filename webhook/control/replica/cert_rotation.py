@@ -85,9 +85,8 @@ class _Target:
     patch: Callable[[JSON, str], list[JSON]]
 
 
-def _targets(configuration: Configuration) -> list[_Target]:
+def _targets(configuration: Configuration, namespace: str) -> list[_Target]:
     service = configuration.internal_cert_management.webhook_service_name
-    namespace = configuration.namespace
 
     def apiservice(obj: JSON, bundle: str) -> list[JSON]:
         return apiservice_ca_patch(obj, bundle, service=service, namespace=namespace)
@@ -133,6 +132,7 @@ class CertificateRotation:
         configuration: Callable[[], Configuration],
         events: EventSink,
         *,
+        namespace: str,
         resync_seconds: float = RESYNC_SECONDS,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         backoff: Backoff | None = None,
@@ -140,6 +140,9 @@ class CertificateRotation:
         self.client = client
         self.configuration = configuration
         self.events = events
+        #: the controller's namespace (``serve --namespace``): its pods', so the Secret they mount and the
+        #: Service in front of them are there
+        self.namespace = namespace
         self.resync_seconds = resync_seconds
         self.now = now
         self.backoff = backoff or Backoff(base=5.0, cap=300.0)
@@ -164,6 +167,11 @@ class CertificateRotation:
                     "serving certificate not renewed, retrying",
                     extra={"error": str(exc), "retry_seconds": round(wait, 1)},
                 )
+            except Exception:  # never fatal: a bug here must not end the upkeep for the whole term
+                wait = self.backoff.next_delay()
+                log.exception(
+                    "serving certificate check failed, retrying", extra={"retry_seconds": round(wait, 1)}
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wanted.wait(), wait)
 
@@ -173,7 +181,7 @@ class CertificateRotation:
         settings = configuration.internal_cert_management
         if not settings.enable:
             return
-        namespace, name = configuration.namespace, settings.webhook_secret_name
+        namespace, name = self.namespace, settings.webhook_secret_name
         where = {"secret": f"{namespace}/{name}"}
         dns_names = service_dns_names(settings.webhook_service_name, namespace)
         for _ in range(_ATTEMPTS):
@@ -240,7 +248,7 @@ class CertificateRotation:
         force) any other failure raises, so the Secret is not replaced."""
         value = bundle if bundle is not None else bundle_of(ca_cert)
         failed: list[str] = []
-        for target in _targets(configuration):
+        for target in _targets(configuration, self.namespace):
             if not await self._ensure_bundle(target, ca_cert, value):
                 failed.append(f"{target.kind.kind} {target.name}")
         if failed and required:

@@ -170,7 +170,9 @@ class Controller:
         )
         self.live_config.subscribe(lambda _: self.declared_webhooks.request())
         #: the leader renews the serving certificate Secret and keeps the caBundles trusting its CA
-        self.cert_rotation = CertificateRotation(self.leader_client, self.configuration, self.recorder)
+        self.cert_rotation = CertificateRotation(
+            self.leader_client, self.configuration, self.recorder, namespace=namespace
+        )
         self.live_config.subscribe(lambda _: self.cert_rotation.request())
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
