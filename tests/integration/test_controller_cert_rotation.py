@@ -20,7 +20,11 @@ from tests.e2e.support import certificates, replica
 from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import controller_config, events_of, serving_webhook
 from tests.integration.research import HANG, QUOTA, gpu_job
+from webhook.api.config import Configuration, parse_configuration
+from webhook.control.kube.client import KubeClient
+from webhook.control.kube.kinds import Kind
 from webhook.control.kube.leader import NotLeader, micro_time
+from webhook.control.replica.cert_rotation import CertificateRotation
 from webhook.http.certs import KUEUE_CRDS, ensure_certificates, secret_manifest, service_dns_names
 
 JSON = dict[str, Any]
@@ -43,6 +47,12 @@ def expiring_secret(tls_dir: Path, workdir: Path) -> JSON:
     secret = secret_manifest(ensure_certificates(workdir, days=1, renew_before_days=0))
     secret["data"]["note"] = base64.b64encode(b"kept").decode()
     return secret
+
+
+def parsed_configuration(text: str) -> Configuration:
+    parsed = parse_configuration(text)
+    assert isinstance(parsed, Configuration)
+    return parsed
 
 
 def shipped_apiservice() -> JSON:
@@ -163,3 +173,82 @@ async def test_a_replica_that_does_not_lead_writes_nothing(fake_api: FakeApiServ
         assert not [line for line in fake_api.requests[marker:] if is_certificate_write(line)]
         assert not [t for t in asyncio.all_tasks() if t.get_name() == "certificate-rotation"]
     assert fake_api.get(*SECRET) == before
+
+
+class Events:
+    """Collects what would be recorded."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str]] = []
+
+    def record(self, obj: JSON, *, type: str, reason: str, message: str) -> None:
+        self.recorded.append((type, reason))
+
+
+async def test_a_secret_changed_between_read_and_write_is_read_again_and_nothing_is_lost(
+    fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    """The Secret is replaced with the resourceVersion it was read at; someone else's write in between is a
+    409, and the renewal is decided again from the Secret as it now is, keeping that write's key."""
+    tls = certificates(tmp_path / "tls")
+    await fake_api.apply_manifests(controller_config(ENABLED))
+    secret = expiring_secret(tls.directory, tmp_path / "expiring")
+    secret["data"]["ca.key"] = base64.b64encode((tls.directory / "ca.key").read_bytes()).decode()
+    await fake_api.create(secret)
+    client = await KubeClient.connect(kubeconfig=str(fake_api.kubeconfig_path()))
+    replaced = client.replace
+
+    meanwhile = [{"data": {"added-meanwhile": base64.b64encode(b"mine").decode()}}]
+
+    async def raced(kind: Kind, body: JSON, *, subresource: str = "") -> JSON:
+        while meanwhile:  # someone else's write lands between our read and our write, once
+            await fake_api.patch("secrets", "kueue-webhook-tls", meanwhile.pop(), namespace="kueue-system")
+        return await replaced(kind, body, subresource=subresource)
+
+    client.replace = raced  # type: ignore[method-assign]
+    events = Events()
+    rotation = CertificateRotation(
+        client, lambda: parsed_configuration(ENABLED), events, namespace="kueue-system"
+    )
+    try:
+        await rotation.sync()
+    finally:
+        await client.close()
+    data = secret_of(fake_api)["data"]
+    assert data["added-meanwhile"] == base64.b64encode(b"mine").decode()
+    assert data["ca.crt"] == secret["data"]["ca.crt"]  # the Secret's own CA signs (it has its key)
+    certificate(data, "tls.crt").verify_directly_issued_by(certificate(data, "ca.crt"))
+    assert certificate(data, "tls.crt") != certificate(secret["data"], "tls.crt")
+    assert events.recorded == [("Normal", "CertificateRotated")]
+    puts = [line for line in fake_api.requests if line.startswith("PUT ") and "/secrets/" in line]
+    assert len(puts) == 2  # the refused one, then the one decided again
+
+
+async def test_a_new_ca_is_not_put_in_force_while_a_ca_bundle_cannot_be_written(
+    fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    """With a caBundle left on the old CA only, the new certificate would be refused there: the Secret
+    stays as it is, the pass fails (the task retries after a backoff), and the next pass completes."""
+    tls = certificates(tmp_path / "tls")
+    await fake_api.apply_manifests(controller_config(ENABLED))
+    await fake_api.create(expiring_secret(tls.directory, tmp_path / "expiring"))
+    before = secret_of(fake_api)
+    client = await KubeClient.connect(kubeconfig=str(fake_api.kubeconfig_path()))
+    events = Events()
+    rotation = CertificateRotation(
+        client, lambda: parsed_configuration(ENABLED), events, namespace="kueue-system"
+    )
+    try:
+        fake_api.fail_next_writes(1, status=500)  # the first caBundle write (a CRD's)
+        with pytest.raises(Exception, match="the new CA is not put in force"):
+            await rotation.sync()
+        assert secret_of(fake_api) == before and events.recorded == []
+        await rotation.sync()
+    finally:
+        await client.close()
+    data = secret_of(fake_api)["data"]
+    new_ca = certificate(data, "ca.crt")
+    for crd in KUEUE_CRDS:
+        conversion = (fake_api.get("customresourcedefinitions", crd) or {})["spec"]["conversion"]
+        assert bundle(conversion["webhook"]["clientConfig"]["caBundle"])[0] == new_ca
+    assert events.recorded == [("Normal", "CertificateRotated")]
