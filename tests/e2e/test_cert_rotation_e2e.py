@@ -28,7 +28,7 @@ import yaml
 from cryptography import x509
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
-from tests.e2e.install import PORT, can_mount_namespaces, in_cluster
+from tests.e2e.install import can_mount_namespaces, in_cluster
 from tests.e2e.support import (
     APISERVICE,
     REPO_ROOT,
@@ -172,12 +172,12 @@ def test_the_shipped_install_renews_its_secret_with_its_own_permissions(tmp_path
     RBAC is all the leader needs to renew the Secret and write the caBundles."""
     if not can_mount_namespaces():
         pytest.skip("the in-cluster path mounts the service-account token with unshare, which needs root")
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", PORT)) == 0:
-            pytest.skip(f"127.0.0.1:{PORT}, where the install's webhook listens, is taken by another process")
+    with socket.socket() as probe:  # not 9443: other installs on this host may be listening there
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
     cluster = Cluster(Path(KUBECONFIG))
     ns = name = f"e2e-certs-{uuid.uuid4().hex[:6]}"
-    with in_cluster(cluster, tmp_path) as running:
+    with in_cluster(cluster, tmp_path, port=port) as running:
         try:
             cluster.apply(queues(ns, name))
             old_ca = x509.load_pem_x509_certificate((tmp_path / "certs" / "ca.crt").read_bytes())
