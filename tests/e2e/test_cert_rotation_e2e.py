@@ -10,6 +10,10 @@ which is exactly the moment of a rotation before kubelet refreshes the pods' vol
 the cluster side: the Secret replaced with a certificate for the Service's names signed by a new CA whose
 key it now holds, every caBundle trusting both CAs, the Event; and then that kube-apiserver still reaches
 the webhook (a queued Job is suspended on create) and the aggregator still verifies the APIService.
+
+A second test does the same through the shipped install (``tests/e2e/install.py``, ``in_cluster``): its
+ConfigMap turns renewal on and the controller runs with the ServiceAccount's token, so the shipped RBAC is
+what allows every write.
 """
 
 from __future__ import annotations
