@@ -74,7 +74,7 @@ def kueue_webhook(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def start(command: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> Running:
+def start(command: list[str], *, cwd: Path, env: dict[str, str], log: Path, port: int = PORT) -> Running:
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
     running = Running(process, log)
@@ -85,7 +85,7 @@ def start(command: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> R
     def ready() -> bool:
         assert process.poll() is None, f"kueue-webhook serve exited {process.returncode}:\n{running.tail()}"
         try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{PORT}/readyz", context=context, timeout=2) as r:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=context, timeout=2) as r:
                 return bool(r.status == 200)
         except OSError:
             return False
@@ -141,7 +141,9 @@ def can_mount_namespaces() -> bool:
 
 
 @contextlib.contextmanager
-def in_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
+def in_cluster(cluster: Cluster, workdir: Path, *, port: int = PORT) -> Iterator[Running]:
+    """``port``: where the process listens and the webhook configurations send (9443, the Deployment's, by
+    default; another where a test must not share it with other processes on this host)."""
     cluster.kubectl("apply", "-k", str(REPO_ROOT / "manifests"))
     try:
         secret = kueue_webhook("certs", "--dir", "certs", "--ip", "127.0.0.1", "--secret", "-", cwd=workdir)
@@ -150,11 +152,11 @@ def in_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
         for kind, name in WEBHOOK_CONFIGURATIONS:  # the API server here cannot reach the Service
             hooks = cluster.get(kind, name)["webhooks"]
             patch = [
-                {"op": "replace", "path": f"/webhooks/{i}/clientConfig", "value": url_config(hook)}
+                {"op": "replace", "path": f"/webhooks/{i}/clientConfig", "value": url_config(hook, port)}
                 for i, hook in enumerate(hooks)
             ]
             cluster.kubectl("patch", kind, name, "--type=json", "-p", yaml.safe_dump(patch))
-        running = pod_like(cluster, workdir, tls)
+        running = pod_like(cluster, workdir, tls, port=port)
         try:
             yield running
         finally:
@@ -163,18 +165,20 @@ def in_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
         remove_webhook_configurations(cluster)
 
 
-def url_config(hook: dict[str, object]) -> dict[str, object]:
+def url_config(hook: dict[str, object], port: int = PORT) -> dict[str, object]:
     config = dict(hook["clientConfig"])  # type: ignore[call-overload]
     service = config.pop("service")
-    config["url"] = f"https://127.0.0.1:{PORT}{service['path']}"
+    config["url"] = f"https://127.0.0.1:{port}{service['path']}"
     return config
 
 
-def pod_like(cluster: Cluster, workdir: Path, tls: Path) -> Running:
-    """The Deployment's container, run here: its arguments, its ServiceAccount, its environment."""
+def pod_like(cluster: Cluster, workdir: Path, tls: Path, *, port: int = PORT) -> Running:
+    """The Deployment's container, run here: its arguments (listening on ``port``), its ServiceAccount, its
+    environment."""
     deployment = yaml.safe_load((REPO_ROOT / "manifests" / "controller" / "deployment.yaml").read_text())
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     args = [a.replace("/etc/kueue-webhook/tls", str(tls)) for a in container["args"]]
+    args = [f"--port={port}" if a.startswith("--port=") else a for a in args]
     account = workdir / "serviceaccount"
     account.mkdir()
     token = cluster.kubectl("-n", "kueue-system", "create", "token", "kueue-webhook", "--duration=1h").stdout
@@ -194,4 +198,4 @@ def pod_like(cluster: Cluster, workdir: Path, tls: Path) -> Running:
         f"exec {shlex.join([*KUEUE_WEBHOOK, *args])}"
     )
     command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount]
-    return start(command, cwd=workdir, env=env, log=workdir / "serve.log")
+    return start(command, cwd=workdir, env=env, log=workdir / "serve.log", port=port)

@@ -25,6 +25,7 @@ from tests.fakeapi import FakeApiServer
 from tests.integration.controller_harness import condition
 from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook import __version__
+from webhook.http.certs import CertificateSet, ca_bundle
 
 JSON = dict[str, Any]
 SCRIPT = Path(sys.executable).parent / "kubectl-kueue"
@@ -53,9 +54,11 @@ def pending(fake_api: FakeApiServer, name: str) -> bool:
     return reserved is not None and reserved["status"] == "False"
 
 
-async def serve_visibility(fake_api: FakeApiServer, port: int) -> None:
-    """Our APIService (manifests/controller/visibility.yaml) with its Service's endpoint at the replica."""
+async def serve_visibility(fake_api: FakeApiServer, port: int, tls: CertificateSet) -> None:
+    """Our APIService (manifests/controller/visibility.yaml) with its Service's endpoint at the replica, and
+    the caBundle it is verified with (as `certs --patch-webhook-configurations` or the leader sets it)."""
     apiservice = next(yaml.safe_load_all((CONTROLLER_MANIFESTS / "visibility.yaml").read_text()))
+    apiservice["spec"]["caBundle"] = ca_bundle(tls)
     await fake_api.create(apiservice)
     fake_api.set_service_endpoint(namespace="kueue-system", name="kueue-webhook", address=f"127.0.0.1:{port}")
 
@@ -73,7 +76,7 @@ async def test_list_why_stop_and_resume_a_queue(fake_api: FakeApiServer, tmp_pat
     config = fake_api.kubeconfig_path(namespace="team-a")  # the context's namespace, as kubectl uses it
     async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
         await asyncio.wait_for(serving.controller.leading.wait(), HANG)
-        await serve_visibility(fake_api, serving.port)
+        await serve_visibility(fake_api, serving.port, tls)
         for name in ("j0", "j1", "j2", "j3"):
             await fake_api.create(gpu_job(name))
         await fake_api.wait_for(lambda: running(fake_api, "j0") and running(fake_api, "j1"), timeout=HANG)
@@ -242,9 +245,10 @@ async def test_why_estimates_the_start_from_the_running_workloads_time_limits(
 ) -> None:
     await fake_api.apply_manifests(QUOTA)
     config = fake_api.kubeconfig_path(namespace="team-a")
-    async with replica(fake_api.kubeconfig_path(), tls=certificates(tmp_path / "tls")) as serving:
+    tls = certificates(tmp_path / "tls")
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
         await asyncio.wait_for(serving.controller.leading.wait(), HANG)
-        await serve_visibility(fake_api, serving.port)
+        await serve_visibility(fake_api, serving.port, tls)
         await fake_api.create(direct_workload("short", seconds=600))
         await fake_api.create(direct_workload("long", seconds=3600))
 

@@ -18,6 +18,7 @@ from tests.unit.admission.golden import apply_patch
 from webhook.cli import main
 from webhook.http.certs import (
     KUEUE_CRDS,
+    VISIBILITY_APISERVICES,
     ca_bundle,
     ensure_certificates,
     patch_webhook_configurations,
@@ -249,6 +250,52 @@ async def test_patch_sets_the_conversion_webhook_ca_bundle_of_the_kueue_crds(
     assert lines == [
         f"CustomResourceDefinition {name}: conversion webhook caBundle set" for name in KUEUE_CRDS
     ]
+
+
+def shipped_apiservice(path: Path) -> dict[str, Any]:
+    return next(d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "APIService")
+
+
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        (MANIFESTS / "visibility.yaml", "APIService v1beta2.visibility.kueue.x-k8s.io: caBundle set"),
+        (MANIFESTS / "local" / "visibility.yaml", "not verified (insecureSkipTLSVerify)"),
+        (None, "APIService v1beta2.visibility.kueue.x-k8s.io: not installed"),
+    ],
+)
+async def test_patch_sets_the_visibility_apiservice_ca_bundle_where_it_is_verified(
+    tmp_path: Path, aiohttp_server_factory: Any, manifest: Path | None, expected: str
+) -> None:
+    """The shipped APIService is verified and gets the bundle; the out-of-cluster one skips verification
+    (kube-apiserver refuses a caBundle beside insecureSkipTLSVerify) and is left alone; none is no error."""
+    stored = {} if manifest is None else {"v1beta2.visibility.kueue.x-k8s.io": shipped_apiservice(manifest)}
+    original = yaml.safe_dump(stored)
+
+    async def handle(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in stored:
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        if request.method == "PATCH":
+            stored[name] = apply_patch(stored[name], await request.json())
+        return web.json_response(stored[name])
+
+    app = web.Application()
+    app.router.add_route("*", "/apis/apiregistration.k8s.io/v1/apiservices/{name}", handle)
+    server = await aiohttp_server_factory(app)
+    bundle = ca_bundle(ensure_certificates(tmp_path / "certs"))
+    [line] = await patch_webhook_configurations(
+        bundle,
+        mutating=[],
+        validating=[],
+        apiservices=VISIBILITY_APISERVICES,
+        kubeconfig=str(plain_http_kubeconfig(tmp_path, server.port)),
+    )
+    assert expected in line
+    if manifest == MANIFESTS / "visibility.yaml":
+        assert stored["v1beta2.visibility.kueue.x-k8s.io"]["spec"]["caBundle"] == bundle
+    else:
+        assert yaml.safe_dump(stored) == original
 
 
 @pytest.fixture

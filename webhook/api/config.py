@@ -24,7 +24,11 @@ from webhook.api.integrations.declare import FIELD as DECLARED_FIELD
 from webhook.api.integrations.declare import parse_declared_kinds
 from webhook.api.integrations.registry import Integrations
 from webhook.api.selectors import LabelSelector, Requirement, label_selector
-from webhook.api.validation import dns1123_label_problems, dns1123_subdomain_problems
+from webhook.api.validation import (
+    dns1035_label_problems,
+    dns1123_label_problems,
+    dns1123_subdomain_problems,
+)
 
 __all__ = [
     "CONFIGMAP_NAME",
@@ -35,6 +39,7 @@ __all__ = [
     "ConfigurationErrors",
     "ControllerIdentity",
     "FairSharing",
+    "InternalCertManagement",
     "LabelPolicy",
     "ManualApproval",
     "RequeuingStrategy",
@@ -69,7 +74,6 @@ _KUEUE_ONLY_FIELDS = frozenset(
         "leaderElection",
         "controller",
         "clientConnection",
-        "internalCertManagement",
         "queueVisibility",
         "multiKueue",
         "admissionFairSharing",
@@ -163,6 +167,23 @@ class ControllerIdentity:
         return username in self.usernames
 
 
+@dataclass(frozen=True, slots=True)
+class InternalCertManagement:
+    """Kueue's ``internalCertManagement``: the leader keeps the webhook's serving certificate in Secret
+    ``webhook_secret_name`` current for Service ``webhook_service_name`` and the CA in every caBundle that
+    must trust it (``webhook.control.replica.cert_rotation``).
+
+    Off when the section is absent (this ConfigMap may be missing, and the same process runs out of cluster
+    or beside cert-manager, where nobody must rewrite the Secret unasked); ``enable`` defaults to true once
+    the section is written, as Kueue's defaulting fills it. The names are ours (Kueue's are
+    ``kueue-webhook-service`` and ``kueue-webhook-server-cert``).
+    """
+
+    enable: bool = False
+    webhook_service_name: str = "kueue-webhook"
+    webhook_secret_name: str = "kueue-webhook-tls"
+
+
 def _default_managed_selector(namespace: str) -> LabelSelector:
     # Kueue's default managedJobsNamespaceSelector: every namespace but kube-system and its own.
     return LabelSelector(
@@ -185,6 +206,7 @@ class Configuration:
     label_policy: LabelPolicy = field(default_factory=LabelPolicy)
     controller_identity: ControllerIdentity = field(default_factory=ControllerIdentity)
     manual_approval: ManualApproval = field(default_factory=ManualApproval)
+    internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
     integrations: Integrations = field(default_factory=Integrations)
     log_level: str = "info"
     #: fields of Kueue's configuration that were present but have no effect here
@@ -261,6 +283,7 @@ class ConfigurationReader(FieldReader):
             "labelPolicy",
             "controllerIdentity",
             "manualApproval",
+            "internalCertManagement",
             "integrations",
             "logLevel",
         }
@@ -292,6 +315,7 @@ class ConfigurationReader(FieldReader):
             label_policy=self.label_policy(root.get("labelPolicy")),
             controller_identity=self.controller_identity(root.get("controllerIdentity")),
             manual_approval=self.manual_approval(root.get("manualApproval")),
+            internal_cert_management=self.internal_cert_management(root),
             integrations=self.integrations(root.get("integrations")),
             log_level=log_level,
             warnings=tuple(
@@ -408,6 +432,37 @@ class ConfigurationReader(FieldReader):
             section.get("username"), "controllerIdentity.username", DEFAULT_CONTROLLER_USERNAME
         )
         return ControllerIdentity(username=username)
+
+    def internal_cert_management(self, root: Mapping[str, Any]) -> InternalCertManagement:
+        """Kueue's ``internalCertManagement``, checked as Kueue checks it when enabled (the Service name a
+        DNS-1035 label, the Secret name a DNS-1123 subdomain); ``enable`` defaults to true in the section."""
+        default = InternalCertManagement()
+        if "internalCertManagement" not in root:
+            return default
+        path = "internalCertManagement"
+        known = frozenset({"enable", "webhookServiceName", "webhookSecretName"})
+        section = self.mapping(root[path], path, known)
+        if section is None:
+            return default
+        enable = self.boolean(section.get("enable"), f"{path}.enable", True)
+        service = self.string(
+            section.get("webhookServiceName"), f"{path}.webhookServiceName", default.webhook_service_name
+        )
+        secret = self.string(
+            section.get("webhookSecretName"), f"{path}.webhookSecretName", default.webhook_secret_name
+        )
+        if enable:
+            self.invalid(
+                [
+                    FieldError.invalid(f"{path}.webhookServiceName", service, problem)
+                    for problem in dns1035_label_problems(service)
+                ]
+                + [
+                    FieldError.invalid(f"{path}.webhookSecretName", secret, problem)
+                    for problem in dns1123_subdomain_problems(secret)
+                ]
+            )
+        return InternalCertManagement(enable=enable, webhook_service_name=service, webhook_secret_name=secret)
 
     def integrations(self, value: object) -> Integrations:
         """Kueue's ``integrations``: which frameworks are on (Kueue's names; its default ``[batch/job]``) and

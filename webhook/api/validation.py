@@ -27,6 +27,7 @@ from webhook.api.errors import FieldError
 
 __all__ = [
     "DNS1123_SUBDOMAIN_PATTERN",
+    "dns1035_label_problems",
     "dns1123_label_problems",
     "dns1123_subdomain_problems",
     "label_key_problems",
@@ -63,6 +64,10 @@ _ANNOTATIONS_MAX_BYTES = 256 * 1024
 _DNS1123_LABEL_WORDS = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
     "and end with an alphanumeric character"
+)
+_DNS1035_LABEL_WORDS = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character"
 )
 _DNS1123_SUBDOMAIN_WORDS = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
@@ -119,6 +124,9 @@ class _Syntax:
 
 _SUBDOMAIN = _Syntax(_DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN, _DNS1123_SUBDOMAIN_WORDS, ("example.com",))
 _LABEL = _Syntax(_DNS1123_LABEL_MAX, _DNS1123_LABEL, _DNS1123_LABEL_WORDS, ("my-name", "123-abc"))
+_LABEL_1035 = _Syntax(
+    _DNS1123_LABEL_MAX, re.compile("[a-z]([-a-z0-9]*[a-z0-9])?"), _DNS1035_LABEL_WORDS, ("my-name", "abc-123")
+)
 _KEY_NAME = _Syntax(_LABEL_KEY_NAME_MAX, _LABEL_KEY_NAME, _LABEL_KEY_WORDS, ("MyName", "my.name", "123-abc"))
 _VALUE = _Syntax(_LABEL_VALUE_MAX, _LABEL_VALUE, _LABEL_VALUE_WORDS, ("MyValue", "my_value", "12345"))
 
@@ -134,6 +142,11 @@ def dns1123_subdomain_problems(value: str) -> list[str]:
 def dns1123_label_problems(value: str) -> list[str]:
     """``util/validation.IsDNS1123Label``: namespace names."""
     return _LABEL.problems(value, "characters")
+
+
+def dns1035_label_problems(value: str) -> list[str]:
+    """``util/validation.IsDNS1035Label``: Service names."""
+    return _LABEL_1035.problems(value, "characters")
 
 
 def _key_prefix_problems(prefix: str) -> list[str]:

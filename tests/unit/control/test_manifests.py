@@ -206,3 +206,27 @@ def test_out_of_cluster_visibility_reaches_localhost_through_an_external_name_se
         d["metadata"]["name"]: d for d in of_kind("ClusterRole") if "pending" in d["metadata"]["name"]
     }
     assert {d["metadata"]["name"]: d for d in local if d["kind"] == "ClusterRole"} == in_cluster
+
+
+def test_certificate_renewal_is_granted_on_our_objects_by_name_only() -> None:
+    """internalCertManagement: get and update of the one Secret (no create, no other Secret); get and patch
+    of the caBundle holders the leader writes, each by name."""
+    from webhook.api.config import InternalCertManagement
+    from webhook.control.replica.declared_webhooks import DEFAULT_NAMES
+    from webhook.http.certs import KUEUE_CRDS, VISIBILITY_APISERVICES
+
+    def granted(resource: str) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for kind in ("ClusterRole", "Role"):
+            for doc in of_kind(kind):
+                for rule in doc["rules"]:
+                    if resource in rule.get("resources", ()):
+                        for name in rule.get("resourceNames", ["*any*"]):
+                            out.setdefault(name, set()).update(rule["verbs"])
+        return out
+
+    assert granted("secrets") == {InternalCertManagement().webhook_secret_name: {"get", "update"}}
+    assert granted("customresourcedefinitions") == {name: {"get", "patch"} for name in KUEUE_CRDS}
+    assert granted("apiservices") == {name: {"get", "patch"} for name in VISIBILITY_APISERVICES}
+    assert granted("mutatingwebhookconfigurations") == {DEFAULT_NAMES["mutating"]: {"get", "patch"}}
+    assert granted("validatingwebhookconfigurations") == {DEFAULT_NAMES["validating"]: {"get", "patch"}}

@@ -56,7 +56,10 @@ WORKLOAD_PRIORITY_CLASSES = Kind(
 #: scheduling.k8s.io PriorityClasses: a Job's priority when its pod template names one (priorityClassName)
 PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 ADMISSION_CHECKS = Kind("AdmissionCheck", KUEUE, "v1beta2", "admissionchecks", namespaced=False)
-#: not watched; ``certs --patch-webhook-configurations`` sets their caBundle
+#: not watched: the certificate Secret the leader renews (``internalCertManagement``)
+SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)
+#: not watched; ``certs --patch-webhook-configurations`` and the certificate renewal set their caBundle
+API_SERVICES = Kind("APIService", "apiregistration.k8s.io", "v1", "apiservices", namespaced=False)
 CUSTOM_RESOURCE_DEFINITIONS = Kind(
     "CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False
 )

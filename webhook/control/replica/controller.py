@@ -5,9 +5,10 @@ without a cold start, and a replica that does not lead answers the visibility AP
 ``queues_mirror``) but only the Lease holder writes. Leadership gates five tasks, started together
 when the lease is won and cancelled together, synchronously, the moment it is lost: the scheduler loop,
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
-reporter. They share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration),
-built here once. Winning the lease rebuilds the core from the store and queues every Job, so whatever a
-previous leader left half done (a Workload admitted whose Job is still suspended) is finished first.
+reporter, and the upkeep of our own objects (declared webhook entries, the serving certificate). They
+share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration), built here once.
+Winning the lease rebuilds the core from the store and queues every Job, so whatever a previous leader
+left half done (a Workload admitted whose Job is still suspended) is finished first.
 Nothing leader-only runs before every informer has listed once, and nothing at all before the API server
 has said who the controller is (``webhook.control.kube.identity``): the webhook trusts that user to start
 queued Jobs.
@@ -36,6 +37,7 @@ from webhook.control.output.context import ControlContext
 from webhook.control.output.events import Recorder
 from webhook.control.output.metrics import Metrics
 from webhook.control.output.writers import Writer
+from webhook.control.replica.cert_rotation import CertificateRotation
 from webhook.control.replica.declared_webhooks import DeclaredWebhooks
 from webhook.control.replica.live_config import LiveConfiguration
 from webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
@@ -169,6 +171,11 @@ class Controller:
             self.leader_client, lambda: self.configuration().integrations
         )
         self.live_config.subscribe(lambda _: self.declared_webhooks.request())
+        #: the leader renews the serving certificate Secret and keeps the caBundles trusting its CA
+        self.cert_rotation = CertificateRotation(
+            self.leader_client, self.configuration, self.recorder, namespace=namespace
+        )
+        self.live_config.subscribe(lambda _: self.cert_rotation.request())
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
         self.live_config.subscribe(self._rearm_pods_ready)
@@ -250,6 +257,7 @@ class Controller:
             loop.create_task(self.checks.run(), name="admission-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
+            loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
         ]
 
     def _stop_leading(self, *, shutting_down: bool = False) -> None:
