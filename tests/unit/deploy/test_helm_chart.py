@@ -148,17 +148,29 @@ def test_cert_manager_issues_the_secret_and_injects_every_ca_bundle() -> None:
         o
         for o in objects
         if o["kind"]
-        in {"CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+        in {
+            "CustomResourceDefinition",
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            "APIService",
+        }
     ]
-    assert len(injected) == 9
+    assert len(injected) == 10
+    annotated = [
+        o for o in objects if (o["metadata"].get("annotations") or {}).get("cert-manager.io/inject-ca-from")
+    ]
+    assert len(annotated) == 10  # nothing else carries the injector's annotation
     for obj in injected:
         assert obj["metadata"]["annotations"] == {
             "cert-manager.io/inject-ca-from": "kueue-system/kueue-webhook"
         }
+    # cert-manager owns the Secret, so the leader does not renew it
+    config_map = by_key[("ConfigMap", "kueue-system", "kueue-webhook-config")]
+    assert config_of(objects).internal_cert_management.enable is False, config_map
     # otherwise the same objects
     plain = keyed(render_chart(CHART))
     for key, obj in by_key.items():
-        if key in plain:
+        if key in plain and key != ("ConfigMap", "kueue-system", "kueue-webhook-config"):
             obj["metadata"].pop("annotations", None)
             assert obj == plain[key], key
 
