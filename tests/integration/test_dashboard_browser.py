@@ -62,7 +62,7 @@ async def test_the_seed_in_a_browser_32_admitted_1_pending_and_the_page_follows_
     tls = certificates(tmp_path / "tls")
     async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
         await asyncio.wait_for(serving.controller.leading.wait(), HANG)
-        await serve_visibility(fake_api, serving.port)
+        await serve_visibility(fake_api, serving.port, tls)
         await fake_api.wait_for(
             lambda: all(running(fake_api, "team-a", job) for job in JOBS[:32]) and waits(fake_api, JOBS[32]),
             timeout=HANG,

@@ -71,6 +71,7 @@ async def installed(fake_api: FakeApiServer, tmp_path: Path) -> AsyncIterator[Pa
             }
         )
         apiservice = next(yaml.safe_load_all((MANIFESTS / "visibility.yaml").read_text()))
+        apiservice["spec"]["caBundle"] = ca_bundle(certs)  # as `certs --patch-webhook-configurations` sets it
         await fake_api.create(apiservice)
         await fake_api.patch(
             "apiservices",

@@ -38,9 +38,10 @@ def limit_of(fake_api: FakeApiServer, job: str) -> object:
 async def test_why_estimates_from_the_jobs_time_limit_labels(fake_api: FakeApiServer, tmp_path: Path) -> None:
     await fake_api.apply_manifests(QUOTA)
     config = fake_api.kubeconfig_path(namespace="team-a")
-    async with replica(fake_api.kubeconfig_path(), tls=certificates(tmp_path / "tls")) as serving:
+    tls = certificates(tmp_path / "tls")
+    async with replica(fake_api.kubeconfig_path(), tls=tls) as serving:
         await asyncio.wait_for(serving.controller.leading.wait(), HANG)
-        await serve_visibility(fake_api, serving.port)
+        await serve_visibility(fake_api, serving.port, tls)
         await fake_api.create(limited_job("short", 600))
         await fake_api.create(limited_job("long", 3600))
         await fake_api.wait_for(
