@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from webhook.api.bounds import BoundsError, check_body, check_depth, shown
-from webhook.api.conversion import ConversionError, convert, expanded_domains, expanded_size
+from webhook.api.conversion import ConversionError, convert_for_answer, expanded_domains, expansion
 
 __all__ = [
     "CONVERSION_API_VERSION",
@@ -32,12 +32,16 @@ __all__ = [
 ]
 
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
-#: v1beta1 topology domains one review may expand to (two Workloads at Kueue's largest assignment)
-MAX_REVIEW_DOMAINS = 200_000
+#: v1beta1 topology domains one review may expand to: one Workload at Kueue's largest assignment (the
+#: Workload CRD's MaxItems of 100,000 on a slice's ``roots`` and ``podCounts.individual``)
+MAX_REVIEW_DOMAINS = 100_000
 #: the level of ``request.objects`` in a ConversionReview (review, request, objects)
 _OBJECTS_LEVEL = 3
-#: what the expanded domains of one review may add to the answer
-MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+#: what the expanded domains of one review may add to the answer. v1beta1 stored every domain in the
+#: Workload and etcd keeps an object of at most 1.5 MiB (Kueue's TAS design, KEP 2724: "around 20-30k" nodes
+#: for real node names), so no v1beta1 reader ever read more; this is five times that, 100,000 domains of
+#: three levels of real node names, and is written in ~30 ms
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
 class ConversionReviewError(ValueError):
@@ -62,7 +66,7 @@ def answer_review(body: bytes) -> bytes:
         _check_expansion(objects, desired)
         for index, obj in enumerate(objects):
             try:
-                converted.append(convert(obj, desired))
+                converted.append(convert_for_answer(obj, desired))
             except ConversionError as exc:
                 raise ConversionError(f"objects[{index}]: {exc}") from exc
     except ConversionError as exc:
@@ -89,10 +93,10 @@ def _check_expansion(objects: list[Any], desired: str) -> None:
     domains = size = 0
     for index, obj in enumerate(objects):
         try:
-            domains += expanded_domains(obj, desired)
-            size += expanded_size(obj, desired)
+            more_domains, more_bytes = expansion(obj, desired)
         except ConversionError as exc:
             raise ConversionError(f"objects[{index}]: {exc}") from exc
+        domains, size = domains + more_domains, size + more_bytes
         if domains > MAX_REVIEW_DOMAINS or size > MAX_RESPONSE_BYTES:
             raise ConversionError(
                 f"objects[0..{index}] expand to more than {MAX_REVIEW_DOMAINS} v1beta1 topology domains or "

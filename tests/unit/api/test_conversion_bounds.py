@@ -74,6 +74,24 @@ def test_slices_adding_up_to_more_than_an_assignment_may_hold_are_refused() -> N
         convert(workload(universal(MAX_DOMAINS), universal(1)), V1BETA1)
 
 
+def test_one_workload_at_kueues_largest_assignment_converts_in_one_review() -> None:
+    # 100,000 nodes, each named individually: the most one v1beta2 slice lists, read as v1beta1
+    piece = {
+        "domainCount": MAX_DOMAINS,
+        "valuesPerLevel": [
+            {"individual": {"prefix": "node-", "roots": [str(i) for i in range(MAX_DOMAINS)]}}
+        ],
+        "podCounts": {"universal": 1},
+    }
+    answer = orjson.loads(answer_review(review(workload(piece))))["response"]
+    assert answer["result"] == {"status": "Success"}
+    domains = answer["convertedObjects"][0]["status"]["admission"]["podSetAssignments"][0][
+        "topologyAssignment"
+    ]["domains"]
+    assert len(domains) == MAX_REVIEW_DOMAINS == MAX_DOMAINS
+    assert domains[-1] == {"values": [f"node-{MAX_DOMAINS - 1}"], "count": 1}
+
+
 def test_a_review_whose_objects_together_expand_beyond_its_budget_fails_before_converting_any() -> None:
     per_object = MAX_DOMAINS
     objects = [workload(universal(per_object)) for _ in range(MAX_REVIEW_DOMAINS // per_object + 1)]
