@@ -1,6 +1,7 @@
 """One aiohttp application for the whole HTTPS port: the admission and conversion paths, the visibility API,
 the probes and ``/metrics``.
 
+Any other path or method is answered with a Kubernetes ``Status`` (:mod:`webhook.http.fallback`).
 ``/healthz`` is always 200 while the loop runs; ``/readyz`` is 200 once the certificate is loaded and the
 ``ready`` callable (the controller's cache sync) says so; ``/metrics`` serves the registry it was given, to
 which the admission transport adds its own request counter and latency histogram. With ``auth``
@@ -20,6 +21,7 @@ from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, OwnerResolver, add_admission_routes
 from webhook.http.auth import HttpsAuth
+from webhook.http.fallback import add_fallback_route
 from webhook.http.visibility import Visibility, add_visibility_routes
 
 __all__ = ["CERTIFICATE_LOADED", "create_app", "create_metrics_app"]
@@ -67,6 +69,7 @@ def create_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)
+    add_fallback_route(app)
     return app
 
 
