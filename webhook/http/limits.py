@@ -98,7 +98,10 @@ class OffLoop:
         if self._process is None:
             # spawned, not forked: a fork would copy this process's threads' locks mid-flight
             self._process = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
             )
         try:
             return await self._await(self._process, work, body)
