@@ -561,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.05)
             url = f"https://127.0.0.1:{port_file.read_text().strip()}"
             context = ssl.create_default_context(cafile=str(certs.ca_cert))
-            results = asyncio.run(_run(url, context, args))
+            results = runtime.run(_run(url, context, args))  # uvloop here too: less of the load's own delay
         finally:
             server.send_signal(signal.SIGINT)  # a clean stop: the worker process is shut down with it
             try:
