@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import random
@@ -44,12 +45,14 @@ from prometheus_client import CollectorRegistry
 
 from bench.http_surface import FuzzRequest, draw_request, problems, visibility_of_research
 from bench.webhook import _machine
+from webhook import runtime
 from webhook.admission.view import StaticClusterView
 from webhook.api.config import Configuration
 from webhook.http.app import create_app
 from webhook.http.certs import ensure_certificates
 from webhook.http.limits import INLINE_BODY_BYTES
 from webhook.http.server import WebhookServer
+from webhook.memory import freeze_survivors
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROBE_INTERVAL = 0.005
@@ -94,6 +97,35 @@ class LoopLag:
             self.over_50ms += late > 0.050
 
 
+@dataclass
+class Collections:
+    """The cyclic garbage collector's runs in the server and how long the longest held the interpreter."""
+
+    runs: Counter[int] = field(default_factory=Counter)
+    collected: int = 0
+    worst: float = 0.0
+    worst_cpu: float = 0.0
+    _started: tuple[float, float] = (0.0, 0.0)
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = (time.perf_counter(), time.thread_time())
+            return
+        self.runs[info["generation"]] += 1
+        self.collected += info["collected"]
+        self.worst = max(self.worst, time.perf_counter() - self._started[0])
+        self.worst_cpu = max(self.worst_cpu, time.thread_time() - self._started[1])
+
+
+def _cpu_seconds(pid: str) -> float:
+    """User plus system CPU time of a process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _status(pid: str) -> dict[str, int]:
     found = {}
     try:
@@ -107,25 +139,28 @@ def _status(pid: str) -> dict[str, int]:
     return found
 
 
-def _memory() -> dict[str, int]:
-    """Resident set size now and at its peak, in KiB, of the server and of its worker processes."""
+def _memory() -> dict[str, float]:
+    """Resident set size now and at its peak, in KiB, and CPU time, of the server and of its worker
+    processes."""
     own = _status("self")
-    children = [
-        _status(pid)
-        for task in Path("/proc/self/task").iterdir()
-        for pid in (task / "children").read_text().split()
-    ]
+    tasks = Path("/proc/self/task").iterdir()
+    pids = [pid for task in tasks for pid in (task / "children").read_text().split()]
+    children = [_status(pid) for pid in pids]
     return {
         "rss_kib": own.get("VmRSS", 0),
         "peak_rss_kib": own.get("VmHWM", 0),
         "workers_rss_kib": sum(c.get("VmRSS", 0) for c in children),
         "workers_peak_rss_kib": sum(c.get("VmHWM", 0) for c in children),
+        "cpu_s": _cpu_seconds("self"),
+        "workers_cpu_s": sum(_cpu_seconds(pid) for pid in pids),
     }
 
 
 def serve(cert: str, key: str, port_file: str, pending: int) -> None:
     """The server process: the webhook's application plus :data:`STATS` (loop lag and memory)."""
     lag = LoopLag()
+    collections = Collections()
+    gc.callbacks.append(collections)
     view = StaticClusterView(
         namespaces={"golden-hooked": {"kubernetes.io/metadata.name": "golden-hooked"}},
         local_queues={"golden-hooked": {"team-a-gpu", "default"}, "golden": {"team-a-gpu"}},
@@ -147,11 +182,17 @@ def serve(cert: str, key: str, port_file: str, pending: int) -> None:
             "loop_lag_over_10ms": lag.over_10ms,
             "loop_lag_over_50ms": lag.over_50ms,
             "loop_lag_samples": lag.samples,
+            "gc_runs": {str(generation): n for generation, n in sorted(collections.runs.items())},
+            "gc_collected": collections.collected,
+            "gc_worst_ms": round(collections.worst * 1000, 2),
+            "gc_worst_cpu_ms": round(collections.worst_cpu * 1000, 2),
             **_memory(),
         }
         if request.method == "POST":  # reset: the measurement starts now
             lag.worst, lag.worst_loop_cpu, lag.worst_process_cpu, lag.worst_own = 0.0, 0.0, 0.0, 0.0
             lag.over_10ms, lag.over_50ms, lag.samples = 0, 0, 0
+            collections.runs.clear()
+            collections.collected, collections.worst, collections.worst_cpu = 0, 0.0, 0.0
         return web.json_response(body)
 
     app.router.add_get(STATS, stats)
@@ -160,6 +201,7 @@ def serve(cert: str, key: str, port_file: str, pending: int) -> None:
 
     async def main() -> None:
         await server.start()
+        freeze_survivors()  # as the webhook's own server does once it listens
         probe = asyncio.create_task(lag.run())
         Path(port_file).write_text(str(server.port))
         try:
@@ -168,7 +210,7 @@ def serve(cert: str, key: str, port_file: str, pending: int) -> None:
             probe.cancel()
             await server.stop()
 
-    asyncio.run(main())
+    runtime.run(main())  # the event loop the webhook serves on (uvloop where installed)
 
 
 # ---- the load -------------------------------------------------------------------------------------------
@@ -222,15 +264,20 @@ class Tally:
             self.slowest = sorted(self.slowest, reverse=True)[:20]
 
 
-async def _send(session: aiohttp.ClientSession, request: FuzzRequest) -> Answer:
+async def _send(session: aiohttp.ClientSession, request: FuzzRequest) -> tuple[int, float, bytes]:
+    """The answer's status, how long it took, and its body (checked later: decoding a large answer here
+    would hold this process's loop while other answers arrive, and count against their time)."""
     headers = {"Content-Type": request.content_type} if request.method == "POST" else {}
     started = time.perf_counter()
     async with session.request(
         request.method, request.path, data=request.body or None, headers=headers
     ) as response:
         body = await response.read()
-    seconds = time.perf_counter() - started
-    return Answer(request, response.status, seconds, len(body), problems(request, response.status, body))
+    return response.status, time.perf_counter() - started, body
+
+
+def _checked(request: FuzzRequest, status: int, seconds: float, body: bytes) -> Answer:
+    return Answer(request, status, seconds, len(body), problems(request, status, body))
 
 
 async def _readyz(session: aiohttp.ClientSession, tally: Tally, stop: asyncio.Event) -> None:
@@ -264,7 +311,7 @@ async def _run(url: str, context: ssl.SSLContext, args: argparse.Namespace) -> d
             await response.read()
         stop = asyncio.Event()
         readyz = asyncio.create_task(_readyz(probe, tally, stop))
-        started = time.monotonic()
+        started, load_cpu = time.monotonic(), time.process_time()
         sent = 0
         while sent < args.requests:
             batch = [
@@ -275,15 +322,23 @@ async def _run(url: str, context: ssl.SSLContext, args: argparse.Namespace) -> d
             for request in batch:
                 queue.put_nowait(request)
 
-            async def worker(queue: asyncio.Queue[FuzzRequest] = queue) -> None:
+            answered: list[tuple[FuzzRequest, int, float, bytes]] = []
+
+            async def worker(
+                queue: asyncio.Queue[FuzzRequest] = queue,
+                answered: list[tuple[FuzzRequest, int, float, bytes]] = answered,
+            ) -> None:
                 while not queue.empty():
                     request = queue.get_nowait()
                     try:
-                        tally.add(await _send(session, request))
+                        answered.append((request, *await _send(session, request)))
                     except (aiohttp.ClientError, TimeoutError) as exc:
                         tally.add(Answer(request, 599, 0.0, 0, [f"no answer: {exc!r}"]))
 
             await asyncio.gather(*(worker() for _ in range(args.connections)))
+            for answer in answered:
+                tally.add(_checked(*answer))
+            del answered
             sent += len(batch)
             if sent % 10_000 < args.batch:
                 async with session.get(STATS) as response:
@@ -292,12 +347,12 @@ async def _run(url: str, context: ssl.SSLContext, args: argparse.Namespace) -> d
                     (sent, round(now["rss_kib"] / 1024, 1), round(now["workers_rss_kib"] / 1024, 1))
                 )
                 print(f"{sent} requests, {tally.server_errors} 5xx, {tally.broken_count} broken", flush=True)
-        elapsed = time.monotonic() - started
+        elapsed, load_cpu = time.monotonic() - started, time.process_time() - load_cpu
         stop.set()
         await readyz
         async with session.get(STATS) as response:
             after = await response.json()
-    return _summary(tally, before, after, elapsed)
+    return _summary(tally, before, after, elapsed, load_cpu)
 
 
 def _ms(seconds: float) -> float:
@@ -311,8 +366,11 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _summary(tally: Tally, before: dict[str, Any], after: dict[str, Any], elapsed: float) -> dict[str, Any]:
+def _summary(
+    tally: Tally, before: dict[str, Any], after: dict[str, Any], elapsed: float, load_cpu: float
+) -> dict[str, Any]:
     slowest = sorted(tally.slowest, reverse=True)[:10]
+    server_cpu = after["cpu_s"] - before["cpu_s"]
     return {
         "requests": tally.answers,
         "elapsed_s": round(elapsed, 1),
@@ -352,6 +410,18 @@ def _summary(tally: Tally, before: dict[str, Any], after: dict[str, Any], elapse
             "over_10ms": after["loop_lag_over_10ms"],
             "over_50ms": after["loop_lag_over_50ms"],
             "samples": after["loop_lag_samples"],
+        },
+        "cpu": {
+            "server_s": round(server_cpu, 1),
+            "server_ms_per_request": round(1000 * server_cpu / max(tally.answers, 1), 3),
+            "worker_s": round(after["workers_cpu_s"] - before["workers_cpu_s"], 1),
+            "load_generator_s": round(load_cpu, 1),
+        },
+        "gc": {
+            "runs_by_generation": after["gc_runs"],
+            "collected": after["gc_collected"],
+            "worst_ms": after["gc_worst_ms"],
+            "worst_cpu_ms": after["gc_worst_cpu_ms"],
         },
         "memory": {
             "rss_before_mib": round(before["rss_kib"] / 1024, 1),
@@ -406,6 +476,12 @@ def _markdown(report: dict[str, Any]) -> str:
         f"{r['loop_lag']['samples']:,} samples) |",
         f"| longest block the server itself can have caused (a block's length, at most the CPU time the "
         f"server used during it) | under 50 ms | {r['loop_lag']['worst_own_ms']} ms |",
+        f"| CPU time: server (its ms per request), conversion worker, load generator | | "
+        f"{r['cpu']['server_s']} s ({r['cpu']['server_ms_per_request']} ms), {r['cpu']['worker_s']} s, "
+        f"{r['cpu']['load_generator_s']} s |",
+        "| server's garbage collections by generation; objects collected; longest (CPU time) | | "
+        + ", ".join(f"gen{g}: {n:,}" for g, n in r["gc"]["runs_by_generation"].items())
+        + f"; {r['gc']['collected']:,}; {r['gc']['worst_ms']} ms ({r['gc']['worst_cpu_ms']} ms) |",
         f"| server RSS before / after / peak | bounded | {r['memory']['rss_before_mib']} / "
         f"{r['memory']['rss_after_mib']} / {r['memory']['peak_rss_mib']} MiB |",
         f"| conversion worker process RSS before / after / peak | bounded | "
@@ -485,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.05)
             url = f"https://127.0.0.1:{port_file.read_text().strip()}"
             context = ssl.create_default_context(cafile=str(certs.ca_cert))
-            results = asyncio.run(_run(url, context, args))
+            results = runtime.run(_run(url, context, args))  # uvloop here too: less of the load's own delay
         finally:
             server.send_signal(signal.SIGINT)  # a clean stop: the worker process is shut down with it
             try:

@@ -498,10 +498,7 @@ def problems(request: FuzzRequest, status: int, body: bytes) -> list[str]:
     path = request.path.split("?", 1)[0]
     if len(request.path) > _MAX_REQUEST_LINE and 400 <= status < 500:
         return found  # the HTTP parser's own refusal of a request line too long to read
-    reviews = request.method == "POST" and (path in ROUTES or path == "/convert")
-    if status in (404, 405) and not reviews:
-        return found  # no such path or method: aiohttp's plain answer, or the visibility API's NotFound
-    if path in ("/metrics", "/healthz", "/readyz"):
+    if path in ("/metrics", "/healthz", "/readyz") and status not in (404, 405):
         if status != 200:
             found.append(f"{path} answered {status}")
         return found
@@ -511,7 +508,7 @@ def problems(request: FuzzRequest, status: int, body: bytes) -> list[str]:
         return [*found, f"HTTP {status} with a body that is not JSON: {body[:120]!r}"]
     if not isinstance(answer, dict):
         return [*found, "answer is not a JSON object"]
-    if status != 200:
+    if status != 200:  # no such path or method included: a Status, as kube-apiserver answers
         if answer.get("kind") != "Status" or answer.get("code") != status or not answer.get("message"):
             found.append(f"HTTP {status} without a Status saying why: {body[:200]!r}")
         return found

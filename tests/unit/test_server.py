@@ -209,10 +209,24 @@ async def test_wrong_content_type_method_and_path(http: aiohttp.ClientSession) -
         assert "Content-Type must be application/json" in (await response.text())
     async with http.get("/validate") as response:
         assert response.status == 405
+        assert response.headers["Allow"] == "POST"
+        assert orjson.loads(await response.read()) == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": "the server does not allow this method on the requested resource",
+            "reason": "MethodNotAllowed",
+            "code": 405,
+        }
     async with http.post(
         "/validate-apps-v1-daemonset", data=b"{}", headers={"Content-Type": "application/json"}
     ) as response:
         assert response.status == 404
+        status = orjson.loads(await response.read())
+        assert (status["kind"], status["reason"]) == ("Status", "NotFound")
+        assert status["message"] == "the server could not find the requested resource"
+    async with http.delete("/healthz") as response:
+        assert (response.status, response.headers["Allow"]) == (405, "GET,HEAD")
 
 
 async def test_a_rule_that_crashes_is_a_denial_not_a_traceback(

@@ -10,9 +10,12 @@ its own thread so hypothesis can drive it synchronously through a real TLS conne
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
+import logging
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,3 +158,49 @@ def test_the_contract_notices_what_a_user_would() -> None:
         {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": failure}
     )
     assert problems(convert, 200, body) == ["conversion failure without a message"]
+
+
+def strangers(first: int, count: int) -> list[FuzzRequest]:
+    """Requests naming what nobody named before: unknown paths and methods, unknown queues and namespaces,
+    odd query strings. A cache keyed by what a caller sends would keep a little of each."""
+    base = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+    shapes = (
+        lambda n: FuzzRequest("GET", f"/nowhere/{n}"),
+        lambda n: FuzzRequest("PUT", f"/validate?attempt={n}"),
+        lambda n: FuzzRequest("GET", f"{base}/clusterqueues/queue-{n}/pendingworkloads?limit={n}"),
+        lambda n: FuzzRequest("GET", f"{base}/namespaces/team-{n}/localqueues/q/pendingworkloads"),
+        lambda n: FuzzRequest("DELETE", f"/metrics/{n}"),
+    )
+    return [shapes[n % len(shapes)](n) for n in range(first, first + count)]
+
+
+def test_answering_leaves_nothing_behind(client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    # Once the code paths have run and the bounded caches are warm (aiohttp's and yarl's hold 128 URLs
+    # each), answering more requests must neither leave reference cycles (work for the collector, whose
+    # pauses stop the loop) nor keep anything (a cache keyed by what callers send, a metric labelled with
+    # it): counted in objects and in allocated memory blocks, which are deterministic, unlike a process's
+    # resident size. The fuzzed requests are drawn again with new uids, so they take the same paths.
+    # pytest keeps every log record it captures, which the server's denials would add to: none is made.
+    caplog.set_level(logging.WARNING)
+    caplog.set_level(logging.WARNING, logger="kueue_webhook")
+
+    def send(requests: list[FuzzRequest]) -> None:
+        for request in requests:
+            assert_answer_is_sound(client, request)
+
+    def fuzzed(serial: int) -> list[FuzzRequest]:
+        return [draw_request(random.Random(seed), scale=0.1, serial=serial + seed) for seed in range(150)]
+
+    send(strangers(0, 300) + fuzzed(0))
+    measured = strangers(1000, 150) + fuzzed(1000)
+    gc.collect()
+    objects, blocks = len(gc.get_objects()), sys.getallocatedblocks()
+    gc.disable()
+    try:
+        send(measured)
+        cycles = gc.collect()
+    finally:
+        gc.enable()
+    assert cycles == 0, "answering left reference cycles for the garbage collector"
+    assert len(gc.get_objects()) - objects < len(measured) // 10, "answering keeps objects"
+    assert sys.getallocatedblocks() - blocks < len(measured) // 4, "answering keeps memory"

@@ -23,7 +23,7 @@ protocol's refusal (an HTTP 413/400 ``Status``, or a review failure).
 
 from __future__ import annotations
 
-from itertools import compress, repeat
+from itertools import chain, compress, islice, repeat
 from typing import Any
 
 __all__ = [
@@ -48,7 +48,7 @@ MAX_VALUES = 400_000
 MAX_DEPTH = 100
 
 
-_CONTAINERS = (dict, list)
+_CONTAINER_TYPES = frozenset((dict, list))
 _SLICE = 4096
 
 
@@ -88,27 +88,24 @@ def check_depth(document: Any, limit: int = MAX_DEPTH, *, start: int = 1) -> Non
     """Refuse a decoded document whose objects and arrays nest deeper than ``limit``; ``start`` is the
     level ``document`` sits at in the body (1: the body's top).
 
-    Level by level, so the check itself never recurses; it touches each value once. A long list is
-    scanned a slice at a time at C speed (most values of a large body are scalars), so that a thread
-    waiting for the interpreter (the event loop) gets it in between.
+    Level by level, so the check itself never recurses; it touches each value once, in C-speed passes
+    (``map``, ``compress``) over at most :data:`_SLICE` values at a time, so that a thread waiting for the
+    interpreter (the event loop) gets it in between.
     """
-    level: list[Any] = [document] if type(document) in _CONTAINERS else []
+    objects: list[dict[str, Any]] = [document] if type(document) is dict else []
+    arrays: list[list[Any]] = [document] if type(document) is list else []
     depth = start
-    while level:
-        nested: list[Any] = []
-        for node in level:
-            values = node.values() if type(node) is dict else node
-            if len(values) <= _SLICE:
-                nested += [child for child in values if type(child) is dict or type(child) is list]
+    while objects or arrays:
+        children = chain(chain.from_iterable(map(dict.values, objects)), chain.from_iterable(arrays))
+        objects, arrays = [], []
+        while part := list(islice(children, _SLICE)):
+            if _CONTAINER_TYPES.isdisjoint(map(type, part)):  # scalars only: the common case
                 continue
-            values = list(values)
-            for start in range(0, len(values), _SLICE):
-                part = values[start : start + _SLICE]
-                nested += compress(part, map(isinstance, part, repeat(_CONTAINERS)))
-        if nested and depth >= limit:
+            objects += compress(part, map(isinstance, part, repeat(dict)))
+            arrays += compress(part, map(isinstance, part, repeat(list)))
+        if (objects or arrays) and depth >= limit:
             raise BoundsError(f"request body nests objects and arrays deeper than {limit} levels")
         depth += 1
-        level = nested
 
 
 def shown(value: Any, limit: int = 80) -> str:

@@ -6,9 +6,9 @@ apart: a body that is not a ConversionReview at all raises :class:`ConversionRev
 HTTP 400 with its message); a review whose objects cannot be converted is answered with ``result: {status:
 Failure, message}``, which kube-apiserver passes on to the client, and nothing is converted.
 
-A review is measured before anything is converted (see :mod:`webhook.api.bounds` for the body): a list
-that kube-apiserver converts in one review may expand to at most :data:`MAX_REVIEW_DOMAINS` v1beta1
-topology domains, of at most :data:`MAX_RESPONSE_BYTES` of JSON, and the review must nest no deeper than
+A review is measured before anything is converted (see :mod:`webhook.api.bounds` for the body): it holds
+at most :data:`MAX_REVIEW_OBJECTS` objects, which may expand to at most :data:`MAX_REVIEW_DOMAINS` v1beta1
+topology domains, of at most :data:`MAX_RESPONSE_BYTES` of JSON, and nests no deeper than
 :data:`~webhook.api.bounds.MAX_DEPTH`. Beyond that the review fails with a message saying what to do (list
 fewer objects at a time, or read v1beta2), which kube-apiserver shows to the client.
 """
@@ -20,24 +20,33 @@ from typing import Any
 import orjson
 
 from webhook.api.bounds import BoundsError, check_body, check_depth, shown
-from webhook.api.conversion import ConversionError, convert, expanded_domains, expanded_size
+from webhook.api.conversion import ConversionError, convert_for_answer, expanded_domains, expansion
 
 __all__ = [
     "CONVERSION_API_VERSION",
     "MAX_RESPONSE_BYTES",
     "MAX_REVIEW_DOMAINS",
+    "MAX_REVIEW_OBJECTS",
     "ConversionReviewError",
     "answer_review",
     "expands_at_most",
 ]
 
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
-#: v1beta1 topology domains one review may expand to (two Workloads at Kueue's largest assignment)
-MAX_REVIEW_DOMAINS = 200_000
+#: v1beta1 topology domains one review may expand to: one Workload at Kueue's largest assignment (the
+#: Workload CRD's MaxItems of 100,000 on a slice's ``roots`` and ``podCounts.individual``)
+MAX_REVIEW_DOMAINS = 100_000
+#: objects one review may hold: the smallest real Kueue object (a ResourceFlavor, with the metadata
+#: kube-apiserver keeps) takes ~400 bytes, so a review within the 3 MiB body bound holds fewer than 8,000;
+#: each costs a few microseconds, and a list of 200,000 zeros or empty objects would cost a tenth of a second
+MAX_REVIEW_OBJECTS = 10_000
 #: the level of ``request.objects`` in a ConversionReview (review, request, objects)
 _OBJECTS_LEVEL = 3
-#: what the expanded domains of one review may add to the answer
-MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+#: what the expanded domains of one review may add to the answer. v1beta1 stored every domain in the
+#: Workload and etcd keeps an object of at most 1.5 MiB (Kueue's TAS design, KEP 2724: "around 20-30k" nodes
+#: for real node names), so no v1beta1 reader ever read more; this is five times that, 100,000 domains of
+#: three levels of real node names, and is written in ~30 ms
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
 class ConversionReviewError(ValueError):
@@ -55,6 +64,11 @@ def answer_review(body: bytes) -> bytes:
     uid, desired, objects = _parse(body)
     converted = []
     try:
+        if len(objects) > MAX_REVIEW_OBJECTS:
+            raise ConversionError(
+                f"the review holds {len(objects)} objects, more than the {MAX_REVIEW_OBJECTS} one review of "
+                "real objects can (3 MiB); list fewer at a time (kubectl --chunk-size)"
+            )
         try:
             check_depth(objects, start=_OBJECTS_LEVEL)
         except BoundsError as exc:
@@ -62,7 +76,7 @@ def answer_review(body: bytes) -> bytes:
         _check_expansion(objects, desired)
         for index, obj in enumerate(objects):
             try:
-                converted.append(convert(obj, desired))
+                converted.append(convert_for_answer(obj, desired))
             except ConversionError as exc:
                 raise ConversionError(f"objects[{index}]: {exc}") from exc
     except ConversionError as exc:
@@ -89,10 +103,10 @@ def _check_expansion(objects: list[Any], desired: str) -> None:
     domains = size = 0
     for index, obj in enumerate(objects):
         try:
-            domains += expanded_domains(obj, desired)
-            size += expanded_size(obj, desired)
+            more_domains, more_bytes = expansion(obj, desired)
         except ConversionError as exc:
             raise ConversionError(f"objects[{index}]: {exc}") from exc
+        domains, size = domains + more_domains, size + more_bytes
         if domains > MAX_REVIEW_DOMAINS or size > MAX_RESPONSE_BYTES:
             raise ConversionError(
                 f"objects[0..{index}] expand to more than {MAX_REVIEW_DOMAINS} v1beta1 topology domains or "

@@ -1,6 +1,7 @@
 """One aiohttp application for the whole HTTPS port: the admission and conversion paths, the visibility API,
 the probes, ``/metrics`` and the live dashboard (``webhook.http.dashboard``).
 
+Any other path or method is answered with a Kubernetes ``Status`` (:mod:`webhook.http.fallback`).
 ``/healthz`` is always 200 while the loop runs; ``/readyz`` is 200 once the certificate is loaded and the
 ``ready`` callable (the controller's cache sync) says so; ``/metrics`` serves the registry it was given, to
 which the admission transport adds its own request counter and latency histogram and the server the
@@ -23,6 +24,7 @@ from webhook.http.admission import MAX_BODY_BYTES, AdmissionMetrics, OwnerResolv
 from webhook.http.auth import HttpsAuth
 from webhook.http.certificate_metrics import CertificateExpiry
 from webhook.http.dashboard import Dashboard, add_dashboard_routes
+from webhook.http.fallback import add_fallback_route
 from webhook.http.visibility import Visibility, add_visibility_routes
 
 __all__ = ["CERTIFICATE_EXPIRY", "CERTIFICATE_LOADED", "create_app", "create_metrics_app"]
@@ -77,6 +79,7 @@ def create_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)
+    add_fallback_route(app)
     return app
 
 

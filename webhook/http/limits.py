@@ -15,7 +15,8 @@ worker keeps it off the loop, and one request at a time keeps its memory bounded
 At most :data:`MAX_WAITING` requests hold a large body or wait for the worker; beyond that a request is
 refused with 429 and ``Retry-After`` before its body is read, and a body must arrive within
 :data:`BODY_READ_SECONDS` (kube-apiserver sends it at once), so memory stays bounded and a slow sender cannot
-hold a place for long. Ordinary reviews never wait: they never go to the worker.
+hold a place for long. Ordinary reviews never wait: they never go to the worker. What large requests
+freed is handed back to the system soon after (:func:`webhook.memory.release_freed_memory`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
+
+from webhook.memory import release_freed_memory
 
 __all__ = [
     "BODY_READ_SECONDS",
@@ -53,6 +56,8 @@ INLINE_DOMAINS = 1_000
 MAX_WAITING = 8
 #: time a large body has to arrive once its headers have
 BODY_READ_SECONDS = 10.0
+#: after a large request, the C allocator's freed pages go back to the system at most this often
+TRIM_SECONDS = 5.0
 
 
 class Busy(Exception):
@@ -74,6 +79,7 @@ class OffLoop:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhook-off-loop")
         self._process: ProcessPoolExecutor | None = None
         self._held = 0
+        self._trimmed = -TRIM_SECONDS
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -87,6 +93,16 @@ class OffLoop:
             yield
         finally:
             self._held -= 1
+            self._release_memory_soon()
+
+    def _release_memory_soon(self) -> None:
+        """Hand what large requests freed back to the system (:mod:`webhook.memory`), on the worker thread,
+        after the work queued there."""
+        now = time.monotonic()
+        if now - self._trimmed >= TRIM_SECONDS:
+            self._trimmed = now
+            with contextlib.suppress(RuntimeError):  # closed meanwhile
+                self._thread.submit(release_freed_memory)
 
     async def run(self, work: Callable[[], T]) -> T:
         """``work()`` on the worker thread, after the work queued before it; call within :meth:`slot`."""
@@ -98,7 +114,10 @@ class OffLoop:
         if self._process is None:
             # spawned, not forked: a fork would copy this process's threads' locks mid-flight
             self._process = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
             )
         try:
             return await self._await(self._process, work, body)

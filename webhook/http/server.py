@@ -21,6 +21,7 @@ from webhook.api.config import Configuration
 from webhook.http.app import CERTIFICATE_EXPIRY, CERTIFICATE_LOADED, create_app
 from webhook.http.tls import CertificateReloader, server_ssl_context
 from webhook.logs import RedactSecrets
+from webhook.memory import freeze_survivors
 
 __all__ = ["DEFAULT_PORT", "PlainMetricsServer", "WebhookServer", "main"]
 
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def run() -> None:
         await server.start()
+        freeze_survivors()
         if args.port_file:
             Path(args.port_file).write_text(str(server.port))
         try:
