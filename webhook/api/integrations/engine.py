@@ -50,6 +50,7 @@ __all__ = [
     "is_stopping",
     "is_suspended",
     "min_count",
+    "own_finalizer",
     "parse_go_bool",
     "parse_go_int",
     "pod_count",
@@ -64,6 +65,7 @@ __all__ = [
     "stop_patches",
     "stops_by_deletion",
     "suspend_ops",
+    "suspend_written",
     "workload_for",
     "workload_name",
     "written_min_count",
@@ -171,14 +173,25 @@ def gate_index(integration: Integration, obj: Mapping[str, Any]) -> int | None:
 def is_suspended(integration: Integration, obj: Mapping[str, Any]) -> bool:
     """Suspended, and not half-way through a stop (Kueue's ``IsSuspended``; an absent field is false); for a
     gated kind, whether its gate is still there."""
-    if integration.gate is not None:
-        return gate_index(integration, obj) is not None
-    return integration.suspend.get(obj) is True and not is_stopping(integration, obj)
+    return suspend_written(integration, obj) and not is_stopping(integration, obj)
 
 
 def stops_by_deletion(integration: Integration) -> bool:
     """A started object of this kind cannot be suspended again, only deleted (Kueue's ``Pod.Stop``)."""
     return integration.gate is not None
+
+
+def own_finalizer(integration: Integration) -> str:
+    """The finalizer the kind's queued objects carry until their end is seen (a pod's), "" for none."""
+    return integration.gate.finalizer if integration.gate is not None else ""
+
+
+def suspend_written(integration: Integration, obj: Mapping[str, Any]) -> bool:
+    """What the object's suspend field (or gate) says, whatever a staged stop's mark says: what its writer
+    sees, and what admission compares between an object's old and new versions."""
+    if integration.gate is not None:
+        return gate_index(integration, obj) is not None
+    return integration.suspend.get(obj) is True
 
 
 def _set_ops(obj: Mapping[str, Any], path: FieldPath, value: Any, *, op: str = "add") -> list[JSON]:
@@ -196,9 +209,9 @@ def _set_ops(obj: Mapping[str, Any], path: FieldPath, value: Any, *, op: str = "
     return [{"op": op if exists else "add", "path": path.pointer(), "value": value}]
 
 
-def suspend_ops(integration: Integration, obj: Mapping[str, Any]) -> list[JSON]:
-    """JSON Patch that suspends the object (``replace`` when the field is there, else created); for a gated
-    kind, adds its gate (which the API server accepts on create only)."""
+def suspend_ops(integration: Integration, obj: Mapping[str, Any], *, op: str = "replace") -> list[JSON]:
+    """JSON Patch that suspends the object (``op``, ``replace`` unless told, when the field is there, else
+    created); for a gated kind, adds its gate (which the API server accepts on create only)."""
     if integration.gate is not None:
         if gate_index(integration, obj) is not None:
             return []
@@ -206,7 +219,7 @@ def suspend_ops(integration: Integration, obj: Mapping[str, Any]) -> list[JSON]:
         if isinstance(integration.suspend.get(obj), list):
             return [{"op": "add", "path": integration.suspend.pointer() + "/-", "value": entry}]
         return _set_ops(obj, integration.suspend, [entry])
-    return _set_ops(obj, integration.suspend, True, op="replace")
+    return _set_ops(obj, integration.suspend, True, op=op)
 
 
 # -- pod sets -----------------------------------------------------------------------------------------

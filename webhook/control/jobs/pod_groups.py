@@ -18,12 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from webhook.api.finalizers import has_finalizer, is_deleting
-from webhook.api.integrations import engine
+from webhook.api.integrations import Integration, engine
 from webhook.api.integrations.builtin import POD
 from webhook.api.integrations.engine import FlavorConflict
+from webhook.api.integrations.managed import is_managed
 from webhook.api.integrations.pod_groups import (
+    IS_GROUP_WORKLOAD_ANNOTATION,
     excess_pods,
     group_finished,
+    group_name,
     group_pods_ready,
     group_workload,
     is_serving,
@@ -51,9 +54,11 @@ from webhook.control.jobs.job_plan import (
     has_reservation,
     holds_finalizer,
 )
+from webhook.control.jobs.queueing import GROUP_KEY, Host, namespace_labels
+from webhook.control.kube.kinds import WORKLOADS, kind_of
 from webhook.control.output.conditions import find, is_true
 
-__all__ = ["plan_group"]
+__all__ = ["group_of_workload", "plan_group", "reconcile_group"]
 
 JSON = dict[str, Any]
 
@@ -205,3 +210,48 @@ def _start(
     if not patches:
         return None
     return StartPods(tuple(patches), str(admission.get("clusterQueue", "")), workload)
+
+
+def group_of_workload(workload: JSON | None) -> str | None:
+    """The work-queue key's name of a pod group's Workload (``GROUP_KEY`` + its name), None for any other
+    Workload."""
+    annotations = ((workload or {}).get("metadata") or {}).get("annotations") or {}
+    if annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) != "true":
+        return None
+    return GROUP_KEY + str((workload or {}).get("metadata", {}).get("name", ""))
+
+
+async def reconcile_group(host: Host, integration: Integration, namespace: str, group: str) -> None:
+    """``plan_group`` for the pods of ``group`` and the Workload named after it."""
+    context = host.context
+    configuration = context.configuration()
+    labels = namespace_labels(host, namespace)
+    pods = []
+    for pod in context.store.items(kind_of(integration), namespace=namespace):
+        if group_name(pod) != group:
+            continue
+        if holds_finalizer(pod, integration) or is_managed(
+            pod,
+            integration,
+            ancestry=await host.ancestry(pod, integration),
+            config=configuration,
+            namespace_labels=labels,
+        ):
+            pods.append(pod)
+    workload = context.store.get(WORKLOADS, group, namespace)
+    if workload is not None and group_of_workload(workload) is None:
+        workload = None  # a Workload of that name that is not a group's: not ours to drive
+    inputs = host.inputs()
+    step = plan_group(
+        group,
+        pods,
+        workload,
+        flavors=inputs.flavors,
+        priorities=inputs.priorities,
+        pod_priorities=inputs.pod_priorities,
+        pods_ready=inputs.pods_ready,
+    )
+    # a StatefulSet's Workload outlives its pods (stopped, scaled to zero): it then speaks for the group
+    subject = pods[0] if pods else workload
+    if step is not None and subject is not None:
+        await host.execute(subject, step, integration)

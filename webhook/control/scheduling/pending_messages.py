@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.finalizers import is_deleting
-from webhook.api.integrations.statefulsets import is_on_hold
+from webhook.api.integrations.statefulsets import released_at_zero
 from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import WORKLOADS
@@ -165,7 +165,7 @@ class PendingMessages:
                 return None
             if has_reservation(current) or is_true(current, "Finished") or is_deleting(current):
                 return None
-            if is_on_hold(current):
+            if released_at_zero(current):
                 return None  # its owner released it on purpose (Kueue keeps the OnHold reason and message)
             configuration = self.context.configuration()
             pods_ready = tracks_pods_ready(

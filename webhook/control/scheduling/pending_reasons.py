@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from webhook.api.integrations.statefulsets import is_on_hold
+from webhook.api.integrations.statefulsets import released_at_zero
 from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.jobs.job_plan import has_reservation
 from webhook.control.kube.kinds import WORKLOADS
@@ -80,7 +80,7 @@ class PendingReasons:
         def build(current: JSON) -> JSON | None:
             if not self.context.is_leader() or has_reservation(current) or is_true(current, "Finished"):
                 return None
-            if is_on_hold(current):
+            if released_at_zero(current):
                 return None  # its owner released it on purpose (Kueue keeps the OnHold reason and message)
             return pending_status(
                 current,
