@@ -153,46 +153,39 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _is_job(request: AdmissionRequest) -> bool:
-    return request.kind.group == "batch" and request.kind.kind == "Job"
-
-
-def _shape_problem(request: AdmissionRequest) -> str | None:
-    """Why the review's Job (and old Job, on UPDATE) is not shaped like a Job, None when it is."""
+def _admitted_here(
+    request: AdmissionRequest, config: Configuration, operations: tuple[str, ...]
+) -> Verdict | Integration:
+    """The Job integration to admit the request's Job with, or the answer when there is nothing to admit:
+    a 400 for another kind or a Job not shaped like one (old Job too, on UPDATE), or allowed for another
+    operation and while the batch/job integration is off (Jobs are then left alone)."""
+    if (request.kind.group, request.kind.kind) != (JOB.group, JOB.kind):
+        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
+    if request.operation not in operations:
+        return Verdict.allow()
     try:
         _Job(request.object, "object")
         if request.operation == "UPDATE":
             _Job(request.old_object, "oldObject")
     except _Malformed as exc:
-        return str(exc)
-    return None
+        return Verdict.unprocessable(str(exc))
+    integration = config.integrations.for_kind(JOB.group, JOB.kind)
+    return Verdict.allow() if integration is None else integration
 
 
 def mutate_job(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
     """Kueue's Job defaulter: default queue label, then ``spec.suspend: true`` for managed Jobs (CREATE)."""
-    if not _is_job(request):
-        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
-    if request.operation != "CREATE":
-        return Verdict.allow()
-    if (problem := _shape_problem(request)) is not None:
-        return Verdict.unprocessable(problem)
-    integration = config.integrations.for_kind(JOB.group, JOB.kind)
-    if integration is None:
-        return Verdict.allow()  # the batch/job integration is off: Jobs are left alone
+    integration = _admitted_here(request, config, ("CREATE",))
+    if isinstance(integration, Verdict):
+        return integration
     return mutate_queued(request, integration, JOB_RULES, config=config, view=view)
 
 
 def validate_job(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
     """Kueue's Job validation plus the label policy and the anti-bypass rules (CREATE and UPDATE)."""
-    if not _is_job(request):
-        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
-    if request.operation not in ("CREATE", "UPDATE"):
-        return Verdict.allow()
-    if (problem := _shape_problem(request)) is not None:
-        return Verdict.unprocessable(problem)
-    integration = config.integrations.for_kind(JOB.group, JOB.kind)
-    if integration is None:
-        return Verdict.allow()  # the batch/job integration is off: Jobs are left alone
+    integration = _admitted_here(request, config, ("CREATE", "UPDATE"))
+    if isinstance(integration, Verdict):
+        return integration
     return validate_queued(request, integration, JOB_RULES, config=config, view=view)
 
 
@@ -200,6 +193,8 @@ class JobRules(KindRules):
     """The Job's own admission rules and wording (Kueue's Job webhook), on top of every kind's."""
 
     children_left_alone = False
+    subject = "the Job"
+    missing_label_hint = f". {_KUBECTL_HINT}"
 
     def value_errors(
         self, integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
@@ -227,11 +222,6 @@ class JobRules(KindRules):
         """Kueue's Job defaulter sets ``spec.suspend`` with an ``add``, whether or not it is there."""
         return engine.suspend_ops(integration, obj, op="add")
 
-    def missing_label_message(
-        self, integration: Integration, request: AdmissionRequest, view: ClusterView
-    ) -> str:
-        return f"{super().missing_label_message(integration, request, view)}. {_KUBECTL_HINT}"
-
     def removed_label_message(
         self, integration: Integration, request: AdmissionRequest, view: ClusterView
     ) -> str:
@@ -239,19 +229,6 @@ class JobRules(KindRules):
             f'namespace "{request.namespace}" requires the label {QUEUE_LABEL}, so it cannot be removed; '
             "to move the Job to another LocalQueue, set spec.suspend: true and change the label's value "
             f"({queue_list(view, request.namespace)})"
-        )
-
-    def reparented_message(self, integration: Integration, controller: str, username: str) -> str:
-        return (
-            "the Job is queued on its own (its Workload holds its quota), so only the queueing "
-            f"controller ({controller}) may make another object its controller; "
-            f'user "{username}" may not: delete the Job and create it from its owner instead'
-        )
-
-    def started_message(self, integration: Integration, controller: str, username: str) -> str:
-        return (
-            f"only the queueing controller ({controller}) may start a queued Job, "
-            f'user "{username}" may not; the Job starts by itself once its Workload is admitted'
         )
 
     def admitted_changes(

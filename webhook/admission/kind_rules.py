@@ -54,6 +54,10 @@ class KindRules:
     #: an object queued through a real queued owner is not checked at all (Kueue's base webhook); a Job's
     #: own field rules still apply to it (Kueue's Job webhook)
     children_left_alone = True
+    #: how a denial names the object it is about
+    subject = "it"
+    #: what a denial of a missing queue label adds after the LocalQueues it lists
+    missing_label_hint = ""
 
     def value_errors(
         self, integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
@@ -89,7 +93,7 @@ class KindRules:
     ) -> str:
         return (
             f'namespace "{request.namespace}" requires every {integration.kind} to name its LocalQueue in '
-            f"the label {QUEUE_NAME_LABEL}; {queue_list(view, request.namespace)}"
+            f"the label {QUEUE_NAME_LABEL}; {queue_list(view, request.namespace)}{self.missing_label_hint}"
         )
 
     def removed_label_message(
@@ -106,14 +110,14 @@ class KindRules:
         return (
             f"the {integration.kind} is queued on its own (its Workload holds its quota), so only the "
             f"queueing controller ({controller}) may make another object its controller; user "
-            f'"{username}" may not: delete it and create it from its owner instead'
+            f'"{username}" may not: delete {self.subject} and create it from its owner instead'
         )
 
     def started_message(self, integration: Integration, controller: str, username: str) -> str:
         """The start of the denial of a user's start (the queue and where to look follow)."""
         return (
             f"only the queueing controller ({controller}) may start a queued {integration.kind}, "
-            f'user "{username}" may not; it starts by itself once its Workload is admitted'
+            f'user "{username}" may not; {self.subject} starts by itself once its Workload is admitted'
         )
 
     def admitted_changes(

@@ -10,9 +10,10 @@ position as Kueue does, and left alone when the pod set count no longer matches)
 Kueue's ``GetWorkloadNameForOwnerWithGVK``: ``<kind>-<name>`` cut to 247 characters, ``-``, then 5 hex of the
 SHA-1 of kind, group, name and UID, so Kueue and this controller name the same object's Workload alike.
 
-A kind held by a scheduling gate (a Pod) is the same contract with other writes: it is suspended while the
-gate is in ``spec.schedulingGates``, suspending adds the gate (only ever on create), starting removes it and
-injects the flavors into the pod's own spec, and stopping is a deletion (``stops_by_deletion``).
+A kind held by a scheduling gate (a Pod) is the same contract with other writes
+(``webhook.api.integrations.suspension``): it is suspended while the gate is in ``spec.schedulingGates``,
+suspending adds the gate (only ever on create), starting removes it and injects the flavors into the pod's
+own spec, and stopping is a deletion (``stops_by_deletion``).
 
 Starting a patch with a ``test`` that the object is still suspended makes a start built from a stale view
 fail (422) instead of starting an object twice.
@@ -31,6 +32,7 @@ from webhook.api.errors import FieldError
 from webhook.api.finalizers import RESOURCE_IN_USE
 from webhook.api.integrations.model import Integration, PodSetSource
 from webhook.api.integrations.paths import FieldPath, pointer
+from webhook.api.integrations.suspension import set_ops, suspension_of
 from webhook.api.objects import API_VERSION, GROUP, PodSet, ResourceFlavor
 from webhook.api.pods import pod_requests
 
@@ -45,7 +47,6 @@ __all__ = [
     "element_min_count",
     "elements",
     "finished",
-    "gate_index",
     "has_active_pods",
     "is_stopping",
     "is_suspended",
@@ -159,17 +160,6 @@ def start_time_blocks_restore(integration: Integration, obj: Mapping[str, Any]) 
     return staged is not None and staged.start_time.get(obj) is not None
 
 
-def gate_index(integration: Integration, obj: Mapping[str, Any]) -> int | None:
-    """Where the integration's scheduling gate is in the object's gates, None when it is not there."""
-    gates = integration.suspend.get(obj)
-    if integration.gate is None or not isinstance(gates, list):
-        return None
-    for index, gate in enumerate(gates):
-        if isinstance(gate, Mapping) and gate.get("name") == integration.gate.name:
-            return index
-    return None
-
-
 def is_suspended(integration: Integration, obj: Mapping[str, Any]) -> bool:
     """Suspended, and not half-way through a stop (Kueue's ``IsSuspended``; an absent field is false); for a
     gated kind, whether its gate is still there."""
@@ -178,48 +168,24 @@ def is_suspended(integration: Integration, obj: Mapping[str, Any]) -> bool:
 
 def stops_by_deletion(integration: Integration) -> bool:
     """A started object of this kind cannot be suspended again, only deleted (Kueue's ``Pod.Stop``)."""
-    return integration.gate is not None
+    return suspension_of(integration).stops_by_deletion
 
 
 def own_finalizer(integration: Integration) -> str:
     """The finalizer the kind's queued objects carry until their end is seen (a pod's), "" for none."""
-    return integration.gate.finalizer if integration.gate is not None else ""
+    return suspension_of(integration).finalizer
 
 
 def suspend_written(integration: Integration, obj: Mapping[str, Any]) -> bool:
     """What the object's suspend field (or gate) says, whatever a staged stop's mark says: what its writer
     sees, and what admission compares between an object's old and new versions."""
-    if integration.gate is not None:
-        return gate_index(integration, obj) is not None
-    return integration.suspend.get(obj) is True
-
-
-def _set_ops(obj: Mapping[str, Any], path: FieldPath, value: Any, *, op: str = "add") -> list[JSON]:
-    """JSON Patch setting ``path`` to ``value``, creating the missing parents as one nested object."""
-    current: Any = obj
-    for depth, segment in enumerate(path[:-1]):
-        child = current.get(segment) if isinstance(current, Mapping) else None
-        if not isinstance(child, Mapping):
-            nested: Any = value
-            for inner in reversed(path[depth + 1 :]):
-                nested = {inner: nested}
-            return [{"op": "add", "path": pointer(path[: depth + 1]), "value": nested}]
-        current = child
-    exists = isinstance(current, Mapping) and path[-1] in current
-    return [{"op": op if exists else "add", "path": path.pointer(), "value": value}]
+    return suspension_of(integration).is_set(obj)
 
 
 def suspend_ops(integration: Integration, obj: Mapping[str, Any], *, op: str = "replace") -> list[JSON]:
     """JSON Patch that suspends the object (``op``, ``replace`` unless told, when the field is there, else
     created); for a gated kind, adds its gate (which the API server accepts on create only)."""
-    if integration.gate is not None:
-        if gate_index(integration, obj) is not None:
-            return []
-        entry = {"name": integration.gate.name}
-        if isinstance(integration.suspend.get(obj), list):
-            return [{"op": "add", "path": integration.suspend.pointer() + "/-", "value": entry}]
-        return _set_ops(obj, integration.suspend, [entry])
-    return _set_ops(obj, integration.suspend, True, op=op)
+    return suspension_of(integration).set_ops(obj, op=op)
 
 
 # -- pod sets -----------------------------------------------------------------------------------------
@@ -494,10 +460,10 @@ def _count_ops(integration: Integration, obj: Mapping[str, Any], counts: Mapping
 
 
 def _set_ops_at(element: Element, path: FieldPath, value: int) -> list[JSON]:
-    """``_set_ops`` for a path inside a pod set's element (``add`` creates or replaces a field)."""
+    """``set_ops`` for a path inside a pod set's element (``add`` creates or replaces a field)."""
     return [
         {**op, "op": "add", "path": pointer(element.segments) + op["path"]}
-        for op in _set_ops(element.value, path, value)
+        for op in set_ops(element.value, path, value)
     ]
 
 
@@ -515,21 +481,9 @@ def start_patch(
     The first op tests that the object is still suspended. Raises FlavorConflict when a flavor contradicts
     a template. A pod set without a template of its own (KubeRay's default submitter) gets nothing injected.
     """
-    ops: list[JSON]
-    if integration.gate is not None:
-        index = gate_index(integration, obj)
-        if index is None:
-            return []
-        gate = pointer((*integration.suspend, index))
-        ops = [
-            {"op": "test", "path": gate, "value": {"name": integration.gate.name}},
-            {"op": "remove", "path": gate},
-        ]
-    else:
-        ops = [
-            {"op": "test", "path": integration.suspend.pointer(), "value": True},
-            {"op": "replace", "path": integration.suspend.pointer(), "value": False},
-        ]
+    ops = suspension_of(integration).release_ops(obj)
+    if not ops:
+        return []  # not held (a pod's gate already removed): nothing to start
     ops.extend(_count_ops(integration, obj, counts or {}))
     for element in elements(integration, obj):
         template = element.template()

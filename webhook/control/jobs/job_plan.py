@@ -234,12 +234,8 @@ def has_reservation(workload: JSON) -> bool:
 
 def holds_finalizer(obj: JSON, integration: Integration) -> bool:
     """Whether the object carries the integration's own finalizer (a queued pod's)."""
-    gate = integration.gate
-    return (
-        gate is not None
-        and bool(gate.finalizer)
-        and gate.finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
-    )
+    finalizer = engine.own_finalizer(integration)
+    return bool(finalizer) and finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
 
 
 def _stop(
@@ -342,7 +338,7 @@ def plan_job(
         if evicted and has_reservation(workload):
             if has_active_pods(job, it):
                 return None  # the Job's status change when its pods are gone re-triggers us
-            return ReleaseReservation(workload, _evicted_message(workload))
+            return ReleaseReservation(workload, evicted_message(workload))
         if has_reservation(workload) and not matches_workload(job, workload, it, reserved=True):
             # edited after its admission: it queues again as it is now
             return DeleteWorkload(workload, f"Deleted not matching Workload: {_key(workload)}")
@@ -367,7 +363,7 @@ def plan_job(
             return UpdateQueueName(workload, queue)
         return None
     if evicted:
-        return _stop(job, workload, _evicted_message(workload), it, evicted_stop_reason(workload))
+        return _stop(job, workload, evicted_message(workload), it, evicted_stop_reason(workload))
     if not has_reservation(workload):
         return _stop(job, workload, NOT_ADMITTED, it, "NotAdmitted")
     if engine.is_stopping(it, job):
@@ -431,7 +427,8 @@ def deleted_and_held(workload: JSON) -> bool:
     return is_deleting(workload) and has_finalizer(workload)
 
 
-def _evicted_message(workload: JSON) -> str:
+def evicted_message(workload: JSON) -> str:
+    """The Evicted condition's message (what a stop for an eviction says)."""
     for condition in (workload.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Evicted":
             return str(condition.get("message") or "Evicted")

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from webhook.api.integrations import Integration
-from webhook.control.cache.store import Change, key_of
-from webhook.control.jobs.own_objects import OwnObjects
+from webhook.control.cache.store import Change
+from webhook.control.jobs.own_objects import KindMode, OwnObjects
 from webhook.control.jobs.pods import Pods
 from webhook.control.jobs.queueing import Host, ObjectKey, QueueingMode
 from webhook.control.jobs.statefulsets import StatefulSets
@@ -22,19 +22,13 @@ __all__ = ["ThroughPods", "mode_of"]
 JSON = dict[str, Any]
 
 
-class ThroughPods:
+class ThroughPods(KindMode):
     """A kind whose template is marked so that each of its pods is queued on its own (a Deployment's): it
     has nothing to watch or reconcile itself."""
-
-    def __init__(self, integration: Integration) -> None:
-        self.integration = integration
 
     @property
     def has_objects(self) -> bool:
         return False
-
-    def key(self, obj: JSON) -> ObjectKey:
-        return (self.integration.name, *key_of(obj))
 
     def on_change(self, host: Host, change: Change) -> None:
         del host, change

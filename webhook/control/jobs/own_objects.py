@@ -29,7 +29,7 @@ from webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
 from webhook.control.kube.kinds import kind_of
 from webhook.control.output.conditions import is_true
 
-__all__ = ["OwnObjects", "owner_keys", "queue_change"]
+__all__ = ["KindMode", "OwnObjects", "owner_keys", "queue_change"]
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.reconciler")
@@ -56,12 +56,9 @@ def queue_change(host: Host, change: Change, key: ObjectKey) -> None:
     host.queue_key(key)
 
 
-class OwnObjects:
-    """Objects suspended and started themselves, each with a Workload of its own."""
-
-    #: a running object whose queued ancestor's Workload is not admitted is suspended (Kueue's
-    #: ``shouldSuspendChildJob``); pods are not (Kueue's pods are top-level)
-    suspended_for_ancestor = True
+class KindMode:
+    """What every mode of a kind with objects of its own does alike: an object's key is its name, its
+    changes queue that key, and a Workload's change queues its owner's."""
 
     def __init__(self, integration: Integration) -> None:
         self.integration = integration
@@ -80,6 +77,14 @@ class OwnObjects:
 
     def keys_for_workload(self, workload: JSON) -> Iterable[ObjectKey]:
         return owner_keys(self.integration, workload)
+
+
+class OwnObjects(KindMode):
+    """Objects suspended and started themselves, each with a Workload of its own."""
+
+    #: a running object whose queued ancestor's Workload is not admitted is suspended (Kueue's
+    #: ``shouldSuspendChildJob``); pods are not (Kueue's pods are top-level)
+    suspended_for_ancestor = True
 
     def waits_for_owner(self, obj: JSON) -> bool:
         """The object is made by an owner that queues it later (a StatefulSet's pod not in its group yet)."""

@@ -50,6 +50,7 @@ from webhook.control.jobs.job_plan import (
     Step,
     SyncPodsReady,
     assigned_flavors,
+    evicted_message,
     evicted_stop_reason,
     has_reservation,
     holds_finalizer,
@@ -61,13 +62,6 @@ from webhook.control.output.conditions import find, is_true
 __all__ = ["group_of_workload", "plan_group", "reconcile_group"]
 
 JSON = dict[str, Any]
-
-
-def _evicted_message(workload: JSON) -> str:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Evicted":
-            return str(condition.get("message") or "Evicted")
-    return "Evicted"
 
 
 def _running(pods: Sequence[JSON]) -> list[JSON]:
@@ -133,14 +127,12 @@ def plan_group(
     if evicted or not has_reservation(workload):
         if running := _running(live):
             if evicted:
-                return DeleteObjects(
-                    tuple(running), _evicted_message(workload), evicted_stop_reason(workload)
-                )
+                return DeleteObjects(tuple(running), evicted_message(workload), evicted_stop_reason(workload))
             return DeleteObjects(tuple(running), NOT_ADMITTED, "NotAdmitted")
         if evicted and has_reservation(workload):
             if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
                 return None  # pods still terminating hold the quota; their end re-triggers us
-            return ReleaseReservation(workload, _evicted_message(workload))
+            return ReleaseReservation(workload, evicted_message(workload))
         return None
     if not is_true(workload, "Admitted"):
         return None

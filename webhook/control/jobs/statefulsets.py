@@ -13,12 +13,12 @@ admitted Workload, and stopping them when it is evicted, is the pod group's part
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.finalizers import is_deleting
-from webhook.api.integrations import Integration, Integrations
+from webhook.api.integrations import Integrations
 from webhook.api.integrations.builtin import POD, STATEFULSET
 from webhook.api.integrations.engine import queue_name
 from webhook.api.integrations.managed import is_managed
@@ -37,9 +37,9 @@ from webhook.api.integrations.statefulsets import (
     statefulset_workload,
     statefulset_workload_name,
 )
-from webhook.control.cache.store import Change, key_of
+from webhook.control.cache.store import key_of
 from webhook.control.jobs.job_plan import CreateWorkload, has_reservation
-from webhook.control.jobs.own_objects import owner_keys, queue_change
+from webhook.control.jobs.own_objects import KindMode
 from webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
 from webhook.control.kube.kinds import WORKLOADS, kind_of
 from webhook.control.output.conditions import NO_RESERVATION, ConditionsEdit, is_true
@@ -215,27 +215,8 @@ def statefulset_key_of(pod: Mapping[str, Any], integrations: Integrations) -> Ob
     return (statefulsets.name, key_of(dict(pod))[0], str(owner.get("name", "")))
 
 
-class StatefulSets:
+class StatefulSets(KindMode):
     """The StatefulSet's queueing mode: its pods and its Workload, through ``plan_statefulset``."""
-
-    def __init__(self, integration: Integration) -> None:
-        self.integration = integration
-
-    @property
-    def has_objects(self) -> bool:
-        return True
-
-    def key(self, obj: JSON) -> ObjectKey:
-        return (self.integration.name, *key_of(obj))
-
-    def on_change(self, host: Host, change: Change) -> None:
-        current = change.new if change.new is not None else change.old
-        queue_change(
-            host, change, self.key(current) if current is not None else (self.integration.name, *change.key)
-        )
-
-    def keys_for_workload(self, workload: JSON) -> Iterable[ObjectKey]:
-        return owner_keys(self.integration, workload)
 
     async def reconcile(self, host: Host, key: ObjectKey) -> bool:
         _, namespace, name = key
