@@ -3,8 +3,8 @@ jobframework reconciler, with the steps it can return.
 
 ``plan_job`` is pure: given the pair (object, Workload) as the store currently sees it, it returns the one
 step that brings them closer to agreement, so each rule is a readable branch and testable without a
-server. ``webhook.control.jobs.reconciler`` executes the steps (the pod group's and the StatefulSet's plans
-return them too).
+server. ``webhook.control.jobs.executor`` writes the steps (the pod group's and the StatefulSet's plans
+return some of them too).
 
 The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
 1. a Job that is Complete or Failed marks its Workload ``Finished`` (reason Succeeded/Failed, the Job
