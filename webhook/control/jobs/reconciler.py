@@ -79,9 +79,15 @@ class JobReconciler:
         #: ancestor's Workload reconciles them (Kueue's parent Workload handler)
         self._children: dict[str, set[ObjectKey]] = {}
         self._ancestor_of: dict[ObjectKey, str] = {}
+        #: the modes of the configuration in force, by framework name (built again when it is reloaded)
+        self._modes_of: tuple[object, dict[str, QueueingMode]] = (None, {})
 
-    def _modes(self) -> list[QueueingMode]:
-        return [mode_of(integration) for integration in self.context.configuration().integrations]
+    def _modes(self) -> dict[str, QueueingMode]:
+        """The queueing mode of every enabled integration, by framework name, in the configuration's order."""
+        configuration = self.context.configuration()
+        if self._modes_of[0] is not configuration:
+            self._modes_of = (configuration, {i.name: mode_of(i) for i in configuration.integrations})
+        return self._modes_of[1]
 
     def _integration_of_owner(self, owner: JSON | None) -> Integration | None:
         """The enabled integration of a Workload's controller ownerReference."""
@@ -95,10 +101,10 @@ class JobReconciler:
     def on_change(self, change: Change) -> None:
         integration = self.context.configuration().integrations.for_kind(change.kind.group, change.kind.kind)
         if integration is not None:
-            mode_of(integration).on_change(self, change)
+            self._modes()[integration.name].on_change(self, change)
         elif change.kind is WORKLOADS:
             obj = change.new if change.new is not None else change.old
-            for mode in self._modes():
+            for mode in self._modes().values():
                 for key in mode.keys_for_workload(obj or {}):
                     self.queue.add(key)
             self._queue_children_of(controller_owner(obj))
@@ -106,7 +112,7 @@ class JobReconciler:
                 self.orphans.add(change.key)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
             # admitted Workloads may have waited for this flavor
-            modes = self._modes()
+            modes = self._modes().values()
             for workload in self.context.store.items(WORKLOADS):
                 if has_reservation(workload):
                     for mode in modes:
@@ -116,7 +122,7 @@ class JobReconciler:
     def resync(self) -> None:
         """Queue every queued object, and every deleted Workload still held (after becoming leader: finish
         anything a previous leader left half done, such as a finalizer it did not get to remove)."""
-        for mode in self._modes():
+        for mode in self._modes().values():
             if mode.has_objects:
                 for obj in self.context.store.items(kind_of(mode.integration)):
                     self.queue.add(mode.key(obj))
@@ -147,13 +153,10 @@ class JobReconciler:
         asyncio.get_running_loop().call_later(delay, queue.add, key)
 
     async def reconcile(self, key: ObjectKey) -> None:
-        framework = key[0]
-        integration = next(
-            (i for i in self.context.configuration().integrations if i.name == framework), None
-        )
-        if integration is None:
+        mode = self._modes().get(key[0])
+        if mode is None:
             return  # the integration was turned off: left alone
-        if await mode_of(integration).reconcile(self, key):
+        if await mode.reconcile(self, key):
             self._backoffs.pop(("job", *key), None)
 
     # -- what a queueing mode uses (``webhook.control.jobs.queueing.Host``) ------------------------------
