@@ -104,6 +104,10 @@ class StepExecutor:
             RequeueScaledUp: self._requeue_scaled_up,
         }
 
+    def executes(self, step_type: type[Any]) -> bool:
+        """Whether steps of ``step_type`` have a writer here."""
+        return step_type in self._handlers
+
     async def run(self, obj: JSON, step: AnyStep, integration: Integration = JOB) -> None:
         await self._handlers[type(step)](obj, step, integration)
 
