@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.api.jobs import workload_for_job
+from webhook.api.integrations import JOB
+from webhook.api.integrations.engine import workload_for
 from webhook.api.objects import Workload
 from webhook.core.scheduler import SchedulerState
 from webhook.simulate import Scenario, add_document, replay
@@ -122,7 +123,8 @@ def test_a_jobs_priority_in_simulate_is_the_one_the_controller_writes(upserted: 
     replay(scenario(*yaml.safe_load_all(CLUSTER), *jobs, *yaml.safe_load_all(CLASSES)))
     simulated = {w.name.removeprefix("job-").rsplit("-", 1)[0]: w.priority for w in upserted}
     controller = {
-        j["metadata"]["name"]: workload_for_job(
+        j["metadata"]["name"]: workload_for(
+            JOB,
             j,
             workload_priority_classes={"low": 10, "high": 100},
             pod_priority_classes={"critical-pods": 1000},

@@ -1,15 +1,16 @@
-"""Admission rules for every queued kind other than ``batch/v1`` Job (JobSet, Kubeflow jobs, RayJob,
-RayCluster, declared CRDs), from the kind's integration description.
+"""Admission of every queued kind (Job, JobSet, Kubeflow jobs, RayJob, RayCluster, pods, Deployments,
+StatefulSets, declared CRDs), from the kind's integration description: one flow, the kind's differences
+asked of its ``KindRules`` (``webhook.admission.kind_rules``; a Job's are ``webhook.admission.jobs``).
 
-The same rules as for Jobs (``webhook.admission.jobs``), where Kueue's ``jobframework`` base webhook applies
-them to every integration: on CREATE the namespace's default LocalQueue is filled in and a queued object is
-created suspended (through the kind's own suspend field: ``spec.runPolicy.suspend`` for a PyTorchJob); the
-queue label is a DNS-1123 subdomain and immutable while the object runs. On top, as for Jobs: the label policy
-(an enforced namespace requires the queue label, which can never be removed there) and anti-bypass (only the
-controller may clear the suspend field of a queued object, and change a running one's pod templates'
-nodeSelector, tolerations or resources). An object of a kind whose integration is off, or queued through a
-real queued owner (the RayCluster of a RayJob; ``webhook.api.integrations.owners``), is left alone, and an
-object queued on its own cannot be made another object's child by an edit of its ownerReferences.
+The rules Kueue's ``jobframework`` base webhook applies to every integration: on CREATE the namespace's
+default LocalQueue is filled in and a queued object is created suspended (through the kind's own suspend
+field: ``spec.runPolicy.suspend`` for a PyTorchJob); the queue label is a DNS-1123 subdomain and immutable
+while the object runs. On top: the label policy (an enforced namespace requires the queue label, which can
+never be removed there) and anti-bypass (only the controller may clear the suspend field of a queued object,
+and change a running one's pod templates' nodeSelector, tolerations or resources). An object of a kind whose
+integration is off, or (but for a Job's own field rules) queued through a real queued owner (the RayCluster
+of a RayJob; ``webhook.api.integrations.owners``), is left alone, and an object queued on its own cannot be
+made another object's child by an edit of its ownerReferences.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
-from webhook.admission.jobs import add_label_op, max_exec_time_errors, queue_list
+from webhook.admission.kind_rules import KIND_RULES, KindRules, add_label_op
 from webhook.admission.owners import ancestry, reparented
 from webhook.admission.pod_groups import pod_metadata_errors
 from webhook.admission.pods import mark_pod, mark_template
@@ -32,9 +33,8 @@ from webhook.api.integrations import Integration, engine
 from webhook.api.integrations.engine import QUEUE_NAME_LABEL
 from webhook.api.integrations.managed import is_managed
 from webhook.api.integrations.owners import Ancestry
-from webhook.api.validation import dns1123_subdomain_problems
 
-__all__ = ["mutate_object", "validate_object"]
+__all__ = ["mutate_object", "mutate_queued", "validate_object", "validate_queued"]
 
 
 def _integration(request: AdmissionRequest, config: Configuration) -> Integration | None:
@@ -76,9 +76,21 @@ def mutate_object(request: AdmissionRequest, *, config: Configuration, view: Clu
         # a Deployment's or StatefulSet's template follows its queue label after create (Kueue's Default
         # runs on update too): a StatefulSet queued by a later label must make gated pods
         return Verdict.allow()
-    obj = request.object
-    if (problem := _malformed(obj)) is not None:
+    if (problem := _malformed(request.object)) is not None:
         return Verdict.unprocessable(problem)
+    return mutate_queued(request, integration, KIND_RULES, config=config, view=view)
+
+
+def mutate_queued(
+    request: AdmissionRequest,
+    integration: Integration,
+    rules: KindRules,
+    *,
+    config: Configuration,
+    view: ClusterView,
+) -> Verdict:
+    """The defaulting of an object of an enabled integration whose shape was checked."""
+    obj = request.object
     assert obj is not None
     if engine.skipped(integration, obj) or _ancestry(obj, integration, request, config, view).through_owner:
         return Verdict.allow()
@@ -104,15 +116,12 @@ def mutate_object(request: AdmissionRequest, *, config: Configuration, view: Clu
             patched = _labelled(obj, queue, bool(patch))
             patch.extend(mark_template(patched, integration, queue))
         return Verdict.allow(patch)
-    if queued and not engine.is_suspended(integration, obj):
+    if queued and not rules.created_suspended(integration, obj):
+        suspend = rules.suspend_ops(integration, obj)
         if integration.gate is not None:
-            patch.extend(
-                mark_pod(
-                    _labelled(obj, queue, bool(patch)), engine.suspend_ops(integration, obj), integration
-                )
-            )
+            patch.extend(mark_pod(_labelled(obj, queue, bool(patch)), suspend, integration))
         else:
-            patch.extend(engine.suspend_ops(integration, obj))
+            patch.extend(suspend)
     return Verdict.allow(patch)
 
 
@@ -134,29 +143,37 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
     for candidate in (new, old) if old is not None else (new,):
         if (problem := _malformed(candidate)) is not None:
             return Verdict.unprocessable(problem)
+    return validate_queued(request, integration, KIND_RULES, config=config, view=view)
+
+
+def validate_queued(
+    request: AdmissionRequest,
+    integration: Integration,
+    rules: KindRules,
+    *,
+    config: Configuration,
+    view: ClusterView,
+) -> Verdict:
+    """The validation of an object of an enabled integration whose shape was checked."""
+    new, old = request.object, request.old_object if request.operation == "UPDATE" else None
     assert new is not None
     # Kueue's pod webhook checks every pod it sees, a Job's pods too
     pod_errors = pod_metadata_errors(new, old) if (integration.group, integration.kind) == ("", "Pod") else []
     new_ancestry = _ancestry(new, integration, request, config, view)
     old_ancestry = _ancestry(old, integration, request, config, view) if old is not None else None
-    if new_ancestry.through_owner and (old_ancestry is None or old_ancestry.through_owner):
+    left_to_owner = new_ancestry.through_owner and (old_ancestry is None or old_ancestry.through_owner)
+    if rules.children_left_alone and left_to_owner:
         return Verdict.deny(aggregate_message(pod_errors)) if pod_errors else Verdict.allow()
-    errors: list[FieldError] = []
+    errors = rules.value_errors(integration, new, old)
     queue = engine.queue_name(new) or ""
-    if queue and (problems := dns1123_subdomain_problems(queue)):
-        errors.append(FieldError.invalid(label_path(QUEUE_NAME_LABEL), queue, ",".join(problems)))
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     enforced = config.label_policy.is_enforced(namespace_labels)
-    kind = integration.kind
-    errors += _min_count_errors(integration, new, old)
-    errors += _max_exec_time_errors(integration, new, old)
     if old is None:
-        if not queue and enforced and not engine.skipped(integration, new):
+        skipped = engine.skipped(integration, new) or new_ancestry.through_owner
+        if not queue and enforced and not skipped:
             errors.append(
                 FieldError.required(
-                    label_path(QUEUE_NAME_LABEL),
-                    f'namespace "{request.namespace}" requires every {kind} to name its LocalQueue in the '
-                    f"label {QUEUE_NAME_LABEL}; {queue_list(view, request.namespace)}",
+                    label_path(QUEUE_NAME_LABEL), rules.missing_label_message(integration, request, view)
                 )
             )
     else:
@@ -164,6 +181,7 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
         errors += _update_errors(
             request,
             integration,
+            rules,
             (old, old_ancestry),
             (new, new_ancestry),
             config,
@@ -180,6 +198,7 @@ def validate_object(request: AdmissionRequest, *, config: Configuration, view: C
 def _update_errors(
     request: AdmissionRequest,
     integration: Integration,
+    rules: KindRules,
     old_state: tuple[Mapping[str, Any], Ancestry],
     new_state: tuple[Mapping[str, Any], Ancestry],
     config: Configuration,
@@ -199,12 +218,9 @@ def _update_errors(
                 integration, old, new, old_queue=old_queue, new_queue=new_queue, queued=queued, view=view
             )
         )
-    if integration.gate is not None:
-        new_suspended = engine.is_suspended(integration, new)
-        old_suspended = engine.is_suspended(integration, old)
-    else:
-        new_suspended = integration.suspend.get(new) is True
-        old_suspended = integration.suspend.get(old) is True
+    new_suspended = engine.suspend_written(integration, new)
+    old_suspended = engine.suspend_written(integration, old)
+    errors += rules.running_update_errors(old, new)
     path = label_path(QUEUE_NAME_LABEL)
     if not new_suspended and new_queue != old_queue:
         errors.append(FieldError.invalid(path, new_queue, IMMUTABLE))
@@ -214,15 +230,9 @@ def _update_errors(
         errors.append(
             FieldError.invalid(path, "", "queue-name must not be empty in namespace with default queue")
         )
+    errors += rules.label_update_errors(old, new)
     if old_queue and not new_queue and enforced:
-        errors.append(
-            FieldError.forbidden(
-                path,
-                f'namespace "{request.namespace}" requires the label {QUEUE_NAME_LABEL}, so it cannot be '
-                f"removed; to move the {integration.kind} to another LocalQueue, suspend it and change the "
-                "label's value",
-            )
-        )
+        errors.append(FieldError.forbidden(path, rules.removed_label_message(integration, request, view)))
     identity = config.controller_identity
     if identity.trusts(request.username):
         return errors
@@ -234,9 +244,7 @@ def _update_errors(
         errors.append(
             FieldError.forbidden(
                 "metadata.ownerReferences",
-                f"the {integration.kind} is queued on its own (its Workload holds its quota), so only the "
-                f"queueing controller ({controller}) may make another object its controller; user "
-                f'"{request.username}" may not: delete it and create it from its owner instead',
+                rules.reparented_message(integration, controller, request.username),
             )
         )
     managed = old_managed or is_managed(
@@ -249,95 +257,13 @@ def _update_errors(
         errors.append(
             FieldError.forbidden(
                 str(integration.suspend),
-                f"only the queueing controller ({controller}) may start a queued {integration.kind}, "
-                f'user "{request.username}" may not; it starts by itself once its Workload is admitted'
+                rules.started_message(integration, controller, request.username)
                 + (f' through LocalQueue "{queue}"' if queue else "")
                 + f" (see kubectl get workloads -n {request.namespace} for why it is waiting)",
             )
         )
     if not old_suspended:
-        errors += _admitted_template_changes(integration, old, new)
-        errors += _admitted_count_changes(integration, old, new)
-    return errors
-
-
-def _max_exec_time_errors(
-    integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
-) -> list[FieldError]:
-    """Kueue's jobframework rules for the ``max-exec-time-seconds`` label, for every kind as for Jobs
-    (``webhook.admission.jobs``): on create a decimal integer above 0 (validateCreateForMaxExecTime); on
-    update unchanged unless the object was and stays suspended (validateUpdateForMaxExecTime)."""
-    path = label_path(engine.MAX_EXEC_TIME_LABEL)
-    new_value = _label(new, engine.MAX_EXEC_TIME_LABEL)
-    if old is None:
-        return max_exec_time_errors(new_value)
-    old_value = _label(old, engine.MAX_EXEC_TIME_LABEL)
-    if integration.through_pods or old_value == new_value:
-        return []
-    if engine.is_suspended(integration, new) and engine.is_suspended(integration, old):
-        return []
-    return [FieldError.invalid(path, new_value or "", IMMUTABLE)]
-
-
-def _label(obj: Mapping[str, Any], key: str) -> str | None:
-    labels = (obj.get("metadata") or {}).get("labels")
-    value = labels.get(key) if isinstance(labels, Mapping) else None
-    return value if isinstance(value, str) else None
-
-
-def _min_count_errors(
-    integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
-) -> list[FieldError]:
-    """A declared pod set's minCount field is an integer in 1..count-1, checked on create and whenever it
-    changes (as Kueue's Job webhook checks its min-parallelism annotation); the Job's own rules are in
-    ``webhook.admission.jobs``."""
-    before = {e.name: e for e in engine.elements(integration, old)} if old is not None else {}
-    errors: list[FieldError] = []
-    for element in engine.elements(integration, new):
-        rule = element.source.min_count
-        if rule is None or rule.path is None:
-            continue
-        value = rule.path.get(element.value)
-        previous = before.get(element.name)
-        if value is None or (previous is not None and rule.path.get(previous.value) == value):
-            continue
-        count = engine.element_count(element)
-        if engine.element_min_count(element) is None:
-            errors.append(
-                FieldError.invalid(
-                    f"{element.where}.{rule.path}",
-                    value,
-                    f"must be an integer from 1 to {count - 1}, fewer than the pod set's {count} pods"
-                    if count > 1
-                    else f"the pod set has {count} pod(s), too few to start with fewer",
-                )
-            )
-    return errors
-
-
-def _admitted_count_changes(
-    integration: Integration, old: Mapping[str, Any], new: Mapping[str, Any]
-) -> list[FieldError]:
-    """A running pod set that accepts partial admission keeps the count it was admitted with (Kueue's Job
-    webhook: parallelism cannot change while partial admission is enabled and the job runs)."""
-    before = {e.name: e for e in engine.elements(integration, old)}
-    errors: list[FieldError] = []
-    for element in engine.elements(integration, new):
-        previous = before.get(element.name)
-        rule = element.source.min_count
-        if previous is None or rule is None or rule.path is None:
-            continue
-        if not engine.accepts_partial_admission(previous):
-            continue
-        field = element.source.count[0].path
-        if field.get(previous.value) != field.get(element.value):
-            errors.append(
-                FieldError.forbidden(
-                    f"{element.where}.{field}",
-                    f"cannot change while the {integration.kind} runs: the queueing controller set it to "
-                    f"the admitted count; delete and recreate the {integration.kind} to change it",
-                )
-            )
+        errors += rules.admitted_changes(integration, old, new)
     return errors
 
 
@@ -354,35 +280,3 @@ def _queue_label_errors(
             )
         ]
     return []
-
-
-def _admitted_template_changes(
-    integration: Integration, old: Mapping[str, Any], new: Mapping[str, Any]
-) -> list[FieldError]:
-    hint = (
-        f"cannot be changed while the {integration.kind} is admitted: the queueing controller sets it from "
-        "the assigned ResourceFlavor and quota; "
-        f"delete and recreate the {integration.kind} with the new value instead"
-    )
-    before = {e.name: e for e in engine.elements(integration, old)}
-    errors: list[FieldError] = []
-    for element in engine.elements(integration, new):
-        previous = before.get(element.name)
-        old_spec = ((previous.template() or {}).get("spec") or {}) if previous is not None else {}
-        new_spec = (element.template() or {}).get("spec") or {}
-        base = f"{element.where}.{element.source.template}.spec"
-        for key in ("nodeSelector", "tolerations"):
-            if (old_spec.get(key) or None) != (new_spec.get(key) or None):
-                errors.append(FieldError.forbidden(f"{base}.{key}", hint))
-        for key in ("initContainers", "containers"):
-            if _resources(old_spec.get(key)) != _resources(new_spec.get(key)):
-                errors.append(FieldError.forbidden(f"{base}.{key}[*].resources", hint))
-    return errors
-
-
-def _resources(containers: Any) -> list[Any]:
-    if not isinstance(containers, list):
-        return []
-    return [
-        (c.get("name"), c.get("resources") or None) if isinstance(c, Mapping) else None for c in containers
-    ]

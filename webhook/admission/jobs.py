@@ -1,15 +1,19 @@
-"""Admission rules for ``batch/v1`` Jobs: queue them on create, and keep them queued.
+"""What only a ``batch/v1`` Job adds to the admission every queued kind gets
+(``webhook.admission.integrations``): the Job is one integration entry, and ``JobRules`` holds its own rules.
 
 Mutation (CREATE) follows Kueue's Job defaulter: a Job that names a LocalQueue, or any Job in a managed
 namespace when ``manageJobsWithoutQueueName`` is set, is created suspended so that only the controller
 starts it once its Workload is admitted; a Job without the label gets the namespace's default LocalQueue
 (``default``, or the name the configuration gives for that namespace) when that LocalQueue exists.
 
-Validation keeps Kueue's rules and messages verbatim (``jobframework/validation.go``): the queue label is a
-DNS-1123 subdomain, it is immutable while the Job runs and may not be dropped where a default queue exists,
-the priority-class label may not be added to a running Job nor removed, ``max-exec-time-seconds`` is a
-positive integer fixed once running. On top of those it enforces what Kueue leaves to external policy
-engines, each denial saying which rule fired and what to do instead:
+Validation keeps Kueue's rules and messages verbatim (``jobframework/validation.go``); the Job's own, here:
+the queue and prebuilt-workload labels are DNS-1123 subdomains (the label, not the legacy annotation), the
+priority-class label may not be added to a running Job nor removed, ``max-exec-time-seconds`` is a positive
+integer fixed once running, and partial admission's annotations (min-parallelism, completions equal to
+parallelism) are checked as Kueue's Job webhook does; a Job queued through its owner keeps these field rules.
+The rules shared with every kind (the queue label is immutable while the Job runs and may not be dropped
+where a default queue exists) come with what Kueue leaves to external policy engines, each denial saying
+which rule fired and what to do instead (the Job's wording is ``JobRules``'s):
 
 * label policy: in a namespace matched by ``labelPolicy.enforcedNamespaceSelector`` a Job must carry the
   queue label (the denial lists the LocalQueues there) and the label can never be removed;
@@ -28,44 +32,47 @@ Everything here is pure: the request, the configuration and a :class:`ClusterVie
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from webhook.admission.fields import IMMUTABLE, aggregate_message, label_path
-from webhook.admission.owners import ancestry, reparented
+from webhook.admission.fields import IMMUTABLE, label_path
+from webhook.admission.integrations import mutate_queued, validate_queued
+from webhook.admission.kind_rules import KindRules, max_exec_time_errors, queue_list
 from webhook.admission.review import AdmissionRequest, Verdict
-from webhook.admission.view import ClusterView, namespace_labels_or_default
+from webhook.admission.view import ClusterView
 from webhook.api.config import Configuration
 from webhook.api.errors import FieldError
-from webhook.api.integrations import JOB, engine
-from webhook.api.integrations.owners import Ancestry
-from webhook.api.jobs import (
-    COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
-    MIN_PARALLELISM_ANNOTATION,
+from webhook.api.integrations import JOB, Integration, engine
+from webhook.api.integrations.engine import (
+    PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
-    STOPPING_ANNOTATION,
-    is_managed,
-    job_pod_count,
-    job_queue_name,
     parse_go_bool,
     parse_go_int,
 )
 from webhook.api.validation import dns1123_subdomain_problems
 
 __all__ = [
+    "JOB_RULES",
     "MAX_EXEC_TIME_LABEL",
     "PREBUILT_WORKLOAD_LABEL",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_LABEL",
-    "max_exec_time_errors",
+    "JobRules",
     "mutate_job",
     "validate_job",
 ]
 
+assert JOB.partial_admission is not None and JOB.pod_sets[0].min_count is not None
+assert JOB.staged_stop is not None
 QUEUE_LABEL = QUEUE_NAME_LABEL
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = engine.MAX_EXEC_TIME_LABEL
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+#: the fewest pods a Job accepts to start with (Kueue's JobMinParallelismAnnotation)
+MIN_PARALLELISM_ANNOTATION = JOB.pod_sets[0].min_count.annotation
+#: ``"true"``: completions follow parallelism on partial admission (JobCompletionsEqualParallelismAnnotation)
+COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = JOB.partial_admission.follow_annotation
+#: set while a partially admitted Job is suspended but its parallelism not yet restored (StoppingAnnotation)
+STOPPING_ANNOTATION = JOB.staged_stop.annotation
 
 _KUBECTL_HINT = (
     "kubectl create job cannot set labels: write the label into the manifest and use kubectl create -f, or "
@@ -108,7 +115,7 @@ class _Job:
                 raise _Malformed(f"{where}.metadata.annotations[{key}] must be a string")
         self.annotations: Mapping[str, str] = annotations
         # the object model's reading (label, then Kueue's legacy annotation), so the controller agrees
-        self.queue_name = job_queue_name(obj) or ""
+        self.queue_name = engine.queue_name(obj) or ""
         owners = metadata.get("ownerReferences") or []
         if not isinstance(owners, list):
             raise _Malformed(f"{where}.metadata.ownerReferences must be a list")
@@ -120,7 +127,7 @@ class _Job:
         self.parallelism = _optional_int(spec.get("parallelism"), f"{where}.spec.parallelism")
         self.completions = _optional_int(spec.get("completions"), f"{where}.spec.completions")
         self.completion_mode = spec.get("completionMode")
-        self.pod_count = job_pod_count(obj)
+        self.pod_count = engine.pod_count(JOB, obj)
         template = _mapping(spec.get("template"), f"{where}.spec.template")
         self.template_spec = _mapping(template.get("spec"), f"{where}.spec.template.spec")
 
@@ -146,100 +153,97 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _is_job(request: AdmissionRequest) -> bool:
-    return request.kind.group == "batch" and request.kind.kind == "Job"
-
-
-def _enabled(config: Configuration) -> bool:
-    """Whether the batch/job integration is on; when it is off, Jobs are left alone."""
-    return config.integrations.for_kind("batch", "Job") is not None
-
-
-def _ancestry(
-    obj: Mapping[str, Any] | None, request: AdmissionRequest, config: Configuration, view: ClusterView
-) -> Ancestry:
-    """Whether the Job is left to a real queued owner (``webhook.admission.owners``)."""
-    return ancestry(obj, JOB, request, config, view)
-
-
-def _pointer(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-# -- mutation ---------------------------------------------------------------------------------------
+def _admitted_here(
+    request: AdmissionRequest, config: Configuration, operations: tuple[str, ...]
+) -> Verdict | Integration:
+    """The Job integration to admit the request's Job with, or the answer when there is nothing to admit:
+    a 400 for another kind or a Job not shaped like one (old Job too, on UPDATE), or allowed for another
+    operation and while the batch/job integration is off (Jobs are then left alone)."""
+    if (request.kind.group, request.kind.kind) != (JOB.group, JOB.kind):
+        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
+    if request.operation not in operations:
+        return Verdict.allow()
+    try:
+        _Job(request.object, "object")
+        if request.operation == "UPDATE":
+            _Job(request.old_object, "oldObject")
+    except _Malformed as exc:
+        return Verdict.unprocessable(str(exc))
+    integration = config.integrations.for_kind(JOB.group, JOB.kind)
+    return Verdict.allow() if integration is None else integration
 
 
 def mutate_job(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
     """Kueue's Job defaulter: default queue label, then ``spec.suspend: true`` for managed Jobs (CREATE)."""
-    if not _is_job(request):
-        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
-    if request.operation != "CREATE":
-        return Verdict.allow()
-    try:
-        job = _Job(request.object, "object")
-    except _Malformed as exc:
-        return Verdict.unprocessable(str(exc))
-    if not _enabled(config) or _ancestry(request.object, request, config, view).through_owner:
-        return Verdict.allow()
-    namespace_labels = namespace_labels_or_default(view, request.namespace)
-    managed = config.manages_namespace(namespace_labels)
-    patch: list[dict[str, Any]] = []
-    queue = job.queue_name
-    if not queue and (managed or config.label_policy.is_enforced(namespace_labels)):
-        default_queue = config.label_policy.default_queue_for(request.namespace)
-        if default_queue in view.local_queue_names(request.namespace):
-            queue = default_queue
-            patch.append(add_label_op(request.object or {}, QUEUE_LABEL, queue))
-    should_suspend = bool(queue) or (config.manage_jobs_without_queue_name and managed)
-    if should_suspend and not job.suspended:
-        if request.object is not None and isinstance(request.object.get("spec"), Mapping):
-            patch.append({"op": "add", "path": "/spec/suspend", "value": True})
-        else:
-            patch.append({"op": "add", "path": "/spec", "value": {"suspend": True}})
-    return Verdict.allow(patch)
-
-
-def add_label_op(obj: Mapping[str, Any], key: str, value: str) -> dict[str, Any]:
-    """The JSON Patch op adding one label, creating ``labels`` (or ``metadata``) when absent."""
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return {"op": "add", "path": "/metadata", "value": {"labels": {key: value}}}
-    if not isinstance(metadata.get("labels"), Mapping):
-        return {"op": "add", "path": "/metadata/labels", "value": {key: value}}
-    return {"op": "add", "path": f"/metadata/labels/{_pointer(key)}", "value": value}
-
-
-# -- validation -------------------------------------------------------------------------------------
+    integration = _admitted_here(request, config, ("CREATE",))
+    if isinstance(integration, Verdict):
+        return integration
+    return mutate_queued(request, integration, JOB_RULES, config=config, view=view)
 
 
 def validate_job(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:
     """Kueue's Job validation plus the label policy and the anti-bypass rules (CREATE and UPDATE)."""
-    if not _is_job(request):
-        return Verdict.unprocessable(f"this endpoint admits batch/v1 Jobs, got {request.kind}")
-    if request.operation not in ("CREATE", "UPDATE"):
-        return Verdict.allow()
-    try:
-        new = _Job(request.object, "object")
-        old = _Job(request.old_object, "oldObject") if request.operation == "UPDATE" else None
-    except _Malformed as exc:
-        return Verdict.unprocessable(str(exc))
-    if not _enabled(config):
-        return Verdict.allow()
-    errors = _label_value_errors(new)
-    if old is None or new.annotations.get(MIN_PARALLELISM_ANNOTATION) != old.annotations.get(
-        MIN_PARALLELISM_ANNOTATION
-    ):
-        errors += _min_parallelism_errors(new)
-    errors += _completions_sync_errors(new)
-    if old is None:
-        errors += _policy_on_create(request, new, config, view)
-    else:
-        errors += _partial_admission_update_errors(old, new)
-        errors += _kueue_update_errors(request, old, new, config, view)
-        errors += _policy_on_update(request, old, new, config, view)
-    if errors:
-        return Verdict.deny(aggregate_message(errors))
-    return Verdict.allow()
+    integration = _admitted_here(request, config, ("CREATE", "UPDATE"))
+    if isinstance(integration, Verdict):
+        return integration
+    return validate_queued(request, integration, JOB_RULES, config=config, view=view)
+
+
+class JobRules(KindRules):
+    """The Job's own admission rules and wording (Kueue's Job webhook), on top of every kind's."""
+
+    children_left_alone = False
+    subject = "the Job"
+    missing_label_hint = f". {_KUBECTL_HINT}"
+
+    def value_errors(
+        self, integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
+    ) -> list[FieldError]:
+        job = _Job(new, "object")
+        errors = _label_value_errors(job)
+        min_parallelism = job.annotations.get(MIN_PARALLELISM_ANNOTATION)
+        if old is None or min_parallelism != _Job(old, "oldObject").annotations.get(
+            MIN_PARALLELISM_ANNOTATION
+        ):
+            errors += _min_parallelism_errors(job)
+        return errors + _completions_sync_errors(job)
+
+    def running_update_errors(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+        return _partial_admission_update_errors(_Job(old, "oldObject"), _Job(new, "object"))
+
+    def label_update_errors(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+        return _label_update_errors(_Job(old, "oldObject"), _Job(new, "object"))
+
+    def created_suspended(self, integration: Integration, obj: Mapping[str, Any]) -> bool:
+        """Kueue's Job defaulter reads ``spec.suspend`` alone (a stopping mark does not count)."""
+        return engine.suspend_written(integration, obj)
+
+    def suspend_ops(self, integration: Integration, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Kueue's Job defaulter sets ``spec.suspend`` with an ``add``, whether or not it is there."""
+        return engine.suspend_ops(integration, obj, op="add")
+
+    def removed_label_message(
+        self, integration: Integration, request: AdmissionRequest, view: ClusterView
+    ) -> str:
+        return (
+            f'namespace "{request.namespace}" requires the label {QUEUE_LABEL}, so it cannot be removed; '
+            "to move the Job to another LocalQueue, set spec.suspend: true and change the label's value "
+            f"({queue_list(view, request.namespace)})"
+        )
+
+    def admitted_changes(
+        self, integration: Integration, old: Mapping[str, Any], new: Mapping[str, Any]
+    ) -> list[FieldError]:
+        """Every kind's rule; a Job whose edit drops its ``spec`` is compared as an empty one (its template's
+        fields read as unset, as Kueue's Job webhook reads them), not skipped."""
+        return super().admitted_changes(integration, _with_spec(old), _with_spec(new))
+
+
+JOB_RULES = JobRules()
+
+
+def _with_spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    return job if isinstance(job.get("spec"), Mapping) else {**job, "spec": {}}
 
 
 def _label_value_errors(job: _Job) -> list[FieldError]:
@@ -249,21 +253,7 @@ def _label_value_errors(job: _Job) -> list[FieldError]:
         value = job.labels.get(key)
         if value is not None and (problems := dns1123_subdomain_problems(value)):
             errors.append(FieldError.invalid(label_path(key), value, ",".join(problems)))
-    errors += max_exec_time_errors(job.labels.get(MAX_EXEC_TIME_LABEL))
-    return errors
-
-
-def max_exec_time_errors(raw: str | None) -> list[FieldError]:
-    """Kueue's validateCreateForMaxExecTime (every integration): the label, when set, is what Go's
-    ``strconv.Atoi`` reads as an integer above 0."""
-    if raw is None:
-        return []
-    path = label_path(MAX_EXEC_TIME_LABEL)
-    seconds = parse_go_int(raw)
-    if seconds is None:
-        problem = "value out of range" if re.fullmatch(r"[+-]?[0-9]+", raw) else "invalid syntax"
-        return [FieldError.invalid(path, raw, f'strconv.Atoi: parsing "{raw}": {problem}')]
-    return [] if seconds > 0 else [FieldError.invalid(path, seconds, "should be greater than 0")]
+    return errors + max_exec_time_errors(job.labels.get(MAX_EXEC_TIME_LABEL))
 
 
 def _annotation_path(key: str) -> str:
@@ -351,21 +341,10 @@ def _syncs(job: _Job) -> bool:
     return raw is not None and parse_go_bool(raw) is True
 
 
-def _kueue_update_errors(
-    request: AdmissionRequest, old: _Job, new: _Job, config: Configuration, view: ClusterView
-) -> list[FieldError]:
+def _label_update_errors(old: _Job, new: _Job) -> list[FieldError]:
+    """Kueue's Job rules for its other labels: ``max-exec-time-seconds`` is fixed unless the Job stays
+    suspended; the priority-class label may not be added to a running Job, nor removed."""
     errors: list[FieldError] = []
-    queue_path = label_path(QUEUE_LABEL)
-    if not new.suspended and new.queue_name != old.queue_name:
-        errors.append(FieldError.invalid(queue_path, new.queue_name, IMMUTABLE))
-    if not new.queue_name and old.queue_name:
-        default_queue = config.label_policy.default_queue_for(request.namespace)
-        if default_queue in view.local_queue_names(request.namespace):
-            errors.append(
-                FieldError.invalid(
-                    queue_path, "", "queue-name must not be empty in namespace with default queue"
-                )
-            )
     if not new.suspended or not old.suspended:
         old_limit, new_limit = (
             old.labels.get(MAX_EXEC_TIME_LABEL, ""),
@@ -391,108 +370,3 @@ def _kueue_update_errors(
             FieldError.invalid(priority_path, "", "WorkloadPriorityClass cannot be removed from a workload")
         )
     return errors
-
-
-def queue_list(view: ClusterView, namespace: str) -> str:
-    names = sorted(view.local_queue_names(namespace))
-    if not names:
-        return (
-            f'there is no LocalQueue in namespace "{namespace}" yet: ask a cluster administrator to create '
-            "one (kind: LocalQueue, apiVersion: kueue.x-k8s.io/v1beta2)"
-        )
-    shown = ", ".join(f'"{name}"' for name in names)
-    return f'LocalQueues in namespace "{namespace}": {shown}'
-
-
-def _policy_on_create(
-    request: AdmissionRequest, job: _Job, config: Configuration, view: ClusterView
-) -> list[FieldError]:
-    if job.queue_name or _ancestry(request.object, request, config, view).through_owner:
-        return []
-    if not config.label_policy.is_enforced(namespace_labels_or_default(view, request.namespace)):
-        return []
-    return [
-        FieldError.required(
-            label_path(QUEUE_LABEL),
-            f'namespace "{request.namespace}" requires every Job to name its LocalQueue in the label '
-            f"{QUEUE_LABEL}; "
-            f"{queue_list(view, request.namespace)}. {_KUBECTL_HINT}",
-        )
-    ]
-
-
-def _policy_on_update(
-    request: AdmissionRequest, old: _Job, new: _Job, config: Configuration, view: ClusterView
-) -> list[FieldError]:
-    namespace_labels = namespace_labels_or_default(view, request.namespace)
-    errors: list[FieldError] = []
-    if old.queue_name and not new.queue_name and config.label_policy.is_enforced(namespace_labels):
-        errors.append(
-            FieldError.forbidden(
-                label_path(QUEUE_LABEL),
-                f'namespace "{request.namespace}" requires the label {QUEUE_LABEL}, so it cannot be removed; '
-                "to move the Job to another LocalQueue, set spec.suspend: true and change the label's value "
-                f"({queue_list(view, request.namespace)})",
-            )
-        )
-    identity = config.controller_identity
-    if identity.trusts(request.username):
-        return errors
-    controller = " or ".join(identity.usernames)
-    old_ancestry = _ancestry(request.old_object, request, config, view)
-    new_ancestry = _ancestry(request.object, request, config, view)
-    old_managed = is_managed(
-        request.old_object or {}, ancestry=old_ancestry, config=config, namespace_labels=namespace_labels
-    )
-    if old_managed and reparented(request, JOB, config, view):
-        errors.append(
-            FieldError.forbidden(
-                "metadata.ownerReferences",
-                "the Job is queued on its own (its Workload holds its quota), so only the queueing "
-                f"controller ({controller}) may make another object its controller; "
-                f'user "{request.username}" may not: delete the Job and create it from its owner instead',
-            )
-        )
-    managed = old_managed or is_managed(
-        request.object or {}, ancestry=new_ancestry, config=config, namespace_labels=namespace_labels
-    )
-    if not managed:
-        return errors
-    queue = new.queue_name or old.queue_name
-    if old.suspended and not new.suspended:
-        errors.append(
-            FieldError.forbidden(
-                "spec.suspend",
-                f"only the queueing controller ({controller}) may start a queued Job, "
-                f'user "{request.username}" may not; the Job starts by itself once its Workload is admitted'
-                + (f' through LocalQueue "{queue}"' if queue else "")
-                + f" (see kubectl get workloads -n {request.namespace} for why it is waiting)",
-            )
-        )
-    if not old.suspended:
-        errors += _admitted_template_changes(old, new)
-    return errors
-
-
-def _admitted_template_changes(old: _Job, new: _Job) -> list[FieldError]:
-    hint = (
-        "cannot be changed while the Job is admitted: the queueing controller sets it from the assigned "
-        "ResourceFlavor and quota; delete and recreate the Job with the new value instead"
-    )
-    base = "spec.template.spec"
-    errors: list[FieldError] = []
-    for key in ("nodeSelector", "tolerations"):
-        if (old.template_spec.get(key) or None) != (new.template_spec.get(key) or None):
-            errors.append(FieldError.forbidden(f"{base}.{key}", hint))
-    for key in ("initContainers", "containers"):
-        if _resources(old.template_spec.get(key)) != _resources(new.template_spec.get(key)):
-            errors.append(FieldError.forbidden(f"{base}.{key}[*].resources", hint))
-    return errors
-
-
-def _resources(containers: Any) -> Sequence[Any]:
-    if not isinstance(containers, list):
-        return ()
-    return [
-        (c.get("name"), c.get("resources") or None) if isinstance(c, Mapping) else None for c in containers
-    ]

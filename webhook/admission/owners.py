@@ -2,9 +2,9 @@
 
 ``webhook.api.integrations.owners`` walks up the object's controller references through the view. On top,
 an object that already has a Workload of its own is queued on its own whatever its ownerReferences say now,
-as the controller keeps it (``JobReconciler._left_to_owner``): a Job queued on its own whose owner became
-queued later (it got a queue label) is not left to that owner by the webhook either, so the anti-bypass
-rules keep guarding it.
+as the controller keeps it (``webhook.control.jobs.own_objects``): a Job queued on its own whose owner
+became queued later (it got a queue label) is not left to that owner by the webhook either, so the
+anti-bypass rules keep guarding it.
 """
 
 from __future__ import annotations

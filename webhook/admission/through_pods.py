@@ -19,7 +19,7 @@ from webhook.admission.view import ClusterView
 from webhook.api.errors import FieldError
 from webhook.api.integrations import Integration
 from webhook.api.integrations.engine import PRIORITY_CLASS_LABEL
-from webhook.api.integrations.statefulsets import is_on_hold, replicas, statefulset_workload_name
+from webhook.api.integrations.statefulsets import released_at_zero, replicas, statefulset_workload_name
 from webhook.api.pod_shape import ShapeList, ShapeMap, spec_shape
 
 __all__ = ["through_pods_update_errors"]
@@ -91,7 +91,7 @@ def _replica_errors(old: Mapping[str, Any], new: Mapping[str, Any], view: Cluste
         meta = old.get("metadata") or {}
         name = statefulset_workload_name(str(meta.get("name") or ""), str(meta.get("uid") or ""))
         workload = view.workload(str(meta.get("namespace") or ""), name)
-        if workload is not None and not is_on_hold(workload):
+        if workload is not None and not released_at_zero(workload):
             return [FieldError.forbidden(path, "workload from previous scale-down is still being deleted")]
     return []
 

@@ -10,21 +10,10 @@ import pytest
 
 from tests.golden import GOLDEN
 from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations.managed import ON_ITS_OWN
+from webhook.api.integrations import JOB, engine
+from webhook.api.integrations.engine import FlavorConflict, workload_name
+from webhook.api.integrations.managed import ON_ITS_OWN, is_managed
 from webhook.api.integrations.owners import Ancestry
-from webhook.api.jobs import (
-    FlavorConflict,
-    is_managed,
-    job_pod_count,
-    job_pod_sets,
-    job_priority,
-    job_queue_name,
-    merge_patch_unsuspend,
-    resuspend_patch,
-    unsuspend_patch,
-    workload_for_job,
-    workload_name,
-)
 from webhook.api.objects import PodSet, ResourceFlavor, Workload, parse_resource_flavor, parse_workload
 
 
@@ -86,45 +75,50 @@ def test_workload_name_is_stable_for_a_uid_and_differs_between_uids() -> None:
     ],
 )
 def test_pod_count_is_min_of_parallelism_and_completions(spec: dict[str, Any], count: int) -> None:
-    assert job_pod_count({"spec": spec}) == count
+    assert engine.pod_count(JOB, {"spec": spec}) == count
 
 
 def test_golden_job_gives_one_main_pod_set_of_two_gpus() -> None:
-    pod_sets = job_pod_sets(golden_job())
+    pod_sets = engine.pod_sets(JOB, golden_job())
     assert isinstance(pod_sets, tuple)
     assert [(p.name, p.count, p.requests) for p in pod_sets] == [("main", 1, {"nvidia.com/gpu": 2 * 10**9})]
 
 
 def test_job_without_containers_is_an_error_not_an_exception() -> None:
-    result = job_pod_sets(job({"template": {"spec": {}}}))
+    result = engine.pod_sets(JOB, job({"template": {"spec": {}}}))
     assert [str(e) for e in result] == ["spec.template.spec.containers: Required value"]  # type: ignore[union-attr]
 
 
 def test_queue_name_from_label_then_legacy_annotation() -> None:
-    assert job_queue_name(job(labels={"kueue.x-k8s.io/queue-name": "q"})) == "q"
+    assert engine.queue_name(job(labels={"kueue.x-k8s.io/queue-name": "q"})) == "q"
     legacy = job()
     legacy["metadata"]["annotations"] = {"kueue.x-k8s.io/queue-name": "old"}
-    assert job_queue_name(legacy) == "old"
-    assert not is_managed(job(), ancestry=ON_ITS_OWN)
-    assert is_managed(job(labels={"kueue.x-k8s.io/queue-name": "q"}), ancestry=ON_ITS_OWN)
+    assert engine.queue_name(legacy) == "old"
+    assert not is_managed(job(), JOB, ancestry=ON_ITS_OWN)
+    assert is_managed(job(labels={"kueue.x-k8s.io/queue-name": "q"}), JOB, ancestry=ON_ITS_OWN)
 
 
 def test_a_job_run_by_a_real_queued_owner_is_not_queued_on_its_own() -> None:
     """Kueue queues the owner (the PyTorchJob, JobSet, ...), not its Jobs; whether the owner is real is the
     owner walk's (tests/unit/api/test_owners.py)."""
     owned = job(labels={"kueue.x-k8s.io/queue-name": "q"})
-    assert not is_managed(owned, ancestry=Ancestry(ancestor={"metadata": {"name": "x"}}))
+    assert not is_managed(owned, JOB, ancestry=Ancestry(ancestor={"metadata": {"name": "x"}}))
 
 
 def test_jobs_without_a_queue_are_managed_only_where_the_configuration_says() -> None:
     config = parse_configuration("manageJobsWithoutQueueName: true")
     assert isinstance(config, Configuration)
-    assert not is_managed(job(), ancestry=ON_ITS_OWN)  # Kueue's default
+    assert not is_managed(job(), JOB, ancestry=ON_ITS_OWN)  # Kueue's default
     assert is_managed(
-        job(), ancestry=ON_ITS_OWN, config=config, namespace_labels={"kubernetes.io/metadata.name": "team-a"}
+        job(),
+        JOB,
+        ancestry=ON_ITS_OWN,
+        config=config,
+        namespace_labels={"kubernetes.io/metadata.name": "team-a"},
     )
     assert not is_managed(
         job(),
+        JOB,
         ancestry=ON_ITS_OWN,
         config=config,
         namespace_labels={"kubernetes.io/metadata.name": "kube-system"},
@@ -134,22 +128,24 @@ def test_jobs_without_a_queue_are_managed_only_where_the_configuration_says() ->
 def test_priority_from_workload_priority_class_label_wins_over_pod_priority() -> None:
     spec = {"template": {"spec": {"priorityClassName": "pod-high", "containers": [{"name": "c"}]}}}
     labelled = job(spec, labels={"kueue.x-k8s.io/priority-class": "urgent"})
-    assert job_priority(labelled, workload_priority_classes={"urgent": 1000}) == (
+    assert engine.priority(JOB, labelled, workload_priority_classes={"urgent": 1000}) == (
         1000,
         "urgent",
         "kueue.x-k8s.io",
     )
-    assert job_priority(job(spec), workload_priority_classes={}, pod_priority_classes={"pod-high": 50}) == (
+    assert engine.priority(
+        JOB, job(spec), workload_priority_classes={}, pod_priority_classes={"pod-high": 50}
+    ) == (
         50,
         "pod-high",
         "scheduling.k8s.io",
     )
-    assert job_priority(job(), workload_priority_classes={}) == (0, "", "")
+    assert engine.priority(JOB, job(), workload_priority_classes={}) == (0, "", "")
 
 
 def test_workload_manifest_for_golden_job_parses_back_to_the_same_requests() -> None:
     source = golden_job()
-    manifest = workload_for_job(source)
+    manifest = engine.workload_for(JOB, source)
     assert manifest["metadata"]["name"] == workload_name("sample", source["metadata"]["uid"])
     assert manifest["metadata"]["ownerReferences"] == [
         {
@@ -171,7 +167,8 @@ def test_workload_manifest_for_golden_job_parses_back_to_the_same_requests() -> 
 
 
 def test_workload_manifest_records_the_priority_class() -> None:
-    manifest = workload_for_job(
+    manifest = engine.workload_for(
+        JOB,
         job(labels={"kueue.x-k8s.io/queue-name": "q", "kueue.x-k8s.io/priority-class": "urgent"}),
         workload_priority_classes={"urgent": 7},
     )
@@ -186,7 +183,9 @@ def test_workload_manifest_records_the_priority_class() -> None:
 def test_unsuspend_injects_node_labels_and_tolerations() -> None:
     source = job({"suspend": True, "template": {"spec": {"containers": [{"name": "c"}]}}})
     toleration = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
-    ops = unsuspend_patch(source, [flavor({"nvidia.com/gpu.present": "true"}, [toleration])])
+    ops = engine.start_patch(
+        JOB, source, {"main": [flavor({"nvidia.com/gpu.present": "true"}, [toleration])]}
+    )
     assert ops == [
         {"op": "test", "path": "/spec/suspend", "value": True},
         {"op": "replace", "path": "/spec/suspend", "value": False},
@@ -197,15 +196,12 @@ def test_unsuspend_injects_node_labels_and_tolerations() -> None:
         },
         {"op": "add", "path": "/spec/template/spec/tolerations", "value": [toleration]},
     ]
-    assert merge_patch_unsuspend(source, [flavor({"a": "b"})]) == {
-        "spec": {"suspend": False, "template": {"spec": {"nodeSelector": {"a": "b"}}}}
-    }
 
 
 def test_unsuspend_refuses_a_flavor_that_contradicts_the_jobs_node_selector() -> None:
     source = job({"template": {"spec": {"nodeSelector": {"zone": "a"}, "containers": [{"name": "c"}]}}})
     with pytest.raises(FlavorConflict, match="zone"):
-        unsuspend_patch(source, [flavor({"zone": "b"})])
+        engine.start_patch(JOB, source, {"main": [flavor({"zone": "b"})]})
 
 
 def test_resuspend_restores_the_original_template() -> None:
@@ -213,13 +209,13 @@ def test_resuspend_restores_the_original_template() -> None:
     running = job({"template": copy.deepcopy(original), "suspend": False})  # the API server defaults suspend
     running["spec"]["template"]["spec"]["nodeSelector"] = {"a": "b"}
     running["spec"]["template"]["spec"]["tolerations"] = [{"key": "x", "operator": "Exists"}]
-    assert resuspend_patch(running, original) == [
+    assert engine.restore_ops(JOB, running, [original]) == [
         {"op": "replace", "path": "/spec/suspend", "value": True},
         {"op": "remove", "path": "/spec/template/spec/nodeSelector"},
         {"op": "remove", "path": "/spec/template/spec/tolerations"},
     ]
     with_selector = {"spec": {"nodeSelector": {"keep": "me"}, "containers": [{"name": "c"}]}}
-    assert resuspend_patch(running, with_selector)[1] == {
+    assert engine.restore_ops(JOB, running, [with_selector])[1] == {
         "op": "add",
         "path": "/spec/template/spec/nodeSelector",
         "value": {"keep": "me"},

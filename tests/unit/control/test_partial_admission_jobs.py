@@ -9,7 +9,8 @@ from typing import Any
 
 from tests.unit.admission.golden import apply_patch
 from tests.unit.control.plans import ADMISSION, NOW, job, plan, workload
-from webhook.api.jobs import workload_for_job
+from webhook.api.integrations import JOB
+from webhook.api.integrations.engine import workload_for
 from webhook.control.jobs.job_plan import CreateWorkload, StartJob, StopJob, UpdatePodSets
 from webhook.control.output.conditions import admitted_status, evicted_status
 
@@ -46,11 +47,11 @@ def partial_workload(admitted_count: int | None = None, *, evicted: bool = False
 
 
 def test_the_workload_pod_set_gets_min_count_from_the_annotation() -> None:
-    (pod_set,) = workload_for_job(partial_job())["spec"]["podSets"]
+    (pod_set,) = workload_for(JOB, partial_job())["spec"]["podSets"]
     assert (pod_set["count"], pod_set["minCount"]) == (4, 2)
     unparsable = partial_job()
     unparsable["metadata"]["annotations"][MIN] = "two"
-    assert "minCount" not in workload_for_job(unparsable)["spec"]["podSets"][0]  # Kueue's minPodsCount
+    assert "minCount" not in workload_for(JOB, unparsable)["spec"]["podSets"][0]  # Kueue's minPodsCount
 
 
 def test_the_start_runs_the_admitted_count() -> None:

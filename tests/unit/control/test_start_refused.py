@@ -110,7 +110,7 @@ def reconciler(api: JobApi, events: Events) -> JobReconciler:
 
 async def test_a_start_refused_for_good_finishes_the_workload_as_failed_to_start_with_the_reason() -> None:
     api, events = JobApi(WORKLOAD, INVALID), Events()
-    await reconciler(api, events)._execute(JOB, START)
+    await reconciler(api, events).execute(JOB, START)
     finished = api.condition("Finished")
     assert finished is not None and finished["status"] == "True"
     assert finished["reason"] == "FailedToStart"
@@ -123,7 +123,7 @@ async def test_a_start_refused_for_good_finishes_the_workload_as_failed_to_start
 async def test_a_failed_patch_test_is_not_a_refusal_and_writes_nothing() -> None:
     api, events = JobApi(WORKLOAD, FAILED_TEST), Events()
     step = StartJob([{"op": "test", "path": "/spec/suspend", "value": True}], "research", WORKLOAD)
-    await reconciler(api, events)._execute(JOB, step)
+    await reconciler(api, events).execute(JOB, step)
     assert api.status_patches == []
     assert events.seen == []
 
@@ -132,7 +132,7 @@ async def test_a_failed_patch_test_is_not_a_refusal_and_writes_nothing() -> None
 async def test_a_refused_start_is_said_on_the_workload_and_the_job_then_retried(refusal: JSON) -> None:
     api, events = JobApi(WORKLOAD, refusal), Events()
     with pytest.raises(ApiError):  # the reconciler's retry with backoff takes it from here
-        await reconciler(api, events)._execute(JOB, START)
+        await reconciler(api, events).execute(JOB, START)
     failed = api.condition("StartFailed")
     assert failed is not None
     assert (failed["status"], failed["reason"]) == ("True", refusal["reason"])
@@ -152,7 +152,7 @@ async def test_a_refused_start_is_said_on_the_workload_and_the_job_then_retried(
 async def test_a_reason_a_condition_cannot_carry_is_replaced() -> None:
     api, events = JobApi(WORKLOAD, {**DENIED, "reason": "not allowed today"}), Events()
     with pytest.raises(ApiError):
-        await reconciler(api, events)._execute(JOB, START)
+        await reconciler(api, events).execute(JOB, START)
     failed = api.condition("StartFailed")
     assert failed is not None and failed["reason"] == "Refused"
     assert "(403 not allowed today)" in failed["message"]
@@ -163,11 +163,11 @@ async def test_the_same_refusal_again_writes_nothing_new_and_a_start_clears_it()
     controller = reconciler(api, events)
     for _ in range(2):
         with pytest.raises(ApiError):
-            await controller._execute(JOB, START)
+            await controller.execute(JOB, START)
     assert len(api.status_patches) == 1
     assert len(events.seen) == 2
 
-    await controller._execute(JOB, START)  # the webhook now lets the controller through
+    await controller.execute(JOB, START)  # the webhook now lets the controller through
     cleared = api.condition("StartFailed")
     assert cleared is not None
     assert (cleared["status"], cleared["reason"]) == ("False", "Started")
@@ -177,7 +177,7 @@ async def test_the_same_refusal_again_writes_nothing_new_and_a_start_clears_it()
 
 async def test_a_start_that_succeeds_at_once_costs_no_status_write() -> None:
     api, events = JobApi(WORKLOAD), Events()
-    await reconciler(api, events)._execute(JOB, START)
+    await reconciler(api, events).execute(JOB, START)
     assert api.status_patches == []
     assert events.seen == [("Job", "Normal", "Started", "Admitted by clusterQueue research")]
 
@@ -185,6 +185,6 @@ async def test_a_start_that_succeeds_at_once_costs_no_status_write() -> None:
 async def test_a_conflict_is_decided_again_not_reported() -> None:
     api, events = JobApi(WORKLOAD, CONFLICT), Events()
     with pytest.raises(ApiError):
-        await reconciler(api, events)._execute(JOB, START)
+        await reconciler(api, events).execute(JOB, START)
     assert api.status_patches == []
     assert events.seen == []

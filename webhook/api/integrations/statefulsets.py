@@ -8,7 +8,8 @@ template's ``pod-suspending-parent`` annotation) and then given its group by the
 and the prebuilt Workload's name as annotations (Kueue's ``WorkloadIdentifierAnnotations``, on by default,
 which is how a name longer than a label value's 63 characters fits), the total count (``replicas``), and the
 serving, fast-admission and role ``main`` markers. The Workload has one pod set ``main`` of ``replicas``
-pods; scaling to zero puts it on hold (quota released, never requeued) and scaling up again lifts the hold.
+pods; scaling to zero releases its quota on purpose (Kueue's ``OnHold`` reason: it is not queued again while
+at zero) and scaling up again queues it once more.
 """
 
 from __future__ import annotations
@@ -38,20 +39,20 @@ from webhook.api.integrations.pod_groups import (
 )
 
 __all__ = [
-    "HOLD_MESSAGE",
     "JOB_OWNER_GVK_ANNOTATION",
     "JOB_OWNER_NAME_ANNOTATION",
-    "ON_HOLD",
     "POD_INDEX_LABEL_ANNOTATION",
     "PREBUILT_WORKLOAD",
+    "SCALED_TO_ZERO_MESSAGE",
+    "SCALED_TO_ZERO_REASON",
+    "SCALED_UP_MESSAGE",
     "SUSPENDING_PARENT_ANNOTATION",
-    "UNHOLD_MESSAGE",
     "awaits_group",
     "controlling_statefulset",
     "group_metadata",
-    "is_on_hold",
     "made_by_statefulset",
     "prebuilt_workload_name",
+    "released_at_zero",
     "replicas",
     "statefulset_workload",
     "statefulset_workload_name",
@@ -64,10 +65,11 @@ POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
 STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
 JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
-#: Kueue's QuotaReserved=False reason of a Workload whose quota is released on purpose and not requeued
-ON_HOLD = "OnHold"
-HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"
-UNHOLD_MESSAGE = "Workload no longer on hold; waiting for quota reservation"
+#: Kueue's QuotaReserved=False reason of a Workload whose quota is released on purpose and not requeued (a
+#: StatefulSet scaled to zero)
+SCALED_TO_ZERO_REASON = "OnHold"
+SCALED_TO_ZERO_MESSAGE = "StatefulSet scaled to zero; workload on hold"
+SCALED_UP_MESSAGE = "Workload no longer on hold; waiting for quota reservation"
 
 JSON = dict[str, Any]
 
@@ -186,10 +188,11 @@ def statefulset_workload(
     return workload
 
 
-def is_on_hold(workload: Mapping[str, Any]) -> bool:
-    """QuotaReserved False with reason OnHold (Kueue's ``IsOnHold``): released on purpose, not queued."""
+def released_at_zero(workload: Mapping[str, Any]) -> bool:
+    """QuotaReserved False with reason OnHold (Kueue's ``IsOnHold``): its StatefulSet was scaled to zero, its
+    quota released on purpose, and it is not queued."""
     status = workload.get("status")
     for condition in (status.get("conditions") if isinstance(status, Mapping) else None) or []:
         if isinstance(condition, Mapping) and condition.get("type") == "QuotaReserved":
-            return condition.get("status") == "False" and condition.get("reason") == ON_HOLD
+            return condition.get("status") == "False" and condition.get("reason") == SCALED_TO_ZERO_REASON
     return False

@@ -3,8 +3,8 @@ jobframework reconciler, with the steps it can return.
 
 ``plan_job`` is pure: given the pair (object, Workload) as the store currently sees it, it returns the one
 step that brings them closer to agreement, so each rule is a readable branch and testable without a
-server. ``webhook.control.jobs.reconciler`` executes the steps (the pod group's and the StatefulSet's plans
-return them too).
+server. ``webhook.control.jobs.executor`` writes the steps (the pod group's and the StatefulSet's plans
+return some of them too).
 
 The rules, in Kueue's order (pkg/controller/jobframework/reconciler.go):
 1. a Job that is Complete or Failed marks its Workload ``Finished`` (reason Succeeded/Failed, the Job
@@ -231,18 +231,10 @@ def has_active_pods(job: JSON, integration: Integration = JOB) -> bool:
     return engine.has_active_pods(integration, job)
 
 
-#: the job modules' name for ``webhook.api.objects.has_quota_reservation`` (one rule, one home)
-has_reservation = has_quota_reservation
-
-
 def holds_finalizer(obj: JSON, integration: Integration) -> bool:
     """Whether the object carries the integration's own finalizer (a queued pod's)."""
-    gate = integration.gate
-    return (
-        gate is not None
-        and bool(gate.finalizer)
-        and gate.finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
-    )
+    finalizer = engine.own_finalizer(integration)
+    return bool(finalizer) and finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
 
 
 def _stop(
@@ -342,14 +334,14 @@ def plan_job(
     admission = (workload.get("status") or {}).get("admission") or {}
     evicted = is_true(workload, "Evicted")
     if is_suspended(job, it):
-        if evicted and has_reservation(workload):
+        if evicted and has_quota_reservation(workload):
             if has_active_pods(job, it):
                 return None  # the Job's status change when its pods are gone re-triggers us
-            return ReleaseReservation(workload, _evicted_message(workload))
-        if has_reservation(workload) and not matches_workload(job, workload, it, reserved=True):
+            return ReleaseReservation(workload, evicted_message(workload))
+        if has_quota_reservation(workload) and not matches_workload(job, workload, it, reserved=True):
             # edited after its admission: it queues again as it is now
             return DeleteWorkload(workload, f"Deleted not matching Workload: {_key(workload)}")
-        if is_true(workload, "Admitted") and has_reservation(workload) and not evicted:
+        if is_true(workload, "Admitted") and has_quota_reservation(workload) and not evicted:
             assigned = assigned_flavors(admission, flavors, unnamed="main")
             if assigned is None:
                 return None  # a flavor is not in the store yet; its arrival re-triggers us
@@ -360,18 +352,18 @@ def plan_job(
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
-        if not has_reservation(workload) and not matches_workload(job, workload, it, reserved=False):
+        if not has_quota_reservation(workload) and not matches_workload(job, workload, it, reserved=False):
             desired = engine.workload_for(
                 it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
             )["spec"]
             return UpdatePodSets(workload, desired["podSets"], desired.get("maximumExecutionTimeSeconds"))
         queue = engine.queue_name(job) or ""
-        if not has_reservation(workload) and (workload.get("spec") or {}).get("queueName", "") != queue:
+        if not has_quota_reservation(workload) and (workload.get("spec") or {}).get("queueName", "") != queue:
             return UpdateQueueName(workload, queue)
         return None
     if evicted:
-        return _stop(job, workload, _evicted_message(workload), it, evicted_stop_reason(workload))
-    if not has_reservation(workload):
+        return _stop(job, workload, evicted_message(workload), it, evicted_stop_reason(workload))
+    if not has_quota_reservation(workload):
         return _stop(job, workload, NOT_ADMITTED, it, "NotAdmitted")
     if engine.is_stopping(it, job):
         # suspended, its restore not written before the Workload was admitted again: finish the stop,
@@ -406,7 +398,7 @@ def plan_unmanaged(job: JSON, workload: JSON | None, *, integration: Integration
     finished = job_finished(job, it)[0]
     if is_deleting(workload):
         if has_active_pods(job, it) or (
-            not finished and not is_suspended(job, it) and has_reservation(workload)
+            not finished and not is_suspended(job, it) and has_quota_reservation(workload)
         ):
             return None  # the object's change when its pods are gone re-triggers us
         return (
@@ -414,7 +406,7 @@ def plan_unmanaged(job: JSON, workload: JSON | None, *, integration: Integration
             if has_finalizer(workload)
             else None
         )
-    if has_reservation(workload) and not finished and not is_suspended(job, it):
+    if has_quota_reservation(workload) and not finished and not is_suspended(job, it):
         return None
     why = (
         f"the {it.kind} no longer names a LocalQueue"
@@ -434,7 +426,8 @@ def deleted_and_held(workload: JSON) -> bool:
     return is_deleting(workload) and has_finalizer(workload)
 
 
-def _evicted_message(workload: JSON) -> str:
+def evicted_message(workload: JSON) -> str:
+    """The Evicted condition's message (what a stop for an eviction says)."""
     for condition in (workload.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Evicted":
             return str(condition.get("message") or "Evicted")

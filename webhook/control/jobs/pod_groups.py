@@ -18,19 +18,22 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from webhook.api.finalizers import has_finalizer, is_deleting
-from webhook.api.integrations import engine
+from webhook.api.integrations import Integration, engine
 from webhook.api.integrations.builtin import POD
 from webhook.api.integrations.engine import FlavorConflict
+from webhook.api.integrations.managed import is_managed
 from webhook.api.integrations.pod_groups import (
+    IS_GROUP_WORKLOAD_ANNOTATION,
     excess_pods,
     group_finished,
+    group_name,
     group_pods_ready,
     group_workload,
     is_serving,
     role_hash,
     terminated,
 )
-from webhook.api.objects import ResourceFlavor
+from webhook.api.objects import ResourceFlavor, has_quota_reservation
 from webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from webhook.control.jobs.job_plan import (
     MISSING_WORKLOAD,
@@ -47,22 +50,17 @@ from webhook.control.jobs.job_plan import (
     Step,
     SyncPodsReady,
     assigned_flavors,
+    evicted_message,
     evicted_stop_reason,
-    has_reservation,
     holds_finalizer,
 )
+from webhook.control.jobs.queueing import GROUP_KEY, Host, namespace_labels
+from webhook.control.kube.kinds import WORKLOADS, kind_of
 from webhook.control.output.conditions import find, is_true
 
-__all__ = ["plan_group"]
+__all__ = ["group_of_workload", "plan_group", "reconcile_group"]
 
 JSON = dict[str, Any]
-
-
-def _evicted_message(workload: JSON) -> str:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Evicted":
-            return str(condition.get("message") or "Evicted")
-    return "Evicted"
 
 
 def _running(pods: Sequence[JSON]) -> list[JSON]:
@@ -125,17 +123,15 @@ def plan_group(
         )
         return CreateWorkload(built) if isinstance(built, dict) else None
     evicted = is_true(workload, "Evicted")
-    if evicted or not has_reservation(workload):
+    if evicted or not has_quota_reservation(workload):
         if running := _running(live):
             if evicted:
-                return DeleteObjects(
-                    tuple(running), _evicted_message(workload), evicted_stop_reason(workload)
-                )
+                return DeleteObjects(tuple(running), evicted_message(workload), evicted_stop_reason(workload))
             return DeleteObjects(tuple(running), NOT_ADMITTED, "NotAdmitted")
-        if evicted and has_reservation(workload):
+        if evicted and has_quota_reservation(workload):
             if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
                 return None  # pods still terminating hold the quota; their end re-triggers us
-            return ReleaseReservation(workload, _evicted_message(workload))
+            return ReleaseReservation(workload, evicted_message(workload))
         return None
     if not is_true(workload, "Admitted"):
         return None
@@ -205,3 +201,48 @@ def _start(
     if not patches:
         return None
     return StartPods(tuple(patches), str(admission.get("clusterQueue", "")), workload)
+
+
+def group_of_workload(workload: JSON | None) -> str | None:
+    """The work-queue key's name of a pod group's Workload (``GROUP_KEY`` + its name), None for any other
+    Workload."""
+    annotations = ((workload or {}).get("metadata") or {}).get("annotations") or {}
+    if annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) != "true":
+        return None
+    return GROUP_KEY + str((workload or {}).get("metadata", {}).get("name", ""))
+
+
+async def reconcile_group(host: Host, integration: Integration, namespace: str, group: str) -> None:
+    """``plan_group`` for the pods of ``group`` and the Workload named after it."""
+    context = host.context
+    configuration = context.configuration()
+    labels = namespace_labels(host, namespace)
+    pods = []
+    for pod in context.store.items(kind_of(integration), namespace=namespace):
+        if group_name(pod) != group:
+            continue
+        if holds_finalizer(pod, integration) or is_managed(
+            pod,
+            integration,
+            ancestry=await host.ancestry(pod, integration),
+            config=configuration,
+            namespace_labels=labels,
+        ):
+            pods.append(pod)
+    workload = context.store.get(WORKLOADS, group, namespace)
+    if workload is not None and group_of_workload(workload) is None:
+        workload = None  # a Workload of that name that is not a group's: not ours to drive
+    inputs = host.inputs()
+    step = plan_group(
+        group,
+        pods,
+        workload,
+        flavors=inputs.flavors,
+        priorities=inputs.priorities,
+        pod_priorities=inputs.pod_priorities,
+        pods_ready=inputs.pods_ready,
+    )
+    # a StatefulSet's Workload outlives its pods (stopped, scaled to zero): it then speaks for the group
+    subject = pods[0] if pods else workload
+    if step is not None and subject is not None:
+        await host.execute(subject, step, integration)

@@ -1,52 +1,64 @@
-"""The StatefulSet's side of admission: ``plan_statefulset`` is Kueue's statefulset reconciler.
+"""A StatefulSet queued as one group of its pods, as Kueue's statefulset integration does it: the
+StatefulSet's mode (``StatefulSets``), its plan and its steps, all in one place.
 
-One step at a time, in the order Kueue's reconciler takes them: the StatefulSet's pods are put in its group
-(and their queue label kept in line with the StatefulSet's); its Workload is created once it has replicas
-and a queue; a Workload left without its owner (an older one) is adopted and follows the StatefulSet's
-queue; scaling to zero releases the reservation and puts the Workload on hold, and scaling up again lifts
-the hold so the Workload queues once more. Ungating the pods of an admitted Workload, and stopping them
-when it is evicted, is the pod group's part (``webhook.control.jobs.pod_groups``).
+``plan_statefulset`` takes one step at a time, in the order Kueue's reconciler takes them: the StatefulSet's
+pods are put in its group (and their queue label kept in line with the StatefulSet's); its Workload is
+created once it has replicas and a queue; a Workload left without its owner (an older one) is adopted and
+follows the StatefulSet's queue; scaling to zero releases the reservation on purpose (Kueue's ``OnHold``
+reason: the Workload is not queued again), and scaling up again queues it once more. Ungating the pods of an
+admitted Workload, and stopping them when it is evicted, is the pod group's part
+(``webhook.control.jobs.pod_groups``); what a StatefulSet's objects look like is
+``webhook.api.integrations.statefulsets``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.api.finalizers import is_deleting
+from webhook.api.integrations import Integrations
 from webhook.api.integrations.builtin import POD, STATEFULSET
 from webhook.api.integrations.engine import queue_name
+from webhook.api.integrations.managed import is_managed
 from webhook.api.integrations.pod_groups import terminated
 from webhook.api.integrations.statefulsets import (
-    HOLD_MESSAGE,
     JOB_OWNER_GVK_ANNOTATION,
     JOB_OWNER_NAME_ANNOTATION,
-    ON_HOLD,
-    UNHOLD_MESSAGE,
+    SCALED_TO_ZERO_MESSAGE,
+    SCALED_TO_ZERO_REASON,
+    SCALED_UP_MESSAGE,
+    controlling_statefulset,
     group_metadata,
-    is_on_hold,
+    made_by_statefulset,
+    released_at_zero,
     replicas,
     statefulset_workload,
+    statefulset_workload_name,
 )
+from webhook.api.objects import has_quota_reservation
 from webhook.control.cache.store import key_of
-from webhook.control.jobs.job_plan import CreateWorkload, has_reservation
+from webhook.control.jobs.job_plan import CreateWorkload
+from webhook.control.jobs.own_objects import KindMode
+from webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
 from webhook.control.kube.kinds import WORKLOADS, kind_of
-from webhook.control.output.conditions import NO_RESERVATION, ConditionsEdit, is_true, now_rfc3339
-from webhook.control.output.context import ControlContext
+from webhook.control.output.conditions import NO_RESERVATION, ConditionsEdit, is_true
 
 __all__ = [
     "AdoptWorkload",
-    "ClearHold",
-    "HoldWorkload",
     "LabelPods",
+    "ReleaseScaledToZero",
+    "RequeueScaledUp",
     "StatefulSetStep",
-    "execute",
+    "StatefulSets",
     "plan_statefulset",
+    "scaled_to_zero_status",
+    "scaled_up_status",
+    "statefulset_key_of",
 ]
 
 JSON = dict[str, Any]
-log = logging.getLogger("kueue_webhook.statefulsets")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +77,21 @@ class AdoptWorkload:
 
 
 @dataclass(frozen=True, slots=True)
-class HoldWorkload:
-    """Scaled to zero: QuotaReserved=False ``OnHold``, no admission (the quota is released)."""
+class ReleaseScaledToZero:
+    """Scaled to zero: QuotaReserved=False ``OnHold``, no admission (the quota is released, and the
+    Workload is not queued again while it stays at zero)."""
 
     workload: JSON
 
 
 @dataclass(frozen=True, slots=True)
-class ClearHold:
+class RequeueScaledUp:
     """Scaled up from zero: QuotaReserved=False ``PendingEvaluation``, so the Workload queues again."""
 
     workload: JSON
 
 
-StatefulSetStep = CreateWorkload | LabelPods | AdoptWorkload | HoldWorkload | ClearHold
+StatefulSetStep = CreateWorkload | LabelPods | AdoptWorkload | ReleaseScaledToZero | RequeueScaledUp
 
 
 def _owned_by(workload: JSON, sts: Mapping[str, Any]) -> bool:
@@ -89,7 +102,7 @@ def _owned_by(workload: JSON, sts: Mapping[str, Any]) -> bool:
 def _active_reservation(workload: JSON) -> bool:
     """Kueue's ``HasActiveQuotaReservation``: reserved, not finished, active."""
     active = (workload.get("spec") or {}).get("active") is not False
-    return has_reservation(workload) and not is_true(workload, "Finished") and active
+    return has_quota_reservation(workload) and not is_true(workload, "Finished") and active
 
 
 def plan_statefulset(
@@ -148,7 +161,7 @@ def plan_statefulset(
     if (
         count > 0
         and (workload.get("spec") or {}).get("queueName", "") != queue
-        and not has_reservation(workload)
+        and not has_quota_reservation(workload)
     ):
         # a Workload holding quota keeps its queue (the Workload webhook refuses the change, as Kueue's):
         # it follows once its reservation is released
@@ -156,62 +169,89 @@ def plan_statefulset(
     pod_sets = (workload.get("spec") or {}).get("podSets") or []
     if (
         count > 0
-        and not has_reservation(workload)
+        and not has_quota_reservation(workload)
         and len(pod_sets) == 1
         and isinstance(pod_sets[0], dict)
         and pod_sets[0].get("count") != count
     ):
-        # scaled while it held no quota (0 -> n after a hold): it queues for what it now asks
+        # scaled while it held no quota (0 -> n after its release at zero): it queues for what it now asks
         edit.setdefault("spec", {})["podSets"] = [{**pod_sets[0], "count": count}]
     if edit:
         return AdoptWorkload(workload, edit)
     if count == 0 and _active_reservation(workload):
-        return HoldWorkload(workload)
-    if count > 0 and is_on_hold(workload):
-        return ClearHold(workload)
+        return ReleaseScaledToZero(workload)
+    if count > 0 and released_at_zero(workload):
+        return RequeueScaledUp(workload)
     return None
 
 
-def hold_status(workload: JSON, *, now: str) -> JSON | None:
+def scaled_to_zero_status(workload: JSON, *, now: str) -> JSON | None:
     """Kueue's ``UnsetQuotaReservationWithCondition(OnHold)``; None once the reservation is gone."""
     if not _active_reservation(workload):
         return None
     edit = ConditionsEdit.of(workload, now)
-    edit.set("QuotaReserved", "False", ON_HOLD, HOLD_MESSAGE)
+    edit.set("QuotaReserved", "False", SCALED_TO_ZERO_REASON, SCALED_TO_ZERO_MESSAGE)
     edit.set("Admitted", *NO_RESERVATION)
     return {"admission": None, "conditions": edit.conditions}
 
 
-def unhold_status(workload: JSON, *, now: str) -> JSON | None:
-    """The hold lifted: QuotaReserved=False ``PendingEvaluation`` (Kueue's reason with
-    UnadmittedWorkloadsObservability on); None when it is no longer on hold."""
-    if not is_on_hold(workload):
+def scaled_up_status(workload: JSON, *, now: str) -> JSON | None:
+    """Scaled up again: QuotaReserved=False ``PendingEvaluation`` (Kueue's reason with
+    UnadmittedWorkloadsObservability on); None when it is no longer released at zero."""
+    if not released_at_zero(workload):
         return None
     edit = ConditionsEdit.of(workload, now)
-    edit.set("QuotaReserved", "False", "PendingEvaluation", UNHOLD_MESSAGE)
+    edit.set("QuotaReserved", "False", "PendingEvaluation", SCALED_UP_MESSAGE)
     edit.set("Admitted", *NO_RESERVATION)
     return {"conditions": edit.conditions}
 
 
-async def execute(context: ControlContext, sts: JSON, step: StatefulSetStep) -> None:
-    """Write one step other than ``CreateWorkload`` (the reconciler's, with its event on the StatefulSet)."""
-    writer = context.writer
-    if isinstance(step, LabelPods):
-        for pod, patch in step.patches:
-            await writer.patch(kind_of(POD), pod, patch, patch_type="merge")
-    elif isinstance(step, AdoptWorkload):
-        await writer.patch(WORKLOADS, step.workload, step.patch, patch_type="merge")
-    elif isinstance(step, HoldWorkload):
-        updated = await writer.patch_status(
-            WORKLOADS, step.workload, lambda current: hold_status(current, now=now_rfc3339())
+def statefulset_key_of(pod: Mapping[str, Any], integrations: Integrations) -> ObjectKey | None:
+    """The key of the queued StatefulSet that made ``pod`` (its pod came or changed: it may have a pod to
+    put in its group), None when the pod is not a queued StatefulSet's."""
+    owner = controlling_statefulset(pod) if made_by_statefulset(pod) else None
+    statefulsets = integrations.for_kind(STATEFULSET.group, STATEFULSET.kind)
+    if owner is None or statefulsets is None:
+        return None
+    return (statefulsets.name, key_of(dict(pod))[0], str(owner.get("name", "")))
+
+
+class StatefulSets(KindMode):
+    """The StatefulSet's queueing mode: its pods and its Workload, through ``plan_statefulset``."""
+
+    async def reconcile(self, host: Host, key: ObjectKey) -> bool:
+        _, namespace, name = key
+        context = host.context
+        sts = context.store.get(kind_of(self.integration), name, namespace)
+        if sts is None:
+            await host.delete_workload_of_deleted(
+                key
+            )  # the garbage collector would do it too; now frees quota at once
+            return False
+        pods_integration = context.configuration().integrations.for_kind(POD.group, POD.kind)
+        if is_deleting(sts) or pods_integration is None:
+            return True  # a deleted StatefulSet's Workload goes with it (owner reference)
+        uid = str((sts.get("metadata") or {}).get("uid", ""))
+        pods = [
+            pod
+            for pod in context.store.items(kind_of(pods_integration), namespace=namespace)
+            if made_by_statefulset(pod) and (controlling_statefulset(pod) or {}).get("uid") == uid
+        ]
+        inputs = host.inputs()
+        step = plan_statefulset(
+            sts,
+            pods,
+            context.store.get(WORKLOADS, statefulset_workload_name(name, uid), namespace),
+            managed=is_managed(
+                sts,
+                self.integration,
+                ancestry=await host.ancestry(sts, self.integration),
+                config=context.configuration(),
+                namespace_labels=namespace_labels(host, namespace),
+            ),
+            priorities=inputs.priorities,
+            pod_priorities=inputs.pod_priorities,
         )
-        if updated is not None:
-            log.info(
-                "workload on hold", extra={"workload": "/".join(key_of(updated)), "reason": HOLD_MESSAGE}
-            )
-    elif isinstance(step, ClearHold):
-        updated = await writer.patch_status(
-            WORKLOADS, step.workload, lambda current: unhold_status(current, now=now_rfc3339())
-        )
-        if updated is not None:
-            log.info("workload hold lifted", extra={"workload": "/".join(key_of(updated))})
+        if step is not None:
+            await host.execute(sts, step, self.integration)
+        return True

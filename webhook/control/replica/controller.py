@@ -26,6 +26,7 @@ from typing import Any
 from webhook.api.config import CONFIGMAP_NAME, Configuration
 from webhook.control.cache.informer import Informer
 from webhook.control.cache.store import Change, Listener, Store, listener_name
+from webhook.control.jobs.modes import mode_of
 from webhook.control.jobs.owner_lookup import OwnerFetcher
 from webhook.control.jobs.reconciler import JobReconciler
 from webhook.control.kube.api_health import ApiHealth
@@ -297,7 +298,7 @@ class Controller:
         if not self._running:
             return
         # a Deployment has nothing to watch (its pods are queued one by one), a StatefulSet has its Workload
-        wanted = {kind_of(i) for i in configuration.integrations if i.through_pods != "pods"} - {JOBS}
+        wanted = {kind_of(i) for i in configuration.integrations if mode_of(i).has_objects} - {JOBS}
         for kind in list(self.integration_informers):
             if kind not in wanted:
                 _, task = self.integration_informers.pop(kind)

@@ -35,7 +35,7 @@ from typing import Any
 
 from webhook.api.conditions import condition_of, is_true
 from webhook.api.finalizers import is_deleting
-from webhook.api.integrations.statefulsets import is_on_hold
+from webhook.api.integrations.statefulsets import released_at_zero
 from webhook.api.objects import has_quota_reservation
 from webhook.api.pods_ready import tracks_pods_ready
 from webhook.control.kube.kinds import WORKLOADS
@@ -232,7 +232,7 @@ class PendingConditions:
                 return None
             if has_quota_reservation(current) or is_true(current, "Finished") or is_deleting(current):
                 return None
-            if is_on_hold(current):
+            if released_at_zero(current):
                 return None  # its owner released it on purpose (Kueue keeps the OnHold reason and message)
             configuration = self.context.configuration()
             pods_ready = tracks_pods_ready(
