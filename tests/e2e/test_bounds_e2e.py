@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
-from tests.e2e.support import REPO_ROOT, certificates, start_replica, tls_bundle, webhook_configurations
+from tests.support.replica import REPO_ROOT, certificates, start_replica, tls_bundle, webhook_configurations
 from webhook.control.replica.wiring import Replica
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import Replica, leading_team_queue
+from tests.e2e.support import leading_team_queue
+from tests.support.replica import Replica
 from webhook.control.kube.client import KubeClient
 from webhook.control.kube.kinds import (
     JOBS,

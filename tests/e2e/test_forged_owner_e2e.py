@@ -23,7 +23,7 @@ import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.queues import team_queue
-from tests.e2e.support import REPO_ROOT, certificates, start_replica, webhook_configurations
+from tests.support.replica import REPO_ROOT, certificates, start_replica, webhook_configurations
 from webhook.http.certs import ca_bundle
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)

@@ -27,13 +27,8 @@ import yaml
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.install import REPO_ROOT
-from tests.e2e.support import (
-    APISERVICE,
-    CONTROLLER_MANIFESTS,
-    certificates,
-    start_replica,
-    visibility_api_service,
-)
+from tests.e2e.support import APISERVICE, visibility_api_service
+from tests.support.replica import CONTROLLER_MANIFESTS, certificates, start_replica
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]

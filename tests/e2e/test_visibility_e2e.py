@@ -26,7 +26,8 @@ import aiohttp
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
-from tests.e2e.support import APISERVICE, certificates, start_replica, visibility_api_service
+from tests.e2e.support import APISERVICE, visibility_api_service
+from tests.support.replica import certificates, start_replica
 from webhook.http.certs import CertificateSet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, gpu_limits, queued_job, running, workload_of
+from tests.support.fake_cluster import condition, gpu_limits, queued_job, running, workload_of
+from tests.support.replica import replica
 
 JSON = dict[str, Any]
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import Replica, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
-from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, controller_config, gpu_limits, is_true, queued_job
+from tests.support import fake_cluster as harness
+from tests.support.fake_cluster import condition, controller_config, gpu_limits, is_true, queued_job
+from tests.support.replica import Replica, replica, webhook_configurations
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import WORKLOADS
 from webhook.http.certs import ca_bundle, ensure_certificates

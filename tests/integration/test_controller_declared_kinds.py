@@ -13,7 +13,8 @@ from typing import Any
 
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.integration.controller_harness import (
+from tests.integration.test_controller_integrations import SETUP
+from tests.support.fake_cluster import (
     condition,
     controller_config,
     gpu_limits,
@@ -21,7 +22,6 @@ from tests.integration.controller_harness import (
     running,
     serving_webhook,
 )
-from tests.integration.test_controller_integrations import SETUP
 
 JSON = dict[str, Any]
 HANG = 30.0

@@ -17,7 +17,8 @@ import pytest
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.fakeapi.errors import ApiError as Denied
-from tests.integration.controller_harness import (
+from tests.integration.test_controller_integrations import SETUP
+from tests.support.fake_cluster import (
     condition,
     controller_config,
     gpu_limits,
@@ -25,7 +26,6 @@ from tests.integration.controller_harness import (
     running,
     serving_webhook,
 )
-from tests.integration.test_controller_integrations import SETUP
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import Kind
 

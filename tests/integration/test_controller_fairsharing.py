@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, controller_config, queued_job, running
+from tests.support.fake_cluster import condition, controller_config, queued_job, running
+from tests.support.replica import replica
 
 JSON = dict[str, Any]
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import events_of, is_true, running, workload_of
-from tests.integration.research import QUOTA, gpu_job
+from tests.support.fake_cluster import events_of, is_true, running, workload_of
+from tests.support.replica import replica
+from tests.support.research import QUOTA, gpu_job
 from webhook.control.cache.store import Store
 from webhook.control.kube.client import KubeClient
 from webhook.control.kube.kinds import WORKLOADS

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, is_true
+from tests.support.fake_cluster import condition, is_true
+from tests.support.replica import replica
 
 JSON = dict[str, Any]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, serving_webhook
-from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.support import fake_cluster as harness
+from tests.support.fake_cluster import condition, serving_webhook
+from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
 
 JSON = dict[str, Any]
 

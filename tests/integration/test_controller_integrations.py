@@ -16,7 +16,7 @@ import pytest
 from tests.crds import integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.integration.controller_harness import (
+from tests.support.fake_cluster import (
     condition,
     controller_config,
     gpu_limits,

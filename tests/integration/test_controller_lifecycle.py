@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, is_true
-from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.support import fake_cluster as harness
+from tests.support.fake_cluster import condition, is_true
+from tests.support.replica import replica
+from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
 
 JSON = dict[str, Any]
 

@@ -16,7 +16,7 @@ from tests.crds.samples import SAMPLES
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.fakeapi.errors import ApiError
 from tests.fakeapi.identity import UserInfo
-from tests.integration.controller_harness import (
+from tests.support.fake_cluster import (
     controller_config,
     events_of,
     gpu_limits,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.e2e.support import Replica, replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, queued_job, running, workload_of
+from tests.support.fake_cluster import condition, queued_job, running, workload_of
+from tests.support.replica import Replica, replica
 
 JSON = dict[str, Any]
 WORKLOADS = ("kueue.x-k8s.io", "workloads")

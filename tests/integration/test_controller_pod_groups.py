@@ -11,7 +11,6 @@ import pytest
 
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
-from tests.integration.controller_harness import condition, events_of
 from tests.integration.test_controller_pods import (  # the cluster fixture and its helpers
     HANG,
     cluster,
@@ -20,6 +19,7 @@ from tests.integration.test_controller_pods import (  # the cluster fixture and 
     set_phase,
     started,
 )
+from tests.support.fake_cluster import condition, events_of
 
 __all__ = ["cluster"]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import condition, gpu_limits, queued_job
+from tests.support import fake_cluster as harness
+from tests.support.fake_cluster import condition, gpu_limits, queued_job
+from tests.support.replica import replica
 
 JSON = dict[str, Any]
 

@@ -14,15 +14,15 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.e2e.support import certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import (
+from tests.support.fake_cluster import (
     condition,
     controller_config,
     events_of,
     gpu_limits,
     serving_webhook,
 )
+from tests.support.replica import certificates, replica, webhook_configurations
 from webhook.http.certs import ca_bundle
 
 JSON = dict[str, Any]

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tests.e2e.support import replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import (
+from tests.support.fake_cluster import (
     condition,
     events_of,
     gpu_limits,
@@ -22,6 +21,7 @@ from tests.integration.controller_harness import (
     running,
     workload_of,
 )
+from tests.support.replica import replica
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: only so that a hang fails instead of blocking the suite

@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import Replica, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
-from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import (
+from tests.integration.test_controller_checks import SETUP as CHECKS_SETUP
+from tests.support import fake_cluster as harness
+from tests.support.fake_cluster import (
     condition,
     controller_config,
     gpu_limits,
     is_true,
     queued_job,
 )
-from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
-from tests.integration.test_controller_checks import SETUP as CHECKS_SETUP
+from tests.support.replica import Replica, replica, webhook_configurations
+from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import JOBS
 from webhook.http.certs import ca_bundle, ensure_certificates

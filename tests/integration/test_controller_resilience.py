@@ -8,10 +8,10 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.e2e.support import Replica, replica, start_replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import is_true
-from tests.integration.research import QUOTA, gpu_job, running, workloads_of
+from tests.support.fake_cluster import is_true
+from tests.support.replica import Replica, replica, start_replica
+from tests.support.research import QUOTA, gpu_job, running, workloads_of
 
 JSON = dict[str, Any]
 QUOTA_GPUS = 4  # QUOTA gives research 4 GPUs: two 2-GPU Jobs at a time

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tests.e2e.support import FAST_LEASE, replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.research import HANG, QUOTA, gpu_job, running
+from tests.support.replica import FAST_LEASE, replica
+from tests.support.research import HANG, QUOTA, gpu_job, running
 from webhook.control.cache.store import Change
 from webhook.control.kube.kinds import WORKLOADS
 

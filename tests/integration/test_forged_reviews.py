@@ -15,10 +15,10 @@ from typing import Any
 
 import aiohttp
 
-from tests.e2e.support import certificates, replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition
-from tests.integration.research import HANG, QUOTA, gpu_job, workloads_of
+from tests.support.fake_cluster import condition
+from tests.support.replica import certificates, replica
+from tests.support.research import HANG, QUOTA, gpu_job, workloads_of
 from webhook.control.kube.kinds import JOBS, WORKLOADS
 
 JSON = dict[str, Any]

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.support import CONTROLLER_MANIFESTS, certificates, replica
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition
-from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.support.fake_cluster import condition
+from tests.support.replica import CONTROLLER_MANIFESTS, certificates, replica
+from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook import __version__
 
 JSON = dict[str, Any]

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.support import REPO_ROOT
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import condition, free_port, readyz, workload_of
-from tests.integration.starter_queue import JOB, QUOTA
+from tests.support.fake_cluster import condition, free_port, readyz, workload_of
+from tests.support.replica import REPO_ROOT
+from tests.support.starter_queue import JOB, QUOTA
 
 HANG = 60.0  # seconds: only bounds a hang on a loaded machine
 

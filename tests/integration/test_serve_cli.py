@@ -7,10 +7,10 @@ import signal
 import sys
 from pathlib import Path
 
-from tests.e2e.support import certificates
 from tests.fakeapi import FakeApiServer
-from tests.integration.controller_harness import free_port, readyz
-from tests.integration.research import HANG, QUOTA, gpu_job, running
+from tests.support.fake_cluster import free_port, readyz
+from tests.support.replica import certificates
+from tests.support.research import HANG, QUOTA, gpu_job, running
 
 
 async def test_serve_process_becomes_ready_admits_and_releases_its_lease_on_sigterm(

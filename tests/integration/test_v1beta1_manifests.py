@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.fakeapi import FakeApiServer
-from tests.integration.webhook_harness import registered_webhook
+from tests.support.webhook import registered_webhook
 from webhook.http.certs import KUEUE_CRDS
 from webhook.http.server import WebhookServer
 

@@ -19,11 +19,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.e2e.support import certificates, replica, start_replica
 from tests.fakeapi import FakeApiServer
 from tests.front_proxy import ClientPair
-from tests.integration.controller_harness import condition
-from tests.integration.research import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.support.fake_cluster import condition
+from tests.support.replica import certificates, replica, start_replica
+from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook.control.replica.controller import ControllerSettings
 from webhook.control.replica.wiring import Listen, build
 

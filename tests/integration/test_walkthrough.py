@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.identity import service_account
-from tests.integration.controller_harness import condition, serving_webhook
+from tests.support.fake_cluster import condition, serving_webhook
 
 JSON = dict[str, Any]
 CONTROLLER_TOKEN = "controller-token"

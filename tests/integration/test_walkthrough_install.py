@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.support import REPO_ROOT, replica
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.identity import service_account
-from tests.integration.starter_queue import JOB, QUOTA
+from tests.support.replica import REPO_ROOT, replica
+from tests.support.starter_queue import JOB, QUOTA
 from webhook.http.certs import CertificateSet
 
 

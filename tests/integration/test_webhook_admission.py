@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.fakeapi import FakeApiServer
-from tests.integration.webhook_harness import registered_webhook
+from tests.support.webhook import registered_webhook
 from webhook.api.config import Configuration, parse_configuration
 
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"

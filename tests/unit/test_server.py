@@ -294,10 +294,7 @@ async def served_certificate(
 )
 async def test_certificate_verifies_for_the_service_names(webhook: Webhook, hostname: str) -> None:
     cert = await served_certificate(webhook, server_hostname=hostname)
-    assert (
-        cert.serial_number
-        == x509.load_pem_x509_certificate(webhook.certs.cert.read_bytes()).serial_number
-    )
+    assert cert.serial_number == x509.load_pem_x509_certificate(webhook.certs.cert.read_bytes()).serial_number
 
 
 async def test_certificate_is_refused_for_another_name(webhook: Webhook) -> None:
@@ -329,8 +326,7 @@ async def test_rotated_certificate_is_served_without_restart(
     after = await served_certificate(webhook)
     assert after.serial_number != before.serial_number
     assert (
-        after.serial_number
-        == x509.load_pem_x509_certificate(webhook.certs.cert.read_bytes()).serial_number
+        after.serial_number == x509.load_pem_x509_certificate(webhook.certs.cert.read_bytes()).serial_number
     )
     status, _ = await post(http, "/validate", golden_capture(1)["review"])
     assert status == 200

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.integration import controller_harness as harness
-from tests.integration.controller_harness import gpu_limits, queued_job
+from tests.support import fake_cluster as harness
+from tests.support.fake_cluster import gpu_limits, queued_job
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: generous, only so that a hang fails instead of blocking the suite

@@ -13,8 +13,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.e2e.support import Replica, certificates, replica, webhook_configurations
 from tests.fakeapi import FakeApiServer
+from tests.support.replica import Replica, certificates, replica, webhook_configurations
 from webhook.http.certs import ca_bundle
 
 JSON = dict[str, Any]
