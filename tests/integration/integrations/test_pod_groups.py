@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
-from tests.integration.test_controller_pods import (  # the cluster fixture and its helpers
+from tests.integration.integrations.test_pods import (  # the cluster fixture and its helpers
     HANG,
     cluster,
     member,

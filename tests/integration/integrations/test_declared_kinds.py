@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.integration.test_controller_integrations import SETUP
+from tests.integration.integrations.test_integrations import SETUP
 from tests.support.fake_cluster import (
     condition,
     controller_config,

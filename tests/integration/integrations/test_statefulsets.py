@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
-from tests.integration.test_controller_pods import HANG, SETUP, gated, pod, set_phase, started
+from tests.integration.integrations.test_pods import HANG, SETUP, gated, pod, set_phase, started
 from tests.support.fake_cluster import condition, controller_config, is_true, serving_webhook
 from webhook.api.integrations.statefulsets import statefulset_workload_name
 

@@ -17,7 +17,7 @@ import pytest
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.fakeapi.errors import ApiError as Denied
-from tests.integration.test_controller_integrations import SETUP
+from tests.integration.integrations.test_integrations import SETUP
 from tests.support.fake_cluster import (
     condition,
     controller_config,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.fakeapi import FakeApiServer
-from tests.integration.test_controller_checks import SETUP as CHECKS_SETUP
+from tests.integration.scheduling.test_checks import SETUP as CHECKS_SETUP
 from tests.support import fake_cluster as harness
 from tests.support.fake_cluster import (
     condition,

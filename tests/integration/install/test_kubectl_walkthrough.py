@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.fakeapi import FakeApiServer
 
-SEED = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "seed.yaml"
+SEED = Path(__file__).resolve().parents[3] / "manifests" / "examples" / "seed.yaml"
 
 
 async def run(kubectl: Callable[..., Any], *args: str, input: str | None = None) -> str:
@@ -184,7 +184,7 @@ async def test_kubectl_get_events_prints_the_event_columns(
 async def test_kubectl_apply_k_installs_the_shipped_manifests(
     fake_api: FakeApiServer, kubectl: Callable[..., Any]
 ) -> None:
-    manifests = Path(__file__).resolve().parents[2] / "manifests"
+    manifests = Path(__file__).resolve().parents[3] / "manifests"
     applied = await run(kubectl, "apply", "-k", str(manifests))
     assert "customresourcedefinition.apiextensions.k8s.io/workloads.kueue.x-k8s.io" in applied
     assert "deployment.apps/" in applied

@@ -1,7 +1,7 @@
 """``kubectl kueue why pod/NAME``: a queued pod's Workload is its own, a group member's is its group's.
 
-The cluster of test_controller_pods (the pod integration on, research's 2 GPUs): a 2-GPU pod runs, a group of
-two 1-GPU pods waits for it.
+The cluster of integrations/test_pods.py (the pod integration on, research's 2 GPUs): a 2-GPU pod runs, a
+group of two 1-GPU pods waits for it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tests.fakeapi import FakeApiServer
-from tests.integration.test_controller_pods import HANG, cluster, member, pod, started
-from tests.integration.test_kubectl_kueue import kueue, needs_script
+from tests.integration.integrations.test_pods import HANG, cluster, member, pod, started
+from tests.integration.visibility.test_kubectl_kueue import kueue, needs_script
 
 __all__ = ["cluster", "needs_script"]
 
