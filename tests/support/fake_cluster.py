@@ -59,43 +59,6 @@ def events_of(fake_api: FakeApiServer, namespace: str, name: str) -> dict[str, s
     }
 
 
-def queued_job(
-    namespace: str,
-    name: str,
-    *,
-    queue: str,
-    resources: JSON,
-    labels: dict[str, str] | None = None,
-    pod: JSON | None = None,
-    suspend: bool = True,
-) -> JSON:
-    """A one-container busybox Job for LocalQueue ``queue``; ``labels`` join the queue-name label and
-    ``pod`` adds fields to the pod spec (between ``restartPolicy`` and ``containers``)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"kueue.x-k8s.io/queue-name": queue, **(labels or {})},
-        },
-        "spec": {
-            "suspend": suspend,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    **(pod or {}),
-                    "containers": [{"name": "c", "image": "busybox", "resources": resources}],
-                }
-            },
-        },
-    }
-
-
-def gpu_limits(gpus: int) -> JSON:
-    return {"limits": {"nvidia.com/gpu": str(gpus)}}
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

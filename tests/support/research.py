@@ -11,37 +11,55 @@ from typing import Any
 
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
-from tests.support.fake_cluster import gpu_limits, queued_job
+from tests.support.builders import (
+    cluster_queue,
+    gpu_limits,
+    local_queue,
+    manifests,
+    namespace,
+    queued_job,
+    resource_flavor,
+    workload_priority_class,
+)
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: generous, only so that a hang fails instead of blocking the suite
 
-QUOTA = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a, labels: {kueue.x-k8s.io/queue: research}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
-spec: {nodeLabels: {nvidia.com/gpu.present: "true"}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: research}
-spec:
-  namespaceSelector: {matchLabels: {kueue.x-k8s.io/queue: research}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: team-a-gpu, namespace: team-a}
-spec: {clusterQueue: research}
-"""
+GPU = "nvidia.com/gpu"
+URGENT = "urgent"  # a WorkloadPriorityClass of value 1000
+
+QUOTA = manifests(
+    namespace("team-a", labels={"kueue.x-k8s.io/queue": "research"}),
+    resource_flavor("gpu-nodes", node_labels={"nvidia.com/gpu.present": "true"}),
+    cluster_queue(
+        "research",
+        {"gpu-nodes": {GPU: 4}},
+        namespace_selector={"matchLabels": {"kueue.x-k8s.io/queue": "research"}},
+    ),
+    local_queue("team-a-gpu", "team-a", "research"),
+)
+
+
+def preempting_research(
+    team: str,
+    queue: str,
+    *,
+    gpus: int,
+    node_labels: dict[str, str] | None = None,
+    tolerations: list[JSON] | None = None,
+) -> str:
+    """ClusterQueue ``research`` for all namespaces: ``gpus`` GPUs of flavor ``gpu-nodes`` (``node_labels``,
+    ``tolerations``), preempting lower priorities within itself; WorkloadPriorityClass ``urgent``; namespace
+    ``team`` with LocalQueue ``queue`` of it."""
+    return manifests(
+        resource_flavor("gpu-nodes", node_labels=node_labels, tolerations=tolerations),
+        workload_priority_class(URGENT, 1000),
+        cluster_queue(
+            "research", {"gpu-nodes": {GPU: gpus}}, preemption={"withinClusterQueue": "LowerPriority"}
+        ),
+        namespace(team),
+        local_queue(queue, team, "research"),
+    )
 
 
 def gpu_job(name: str, *, gpus: int = 2, suspend: bool = True) -> JSON:

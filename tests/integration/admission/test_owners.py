@@ -16,50 +16,20 @@ from tests.crds.samples import SAMPLES
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.fakeapi.errors import ApiError
 from tests.fakeapi.identity import UserInfo
+from tests.support.builders import gpu_limits, queued_job
 from tests.support.fake_cluster import (
     controller_config,
     events_of,
-    gpu_limits,
     is_true,
-    queued_job,
     running,
     serving_webhook,
     workload_of,
 )
+from tests.support.research import preempting_research
 
 JSON = dict[str, Any]
 HANG = 30.0
-SETUP = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: urgent}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: research}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: gpus, namespace: team}
-spec: {clusterQueue: research}
-"""
+SETUP = preempting_research("team", "gpus", gpus=8)
 CONFIG = "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset]"
 PRIORITY = "kueue.x-k8s.io/priority-class"
 ALICE = UserInfo(username="alice", groups=("system:authenticated",), uid="alice")

@@ -19,13 +19,8 @@ import pytest
 from tests.fakeapi import FakeApiServer
 from tests.integration.scheduling.test_checks import SETUP as CHECKS_SETUP
 from tests.support import fake_cluster as harness
-from tests.support.fake_cluster import (
-    condition,
-    controller_config,
-    gpu_limits,
-    is_true,
-    queued_job,
-)
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition, controller_config, is_true
 from tests.support.replica import Replica, replica, webhook_configurations
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook.control.kube.client import ApiError, KubeClient

@@ -14,14 +14,8 @@ from typing import Any
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.integration.integrations.test_integrations import SETUP
-from tests.support.fake_cluster import (
-    condition,
-    controller_config,
-    gpu_limits,
-    queued_job,
-    running,
-    serving_webhook,
-)
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
 
 JSON = dict[str, Any]
 HANG = 30.0

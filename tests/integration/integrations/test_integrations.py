@@ -16,56 +16,20 @@ import pytest
 from tests.crds import integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.support.fake_cluster import (
-    condition,
-    controller_config,
-    gpu_limits,
-    queued_job,
-    running,
-    serving_webhook,
-)
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
+from tests.support.research import preempting_research
 
 JSON = dict[str, Any]
 HANG = 30.0
 
-SETUP = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
-spec:
-  nodeLabels: {node-pool: gpu}
-  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: urgent}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: research}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: gpus, namespace: team}
-spec: {clusterQueue: research}
-"""
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+SETUP = preempting_research(
+    "team", "gpus", gpus=8, node_labels={"node-pool": "gpu"}, tolerations=[GPU_TOLERATION]
+)
 FRAMEWORKS = (
     "integrations:\n  frameworks: [batch/job, " + ", ".join(s.framework for s in SAMPLES.values()) + "]"
 )
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def flavored(obj: JSON, sample: Sample) -> bool:

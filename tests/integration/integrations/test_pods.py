@@ -15,52 +15,17 @@ from kubernetes_asyncio.client import ApiClient, CoreV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.fakeapi import FakeApiServer
-from tests.support.fake_cluster import (
-    condition,
-    controller_config,
-    events_of,
-    gpu_limits,
-    serving_webhook,
-)
+from tests.support.builders import gpu_limits
+from tests.support.fake_cluster import condition, controller_config, events_of, serving_webhook
 from tests.support.replica import certificates, replica, webhook_configurations
+from tests.support.research import preempting_research
 from webhook.http.certs import ca_bundle
 
 JSON = dict[str, Any]
 HANG = 30.0
 GATE = "kueue.x-k8s.io/admission"
 
-SETUP = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
-spec: {nodeLabels: {node-pool: gpu}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: urgent}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: research}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 2}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: gpus, namespace: team}
-spec: {clusterQueue: research}
-"""
+SETUP = preempting_research("team", "gpus", gpus=2, node_labels={"node-pool": "gpu"})
 FRAMEWORKS = "integrations:\n  frameworks: [batch/job, pod]"
 
 
@@ -221,10 +186,9 @@ async def test_a_flavor_toleration_is_added_beside_the_pod_own_tolerations(
     make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
 ) -> None:
     fake_api = await make_fake_api()
-    tainted = SETUP.replace(
-        "spec: {nodeLabels: {node-pool: gpu}}",
-        "spec:\n  nodeLabels: {node-pool: gpu}\n"
-        "  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
+    toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    tainted = preempting_research(
+        "team", "gpus", gpus=2, node_labels={"node-pool": "gpu"}, tolerations=[toleration]
     )
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + tainted)
     async with serving_webhook(fake_api, tmp_path):

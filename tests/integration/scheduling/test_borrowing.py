@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.fakeapi import FakeApiServer
-from tests.support.fake_cluster import condition, gpu_limits, queued_job, running, workload_of
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition, running, workload_of
 from tests.support.replica import replica
 
 JSON = dict[str, Any]

@@ -16,7 +16,8 @@ import pytest
 
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
-from tests.support.fake_cluster import condition, controller_config, gpu_limits, is_true, queued_job
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition, controller_config, is_true
 from tests.support.replica import Replica, replica, webhook_configurations
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import WORKLOADS

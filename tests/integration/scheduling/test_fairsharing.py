@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.support.fake_cluster import condition, controller_config, queued_job, running
+from tests.support.builders import queued_job
+from tests.support.fake_cluster import condition, controller_config, running
 from tests.support.replica import replica
 
 JSON = dict[str, Any]

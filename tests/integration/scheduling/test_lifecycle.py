@@ -13,7 +13,7 @@ from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
 from tests.support.fake_cluster import condition, is_true
 from tests.support.replica import replica
-from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.support.research import HANG, QUOTA, gpu_job, preempting_research, running, workloads_of
 
 JSON = dict[str, Any]
 
@@ -275,37 +275,7 @@ async def test_an_admission_costs_no_write_to_the_workloads_behind_it(fake_api: 
         assert after is not None and after - before == 2
 
 
-PREEMPTING_QUEUE = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: urgent}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: research}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 2}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: team-a-gpu, namespace: team-a}
-spec: {clusterQueue: research}
-"""
+PREEMPTING_QUEUE = preempting_research("team-a", "team-a-gpu", gpus=2)
 
 
 async def test_higher_priority_job_preempts_a_running_one_which_is_stopped_and_requeued(

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.fakeapi import FakeApiServer
-from tests.support.fake_cluster import condition, controller_config, gpu_limits, is_true, queued_job
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition, controller_config, is_true
 from tests.support.replica import Replica, replica, webhook_configurations
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
 from webhook.control.kube.client import ApiError, KubeClient

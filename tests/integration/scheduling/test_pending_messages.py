@@ -13,7 +13,8 @@ import asyncio
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.support.fake_cluster import condition, queued_job, running, workload_of
+from tests.support.builders import queued_job
+from tests.support.fake_cluster import condition, running, workload_of
 from tests.support.replica import Replica, replica
 
 JSON = dict[str, Any]

@@ -12,7 +12,8 @@ from typing import Any
 
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
-from tests.support.fake_cluster import condition, gpu_limits, queued_job
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition
 from tests.support.replica import replica
 
 JSON = dict[str, Any]

@@ -12,15 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.support.fake_cluster import (
-    condition,
-    events_of,
-    gpu_limits,
-    is_true,
-    queued_job,
-    running,
-    workload_of,
-)
+from tests.support.builders import gpu_limits, queued_job
+from tests.support.fake_cluster import condition, events_of, is_true, running, workload_of
 from tests.support.replica import replica
 
 JSON = dict[str, Any]

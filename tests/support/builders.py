@@ -1,0 +1,211 @@
+"""Builders of the objects tests create: Jobs, Workloads, queues, flavors, namespaces, as plain dicts.
+
+Each takes keyword arguments for what a test varies and leaves out every field it is not given, so the dict
+is exactly the manifest a user would write for it (``manifests(...)`` turns a few of them into the YAML that
+``FakeApiServer.apply_manifests`` and ``kubectl apply`` read). Quotas are written as in
+tests/unit/core/builders.py: ``{"flavor": {"cpu": 4, "memory": "8Gi"}}`` is one resource group, a quota a
+nominal value or ``{"nominalQuota": ..., "borrowingLimit": ..., "lendingLimit": ...}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+JSON = dict[str, Any]
+Quota = Any
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def manifests(*objects: JSON) -> str:
+    """The objects as one multi-document YAML text, in order."""
+    return yaml.safe_dump_all(objects, sort_keys=False)
+
+
+def meta(name: str, namespace: str | None = None, **fields: Any) -> JSON:
+    """``metadata``: ``name``, ``namespace`` when given, then the ``fields`` that are not None."""
+    out: JSON = {"name": name}
+    if namespace is not None:
+        out["namespace"] = namespace
+    out.update({key: value for key, value in fields.items() if value is not None})
+    return out
+
+
+def namespace(name: str, *, labels: Mapping[str, str] | None = None) -> JSON:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(name, labels=labels)}
+
+
+def _resource(name: str, quota: Quota) -> JSON:
+    if isinstance(quota, dict):
+        return {"name": name, **quota}
+    return {"name": name, "nominalQuota": quota}
+
+
+def groups(*specs: Mapping[str, Mapping[str, Quota]]) -> list[JSON]:
+    """``groups({"f1": {"cpu": 4, "memory": "8Gi"}, "f2": {...}})``: one resource group per argument, the
+    covered resources those of its first flavor."""
+    out = []
+    for spec in specs:
+        covered = list(next(iter(spec.values())))
+        flavors = [
+            {"name": flavor, "resources": [_resource(r, quotas[r]) for r in covered]}
+            for flavor, quotas in spec.items()
+        ]
+        out.append({"coveredResources": covered, "flavors": flavors})
+    return out
+
+
+def resource_flavor(
+    name: str,
+    *,
+    node_labels: Mapping[str, str] | None = None,
+    tolerations: Sequence[JSON] | None = None,
+    taints: Sequence[JSON] | None = None,
+    **fields: Any,
+) -> JSON:
+    """A ResourceFlavor; ``spec`` only when a node label, toleration or taint is given."""
+    spec: JSON = {}
+    if node_labels is not None:
+        spec["nodeLabels"] = dict(node_labels)
+    if tolerations is not None:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if taints is not None:
+        spec["nodeTaints"] = [dict(t) for t in taints]
+    out: JSON = {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": meta(name, **fields)}
+    if spec:
+        out["spec"] = spec
+    return out
+
+
+def cluster_queue(
+    name: str,
+    *resource_groups: Mapping[str, Mapping[str, Quota]],
+    namespace_selector: JSON | None = None,
+    metadata: JSON | None = None,
+    status: JSON | None = None,
+    **spec: Any,
+) -> JSON:
+    """A ClusterQueue of ``resource_groups`` for the namespaces ``namespace_selector`` picks (all by default);
+    ``spec`` adds fields as Kueue spells them (``cohortName``, ``preemption``, ``stopPolicy``, ...), after
+    ``namespaceSelector`` and before ``resourceGroups``."""
+    out: JSON = {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": meta(name, **(metadata or {})),
+        "spec": {
+            "namespaceSelector": namespace_selector or {},
+            **spec,
+            "resourceGroups": groups(*resource_groups),
+        },
+    }
+    if status is not None:
+        out["status"] = status
+    return out
+
+
+def cohort(
+    name: str, *resource_groups: Mapping[str, Mapping[str, Quota]], parent: str = "", **spec: Any
+) -> JSON:
+    body: JSON = {**({"parentName": parent} if parent else {}), **spec}
+    if resource_groups:
+        body["resourceGroups"] = groups(*resource_groups)
+    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": meta(name), "spec": body}
+
+
+def local_queue(
+    name: str, namespace: str, cluster_queue: str, *, metadata: JSON | None = None, **spec: Any
+) -> JSON:
+    return {
+        "apiVersion": KUEUE,
+        "kind": "LocalQueue",
+        "metadata": meta(name, namespace, **(metadata or {})),
+        "spec": {"clusterQueue": cluster_queue, **spec},
+    }
+
+
+def workload_priority_class(name: str, value: int) -> JSON:
+    return {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": meta(name), "value": value}
+
+
+def container(
+    *, resources: JSON | None = None, name: str = "c", image: str = "busybox", **fields: Any
+) -> JSON:
+    out: JSON = {"name": name, "image": image, **fields}
+    if resources is not None:
+        out["resources"] = resources
+    return out
+
+
+def queued_job(
+    namespace: str,
+    name: str,
+    *,
+    queue: str,
+    resources: JSON,
+    labels: dict[str, str] | None = None,
+    pod: JSON | None = None,
+    suspend: bool = True,
+) -> JSON:
+    """A one-container busybox Job for LocalQueue ``queue``; ``labels`` join the queue-name label and
+    ``pod`` adds fields to the pod spec (between ``restartPolicy`` and ``containers``)."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta(name, namespace, labels={QUEUE_LABEL: queue, **(labels or {})}),
+        "spec": {
+            "suspend": suspend,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    **(pod or {}),
+                    "containers": [container(resources=resources)],
+                }
+            },
+        },
+    }
+
+
+def gpu_limits(gpus: int) -> JSON:
+    return {"limits": {"nvidia.com/gpu": str(gpus)}}
+
+
+def cpu_requests(cpu: str) -> JSON:
+    return {"requests": {"cpu": cpu}}
+
+
+def workload(
+    name: str,
+    namespace: str = "team",
+    *,
+    queue: str = "lq",
+    pod_sets: Sequence[JSON] = (),
+    api_version: bool = True,
+    status: JSON | None = None,
+    **metadata: Any,
+) -> JSON:
+    """A Workload for LocalQueue ``queue`` with ``pod_sets``; ``metadata`` fields (``uid``,
+    ``resourceVersion``, ``generation``, ...) follow name and namespace."""
+    out: JSON = {"apiVersion": KUEUE} if api_version else {}
+    out.update(
+        kind="Workload",
+        metadata=meta(name, namespace, **metadata),
+        spec={"queueName": queue, "podSets": list(pod_sets)},
+    )
+    if status is not None:
+        out["status"] = status
+    return out
+
+
+def pod_set(*, count: int = 1, name: str = "main", requests: JSON | None = None, **pod_spec: Any) -> JSON:
+    """A pod set of ``count`` pods of one container ``c`` requesting ``requests`` (one cpu by default)."""
+    resources = {"requests": requests if requests is not None else {"cpu": "1"}}
+    return {
+        "name": name,
+        "count": count,
+        "template": {"spec": {"containers": [{"name": "c", "resources": resources}], **pod_spec}},
+    }
