@@ -36,8 +36,8 @@ def meta(name: str, namespace: str | None = None, **fields: Any) -> JSON:
     return out
 
 
-def namespace(name: str, *, labels: Mapping[str, str] | None = None) -> JSON:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(name, labels=labels)}
+def namespace(name: str, *, labels: Mapping[str, str] | None = None, **fields: Any) -> JSON:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(name, labels=labels, **fields)}
 
 
 def _resource(name: str, quota: Quota) -> JSON:
@@ -91,8 +91,8 @@ def cluster_queue(
     **spec: Any,
 ) -> JSON:
     """A ClusterQueue of ``resource_groups`` for the namespaces ``namespace_selector`` picks (all by default);
-    ``spec`` adds fields as Kueue spells them (``cohortName``, ``preemption``, ``stopPolicy``, ...), after
-    ``namespaceSelector`` and before ``resourceGroups``."""
+    ``spec`` adds the fields not None as Kueue spells them (``cohortName``, ``preemption``, ``stopPolicy``),
+    after ``namespaceSelector`` and before ``resourceGroups``."""
     out: JSON = {
         "apiVersion": KUEUE,
         "kind": "ClusterQueue",
@@ -126,6 +126,18 @@ def local_queue(
         "metadata": meta(name, namespace, **(metadata or {})),
         "spec": {"clusterQueue": cluster_queue, **spec},
     }
+
+
+def team_queue(
+    team: str, *resource_groups: Mapping[str, Mapping[str, Quota]], queue: str = "gpus", **spec: Any
+) -> list[JSON]:
+    """A team's own queue: namespace ``team`` labelled ``team: <team>``, a ClusterQueue ``team`` of
+    ``resource_groups`` (and ``spec``) selecting only that label, and LocalQueue ``queue`` of it there."""
+    return [
+        namespace(team, labels={"team": team}),
+        cluster_queue(team, *resource_groups, namespace_selector={"matchLabels": {"team": team}}, **spec),
+        local_queue(queue, team, team),
+    ]
 
 
 def workload_priority_class(name: str, value: int) -> JSON:

@@ -13,71 +13,37 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.fakeapi import FakeApiServer
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import (
+    gpu_limits,
+    manifests,
+    queued_job,
+    resource_flavor,
+    team_queue,
+    workload_priority_class,
+)
 from tests.support.fake_cluster import condition, running, workload_of
 from tests.support.replica import replica
 
 JSON = dict[str, Any]
 
-PRIORITIES = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: batch}
-value: 100
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: urgent}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
-spec: {nodeLabels: {node-pool: gpu}}
-"""
-
-FLAVORS = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: on-demand}
-spec: {nodeLabels: {node-pool: on-demand}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: spot}
-spec: {nodeLabels: {node-pool: spot}}
-"""
+PRIORITIES = manifests(
+    workload_priority_class("batch", 100),
+    workload_priority_class("urgent", 1000),
+    resource_flavor("gpu-nodes", node_labels={"node-pool": "gpu"}),
+)
+FLAVORS = manifests(
+    resource_flavor("on-demand", node_labels={"node-pool": "on-demand"}),
+    resource_flavor("spot", node_labels={"node-pool": "spot"}),
+)
 
 
-def team(name: str, *, flavors: dict[str, int], cohort: str = "research", extra: str = "") -> str:
+def team(name: str, *, flavors: dict[str, int], cohort: str = "research", **spec: Any) -> str:
     """A namespace, a ClusterQueue of ``cohort`` with one GPU quota per flavor (in order), a LocalQueue."""
-    flavor_lines = "".join(
-        f"    - name: {flavor}\n      resources: [{{name: nvidia.com/gpu, nominalQuota: {gpus}}}]\n"
-        for flavor, gpus in flavors.items()
-    )
-    return f"""
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}, labels: {{team: {name}}}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  cohortName: {cohort}
-{extra}  namespaceSelector: {{matchLabels: {{team: {name}}}}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-{flavor_lines}---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: gpus, namespace: {name}}}
-spec: {{clusterQueue: {name}}}
-"""
+    quotas = {flavor: {"nvidia.com/gpu": gpus} for flavor, gpus in flavors.items()}
+    return "---\n" + manifests(*team_queue(name, quotas, cohortName=cohort, **spec))
 
 
 def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
@@ -104,12 +70,10 @@ def assigned_flavors(workload: JSON | None) -> dict[str, str]:
 
 def borrowing_setup(borrow_within_cohort: str) -> str:
     """vision (2 GPUs) and nlp (2 GPUs) share a cohort; vision may reclaim, and borrow as configured."""
-    preemption = (
-        f"  preemption:\n    reclaimWithinCohort: Any\n    borrowWithinCohort: {borrow_within_cohort}\n"
-    )
+    preemption = {"reclaimWithinCohort": "Any", "borrowWithinCohort": yaml.safe_load(borrow_within_cohort)}
     return (
         PRIORITIES
-        + team("vision", flavors={"gpu-nodes": 2}, extra=preemption)
+        + team("vision", flavors={"gpu-nodes": 2}, preemption=preemption)
         + team("nlp", flavors={"gpu-nodes": 2})
     )
 
@@ -203,10 +167,13 @@ async def test_borrowing_job_does_not_preempt_without_borrow_within_cohort(
 async def test_when_can_borrow_picks_the_flavor(
     fake_api: FakeApiServer, when_can_borrow: str, flavor: str, node_pool: str
 ) -> None:
-    fungibility = f"  flavorFungibility: {{whenCanBorrow: {when_can_borrow}}}\n"
     await fake_api.apply_manifests(
         FLAVORS
-        + team("vision", flavors={"on-demand": 2, "spot": 4}, extra=fungibility)
+        + team(
+            "vision",
+            flavors={"on-demand": 2, "spot": 4},
+            flavorFungibility={"whenCanBorrow": when_can_borrow},
+        )
         + team("nlp", flavors={"on-demand": 4})
     )
     async with replica(fake_api.kubeconfig_path()):

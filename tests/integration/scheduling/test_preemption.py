@@ -12,57 +12,33 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import (
+    gpu_limits,
+    manifests,
+    queued_job,
+    resource_flavor,
+    team_queue,
+    workload_priority_class,
+)
 from tests.support.fake_cluster import condition, events_of, is_true, running, workload_of
 from tests.support.replica import replica
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: only so that a hang fails instead of blocking the suite
 
-PRIORITIES = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: batch}
-value: 100
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: urgent}
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
-spec: {nodeLabels: {node-pool: gpu}}
-"""
+PRIORITIES = manifests(
+    workload_priority_class("batch", 100),
+    workload_priority_class("urgent", 1000),
+    resource_flavor("gpu-nodes", node_labels={"node-pool": "gpu"}),
+)
 
 
-def team(name: str, *, gpus: int, cohort: str = "", preemption: str = "", stop: str = "") -> str:
-    cohort_line = f"  cohortName: {cohort}\n" if cohort else ""
-    preemption_line = f"  preemption: {preemption}\n" if preemption else ""
-    stop_line = f"  stopPolicy: {stop}\n" if stop else ""
-    return f"""
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}, labels: {{team: {name}}}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-{cohort_line}{preemption_line}{stop_line}  namespaceSelector: {{matchLabels: {{team: {name}}}}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{{name: nvidia.com/gpu, nominalQuota: {gpus}}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: gpus, namespace: {name}}}
-spec: {{clusterQueue: {name}}}
-"""
+def team(name: str, *, gpus: int, cohort: str | None = None, preemption: JSON | None = None) -> str:
+    """Namespace ``name`` with LocalQueue ``gpus`` of its own ClusterQueue: ``gpus`` GPUs of ``gpu-nodes``."""
+    queues = team_queue(
+        name, {"gpu-nodes": {"nvidia.com/gpu": gpus}}, cohortName=cohort, preemption=preemption
+    )
+    return "---\n" + manifests(*queues)
 
 
 def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
@@ -78,7 +54,7 @@ def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") ->
 
 async def test_urgent_job_preempts_batch_job_in_its_cluster_queue(fake_api: FakeApiServer) -> None:
     await fake_api.apply_manifests(
-        PRIORITIES + team("vision", gpus=4, preemption="{withinClusterQueue: LowerPriority}")
+        PRIORITIES + team("vision", gpus=4, preemption={"withinClusterQueue": "LowerPriority"})
     )
     async with replica(fake_api.kubeconfig_path()) as serving:
         await fake_api.create(gpu_job("vision", "batch-1", gpus=4))
@@ -167,7 +143,7 @@ async def test_urgent_job_preempts_batch_job_in_its_cluster_queue(fake_api: Fake
 async def test_a_team_reclaims_its_lent_quota_from_the_borrower(fake_api: FakeApiServer) -> None:
     await fake_api.apply_manifests(
         PRIORITIES
-        + team("vision", gpus=4, cohort="research", preemption="{reclaimWithinCohort: Any}")
+        + team("vision", gpus=4, cohort="research", preemption={"reclaimWithinCohort": "Any"})
         + team("nlp", gpus=4, cohort="research")
     )
     async with replica(fake_api.kubeconfig_path()) as serving:
@@ -223,7 +199,7 @@ async def test_two_teams_of_a_cohort_preempt_within_themselves_at_once(
     both run. The victims keep their quota until their pods are gone: nothing runs beside them."""
     api = await make_fake_api(job_controller=False)
     teams = ("vision", "speech")
-    lower = "{withinClusterQueue: LowerPriority}"
+    lower = {"withinClusterQueue": "LowerPriority"}
     await api.apply_manifests(
         PRIORITIES + "".join(team(t, gpus=2, cohort="lab", preemption=lower) for t in teams)
     )
