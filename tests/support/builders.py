@@ -111,10 +111,14 @@ def cluster_queue(
 def cohort(
     name: str, *resource_groups: Mapping[str, Mapping[str, Quota]], parent: str = "", **spec: Any
 ) -> JSON:
+    """A Cohort under ``parent`` (none by default); ``spec`` only when it has a parent, quota or a field."""
     body: JSON = {**({"parentName": parent} if parent else {}), **spec}
     if resource_groups:
         body["resourceGroups"] = groups(*resource_groups)
-    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": meta(name), "spec": body}
+    out: JSON = {"apiVersion": KUEUE, "kind": "Cohort", "metadata": meta(name)}
+    if body:
+        out["spec"] = body
+    return out
 
 
 def local_queue(
@@ -142,6 +146,17 @@ def team_queue(
 
 def workload_priority_class(name: str, value: int) -> JSON:
     return {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": meta(name), "value": value}
+
+
+def priority_class(name: str, value: int, **fields: Any) -> JSON:
+    """A pod PriorityClass (scheduling.k8s.io/v1); ``fields`` such as ``description`` follow ``value``."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": meta(name),
+        "value": value,
+        **fields,
+    }
 
 
 def container(
@@ -213,11 +228,16 @@ def workload(
     return out
 
 
-def pod_set(*, count: int = 1, name: str = "main", requests: JSON | None = None, **pod_spec: Any) -> JSON:
-    """A pod set of ``count`` pods of one container ``c`` requesting ``requests`` (one cpu by default)."""
-    resources = {"requests": requests if requests is not None else {"cpu": "1"}}
-    return {
-        "name": name,
-        "count": count,
-        "template": {"spec": {"containers": [{"name": "c", "resources": resources}], **pod_spec}},
-    }
+def pod_set(
+    *,
+    count: int = 1,
+    name: str = "main",
+    requests: JSON | None = None,
+    image: str | None = None,
+    **pod_spec: Any,
+) -> JSON:
+    """A pod set of ``count`` pods of one container ``c`` (of ``image``) requesting ``requests`` (one cpu by
+    default); ``pod_spec`` fields go before ``containers``."""
+    one: JSON = {"name": "c", **({"image": image} if image is not None else {})}
+    one["resources"] = {"requests": requests if requests is not None else {"cpu": "1"}}
+    return {"name": name, "count": count, "template": {"spec": {**pod_spec, "containers": [one]}}}

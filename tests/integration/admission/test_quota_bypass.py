@@ -19,7 +19,7 @@ import pytest
 from tests.fakeapi import FakeApiServer
 from tests.integration.scheduling.test_checks import SETUP as CHECKS_SETUP
 from tests.support import fake_cluster as harness
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import cluster_queue, gpu_limits, local_queue, manifests, queued_job
 from tests.support.fake_cluster import condition, controller_config, is_true
 from tests.support.replica import Replica, replica, webhook_configurations
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
@@ -174,23 +174,10 @@ async def test_a_label_removed_from_a_suspended_job_frees_its_workloads_quota(
     assert first["spec"]["suspend"] is True  # no longer queued, nobody starts it
 
 
-SPARE = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: spare}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: team-a-spare, namespace: team-a}
-spec: {clusterQueue: spare}
-"""
+SPARE = manifests(
+    cluster_queue("spare", {"gpu-nodes": {"nvidia.com/gpu": 4}}),
+    local_queue("team-a-spare", "team-a", "spare"),
+)
 
 
 async def test_a_waiting_job_moved_to_another_local_queue_is_admitted_there(

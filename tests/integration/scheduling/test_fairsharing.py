@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.support.builders import queued_job
+from tests.support.builders import cohort, manifests, queued_job, resource_flavor, team_queue
 from tests.support.fake_cluster import condition, controller_config, running
 from tests.support.replica import replica
 
@@ -15,45 +15,18 @@ JSON = dict[str, Any]
 
 def setup(*, fair_sharing: bool) -> str:
     config = "fairSharing: {}\n" if fair_sharing else "logLevel: info\n"
-    teams = "".join(
-        f"""
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {team}, labels: {{team: {team}}}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {team}}}
-spec:
-  cohortName: org
-  namespaceSelector: {{matchLabels: {{team: {team}}}}}
-  preemption: {{reclaimWithinCohort: Any}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{{name: cpu, nominalQuota: 4}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: q, namespace: {team}}}
-spec: {{clusterQueue: {team}}}
-"""
+    teams = [
+        team_queue(
+            team,
+            {"default": {"cpu": 4}},
+            queue="q",
+            cohortName="org",
+            preemption={"reclaimWithinCohort": "Any"},
+        )
         for team in ("team-a", "team-b")
-    )
-    return (
-        controller_config(config)
-        + f"""---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Cohort
-metadata: {{name: org}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: default}}
-{teams}"""
-    )
+    ]
+    objects = [cohort("org"), resource_flavor("default"), *teams[0], *teams[1]]
+    return controller_config(config) + "---\n" + manifests(*objects)
 
 
 def cpu_job(namespace: str, name: str, cpus: int) -> JSON:

@@ -13,106 +13,47 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
+from tests.support.builders import (
+    cluster_queue,
+    cohort,
+    local_queue,
+    manifests,
+    namespace,
+    pod_set,
+    resource_flavor,
+    workload,
+    workload_priority_class,
+)
 from tests.support.fake_cluster import condition, is_true
 from tests.support.replica import replica
 
 JSON = dict[str, Any]
 
-TREE = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: eng}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 3
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Cohort
-metadata: {name: root}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Cohort
-metadata: {name: guaranteed}
-spec:
-  parentName: root
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{name: cpu, nominalQuota: 4}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: guaranteed}
-spec:
-  cohortName: guaranteed
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{name: cpu, nominalQuota: 0}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: best-effort}
-spec:
-  cohortName: root
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{name: cpu, nominalQuota: 0}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq-guaranteed, namespace: eng}
-spec: {clusterQueue: guaranteed}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq-best-effort, namespace: eng}
-spec: {clusterQueue: best-effort}
-"""
+TREE = manifests(
+    namespace("eng"),
+    resource_flavor("default"),
+    workload_priority_class("high", 3),
+    cohort("root"),
+    cohort("guaranteed", {"default": {"cpu": 4}}, parent="root"),
+    cluster_queue("guaranteed", {"default": {"cpu": 0}}, cohortName="guaranteed"),
+    cluster_queue("best-effort", {"default": {"cpu": 0}}, cohortName="root"),
+    local_queue("lq-guaranteed", "eng", "guaranteed"),
+    local_queue("lq-best-effort", "eng", "best-effort"),
+)
 
 
 def cpu_workload(name: str, queue: str, *, priority: int | None = None) -> JSON:
     """A Workload with no owner (as Kueue's performance runner creates them) asking for 4 cpu."""
-    spec: JSON = {
-        "queueName": queue,
-        "podSets": [
-            {
-                "name": "main",
-                "count": 1,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "4"}}}],
-                    }
-                },
-            }
-        ],
-    }
+    cpu = pod_set(requests={"cpu": "4"}, image="x", restartPolicy="Never")
+    body = workload(name, "eng", queue=queue, pod_sets=[cpu])
     if priority is not None:
-        spec["priority"] = priority
-        spec["priorityClassRef"] = {
+        body["spec"]["priority"] = priority
+        body["spec"]["priorityClassRef"] = {
             "group": "kueue.x-k8s.io",
             "kind": "WorkloadPriorityClass",
             "name": "high",
         }
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "eng"},
-        "spec": spec,
-    }
+    return body
 
 
 async def test_the_head_borrowing_from_a_nearer_cohort_is_admitted_before_a_higher_priority_one(

@@ -13,7 +13,14 @@ import asyncio
 from typing import Any
 
 from tests.fakeapi import FakeApiServer
-from tests.support.builders import queued_job
+from tests.support.builders import (
+    cluster_queue,
+    local_queue,
+    manifests,
+    namespace,
+    queued_job,
+    resource_flavor,
+)
 from tests.support.fake_cluster import condition, running, workload_of
 from tests.support.replica import Replica, replica
 
@@ -25,38 +32,18 @@ NEEDS = (
 )
 
 
-def team(name: str, quota: str) -> str:
-    return f"""
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  cohortName: org
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources: [{{name: cpu, {quota}}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: q, namespace: {name}}}
-spec: {{clusterQueue: {name}}}
-"""
-
-
 #: team-a owns the cohort's 4 cpu; team-b owns none (it borrows); team-c keeps its 2 to itself
-SETUP = (
-    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n"
-    + team("team-a", "nominalQuota: 4")
-    + team("team-b", "nominalQuota: 0")
-    + team("team-c", "nominalQuota: 2, lendingLimit: 0")
+SETUP = manifests(
+    resource_flavor("default"),
+    namespace("team-a"),
+    cluster_queue("team-a", {"default": {"cpu": 4}}, cohortName="org"),
+    local_queue("q", "team-a", "team-a"),
+    namespace("team-b"),
+    cluster_queue("team-b", {"default": {"cpu": 0}}, cohortName="org"),
+    local_queue("q", "team-b", "team-b"),
+    namespace("team-c"),
+    cluster_queue("team-c", {"default": {"cpu": {"nominalQuota": 2, "lendingLimit": 0}}}, cohortName="org"),
+    local_queue("q", "team-c", "team-c"),
 )
 
 

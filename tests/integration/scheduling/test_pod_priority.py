@@ -12,50 +12,27 @@ from typing import Any
 
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import (
+    gpu_limits,
+    manifests,
+    priority_class,
+    queued_job,
+    resource_flavor,
+    team_queue,
+)
 from tests.support.fake_cluster import condition
 from tests.support.replica import replica
 
 JSON = dict[str, Any]
 
-SETUP = """
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
-description: production training
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu-nodes}
-spec: {nodeLabels: {node-pool: gpu}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: vision, labels: {team: vision}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: vision}
-spec:
-  preemption: {withinClusterQueue: LowerPriority}
-  namespaceSelector: {matchLabels: {team: vision}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu-nodes
-      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: gpus, namespace: vision}
-spec: {clusterQueue: vision}
-"""
+SETUP = manifests(
+    priority_class("high", 1000, description="production training"),
+    priority_class("low", 10),
+    resource_flavor("gpu-nodes", node_labels={"node-pool": "gpu"}),
+    *team_queue(
+        "vision", {"gpu-nodes": {"nvidia.com/gpu": 4}}, preemption={"withinClusterQueue": "LowerPriority"}
+    ),
+)
 
 
 def gpu_job(name: str, *, gpus: int, priority_class: str) -> JSON:
