@@ -144,6 +144,29 @@ def team_queue(
     ]
 
 
+def own_queue(
+    namespace: str,
+    name: str,
+    quota: Mapping[str, Quota],
+    *,
+    queue: str = "lq",
+    namespace_selector: JSON | None = None,
+    **spec: Any,
+) -> list[JSON]:
+    """Flavor ``name``, ClusterQueue ``name`` holding ``quota`` of that flavor (``{"cpu": 1}``) for the
+    namespaces ``namespace_selector`` picks (all by default), and LocalQueue ``queue`` in ``namespace``."""
+    return [
+        resource_flavor(name),
+        cluster_queue(name, {name: quota}, namespace_selector=namespace_selector, **spec),
+        local_queue(queue, namespace, name),
+    ]
+
+
+def only(namespace: str) -> JSON:
+    """The namespace selector that picks ``namespace`` alone."""
+    return {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+
+
 def workload_priority_class(name: str, value: int) -> JSON:
     return {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": meta(name), "value": value}
 
@@ -212,16 +235,18 @@ def workload(
     queue: str = "lq",
     pod_sets: Sequence[JSON] = (),
     api_version: bool = True,
+    spec: JSON | None = None,
     status: JSON | None = None,
     **metadata: Any,
 ) -> JSON:
-    """A Workload for LocalQueue ``queue`` with ``pod_sets``; ``metadata`` fields (``uid``,
-    ``resourceVersion``, ``generation``, ...) follow name and namespace."""
+    """A Workload for LocalQueue ``queue`` with ``pod_sets`` (and the ``spec`` fields given: ``priority``,
+    ``maximumExecutionTimeSeconds``...); ``metadata`` fields (``uid``, ``resourceVersion``...) follow its
+    name and namespace."""
     out: JSON = {"apiVersion": KUEUE} if api_version else {}
     out.update(
         kind="Workload",
         metadata=meta(name, namespace, **metadata),
-        spec={"queueName": queue, "podSets": list(pod_sets)},
+        spec={"queueName": queue, **(spec or {}), "podSets": list(pod_sets)},
     )
     if status is not None:
         out["status"] = status
@@ -233,11 +258,12 @@ def pod_set(
     count: int = 1,
     name: str = "main",
     requests: JSON | None = None,
+    resources: JSON | None = None,
     image: str | None = None,
     **pod_spec: Any,
 ) -> JSON:
-    """A pod set of ``count`` pods of one container ``c`` (of ``image``) requesting ``requests`` (one cpu by
-    default); ``pod_spec`` fields go before ``containers``."""
+    """A pod set of ``count`` pods of one container ``c`` (of ``image``) with ``resources``, by default
+    requesting ``requests`` (one cpu by default); ``pod_spec`` fields go before ``containers``."""
     one: JSON = {"name": "c", **({"image": image} if image is not None else {})}
-    one["resources"] = {"requests": requests if requests is not None else {"cpu": "1"}}
+    one["resources"] = resources or {"requests": requests if requests is not None else {"cpu": "1"}}
     return {"name": name, "count": count, "template": {"spec": {**pod_spec, "containers": [one]}}}

@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
+from tests.support.builders import pod_set, workload
 from tests.support.fake_cluster import condition, is_true
 from tests.support.replica import replica
 from tests.support.research import HANG, QUOTA, gpu_job, preempting_research, running, workloads_of
@@ -166,32 +167,13 @@ async def test_user_unsuspending_a_job_that_is_not_admitted_gets_it_suspended_ag
 
 def bare_workload(name: str, gpus: int) -> JSON:
     """A Workload with no owner, as Kueue's performance runner creates them."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "team-a"},
-        "spec": {
-            "queueName": "team-a-gpu",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "x",
-                                    "resources": {"requests": {"nvidia.com/gpu": str(gpus)}},
-                                }
-                            ],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    requests = {"nvidia.com/gpu": str(gpus)}
+    return workload(
+        name,
+        "team-a",
+        queue="team-a-gpu",
+        pod_sets=[pod_set(image="x", requests=requests, restartPolicy="Never")],
+    )
 
 
 async def test_workload_created_without_a_job_is_admitted_and_its_finish_frees_quota(

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.fakeapi import FakeApiServer
+from tests.support.builders import gpu_limits, pod_set, workload
 from tests.support.fake_cluster import condition
 from tests.support.replica import CONTROLLER_MANIFESTS, certificates, replica
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
@@ -207,33 +208,10 @@ async def test_create_queues_and_pass_through_to_kubectl(fake_api: FakeApiServer
 
 def direct_workload(name: str, *, seconds: int) -> JSON:
     """A Workload made by hand (no Job), with the time limit Kueue evicts it at."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "team-a"},
-        "spec": {
-            "queueName": "team-a-gpu",
-            "maximumExecutionTimeSeconds": seconds,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "busybox",
-                                    "resources": {"limits": {"nvidia.com/gpu": "2"}},
-                                }
-                            ],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    gpus = pod_set(image="busybox", resources=gpu_limits(2), restartPolicy="Never")
+    return workload(
+        name, "team-a", queue="team-a-gpu", spec={"maximumExecutionTimeSeconds": seconds}, pod_sets=[gpus]
+    )
 
 
 @pytest.mark.usefixtures("needs_script")
