@@ -94,6 +94,15 @@ data:
 """
 
 
+#: the user the controller runs as once installed: its ServiceAccount
+CONTROLLER_USER = "system:serviceaccount:kueue-system:kueue-webhook"
+
+
+def as_controller(fake_api: FakeApiServer) -> Path:
+    """A kubeconfig of the fake API server for the controller's ServiceAccount (``CONTROLLER_USER``)."""
+    return fake_api.kubeconfig_path(user=CONTROLLER_USER, groups=["system:serviceaccounts"])
+
+
 @contextlib.asynccontextmanager
 async def serving_webhook(
     fake_api: FakeApiServer, tmp_path: Path, *, kubeconfig: Path | None = None

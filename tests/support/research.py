@@ -39,6 +39,13 @@ QUOTA = manifests(
     local_queue("team-a-gpu", "team-a", "research"),
 )
 
+#: WorkloadPriorityClasses ``batch`` (100) and ``urgent`` (1000), flavor ``gpu-nodes`` (``node-pool: gpu``)
+PRIORITIES = manifests(
+    workload_priority_class("batch", 100),
+    workload_priority_class("urgent", 1000),
+    resource_flavor("gpu-nodes", node_labels={"node-pool": "gpu"}),
+)
+
 
 def preempting_research(
     team: str,

@@ -14,8 +14,9 @@ from typing import Any
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.integration.integrations.test_integrations import SETUP
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
+from tests.support.research import URGENT
 
 JSON = dict[str, Any]
 HANG = 30.0
@@ -98,11 +99,7 @@ async def test_a_declared_kind_is_queued_like_a_built_in_one_and_left_alone_once
 
         # an urgent Job takes the whole quota: the TrainingRun is suspended again, its templates restored
         urgent = queued_job(
-            "team",
-            "urgent",
-            queue="gpus",
-            resources=gpu_limits(8),
-            labels={"kueue.x-k8s.io/priority-class": "urgent"},
+            "team", "urgent", queue="gpus", resources=gpu_limits(8), labels={PRIORITY_LABEL: URGENT}
         )
         await fake_api.create(urgent, admit=True)
         await fake_api.wait_for(lambda: running(fake_api, "team", "urgent"), timeout=HANG)

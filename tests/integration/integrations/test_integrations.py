@@ -16,9 +16,9 @@ import pytest
 from tests.crds import integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
-from tests.support.research import preempting_research
+from tests.support.research import URGENT, preempting_research
 
 JSON = dict[str, Any]
 HANG = 30.0
@@ -81,11 +81,7 @@ async def test_a_queued_kind_is_suspended_admitted_with_its_pod_sets_released_an
 
         # an urgent Job takes the whole quota: the object is suspended again with its templates restored
         urgent = queued_job(
-            "team",
-            "urgent",
-            queue="gpus",
-            resources=gpu_limits(8),
-            labels={"kueue.x-k8s.io/priority-class": "urgent"},
+            "team", "urgent", queue="gpus", resources=gpu_limits(8), labels={PRIORITY_LABEL: URGENT}
         )
         await fake_api.create(urgent, admit=True)
         await fake_api.wait_for(lambda: running(fake_api, "team", "urgent"), timeout=HANG)

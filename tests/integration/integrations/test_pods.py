@@ -6,6 +6,7 @@ its pods exist, and a preempted running pod is deleted, as Kueue stops pods."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -61,13 +62,22 @@ def gated(obj: JSON | None) -> bool:
     return obj is not None and any(g["name"] == GATE for g in obj["spec"].get("schedulingGates") or [])
 
 
+@contextlib.asynccontextmanager
+async def pod_cluster(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path, frameworks: str = FRAMEWORKS
+) -> AsyncIterator[FakeApiServer]:
+    """A fake API server with SETUP, ``frameworks`` turned on and the webhook registered."""
+    fake_api = await make_fake_api()
+    await fake_api.apply_manifests(controller_config(frameworks) + "---\n" + SETUP)
+    async with serving_webhook(fake_api, tmp_path):
+        yield fake_api
+
+
 @pytest.fixture
 async def cluster(
     make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
 ) -> AsyncIterator[FakeApiServer]:
-    fake_api = await make_fake_api()
-    await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
-    async with serving_webhook(fake_api, tmp_path):
+    async with pod_cluster(make_fake_api, tmp_path) as fake_api:
         yield fake_api
 
 

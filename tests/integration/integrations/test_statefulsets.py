@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
-from tests.integration.integrations.test_pods import HANG, SETUP, gated, pod, set_phase, started
+from tests.integration.integrations.test_pods import HANG, SETUP, gated, pod, pod_cluster, set_phase, started
 from tests.support.fake_cluster import condition, controller_config, is_true, serving_webhook
 from webhook.api.integrations.statefulsets import statefulset_workload_name
 
@@ -25,9 +25,7 @@ FRAMEWORKS = "integrations:\n  frameworks: [batch/job, pod, statefulset]"
 async def cluster(
     make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
 ) -> AsyncIterator[FakeApiServer]:
-    fake_api = await make_fake_api()
-    await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
-    async with serving_webhook(fake_api, tmp_path):
+    async with pod_cluster(make_fake_api, tmp_path, FRAMEWORKS) as fake_api:
         yield fake_api
 
 

@@ -22,18 +22,13 @@ from tests.support.builders import (
     queued_job,
     resource_flavor,
     team_queue,
-    workload_priority_class,
 )
 from tests.support.fake_cluster import condition, running, workload_of
 from tests.support.replica import replica
+from tests.support.research import PRIORITIES
 
 JSON = dict[str, Any]
 
-PRIORITIES = manifests(
-    workload_priority_class("batch", 100),
-    workload_priority_class("urgent", 1000),
-    resource_flavor("gpu-nodes", node_labels={"node-pool": "gpu"}),
-)
 FLAVORS = manifests(
     resource_flavor("on-demand", node_labels={"node-pool": "on-demand"}),
     resource_flavor("spot", node_labels={"node-pool": "spot"}),

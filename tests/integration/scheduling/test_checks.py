@@ -17,14 +17,20 @@ import pytest
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
 from tests.support.builders import gpu_limits, queued_job
-from tests.support.fake_cluster import condition, controller_config, is_true
-from tests.support.replica import Replica, replica, webhook_configurations
+from tests.support.fake_cluster import (
+    CONTROLLER_USER,
+    as_controller,
+    condition,
+    controller_config,
+    is_true,
+    serving_webhook,
+)
+from tests.support.replica import Replica
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import WORKLOADS
-from webhook.http.certs import ca_bundle, ensure_certificates
 
 JSON = dict[str, Any]
-CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
+CONTROLLER = CONTROLLER_USER
 KEY = "approval.kueue-webhook.io/finance"
 
 SETUP = (
@@ -90,13 +96,7 @@ def running(fake_api: FakeApiServer, name: str) -> bool:
 async def serving(fake_api: FakeApiServer, tmp_path: Path) -> AsyncIterator[Replica]:
     """A replica serving the webhook too, registered in the fake API with our webhook configurations."""
     await fake_api.apply_manifests(SETUP)
-    certs = ensure_certificates(tmp_path / "certs", ips=["127.0.0.1"])
-    kubeconfig = fake_api.kubeconfig_path(user=CONTROLLER, groups=["system:serviceaccounts"])
-    async with replica(kubeconfig, tls=certs) as started:
-        for configuration in webhook_configurations(
-            ca=ca_bundle(certs), url_base=f"https://127.0.0.1:{started.port}"
-        ):
-            await fake_api.create(configuration)
+    async with serving_webhook(fake_api, tmp_path, kubeconfig=as_controller(fake_api)) as started:
         yield started
 
 

@@ -16,21 +16,14 @@ from tests.support.builders import (
     gpu_limits,
     manifests,
     queued_job,
-    resource_flavor,
     team_queue,
-    workload_priority_class,
 )
 from tests.support.fake_cluster import condition, events_of, is_true, running, workload_of
 from tests.support.replica import replica
+from tests.support.research import PRIORITIES
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: only so that a hang fails instead of blocking the suite
-
-PRIORITIES = manifests(
-    workload_priority_class("batch", 100),
-    workload_priority_class("urgent", 1000),
-    resource_flavor("gpu-nodes", node_labels={"node-pool": "gpu"}),
-)
 
 
 def team(name: str, *, gpus: int, cohort: str | None = None, preemption: JSON | None = None) -> str:
