@@ -191,6 +191,37 @@ def container(
     return out
 
 
+def job(
+    name: str,
+    namespace: str,
+    *,
+    pod_spec: JSON,
+    queue: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    metadata: JSON | None = None,
+    suspend: bool | None = True,
+    status: JSON | None = None,
+    **spec: Any,
+) -> JSON:
+    """A batch/v1 Job of pods ``pod_spec``, queued to LocalQueue ``queue`` (its label first, then ``labels``)
+    when given; ``metadata`` (``uid``, ``annotations``...) follows the labels, ``spec`` fields
+    (``parallelism``, ``completions``...) follow ``suspend``."""
+    all_labels = {**({QUEUE_LABEL: queue} if queue is not None else {}), **(labels or {})}
+    out: JSON = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta(name, namespace, **(metadata or {}), labels=all_labels or None),
+        "spec": {
+            **({"suspend": suspend} if suspend is not None else {}),
+            **spec,
+            "template": {"spec": pod_spec},
+        },
+    }
+    if status is not None:
+        out["status"] = status
+    return out
+
+
 def queued_job(
     namespace: str,
     name: str,
@@ -203,21 +234,8 @@ def queued_job(
 ) -> JSON:
     """A one-container busybox Job for LocalQueue ``queue``; ``labels`` join the queue-name label and
     ``pod`` adds fields to the pod spec (between ``restartPolicy`` and ``containers``)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta(name, namespace, labels={QUEUE_LABEL: queue, **(labels or {})}),
-        "spec": {
-            "suspend": suspend,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    **(pod or {}),
-                    "containers": [container(resources=resources)],
-                }
-            },
-        },
-    }
+    pod_spec = {"restartPolicy": "Never", **(pod or {}), "containers": [container(resources=resources)]}
+    return job(name, namespace, queue=queue, labels=labels, suspend=suspend, pod_spec=pod_spec)
 
 
 def gpu_limits(gpus: int) -> JSON:

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support import builders
-from tests.unit.control.fakes import MemoryApi
-from tests.unit.control.small_cluster import queue
+from tests.unit.control.small_cluster import RecordingApi, queue
 from webhook.control.kube.kinds import (
     WORKLOADS,
     Kind,
@@ -32,7 +31,7 @@ WRITE_LATENCY = 0.25
 WORKLOADS_QUEUED = 400
 
 
-class SlowWritesStalledLeases(MemoryApi):
+class SlowWritesStalledLeases(RecordingApi):
     """Leases as ``MemoryApi`` until ``leases_stalled``, then never answered; ``renewed`` records when each
     Lease write was applied. Status patches take ``WRITE_LATENCY`` each; ``issued`` records (loop time,
     plural, name) of every patch sent."""
@@ -75,11 +74,9 @@ class SlowWritesStalledLeases(MemoryApi):
     ) -> JSON:
         self.issued.append((asyncio.get_running_loop().time(), kind.plural, name))
         await asyncio.sleep(WRITE_LATENCY)
-        stored = self.objects[(kind.plural, namespace or "", name)]
-        stored["status"] = {**(stored.get("status") or {}), **patch["status"]}
-        self.version += 1
-        stored["metadata"]["resourceVersion"] = str(self.version)
-        return copy.deepcopy(stored)
+        return await super().patch(
+            kind, name=name, patch=patch, namespace=namespace, patch_type=patch_type, subresource=subresource
+        )
 
 
 def workload(index: int) -> JSON:
