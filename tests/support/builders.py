@@ -191,6 +191,13 @@ def container(
     return out
 
 
+def _labels(queue: str | None, labels: Mapping[str, str] | None) -> JSON | None:
+    """The queue-name label first, then ``labels``; None (no ``labels`` key) when neither is given."""
+    if queue is None and labels is None:
+        return None
+    return {**({QUEUE_LABEL: queue} if queue is not None else {}), **(labels or {})}
+
+
 def job(
     name: str,
     namespace: str,
@@ -206,11 +213,10 @@ def job(
     """A batch/v1 Job of pods ``pod_spec``, queued to LocalQueue ``queue`` (its label first, then ``labels``)
     when given; ``metadata`` (``uid``, ``annotations``...) follows the labels, ``spec`` fields
     (``parallelism``, ``completions``...) follow ``suspend``."""
-    all_labels = {**({QUEUE_LABEL: queue} if queue is not None else {}), **(labels or {})}
     out: JSON = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": meta(name, namespace, **(metadata or {}), labels=all_labels or None),
+        "metadata": meta(name, namespace, **(metadata or {}), labels=_labels(queue, labels)),
         "spec": {
             **({"suspend": suspend} if suspend is not None else {}),
             **spec,
@@ -236,6 +242,29 @@ def queued_job(
     ``pod`` adds fields to the pod spec (between ``restartPolicy`` and ``containers``)."""
     pod_spec = {"restartPolicy": "Never", **(pod or {}), "containers": [container(resources=resources)]}
     return job(name, namespace, queue=queue, labels=labels, suspend=suspend, pod_spec=pod_spec)
+
+
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    pod_spec: JSON,
+    queue: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    metadata: JSON | None = None,
+    status: JSON | None = None,
+) -> JSON:
+    """A Pod, queued to LocalQueue ``queue`` (its label first, then ``labels``) when given; ``metadata``
+    (``uid``, ``annotations``...) follows the labels."""
+    out: JSON = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta(name, namespace, **(metadata or {}), labels=_labels(queue, labels)),
+        "spec": pod_spec,
+    }
+    if status is not None:
+        out["status"] = status
+    return out
 
 
 def gpu_limits(gpus: int) -> JSON:

@@ -16,7 +16,8 @@ from kubernetes_asyncio.client import ApiClient, CoreV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.fakeapi import FakeApiServer
-from tests.support.builders import gpu_limits
+from tests.support.builders import container, gpu_limits
+from tests.support.builders import pod as builders_pod
 from tests.support.fake_cluster import condition, controller_config, events_of, serving_webhook
 from tests.support.replica import certificates, replica, webhook_configurations
 from tests.support.research import preempting_research
@@ -33,20 +34,15 @@ FRAMEWORKS = "integrations:\n  frameworks: [batch/job, pod]"
 def pod(
     name: str, gpus: int, *, labels: dict[str, str] | None = None, annotations: JSON | None = None
 ) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "labels": {"kueue.x-k8s.io/queue-name": "gpus", **(labels or {})},
-            "annotations": annotations or {},
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "c", "image": "busybox", "resources": gpu_limits(gpus)}],
-        },
-    }
+    busybox = container(resources=gpu_limits(gpus))
+    return builders_pod(
+        name,
+        "team",
+        queue="gpus",
+        labels=labels,
+        metadata={"annotations": annotations or {}},
+        pod_spec={"restartPolicy": "Never", "containers": [busybox]},
+    )
 
 
 def member(name: str, group: str, total: int) -> JSON:
