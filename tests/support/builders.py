@@ -198,6 +198,28 @@ def _labels(queue: str | None, labels: Mapping[str, str] | None) -> JSON | None:
     return {**({QUEUE_LABEL: queue} if queue is not None else {}), **(labels or {})}
 
 
+def _queued(
+    api_version: str,
+    kind: str,
+    name: str,
+    namespace: str,
+    queue: str | None,
+    labels: Mapping[str, str] | None,
+    metadata: JSON | None,
+    spec: JSON,
+    status: JSON | None,
+) -> JSON:
+    out: JSON = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": meta(name, namespace, **(metadata or {}), labels=_labels(queue, labels)),
+        "spec": spec,
+    }
+    if status is not None:
+        out["status"] = status
+    return out
+
+
 def job(
     name: str,
     namespace: str,
@@ -211,21 +233,10 @@ def job(
     **spec: Any,
 ) -> JSON:
     """A batch/v1 Job of pods ``pod_spec``, queued to LocalQueue ``queue`` (its label first, then ``labels``)
-    when given; ``metadata`` (``uid``, ``annotations``...) follows the labels, ``spec`` fields
+    when given; ``metadata`` adds fields (``uid``, ``annotations``...); ``spec`` fields
     (``parallelism``, ``completions``...) follow ``suspend``."""
-    out: JSON = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta(name, namespace, **(metadata or {}), labels=_labels(queue, labels)),
-        "spec": {
-            **({"suspend": suspend} if suspend is not None else {}),
-            **spec,
-            "template": {"spec": pod_spec},
-        },
-    }
-    if status is not None:
-        out["status"] = status
-    return out
+    body = {**({"suspend": suspend} if suspend is not None else {}), **spec, "template": {"spec": pod_spec}}
+    return _queued("batch/v1", "Job", name, namespace, queue, labels, metadata, body, status)
 
 
 def queued_job(
@@ -255,16 +266,8 @@ def pod(
     status: JSON | None = None,
 ) -> JSON:
     """A Pod, queued to LocalQueue ``queue`` (its label first, then ``labels``) when given; ``metadata``
-    (``uid``, ``annotations``...) follows the labels."""
-    out: JSON = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta(name, namespace, **(metadata or {}), labels=_labels(queue, labels)),
-        "spec": pod_spec,
-    }
-    if status is not None:
-        out["status"] = status
-    return out
+    adds fields (``uid``, ``annotations``...)."""
+    return _queued("v1", "Pod", name, namespace, queue, labels, metadata, pod_spec, status)
 
 
 def gpu_limits(gpus: int) -> JSON:
