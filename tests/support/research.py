@@ -12,6 +12,7 @@ from typing import Any
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
 from tests.support.builders import (
+    PRIORITY_LABEL,
     cluster_queue,
     gpu_limits,
     local_queue,
@@ -79,3 +80,12 @@ def workloads_of(fake_api: FakeApiServer, job_name: str) -> list[JSON]:
 
 def running(fake_api: FakeApiServer, name: str) -> bool:
     return harness.running(fake_api, "team-a", name)
+
+
+def team_gpu_job(
+    namespace: str, name: str, *, gpus: int, priority: str = "batch", pod: JSON | None = None
+) -> JSON:
+    """A Job of a team_queue's LocalQueue ``gpus`` for ``gpus`` GPUs, of priority class ``priority``."""
+    return queued_job(
+        namespace, name, queue="gpus", resources=gpu_limits(gpus), labels={PRIORITY_LABEL: priority}, pod=pod
+    )

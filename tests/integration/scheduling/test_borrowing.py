@@ -17,15 +17,14 @@ import yaml
 
 from tests.fakeapi import FakeApiServer
 from tests.support.builders import (
-    gpu_limits,
     manifests,
-    queued_job,
     resource_flavor,
     team_queue,
 )
 from tests.support.fake_cluster import condition, running, workload_of
 from tests.support.replica import replica
 from tests.support.research import PRIORITIES
+from tests.support.research import team_gpu_job as gpu_job
 
 JSON = dict[str, Any]
 
@@ -39,16 +38,6 @@ def team(name: str, *, flavors: dict[str, int], cohort: str = "research", **spec
     """A namespace, a ClusterQueue of ``cohort`` with one GPU quota per flavor (in order), a LocalQueue."""
     quotas = {flavor: {"nvidia.com/gpu": gpus} for flavor, gpus in flavors.items()}
     return "---\n" + manifests(*team_queue(name, quotas, cohortName=cohort, **spec))
-
-
-def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
-    return queued_job(
-        namespace,
-        name,
-        queue="gpus",
-        resources=gpu_limits(gpus),
-        labels={"kueue.x-k8s.io/priority-class": priority},
-    )
 
 
 def pending(fake_api: FakeApiServer, namespace: str, name: str) -> bool:

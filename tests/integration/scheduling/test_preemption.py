@@ -13,14 +13,12 @@ from typing import Any
 
 from tests.fakeapi import FakeApiServer
 from tests.support.builders import (
-    gpu_limits,
     manifests,
-    queued_job,
     team_queue,
 )
 from tests.support.fake_cluster import condition, events_of, is_true, running, workload_of
 from tests.support.replica import replica
-from tests.support.research import PRIORITIES
+from tests.support.research import PRIORITIES, team_gpu_job
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: only so that a hang fails instead of blocking the suite
@@ -35,12 +33,11 @@ def team(name: str, *, gpus: int, cohort: str | None = None, preemption: JSON | 
 
 
 def gpu_job(namespace: str, name: str, *, gpus: int, priority: str = "batch") -> JSON:
-    return queued_job(
+    return team_gpu_job(
         namespace,
         name,
-        queue="gpus",
-        resources=gpu_limits(gpus),
-        labels={"kueue.x-k8s.io/priority-class": priority},
+        gpus=gpus,
+        priority=priority,
         pod={"tolerations": [{"key": "team", "operator": "Exists"}]},
     )
 
