@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import builders
 from tests.support.replica import start_replica
 from webhook.control.kube.client import ApiError, KubeClient
 from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
@@ -56,7 +57,6 @@ async def leading_team_queue(
     ClusterQueue (and the test's own ``<namespace><suffix>`` for each of ``more_cluster_queues``) and the
     flavor are deleted."""
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    group = "kueue.x-k8s.io/v1beta2"
     client = await KubeClient.connect(kubeconfig=str(kubeconfig))
     running = await start_replica(kubeconfig, identity=name)
     try:
@@ -64,34 +64,13 @@ async def leading_team_queue(
             await asyncio.wait_for(running.controller.leading.wait(), 20)
         except TimeoutError:
             pytest.skip("another controller holds kueue-system/kueue-webhook-leader on this cluster")
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        await client.create(
-            RESOURCE_FLAVORS, {"apiVersion": group, "kind": "ResourceFlavor", "metadata": {"name": name}}
+        await client.create(NAMESPACES, builders.namespace(name))
+        flavor, cluster_queue, local_queue = builders.own_queue(
+            name, name, {"cpu": "1"}, queue="e2e", namespace_selector=builders.only(name)
         )
-        quota = [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "1"}]}]
-        await client.create(
-            CLUSTER_QUEUES,
-            {
-                "apiVersion": group,
-                "kind": "ClusterQueue",
-                "metadata": {"name": name},
-                "spec": {
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
-                    "resourceGroups": [{"coveredResources": ["cpu"], "flavors": quota}],
-                },
-            },
-        )
-        local_queue = {"name": "e2e", "namespace": name}
-        await client.create(
-            LOCAL_QUEUES,
-            {
-                "apiVersion": group,
-                "kind": "LocalQueue",
-                "metadata": local_queue,
-                "spec": {"clusterQueue": name},
-            },
-            namespace=name,
-        )
+        await client.create(RESOURCE_FLAVORS, flavor)
+        await client.create(CLUSTER_QUEUES, cluster_queue)
+        await client.create(LOCAL_QUEUES, local_queue, namespace=name)
         yield client, running, name
     finally:
         await running.stop()

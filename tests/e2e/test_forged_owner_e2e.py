@@ -23,6 +23,7 @@ import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.queues import team_queue
+from tests.support import builders
 from tests.support.replica import REPO_ROOT, certificates, start_replica, webhook_configurations
 from webhook.http.certs import ca_bundle
 
@@ -70,25 +71,12 @@ def namespace(controller: Cluster) -> Iterator[str]:
 
 
 def job(namespace: str, name: str, *, cpu: str, owner: JSON | None = None) -> JSON:
-    meta: JSON = {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}}
+    body = builders.queued_job(
+        namespace, name, queue="q", resources=builders.cpu_requests(cpu), suspend=False
+    )
     if owner is not None:
-        meta["ownerReferences"] = [owner]
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta,
-        "spec": {
-            "suspend": False,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
-                    ],
-                }
-            },
-        },
-    }
+        body["metadata"]["ownerReferences"] = [owner]
+    return body
 
 
 def create(cluster: Cluster, obj: JSON, *, user: str | None = None) -> JSON:

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
@@ -33,13 +31,6 @@ JSON = dict[str, Any]
 USER = "alice"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 HANG = 120.0
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("bypass")) as running:
-        yield cluster, running
 
 
 def editor(cluster: Cluster, namespace: str) -> None:
