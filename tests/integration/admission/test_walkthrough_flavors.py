@@ -16,23 +16,14 @@ from typing import Any
 import pytest
 
 from tests.fakeapi import FakeApiServer
+from tests.support.builders import resource_flavor
 
 
 def flavor(
     *, tolerations: list[dict[str, Any]] | None = None, taints: list[dict[str, Any]] | None = None
 ) -> str:
-    spec: dict[str, Any] = {"nodeLabels": {"pool": "gpu"}}
-    if tolerations is not None:
-        spec["tolerations"] = tolerations
-    if taints is not None:
-        spec["nodeTaints"] = taints
     return json.dumps(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "gpu"},
-            "spec": spec,
-        }
+        resource_flavor("gpu", node_labels={"pool": "gpu"}, tolerations=tolerations, taints=taints)
     )
 
 

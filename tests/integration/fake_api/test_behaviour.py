@@ -17,24 +17,16 @@ from kubernetes_asyncio import client, config, watch
 from tests.fakeapi import ADMIN_TOKEN, FakeApiServer
 from tests.fakeapi.tls import serving_material
 from tests.golden import GOLDEN
+from tests.support import builders
 
 NS = "team-a"
 
 
 def job(name: str, *, suspend: bool = True, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
-        "spec": {
-            "suspend": suspend,
-            "parallelism": 2,
-            "completions": 2,
-            "template": {
-                "spec": {"containers": [{"name": "c", "image": "busybox:1"}], "restartPolicy": "Never"}
-            },
-        },
-    }
+    pod_spec = {"containers": [{"name": "c", "image": "busybox:1"}], "restartPolicy": "Never"}
+    return builders.job(
+        name, NS, labels=labels or {}, suspend=suspend, parallelism=2, completions=2, pod_spec=pod_spec
+    )
 
 
 def workload(name: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
