@@ -39,19 +39,9 @@ def queues(ns: str, name: str) -> str:
 
 
 def queued_job(ns: str, name: str) -> str:
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: {ns}
-  labels: {{kueue.x-k8s.io/queue-name: lq}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "100m"}}}}}}]
-"""
+    return json.dumps(
+        builders.queued_job(ns, name, queue="lq", resources=builders.cpu_requests("100m"), suspend=None)
+    )
 
 
 @pytest.fixture

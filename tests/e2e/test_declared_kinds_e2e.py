@@ -19,6 +19,7 @@ from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import REPO_ROOT, Running
 from tests.e2e.queues import configure, team_queue
+from tests.support import builders
 
 JSON = dict[str, object]
 RBAC = REPO_ROOT / "manifests" / "controller" / "rbac.yaml"
@@ -192,20 +193,12 @@ rules:
 
 def gpu_job(namespace: str, name: str, gpus: int, *, urgent: bool = False) -> str:
     """A one-pod Job of ``gpus`` GPUs in LocalQueue q (``urgent``: with the namespace's high priority)."""
-    priority = f", kueue.x-k8s.io/priority-class: {namespace}" if urgent else ""
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: {namespace}
-  labels: {{kueue.x-k8s.io/queue-name: q{priority}}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{limits: {{nvidia.com/gpu: "{gpus}"}}}}}}]
-"""
+    priority = {builders.PRIORITY_LABEL: namespace} if urgent else None
+    return json.dumps(
+        builders.queued_job(
+            namespace, name, queue="q", resources=builders.gpu_limits(gpus), labels=priority, suspend=None
+        )
+    )
 
 
 def test_a_declared_min_count_runs_what_fits_and_gets_its_count_back_when_preempted(

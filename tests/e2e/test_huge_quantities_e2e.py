@@ -41,16 +41,10 @@ def cluster_queue(name: str, namespace: str, quota: str) -> JSON:
 
 
 def cpu_job(name: str, namespace: str, *, queue: str, cpu: str) -> JSON:
-    container = {"name": "work", "image": "busybox:1.36", "resources": {"requests": {"cpu": cpu}}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-        "spec": {
-            "suspend": True,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
-        },
-    }
+    work = builders.container(name="work", image="busybox:1.36", resources=builders.cpu_requests(cpu))
+    return builders.job(
+        name, namespace, queue=queue, pod_spec={"restartPolicy": "Never", "containers": [work]}
+    )
 
 
 @pytest.fixture

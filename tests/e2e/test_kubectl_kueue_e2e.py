@@ -79,17 +79,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
 
 def job(ns: str, name: str) -> str:
     """A 1-CPU Job of LocalQueue q, suspended as the mutating webhook would make it."""
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: {ns}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
-spec:
-  suspend: true
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
-"""
+    return json.dumps(builders.queued_job(ns, name, queue="q", resources=builders.cpu_requests("1")))
 
 
 def manifests(ns: str, port: int) -> str:

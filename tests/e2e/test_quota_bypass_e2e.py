@@ -25,6 +25,7 @@ import yaml
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
+from tests.support import builders
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
@@ -45,24 +46,17 @@ def as_user(cluster: Cluster, namespace: str, *args: str, input: str | None = No
 
 
 def cpu_job(name: str, namespace: str, *, parallelism: int = 1, completions: int = 1) -> str:
+    one_cpu = builders.cpu_requests("1")
     return json.dumps(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: "q"}},
-            "spec": {
-                "parallelism": parallelism,
-                "completions": completions,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-                        ],
-                    }
-                },
-            },
-        }
+        builders.queued_job(
+            namespace,
+            name,
+            queue="q",
+            resources=one_cpu,
+            suspend=None,
+            parallelism=parallelism,
+            completions=completions,
+        )
     )
 
 

@@ -17,6 +17,7 @@ import pytest
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
 from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
+from tests.support import builders
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 
@@ -40,21 +41,7 @@ def as_user(cluster: Cluster, user: str, *args: str, check: bool = True) -> str:
 
 def job(namespace: str, name: str) -> str:
     return json.dumps(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}
-                        ],
-                    }
-                }
-            },
-        }
+        builders.queued_job(namespace, name, queue="q", resources=builders.cpu_requests("500m"), suspend=None)
     )
 
 

@@ -247,12 +247,14 @@ def queued_job(
     resources: JSON,
     labels: dict[str, str] | None = None,
     pod: JSON | None = None,
-    suspend: bool = True,
+    suspend: bool | None = True,
+    **spec: Any,
 ) -> JSON:
-    """A one-container busybox Job for LocalQueue ``queue``; ``labels`` join the queue-name label and
-    ``pod`` adds fields to the pod spec (between ``restartPolicy`` and ``containers``)."""
+    """A one-container busybox Job for LocalQueue ``queue``; ``labels`` join the queue-name label, ``pod``
+    adds fields to the pod spec (between ``restartPolicy`` and ``containers``), ``spec`` to the Job's
+    (``parallelism``...); ``suspend=None`` leaves ``suspend`` out, as a user's manifest does."""
     pod_spec = {"restartPolicy": "Never", **(pod or {}), "containers": [container(resources=resources)]}
-    return job(name, namespace, queue=queue, labels=labels, suspend=suspend, pod_spec=pod_spec)
+    return job(name, namespace, queue=queue, labels=labels, suspend=suspend, pod_spec=pod_spec, **spec)
 
 
 def pod(
