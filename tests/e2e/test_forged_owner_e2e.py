@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,6 +125,14 @@ def test_a_job_naming_a_jobset_that_does_not_exist_is_queued(controller: Cluster
     assert usage == "500m"
 
 
+def start_as_alice(cluster: Cluster, namespace: str, name: str) -> subprocess.CompletedProcess[str]:
+    """alice unsuspends the Job herself (kubectl patch), as one who wants to skip the queue would."""
+    unsuspend = '{"spec":{"suspend":false}}'
+    return cluster.kubectl(
+        "-n", namespace, "--as", ALICE, "patch", "job", name, "--type=merge", "-p", unsuspend, check=False
+    )
+
+
 def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_own(
     controller: Cluster, namespace: str
 ) -> None:
@@ -132,14 +141,7 @@ def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_o
     until(
         lambda: not suspended(cluster, namespace, "first"), "the first Job to be admitted and started", HANG
     )
-    real = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "name": "first",
-        "uid": first["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": False,
-    }
+    real = builders.owner_reference(first, block_owner_deletion=False)
     rider = create(cluster, job(namespace, "rider", cpu="1", owner=real), user=ALICE)
     assert rider["spec"]["suspend"] is True, "the webhook left the Job running"
     uid = rider["metadata"]["uid"]
@@ -152,19 +154,7 @@ def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_o
     assert not cluster.items("pods", "-n", namespace, "-l", "job-name=rider")
 
     # alice may not start it herself (anti-bypass)
-    start = cluster.kubectl(
-        "-n",
-        namespace,
-        "--as",
-        ALICE,
-        "patch",
-        "job",
-        "rider",
-        "--type=merge",
-        "-p",
-        '{"spec":{"suspend":false}}',
-        check=False,
-    )
+    start = start_as_alice(cluster, namespace, "rider")
     assert start.returncode != 0 and "only the queueing controller" in start.stderr, start.stderr
 
 
@@ -179,29 +169,10 @@ def test_an_owner_reference_added_to_a_queued_job_leaves_it_queued(
     mine = create(cluster, job(namespace, "mine", cpu="1"), user=ALICE)
     uid = mine["metadata"]["uid"]
     until(lambda: bool(workload_of(cluster, namespace, uid)), "its Workload", HANG)
-    real = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "name": "first",
-        "uid": first["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": False,
-    }
+    real = builders.owner_reference(first, block_owner_deletion=False)
     adopt = json.dumps({"metadata": {"ownerReferences": [real]}})
     cluster.kubectl("-n", namespace, "--as", ALICE, "patch", "job", "mine", "--type=merge", "-p", adopt)
-    start = cluster.kubectl(
-        "-n",
-        namespace,
-        "--as",
-        ALICE,
-        "patch",
-        "job",
-        "mine",
-        "--type=merge",
-        "-p",
-        '{"spec":{"suspend":false}}',
-        check=False,
-    )
+    start = start_as_alice(cluster, namespace, "mine")
     assert start.returncode != 0 and "only the queueing controller" in start.stderr, start.stderr
     assert suspended(cluster, namespace, "mine")
     until(

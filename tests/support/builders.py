@@ -272,6 +272,22 @@ def pod(
     return _queued("v1", "Pod", name, namespace, queue, labels, metadata, pod_spec, status)
 
 
+def owner_reference(
+    owner: JSON, *, controller: bool = True, block_owner_deletion: bool | None = None
+) -> JSON:
+    """An ownerReference to ``owner`` (as created: with its ``uid``), its controller by default."""
+    out: JSON = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": controller,
+    }
+    if block_owner_deletion is not None:
+        out["blockOwnerDeletion"] = block_owner_deletion
+    return out
+
+
 def gpu_limits(gpus: int) -> JSON:
     return {"limits": {"nvidia.com/gpu": str(gpus)}}
 

@@ -30,24 +30,9 @@ def job(name: str, *, suspend: bool = True, labels: dict[str, str] | None = None
 
 
 def workload(name: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": NS}
-    if owner is not None:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "name": owner["metadata"]["name"],
-                "uid": owner["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": meta,
-        "spec": {"queueName": "q", "podSets": [{"count": 1, "template": {"spec": {"containers": []}}}]},
-    }
+    owners = None if owner is None else [builders.owner_reference(owner, block_owner_deletion=True)]
+    pod_sets = [{"count": 1, "template": {"spec": {"containers": []}}}]
+    return builders.workload(name, NS, queue="q", pod_sets=pod_sets, ownerReferences=owners)
 
 
 @pytest.fixture
