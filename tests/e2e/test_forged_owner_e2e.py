@@ -133,14 +133,20 @@ def start_as_alice(cluster: Cluster, namespace: str, name: str) -> subprocess.Co
     )
 
 
-def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_own(
-    controller: Cluster, namespace: str
-) -> None:
-    cluster = controller
+def first_running(cluster: Cluster, namespace: str) -> JSON:
+    """Job ``first`` (1 cpu: the namespace's whole quota), once admitted and started."""
     first = create(cluster, job(namespace, "first", cpu="1"))
     until(
         lambda: not suspended(cluster, namespace, "first"), "the first Job to be admitted and started", HANG
     )
+    return first
+
+
+def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_own(
+    controller: Cluster, namespace: str
+) -> None:
+    cluster = controller
+    first = first_running(cluster, namespace)
     real = builders.owner_reference(first, block_owner_deletion=False)
     rider = create(cluster, job(namespace, "rider", cpu="1", owner=real), user=ALICE)
     assert rider["spec"]["suspend"] is True, "the webhook left the Job running"
@@ -162,10 +168,7 @@ def test_an_owner_reference_added_to_a_queued_job_leaves_it_queued(
     controller: Cluster, namespace: str
 ) -> None:
     cluster = controller
-    first = create(cluster, job(namespace, "first", cpu="1"))
-    until(
-        lambda: not suspended(cluster, namespace, "first"), "the first Job to be admitted and started", HANG
-    )
+    first = first_running(cluster, namespace)
     mine = create(cluster, job(namespace, "mine", cpu="1"), user=ALICE)
     uid = mine["metadata"]["uid"]
     until(lambda: bool(workload_of(cluster, namespace, uid)), "its Workload", HANG)
