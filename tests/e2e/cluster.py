@@ -9,6 +9,7 @@ On a cluster with nodes it only waits for the Pods to finish by themselves.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -38,6 +39,25 @@ def until(check: Callable[[], bool], what: str, timeout: float = 120.0, every: f
     while not check():
         assert time.monotonic() < deadline, f"timed out after {timeout:.0f}s waiting for {what}"
         time.sleep(every)
+
+
+async def kubectl_async(
+    *args: str, stdin: str | None = None, check: bool = True, timeout: float = 60.0
+) -> tuple[int, str, str]:
+    """kubectl without blocking the event loop, for tests whose in-process replica answers on it."""
+    process = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        f"--kubeconfig={KUBECONFIG}",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else None), timeout)
+    code = process.returncode or 0
+    if check and code != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} exited {code}: {err.decode()}")
+    return code, out.decode(), err.decode()
 
 
 def condition(obj: JSON, kind: str) -> JSON:

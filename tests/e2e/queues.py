@@ -17,6 +17,7 @@ import yaml
 
 from tests.e2e.cluster import Cluster, until
 from tests.e2e.install import REPO_ROOT, Running
+from tests.support import builders
 
 __all__ = ["CONFIGMAP", "MANAGED_FINALIZER", "configure", "team_queue"]
 
@@ -55,49 +56,19 @@ def team_queue(
     ``tolerations``); ``preempting``: the ClusterQueue preempts lower priorities and a WorkloadPriorityClass
     of value 1000 is made. Everything is named after the namespace, which is yielded."""
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    flavor_spec: dict[str, object] = {"nodeLabels": dict(node_labels or {"node-pool": name})}
-    if tolerations:
-        flavor_spec["tolerations"] = [dict(t) for t in tolerations]
-    cluster_queue_spec: dict[str, object] = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
-        "resourceGroups": [
-            {
-                "coveredResources": [resource],
-                "flavors": [{"name": name, "resources": [{"name": resource, "nominalQuota": quota}]}],
-            }
-        ],
-    }
-    if preempting:
-        cluster_queue_spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
-
-    def kueue(kind: str, spec: dict[str, object]) -> dict[str, object]:
-        return {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": kind,
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-
-    documents: list[dict[str, object]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-        kueue("ResourceFlavor", flavor_spec),
-        kueue("ClusterQueue", cluster_queue_spec),
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": local_queue, "namespace": name},
-            "spec": {"clusterQueue": name},
-        },
+    preemption = {"withinClusterQueue": "LowerPriority"} if preempting else None
+    documents = [
+        builders.namespace(name),
+        builders.resource_flavor(
+            name, node_labels=node_labels or {"node-pool": name}, tolerations=list(tolerations) or None
+        ),
+        builders.cluster_queue(
+            name, {name: {resource: quota}}, namespace_selector=builders.only(name), preemption=preemption
+        ),
+        builders.local_queue(local_queue, name, name),
     ]
     if preempting:
-        documents.append(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "WorkloadPriorityClass",
-                "metadata": {"name": name},
-                "value": PRIORITY_VALUE,
-            }
-        )
+        documents.append(builders.workload_priority_class(name, PRIORITY_VALUE))
     cluster.apply(yaml.safe_dump_all(documents))
     try:
         yield name

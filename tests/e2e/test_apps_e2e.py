@@ -11,29 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import Running, out_of_cluster
-from tests.e2e.queues import configure, team_queue
+from tests.e2e.conftest import ControllerSetup, with_controller
+from tests.e2e.install import Running
+from tests.e2e.queues import team_queue
 from tests.e2e.test_pods_e2e import gated
 from webhook.api.integrations.statefulsets import statefulset_workload_name
 
-pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
+CONTROLLER = ControllerSetup(
+    "apps", config="integrations:\n  frameworks: [batch/job, pod, deployment, statefulset]\n"
+)
+pytestmark = [pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER), with_controller(CONTROLLER)]
 JSON = dict[str, object]
 WAIT = 90.0
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("apps")) as running:
-        configure(
-            cluster, running, "integrations:\n  frameworks: [batch/job, pod, deployment, statefulset]\n"
-        )
-        yield cluster, running
 
 
 @pytest.fixture

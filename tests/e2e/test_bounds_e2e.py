@@ -4,7 +4,8 @@ same replica's admission webhook.
 
 The bomb is 600 bytes: a v1beta2 Workload whose topology slice says ``domainCount: 1000000``. It used to be
 answered with 27 MB after seconds, during which the replica answered nothing else, so every Job create in
-the cluster failed (the webhooks fail closed). The replica runs in this process (``tests.e2e.support``) on an
+the cluster failed (the webhooks fail closed). The replica runs in this process
+(``tests.support.replica``) on an
 ephemeral port, and the webhook configurations of our manifests are pointed at it; both are removed on the
 way out, as a webhook left pointing at nothing would refuse every Job create on the cluster. The bombs come
 from a process of their own (:mod:`tests.e2e.bombs`), as they would from another machine.
@@ -24,73 +25,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
-from tests.e2e.support import REPO_ROOT, certificates, start_replica, tls_bundle, webhook_configurations
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
+from tests.e2e.cluster import kubectl_async as kubectl
+from tests.support import builders
+from tests.support.replica import REPO_ROOT, certificates, start_replica, tls_bundle, webhook_configurations
 from webhook.control.replica.wiring import Replica
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 TIMEOUT = 60.0
 
 
-async def kubectl(*args: str, stdin: str | None = None, check: bool = True) -> tuple[int, str, str]:
-    """kubectl without blocking the event loop: the replica answering the API server runs on it."""
-    process = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        f"--kubeconfig={KUBECONFIG}",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else None), TIMEOUT)
-    code = process.returncode or 0
-    if check and code != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} exited {code}: {err.decode()}")
-    return code, out.decode(), err.decode()
-
-
 def queues(ns: str, name: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {ns}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: {name}
-      resources: [{{name: cpu, nominalQuota: 1}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: lq, namespace: {ns}}}
-spec: {{clusterQueue: {name}}}
-"""
+    return builders.manifests(builders.namespace(ns), *builders.own_queue(ns, name, {"cpu": 1}))
 
 
 def queued_job(ns: str, name: str) -> str:
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: {ns}
-  labels: {{kueue.x-k8s.io/queue-name: lq}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "100m"}}}}}}]
-"""
+    return json.dumps(
+        builders.queued_job(ns, name, queue="lq", resources=builders.cpu_requests("100m"), suspend=None)
+    )
 
 
 @pytest.fixture

@@ -33,15 +33,10 @@ from cryptography import x509
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
 from tests.e2e.install import can_mount_namespaces, in_cluster
-from tests.e2e.support import (
-    APISERVICE,
-    REPO_ROOT,
-    start_replica,
-    visibility_api_service,
-    webhook_configurations,
-)
+from tests.e2e.support import APISERVICE, visibility_api_service
 from tests.e2e.test_bounds_e2e import TIMEOUT, kubectl, queued_job, queues
 from tests.e2e.test_visibility_e2e import eventually
+from tests.support.replica import REPO_ROOT, start_replica, webhook_configurations
 from webhook.http.certs import KUEUE_CRDS, ca_bundle, ensure_certificates, secret_manifest, service_dns_names
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)

@@ -11,33 +11,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.crds.declared_kind import CRD_FILE, declaration, training_run
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import REPO_ROOT, Running, out_of_cluster
+from tests.e2e.conftest import ControllerSetup, with_controller
+from tests.e2e.install import REPO_ROOT, Running
 from tests.e2e.queues import configure, team_queue
+from tests.support import builders
 
-pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
 RBAC = REPO_ROOT / "manifests" / "controller" / "rbac.yaml"
 PLURAL = "trainingruns.example.com"
 CONTROLLER_SA = "system:serviceaccount:kueue-system:kueue-webhook"
 
 
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
+def install_declared_crd(cluster: Cluster) -> list[str]:
     cluster.kubectl("apply", "-f", str(CRD_FILE))
     cluster.kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}", "--timeout=60s")
-    try:
-        with out_of_cluster(cluster, tmp_path_factory.mktemp("declared")) as running:
-            yield cluster, running
-    finally:
-        cluster.kubectl("delete", "-f", str(CRD_FILE), "--ignore-not-found", "--wait=true", check=False)
+    return [PLURAL]
+
+
+pytestmark = [
+    pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER),
+    with_controller(ControllerSetup("declared", crds=install_declared_crd)),
+]
 
 
 def configure_declared(cluster: Cluster, running: Running, *, declared: bool) -> None:
@@ -194,20 +194,12 @@ rules:
 
 def gpu_job(namespace: str, name: str, gpus: int, *, urgent: bool = False) -> str:
     """A one-pod Job of ``gpus`` GPUs in LocalQueue q (``urgent``: with the namespace's high priority)."""
-    priority = f", kueue.x-k8s.io/priority-class: {namespace}" if urgent else ""
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: {namespace}
-  labels: {{kueue.x-k8s.io/queue-name: q{priority}}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{limits: {{nvidia.com/gpu: "{gpus}"}}}}}}]
-"""
+    priority = {builders.PRIORITY_LABEL: namespace} if urgent else None
+    return json.dumps(
+        builders.queued_job(
+            namespace, name, queue="q", resources=builders.gpu_limits(gpus), labels=priority, suspend=None
+        )
+    )
 
 
 def test_a_declared_min_count_runs_what_fits_and_gets_its_count_back_when_preempted(

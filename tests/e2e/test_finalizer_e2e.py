@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import Replica, leading_team_queue
+from tests.e2e.support import leading_team_queue
+from tests.support import builders
+from tests.support.replica import Replica
 from webhook.control.kube.client import KubeClient
 from webhook.control.kube.kinds import (
     JOBS,
@@ -92,16 +94,10 @@ def owned_by(obj: JSON, job: str) -> bool:
 
 
 def cpu_job(name: str, namespace: str) -> JSON:
-    container = {"name": "work", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "e2e"}},
-        "spec": {
-            "suspend": True,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
-        },
-    }
+    work = builders.container(name="work", image="busybox:1.36", resources=builders.cpu_requests("1"))
+    return builders.job(
+        name, namespace, queue="e2e", pod_spec={"restartPolicy": "Never", "containers": [work]}
+    )
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,8 @@ import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.queues import team_queue
-from tests.e2e.support import REPO_ROOT, certificates, start_replica, webhook_configurations
+from tests.support import builders
+from tests.support.replica import REPO_ROOT, certificates, start_replica, webhook_configurations
 from webhook.http.certs import ca_bundle
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
@@ -70,25 +72,12 @@ def namespace(controller: Cluster) -> Iterator[str]:
 
 
 def job(namespace: str, name: str, *, cpu: str, owner: JSON | None = None) -> JSON:
-    meta: JSON = {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}}
+    body = builders.queued_job(
+        namespace, name, queue="q", resources=builders.cpu_requests(cpu), suspend=False
+    )
     if owner is not None:
-        meta["ownerReferences"] = [owner]
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta,
-        "spec": {
-            "suspend": False,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
-                    ],
-                }
-            },
-        },
-    }
+        body["metadata"]["ownerReferences"] = [owner]
+    return body
 
 
 def create(cluster: Cluster, obj: JSON, *, user: str | None = None) -> JSON:
@@ -136,22 +125,29 @@ def test_a_job_naming_a_jobset_that_does_not_exist_is_queued(controller: Cluster
     assert usage == "500m"
 
 
-def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_own(
-    controller: Cluster, namespace: str
-) -> None:
-    cluster = controller
+def start_as_alice(cluster: Cluster, namespace: str, name: str) -> subprocess.CompletedProcess[str]:
+    """alice unsuspends the Job herself (kubectl patch), as one who wants to skip the queue would."""
+    unsuspend = '{"spec":{"suspend":false}}'
+    return cluster.kubectl(
+        "-n", namespace, "--as", ALICE, "patch", "job", name, "--type=merge", "-p", unsuspend, check=False
+    )
+
+
+def first_running(cluster: Cluster, namespace: str) -> JSON:
+    """Job ``first`` (1 cpu: the namespace's whole quota), once admitted and started."""
     first = create(cluster, job(namespace, "first", cpu="1"))
     until(
         lambda: not suspended(cluster, namespace, "first"), "the first Job to be admitted and started", HANG
     )
-    real = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "name": "first",
-        "uid": first["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": False,
-    }
+    return first
+
+
+def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_own(
+    controller: Cluster, namespace: str
+) -> None:
+    cluster = controller
+    first = first_running(cluster, namespace)
+    real = builders.owner_reference(first, block_owner_deletion=False)
     rider = create(cluster, job(namespace, "rider", cpu="1", owner=real), user=ALICE)
     assert rider["spec"]["suspend"] is True, "the webhook left the Job running"
     uid = rider["metadata"]["uid"]
@@ -164,19 +160,7 @@ def test_a_job_naming_an_admitted_job_with_its_real_uid_waits_for_quota_of_its_o
     assert not cluster.items("pods", "-n", namespace, "-l", "job-name=rider")
 
     # alice may not start it herself (anti-bypass)
-    start = cluster.kubectl(
-        "-n",
-        namespace,
-        "--as",
-        ALICE,
-        "patch",
-        "job",
-        "rider",
-        "--type=merge",
-        "-p",
-        '{"spec":{"suspend":false}}',
-        check=False,
-    )
+    start = start_as_alice(cluster, namespace, "rider")
     assert start.returncode != 0 and "only the queueing controller" in start.stderr, start.stderr
 
 
@@ -184,36 +168,14 @@ def test_an_owner_reference_added_to_a_queued_job_leaves_it_queued(
     controller: Cluster, namespace: str
 ) -> None:
     cluster = controller
-    first = create(cluster, job(namespace, "first", cpu="1"))
-    until(
-        lambda: not suspended(cluster, namespace, "first"), "the first Job to be admitted and started", HANG
-    )
+    first = first_running(cluster, namespace)
     mine = create(cluster, job(namespace, "mine", cpu="1"), user=ALICE)
     uid = mine["metadata"]["uid"]
     until(lambda: bool(workload_of(cluster, namespace, uid)), "its Workload", HANG)
-    real = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "name": "first",
-        "uid": first["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": False,
-    }
+    real = builders.owner_reference(first, block_owner_deletion=False)
     adopt = json.dumps({"metadata": {"ownerReferences": [real]}})
     cluster.kubectl("-n", namespace, "--as", ALICE, "patch", "job", "mine", "--type=merge", "-p", adopt)
-    start = cluster.kubectl(
-        "-n",
-        namespace,
-        "--as",
-        ALICE,
-        "patch",
-        "job",
-        "mine",
-        "--type=merge",
-        "-p",
-        '{"spec":{"suspend":false}}',
-        check=False,
-    )
+    start = start_as_alice(cluster, namespace, "mine")
     assert start.returncode != 0 and "only the queueing controller" in start.stderr, start.stderr
     assert suspended(cluster, namespace, "mine")
     until(

@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import Replica, leading_team_queue
+from tests.e2e.support import leading_team_queue
+from tests.support import builders
+from tests.support.replica import Replica
 from webhook.control.kube.client import KubeClient
 from webhook.control.kube.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
 
@@ -30,46 +32,19 @@ pytestmark = pytest.mark.skipif(
 JSON = dict[str, Any]
 HUGE = "1" * 5000
 HANG = 120.0  # seconds: a bound on a hang, never a pace
-GROUP = "kueue.x-k8s.io/v1beta2"
 
 
 def cluster_queue(name: str, namespace: str, quota: str) -> JSON:
-    return {
-        "apiVersion": GROUP,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": namespace, "resources": [{"name": "cpu", "nominalQuota": quota}]}],
-                }
-            ],
-        },
-    }
-
-
-def local_queue(name: str, namespace: str, cluster_queue: str) -> JSON:
-    return {
-        "apiVersion": GROUP,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": cluster_queue},
-    }
+    return builders.cluster_queue(
+        name, {namespace: {"cpu": quota}}, namespace_selector=builders.only(namespace)
+    )
 
 
 def cpu_job(name: str, namespace: str, *, queue: str, cpu: str) -> JSON:
-    container = {"name": "work", "image": "busybox:1.36", "resources": {"requests": {"cpu": cpu}}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-        "spec": {
-            "suspend": True,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
-        },
-    }
+    work = builders.container(name="work", image="busybox:1.36", resources=builders.cpu_requests(cpu))
+    return builders.job(
+        name, namespace, queue=queue, pod_spec={"restartPolicy": "Never", "containers": [work]}
+    )
 
 
 @pytest.fixture
@@ -102,7 +77,7 @@ async def test_a_5000_digit_quantity_is_stored_by_the_api_server_and_refused_by_
     huge_queue = await client.create(CLUSTER_QUEUES, cluster_queue(f"{ns}-huge", ns, HUGE))
     stored = huge_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
     assert stored == HUGE
-    await client.create(LOCAL_QUEUES, local_queue("huge", ns, f"{ns}-huge"), namespace=ns)
+    await client.create(LOCAL_QUEUES, builders.local_queue("huge", ns, f"{ns}-huge"), namespace=ns)
     huge_job = await client.create(JOBS, cpu_job("huge", ns, queue="e2e", cpu=HUGE), namespace=ns)
     assert huge_job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == HUGE
     await client.create(JOBS, cpu_job("in-huge-queue", ns, queue="huge", cpu="1"), namespace=ns)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,10 +24,10 @@ import pytest
 from tests.crds import PLURALS, crd_file, integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import Running, out_of_cluster
-from tests.e2e.queues import configure, team_queue
+from tests.e2e.conftest import ControllerSetup, with_controller
+from tests.e2e.install import Running
+from tests.e2e.queues import team_queue
 
-pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 FRAMEWORKS = (
     "integrations:\n  frameworks: [batch/job, " + ", ".join(s.framework for s in SAMPLES.values()) + "]\n"
@@ -53,20 +52,10 @@ def install_crds(cluster: Cluster) -> list[str]:
     return created
 
 
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    created = install_crds(cluster)
-    try:
-        with out_of_cluster(cluster, tmp_path_factory.mktemp("integrations")) as running:
-            configure(cluster, running, FRAMEWORKS)
-            try:
-                yield cluster, running
-            finally:
-                configure(cluster, running, "")
-    finally:
-        if created:
-            cluster.kubectl("delete", "crd", *created, "--ignore-not-found", "--timeout=120s", check=False)
+pytestmark = [
+    pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER),
+    with_controller(ControllerSetup("integrations", config=FRAMEWORKS, crds=install_crds)),
+]
 
 
 @pytest.fixture

@@ -27,13 +27,9 @@ import yaml
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.install import REPO_ROOT
-from tests.e2e.support import (
-    APISERVICE,
-    CONTROLLER_MANIFESTS,
-    certificates,
-    start_replica,
-    visibility_api_service,
-)
+from tests.e2e.support import APISERVICE, visibility_api_service
+from tests.support import builders
+from tests.support.replica import CONTROLLER_MANIFESTS, certificates, start_replica
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
@@ -83,42 +79,12 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
 
 def job(ns: str, name: str) -> str:
     """A 1-CPU Job of LocalQueue q, suspended as the mutating webhook would make it."""
-    return f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: {ns}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
-spec:
-  suspend: true
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
-"""
+    return json.dumps(builders.queued_job(ns, name, queue="q", resources=builders.cpu_requests("1")))
 
 
 def manifests(ns: str, port: int) -> str:
-    return f"""
-{visibility_api_service(ns, port)}---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: {ns}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {ns}}}
-spec:
-  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {ns}}}}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: {ns}
-      resources: [{{name: cpu, nominalQuota: 1}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: q, namespace: {ns}}}
-spec: {{clusterQueue: {ns}}}
-"""
+    queue = builders.own_queue(ns, ns, {"cpu": 1}, queue="q", namespace_selector=builders.only(ns))
+    return visibility_api_service(ns, port) + "---\n" + builders.manifests(*queue)
 
 
 async def table(namespace: str) -> dict[str, list[str]]:

@@ -25,7 +25,7 @@ import yaml
 from cryptography import x509
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
-from tests.e2e.support import certificates, start_replica
+from tests.support.replica import certificates, start_replica
 from tests.unit.deploy.promql import reads, without_grafana_variables
 from tests.unit.deploy.rendering import MANIFESTS, kustomize
 from tests.unit.deploy.test_observability import dashboard_expressions, rule_expressions

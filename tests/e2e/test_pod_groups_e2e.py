@@ -10,10 +10,11 @@ import json
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.test_pods_e2e import controller, create_pod, gated, namespace, pod, report_phase
+from tests.e2e.conftest import with_controller
+from tests.e2e.test_pods_e2e import CONTROLLER, create_pod, gated, namespace, pod, report_phase
 
-pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
-__all__ = ["controller", "namespace"]
+pytestmark = [pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER), with_controller(CONTROLLER)]
+__all__ = ["namespace"]
 
 GROUP = "kueue.x-k8s.io/pod-group-name"
 TOTAL = "kueue.x-k8s.io/pod-group-total-count"

@@ -11,26 +11,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import Running, out_of_cluster
-from tests.e2e.queues import MANAGED_FINALIZER, configure, team_queue
+from tests.e2e.conftest import ControllerSetup, with_controller
+from tests.e2e.install import Running
+from tests.e2e.queues import MANAGED_FINALIZER, team_queue
 
-pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
+CONTROLLER = ControllerSetup("pods", config="integrations:\n  frameworks: [batch/job, pod]\n")
+pytestmark = [pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER), with_controller(CONTROLLER)]
 JSON = dict[str, object]
 GATE = "kueue.x-k8s.io/admission"
 FINALIZER = MANAGED_FINALIZER
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("pods")) as running:
-        configure(cluster, running, "integrations:\n  frameworks: [batch/job, pod]\n")
-        yield cluster, running
 
 
 @pytest.fixture

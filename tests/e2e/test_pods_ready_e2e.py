@@ -13,24 +13,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.install import Running
 from tests.e2e.queues import configure, team_queue
 from webhook.api.pods_ready import BLOCKED_MESSAGE, WAITING_FOR_PODS_READY
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("pods-ready")) as running:
-        yield cluster, running
 
 
 @pytest.fixture

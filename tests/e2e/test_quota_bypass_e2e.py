@@ -17,29 +17,21 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
+from tests.support import builders
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 USER = "alice"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 HANG = 120.0
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("bypass")) as running:
-        yield cluster, running
 
 
 def editor(cluster: Cluster, namespace: str) -> None:
@@ -54,24 +46,17 @@ def as_user(cluster: Cluster, namespace: str, *args: str, input: str | None = No
 
 
 def cpu_job(name: str, namespace: str, *, parallelism: int = 1, completions: int = 1) -> str:
+    one_cpu = builders.cpu_requests("1")
     return json.dumps(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: "q"}},
-            "spec": {
-                "parallelism": parallelism,
-                "completions": completions,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-                        ],
-                    }
-                },
-            },
-        }
+        builders.queued_job(
+            namespace,
+            name,
+            queue="q",
+            resources=one_cpu,
+            suspend=None,
+            parallelism=parallelism,
+            completions=completions,
+        )
     )
 
 

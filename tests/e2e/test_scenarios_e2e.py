@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
-from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.install import Running
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
@@ -39,13 +38,6 @@ ON_A_REAL_CLUSTER = [
 ]
 ARRIVAL = "simulate.kueue-webhook/arrival"
 UID = re.compile(r"UID: [^,)]+")
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("scenarios")) as running:
-        yield cluster, running
 
 
 def seconds(text: str) -> float:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster
 from tests.e2e.install import REPO_ROOT
-from tests.e2e.support import certificates
+from tests.support.replica import certificates
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 PROXY_PASSWORD = "hunter2-proxy-e2e"

@@ -17,7 +17,8 @@ import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 from tests.e2e.install import REPO_ROOT
-from tests.e2e.support import Replica, leading_team_queue
+from tests.e2e.support import leading_team_queue
+from tests.support.replica import Replica
 from webhook.control.kube.client import KubeClient
 from webhook.control.kube.kinds import JOBS, WORKLOADS
 

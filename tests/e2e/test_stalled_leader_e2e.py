@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import FAST_LEASE, Replica, leading_team_queue
+from tests.e2e.support import leading_team_queue
+from tests.support.replica import FAST_LEASE, Replica
 from webhook.control.cache.store import Change
 from webhook.control.kube.client import KubeClient
 from webhook.control.kube.kinds import (

@@ -11,22 +11,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
-from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
+from tests.support import builders
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("user-roles")) as running:
-        yield cluster, running
 
 
 @pytest.fixture
@@ -48,21 +41,7 @@ def as_user(cluster: Cluster, user: str, *args: str, check: bool = True) -> str:
 
 def job(namespace: str, name: str) -> str:
     return json.dumps(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}
-                        ],
-                    }
-                }
-            },
-        }
+        builders.queued_job(namespace, name, queue="q", resources=builders.cpu_requests("500m"), suspend=None)
     )
 
 

@@ -25,8 +25,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
-from tests.e2e.support import APISERVICE, certificates, start_replica, visibility_api_service
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
+from tests.e2e.cluster import kubectl_async as kubectl
+from tests.e2e.support import APISERVICE, visibility_api_service
+from tests.support import builders
+from tests.support.replica import certificates, start_replica
 from webhook.http.certs import CertificateSet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -36,68 +39,19 @@ JSON = dict[str, Any]
 TIMEOUT = 60.0
 
 
-async def kubectl(*args: str, stdin: str | None = None, check: bool = True) -> tuple[int, str, str]:
-    """kubectl without blocking the event loop: the replica answering the aggregator runs on it."""
-    process = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        f"--kubeconfig={KUBECONFIG}",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else None), TIMEOUT)
-    code = process.returncode or 0
-    if check and code != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} exited {code}: {err.decode()}")
-    return code, out.decode(), err.decode()
-
-
 def manifests(ns: str, name: str, port: int) -> str:
-    workloads = "".join(
-        f"""
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata: {{name: {wl}, namespace: {ns}}}
-spec:
-  queueName: lq
-  podSets:
-  - name: main
-    count: 1
-    template:
-      spec:
-        restartPolicy: Never
-        containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
-"""
-        for wl in ("w0", "w1", "w2")
+    """Namespace ``ns`` with the visibility APIService, LocalQueue ``lq`` of a 1-cpu ClusterQueue ``name``,
+    and three 1-cpu Workloads queued there."""
+    cpu = builders.pod_set(image="busybox", restartPolicy="Never")
+    workloads = [builders.workload(w, ns, pod_sets=[cpu]) for w in ("w0", "w1", "w2")]
+    queue = builders.own_queue(ns, name, {"cpu": 1})
+    return (
+        builders.manifests(builders.namespace(ns))
+        + "---\n"
+        + visibility_api_service(ns, port)
+        + "---\n"
+        + builders.manifests(*queue, *workloads)
     )
-    return f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {ns}}}
----
-{visibility_api_service(ns, port)}---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: {name}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: {name}
-      resources: [{{name: cpu, nominalQuota: 1}}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: lq, namespace: {ns}}}
-spec: {{clusterQueue: {name}}}
-{workloads}"""
 
 
 async def eventually(read: Any, what: str) -> Any:

@@ -6,7 +6,6 @@ import asyncio
 import copy
 import logging
 import ssl
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +15,11 @@ import pytest
 from cryptography import x509
 
 from tests.unit.admission.golden import apply_patch, decode_patch, golden_capture
-from tests.unit.admission.servers import Webhook, golden_object, review_for, running_webhook
+from tests.unit.admission.servers import Webhook, golden_object, review_for
 from webhook.api.config import Configuration, parse_configuration
 from webhook.http.admission import MAX_BODY_BYTES
 from webhook.http.certs import ensure_certificates
 from webhook.runtime import JsonFormatter
-
-
-@pytest.fixture
-async def webhook(tmp_path: Path) -> AsyncIterator[Webhook]:
-    async with running_webhook(tmp_path / "certs") as running:
-        yield running
-
-
-@pytest.fixture
-async def http(webhook: Webhook) -> AsyncIterator[aiohttp.ClientSession]:
-    connector = aiohttp.TCPConnector(ssl=webhook.client_context())
-    async with aiohttp.ClientSession(base_url=webhook.url, connector=connector) as session:
-        yield session
 
 
 async def post(http: aiohttp.ClientSession, path: str, review: Any) -> tuple[int, dict[str, Any]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -13,24 +12,11 @@ import orjson
 import pytest
 
 from tests.unit.admission.golden import apply_patch, decode_patch, golden_capture
-from tests.unit.admission.servers import Webhook, running_webhook
+from tests.unit.admission.servers import Webhook
 from webhook.api.bounds import MAX_DEPTH
 from webhook.http.limits import INLINE_BODY_BYTES, Busy, OffLoop
 
 JSON = {"Content-Type": "application/json"}
-
-
-@pytest.fixture
-async def webhook(tmp_path: Path) -> AsyncIterator[Webhook]:
-    async with running_webhook(tmp_path / "certs") as running:
-        yield running
-
-
-@pytest.fixture
-async def http(webhook: Webhook) -> AsyncIterator[aiohttp.ClientSession]:
-    connector = aiohttp.TCPConnector(ssl=webhook.client_context())
-    async with aiohttp.ClientSession(base_url=webhook.url, connector=connector) as session:
-        yield session
 
 
 async def post(http: aiohttp.ClientSession, path: str, body: bytes) -> tuple[int, dict[str, Any]]:

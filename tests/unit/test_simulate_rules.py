@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support import builders
 from webhook.api.integrations import JOB
 from webhook.api.integrations.engine import workload_for
 from webhook.api.objects import Workload
@@ -81,27 +82,16 @@ def upserted(monkeypatch: pytest.MonkeyPatch) -> list[Workload]:
 def job(
     name: str, *, labels: dict[str, str] | None = None, arrival: str = "0s", **pod: Any
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "uid": f"uid-{name}",
-            "labels": {"kueue.x-k8s.io/queue-name": "q", **(labels or {})},
-            "annotations": {"simulate.kueue-webhook/arrival": arrival},
-        },
-        "spec": {
-            "template": {
-                "spec": {
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-                    ],
-                    **pod,
-                }
-            }
-        },
-    }
+    busybox = builders.container(resources=builders.cpu_requests("1"))
+    return builders.job(
+        name,
+        "team",
+        queue="q",
+        labels=labels,
+        metadata={"uid": f"uid-{name}", "annotations": {"simulate.kueue-webhook/arrival": arrival}},
+        suspend=None,
+        pod_spec={"containers": [busybox], **pod},
+    )
 
 
 def scenario(*docs: Any) -> Scenario:

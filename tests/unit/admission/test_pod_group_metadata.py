@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import builders
 from webhook.admission.pod_groups import pod_metadata_errors
 
 JSON = dict[str, Any]
@@ -16,17 +17,13 @@ NAME_ANNOTATION_PATH = f"metadata.annotations[{NAME}]"
 
 
 def pod(labels: JSON | None = None, annotations: JSON | None = None) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "p",
-            "namespace": "ns",
-            "labels": labels or {},
-            "annotations": annotations or {},
-        },
-        "spec": {"containers": [{"name": "c"}]},
-    }
+    return builders.pod(
+        "p",
+        "ns",
+        labels=labels or {},
+        metadata={"annotations": annotations or {}},
+        pod_spec={"containers": [{"name": "c"}]},
+    )
 
 
 def messages(new: JSON, old: JSON | None = None) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import builders
 from tests.unit.admission.golden import request_of
 from tests.unit.admission.servers import golden_object, review_for
 from webhook.admission.kueue import validate_kueue_object
@@ -18,20 +19,7 @@ HUGE = "1" * 5000
 
 
 def cluster_queue(quota: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": "cq"},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": "rf", "resources": [{"name": "cpu", "nominalQuota": quota}]}],
-                }
-            ],
-        },
-    }
+    return builders.cluster_queue("cq", {"rf": {"cpu": quota}})
 
 
 def test_a_cluster_queue_with_a_huge_quota_is_invalid_and_says_where() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import builders
 from webhook.api.integrations import engine
 from webhook.api.integrations.builtin import POD
 from webhook.api.integrations.pod_groups import group_finished, group_pods_ready, group_workload
@@ -14,25 +15,23 @@ GATE = {"name": "kueue.x-k8s.io/admission"}
 
 
 def pod(name: str = "p", *, gated: bool = True, cpu: str = "1", group: str = "", phase: str = "") -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "ns",
-        "uid": f"uid-{name}",
-        "labels": {"kueue.x-k8s.io/queue-name": "q"},
-    }
+    metadata: JSON = {"uid": f"uid-{name}"}
+    labels = {}
     if group:
-        meta["labels"]["kueue.x-k8s.io/pod-group-name"] = group
-        meta["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+        labels["kueue.x-k8s.io/pod-group-name"] = group
+        metadata["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
     spec: JSON = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
     if gated:
         spec["schedulingGates"] = [dict(GATE)]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": spec,
-        "status": {"phase": phase or "Pending"},
-    }
+    return builders.pod(
+        name,
+        "ns",
+        queue="q",
+        labels=labels,
+        metadata=metadata,
+        pod_spec=spec,
+        status={"phase": phase or "Pending"},
+    )
 
 
 def test_a_gated_pod_is_suspended_and_its_workload_is_kueues_single_pod_workload() -> None:

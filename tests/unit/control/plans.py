@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import builders
 from webhook.api.objects import ResourceFlavor, parse_resource_flavor
 from webhook.control.jobs.job_plan import plan_job
 from webhook.control.output.conditions import admitted_status
@@ -25,18 +26,17 @@ def job(
     }
     if node_selector is not None:
         pod_spec["nodeSelector"] = node_selector
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": "train",
-            "namespace": "team-a",
-            "uid": "job-uid",
-            "labels": {"kueue.x-k8s.io/queue-name": "gpu"},
-        },
-        "spec": {"suspend": suspend, "parallelism": 1, "completions": 1, "template": {"spec": pod_spec}},
-        "status": {"conditions": conditions or [], **({"active": active} if active else {})},
-    }
+    return builders.job(
+        "train",
+        "team-a",
+        queue="gpu",
+        metadata={"uid": "job-uid"},
+        suspend=suspend,
+        parallelism=1,
+        completions=1,
+        pod_spec=pod_spec,
+        status={"conditions": conditions or [], **({"active": active} if active else {})},
+    )
 
 
 def workload(status: JSON | None = None) -> JSON:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.support import builders
 from tests.unit.control.fakes import MemoryApi
 from webhook.control.cache.store import Store
 from webhook.control.kube.kinds import (
@@ -47,54 +48,27 @@ class RecordingApi(MemoryApi):
         return copy.deepcopy(stored)
 
 
-def cluster(workloads: int, *, cpus: int | None = None) -> list[tuple[Kind, JSON]]:
-    """Namespace ``team``, flavor ``rf``, ClusterQueue ``cq`` with ``cpus`` (default: one per Workload),
-    LocalQueue ``lq``, and Workloads ``w0``... of one cpu each, pending."""
-
-    def workload(index: int) -> JSON:
-        container = {"name": "c", "resources": {"requests": {"cpu": "1"}}}
-        return {
-            "apiVersion": GROUP,
-            "kind": "Workload",
-            "metadata": {"name": f"w{index}", "namespace": "team", "uid": f"uid-{index}"},
-            "spec": {
-                "queueName": "lq",
-                "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}],
-            },
-        }
-
-    quota = [
-        {
-            "name": "rf",
-            "resources": [{"name": "cpu", "nominalQuota": str(workloads if cpus is None else cpus)}],
-        }
-    ]
+def queue(cpus: int) -> list[tuple[Kind, JSON]]:
+    """Namespace ``team``, flavor ``rf``, ClusterQueue ``cq`` with ``cpus``, LocalQueue ``lq``."""
     return [
-        (NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
-        (RESOURCE_FLAVORS, {"apiVersion": GROUP, "kind": "ResourceFlavor", "metadata": {"name": "rf"}}),
+        (NAMESPACES, builders.namespace("team")),
+        (RESOURCE_FLAVORS, builders.resource_flavor("rf")),
         (
             CLUSTER_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "ClusterQueue",
-                "metadata": {"name": "cq", "generation": 1},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [{"coveredResources": ["cpu"], "flavors": quota}],
-                },
-            },
+            builders.cluster_queue("cq", {"rf": {"cpu": str(cpus)}}, metadata={"generation": 1}),
         ),
-        (
-            LOCAL_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "LocalQueue",
-                "metadata": {"name": "lq", "namespace": "team"},
-                "spec": {"clusterQueue": "cq"},
-            },
-        ),
-        *((WORKLOADS, workload(i)) for i in range(workloads)),
+        (LOCAL_QUEUES, builders.local_queue("lq", "team", "cq")),
     ]
+
+
+def cluster(workloads: int, *, cpus: int | None = None) -> list[tuple[Kind, JSON]]:
+    """:func:`queue` with ``cpus`` (default: one per Workload), and Workloads ``w0``... of one cpu each,
+    pending."""
+    pending = [
+        (WORKLOADS, builders.workload(f"w{i}", uid=f"uid-{i}", pod_sets=[builders.pod_set()]))
+        for i in range(workloads)
+    ]
+    return [*queue(workloads if cpus is None else cpus), *pending]
 
 
 def install(api: MemoryApi, store: Store, objects: list[tuple[Kind, JSON]]) -> None:

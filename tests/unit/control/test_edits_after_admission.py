@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import builders
 from tests.unit.admission.golden import apply_patch
 from tests.unit.api.test_declared_min_count import declared, training_run
 from tests.unit.control.plans import NOW, flavor_lookup, held
@@ -43,23 +44,15 @@ def template(cpu: str = "1") -> JSON:
 
 
 def job(*, parallelism: int = 1, completions: int = 4, annotations: JSON | None = None) -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": "train",
-            "namespace": "team-a",
-            "uid": "job-uid",
-            "labels": {"kueue.x-k8s.io/queue-name": "q"},
-            "annotations": annotations or {},
-        },
-        "spec": {
-            "suspend": True,
-            "parallelism": parallelism,
-            "completions": completions,
-            "template": template(),
-        },
-    }
+    return builders.job(
+        "train",
+        "team-a",
+        queue="q",
+        metadata={"uid": "job-uid", "annotations": annotations or {}},
+        parallelism=parallelism,
+        completions=completions,
+        pod_spec=template()["spec"],
+    )
 
 
 def jobset() -> JSON:

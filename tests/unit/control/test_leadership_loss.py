@@ -15,12 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.unit.control.fakes import MemoryApi
+from tests.support import builders
+from tests.unit.control.small_cluster import RecordingApi, queue
 from webhook.control.kube.kinds import (
-    CLUSTER_QUEUES,
-    LOCAL_QUEUES,
-    NAMESPACES,
-    RESOURCE_FLAVORS,
     WORKLOADS,
     Kind,
 )
@@ -34,7 +31,7 @@ WRITE_LATENCY = 0.25
 WORKLOADS_QUEUED = 400
 
 
-class SlowWritesStalledLeases(MemoryApi):
+class SlowWritesStalledLeases(RecordingApi):
     """Leases as ``MemoryApi`` until ``leases_stalled``, then never answered; ``renewed`` records when each
     Lease write was applied. Status patches take ``WRITE_LATENCY`` each; ``issued`` records (loop time,
     plural, name) of every patch sent."""
@@ -77,77 +74,24 @@ class SlowWritesStalledLeases(MemoryApi):
     ) -> JSON:
         self.issued.append((asyncio.get_running_loop().time(), kind.plural, name))
         await asyncio.sleep(WRITE_LATENCY)
-        stored = self.objects[(kind.plural, namespace or "", name)]
-        stored["status"] = {**(stored.get("status") or {}), **patch["status"]}
-        self.version += 1
-        stored["metadata"]["resourceVersion"] = str(self.version)
-        return copy.deepcopy(stored)
+        return await super().patch(
+            kind, name=name, patch=patch, namespace=namespace, patch_type=patch_type, subresource=subresource
+        )
 
 
 def workload(index: int) -> JSON:
-    return {
-        "apiVersion": GROUP,
-        "kind": "Workload",
-        "metadata": {
-            "name": f"w{index:04d}",
-            "namespace": "team",
-            "uid": f"uid-{index}",
-            "resourceVersion": str(100 + index),
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-        },
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-                    },
-                }
-            ],
-        },
-    }
+    return builders.workload(
+        f"w{index:04d}",
+        uid=f"uid-{index}",
+        resourceVersion=str(100 + index),
+        creationTimestamp="2026-01-01T00:00:00Z",
+        pod_sets=[builders.pod_set()],
+    )
 
 
 def cluster() -> list[tuple[Kind, JSON]]:
     """One ClusterQueue with room for every Workload, so the leader has a long run of admissions."""
-    return [
-        (NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
-        (RESOURCE_FLAVORS, {"apiVersion": GROUP, "kind": "ResourceFlavor", "metadata": {"name": "rf"}}),
-        (
-            CLUSTER_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "ClusterQueue",
-                "metadata": {"name": "cq", "generation": 1},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu"],
-                            "flavors": [
-                                {
-                                    "name": "rf",
-                                    "resources": [{"name": "cpu", "nominalQuota": str(WORKLOADS_QUEUED)}],
-                                }
-                            ],
-                        }
-                    ],
-                },
-            },
-        ),
-        (
-            LOCAL_QUEUES,
-            {
-                "apiVersion": GROUP,
-                "kind": "LocalQueue",
-                "metadata": {"name": "lq", "namespace": "team"},
-                "spec": {"clusterQueue": "cq"},
-            },
-        ),
-        *((WORKLOADS, workload(i)) for i in range(WORKLOADS_QUEUED)),
-    ]
+    return [*queue(WORKLOADS_QUEUED), *((WORKLOADS, workload(i)) for i in range(WORKLOADS_QUEUED))]
 
 
 @pytest.mark.looptime

@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from tests.support import builders
 from tests.unit.control.fakes import Clock, control_context
 from webhook.control.cache.store import Store
 from webhook.control.kube.kinds import WORKLOADS, Kind
@@ -52,11 +53,7 @@ class Events:
 
 
 def workload(name: str) -> JSON:
-    return {
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "team", "resourceVersion": "1", "generation": 1},
-        "spec": {"queueName": "lq", "podSets": []},
-    }
+    return builders.workload(name, api_version=False, resourceVersion="1", generation=1)
 
 
 class Queue:

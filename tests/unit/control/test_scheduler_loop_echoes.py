@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import builders
 from tests.unit.control.scheduler_loops import admitted, feed, new_loop
 from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
@@ -19,72 +20,27 @@ from webhook.control.kube.kinds import (
 )
 
 JSON = dict[str, Any]
-GROUP = "kueue.x-k8s.io/v1beta2"
 
 
 def cluster_queue(nominal: str, *, version: str, status: JSON | None = None) -> JSON:
-    cq: JSON = {
-        "apiVersion": GROUP,
-        "kind": "ClusterQueue",
-        "metadata": {"name": "cq", "resourceVersion": version, "generation": 1},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": "rf", "resources": [{"name": "cpu", "nominalQuota": nominal}]}],
-                }
-            ],
-        },
-    }
-    if status is not None:
-        cq["status"] = status
-    return cq
+    return builders.cluster_queue(
+        "cq", {"rf": {"cpu": nominal}}, metadata={"resourceVersion": version, "generation": 1}, status=status
+    )
 
 
 OBJECTS: list[tuple[Kind, JSON]] = [
-    (
-        NAMESPACES,
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "resourceVersion": "1"}},
-    ),
-    (
-        RESOURCE_FLAVORS,
-        {"apiVersion": GROUP, "kind": "ResourceFlavor", "metadata": {"name": "rf", "resourceVersion": "2"}},
-    ),
-    (
-        LOCAL_QUEUES,
-        {
-            "apiVersion": GROUP,
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": "team", "resourceVersion": "3"},
-            "spec": {"clusterQueue": "cq"},
-        },
-    ),
+    (NAMESPACES, builders.namespace("team", resourceVersion="1")),
+    (RESOURCE_FLAVORS, builders.resource_flavor("rf", resourceVersion="2")),
+    (LOCAL_QUEUES, builders.local_queue("lq", "team", "cq", metadata={"resourceVersion": "3"})),
     (
         WORKLOADS,
-        {
-            "apiVersion": GROUP,
-            "kind": "Workload",
-            "metadata": {
-                "name": "big",
-                "namespace": "team",
-                "uid": "u1",
-                "resourceVersion": "4",
-                "creationTimestamp": "2026-01-01T00:00:00Z",
-            },
-            "spec": {
-                "queueName": "lq",
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": 1,
-                        "template": {
-                            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}
-                        },
-                    }
-                ],
-            },
-        },
+        builders.workload(
+            "big",
+            uid="u1",
+            resourceVersion="4",
+            creationTimestamp="2026-01-01T00:00:00Z",
+            pod_sets=[builders.pod_set(requests={"cpu": "2"})],
+        ),
     ),
 ]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import builders
 from tests.unit.control.scheduler_loops import admitted, feed, new_loop
 from webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
@@ -39,23 +40,13 @@ def job(*, complete: bool) -> JSON:
 
 
 def workload(name: str, version: int, *, owner: bool = False, conditions: list[JSON] | None = None) -> JSON:
-    obj: JSON = {
-        "apiVersion": GROUP,
-        "kind": "Workload",
-        "metadata": meta(name, version, namespace="team", uid=f"{name}-uid"),
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}
-                    },
-                }
-            ],
-        },
-    }
+    obj = builders.workload(
+        name,
+        uid=f"{name}-uid",
+        resourceVersion=str(version),
+        creationTimestamp=NOW,
+        pod_sets=[builders.pod_set(requests={"cpu": "2"})],
+    )
     if owner:
         obj["metadata"]["ownerReferences"] = [
             {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid", "controller": True}

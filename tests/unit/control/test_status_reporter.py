@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import builders
 from tests.unit.control.fakes import control_context
 from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor, parse_workload
 from webhook.control.cache.store import Store
@@ -37,28 +38,16 @@ class RecordingWriter:
 
 
 def cluster_queue(name: str, *, version: int, stop_policy: str = "None") -> JSON:
-    return {
-        "kind": "ClusterQueue",
-        "metadata": {"name": name, "generation": version, "resourceVersion": str(version)},
-        "spec": {
-            "namespaceSelector": {},
-            "stopPolicy": stop_policy,
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
-                }
-            ],
-        },
-    }
+    return builders.cluster_queue(
+        name,
+        {"rf": {"cpu": "4"}},
+        metadata={"generation": version, "resourceVersion": str(version)},
+        stopPolicy=stop_policy,
+    )
 
 
 def local_queue(name: str, *, to: str, version: int) -> JSON:
-    return {
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": "team", "generation": 1, "resourceVersion": str(version)},
-        "spec": {"clusterQueue": to},
-    }
+    return builders.local_queue(name, "team", to, metadata={"generation": 1, "resourceVersion": str(version)})
 
 
 class World:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.builders import Quota, groups
 from webhook.api.objects import (
     ClusterQueue,
     Cohort,
@@ -17,27 +18,6 @@ from webhook.api.objects import (
     parse_workload,
 )
 from webhook.core.scheduler import Admit, Decision, SchedulerState, Wait
-
-Quota = Any  # nominal, or {"nominalQuota": ..., "borrowingLimit": ..., "lendingLimit": ...}
-
-
-def _resource(name: str, quota: Quota) -> dict[str, Any]:
-    if isinstance(quota, dict):
-        return {"name": name, **quota}
-    return {"name": name, "nominalQuota": quota}
-
-
-def groups(*specs: dict[str, dict[str, Quota]]) -> list[dict[str, Any]]:
-    """``groups({"f1": {"cpu": 4, "memory": "8Gi"}, "f2": {...}})``: one resource group per argument."""
-    out = []
-    for spec in specs:
-        covered = list(next(iter(spec.values())))
-        flavors = [
-            {"name": flavor, "resources": [_resource(r, quotas[r]) for r in covered]}
-            for flavor, quotas in spec.items()
-        ]
-        out.append({"coveredResources": covered, "flavors": flavors})
-    return out
 
 
 def cluster_queue(name: str, *resource_groups: dict[str, dict[str, Quota]], **spec: Any) -> ClusterQueue:

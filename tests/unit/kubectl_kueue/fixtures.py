@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.support.builders import gpu_limits, pod_set
+from tests.support.builders import workload as builders_workload
+
 JSON = dict[str, Any]
 NOW = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 
@@ -36,38 +39,12 @@ def workload(
     max_seconds: int | None = None,
     priority: int = 0,
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": namespace,
-        "creationTimestamp": ago(seconds=created),
-        "uid": name,
-    }
+    meta: JSON = {"creationTimestamp": ago(seconds=created), "uid": name}
     if owner:
         meta["ownerReferences"] = [
             {"apiVersion": owner[0], "kind": owner[1], "name": owner[2], "uid": "u-" + name}
         ]
-    spec: JSON = {
-        "queueName": queue,
-        "priority": priority,
-        "podSets": [
-            {
-                "name": "main",
-                "count": 1,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": "busybox",
-                                "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-                            }
-                        ],
-                    }
-                },
-            }
-        ],
-    }
+    spec: JSON = {"priority": priority}
     if max_seconds is not None:
         spec["maximumExecutionTimeSeconds"] = max_seconds
     status: JSON = {"conditions": conditions or []}
@@ -83,13 +60,8 @@ def workload(
                 }
             ],
         }
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": meta,
-        "spec": spec,
-        "status": status,
-    }
+    gpu = pod_set(image="busybox", resources=gpu_limits(gpus), restartPolicy="Never")
+    return builders_workload(name, namespace, queue=queue, spec=spec, pod_sets=[gpu], status=status, **meta)
 
 
 def admitted(

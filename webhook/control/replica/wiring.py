@@ -2,8 +2,8 @@
 admission webhook answering from the controller's view.
 
 ``serve`` builds its replica here from its arguments, and the integration and e2e harness
-(``tests/e2e/support.py``) builds its replicas here too, so the tests run exactly the wiring production runs;
-only the arguments differ (short lease timings, an ephemeral port, no webhook where a test needs none).
+(``tests/support/replica.py``) builds its replicas here too, so the tests run exactly the wiring production
+runs; only the arguments differ (short lease timings, an ephemeral port, no webhook where a test needs none).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Quota and order through the real controller: borrowing, preemption, fair sharing, checks, lifecycle."""

@@ -1,0 +1,1 @@
+"""What users read of their queues: the visibility API and the kubectl kueue plugin."""
