@@ -1,7 +1,7 @@
 # Two entry points: `make demo` (the seed scenario on the embedded simulator) and `make test`.
 PYTHON ?= python3
 #: the import package (its __version__ is the project's version)
-PACKAGE := webhook
+PACKAGE := kueue_webhook
 VENV := .venv
 BIN := $(VENV)/bin
 #: the package with the test tool chain (make test), or with only what the demo needs (make demo)

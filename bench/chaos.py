@@ -56,14 +56,14 @@ from bench.real_cluster import (
     succeeded_status,
     watch,
 )
-from webhook import runtime
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import (
+from kueue_webhook import runtime
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     JOBS,
     WORKLOADS,
 )
-from webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
+from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 
 RESULTS = ROOT / "bench" / "results"
 HOLD_LABEL = "bench.kueue-webhook/hold"  # Jobs whose Pods the played kubelet leaves running
@@ -91,7 +91,7 @@ class Replicas:
         self.started += 1
         identity = f"chaos-{self.started}"
         duration, deadline, retry = self.lease
-        command = [sys.executable, "-m", "webhook", "serve", "--kubeconfig", str(self.kubeconfig)]
+        command = [sys.executable, "-m", "kueue_webhook", "serve", "--kubeconfig", str(self.kubeconfig)]
         command += ["--identity", identity, "--tls-dir", str(self.workdir / "certs")]
         command += ["--host", "127.0.0.1", "--port", str(free_port()), "--log-level", "warning"]
         command += ["--lease-duration", str(duration), "--renew-deadline", str(deadline)]
@@ -407,7 +407,16 @@ async def bench(args: argparse.Namespace) -> JSON:
     workdir = Path(args.workdir or f"/tmp/kueue-chaos-{suffix}")
     workdir.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "webhook", "certs", "--dir", str(workdir / "certs"), "--ip", "127.0.0.1"],
+        [
+            sys.executable,
+            "-m",
+            "kueue_webhook",
+            "certs",
+            "--dir",
+            str(workdir / "certs"),
+            "--ip",
+            "127.0.0.1",
+        ],
         check=True,
         cwd=ROOT,
         capture_output=True,

@@ -5,7 +5,7 @@
    and waits), measured over the same number of decisions at each size, so a cost that grew with the
    backlog would show.
 2. Replay: 100,000 Jobs (the same cluster, arrivals over time, runtimes, ~80% offered load) through
-   ``webhook.simulate.replay``, Job parsing included; YAML loading is timed separately on a sample.
+   ``kueue_webhook.simulate.replay``, Job parsing included; YAML loading is timed separately on a sample.
    No ClusterQueue preempts here, which is the path preemption must not slow down.
 3. Replay with preemption: the same cluster with ``withinClusterQueue: LowerPriority`` and
    ``reclaimWithinCohort: Any`` everywhere, Jobs in three WorkloadPriorityClasses, at ~95% offered
@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from webhook.api.objects import ClusterQueue, ResourceFlavor, Workload, parse_object, parse_workload
-from webhook.core.scheduler import Admit, SchedulerState
-from webhook.simulate import replay, scenario_from_documents
+from kueue_webhook.api.objects import ClusterQueue, ResourceFlavor, Workload, parse_object, parse_workload
+from kueue_webhook.core.scheduler import Admit, SchedulerState
+from kueue_webhook.simulate import replay, scenario_from_documents
 
 RESULTS = Path(__file__).parent / "results"
 FLAVORS = ("on-demand", "spot", "reserved")

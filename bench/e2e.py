@@ -38,18 +38,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from webhook import runtime
-from webhook.control.cache.store import Change
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import (
+from kueue_webhook import runtime
+from kueue_webhook.control.cache.store import Change
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     JOBS,
     LOCAL_QUEUES,
     NAMESPACES,
     RESOURCE_FLAVORS,
 )
-from webhook.control.replica.controller import Controller, ControllerSettings
-from webhook.control.replica.wiring import API_CONNECTIONS
+from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.replica.wiring import API_CONNECTIONS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAKE_SERVER = "fake API server (tests.fakeapi) in a separate process over HTTPS on loopback"

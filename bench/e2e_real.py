@@ -44,9 +44,9 @@ from bench.baseline.timeline import condition_true
 from bench.e2e import job, p99
 from bench.kueue_baseline import machine, parse_writes
 from bench.real_cluster import PODS
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import EVENTS, JOBS
-from webhook.control.output.events import COMPONENT as EVENTS_COMPONENT
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import EVENTS, JOBS
+from kueue_webhook.control.output.events import COMPONENT as EVENTS_COMPONENT
 
 JSON = dict[str, Any]
 NAMESPACE = "e2e-bench"

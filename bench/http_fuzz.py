@@ -1,6 +1,7 @@
 """Fuzzing the whole HTTPS port at length: 100,000 requests and more, with timings, loop lag and memory.
 
-The server runs as its own process (the application of :func:`webhook.http.app.create_app`, the visibility
+The server runs as its own process (the application of :func:`kueue_webhook.http.app.create_app`, the
+visibility
 API over a ClusterQueue with pending Workloads, over TLS on 127.0.0.1) with a loop-lag probe inside: a task
 that asks to wake every 5 ms and records how late it wakes, which is how long the event loop was blocked.
 This process plays every caller: requests from :mod:`bench.http_surface` (every admission path,
@@ -45,14 +46,14 @@ from prometheus_client import CollectorRegistry
 
 from bench.http_surface import FuzzRequest, draw_request, problems, visibility_of_research
 from bench.webhook import _machine
-from webhook import runtime
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
-from webhook.http.app import create_app
-from webhook.http.certs import ensure_certificates
-from webhook.http.limits import INLINE_BODY_BYTES
-from webhook.http.server import WebhookServer
-from webhook.memory import freeze_survivors
+from kueue_webhook import runtime
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.http.app import create_app
+from kueue_webhook.http.certs import ensure_certificates
+from kueue_webhook.http.limits import INLINE_BODY_BYTES
+from kueue_webhook.http.server import WebhookServer
+from kueue_webhook.memory import freeze_survivors
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROBE_INTERVAL = 0.005

@@ -28,10 +28,10 @@ from urllib.parse import quote
 
 import orjson
 
-from webhook.admission.routes import ROUTES
-from webhook.api.bounds import MAX_BODY_BYTES
-from webhook.api.conversion_review import MAX_RESPONSE_BYTES
-from webhook.http.visibility import Visibility
+from kueue_webhook.admission.routes import ROUTES
+from kueue_webhook.api.bounds import MAX_BODY_BYTES
+from kueue_webhook.api.conversion_review import MAX_RESPONSE_BYTES
+from kueue_webhook.http.visibility import Visibility
 
 __all__ = ["ADMISSION_PATHS", "FuzzRequest", "draw_request", "problems", "visibility_of_research"]
 

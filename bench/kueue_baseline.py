@@ -38,9 +38,9 @@ from bench.baseline import processes, profile, scenario
 from bench.baseline.figures import compute, over_admission_summary, windows
 from bench.baseline.runner import Run
 from bench.baseline.timeline import Change, QuotaLimits, check_over_admission
-from webhook import runtime
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import NAMESPACES
+from kueue_webhook import runtime
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import NAMESPACES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 JSON = dict[str, Any]
@@ -523,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         with (workdir / "controller.pyspy.txt").open() as lines:
             result["controller_profile"] = profile.breakdown(lines, cpu_s=result["controller"].get("cpu_s"))
         with (workdir / "controller.pyspy.txt").open() as lines:
-            result["controller_hot_spots"] = profile.hot_spots(lines, under="webhook/")
+            result["controller_hot_spots"] = profile.hot_spots(lines, under="kueue_webhook/")
     if (workdir / "fakeapi.pyspy.txt").exists():
         with (workdir / "fakeapi.pyspy.txt").open() as lines:
             result["fake_api_hot_spots"] = profile.hot_spots(lines, under="tests/fakeapi/")

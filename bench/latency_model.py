@@ -33,8 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline import scenario
-from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor, parse_workload
-from webhook.core.scheduler import Admit, Evict, SchedulerState
+from kueue_webhook.api.objects import (
+    parse_cluster_queue,
+    parse_local_queue,
+    parse_resource_flavor,
+    parse_workload,
+)
+from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
 
 RESULTS = Path(__file__).parent / "results"
 CREATED, CONFIRMED, RUN_OVER, FINISHED, EVICTION_SEEN, RETRY = range(6)

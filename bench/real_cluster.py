@@ -34,9 +34,9 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import LEASES, Kind
-from webhook.control.replica.controller import LEASE_NAME
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import LEASES, Kind
+from kueue_webhook.control.replica.controller import LEASE_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTROLLER_NAMESPACE = "kueue-system"

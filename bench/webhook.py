@@ -1,6 +1,6 @@
 """Webhook load test: throughput and latency of AdmissionReviews over real TLS on loopback.
 
-The server runs as its own process (``python -m webhook.http.server``, certificates from
+The server runs as its own process (``python -m kueue_webhook.http.server``, certificates from
 ``kueue-webhook certs``) and this process plays kube-apiserver: a few keep-alive HTTPS connections posting
 the golden Job reviews (mutate create, validate create, and a denied validate update), as the API server
 does for ``kubectl create job``. Two measurements:
@@ -35,8 +35,8 @@ from typing import Any
 
 import aiohttp
 
+from kueue_webhook.http.certs import ensure_certificates
 from tests.golden import GOLDEN
-from webhook.http.certs import ensure_certificates
 
 RESULTS = Path(__file__).resolve().parent / "results" / "webhook.json"
 MIX = [(0, "/mutate-batch-v1-job"), (1, "/validate-batch-v1-job"), (5, "/validate-batch-v1-job")]
@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         certs = ensure_certificates(Path(scratch) / "certs", ips=["127.0.0.1"])
         port_file = Path(scratch) / "port"
         server = subprocess.Popen(
-            [sys.executable, "-m", "webhook.http.server", "--cert", str(certs.cert), "--key", str(certs.key),
+            [sys.executable, "-m", "kueue_webhook.http.server", "--cert", str(certs.cert), "--key",
+            str(certs.key),
              "--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file)],
             stderr=subprocess.DEVNULL,
         )  # fmt: skip

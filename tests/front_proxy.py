@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from webhook.http.certs import generate_ca
+from kueue_webhook.http.certs import generate_ca
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def snapshot(commit: str, directory: Path) -> Path:
 
 
 def head_commit() -> str:
-    """The commit measured, marked when webhook/ has edits beyond it."""
+    """The commit measured, marked when kueue_webhook/ has edits beyond it."""
     git = ["git", "-C", str(ROOT)]
     result = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run([*git, "status", "--porcelain", "webhook"], capture_output=True, text=True)
@@ -198,7 +198,7 @@ def start_controller(
     """``kueue-webhook serve`` (modules from ``root``: ``python -m`` puts the working directory first)."""
     certs = workdir / "certs"
     subprocess.run(
-        [sys.executable, "-m", "webhook", "certs", "--dir", str(certs), "--ip", "127.0.0.1"],
+        [sys.executable, "-m", "kueue_webhook", "certs", "--dir", str(certs), "--ip", "127.0.0.1"],
         check=True,
         cwd=root,
         capture_output=True,
@@ -207,7 +207,7 @@ def start_controller(
     serve = [
         sys.executable,
         "-m",
-        "webhook",
+        "kueue_webhook",
         "serve",
         "--kubeconfig",
         str(kubeconfig),

@@ -2,8 +2,10 @@
 
 Each sample is one stack; it is charged to one bucket so the buckets add up to the whole. JSON work is
 recognised first (orjson/json frames anywhere: it hides inside writes and watches alike); otherwise the
-innermost frame of our own code decides: ``webhook/core`` is scheduling, the client's write verbs are API
-writes, informers and the store are watch handling, and so on. Helper frames from ``webhook/api`` (quantity
+innermost frame of our own code decides: ``kueue_webhook/core`` is scheduling, the client's write verbs are
+API
+writes, informers and the store are watch handling, and so on. Helper frames from ``kueue_webhook/api``
+(quantity
 parsing, typed views) are skipped over so that their cost lands on whoever called them, and so are the
 entry points (``serve`` runs the event loop). Samples with no other frame of ours are transport (aiohttp
 protocol callbacks, TLS) or the event loop itself.
@@ -18,17 +20,17 @@ FRAME = re.compile(r"^(?P<function>.*?) \((?P<where>[^()]*)\)$")
 
 #: (bucket, predicate on "function (file:line)") checked in order on our innermost frame
 _OURS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("scheduling (webhook/core)", re.compile(r"webhook/core/")),
+    ("scheduling (kueue_webhook/core)", re.compile(r"kueue_webhook/core/")),
     ("queue status and metrics", re.compile(r"status_reporter\.py|queue_status\.py|metrics\.py")),
     ("API writes (client verbs, writers)", re.compile(r"writers\.py|kube/client\.py")),
     ("watch handling (informers, store)", re.compile(r"informer\.py|store\.py")),
     ("admission loop glue", re.compile(r"loop\.py|workqueue\.py|reconciler\.py|conditions\.py")),
     ("events", re.compile(r"events\.py")),
-    ("webhook server", re.compile(r"webhook/http/|admission/")),
+    ("webhook server", re.compile(r"kueue_webhook/http/|admission/")),
 )
 #: helpers charged to their caller, and entry points whose callee (the event loop) is not ours
 _PASS_THROUGH = re.compile(
-    r"webhook/api/|__main__\.py|webhook/cli\.py|webhook/control/replica/main\.py|webhook/runtime\.py"
+    r"kueue_webhook/api/|__main__\.py|kueue_webhook/cli\.py|kueue_webhook/control/replica/main\.py|kueue_webhook/runtime\.py"
 )
 _WATCH_VERBS = re.compile(r"^(KubeClient\.)?(watch|list_pages|list_all) \(.*kube/client\.py")
 
@@ -42,7 +44,7 @@ def bucket_of(frames: list[str]) -> str:
     for frame in reversed(frames):
         match = FRAME.match(frame)
         where = match.group("where") if match else frame
-        if "webhook/" not in where or _PASS_THROUGH.search(where):
+        if "kueue_webhook/" not in where or _PASS_THROUGH.search(where):
             continue
         if "kube/client.py" in where and _WATCH_VERBS.match(frame):
             return "watch handling (informers, store)"
@@ -50,8 +52,8 @@ def bucket_of(frames: list[str]) -> str:
             if pattern.search(where):
                 return bucket
         return "other controller code"
-    if any("webhook/api/" in f for f in frames):
-        return "object model (webhook/api)"
+    if any("kueue_webhook/api/" in f for f in frames):
+        return "object model (kueue_webhook/api)"
     joined = ";".join(frames)
     if re.search(r"aiohttp|sslproto|ssl\.py|libssl|libcrypto|_http_parser|yarl|multidict", joined):
         return "HTTP + TLS transport (aiohttp, ssl)"

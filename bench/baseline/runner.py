@@ -34,9 +34,9 @@ from bench import real_cluster
 from bench.baseline import scenario
 from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample
 from bench.baseline.timeline import Change, Timeline, Transition
-from webhook.api.quantity import parse_quantity
-from webhook.control.kube.client import ApiError
-from webhook.control.kube.kinds import (
+from kueue_webhook.api.quantity import parse_quantity
+from kueue_webhook.control.kube.client import ApiError
+from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     NAMESPACES,
@@ -50,7 +50,7 @@ log = logging.getLogger("bench.baseline")
 
 
 class Api(Protocol):
-    """The slice of an API client the run needs (``webhook.control.kube.client.KubeClient`` fits)."""
+    """The slice of an API client the run needs (``kueue_webhook.control.kube.client.KubeClient`` fits)."""
 
     async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON: ...
 

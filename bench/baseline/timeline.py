@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from webhook.api.quantity import QuantityError, parse_quantity
+from kueue_webhook.api.quantity import QuantityError, parse_quantity
 
 JSON = dict[str, Any]
 MILLI = 10**6  # nanos per milli-unit

@@ -44,7 +44,7 @@ WEBHOOK_CONFIGURATIONS = (
     ("validatingwebhookconfiguration", "kueue-webhook-validating"),
 )
 VISIBILITY_API_SERVICE = ("apiservice", "v1beta2.visibility.kueue.x-k8s.io")
-KUEUE_WEBHOOK = [sys.executable, "-m", "webhook"]
+KUEUE_WEBHOOK = [sys.executable, "-m", "kueue_webhook"]
 
 
 @dataclass

@@ -11,11 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+)
+from kueue_webhook.control.replica.wiring import Replica
 from tests.support import builders
 from tests.support.replica import start_replica
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS, WORKLOADS
-from webhook.control.replica.wiring import Replica
 
 #: Kueue's visibility API as an aggregated API: the APIService's fixed name
 APISERVICE = "v1beta2.visibility.kueue.x-k8s.io"

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from kueue_webhook.api.integrations.statefulsets import statefulset_workload_name
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
 from tests.e2e.test_pods_e2e import gated
-from webhook.api.integrations.statefulsets import statefulset_workload_name
 
 CONTROLLER = ControllerSetup(
     "apps", config="integrations:\n  frameworks: [batch/job, pod, deployment, statefulset]\n"

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kueue_webhook.control.replica.wiring import Replica
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 from tests.e2e.cluster import kubectl_async as kubectl
 from tests.support import builders
 from tests.support.replica import REPO_ROOT, certificates, start_replica, tls_bundle, webhook_configurations
-from webhook.control.replica.wiring import Replica
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 TIMEOUT = 60.0

@@ -31,13 +31,19 @@ import pytest
 import yaml
 from cryptography import x509
 
+from kueue_webhook.http.certs import (
+    KUEUE_CRDS,
+    ca_bundle,
+    ensure_certificates,
+    secret_manifest,
+    service_dns_names,
+)
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
 from tests.e2e.install import can_mount_namespaces, in_cluster
 from tests.e2e.support import APISERVICE, visibility_api_service
 from tests.e2e.test_bounds_e2e import TIMEOUT, kubectl, queued_job, queues
 from tests.e2e.test_visibility_e2e import eventually
 from tests.support.replica import REPO_ROOT, start_replica, webhook_configurations
-from webhook.http.certs import KUEUE_CRDS, ca_bundle, ensure_certificates, secret_manifest, service_dns_names
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]

@@ -20,9 +20,9 @@ import aiohttp
 import pytest
 import yaml
 
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.identity import own_username
-from webhook.control.kube.kubeconfig import load, select, split_paths
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.identity import own_username
+from kueue_webhook.control.kube.kubeconfig import load, select, split_paths
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"

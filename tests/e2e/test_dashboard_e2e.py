@@ -20,13 +20,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from kueue_webhook.http.dashboard import DASHBOARD_PATH
+from kueue_webhook.http.dashboard_page import CONTENT_SECURITY_POLICY
 from tests.browser import CHROMIUM, kubectl_proxy, open_browser
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.support import APISERVICE
 from tests.e2e.test_visibility_e2e import REPO_ROOT, direct, eventually, kubectl, manifests
 from tests.support.replica import certificates, start_replica
-from webhook.http.dashboard import DASHBOARD_PATH
-from webhook.http.dashboard_page import CONTENT_SECURITY_POLICY
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 ROLE = "kueue-webhook-dashboard-viewer"

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.http.certs import KUEUE_CRDS, ca_bundle, ensure_certificates
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 from tests.e2e.install import REPO_ROOT
 from tests.e2e.support import APISERVICE, visibility_api_service
 from tests.support.replica import certificates, start_replica, webhook_configurations
-from webhook.http.certs import KUEUE_CRDS, ca_bundle, ensure_certificates
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]

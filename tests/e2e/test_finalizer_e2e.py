@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import leading_team_queue
-from tests.support import builders
-from tests.support.replica import Replica
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import (
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import (
     JOBS,
     WORKLOADS,
     Kind,
 )
+from tests.e2e.support import leading_team_queue
+from tests.support import builders
+from tests.support.replica import Replica
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

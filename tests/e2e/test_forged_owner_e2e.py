@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.http.certs import ca_bundle
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.queues import team_queue
 from tests.support import builders
 from tests.support.replica import REPO_ROOT, certificates, start_replica, webhook_configurations
-from webhook.http.certs import ca_bundle
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
 from tests.e2e.support import leading_team_queue
 from tests.support import builders
 from tests.support.replica import Replica
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from kueue_webhook.api.pods_ready import BLOCKED_MESSAGE, WAITING_FOR_PODS_READY
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.install import Running
 from tests.e2e.queues import configure, team_queue
-from webhook.api.pods_ready import BLOCKED_MESSAGE, WAITING_FOR_PODS_READY
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]

@@ -83,7 +83,7 @@ async def test_a_proxy_refusing_the_controllers_credentials_leaves_no_secret_in_
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "webhook", "serve", "--kubeconfig", str(config), "--tls-dir",
+            sys.executable, "-m", "kueue_webhook", "serve", "--kubeconfig", str(config), "--tls-dir",
             str(tmp_path / "certs"), "--port", "0", "--no-leader-election",
             stdout=out, stderr=out, cwd=REPO_ROOT, env=dict(os.environ),
         )  # fmt: skip
@@ -110,7 +110,7 @@ def test_a_kubeconfig_broken_next_to_its_token_is_refused_by_line_without_quotin
     config.write_text(broken)
     certificates(tmp_path / "certs")
     result = subprocess.run(
-        [sys.executable, "-m", "webhook", "serve", "--kubeconfig", str(config), "--tls-dir",
+        [sys.executable, "-m", "kueue_webhook", "serve", "--kubeconfig", str(config), "--tls-dir",
          str(tmp_path / "certs"), "--port", "0", "--no-leader-election"],
         capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
     )  # fmt: skip

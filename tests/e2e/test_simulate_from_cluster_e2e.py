@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import JOBS, WORKLOADS
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 from tests.e2e.install import REPO_ROOT
 from tests.e2e.support import leading_team_queue
 from tests.support.replica import Replica
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import JOBS, WORKLOADS
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]

@@ -20,16 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import leading_team_queue
-from tests.support.replica import FAST_LEASE, Replica
-from webhook.control.cache.store import Change
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import (
+from kueue_webhook.control.cache.store import Change
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import (
     JOBS,
     LEASES,
     WORKLOADS,
     Kind,
 )
+from tests.e2e.support import leading_team_queue
+from tests.support.replica import FAST_LEASE, Replica
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

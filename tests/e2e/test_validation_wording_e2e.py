@@ -3,7 +3,8 @@
 Kueue's webhooks validate names, labels and label selectors with the apimachinery functions kube-apiserver
 uses for its built-in objects, so a server-side dry run of a Deployment with a bad ``spec.selector``, of a
 ConfigMap with bad labels and annotations, of badly named objects and of a ClusterQueue with a bad
-``spec.cohortName`` (Kueue's CRD schema) yields the exact causes ``webhook.api.validation`` must produce.
+``spec.cohortName`` (Kueue's CRD schema) yields the exact causes ``kueue_webhook.api.validation`` must
+produce.
 Dry runs persist nothing, so nothing needs cleaning up.
 """
 
@@ -16,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from webhook.api.errors import FieldError
-from webhook.api.validation import (
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.validation import (
     dns1123_label_problems,
     dns1123_subdomain_problems,
     schema_name_errors,
@@ -25,7 +26,7 @@ from webhook.api.validation import (
     validate_label_selector,
     validate_labels,
 )
-from webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.client import ApiError, KubeClient
 
 KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
 pytestmark = pytest.mark.skipif(

@@ -25,12 +25,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kueue_webhook.http.certs import CertificateSet
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 from tests.e2e.cluster import kubectl_async as kubectl
 from tests.e2e.support import APISERVICE, visibility_api_service
 from tests.support import builders
 from tests.support.replica import certificates, start_replica
-from webhook.http.certs import CertificateSet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,11 +19,11 @@ import uuid
 import aiohttp
 import orjson
 
+from kueue_webhook.api.selectors import SelectorError, parse_label_selector
 from tests.fakeapi import patches
 from tests.fakeapi.api import AdmissionRequest
 from tests.fakeapi.errors import ApiError
 from tests.fakeapi.store import Obj, Store
-from webhook.api.selectors import SelectorError, parse_label_selector
 
 MUTATING = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
 VALIDATING = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")

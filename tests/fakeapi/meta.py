@@ -4,7 +4,8 @@ Names are DNS-1123 subdomains (namespaces: labels), label values at most 63 byte
 label keys qualified names with an optional DNS prefix. These rules bite controllers that derive names or
 labels from user input (a Workload named after a long Job name), so the fake refuses what the apiserver
 refuses, with its messages. kube-apiserver and Kueue call the same apimachinery functions, so the fake calls
-the project's one restatement of them (``webhook.api.validation``, checked against a real kube-apiserver).
+the project's one restatement of them (``kueue_webhook.api.validation``, checked against a real
+kube-apiserver).
 On update, an object being deleted accepts no new finalizer: a controller that re-adds its finalizer to a
 deleting object must see the refusal it gets on a cluster.
 """
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.errors import FieldError, render_value
-from webhook.api.validation import dns1123_label_problems, dns1123_subdomain_problems
-from webhook.api.validation import validate_labels as _validate_labels
+from kueue_webhook.api.errors import FieldError, render_value
+from kueue_webhook.api.validation import dns1123_label_problems, dns1123_subdomain_problems
+from kueue_webhook.api.validation import validate_labels as _validate_labels
 
 Cause = dict[str, str]
 

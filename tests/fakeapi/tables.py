@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
+from kueue_webhook.kubectl_kueue.table import human_duration
 from tests.fakeapi.resources import PrinterColumn, ResourceType
-from webhook.kubectl_kueue.table import human_duration
 
 Obj = dict[str, Any]
 NAME_DESCRIPTION = (

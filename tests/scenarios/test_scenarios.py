@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.simulate import Scenario, add_document, parse_duration, replay, report_json
+from kueue_webhook.simulate import Scenario, add_document, parse_duration, replay, report_json
 
 HERE = Path(__file__).parent
 SCENARIOS = sorted(HERE.glob("*.yaml"))

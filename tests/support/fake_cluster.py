@@ -13,9 +13,9 @@ from typing import Any
 
 import aiohttp
 
+from kueue_webhook.http.certs import ca_bundle
 from tests.fakeapi import FakeApiServer
 from tests.support.replica import Replica, certificates, replica, webhook_configurations
-from webhook.http.certs import ca_bundle
 
 JSON = dict[str, Any]
 

@@ -1,7 +1,8 @@
 """Run `kueue-webhook serve` in-process against any API server given by a kubeconfig (fake or real).
 
 Integration tests (on tests/fakeapi) and e2e tests (on a real cluster) share this harness so they exercise
-exactly the production wiring: ``webhook.control.replica.wiring.build``, which ``serve`` calls too, only with
+exactly the production wiring: ``kueue_webhook.control.replica.wiring.build``, which ``serve`` calls too,
+only with
 short lease timings so failover tests take seconds, and an ephemeral port.
 """
 
@@ -15,11 +16,11 @@ from typing import Any
 
 import yaml
 
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import NAMESPACES
-from webhook.control.replica.controller import ControllerSettings
-from webhook.control.replica.wiring import Listen, Replica, build
-from webhook.http.certs import CertificateSet, ca_bundle, ensure_certificates
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import NAMESPACES
+from kueue_webhook.control.replica.controller import ControllerSettings
+from kueue_webhook.control.replica.wiring import Listen, Replica, build
+from kueue_webhook.http.certs import CertificateSet, ca_bundle, ensure_certificates
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTROLLER_MANIFESTS = REPO_ROOT / "manifests" / "controller"

@@ -11,12 +11,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.api.integrations.owners import OwnerAnswer, Unresolved
+from kueue_webhook.http.app import create_app
+from kueue_webhook.http.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
+from kueue_webhook.http.server import WebhookServer
 from tests.fakeapi import FakeApiServer
-from webhook.api.config import Configuration
-from webhook.api.integrations.owners import OwnerAnswer, Unresolved
-from webhook.http.app import create_app
-from webhook.http.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
-from webhook.http.server import WebhookServer
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
 

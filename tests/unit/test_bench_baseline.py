@@ -14,8 +14,8 @@ from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample, comput
 from bench.baseline.runner import Run, eviction_ack_patch, finished_patch
 from bench.baseline.timeline import Change, QuotaLimits, Timeline, Transition, check_over_admission
 from bench.kueue_baseline import limits_of, parse_writes
-from webhook.control.kube.client import ApiError
-from webhook.control.kube.kinds import CLUSTER_QUEUES, WORKLOADS, Kind
+from kueue_webhook.control.kube.client import ApiError
+from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, WORKLOADS, Kind
 
 JSON = dict[str, Any]
 
@@ -289,38 +289,38 @@ def test_controller_write_counts_are_read_from_its_metrics() -> None:
     [
         (
             [
-                "run (webhook/control/replica/main.py:103)",
-                "cycle (webhook/core/scheduler.py:10)",
-                "parse_quantity (webhook/api/quantity.py:205)",
+                "run (kueue_webhook/control/replica/main.py:103)",
+                "cycle (kueue_webhook/core/scheduler.py:10)",
+                "parse_quantity (kueue_webhook/api/quantity.py:205)",
             ],
-            "scheduling (webhook/core)",
+            "scheduling (kueue_webhook/core)",
         ),
         (
             [
-                "run (webhook/control/replica/main.py:103)",
-                "KubeClient.watch (webhook/control/kube/client.py:260)",
+                "run (kueue_webhook/control/replica/main.py:103)",
+                "KubeClient.watch (kueue_webhook/control/kube/client.py:260)",
                 "loads (orjson)",
             ],
             "JSON encode/decode",
         ),
         (
             [
-                "run (webhook/control/replica/main.py:103)",
-                "KubeClient.watch (webhook/control/kube/client.py:255)",
+                "run (kueue_webhook/control/replica/main.py:103)",
+                "KubeClient.watch (kueue_webhook/control/kube/client.py:255)",
                 "StreamReader.readline (aiohttp/streams.py:1)",
             ],
             "watch handling (informers, store)",
         ),
         (
             [
-                "run (webhook/control/replica/main.py:103)",
-                "Writer.patch_status (webhook/control/output/writers.py:50)",
+                "run (kueue_webhook/control/replica/main.py:103)",
+                "Writer.patch_status (kueue_webhook/control/output/writers.py:50)",
             ],
             "API writes (client verbs, writers)",
         ),
         (
             [
-                "run (webhook/control/replica/main.py:103)",
+                "run (kueue_webhook/control/replica/main.py:103)",
                 "_run_once (asyncio/base_events.py:1)",
                 "SSLProtocol._do_read (asyncio/sslproto.py:1)",
             ],

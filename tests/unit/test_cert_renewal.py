@@ -9,8 +9,7 @@ import datetime as dt
 import pytest
 from cryptography import x509
 
-from tests.unit.admission.golden import apply_patch
-from webhook.http.certs import (
+from kueue_webhook.http.certs import (
     _cert_pem,
     _key_pem,
     apiservice_ca_patch,
@@ -22,6 +21,7 @@ from webhook.http.certs import (
     renewal_decision,
     service_dns_names,
 )
+from tests.unit.admission.golden import apply_patch
 
 NAMES = service_dns_names("kueue-webhook", "kueue-system")
 DAY = dt.timedelta(days=1)

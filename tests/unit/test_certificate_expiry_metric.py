@@ -11,9 +11,9 @@ from pathlib import Path
 from cryptography import x509
 from prometheus_client import CollectorRegistry
 
+from kueue_webhook.http.certificate_metrics import NAME, CertificateExpiry
+from kueue_webhook.http.certs import ensure_certificates
 from tests.unit.admission.servers import running_webhook
-from webhook.http.certificate_metrics import NAME, CertificateExpiry
-from webhook.http.certs import ensure_certificates
 
 DAY = 86400.0
 

@@ -14,9 +14,8 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from tests.unit.admission.golden import apply_patch
-from webhook.cli import main
-from webhook.http.certs import (
+from kueue_webhook.cli import main
+from kueue_webhook.http.certs import (
     KUEUE_CRDS,
     VISIBILITY_APISERVICES,
     ca_bundle,
@@ -25,6 +24,7 @@ from webhook.http.certs import (
     secret_manifest,
     webhook_ca_patch,
 )
+from tests.unit.admission.golden import apply_patch
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
 

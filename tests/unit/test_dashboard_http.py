@@ -15,22 +15,22 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.core.recent_decisions import RecentDecisions
+from kueue_webhook.core.scheduler import SchedulerState
+from kueue_webhook.http.app import create_app
+from kueue_webhook.http.auth import HttpsAuth
+from kueue_webhook.http.certs import CertificateSet
+from kueue_webhook.http.dashboard import DASHBOARD_PATH, Dashboard
+from kueue_webhook.http.dashboard_page import CONTENT_SECURITY_POLICY
+from kueue_webhook.http.front_proxy import parse_settings
+from kueue_webhook.http.reviews import Reviewer
+from kueue_webhook.http.server import WebhookServer
 from tests.front_proxy import ClientPair, ProxyCA, requestheader_data
 from tests.unit.admission.servers import make_certs
 from tests.unit.core.builders import cluster_queue, run_until_quiet, state_with, workload
 from tests.unit.test_https_auth_rules import ApiServer
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
-from webhook.core.recent_decisions import RecentDecisions
-from webhook.core.scheduler import SchedulerState
-from webhook.http.app import create_app
-from webhook.http.auth import HttpsAuth
-from webhook.http.certs import CertificateSet
-from webhook.http.dashboard import DASHBOARD_PATH, Dashboard
-from webhook.http.dashboard_page import CONTENT_SECURITY_POLICY
-from webhook.http.front_proxy import parse_settings
-from webhook.http.reviews import Reviewer
-from webhook.http.server import WebhookServer
 
 ALICE = {"X-Remote-User": "alice", "X-Remote-Group": "team-a"}
 HTML = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook import cli
+from kueue_webhook import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

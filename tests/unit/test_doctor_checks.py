@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from webhook.doctor.checks import (
+from kueue_webhook.doctor.checks import (
     Check,
     apiservice_check,
     ca_bundle_check,
@@ -23,7 +23,7 @@ from webhook.doctor.checks import (
     probe_job_check,
     render,
 )
-from webhook.http.certs import CertificateSet, ca_bundle, ensure_certificates
+from kueue_webhook.http.certs import CertificateSet, ca_bundle, ensure_certificates
 
 
 def serving(certs: CertificateSet) -> x509.Certificate:

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from tests.front_proxy import ProxyCA, requestheader_data
-from webhook.http.auth import HttpsAuth
-from webhook.http.front_proxy import (
+from kueue_webhook.http.auth import HttpsAuth
+from kueue_webhook.http.front_proxy import (
     RequestHeaderError,
     RequestHeaderSettings,
     UserInfo,
@@ -22,8 +21,8 @@ from webhook.http.front_proxy import (
     user_from_headers,
     verify_proxy_certificate,
 )
-from webhook.http.requestheader import CONFIGMAP_PATH, RequestHeaderSource
-from webhook.http.reviews import (
+from kueue_webhook.http.requestheader import CONFIGMAP_PATH, RequestHeaderSource
+from kueue_webhook.http.reviews import (
     NonResource,
     Reviewer,
     ReviewFailed,
@@ -32,7 +31,8 @@ from webhook.http.reviews import (
     subject_access_review,
     token_review,
 )
-from webhook.http.visibility import pending_workloads
+from kueue_webhook.http.visibility import pending_workloads
+from tests.front_proxy import ProxyCA, requestheader_data
 
 
 def now() -> dt.datetime:

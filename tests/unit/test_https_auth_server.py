@@ -14,21 +14,21 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.api.objects import parse_cluster_queue
+from kueue_webhook.core.scheduler import SchedulerState
+from kueue_webhook.http.app import create_app, create_metrics_app
+from kueue_webhook.http.auth import HttpsAuth
+from kueue_webhook.http.certs import CertificateSet
+from kueue_webhook.http.front_proxy import parse_settings
+from kueue_webhook.http.reviews import Reviewer
+from kueue_webhook.http.server import PlainMetricsServer, WebhookServer
+from kueue_webhook.http.visibility import Visibility
 from tests.front_proxy import ClientPair, ProxyCA, requestheader_data
 from tests.unit.admission.golden import golden_capture
 from tests.unit.admission.servers import make_certs
 from tests.unit.test_https_auth_rules import ApiServer
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
-from webhook.api.objects import parse_cluster_queue
-from webhook.core.scheduler import SchedulerState
-from webhook.http.app import create_app, create_metrics_app
-from webhook.http.auth import HttpsAuth
-from webhook.http.certs import CertificateSet
-from webhook.http.front_proxy import parse_settings
-from webhook.http.reviews import Reviewer
-from webhook.http.server import PlainMetricsServer, WebhookServer
-from webhook.http.visibility import Visibility
 
 CQ = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/research/pendingworkloads"
 LQ = "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/q/pendingworkloads"

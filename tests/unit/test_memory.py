@@ -1,4 +1,5 @@
-"""Freed memory goes back to the system (webhook.memory): a replica's resident size follows what it holds,
+"""Freed memory goes back to the system (kueue_webhook.memory): a replica's resident size follows what it
+holds,
 not the largest requests it once answered."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.memory import release_freed_memory
+from kueue_webhook.memory import release_freed_memory
 
 
 def resident_bytes() -> int:

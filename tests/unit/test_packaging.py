@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook import __version__, cli, manifests
+from kueue_webhook import __version__, cli, manifests
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = manifests.__package__ or ""

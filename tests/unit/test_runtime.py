@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 
-from webhook import runtime
+from kueue_webhook import runtime
 
 
 async def _loop_module_and_answer() -> tuple[str, int]:

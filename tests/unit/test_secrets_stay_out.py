@@ -23,16 +23,16 @@ import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from kueue_webhook.control.kube import connection
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.connection import resolve
+from kueue_webhook.control.kube.kinds import WORKLOADS
+from kueue_webhook.control.kube.kubeconfig import KubeconfigError
+from kueue_webhook.http import tls
+from kueue_webhook.http.certs import ensure_certificates
+from kueue_webhook.logs import RedactSecrets, redact
+from kueue_webhook.runtime import JsonFormatter
 from tests.unit.control.kubeconfigs import write
-from webhook.control.kube import connection
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.connection import resolve
-from webhook.control.kube.kinds import WORKLOADS
-from webhook.control.kube.kubeconfig import KubeconfigError
-from webhook.http import tls
-from webhook.http.certs import ensure_certificates
-from webhook.logs import RedactSecrets, redact
-from webhook.runtime import JsonFormatter
 
 TOKEN = "s3cr3t-t0ken-value"
 PROXY_PASSWORD = "hunter2-proxy"

@@ -14,12 +14,12 @@ import orjson
 import pytest
 from cryptography import x509
 
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.http.admission import MAX_BODY_BYTES
+from kueue_webhook.http.certs import ensure_certificates
+from kueue_webhook.runtime import JsonFormatter
 from tests.unit.admission.golden import apply_patch, decode_patch, golden_capture
 from tests.unit.admission.servers import Webhook, golden_object, review_for
-from webhook.api.config import Configuration, parse_configuration
-from webhook.http.admission import MAX_BODY_BYTES
-from webhook.http.certs import ensure_certificates
-from webhook.runtime import JsonFormatter
 
 
 async def post(http: aiohttp.ClientSession, path: str, review: Any) -> tuple[int, dict[str, Any]]:
@@ -386,7 +386,7 @@ async def test_kueue_defaulting_paths_answer_without_a_patch(http: aiohttp.Clien
 def test_standalone_server_refuses_to_start_without_a_certificate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from webhook.http.server import main
+    from kueue_webhook.http.server import main
 
     missing = tmp_path / "nope.crt"
     assert main(["--cert", str(missing), "--key", str(tmp_path / "nope.key"), "--port", "0"]) == 1

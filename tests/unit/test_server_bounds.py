@@ -1,5 +1,5 @@
 """Bounds over real HTTPS: a request beyond them is refused as its protocol says, and a large review that is
-within them is answered from the worker thread exactly as it would be inline (webhook.http.limits)."""
+within them is answered from the worker thread exactly as it would be inline (kueue_webhook.http.limits)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import aiohttp
 import orjson
 import pytest
 
+from kueue_webhook.api.bounds import MAX_DEPTH
+from kueue_webhook.http.limits import INLINE_BODY_BYTES, Busy, OffLoop
 from tests.unit.admission.golden import apply_patch, decode_patch, golden_capture
 from tests.unit.admission.servers import Webhook
-from webhook.api.bounds import MAX_DEPTH
-from webhook.http.limits import INLINE_BODY_BYTES, Busy, OffLoop
 
 JSON = {"Content-Type": "application/json"}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from webhook.cli import main
-from webhook.simulate import parse_duration
+from kueue_webhook.cli import main
+from kueue_webhook.simulate import parse_duration
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "manifests" / "examples" / "seed.yaml"
@@ -160,7 +160,7 @@ def test_bad_resolution_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 def test_progress_bar_draws_on_one_line() -> None:
     from io import StringIO
 
-    from webhook.simulate import _Progress
+    from kueue_webhook.simulate import _Progress
 
     stream = StringIO()
     progress = _Progress(stream)
@@ -173,7 +173,7 @@ def test_progress_bar_draws_on_one_line() -> None:
 
 
 def test_usage_timeline_follows_admissions_and_finishes() -> None:
-    from webhook.simulate import load_scenario, replay
+    from kueue_webhook.simulate import load_scenario, replay
 
     result = replay(load_scenario([SEED]), record_timeline=True)
     gpus = [

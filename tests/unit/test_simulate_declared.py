@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from kueue_webhook.simulate.replay import replay
+from kueue_webhook.simulate.scenario import SimulationError, scenario_from_documents
 from tests.crds.declared_kind import config_yaml, training_run
-from webhook.simulate.replay import replay
-from webhook.simulate.scenario import SimulationError, scenario_from_documents
 
 
 def configmap(text: str) -> dict[str, object]:

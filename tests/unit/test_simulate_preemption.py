@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.cli import main
+from kueue_webhook.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "manifests" / "examples" / "preemption.yaml"

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.api.integrations import JOB
+from kueue_webhook.api.integrations.engine import workload_for
+from kueue_webhook.api.objects import Workload
+from kueue_webhook.core.scheduler import SchedulerState
+from kueue_webhook.simulate import Scenario, add_document, replay
 from tests.support import builders
-from webhook.api.integrations import JOB
-from webhook.api.integrations.engine import workload_for
-from webhook.api.objects import Workload
-from webhook.core.scheduler import SchedulerState
-from webhook.simulate import Scenario, add_document, replay
 
-REPLAY = importlib.import_module("webhook.simulate.replay")
+REPLAY = importlib.import_module("kueue_webhook.simulate.replay")
 
 CLUSTER = """
 apiVersion: v1

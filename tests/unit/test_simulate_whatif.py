@@ -13,11 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.kubectl_kueue.fixtures import CLUSTER_QUEUE, NOW, admitted, waiting
-from tests.unit.kubectl_kueue.test_why import state
-from webhook.kubectl_kueue.estimate import LiveState
-from webhook.simulate.scenario import SimulationError
-from webhook.simulate.whatif import (
+from kueue_webhook.kubectl_kueue.estimate import LiveState
+from kueue_webhook.simulate.scenario import SimulationError
+from kueue_webhook.simulate.whatif import (
     LiveStateError,
     apply_edits,
     parse_edits,
@@ -25,6 +23,8 @@ from webhook.simulate.whatif import (
     report_data,
     what_if,
 )
+from tests.unit.kubectl_kueue.fixtures import CLUSTER_QUEUE, NOW, admitted, waiting
+from tests.unit.kubectl_kueue.test_why import state
 
 JSON = dict[str, Any]
 HOUR = 3600.0

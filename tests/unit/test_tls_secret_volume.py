@@ -10,8 +10,14 @@ from pathlib import Path
 
 import yaml
 
-from webhook.http.certs import _cert_pem, _key_pem, generate_ca, issue_serving_certificate, service_dns_names
-from webhook.http.tls import CertificateReloader
+from kueue_webhook.http.certs import (
+    _cert_pem,
+    _key_pem,
+    generate_ca,
+    issue_serving_certificate,
+    service_dns_names,
+)
+from kueue_webhook.http.tls import CertificateReloader
 
 DEPLOYMENT = Path(__file__).resolve().parents[2] / "manifests" / "controller" / "deployment.yaml"
 

@@ -1,4 +1,5 @@
-"""The conversion worker process (webhook.http.limits.OffLoop) does not outlive the server that started it,
+"""The conversion worker process (kueue_webhook.http.limits.OffLoop) does not outlive the server that started
+it,
 however the server ended: a replica killed by the kubelet (SIGKILL) leaves no orphan holding memory."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SERVER = """
 import asyncio, sys
-from webhook.http.limits import OffLoop
+from kueue_webhook.http.limits import OffLoop
 from tests.unit.test_worker_process import worker_pid
 
 async def main():

@@ -15,11 +15,11 @@ from typing import Any
 
 import aiohttp
 
+from kueue_webhook.control.kube.kinds import JOBS, WORKLOADS
 from tests.fakeapi import FakeApiServer
 from tests.support.fake_cluster import condition
 from tests.support.replica import certificates, replica
 from tests.support.research import HANG, QUOTA, gpu_job, workloads_of
-from webhook.control.kube.kinds import JOBS, WORKLOADS
 
 JSON = dict[str, Any]
 WRITES = ("POST", "PUT", "PATCH", "DELETE")

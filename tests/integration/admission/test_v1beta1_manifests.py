@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.http.certs import KUEUE_CRDS
+from kueue_webhook.http.server import WebhookServer
 from tests.fakeapi import FakeApiServer
 from tests.support.webhook import registered_webhook
-from webhook.http.certs import KUEUE_CRDS
-from webhook.http.server import WebhookServer
 
 # The shape of Kueue's docs ("Administer cluster quotas", single ClusterQueue setup), in v1beta1.
 KUEUE_DOCS_V1BETA1 = """

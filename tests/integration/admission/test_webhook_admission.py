@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.api.config import Configuration, parse_configuration
 from tests.fakeapi import FakeApiServer
 from tests.support.webhook import registered_webhook
-from webhook.api.config import Configuration, parse_configuration
 
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
 CONTROLLER_TOKEN = "controller-token"

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.http.certs import KUEUE_CRDS, ca_bundle, ensure_certificates, secret_manifest
 from tests.fakeapi import FakeApiServer
 from tests.support.webhook import MANIFESTS, registered_webhook
-from webhook.http.certs import KUEUE_CRDS, ca_bundle, ensure_certificates, secret_manifest
 
 SCRIPT = Path(sys.executable).parent / "kueue-webhook"
 JSON = dict[str, Any]

@@ -54,7 +54,7 @@ async def test_the_readme_out_of_cluster_path_starts_jobs_with_an_admin_kubeconf
     certs = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "webhook",
+        "kueue_webhook",
         "certs",
         "--ip",
         "127.0.0.1",
@@ -69,7 +69,7 @@ async def test_the_readme_out_of_cluster_path_starts_jobs_with_an_admin_kubeconf
     serve = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "webhook",
+        "kueue_webhook",
         "serve",
         "--kubeconfig",
         str(home / ".kube" / "config"),

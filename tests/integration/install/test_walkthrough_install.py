@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kueue_webhook.http.certs import CertificateSet
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.identity import service_account
 from tests.support.replica import REPO_ROOT, replica
 from tests.support.starter_queue import JOB, QUOTA
-from webhook.http.certs import CertificateSet
 
 
 async def test_install_with_kustomize_and_certs_then_run_a_job(
@@ -31,7 +31,7 @@ async def test_install_with_kustomize_and_certs_then_run_a_job(
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "webhook",
+        "kueue_webhook",
         "certs",
         "--dir",
         str(certs_dir),

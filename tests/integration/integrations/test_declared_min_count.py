@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import Kind
 from tests.crds.declared_kind import PLURAL, config_yaml, crd, training_run
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.fakeapi.errors import ApiError as Denied
 from tests.integration.integrations.test_integrations import SETUP
 from tests.support.builders import gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import Kind
 
 JSON = dict[str, Any]
 HANG = 30.0

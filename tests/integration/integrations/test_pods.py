@@ -15,13 +15,13 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from kueue_webhook.http.certs import ca_bundle
 from tests.fakeapi import FakeApiServer
 from tests.support.builders import container, gpu_limits
 from tests.support.builders import pod as builders_pod
 from tests.support.fake_cluster import condition, controller_config, events_of, serving_webhook
 from tests.support.replica import certificates, replica, webhook_configurations
 from tests.support.research import preempting_research
-from webhook.http.certs import ca_bundle
 
 JSON = dict[str, Any]
 HANG = 30.0

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.api.integrations.statefulsets import statefulset_workload_name
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi.errors import ApiError
 from tests.integration.integrations.test_pods import HANG, SETUP, gated, pod, pod_cluster, set_phase, started
 from tests.support.fake_cluster import condition, controller_config, is_true, serving_webhook
-from webhook.api.integrations.statefulsets import statefulset_workload_name
 
 JSON = dict[str, Any]
 FRAMEWORKS = "integrations:\n  frameworks: [batch/job, pod, statefulset]"

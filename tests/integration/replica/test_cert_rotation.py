@@ -16,19 +16,19 @@ import pytest
 import yaml
 from cryptography import x509
 
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import Kind
+from kueue_webhook.control.kube.leader import NotLeader, micro_time
+from kueue_webhook.control.replica.cert_rotation import CertificateRotation
+from kueue_webhook.http.certs import KUEUE_CRDS, ensure_certificates, secret_manifest, service_dns_names
 from tests.fakeapi import FakeApiServer
 from tests.support.fake_cluster import controller_config, events_of, serving_webhook
 from tests.support.replica import certificates, replica
 from tests.support.research import HANG, QUOTA, gpu_job
-from webhook.api.config import Configuration, parse_configuration
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import Kind
-from webhook.control.kube.leader import NotLeader, micro_time
-from webhook.control.replica.cert_rotation import CertificateRotation
-from webhook.http.certs import KUEUE_CRDS, ensure_certificates, secret_manifest, service_dns_names
 
 JSON = dict[str, Any]
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "controller"
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "controller"
 SECRET = ("secrets", "kueue-webhook-tls", "kueue-system")
 ENABLED = "internalCertManagement: {enable: true}\n"
 WEBHOOK_CONFIGURATIONS = (

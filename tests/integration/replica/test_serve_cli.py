@@ -24,7 +24,7 @@ async def test_serve_process_becomes_ready_admits_and_releases_its_lease_on_sigt
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "webhook",
+        "kueue_webhook",
         "serve",
         "--kubeconfig",
         str(fake_api.kubeconfig_path()),
@@ -68,7 +68,7 @@ async def test_serve_with_an_unusable_kubeconfig_exits_2_naming_the_file(tmp_pat
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "webhook",
+            "kueue_webhook",
             "serve",
             "--kubeconfig",
             str(kubeconfig),

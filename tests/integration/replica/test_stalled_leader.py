@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+from kueue_webhook.control.cache.store import Change
+from kueue_webhook.control.kube.kinds import WORKLOADS
 from tests.fakeapi import FakeApiServer
 from tests.support.replica import FAST_LEASE, replica
 from tests.support.research import HANG, QUOTA, gpu_job, running
-from webhook.control.cache.store import Change
-from webhook.control.kube.kinds import WORKLOADS
 
 STALL = FAST_LEASE["renew_deadline"] + 0.5
 STEPPED_DOWN, LEADING, STALL_OVER = "-- stepped down", "-- leading", "-- stall over"

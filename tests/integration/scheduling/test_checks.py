@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import WORKLOADS
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
 from tests.support.builders import gpu_limits, queued_job
@@ -26,8 +28,6 @@ from tests.support.fake_cluster import (
     serving_webhook,
 )
 from tests.support.replica import Replica
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import WORKLOADS
 
 JSON = dict[str, Any]
 CONTROLLER = CONTROLLER_USER

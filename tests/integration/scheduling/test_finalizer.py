@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import WORKLOADS
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.output.writers import Writer
 from tests.fakeapi import FakeApiServer
 from tests.support.fake_cluster import events_of, is_true, running, workload_of
 from tests.support.replica import replica
 from tests.support.research import QUOTA, gpu_job
-from webhook.control.cache.store import Store
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import WORKLOADS
-from webhook.control.output.metrics import Metrics
-from webhook.control.output.writers import Writer
 
 JSON = dict[str, Any]
 MakeFakeApi = Callable[..., Awaitable[FakeApiServer]]

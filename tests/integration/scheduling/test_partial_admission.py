@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import JOBS
 from tests.fakeapi import FakeApiServer
 from tests.support.builders import gpu_limits, queued_job
 from tests.support.fake_cluster import (
@@ -26,8 +28,6 @@ from tests.support.fake_cluster import (
 )
 from tests.support.replica import Replica
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import JOBS
 
 JSON = dict[str, Any]
 CONTROLLER = CONTROLLER_USER

@@ -18,6 +18,8 @@ import pytest
 import yaml
 from aiohttp import web
 
+from kueue_webhook.core.recent_decisions import RecentDecision
+from kueue_webhook.http.dashboard import DASHBOARD_PATH, Dashboard, add_dashboard_routes
 from tests.browser import CHROMIUM, NO_CHROMIUM, kubectl_proxy, open_browser
 from tests.fakeapi import FakeApiServer
 from tests.integration.visibility.test_kubectl_kueue import KUBECTL, serve_visibility
@@ -25,11 +27,9 @@ from tests.support.fake_cluster import condition, running, workloads_of
 from tests.support.replica import certificates, replica
 from tests.support.research import HANG
 from tests.unit.core.builders import cluster_queue, run_until_quiet, state_with, workload
-from webhook.core.recent_decisions import RecentDecision
-from webhook.http.dashboard import DASHBOARD_PATH, Dashboard, add_dashboard_routes
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
-SEED = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "seed.yaml"
+SEED = Path(__file__).resolve().parents[3] / "manifests" / "examples" / "seed.yaml"
 JOBS = [f"train-{index:02d}" for index in range(1, 34)]
 
 

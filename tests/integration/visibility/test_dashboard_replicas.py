@@ -15,11 +15,11 @@ from typing import Any
 
 import aiohttp
 
+from kueue_webhook.http.dashboard import DASHBOARD_PATH
 from tests.fakeapi import FakeApiServer
 from tests.support.fake_cluster import condition
 from tests.support.replica import certificates, replica, start_replica
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
-from webhook.http.dashboard import DASHBOARD_PATH
 
 ADMIN = {"X-Remote-User": "admin", "X-Remote-Group": "system:masters", "Accept": "application/json"}
 

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook import __version__
+from kueue_webhook.http.certs import CertificateSet, ca_bundle
 from tests.fakeapi import FakeApiServer
 from tests.support.builders import gpu_limits, pod_set, workload
 from tests.support.fake_cluster import condition
 from tests.support.replica import CONTROLLER_MANIFESTS, certificates, replica
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
-from webhook import __version__
-from webhook.http.certs import CertificateSet, ca_bundle
 
 JSON = dict[str, Any]
 SCRIPT = Path(sys.executable).parent / "kubectl-kueue"

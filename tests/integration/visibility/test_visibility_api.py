@@ -19,13 +19,13 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kueue_webhook.control.replica.controller import ControllerSettings
+from kueue_webhook.control.replica.wiring import Listen, build
 from tests.fakeapi import FakeApiServer
 from tests.front_proxy import ClientPair
 from tests.support.fake_cluster import condition
 from tests.support.replica import certificates, replica, start_replica
 from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
-from webhook.control.replica.controller import ControllerSettings
-from webhook.control.replica.wiring import Listen, build
 
 JSON = dict[str, Any]
 BASE = "/apis/visibility.kueue.x-k8s.io/v1beta2"

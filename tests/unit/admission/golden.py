@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
+from kueue_webhook.admission.review import AdmissionRequest, parse_review
 from tests.golden import GOLDEN
-from webhook.admission.review import AdmissionRequest, parse_review
 
 CONTROLLER = "system:serviceaccount:kueue-system:kueue-webhook"
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.http.app import create_app
+from kueue_webhook.http.certs import CertificateSet, ensure_certificates
+from kueue_webhook.http.server import WebhookServer
+from kueue_webhook.http.visibility import Visibility
 from tests.unit.admission.golden import GOLDEN
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
-from webhook.http.app import create_app
-from webhook.http.certs import CertificateSet, ensure_certificates
-from webhook.http.server import WebhookServer
-from webhook.http.visibility import Visibility
 
 
 @dataclass

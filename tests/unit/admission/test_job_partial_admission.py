@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.admission.jobs import validate_job
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
 from tests.unit.admission.golden import CONTROLLER, golden_review, request_of
-from webhook.admission.jobs import validate_job
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
 
 MIN = "kueue.x-k8s.io/job-min-parallelism"
 SYNC = "kueue.x-k8s.io/job-completions-equal-parallelism"

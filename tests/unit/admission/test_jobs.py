@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.admission.jobs import QUEUE_LABEL, mutate_job, validate_job
+from kueue_webhook.admission.review import Verdict
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, ControllerIdentity, parse_configuration
 from tests.unit.admission.golden import CONTROLLER, apply_patch, golden_review, request_of
-from webhook.admission.jobs import QUEUE_LABEL, mutate_job, validate_job
-from webhook.admission.review import Verdict
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, ControllerIdentity, parse_configuration
 
 NS = "golden-hooked"
 ENFORCING = parse_configuration(

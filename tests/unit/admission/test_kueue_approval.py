@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.admission.kueue import validate_kueue_object
+from kueue_webhook.admission.review import Verdict
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, parse_configuration_mapping
 from tests.unit.admission.golden import request_of
 from tests.unit.admission.servers import golden_object, review_for
-from webhook.admission.kueue import validate_kueue_object
-from webhook.admission.review import Verdict
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration_mapping
 
 KEY = "approval.kueue-webhook.io/budget"
 

@@ -1,5 +1,5 @@
 """A Kueue object with a list longer than Kueue's CRD allows is refused with kube-apiserver's ``Too many``
-error before any rule walks the list (webhook.api.objects.list_bounds)."""
+error before any rule walks the list (kueue_webhook.api.objects.list_bounds)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any
 
 import orjson
 
+from kueue_webhook.admission.review import parse_review
+from kueue_webhook.admission.routes import ROUTES
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.api.objects.list_bounds import list_bound_errors
 from tests.unit.admission.servers import review_for
-from webhook.admission.review import parse_review
-from webhook.admission.routes import ROUTES
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
-from webhook.api.objects.list_bounds import list_bound_errors
 
 PATH = "/validate-kueue-x-k8s-io-v1beta2-workload"
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.admission.integrations import mutate_object, validate_object
+from kueue_webhook.admission.jobs import QUEUE_LABEL, mutate_job, validate_job
+from kueue_webhook.admission.review import Verdict
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.integrations.engine import workload_name
 from tests.unit.admission.golden import CONTROLLER, apply_patch, golden_review, request_of
-from webhook.admission.integrations import mutate_object, validate_object
-from webhook.admission.jobs import QUEUE_LABEL, mutate_job, validate_job
-from webhook.admission.review import Verdict
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations.engine import workload_name
 
 NS = "golden-hooked"
 JOBSET_VERSION = "jobset.x-k8s.io/v1alpha2"

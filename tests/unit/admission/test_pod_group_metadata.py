@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.admission.pod_groups import pod_metadata_errors
 from tests.support import builders
-from webhook.admission.pod_groups import pod_metadata_errors
 
 JSON = dict[str, Any]
 NAME = "kueue.x-k8s.io/pod-group-name"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kueue_webhook.admission.integrations import validate_object
+from kueue_webhook.admission.review import Verdict
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, parse_configuration
 from tests.unit.admission.golden import request_of
-from webhook.admission.integrations import validate_object
-from webhook.admission.review import Verdict
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration
 
 NS = "team"
 JOBSETS = parse_configuration("integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset]\n")

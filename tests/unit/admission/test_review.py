@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kueue_webhook.admission.review import ReviewError, Verdict, parse_review, render_response
+from kueue_webhook.admission.routes import ROUTES
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, parse_configuration
 from tests.unit.admission.damage import damage_one_field
 from tests.unit.admission.golden import golden_review
-from webhook.admission.review import ReviewError, Verdict, parse_review, render_response
-from webhook.admission.routes import ROUTES
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration
 
 CONFIGS = [
     Configuration(),

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from webhook.admission.through_pods import through_pods_update_errors
-from webhook.admission.view import StaticClusterView
-from webhook.api.integrations import Integration
-from webhook.api.integrations.builtin import DEPLOYMENT, STATEFULSET
-from webhook.api.integrations.statefulsets import statefulset_workload_name
+from kueue_webhook.admission.through_pods import through_pods_update_errors
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.integrations import Integration
+from kueue_webhook.api.integrations.builtin import DEPLOYMENT, STATEFULSET
+from kueue_webhook.api.integrations.statefulsets import statefulset_workload_name
 
 JSON = dict[str, Any]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kueue_webhook.admission.kueue import validate_kueue_object
+from kueue_webhook.admission.review import Verdict
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
 from tests.unit.admission.golden import golden_review, request_of
 from tests.unit.admission.servers import golden_object, review_for
-from webhook.admission.kueue import validate_kueue_object
-from webhook.admission.review import Verdict
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
 
 RESERVED = {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "reserved"}
 UPDATES = "status.admissionChecks[0].podSetUpdates[0]"

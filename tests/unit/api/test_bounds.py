@@ -1,12 +1,11 @@
-"""The bounds every request body is measured against before any work (webhook.api.bounds)."""
+"""The bounds every request body is measured against before any work (kueue_webhook.api.bounds)."""
 
 from __future__ import annotations
 
 import orjson
 import pytest
 
-from tests.unit.admission.golden import golden_review
-from webhook.api.bounds import (
+from kueue_webhook.api.bounds import (
     MAX_BODY_BYTES,
     MAX_CONTAINERS,
     MAX_DEPTH,
@@ -15,6 +14,7 @@ from webhook.api.bounds import (
     check_body,
     check_depth,
 )
+from tests.unit.admission.golden import golden_review
 
 
 def nested(depth: int) -> object:

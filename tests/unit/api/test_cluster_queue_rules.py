@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.objects import ClusterQueue, parse_cluster_queue
+from kueue_webhook.api.objects import ClusterQueue, parse_cluster_queue
 
 STRATEGY = "spec.admissionChecksStrategy.admissionChecks"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.api.config import (
+from kueue_webhook.api.config import (
     DEFAULT_CONTROLLER_USERNAME,
     Configuration,
     ConfigurationErrors,
@@ -138,7 +138,7 @@ def test_a_document_that_is_not_a_mapping_is_rejected() -> None:
     )
 )
 def test_any_decoded_document_gives_a_config_or_errors_never_an_exception(document: object) -> None:
-    from webhook.api.config import parse_configuration_mapping
+    from kueue_webhook.api.config import parse_configuration_mapping
 
     result = parse_configuration_mapping(document)
     assert isinstance(result, Configuration | ConfigurationErrors)

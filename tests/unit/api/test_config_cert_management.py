@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook.api.config import Configuration, ConfigurationErrors, InternalCertManagement, parse_configuration
+from kueue_webhook.api.config import (
+    Configuration,
+    ConfigurationErrors,
+    InternalCertManagement,
+    parse_configuration,
+)
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "controller"
 

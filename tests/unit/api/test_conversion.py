@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.api.conversion import V1BETA1, V1BETA2, ConversionError, convert, to_v1beta1, to_v1beta2
+from kueue_webhook.api.conversion import V1BETA1, V1BETA2, ConversionError, convert, to_v1beta1, to_v1beta2
 
 
 def _obj(kind: str, api_version: str, spec: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Compressed topology assignments are measured before they are expanded: Kueue's CRD rules for a v1beta2
-slice, and the budget of one ConversionReview (webhook.api.conversion, webhook.api.conversion_review)."""
+slice, and the budget of one ConversionReview (kueue_webhook.api.conversion,
+kueue_webhook.api.conversion_review)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from webhook.api.bounds import MAX_DEPTH
-from webhook.api.conversion import (
+from kueue_webhook.api.bounds import MAX_DEPTH
+from kueue_webhook.api.conversion import (
     MAX_DOMAINS,
     V1BETA1,
     V1BETA2,
@@ -18,7 +19,7 @@ from webhook.api.conversion import (
     convert,
     expanded_domains,
 )
-from webhook.api.conversion_review import MAX_REVIEW_DOMAINS, MAX_REVIEW_OBJECTS, answer_review
+from kueue_webhook.api.conversion_review import MAX_REVIEW_DOMAINS, MAX_REVIEW_OBJECTS, answer_review
 
 ASSIGNMENT = "status.admission.podSetAssignments[0].topologyAssignment"
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.api.objects import (
+from kueue_webhook.api.objects import (
     MAX_POD_SETS,
     parse_resource_flavor,
     parse_workload_priority_class,

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
-from webhook.api.integrations import engine
-from webhook.api.integrations.model import Integration
-from webhook.api.objects import ResourceFlavor, parse_object
+from kueue_webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
+from kueue_webhook.api.integrations import engine
+from kueue_webhook.api.integrations.model import Integration
+from kueue_webhook.api.objects import ResourceFlavor, parse_object
 
 TRAINING_RUN = """
 integrations:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
-from webhook.api.integrations import engine
-from webhook.api.integrations.model import Integration
+from kueue_webhook.api.config import Configuration, ConfigurationErrors, parse_configuration
+from kueue_webhook.api.integrations import engine
+from kueue_webhook.api.integrations.model import Integration
 
 PREFIX = "integrations.declaredKinds[0].podSets"
 LAUNCHER = {"path": "spec.launcher", "name": "launcher", "countPath": "replicas"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.integrations.webhook_entries import declared_rules, with_declared_entry
 from tests.crds.declared_kind import config_yaml
-from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations.webhook_entries import declared_rules, with_declared_entry
 
 SHIPPED: list[dict[str, Any]] = [
     {"name": "mjob.kueue.x-k8s.io", "clientConfig": {"url": "https://h/mutate-batch-v1-job"}, "rules": []},

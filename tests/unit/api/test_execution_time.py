@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.execution_time import accumulated_after_admission, deadline, exceeded_event_message
-from webhook.api.objects.common import parse_timestamp
-from webhook.control.output.conditions import released_status
+from kueue_webhook.api.execution_time import accumulated_after_admission, deadline, exceeded_event_message
+from kueue_webhook.api.objects.common import parse_timestamp
+from kueue_webhook.control.output.conditions import released_status
 
 JSON = dict[str, Any]
 ADMITTED_AT = "2026-11-26T10:00:00Z"

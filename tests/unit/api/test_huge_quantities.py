@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.admission.kueue import validate_kueue_object
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.objects import parse_cluster_queue, parse_workload
+from kueue_webhook.api.pods import pod_requests
 from tests.support import builders
 from tests.unit.admission.golden import request_of
 from tests.unit.admission.servers import golden_object, review_for
-from webhook.admission.kueue import validate_kueue_object
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
-from webhook.api.errors import FieldError
-from webhook.api.objects import parse_cluster_queue, parse_workload
-from webhook.api.pods import pod_requests
 
 HUGE = "1" * 5000
 

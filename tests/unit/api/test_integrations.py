@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations import BUILTIN, JOB, engine
-from webhook.api.integrations.managed import ON_ITS_OWN, ancestry_of, is_managed
-from webhook.api.objects import PodSet, ResourceFlavor, parse_resource_flavor
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.integrations import BUILTIN, JOB, engine
+from kueue_webhook.api.integrations.managed import ON_ITS_OWN, ancestry_of, is_managed
+from kueue_webhook.api.objects import PodSet, ResourceFlavor, parse_resource_flavor
 
 JSON = dict[str, Any]
 QUEUE = "kueue.x-k8s.io/queue-name"

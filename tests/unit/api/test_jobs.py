@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.integrations import JOB, engine
+from kueue_webhook.api.integrations.engine import FlavorConflict, workload_name
+from kueue_webhook.api.integrations.managed import ON_ITS_OWN, is_managed
+from kueue_webhook.api.integrations.owners import Ancestry
+from kueue_webhook.api.objects import PodSet, ResourceFlavor, Workload, parse_resource_flavor, parse_workload
 from tests.golden import GOLDEN
-from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations import JOB, engine
-from webhook.api.integrations.engine import FlavorConflict, workload_name
-from webhook.api.integrations.managed import ON_ITS_OWN, is_managed
-from webhook.api.integrations.owners import Ancestry
-from webhook.api.objects import PodSet, ResourceFlavor, Workload, parse_resource_flavor, parse_workload
 
 
 def golden_job() -> dict[str, Any]:

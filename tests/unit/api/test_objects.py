@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.golden import GOLDEN
-from webhook.api.errors import FieldError
-from webhook.api.objects import (
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.objects import (
     AdmissionCheck,
     ClusterQueue,
     Cohort,
@@ -25,7 +24,8 @@ from webhook.api.objects import (
     parse_workload,
     parse_workload_priority_class,
 )
-from webhook.api.quantity import parse_quantity
+from kueue_webhook.api.quantity import parse_quantity
+from tests.golden import GOLDEN
 
 
 def golden_body(name: str) -> dict[str, Any]:

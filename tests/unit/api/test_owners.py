@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations import BUILTIN, JOB
-from webhook.api.integrations.managed import ancestry_of
-from webhook.api.integrations.owners import MAX_OWNER_DEPTH, Ancestry
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.integrations import BUILTIN, JOB
+from kueue_webhook.api.integrations.managed import ancestry_of
+from kueue_webhook.api.integrations.owners import MAX_OWNER_DEPTH, Ancestry
 
 JSON = dict[str, Any]
 QUEUE = "kueue.x-k8s.io/queue-name"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.api.integrations import engine
+from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.api.integrations.pod_groups import group_finished, group_pods_ready, group_workload
+from kueue_webhook.api.objects import ResourceFlavor, parse_resource_flavor
 from tests.support import builders
-from webhook.api.integrations import engine
-from webhook.api.integrations.builtin import POD
-from webhook.api.integrations.pod_groups import group_finished, group_pods_ready, group_workload
-from webhook.api.objects import ResourceFlavor, parse_resource_flavor
 
 JSON = dict[str, Any]
 GATE = {"name": "kueue.x-k8s.io/admission"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.pods import kueue_rounded, pod_requests
+from kueue_webhook.api.pods import kueue_rounded, pod_requests
 
 G = 10**9
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from webhook.api.config import RequeuingStrategy, WaitForPodsReady
-from webhook.api.objects.common import parse_timestamp
-from webhook.api.pods_ready import (
+from kueue_webhook.api.config import RequeuingStrategy, WaitForPodsReady
+from kueue_webhook.api.objects.common import parse_timestamp
+from kueue_webhook.api.pods_ready import (
     admission_blocked,
     backoff_ends,
     backoff_seconds,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.api.quantity import MAX_QUANTITY_LENGTH, Format, Quantity, QuantityError, parse_quantity
+from kueue_webhook.api.quantity import MAX_QUANTITY_LENGTH, Format, Quantity, QuantityError, parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from webhook.api.objects import ResourceFlavor, parse_resource_flavor
+from kueue_webhook.api.objects import ResourceFlavor, parse_resource_flavor
 
 KEY_EMPTY = "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
 SECONDS = "effect must be 'NoExecute' when 'tolerationSeconds' is set"

@@ -1,4 +1,4 @@
-"""The v1beta1 domains written as text (webhook.api.topology_text) are the very bytes the domain objects
+"""The v1beta1 domains written as text (kueue_webhook.api.topology_text) are the very bytes the domain objects
 serialise to, and their size is known exactly before they are written: what a v1beta1 reader of a
 Workload gets does not depend on which way the ConversionReview answer was built."""
 
@@ -11,8 +11,8 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.api.conversion import V1BETA1, V1BETA2, convert, convert_for_answer, expanded_size
-from webhook.api.conversion_review import answer_review
+from kueue_webhook.api.conversion import V1BETA1, V1BETA2, convert, convert_for_answer, expanded_size
+from kueue_webhook.api.conversion_review import answer_review
 
 # values a node label could hold, and what else JSON strings carry: quotes, backslashes, control
 # characters, non-ASCII (escaped or written as UTF-8 by orjson)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.api.errors import FieldError
-from webhook.api.selectors import LabelSelector, SelectorError, label_selector, parse_label_selector
-from webhook.api.validation import (
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.selectors import LabelSelector, SelectorError, label_selector, parse_label_selector
+from kueue_webhook.api.validation import (
     dns1123_label_problems,
     dns1123_subdomain_problems,
     label_key_problems,

@@ -7,14 +7,14 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from webhook.api.config import Configuration
-from webhook.control.cache.store import Store
-from webhook.control.kube.api_health import ApiHealth, WriteBudget
-from webhook.control.kube.client import ApiError
-from webhook.control.kube.kinds import Kind
-from webhook.control.output.context import ControlContext
-from webhook.control.output.events import EventSink
-from webhook.control.output.metrics import Metrics
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.api_health import ApiHealth, WriteBudget
+from kueue_webhook.control.kube.client import ApiError
+from kueue_webhook.control.kube.kinds import Kind
+from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.events import EventSink
+from kueue_webhook.control.output.metrics import Metrics
 
 JSON = dict[str, Any]
 

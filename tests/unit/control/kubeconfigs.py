@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from webhook.http.certs import ensure_certificates
+from kueue_webhook.http.certs import ensure_certificates
 
 JSON = dict[str, Any]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.api.objects import ResourceFlavor, parse_resource_flavor
+from kueue_webhook.control.jobs.job_plan import plan_job
+from kueue_webhook.control.output.conditions import admitted_status
 from tests.support import builders
-from webhook.api.objects import ResourceFlavor, parse_resource_flavor
-from webhook.control.jobs.job_plan import plan_job
-from webhook.control.output.conditions import admitted_status
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T01:00:00Z"

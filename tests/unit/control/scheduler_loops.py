@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kueue_webhook.control.cache.store import Change, Store, key_of
+from kueue_webhook.control.kube.kinds import Kind
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from kueue_webhook.core.scheduler import Admit
 from tests.unit.control.fakes import control_context
-from webhook.control.cache.store import Change, Store, key_of
-from webhook.control.kube.kinds import Kind
-from webhook.control.scheduling.scheduler_loop import SchedulerLoop
-from webhook.core.scheduler import Admit
 
 JSON = dict[str, Any]
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.support import builders
-from tests.unit.control.fakes import MemoryApi
-from webhook.control.cache.store import Store
-from webhook.control.kube.kinds import (
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     NAMESPACES,
@@ -17,7 +15,9 @@ from webhook.control.kube.kinds import (
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube.verbs import PatchType
+from kueue_webhook.control.kube.verbs import PatchType
+from tests.support import builders
+from tests.unit.control.fakes import MemoryApi
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

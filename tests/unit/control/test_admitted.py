@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
+from kueue_webhook.control.output import admitted
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
 from tests.unit.control.fakes import control_context
-from webhook.control.cache.store import Store
-from webhook.control.kube.kinds import WORKLOADS, Kind
-from webhook.control.output import admitted
-from webhook.control.output.metrics import Metrics
-from webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
 
 JSON = dict[str, Any]
 NOW = 1_800_000_000.0

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import WATCHED, WORKLOADS
+from kueue_webhook.control.replica.main import add_arguments, api_connections, build_replica
+from kueue_webhook.control.replica.wiring import API_CONNECTIONS
+from kueue_webhook.control.scheduling.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 from tests.unit.control.kubeconfigs import write
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import WATCHED, WORKLOADS
-from webhook.control.replica.main import add_arguments, api_connections, build_replica
-from webhook.control.replica.wiring import API_CONNECTIONS
-from webhook.control.scheduling.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 
 #: every watched kind, the ConfigMap and a few integrations' kinds
 WATCHES = len(WATCHED) + 1 + 6

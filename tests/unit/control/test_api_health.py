@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webhook.control.kube.api_health import ApiHealth, HealthSettings
+from kueue_webhook.control.kube.api_health import ApiHealth, HealthSettings
 
 
 class Clock:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.config import Configuration
-from webhook.control.cache.store import Change
-from webhook.control.kube.kinds import CONFIGMAPS
-from webhook.control.output.metrics import Metrics
-from webhook.control.replica.live_config import LiveConfiguration
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.control.cache.store import Change
+from kueue_webhook.control.kube.kinds import CONFIGMAPS
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.replica.live_config import LiveConfiguration
 
 JSON = dict[str, Any]
 

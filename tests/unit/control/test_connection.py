@@ -20,10 +20,10 @@ import pytest
 import yaml
 from aiohttp import web
 
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.connection import resolve
-from webhook.control.kube.kubeconfig import KubeconfigError
-from webhook.http.certs import CertificateSet, ensure_certificates
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.connection import resolve
+from kueue_webhook.control.kube.kubeconfig import KubeconfigError
+from kueue_webhook.http.certs import CertificateSet, ensure_certificates
 
 JSON = dict[str, Any]
 POD_ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from webhook.http.dashboard import DASHBOARD, DASHBOARD_PATH
+from kueue_webhook.http.dashboard import DASHBOARD, DASHBOARD_PATH
 
 ROLES = Path(__file__).resolve().parents[3] / "manifests" / "roles"
 

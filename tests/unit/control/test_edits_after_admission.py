@@ -12,13 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import builders
-from tests.unit.admission.golden import apply_patch
-from tests.unit.api.test_declared_min_count import declared, training_run
-from tests.unit.control.plans import NOW, flavor_lookup, held
-from webhook.api.integrations import BUILTIN, JOB, Integration, engine
-from webhook.api.integrations.builtin import POD
-from webhook.control.jobs.job_plan import (
+from kueue_webhook.api.integrations import BUILTIN, JOB, Integration, engine
+from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.control.jobs.job_plan import (
     NO_MATCHING_WORKLOAD,
     CreateWorkload,
     DeleteObjects,
@@ -29,7 +25,11 @@ from webhook.control.jobs.job_plan import (
     UpdatePodSets,
     plan_job,
 )
-from webhook.control.output.conditions import admitted_status
+from kueue_webhook.control.output.conditions import admitted_status
+from tests.support import builders
+from tests.unit.admission.golden import apply_patch
+from tests.unit.api.test_declared_min_count import declared, training_run
+from tests.unit.control.plans import NOW, flavor_lookup, held
 
 JSON = dict[str, Any]
 JOBSET, PYTORCHJOB, RAYCLUSTER = (

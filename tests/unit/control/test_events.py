@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from webhook.control.kube.kinds import Kind
-from webhook.control.output.events import Recorder
+from kueue_webhook.control.kube.kinds import Kind
+from kueue_webhook.control.output.events import Recorder
 
 JSON = dict[str, Any]
 

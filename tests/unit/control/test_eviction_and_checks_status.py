@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.control.plans import ADMISSION, job, plan, workload
-from webhook.control.jobs.job_plan import ReleaseReservation
-from webhook.control.output.conditions import (
+from kueue_webhook.control.jobs.job_plan import ReleaseReservation
+from kueue_webhook.control.output.conditions import (
     admitted_status,
     check_state_status,
     checks_status,
@@ -19,6 +18,7 @@ from webhook.control.output.conditions import (
     find,
     released_status,
 )
+from tests.unit.control.plans import ADMISSION, job, plan, workload
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T01:00:00Z"

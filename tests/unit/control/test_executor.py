@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import get_args
 
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.jobs.executor import AnyStep, StepExecutor
 from tests.unit.control.fakes import control_context
-from webhook.control.cache.store import Store
-from webhook.control.jobs.executor import AnyStep, StepExecutor
 
 
 def test_every_step_type_a_plan_returns_has_a_writer() -> None:

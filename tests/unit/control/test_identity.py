@@ -13,10 +13,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kueue_webhook.control.kube.backoff import Backoff
+from kueue_webhook.control.kube.client import ApiError
+from kueue_webhook.control.kube.identity import REVIEW, SELF_SUBJECT_REVIEWS, own_username
 from tests.fakeapi.golden import load
-from webhook.control.kube.backoff import Backoff
-from webhook.control.kube.client import ApiError
-from webhook.control.kube.identity import REVIEW, SELF_SUBJECT_REVIEWS, own_username
 
 JSON = dict[str, Any]
 NOT_FOUND = load("selfsubjectreview-v1beta1-not-found.json")["response"]["body"]

@@ -7,11 +7,11 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from webhook.control.cache.informer import Informer
-from webhook.control.cache.store import Store
-from webhook.control.kube.backoff import Backoff
-from webhook.control.kube.client import ApiError
-from webhook.control.kube.kinds import JOBS, Kind
+from kueue_webhook.control.cache.informer import Informer
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.backoff import Backoff
+from kueue_webhook.control.kube.client import ApiError
+from kueue_webhook.control.kube.kinds import JOBS, Kind
 
 JSON = dict[str, Any]
 

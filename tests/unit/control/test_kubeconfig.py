@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.connection import resolve
+from kueue_webhook.control.kube.kubeconfig import KubeconfigError, load, select, split_paths
+from kueue_webhook.http.certs import ensure_certificates
 from tests.unit.control.kubeconfigs import write
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.connection import resolve
-from webhook.control.kube.kubeconfig import KubeconfigError, load, select, split_paths
-from webhook.http.certs import ensure_certificates
 
 JSON = dict[str, Any]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.kube.kinds import LEASES, Kind
+from kueue_webhook.control.kube.leader import LeaderElector
 from tests.unit.control.fakes import Clock, MemoryApi
-from webhook.control.kube.kinds import LEASES, Kind
-from webhook.control.kube.leader import LeaderElector
 
 JSON = dict[str, Any]
 #: Kueue's (and controller-runtime's) Lease timings, which the step-by-step tests below walk through

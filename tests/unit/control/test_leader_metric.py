@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kueue_webhook.control.replica.controller import Controller, ControllerSettings
 from tests.unit.control.fakes import MemoryApi
-from webhook.control.replica.controller import Controller, ControllerSettings
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 1.5, 1.0, 0.2
 

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from tests.support import builders
-from tests.unit.control.small_cluster import RecordingApi, queue
-from webhook.control.kube.kinds import (
+from kueue_webhook.control.kube.kinds import (
     WORKLOADS,
     Kind,
 )
-from webhook.control.kube.verbs import PatchType
-from webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.kube.verbs import PatchType
+from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from tests.support import builders
+from tests.unit.control.small_cluster import RecordingApi, queue
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

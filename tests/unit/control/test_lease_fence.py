@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.kinds import WORKLOADS
+from kueue_webhook.control.kube.leader import LeaderElector, NotLeader
+from kueue_webhook.control.replica.controller import Controller, ControllerSettings
 from tests.unit.control.fakes import Clock, MemoryApi
 from tests.unit.control.small_cluster import RecordingApi, cluster, install
-from webhook.control.kube.client import KubeClient
-from webhook.control.kube.kinds import WORKLOADS
-from webhook.control.kube.leader import LeaderElector, NotLeader
-from webhook.control.replica.controller import Controller, ControllerSettings
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

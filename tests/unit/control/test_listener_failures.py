@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.cache.store import Change, Store
+from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, NAMESPACES, WORKLOADS, Kind
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.output.writers import Writer
+from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from tests.unit.control.fakes import control_context
 from tests.unit.control.small_cluster import RecordingApi, cluster, install
-from webhook.control.cache.store import Change, Store
-from webhook.control.kube.kinds import CLUSTER_QUEUES, NAMESPACES, WORKLOADS, Kind
-from webhook.control.output.metrics import Metrics
-from webhook.control.output.writers import Writer
-from webhook.control.replica.controller import Controller, ControllerSettings
-from webhook.control.scheduling.scheduler_loop import SchedulerLoop
 
 JSON = dict[str, Any]
 

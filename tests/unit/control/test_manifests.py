@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.admission.routes import ROUTES
-from webhook.api.integrations import BUILTIN
-from webhook.control.kube.kinds import CONFIGMAPS, LEASES, WATCHED
+from kueue_webhook.admission.routes import ROUTES
+from kueue_webhook.api.integrations import BUILTIN
+from kueue_webhook.control.kube.kinds import CONFIGMAPS, LEASES, WATCHED
 
 ROOT = Path(__file__).resolve().parents[3] / "manifests"
 CONTROLLER = ROOT / "controller"
@@ -211,9 +211,9 @@ def test_out_of_cluster_visibility_reaches_localhost_through_an_external_name_se
 def test_certificate_renewal_is_granted_on_our_objects_by_name_only() -> None:
     """internalCertManagement: get and update of the one Secret (no create, no other Secret); get and patch
     of the caBundle holders the leader writes, each by name."""
-    from webhook.api.config import InternalCertManagement
-    from webhook.control.replica.declared_webhooks import DEFAULT_NAMES
-    from webhook.http.certs import KUEUE_CRDS, VISIBILITY_APISERVICES
+    from kueue_webhook.api.config import InternalCertManagement
+    from kueue_webhook.control.replica.declared_webhooks import DEFAULT_NAMES
+    from kueue_webhook.http.certs import KUEUE_CRDS, VISIBILITY_APISERVICES
 
     def granted(resource: str) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.admission.integrations import validate_object
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.integrations import JOB, Integration, engine
+from kueue_webhook.api.integrations.pod_groups import group_workload
+from kueue_webhook.control.jobs.job_plan import DeleteWorkload, StartJob, UpdatePodSets
 from tests.unit.admission.golden import request_of
 from tests.unit.control.test_edits_after_admission import IDS, KINDS, admitted, plan, started
-from webhook.admission.integrations import validate_object
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations import JOB, Integration, engine
-from webhook.api.integrations.pod_groups import group_workload
-from webhook.control.jobs.job_plan import DeleteWorkload, StartJob, UpdatePodSets
 
 JSON = dict[str, Any]
 LABEL = "kueue.x-k8s.io/max-exec-time-seconds"

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from webhook.control.replica.main import add_arguments, metrics_bind_address
+from kueue_webhook.control.replica.main import add_arguments, metrics_bind_address
 
 
 def parsed(*argv: str) -> argparse.Namespace:

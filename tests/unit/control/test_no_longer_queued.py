@@ -7,9 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.control.jobs.job_plan import (
+    DeleteWorkload,
+    RemoveFinalizer,
+    UpdateQueueName,
+    plan_unmanaged,
+)
+from kueue_webhook.control.output.conditions import finished_status
 from tests.unit.control.plans import admitted, held, job, plan, workload
-from webhook.control.jobs.job_plan import DeleteWorkload, RemoveFinalizer, UpdateQueueName, plan_unmanaged
-from webhook.control.output.conditions import finished_status
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T02:00:00Z"

@@ -8,15 +8,15 @@ from typing import Any
 
 from aiohttp import web
 
-from webhook.admission.jobs import mutate_job
-from webhook.admission.review import AdmissionRequest, GroupVersionKind
-from webhook.api.config import Configuration, parse_configuration
-from webhook.api.integrations import JOB
-from webhook.api.integrations.owners import Unresolved
-from webhook.control.cache.store import Store
-from webhook.control.jobs.owner_lookup import AdmissionOwners, OwnerFetcher
-from webhook.control.kube.client import ApiError, KubeClient
-from webhook.control.kube.kinds import JOBS, Kind
+from kueue_webhook.admission.jobs import mutate_job
+from kueue_webhook.admission.review import AdmissionRequest, GroupVersionKind
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.integrations import JOB
+from kueue_webhook.api.integrations.owners import Unresolved
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.jobs.owner_lookup import AdmissionOwners, OwnerFetcher
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import JOBS, Kind
 
 JSON = dict[str, Any]
 WRAPPERS = "workload.codeflare.dev/v1beta2"

@@ -7,13 +7,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.jobs.reconciler import JobReconciler
+from kueue_webhook.control.kube.kinds import JOBS, WORKLOADS, Kind, integration_kind
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.output.writers import Writer
 from tests.unit.control.fakes import control_context
-from webhook.api.config import Configuration, parse_configuration
-from webhook.control.cache.store import Store
-from webhook.control.jobs.reconciler import JobReconciler
-from webhook.control.kube.kinds import JOBS, WORKLOADS, Kind, integration_kind
-from webhook.control.output.metrics import Metrics
-from webhook.control.output.writers import Writer
 
 JSON = dict[str, Any]
 JOBSETS = integration_kind("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")

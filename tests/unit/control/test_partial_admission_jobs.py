@@ -7,12 +7,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kueue_webhook.api.integrations import JOB
+from kueue_webhook.api.integrations.engine import workload_for
+from kueue_webhook.control.jobs.job_plan import CreateWorkload, StartJob, StopJob, UpdatePodSets
+from kueue_webhook.control.output.conditions import admitted_status, evicted_status
 from tests.unit.admission.golden import apply_patch
 from tests.unit.control.plans import ADMISSION, NOW, job, plan, workload
-from webhook.api.integrations import JOB
-from webhook.api.integrations.engine import workload_for
-from webhook.control.jobs.job_plan import CreateWorkload, StartJob, StopJob, UpdatePodSets
-from webhook.control.output.conditions import admitted_status, evicted_status
 
 MIN = "kueue.x-k8s.io/job-min-parallelism"
 SYNC = "kueue.x-k8s.io/job-completions-equal-parallelism"

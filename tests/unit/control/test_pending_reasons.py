@@ -8,13 +8,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
+from kueue_webhook.control.scheduling.pending_conditions import PendingConditions
+from kueue_webhook.core.model import WorkloadKey
+from kueue_webhook.core.scheduler import SchedulerState, Wait
 from tests.support import builders
 from tests.unit.control.fakes import Clock, control_context
-from webhook.control.cache.store import Store
-from webhook.control.kube.kinds import WORKLOADS, Kind
-from webhook.control.scheduling.pending_conditions import PendingConditions
-from webhook.core.model import WorkloadKey
-from webhook.core.scheduler import SchedulerState, Wait
 
 JSON = dict[str, Any]
 CLOCK = Clock()

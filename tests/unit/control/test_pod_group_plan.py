@@ -6,17 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.integrations.builtin import POD
-from webhook.api.integrations.pod_groups import (
+from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.api.integrations.pod_groups import (
     FAST_ADMISSION_ANNOTATION,
     SERVING_ANNOTATION,
     excess_pods,
     group_workload,
     role_hash,
 )
-from webhook.control.jobs.job_plan import CreateWorkload, DeleteObjects, RemoveExcessPods, StartPods, plan_job
-from webhook.control.jobs.pod_groups import plan_group
-from webhook.control.output.conditions import termination_target_status
+from kueue_webhook.control.jobs.job_plan import (
+    CreateWorkload,
+    DeleteObjects,
+    RemoveExcessPods,
+    StartPods,
+    plan_job,
+)
+from kueue_webhook.control.jobs.pod_groups import plan_group
+from kueue_webhook.control.output.conditions import termination_target_status
 
 JSON = dict[str, Any]
 GATE = {"name": "kueue.x-k8s.io/admission"}

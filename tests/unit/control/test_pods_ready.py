@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
+from kueue_webhook.api.pods_ready import rfc3339
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.jobs.job_plan import SyncPodsReady, plan_job
+from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
+from kueue_webhook.control.output.conditions import admitted_status, find, pending_status
+from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 from tests.unit.control.fakes import control_context
 from tests.unit.control.plans import ADMISSION, NOW, admitted, flavor_lookup, job, workload
-from webhook.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
-from webhook.api.pods_ready import rfc3339
-from webhook.control.cache.store import Store
-from webhook.control.jobs.job_plan import SyncPodsReady, plan_job
-from webhook.control.kube.kinds import WORKLOADS, Kind
-from webhook.control.output.conditions import admitted_status, find, pending_status
-from webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 
 JSON = dict[str, Any]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.objects import ClusterQueue, ResourceFlavor, parse_cluster_queue, parse_resource_flavor
-from webhook.control.output.queue_status import merge_status, status_differs
-from webhook.core.scheduler import SchedulerState
-from webhook.core.status import cluster_queue_status
+from kueue_webhook.api.objects import ClusterQueue, ResourceFlavor, parse_cluster_queue, parse_resource_flavor
+from kueue_webhook.control.output.queue_status import merge_status, status_differs
+from kueue_webhook.core.scheduler import SchedulerState
+from kueue_webhook.core.status import cluster_queue_status
 
 JSON = dict[str, Any]
 NOW = "2026-11-22T01:00:00Z"

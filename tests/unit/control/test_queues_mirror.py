@@ -8,13 +8,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kueue_webhook.control.cache.store import Change, Store, key_of
+from kueue_webhook.control.kube.kinds import LOCAL_QUEUES, WORKLOADS, Kind
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from kueue_webhook.core import visibility as vis
 from tests.unit.control.fakes import control_context
 from tests.unit.control.scheduler_loops import admitted
 from tests.unit.control.test_scheduler_loop_release import GROUP, SETUP, meta, workload
-from webhook.control.cache.store import Change, Store, key_of
-from webhook.control.kube.kinds import LOCAL_QUEUES, WORKLOADS, Kind
-from webhook.control.scheduling.scheduler_loop import SchedulerLoop
-from webhook.core import visibility as vis
 
 JSON = dict[str, Any]
 PAGE = vis.Page()

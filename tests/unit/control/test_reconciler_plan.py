@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tests.unit.control.plans import ADMISSION, FINALIZER, NOW, admitted, held, job, plan, workload
-from webhook.control.jobs.job_plan import (
+from kueue_webhook.control.jobs.job_plan import (
     CreateWorkload,
     FinishWorkload,
     ReleaseReservation,
@@ -11,7 +10,8 @@ from webhook.control.jobs.job_plan import (
     StartJob,
     StopJob,
 )
-from webhook.control.output.conditions import admitted_status, finished_status, pending_status
+from kueue_webhook.control.output.conditions import admitted_status, finished_status, pending_status
+from tests.unit.control.plans import ADMISSION, FINALIZER, NOW, admitted, held, job, plan, workload
 
 
 def test_new_suspended_job_gets_a_workload_owned_by_it() -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.cache.workqueue import WorkQueue
+from kueue_webhook.control.jobs.reconciler import JobReconciler, namespace_terminating
+from kueue_webhook.control.kube.client import ApiError
 from tests.golden import GOLDEN
 from tests.unit.control.fakes import control_context
-from webhook.control.cache.store import Store
-from webhook.control.cache.workqueue import WorkQueue
-from webhook.control.jobs.reconciler import JobReconciler, namespace_terminating
-from webhook.control.kube.client import ApiError
 
 KEY = ("batch/job", "team", "train")
 

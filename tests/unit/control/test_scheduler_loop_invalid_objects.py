@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
+from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES
 from tests.unit.control.scheduler_loops import feed, new_loop
 from tests.unit.control.small_cluster import cluster
-from webhook.control.kube.kinds import CLUSTER_QUEUES
 
 
 def test_an_invalid_cluster_queue_is_logged_by_name_and_skipped(caplog: pytest.LogCaptureFixture) -> None:

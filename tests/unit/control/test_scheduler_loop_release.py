@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support import builders
-from tests.unit.control.scheduler_loops import admitted, feed, new_loop
-from webhook.control.kube.kinds import (
+from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     JOBS,
     LOCAL_QUEUES,
@@ -18,6 +16,8 @@ from webhook.control.kube.kinds import (
     WORKLOADS,
     Kind,
 )
+from tests.support import builders
+from tests.unit.control.scheduler_loops import admitted, feed, new_loop
 
 JSON = dict[str, Any]
 GROUP = "kueue.x-k8s.io/v1beta2"

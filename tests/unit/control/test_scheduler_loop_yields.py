@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from tests.unit.control.fakes import control_context
-from webhook.control.cache.store import Store
-from webhook.control.scheduling.scheduler_loop import SchedulerLoop
 
 
 def loop_with_revisit_due(*, leading: bool) -> SchedulerLoop:

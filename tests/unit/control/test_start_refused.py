@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.jobs.job_plan import StartJob
+from kueue_webhook.control.jobs.reconciler import JobReconciler
+from kueue_webhook.control.kube.client import ApiError
+from kueue_webhook.control.kube.kinds import JOBS, WORKLOADS, Kind
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.output.writers import Writer
 from tests.unit.control.fakes import control_context
-from webhook.control.cache.store import Store
-from webhook.control.jobs.job_plan import StartJob
-from webhook.control.jobs.reconciler import JobReconciler
-from webhook.control.kube.client import ApiError
-from webhook.control.kube.kinds import JOBS, WORKLOADS, Kind
-from webhook.control.output.metrics import Metrics
-from webhook.control.output.writers import Writer
 
 JSON = dict[str, Any]
 

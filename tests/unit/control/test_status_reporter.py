@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_webhook.api.objects import (
+    parse_cluster_queue,
+    parse_local_queue,
+    parse_resource_flavor,
+    parse_workload,
+)
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
+from kueue_webhook.core.scheduler import SchedulerState
 from tests.support import builders
 from tests.unit.control.fakes import control_context
-from webhook.api.objects import parse_cluster_queue, parse_local_queue, parse_resource_flavor, parse_workload
-from webhook.control.cache.store import Store
-from webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
-from webhook.control.output.metrics import Metrics
-from webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
-from webhook.core.scheduler import SchedulerState
 
 JSON = dict[str, Any]
 

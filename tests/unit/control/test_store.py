@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.admission.view import ClusterView
-from webhook.control.cache.store import Change, Store
-from webhook.control.kube.kinds import JOBS, LOCAL_QUEUES, NAMESPACES, WORKLOADS
+from kueue_webhook.admission.view import ClusterView
+from kueue_webhook.control.cache.store import Change, Store
+from kueue_webhook.control.kube.kinds import JOBS, LOCAL_QUEUES, NAMESPACES, WORKLOADS
 
 
 def obj(name: str, rv: int, *, uid: str = "u1", namespace: str = "ns", **extra: Any) -> dict[str, Any]:
@@ -159,7 +159,7 @@ def test_managed_fields_and_last_applied_configuration_are_not_kept() -> None:
 
 
 def test_every_object_reads_back_exactly_after_the_kind_dictionary_is_retrained() -> None:
-    from webhook.control.cache.store import RETRAIN_AT
+    from kueue_webhook.control.cache.store import RETRAIN_AT
 
     store = Store()
     written: dict[str, dict[str, object]] = {}
@@ -180,7 +180,7 @@ def test_every_object_reads_back_exactly_after_the_kind_dictionary_is_retrained(
 def test_objects_read_back_exactly_whether_recently_written_or_long_since(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import webhook.control.cache.store as store_module
+    import kueue_webhook.control.cache.store as store_module
 
     monkeypatch.setattr(store_module, "HOT_BYTES", 600)  # a handful of objects
     store = Store()

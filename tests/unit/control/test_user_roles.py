@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.api.integrations import BUILTIN
+from kueue_webhook.api.integrations import BUILTIN
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
 READ = {"get", "list", "watch"}

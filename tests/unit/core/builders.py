@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.builders import Quota, groups
-from webhook.api.objects import (
+from kueue_webhook.api.objects import (
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -17,7 +16,8 @@ from webhook.api.objects import (
     parse_resource_flavor,
     parse_workload,
 )
-from webhook.core.scheduler import Admit, Decision, SchedulerState, Wait
+from kueue_webhook.core.scheduler import Admit, Decision, SchedulerState, Wait
+from tests.support.builders import Quota, groups
 
 
 def cluster_queue(name: str, *resource_groups: dict[str, dict[str, Quota]], **spec: Any) -> ClusterQueue:

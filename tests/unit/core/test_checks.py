@@ -3,15 +3,15 @@ requeues, Rejected deactivates; and the built-in manual approval, including who 
 
 from __future__ import annotations
 
-from webhook.api.objects import AdmissionCheck, AdmissionCheckState, Workload, parse_admission_check
-from webhook.core.checks import (
+from kueue_webhook.api.objects import AdmissionCheck, AdmissionCheckState, Workload, parse_admission_check
+from kueue_webhook.core.checks import (
     admitted_condition,
     approval_change_denial,
     check_eviction,
     manual_approval_state,
     sync_check_states,
 )
-from webhook.core.scheduler import Admit, Evict
+from kueue_webhook.core.scheduler import Admit, Evict
 
 from .builders import admitted_status, cluster_queue, run_until_quiet, state_with, workload
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.core.dashboard import dashboard_model
-from webhook.core.recent_decisions import RecentDecision
-from webhook.core.scheduler import SchedulerState
+from kueue_webhook.core.dashboard import dashboard_model
+from kueue_webhook.core.recent_decisions import RecentDecision
+from kueue_webhook.core.scheduler import SchedulerState
 
 from .builders import cluster_queue, cohort, run_until_quiet, state_with, workload
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.core.scheduler import Admit, Evict, SchedulerState
-from webhook.core.status import cluster_queue_status, cohort_status
+from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
+from kueue_webhook.core.status import cluster_queue_status, cohort_status
 
 from .builders import cluster_queue, cohort, run_until_quiet, state_with, workload
 

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.core.flavors import NoPreemption, first_plain_fit, search_flavors
-from webhook.core.model import WorkloadInfo
+from kueue_webhook.core.flavors import NoPreemption, first_plain_fit, search_flavors
+from kueue_webhook.core.model import WorkloadInfo
 
 from .builders import cluster_queue, state_with, workload
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webhook.core.scheduler import Admit, SchedulerState
+from kueue_webhook.core.scheduler import Admit, SchedulerState
 
 from .builders import (
     admitted,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from webhook.api.objects import Cohort
-from webhook.core.ledger import Ledger
+from kueue_webhook.api.objects import Cohort
+from kueue_webhook.core.ledger import Ledger
 
 from .builders import cluster_queue, cohort
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.core.partial import reduced_counts, search_counts
-from webhook.core.scheduler import Admit, Evict, SchedulerState
+from kueue_webhook.core.partial import reduced_counts, search_counts
+from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
 
 from .builders import admitted_status, cluster_queue, last_wait, run_until_quiet, state_with, workload
 

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.api.objects import Workload
-from webhook.core.scheduler import Admit, Decision, Evict, SchedulerState
+from kueue_webhook.api.objects import Workload
+from kueue_webhook.core.scheduler import Admit, Decision, Evict, SchedulerState
 
 from .builders import admitted, cluster_queue, cohort, last_wait, run_until_quiet, state_with, workload
 

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from webhook.core.scheduler import Admit, Decision, SchedulerState
+from kueue_webhook.core.scheduler import Admit, Decision, SchedulerState
 
 from .builders import cluster_queue, run_until_quiet, state_with, workload
 

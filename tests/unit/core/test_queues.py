@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from webhook.core.model import WorkloadInfo
-from webhook.core.pending_queue import PendingQueue
+from kueue_webhook.core.model import WorkloadInfo
+from kueue_webhook.core.pending_queue import PendingQueue
 
 from .builders import admitted, cluster_queue, last_wait, run_until_quiet, state_with, workload
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from webhook.core.recent_decisions import RecentDecisions, decisions_between
+from kueue_webhook.core.recent_decisions import RecentDecisions, decisions_between
 
 
 def workload(name: str, *conditions: tuple[str, str, str], cluster_queue: str = "research") -> dict[str, Any]:

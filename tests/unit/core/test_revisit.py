@@ -4,8 +4,8 @@ nothing is decided for a workload whose message did not move."""
 
 from __future__ import annotations
 
-from webhook.core.revisits import REVISIT_AFTER
-from webhook.core.scheduler import SchedulerState, Wait
+from kueue_webhook.core.revisits import REVISIT_AFTER
+from kueue_webhook.core.scheduler import SchedulerState, Wait
 
 from .builders import admitted, cluster_queue, last_wait, local_queue, run_until_quiet, state_with, workload
 

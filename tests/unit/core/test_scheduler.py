@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from webhook.api.objects import (
+from kueue_webhook.api.objects import (
     AdmissionCheck,
     WorkloadPriorityClass,
     parse_admission_check,
     parse_workload_priority_class,
 )
-from webhook.core.scheduler import Admit, SchedulerState
+from kueue_webhook.core.scheduler import Admit, SchedulerState
 
 from .builders import (
     admitted,

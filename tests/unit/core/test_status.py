@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webhook.core.status import cluster_queue_active, cluster_queue_status, local_queue_status
+from kueue_webhook.core.status import cluster_queue_active, cluster_queue_status, local_queue_status
 
 from .builders import cluster_queue, flavor, local_queue, run_until_quiet, state_with, workload
 

@@ -7,7 +7,7 @@ stopped queue until it is resumed.
 
 from __future__ import annotations
 
-from webhook.core.scheduler import Admit, Evict
+from kueue_webhook.core.scheduler import Admit, Evict
 
 from .builders import (
     admitted,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from webhook.core import visibility as vis
-from webhook.core.scheduler import SchedulerState
+from kueue_webhook.core import visibility as vis
+from kueue_webhook.core.scheduler import SchedulerState
 
 from .builders import admitted, cluster_queue, run_until_quiet, state_with, workload
 

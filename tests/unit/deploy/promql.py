@@ -12,10 +12,10 @@ from typing import Any
 import promql_parser
 from prometheus_client import CollectorRegistry
 
-from webhook.admission.view import StaticClusterView
-from webhook.api.config import Configuration
-from webhook.control.output.metrics import Metrics
-from webhook.http.app import create_app
+from kueue_webhook.admission.view import StaticClusterView
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.http.app import create_app
 
 #: Grafana's interval variables stand where a duration goes; any other variable stands inside a label value
 _GRAFANA_INTERVAL = re.compile(r"\$__(rate_interval|interval|range)\b|\$\{__(rate_interval|interval|range)\}")

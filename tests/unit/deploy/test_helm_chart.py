@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_webhook.api.config import Configuration, parse_configuration
 from tests.unit.deploy.gotemplate import TemplateError, render_chart
 from tests.unit.deploy.rendering import CHART, MANIFESTS, Obj, keyed, kustomize
-from webhook.api.config import Configuration, parse_configuration
 
 FILES = CHART / "files"
 

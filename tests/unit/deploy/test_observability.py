@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.http.certs import service_dns_names
 from tests.unit.deploy.promql import exported, reads, without_grafana_variables
 from tests.unit.deploy.rendering import MANIFESTS, OBSERVABILITY, keyed, kustomize, load_yaml_documents
-from webhook.http.certs import service_dns_names
 
 DASHBOARD = OBSERVABILITY / "kueue-webhook-dashboard.json"
 RULES = OBSERVABILITY / "prometheusrule.yaml"

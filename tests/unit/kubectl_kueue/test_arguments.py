@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.kubectl_kueue import main
-from webhook.kubectl_kueue.arguments import UsageError, parse, passthrough, resource_of
+from kueue_webhook.kubectl_kueue import main
+from kueue_webhook.kubectl_kueue.arguments import UsageError, parse, passthrough, resource_of
 
 
 @pytest.mark.parametrize(

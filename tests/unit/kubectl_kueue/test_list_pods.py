@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.control.kube.kinds import JOBS, Kind
-from webhook.kubectl_kueue.arguments import UsageError, parse
-from webhook.kubectl_kueue.pods import pod_selector, table_rows
-from webhook.kubectl_kueue.table import render_table
+from kueue_webhook.control.kube.kinds import JOBS, Kind
+from kueue_webhook.kubectl_kueue.arguments import UsageError, parse
+from kueue_webhook.kubectl_kueue.pods import pod_selector, table_rows
+from kueue_webhook.kubectl_kueue.table import render_table
 
 
 def kind(group: str, name: str) -> Kind:

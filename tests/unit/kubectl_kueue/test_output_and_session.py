@@ -8,11 +8,11 @@ from pathlib import Path
 
 import yaml
 
-from webhook.control.kube.client import ApiError
-from webhook.control.kube.kubeconfig import KubeconfigError
-from webhook.kubectl_kueue.output import colour_enabled, dump, name_line
-from webhook.kubectl_kueue.session import context_namespace, describe_error
-from webhook.kubectl_kueue.writes import stop_patch
+from kueue_webhook.control.kube.client import ApiError
+from kueue_webhook.control.kube.kubeconfig import KubeconfigError
+from kueue_webhook.kubectl_kueue.output import colour_enabled, dump, name_line
+from kueue_webhook.kubectl_kueue.session import context_namespace, describe_error
+from kueue_webhook.kubectl_kueue.writes import stop_patch
 
 WL = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w"}}
 

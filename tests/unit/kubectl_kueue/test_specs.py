@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.kubectl_kueue.specs import (
+from kueue_webhook.kubectl_kueue.specs import (
     SpecError,
     cluster_queue,
     local_queue,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.kubectl_kueue.fixtures import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, NOW, cond, workload
-from webhook.kubectl_kueue.columns import (
+from kueue_webhook.kubectl_kueue.columns import (
     WORKLOAD_COLUMNS,
     cluster_queue_row,
     job_type,
@@ -14,7 +13,8 @@ from webhook.kubectl_kueue.columns import (
     workload_row,
     workload_status,
 )
-from webhook.kubectl_kueue.table import human_duration, render_table
+from kueue_webhook.kubectl_kueue.table import human_duration, render_table
+from tests.unit.kubectl_kueue.fixtures import CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, NOW, cond, workload
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,8 @@ kind, optionally with its group."""
 
 from __future__ import annotations
 
-from webhook.control.kube.kinds import JOBS
-from webhook.kubectl_kueue.reads import match_type
+from kueue_webhook.control.kube.kinds import JOBS
+from kueue_webhook.kubectl_kueue.reads import match_type
 
 DISCOVERED = [
     ("v1", {"name": "pods", "singularName": "pod", "kind": "Pod", "namespaced": True, "shortNames": ["po"]}),

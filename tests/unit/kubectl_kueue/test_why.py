@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from kueue_webhook.kubectl_kueue.estimate import LiveState, cohort_members, estimate_start
+from kueue_webhook.kubectl_kueue.why import Subject, blocking, quota_rows, render, report
 from tests.unit.kubectl_kueue.fixtures import (
     CLUSTER_QUEUE,
     FLAVOR,
@@ -14,8 +16,6 @@ from tests.unit.kubectl_kueue.fixtures import (
     waiting,
     workload,
 )
-from webhook.kubectl_kueue.estimate import LiveState, cohort_members, estimate_start
-from webhook.kubectl_kueue.why import Subject, blocking, quota_rows, render, report
 
 POSITION = {"positionInClusterQueue": 1, "positionInLocalQueue": 0}
 

@@ -1,0 +1,523 @@
+"""The configuration model: the ``config.yaml`` key of ConfigMap ``kueue-webhook-config`` (every field is
+described in docs/configuration.md).
+
+The controller reloads this document live, so a bad edit must never take the process down or half-apply:
+:func:`parse_configuration` either returns a complete, typed :class:`Configuration` or a
+:class:`ConfigurationErrors` listing every problem as ``path: reason`` (all at once, so one edit fixes them
+all); it never raises. Field names follow Kueue's ``Configuration`` (``apis/config/v1beta2``) where the two
+overlap, so a Kueue file can be pasted in: Kueue's fields that we do not implement are warnings, names that
+neither Kueue nor we know are errors (a typo must not be silently ignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.field_reader import FieldReader
+from kueue_webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, KUEUE_FRAMEWORKS
+from kueue_webhook.api.integrations.declare import FIELD as DECLARED_FIELD
+from kueue_webhook.api.integrations.declare import parse_declared_kinds
+from kueue_webhook.api.integrations.registry import Integrations
+from kueue_webhook.api.selectors import LabelSelector, Requirement, label_selector
+from kueue_webhook.api.validation import (
+    dns1035_label_problems,
+    dns1123_label_problems,
+    dns1123_subdomain_problems,
+)
+
+__all__ = [
+    "CONFIGMAP_NAME",
+    "CONFIG_KEY",
+    "DEFAULT_CONTROLLER_USERNAME",
+    "DEFAULT_QUEUE_NAME",
+    "Configuration",
+    "ConfigurationErrors",
+    "ControllerIdentity",
+    "FairSharing",
+    "InternalCertManagement",
+    "LabelPolicy",
+    "ManualApproval",
+    "RequeuingStrategy",
+    "WaitForPodsReady",
+    "parse_configuration",
+    "parse_configuration_mapping",
+]
+
+#: the ConfigMap the controller reads its configuration from (``simulate`` honours one in its input too)
+CONFIGMAP_NAME = "kueue-webhook-config"
+#: the ConfigMap key that holds this document
+CONFIG_KEY = "config.yaml"
+DEFAULT_CONTROLLER_USERNAME = "system:serviceaccount:kueue-system:kueue-webhook"
+#: Kueue's default LocalQueue name (``constants.DefaultLocalQueueName``).
+DEFAULT_QUEUE_NAME = "default"
+_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_PREEMPTION_STRATEGY_LISTS = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+#: Top-level fields of Kueue's Configuration that are accepted for compatibility but have no effect here.
+_KUEUE_ONLY_FIELDS = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "health",
+        "metrics",
+        "webhook",
+        "leaderElection",
+        "controller",
+        "clientConnection",
+        "queueVisibility",
+        "multiKueue",
+        "admissionFairSharing",
+        "objectRetentionPolicies",
+        "featureGates",
+        "visibilityServer",
+        "pprofBindAddress",
+        "waitForPodsReadyTimeout",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    """Kueue's fair sharing switch and preemption strategies (the scheduler core reads these)."""
+
+    enable: bool = False
+    preemption_strategies: tuple[str, ...] = _PREEMPTION_STRATEGY_LISTS[2]
+
+
+@dataclass(frozen=True, slots=True)
+class RequeuingStrategy:
+    timestamp: str = "Eviction"
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+    backoff_limit_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """Kueue's waitForPodsReady (``kueue_webhook.api.pods_ready``). On by default, as in Kueue's v1beta2
+    configuration, whose defaulting always fills this section in; ``enable: false`` turns it off (Kueue's
+    DisableWaitForPodsReady feature gate; ``enable`` was the switch in Kueue's v1beta1 configuration)."""
+
+    enable: bool = True
+    timeout_seconds: float = 1800.0
+    block_admission: bool = False
+    recovery_timeout_seconds: float | None = None
+    requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPolicy:
+    """Where a queue label is mandatory, and which LocalQueue a Job without one gets.
+
+    ``enforced_namespace_selector`` is None when no namespace is enforced (the default).
+    """
+
+    enforced_namespace_selector: LabelSelector | None = None
+    default_queues: Mapping[str, str] = field(default_factory=dict)
+
+    def is_enforced(self, namespace_labels: Mapping[str, str]) -> bool:
+        selector = self.enforced_namespace_selector
+        return selector is not None and selector.matches(namespace_labels)
+
+    def default_queue_for(self, namespace: str) -> str:
+        return self.default_queues.get(namespace, DEFAULT_QUEUE_NAME)
+
+
+@dataclass(frozen=True, slots=True)
+class ManualApproval:
+    """Who may approve or reject Workloads for the built-in manual-approval admission check.
+
+    An entry is a user name or ``group:<name>``. Empty means nobody: an approval check that nobody may
+    approve keeps Workloads waiting, which is the safe failure for a check meant to guard spending.
+    """
+
+    approvers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerIdentity:
+    """Who the controller authenticates as: the only users allowed to start a managed Job.
+
+    ``username`` is configured; ``discovered`` is not part of the document: it is what the API server said
+    the controller's own credentials are (a SelfSubjectReview at start), so a controller running with other
+    credentials than the configured service account (an admin kubeconfig out of cluster) is trusted too.
+    """
+
+    username: str = DEFAULT_CONTROLLER_USERNAME
+    discovered: str = ""
+
+    @property
+    def usernames(self) -> tuple[str, ...]:
+        """The trusted user names, configured first."""
+        if self.discovered and self.discovered != self.username:
+            return (self.username, self.discovered)
+        return (self.username,)
+
+    def trusts(self, username: str) -> bool:
+        return username in self.usernames
+
+
+@dataclass(frozen=True, slots=True)
+class InternalCertManagement:
+    """Kueue's ``internalCertManagement``: the leader keeps the webhook's serving certificate in Secret
+    ``webhook_secret_name`` current for Service ``webhook_service_name`` and the CA in every caBundle that
+    must trust it (``kueue_webhook.control.replica.cert_rotation``).
+
+    Off when the section is absent (this ConfigMap may be missing, and the same process runs out of cluster
+    or beside cert-manager, where nobody must rewrite the Secret unasked); ``enable`` defaults to true once
+    the section is written, as Kueue's defaulting fills it. The names are ours (Kueue's are
+    ``kueue-webhook-service`` and ``kueue-webhook-server-cert``).
+    """
+
+    enable: bool = False
+    webhook_service_name: str = "kueue-webhook"
+    webhook_secret_name: str = "kueue-webhook-tls"
+
+
+def _default_managed_selector(namespace: str) -> LabelSelector:
+    # Kueue's default managedJobsNamespaceSelector: every namespace but kube-system and its own.
+    return LabelSelector(
+        (Requirement(_NAMESPACE_NAME_LABEL, "NotIn", frozenset(("kube-system", namespace))),)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """A complete, validated configuration; ``Configuration()`` is the documented default."""
+
+    namespace: str = "kueue-system"
+    manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: LabelSelector = field(
+        default_factory=lambda: _default_managed_selector("kueue-system")
+    )
+    exclude_resource_prefixes: tuple[str, ...] = ()
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+    label_policy: LabelPolicy = field(default_factory=LabelPolicy)
+    controller_identity: ControllerIdentity = field(default_factory=ControllerIdentity)
+    manual_approval: ManualApproval = field(default_factory=ManualApproval)
+    internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
+    integrations: Integrations = field(default_factory=Integrations)
+    log_level: str = "info"
+    #: fields of Kueue's configuration that were present but have no effect here
+    warnings: tuple[str, ...] = ()
+
+    def manages_namespace(self, namespace_labels: Mapping[str, str]) -> bool:
+        return self.managed_jobs_namespace_selector.matches(namespace_labels)
+
+    def pods_ready_kinds(self) -> frozenset[str]:
+        """Kinds whose Workloads carry PodsReady: the enabled integrations that say when pods are ready."""
+        return frozenset(i.kind for i in self.integrations if i.pods_ready is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigurationErrors:
+    """Why a document was rejected: one ``path: reason`` per problem, in document order."""
+
+    errors: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "; ".join(self.errors)
+
+
+def parse_configuration(text: str | bytes | None) -> Configuration | ConfigurationErrors:
+    """Parse the YAML text of ``config.yaml``; None or blank text gives the defaults."""
+    if text is None or not text.strip():
+        return Configuration()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        return ConfigurationErrors((f"config.yaml: not valid YAML{where}: {problem}",))
+    return parse_configuration_mapping(data)
+
+
+def parse_configuration_mapping(data: object) -> Configuration | ConfigurationErrors:
+    """Validate an already-decoded document (e.g. from JSON)."""
+    if data is None:
+        return Configuration()
+    reader = ConfigurationReader()
+    config = reader.configuration(data)
+    if reader.errors or config is None:
+        return ConfigurationErrors(tuple(reader.errors) or ("config.yaml: could not be read",))
+    return config
+
+
+class ConfigurationReader(FieldReader):
+    """Reads ``config.yaml`` into a ``Configuration``, collecting every error and warning."""
+
+    ROOT = "config.yaml"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warnings: list[str] = []
+
+    def selector(self, value: object, path: str) -> LabelSelector | None:
+        """Kueue checks its configuration's selectors with ``ValidateLabelSelector``, as its webhooks do."""
+        parsed = label_selector(value, path)
+        if isinstance(parsed, list):
+            self.invalid(parsed)
+            return None
+        return parsed
+
+    def configuration(self, data: object) -> Configuration | None:
+        own = {
+            "namespace",
+            "manageJobsWithoutQueueName",
+            "managedJobsNamespaceSelector",
+            "resources",
+            "fairSharing",
+            "waitForPodsReady",
+            "labelPolicy",
+            "controllerIdentity",
+            "manualApproval",
+            "internalCertManagement",
+            "integrations",
+            "logLevel",
+        }
+        root = self.mapping(data, "", frozenset(own) | _KUEUE_ONLY_FIELDS)
+        if root is None:
+            return None
+        namespace = self.string(root.get("namespace"), "namespace", "kueue-system")
+        self.invalid(
+            [FieldError.invalid("namespace", namespace, m) for m in dns1123_label_problems(namespace)]
+        )
+        managed = _default_managed_selector(namespace)
+        if root.get("managedJobsNamespaceSelector") is not None:
+            managed = (
+                self.selector(root["managedJobsNamespaceSelector"], "managedJobsNamespaceSelector") or managed
+            )
+        log_level = self.string(root.get("logLevel"), "logLevel", "info").lower()
+        if log_level not in _LOG_LEVELS:
+            self.fail("logLevel", f"must be one of {', '.join(_LOG_LEVELS)}, got {root.get('logLevel')!r}")
+            log_level = "info"
+        return Configuration(
+            namespace=namespace,
+            manage_jobs_without_queue_name=self.boolean(
+                root.get("manageJobsWithoutQueueName"), "manageJobsWithoutQueueName", False
+            ),
+            managed_jobs_namespace_selector=managed,
+            exclude_resource_prefixes=self.resources(root.get("resources")),
+            fair_sharing=self.fair_sharing(root),
+            wait_for_pods_ready=self.wait_for_pods_ready(root),
+            label_policy=self.label_policy(root.get("labelPolicy")),
+            controller_identity=self.controller_identity(root.get("controllerIdentity")),
+            manual_approval=self.manual_approval(root.get("manualApproval")),
+            internal_cert_management=self.internal_cert_management(root),
+            integrations=self.integrations(root.get("integrations")),
+            log_level=log_level,
+            warnings=tuple(
+                f"{key}: accepted for compatibility with Kueue, has no effect here"
+                for key in root
+                if key in _KUEUE_ONLY_FIELDS and key not in ("apiVersion", "kind")
+            )
+            + tuple(self.warnings),
+        )
+
+    def resources(self, value: object) -> tuple[str, ...]:
+        known = frozenset({"excludeResourcePrefixes", "transformations", "deviceClassMappings"})
+        section = self.mapping(value, "resources", known)
+        if not section:
+            return ()
+        prefixes = section.get("excludeResourcePrefixes")
+        if prefixes is None:
+            return ()
+        if not isinstance(prefixes, list) or not all(isinstance(p, str) and p for p in prefixes):
+            self.fail("resources.excludeResourcePrefixes", "must be a list of non-empty strings")
+            return ()
+        return tuple(prefixes)
+
+    def fair_sharing(self, root: Mapping[str, Any]) -> FairSharing:
+        if "fairSharing" not in root:
+            return FairSharing()
+        path = "fairSharing"
+        section = self.mapping(root["fairSharing"], path, frozenset({"enable", "preemptionStrategies"}))
+        if section is None:
+            return FairSharing()
+        enable = self.boolean(section.get("enable"), f"{path}.enable", True)
+        strategies = section.get("preemptionStrategies")
+        if strategies is None:
+            return FairSharing(enable=enable)
+        chosen = tuple(strategies) if isinstance(strategies, list) else None
+        if chosen not in _PREEMPTION_STRATEGY_LISTS:
+            allowed = " or ".join(str(list(option)) for option in _PREEMPTION_STRATEGY_LISTS)
+            self.fail(f"{path}.preemptionStrategies", f"must be one of {allowed}, got {strategies!r}")
+            return FairSharing(enable=enable)
+        return FairSharing(enable=enable, preemption_strategies=chosen)
+
+    def wait_for_pods_ready(self, root: Mapping[str, Any]) -> WaitForPodsReady:
+        if "waitForPodsReady" not in root:
+            return WaitForPodsReady()
+        path = "waitForPodsReady"
+        known = frozenset({"enable", "timeout", "blockAdmission", "recoveryTimeout", "requeuingStrategy"})
+        section = self.mapping(root["waitForPodsReady"], path, known)
+        if section is None:
+            return WaitForPodsReady()
+        # Kueue's defaulting: a missing or zero timeout is 30 minutes
+        timeout = self.duration(section.get("timeout"), f"{path}.timeout", 1800.0) or 1800.0
+        recovery = section.get("recoveryTimeout")
+        return WaitForPodsReady(
+            enable=self.boolean(section.get("enable"), f"{path}.enable", True),
+            timeout_seconds=timeout,
+            block_admission=self.boolean(section.get("blockAdmission"), f"{path}.blockAdmission", False),
+            recovery_timeout_seconds=self.duration(recovery, f"{path}.recoveryTimeout", timeout),
+            requeuing_strategy=self.requeuing_strategy(
+                section.get("requeuingStrategy"), f"{path}.requeuingStrategy"
+            ),
+        )
+
+    def requeuing_strategy(self, value: object, path: str) -> RequeuingStrategy:
+        known = frozenset({"timestamp", "backoffBaseSeconds", "backoffMaxSeconds", "backoffLimitCount"})
+        section = self.mapping(value, path, known)
+        if not section:
+            return RequeuingStrategy()
+        timestamp = self.string(section.get("timestamp"), f"{path}.timestamp", "Eviction")
+        if timestamp not in ("Eviction", "Creation"):
+            self.fail(f"{path}.timestamp", f'must be "Eviction" or "Creation", got {timestamp!r}')
+            timestamp = "Eviction"
+        base = self.integer(section.get("backoffBaseSeconds"), f"{path}.backoffBaseSeconds", 60, 0)
+        maximum = self.integer(section.get("backoffMaxSeconds"), f"{path}.backoffMaxSeconds", 3600, 0)
+        return RequeuingStrategy(
+            timestamp=timestamp,
+            backoff_base_seconds=base if base is not None else 60,
+            backoff_max_seconds=maximum if maximum is not None else 3600,
+            backoff_limit_count=self.integer(
+                section.get("backoffLimitCount"), f"{path}.backoffLimitCount", None, 0
+            ),
+        )
+
+    def label_policy(self, value: object) -> LabelPolicy:
+        path = "labelPolicy"
+        section = self.mapping(value, path, frozenset({"enforcedNamespaceSelector", "defaultQueues"}))
+        if not section:
+            return LabelPolicy()
+        enforced = None
+        if section.get("enforcedNamespaceSelector") is not None:
+            enforced = self.selector(
+                section["enforcedNamespaceSelector"], f"{path}.enforcedNamespaceSelector"
+            )
+        defaults: dict[str, str] = {}
+        raw_defaults = section.get("defaultQueues")
+        if raw_defaults is not None and not isinstance(raw_defaults, Mapping):
+            self.fail(f"{path}.defaultQueues", "must be a mapping of namespace to LocalQueue name")
+        elif raw_defaults:
+            for namespace, queue in raw_defaults.items():
+                where = f"{path}.defaultQueues[{namespace}]"
+                if not isinstance(namespace, str) or not isinstance(queue, str):
+                    self.fail(where, "must map a namespace name to a LocalQueue name")
+                elif not self.invalid(
+                    [FieldError.invalid(where, namespace, p) for p in dns1123_label_problems(namespace)]
+                    + [FieldError.invalid(where, queue, p) for p in dns1123_subdomain_problems(queue)]
+                ):
+                    defaults[namespace] = queue
+        return LabelPolicy(enforced_namespace_selector=enforced, default_queues=defaults)
+
+    def controller_identity(self, value: object) -> ControllerIdentity:
+        section = self.mapping(value, "controllerIdentity", frozenset({"username"}))
+        if not section:
+            return ControllerIdentity()
+        username = self.string(
+            section.get("username"), "controllerIdentity.username", DEFAULT_CONTROLLER_USERNAME
+        )
+        return ControllerIdentity(username=username)
+
+    def internal_cert_management(self, root: Mapping[str, Any]) -> InternalCertManagement:
+        """Kueue's ``internalCertManagement``, checked as Kueue checks it when enabled (the Service name a
+        DNS-1035 label, the Secret name a DNS-1123 subdomain); ``enable`` defaults to true in the section."""
+        default = InternalCertManagement()
+        if "internalCertManagement" not in root:
+            return default
+        path = "internalCertManagement"
+        known = frozenset({"enable", "webhookServiceName", "webhookSecretName"})
+        section = self.mapping(root[path], path, known)
+        if section is None:
+            return default
+        enable = self.boolean(section.get("enable"), f"{path}.enable", True)
+        service = self.string(
+            section.get("webhookServiceName"), f"{path}.webhookServiceName", default.webhook_service_name
+        )
+        secret = self.string(
+            section.get("webhookSecretName"), f"{path}.webhookSecretName", default.webhook_secret_name
+        )
+        if enable:
+            self.invalid(
+                [
+                    FieldError.invalid(f"{path}.webhookServiceName", service, problem)
+                    for problem in dns1035_label_problems(service)
+                ]
+                + [
+                    FieldError.invalid(f"{path}.webhookSecretName", secret, problem)
+                    for problem in dns1123_subdomain_problems(secret)
+                ]
+            )
+        return InternalCertManagement(enable=enable, webhook_service_name=service, webhook_secret_name=secret)
+
+    def integrations(self, value: object) -> Integrations:
+        """Kueue's ``integrations``: which frameworks are on (Kueue's names; its default ``[batch/job]``) and
+        its ``externalFrameworks`` (``Kind.version.group``); and, beyond Kueue, ``declaredKinds``: CRDs queued
+        from their declaration (``kueue_webhook.api.integrations.declare``), on by being declared."""
+        path = "integrations"
+        section = self.mapping(
+            value, path, frozenset({"frameworks", "externalFrameworks", "labelKeysToCopy", DECLARED_FIELD})
+        )
+        if not section:
+            return Integrations()
+        declared, problems = parse_declared_kinds(section.get(DECLARED_FIELD), f"{path}.{DECLARED_FIELD}")
+        self.errors.extend(problems)
+        names = self.strings(section.get("frameworks"), f"{path}.frameworks")
+        enabled = []
+        for index, name in enumerate(names or DEFAULT_FRAMEWORKS):
+            if any(d.name == name for d in declared):
+                continue  # a declared kind is on by being declared; naming it here too is harmless
+            if name in BUILTIN:
+                if BUILTIN[name] not in enabled:
+                    enabled.append(BUILTIN[name])
+            elif name in KUEUE_FRAMEWORKS:
+                self.warnings.append(
+                    f"{path}.frameworks[{index}]: {name!r} is a Kueue framework not supported here"
+                )
+            else:
+                known = ", ".join(sorted(BUILTIN))
+                self.fail(f"{path}.frameworks[{index}]", f"unknown framework {name!r}; known: {known}")
+        external = self.strings(section.get("externalFrameworks"), f"{path}.externalFrameworks")
+        for index, entry in enumerate(external):
+            if len(entry.split(".")) < 3:
+                self.fail(
+                    f"{path}.externalFrameworks[{index}]",
+                    "must be Kind.version.group (such as AppWrapper.v1beta2.workload.codeflare.dev), "
+                    f"got {entry!r}",
+                )
+        if section.get("labelKeysToCopy") is not None:
+            self.warnings.append(
+                f"{path}.labelKeysToCopy: accepted for compatibility with Kueue, has no effect here"
+            )
+        return Integrations(enabled=(*enabled, *declared), external=tuple(external))
+
+    def manual_approval(self, value: object) -> ManualApproval:
+        section = self.mapping(value, "manualApproval", frozenset({"approvers"}))
+        if not section or section.get("approvers") is None:
+            return ManualApproval()
+        path = "manualApproval.approvers"
+        approvers = section["approvers"]
+        if not isinstance(approvers, list):
+            self.fail(path, f"must be a list of user names or group:<name>, got {approvers!r}")
+            return ManualApproval()
+        kept: list[str] = []
+        for index, entry in enumerate(approvers):
+            if not isinstance(entry, str) or not entry.strip() or entry.strip() == "group:":
+                self.fail(f"{path}[{index}]", f"must be a user name or group:<name>, got {entry!r}")
+                continue
+            kept.append(entry.strip())
+        return ManualApproval(approvers=tuple(kept))

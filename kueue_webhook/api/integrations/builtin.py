@@ -1,0 +1,317 @@
+"""The kinds Kueue integrates, described with Kueue's semantics (``pkg/controller/jobs/*``), under Kueue's
+framework names so that a Kueue configuration's ``integrations.frameworks`` list works unchanged.
+
+Each entry says what Kueue's Go code for that kind does: JobSet's pod sets are its replicatedJobs, each of
+``replicas * min(parallelism, completions)`` pods (``podsCount``); a Kubeflow job has one pod set per replica
+type present, in Kueue's fixed order, of ``replicas`` pods, suspended through ``spec.runPolicy.suspend``; a
+RayCluster has a ``head`` pod set of one pod and one per worker group of ``replicas * numOfHosts`` pods, and a
+RayJob adds KubeRay's submitter pod in ``K8sJobMode``; a RayCluster never finishes. A plain Pod is one pod
+set ``main`` of one pod, held by Kueue's scheduling gate, finished when Succeeded or Failed, active while
+Running (Kueue's ``Pod.IsActive``) and ready with its Ready condition; pod groups are in ``pod_groups``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from kueue_webhook.api.integrations.model import (
+    ActiveRule,
+    CountFactor,
+    FieldIs,
+    FinishedRule,
+    Integration,
+    MinCount,
+    PartialAdmission,
+    PodSetSource,
+    PodsReadyRule,
+    SchedulingGate,
+    StagedStop,
+)
+from kueue_webhook.api.integrations.paths import FieldPath
+
+__all__ = [
+    "BUILTIN",
+    "DEFAULT_FRAMEWORKS",
+    "DEPLOYMENT",
+    "JOB",
+    "JOBSET",
+    "KUEUE_FRAMEWORKS",
+    "KUEUE_OWNER_TYPES",
+    "MPIJOB",
+    "POD",
+    "PYTORCHJOB",
+    "RAYCLUSTER",
+    "RAYJOB",
+    "STATEFULSET",
+    "TFJOB",
+]
+
+
+def _p(text: str) -> FieldPath:
+    return FieldPath(text.split("."))
+
+
+_SPEC_SUSPEND = _p("spec.suspend")
+_RUN_POLICY_SUSPEND = _p("spec.runPolicy.suspend")
+_KUBEFLOW_PRIORITY = (_p("spec.runPolicy.schedulingPolicy.priorityClass"),)
+
+JOB = Integration(
+    name="batch/job",
+    group="batch",
+    version="v1",
+    kind="Job",
+    plural="jobs",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        PodSetSource(
+            path=_p("spec"),
+            name="main",
+            template=_p("template"),
+            count=(CountFactor(_p("parallelism"), 1, at_most=_p("completions")),),
+            min_count=MinCount(annotation="kueue.x-k8s.io/job-min-parallelism", as_written=True),
+        ),
+    ),
+    finished=FinishedRule(succeeded=("Complete",), failed=("Failed",)),
+    active=ActiveRule(counts=(_p("status.active"),)),
+    pods_ready=PodsReadyRule(
+        ready=(_p("status.ready"), _p("status.succeeded"), _p("status.uncountedTerminatedPods.succeeded"))
+    ),
+    partial_admission=PartialAdmission(
+        follow_annotation="kueue.x-k8s.io/job-completions-equal-parallelism",
+        follow_fields=("completions",),
+    ),
+    staged_stop=StagedStop(annotation="kueue.x-k8s.io/stopping", start_time=_p("status.startTime")),
+)
+
+JOBSET = Integration(
+    name="jobset.x-k8s.io/jobset",
+    group="jobset.x-k8s.io",
+    version="v1alpha2",
+    kind="JobSet",
+    plural="jobsets",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        PodSetSource(
+            path=_p("spec.replicatedJobs"),
+            each="list",
+            name_field=_p("name"),
+            template=_p("template.spec.template"),
+            count=(
+                CountFactor(_p("replicas"), 1),
+                CountFactor(_p("template.spec.parallelism"), 1, at_most=_p("template.spec.completions")),
+            ),
+        ),
+    ),
+    finished=FinishedRule(succeeded=("Completed",), failed=("Failed",)),
+    active=ActiveRule(counts=(_p("status.replicatedJobsStatus.*.active"),)),
+    pods_ready=PodsReadyRule(
+        ready=(_p("status.replicatedJobsStatus.*.ready"), _p("status.replicatedJobsStatus.*.succeeded")),
+        total=(_p("spec.replicatedJobs.*.replicas"),),
+    ),
+)
+
+
+def _kubeflow(
+    name: str, kind: str, plural: str, specs: str, order: tuple[str, ...], version: str = "v1"
+) -> Integration:
+    """A Kubeflow training job: one pod set per replica type (Kueue's ``OrderedReplicaTypes``)."""
+    return Integration(
+        name=name,
+        group="kubeflow.org",
+        version=version,
+        kind=kind,
+        plural=plural,
+        suspend=_RUN_POLICY_SUSPEND,
+        pod_sets=(
+            PodSetSource(
+                path=_p(f"spec.{specs}"),
+                each="map",
+                order=order,
+                template=_p("template"),
+                count=(CountFactor(_p("replicas"), 1),),
+            ),
+        ),
+        finished=FinishedRule(succeeded=("Succeeded",), failed=("Failed",)),
+        active=ActiveRule(counts=(_p("status.replicaStatuses.*.active"),)),
+        pods_ready=PodsReadyRule(conditions=("Running",)),
+        priority_class=_KUBEFLOW_PRIORITY,
+    )
+
+
+PYTORCHJOB = _kubeflow(
+    "kubeflow.org/pytorchjob", "PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs", ("Master", "Worker")
+)
+TFJOB = _kubeflow(
+    "kubeflow.org/tfjob",
+    "TFJob",
+    "tfjobs",
+    "tfReplicaSpecs",
+    ("Chief", "Master", "PS", "Worker", "Evaluator"),
+)
+MPIJOB = _kubeflow(
+    "kubeflow.org/mpijob", "MPIJob", "mpijobs", "mpiReplicaSpecs", ("Launcher", "Worker"), version="v2beta1"
+)
+
+
+def _ray_cluster_pod_sets(spec: str) -> tuple[PodSetSource, ...]:
+    """Kueue's ``raycluster.BuildPodSets``: ``head`` (one pod), then each worker group."""
+    return (
+        PodSetSource(path=_p(f"{spec}.headGroupSpec"), name="head", template=_p("template")),
+        PodSetSource(
+            path=_p(f"{spec}.workerGroupSpecs"),
+            each="list",
+            name_field=_p("groupName"),
+            template=_p("template"),
+            count=(CountFactor(_p("replicas"), 1), CountFactor(_p("numOfHosts"), 1)),
+        ),
+    )
+
+
+#: KubeRay's submitter pod when the RayJob gives none (Kueue's ``getSubmitterTemplate`` resources)
+_DEFAULT_SUBMITTER: Mapping[str, object] = {
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "ray-job-submitter",
+                "resources": {
+                    "limits": {"cpu": "1", "memory": "1Gi"},
+                    "requests": {"cpu": "500m", "memory": "200Mi"},
+                },
+            }
+        ],
+    }
+}
+
+RAYJOB = Integration(
+    name="ray.io/rayjob",
+    group="ray.io",
+    version="v1",
+    kind="RayJob",
+    plural="rayjobs",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        *_ray_cluster_pod_sets("spec.rayClusterSpec"),
+        PodSetSource(
+            path=_p("spec"),
+            name="submitter",
+            template=_p("submitterPodTemplate"),
+            default_template=_DEFAULT_SUBMITTER,
+            only_if=FieldIs(_p("spec.submissionMode"), frozenset({"K8sJobMode"}), missing="K8sJobMode"),
+        ),
+    ),
+    finished=FinishedRule(
+        phase=_p("status.jobDeploymentStatus"),
+        succeeded_phases=("Complete",),
+        failed_phases=("Failed",),
+        success=FieldIs(_p("status.jobStatus"), frozenset({"SUCCEEDED"})),
+        message=_p("status.message"),
+    ),
+    # Kueue: active unless Suspended or New; an object no operator has touched yet has no pods either
+    active=ActiveRule(
+        when=FieldIs(
+            _p("status.jobDeploymentStatus"),
+            frozenset({"Initializing", "Running", "Complete", "Failed", "Suspending", "Retrying", "Waiting"}),
+        )
+    ),
+    pods_ready=PodsReadyRule(when=FieldIs(_p("status.rayClusterStatus.state"), frozenset({"ready"}))),
+    skip_when_set=(_p("spec.clusterSelector"),),
+)
+
+RAYCLUSTER = Integration(
+    name="ray.io/raycluster",
+    group="ray.io",
+    version="v1",
+    kind="RayCluster",
+    plural="rayclusters",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=_ray_cluster_pod_sets("spec"),
+    finished=FinishedRule(),  # a RayCluster never finishes (Kueue's RayCluster.Finished)
+    active=ActiveRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
+    pods_ready=PodsReadyRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
+)
+
+#: Kueue's scheduling gate, managed label and pod finalizer (``pkg/controller/jobs/pod/constants``)
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+
+POD = Integration(
+    name="pod",
+    group="",
+    version="v1",
+    kind="Pod",
+    plural="pods",
+    suspend=_p("spec.schedulingGates"),
+    pod_sets=(PodSetSource(path=FieldPath(()), name="main", template=FieldPath(())),),
+    finished=FinishedRule(
+        phase=_p("status.phase"),
+        succeeded_phases=("Succeeded",),
+        failed_phases=("Failed",),
+        message=_p("status.message"),
+    ),
+    active=ActiveRule(when=FieldIs(_p("status.phase"), frozenset({"Running"}))),
+    pods_ready=PodsReadyRule(conditions=("Ready",)),
+    gate=SchedulingGate(ADMISSION_GATE, finalizer=MANAGED_LABEL, managed_label=MANAGED_LABEL),
+)
+
+
+def _through_pods(name: str, kind: str, plural: str, how: Literal["pods", "group"]) -> Integration:
+    """An apps/v1 kind Kueue queues through its pods (``pkg/controller/jobs/deployment``, ``statefulset``)."""
+    return Integration(
+        name=name,
+        group="apps",
+        version="v1",
+        kind=kind,
+        plural=plural,
+        suspend=_p("spec.template.spec.schedulingGates"),
+        pod_sets=(PodSetSource(path=_p("spec"), name="main", count=(CountFactor(_p("replicas"), 1),)),),
+        finished=FinishedRule(),
+        active=ActiveRule(),
+        through_pods=how,
+    )
+
+
+DEPLOYMENT = _through_pods("deployment", "Deployment", "deployments", "pods")
+STATEFULSET = _through_pods("statefulset", "StatefulSet", "statefulsets", "group")
+
+#: every built-in entry by framework name
+BUILTIN: Mapping[str, Integration] = {
+    i.name: i
+    for i in (JOB, JOBSET, PYTORCHJOB, TFJOB, MPIJOB, RAYJOB, RAYCLUSTER, POD, DEPLOYMENT, STATEFULSET)
+}
+
+#: Kueue's default ``integrations.frameworks``
+DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
+
+#: framework names Kueue knows but that are not implemented here (accepted in the list, with a warning)
+KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
+    {
+        "ray.io/rayservice",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/jaxjob",
+        "trainer.kubeflow.org/trainjob",
+        "workload.codeflare.dev/appwrapper",
+        "sparkoperator.k8s.io/sparkapplication",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+    }
+)
+
+#: ``(apiVersion, kind)`` of the kinds Kueue integrates that are not built in here: Kueue walks up through
+#: them when looking for an object's queued owner (``isKnownOwner``), and so does this project (an external
+#: framework of that kind is queued)
+KUEUE_OWNER_TYPES: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("ray.io/v1", "RayService"),
+        ("kubeflow.org/v1", "PaddleJob"),
+        ("kubeflow.org/v1", "XGBoostJob"),
+        ("kubeflow.org/v1", "JAXJob"),
+        ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+        ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+        ("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+        # Kueue's interim owner between a Deployment and its pods, known without being listed
+        ("apps/v1", "ReplicaSet"),
+    }
+)

@@ -1,0 +1,258 @@
+"""An object's pod sets as Kueue's ``PodSets`` reads them (where they are, their counts and minCount, their
+templates), its priority, and the Workload built from them."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.finalizers import RESOURCE_IN_USE
+from kueue_webhook.api.integrations.engine.reading import (
+    JOB_UID_LABEL,
+    PRIORITY_CLASS_LABEL,
+    annotation,
+    as_int,
+    maximum_execution_time,
+    metadata_of,
+    parse_go_int,
+    queue_name,
+    workload_name,
+)
+from kueue_webhook.api.integrations.model import Integration, PodSetSource
+from kueue_webhook.api.integrations.paths import FieldPath, pointer
+from kueue_webhook.api.objects import API_VERSION, GROUP, PodSet
+from kueue_webhook.api.pods import pod_requests
+
+__all__ = [
+    "Element",
+    "accepts_partial_admission",
+    "element_count",
+    "element_min_count",
+    "elements",
+    "min_count",
+    "pod_count",
+    "pod_sets",
+    "priority",
+    "workload_for",
+    "written_min_count",
+]
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Element:
+    """One pod set's place in the object: its source, name, JSON Pointer segments and text path."""
+
+    source: PodSetSource
+    name: str
+    segments: tuple[str | int, ...]
+    where: str
+    value: Mapping[str, Any]
+    #: the whole object (for what a pod set reads from its metadata)
+    obj: Mapping[str, Any] = field(compare=False, repr=False)
+
+    def template(self) -> Mapping[str, Any] | None:
+        """The pod template; for an element that is itself a pod (an empty template path), its spec alone."""
+        if not self.source.template:
+            spec = self.value.get("spec")
+            return {"spec": spec} if isinstance(spec, Mapping) else None
+        found = self.source.template.get(self.value)
+        return found if isinstance(found, Mapping) else None
+
+    def template_pointer(self, *rest: str) -> str:
+        return pointer((*self.segments, *self.source.template, *rest))
+
+
+def elements(integration: Integration, obj: Mapping[str, Any]) -> list[Element]:
+    """Every pod set's element, in pod set order (Kueue's order: sources in turn, list order, map order)."""
+    out: list[Element] = []
+    for source in integration.pod_sets:
+        if source.only_if is not None and not source.only_if.holds(obj):
+            continue
+        found = source.path.get(obj)
+        base, where = tuple(source.path), str(source.path)
+        if source.each == "one":
+            if isinstance(found, Mapping):
+                out.append(Element(source, source.name.lower(), base, where, found, obj))
+        elif source.each == "list":
+            for index, item in enumerate(found if isinstance(found, list) else ()):
+                if isinstance(item, Mapping):
+                    raw = source.name_field.get(item) if source.name_field is not None else None
+                    name = str(raw).lower() if raw is not None else str(index)
+                    out.append(Element(source, name, (*base, index), f"{where}[{index}]", item, obj))
+        elif isinstance(found, Mapping):
+            keys = [k for k in source.order if k in found] if source.order else sorted(found)
+            for key in keys:
+                item = found.get(key)
+                if isinstance(item, Mapping):
+                    out.append(Element(source, str(key).lower(), (*base, key), f"{where}[{key}]", item, obj))
+    return out
+
+
+def _factor(element: Mapping[str, Any], path: FieldPath, default: int, at_most: FieldPath | None) -> int:
+    value = as_int(path.get(element))
+    count = default if value is None else value
+    cap = as_int(at_most.get(element)) if at_most is not None else None
+    return cap if cap is not None and cap < count else count
+
+
+def element_count(element: Element) -> int:
+    count = 1
+    for factor in element.source.count:
+        count *= _factor(element.value, factor.path, factor.default, factor.at_most)
+    return max(count, 0)
+
+
+def pod_count(integration: Integration, obj: Mapping[str, Any]) -> int:
+    """The pods of every pod set together."""
+    return sum(element_count(e) for e in elements(integration, obj))
+
+
+def written_min_count(element: Element) -> int | None:
+    """The pod set's minCount as the object writes it (its field, or its annotation parsed as a Go
+    integer), whatever its range; None when it writes none."""
+    rule = element.source.min_count
+    if rule is None:
+        return None
+    if rule.path is not None:
+        return as_int(rule.path.get(element.value))
+    raw = annotation(element.obj, rule.annotation)
+    return None if raw is None else parse_go_int(raw)
+
+
+def accepts_partial_admission(element: Element) -> bool:
+    """Whether the pod set's count field follows its admission: its minCount reads as an integer (Kueue's
+    Job tests ``minPodsCount() != nil`` whatever the count is then; a running one may run minCount pods)."""
+    return len(element.source.count) == 1 and written_min_count(element) is not None
+
+
+def element_min_count(element: Element) -> int | None:
+    """The pod set's Workload ``minCount`` (its ``MinCount`` field or annotation), None when it is all or
+    nothing: no such value, not an integer, or (unless ``as_written``) outside ``1..count-1``."""
+    value = written_min_count(element)
+    if value is None or element.source.min_count is None or element.source.min_count.as_written:
+        return value
+    return value if 1 <= value < element_count(element) else None
+
+
+def min_count(integration: Integration, obj: Mapping[str, Any]) -> int | None:
+    """The ``minCount`` of the object's partially admittable pod set (a Workload has at most one), None
+    when it has none."""
+    found = (element_min_count(e) for e in elements(integration, obj))
+    return next((value for value in found if value is not None), None)
+
+
+def _template_for_quota(element: Element) -> Mapping[str, Any]:
+    template = element.template()
+    if template is None and element.source.default_template is not None:
+        return element.source.default_template
+    return template or {}
+
+
+def pod_sets(integration: Integration, obj: Mapping[str, Any]) -> tuple[PodSet, ...] | list[FieldError]:
+    """The object's pod sets, or the errors in its pod templates (every one of them at once)."""
+    found = elements(integration, obj)
+    if not found:
+        return [FieldError.required(str(integration.pod_sets[0].path), "no pod set found")]
+    errors: list[FieldError] = []
+    out: list[PodSet] = []
+    for element in found:
+        template = _template_for_quota(element)
+        where = f"{element.where}.{element.source.template}.spec"
+        pod_spec = template.get("spec")
+        if not isinstance(pod_spec, Mapping) or not pod_spec.get("containers"):
+            errors.append(FieldError.required(f"{where}.containers"))
+            continue
+        requests, problems = pod_requests(pod_spec, where)
+        errors.extend(problems)
+        out.append(
+            PodSet(element.name, element_count(element), requests, template, element_min_count(element))
+        )
+    return errors if errors else tuple(out)
+
+
+def priority(
+    integration: Integration,
+    obj: Mapping[str, Any],
+    *,
+    workload_priority_classes: Mapping[str, int],
+    pod_priority_classes: Mapping[str, int] | None = None,
+) -> tuple[int, str, str]:
+    """(priority, class name, class group) as Kueue fills a Workload's priority.
+
+    The ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass and wins; then the kind's own
+    priority class field (a Kubeflow job's ``runPolicy.schedulingPolicy.priorityClass``), then the first pod
+    template's ``priorityClassName`` (a scheduling.k8s.io PriorityClass), then the first template's
+    ``priority``, otherwise 0. An unknown class counts as 0, like a missing default class.
+    """
+    labels = metadata_of(obj).get("labels")
+    wpc = labels.get(PRIORITY_CLASS_LABEL) if isinstance(labels, Mapping) else None
+    if isinstance(wpc, str) and wpc:
+        return workload_priority_classes.get(wpc, 0), wpc, GROUP
+    names = [path.get(obj) for path in integration.priority_class]
+    specs = [(_template_for_quota(e).get("spec") or {}) for e in elements(integration, obj)]
+    names += [spec.get("priorityClassName") for spec in specs if isinstance(spec, Mapping)]
+    for name in names:
+        if isinstance(name, str) and name:
+            return (pod_priority_classes or {}).get(name, 0), name, "scheduling.k8s.io"
+    first = specs[0] if specs else {}
+    value = first.get("priority") if isinstance(first, Mapping) else None
+    return (value if isinstance(value, int) else 0), "", ""
+
+
+def workload_for(
+    integration: Integration,
+    obj: Mapping[str, Any],
+    *,
+    workload_priority_classes: Mapping[str, int] | None = None,
+    pod_priority_classes: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The Workload manifest for a queued object: owned by it (so it is garbage-collected) and holding
+    Kueue's resource-in-use finalizer (so deleting it cannot free quota the object's pods still use)."""
+    meta = metadata_of(obj)
+    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+    class_priority, class_name, class_group = priority(
+        integration,
+        obj,
+        workload_priority_classes=workload_priority_classes or {},
+        pod_priority_classes=pod_priority_classes,
+    )
+    sets: list[JSON] = []
+    for element in elements(integration, obj):
+        minimum = element_min_count(element)
+        pod_set: JSON = {
+            "name": element.name,
+            "count": element_count(element),
+            "template": copy.deepcopy(dict(_template_for_quota(element))),
+        }
+        if minimum is not None:
+            pod_set["minCount"] = minimum
+        sets.append(pod_set)
+    spec: JSON = {"active": True, "podSets": sets, "queueName": queue_name(obj) or ""}
+    if class_name:
+        kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
+        spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
+    spec["priority"] = class_priority
+    if (limit := maximum_execution_time(obj)) is not None:
+        spec["maximumExecutionTimeSeconds"] = limit
+    metadata: JSON = {
+        "name": workload_name(name, uid, kind=integration.kind, group=integration.group),
+        "namespace": meta.get("namespace") or "default",
+        "labels": {JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {},
+        "finalizers": [RESOURCE_IN_USE],
+        "ownerReferences": [
+            {
+                "apiVersion": str(obj.get("apiVersion") or integration.api_version),
+                "kind": integration.kind,
+                "name": name,
+                "uid": uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata, "spec": spec}

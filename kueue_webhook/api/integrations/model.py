@@ -1,0 +1,217 @@
+"""What the controller must know about a suspendable kind to queue it, as data.
+
+Kueue teaches its controller each kind in Go (``pkg/controller/jobs/*``: ``IsSuspended``, ``PodSets``,
+``RunWithPodSetsInfo``, ``RestorePodSetsInfo``, ``Finished``, ``IsActive``, ``PodsReady``). Almost all of that
+code reads or writes a few fields at known places, so here an integration is a frozen description of
+those places, and one pure engine (``kueue_webhook.api.integrations.engine``) does the reading and writing for
+every kind: ``batch/v1`` Job is one entry like JobSet or RayJob, and an admin can declare another CRD in
+the ConfigMap with the same fields (``kueue_webhook.api.integrations.declare``). Paths are relative to the
+object
+unless a field says it is relative to a pod set's element (an item of ``spec.replicatedJobs``, a value of
+``spec.pytorchReplicaSpecs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kueue_webhook.api.integrations.paths import FieldPath
+
+__all__ = [
+    "ActiveRule",
+    "CountFactor",
+    "FieldIs",
+    "FinishedRule",
+    "Integration",
+    "MinCount",
+    "PartialAdmission",
+    "PodSetSource",
+    "PodsReadyRule",
+    "SchedulingGate",
+    "StagedStop",
+]
+
+
+_TEMPLATE = FieldPath(("template",))
+
+
+@dataclass(frozen=True, slots=True)
+class FieldIs:
+    """A field's value is one of ``values``; an absent field reads as ``missing``."""
+
+    path: FieldPath
+    values: frozenset[str]
+    missing: str = ""
+
+    def holds(self, obj: Any) -> bool:
+        value = self.path.get(obj)
+        return (self.missing if value is None else str(value)) in self.values
+
+
+@dataclass(frozen=True, slots=True)
+class CountFactor:
+    """One factor of a pod set's count: the integer at ``path`` (``default`` when unset), capped by the
+    integer at ``at_most`` when that is set (a Job's completions cap its parallelism)."""
+
+    path: FieldPath
+    default: int = 1
+    at_most: FieldPath | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MinCount:
+    """Where a pod set's ``minCount`` is, making it partially admittable (Kueue's PartialAdmission): the
+    integer at ``path`` in the pod set's element (a declared kind's field), or the object's ``annotation``
+    parsed as a Go integer (a Job's ``kueue.x-k8s.io/job-min-parallelism``).
+
+    Starting the object under a partial admission writes the admitted count into the pod set's single
+    count field, and stopping it writes back the Workload's ``count`` (Kueue's ``RunWithPodSetsInfo`` and
+    ``RestorePodSetsInfo`` for a Job's parallelism), whenever the value reads as an integer. In the
+    Workload, a value outside ``1..count-1`` leaves the pod set all or nothing (nothing to shrink, Kueue's
+    ``CanBePartiallyAdmitted``) unless ``as_written``: Kueue's Job copies its annotation whatever it says,
+    its webhook keeping it in range."""
+
+    path: FieldPath | None = None
+    annotation: str = ""
+    as_written: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetSource:
+    """Where pod sets live: one element at ``path`` (named ``name``), each item of a list there (named by
+    the item's ``name_field``), or each value of a map there (named by its key, in ``order`` when given:
+    Kueue's ordered replica types, keys not listed being ignored). Names are lowercased as Kueue's
+    ``NewPodSetReference`` does. ``template`` and ``count`` are read from the element; ``min_count``, only
+    for one element counted by one field, says it may run with fewer pods.
+
+    ``default_template`` is what the quota is computed from when the element has no template (KubeRay's
+    default submitter pod); nothing is injected into an absent template. ``only_if`` limits the pod set to
+    objects where a field has one of some values (a RayJob's submitter exists only in K8sJobMode)."""
+
+    path: FieldPath
+    each: Literal["one", "list", "map"] = "one"
+    name: str = ""
+    name_field: FieldPath | None = None
+    order: tuple[str, ...] = ()
+    template: FieldPath = _TEMPLATE
+    count: tuple[CountFactor, ...] = ()
+    default_template: Mapping[str, Any] | None = None
+    only_if: FieldIs | None = None
+    min_count: MinCount | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedRule:
+    """When the object is done, and whether it succeeded (Kueue's ``Finished``): a True condition among
+    ``succeeded``/``failed`` condition types, or a phase field among ``succeeded_phases``/``failed_phases``.
+    ``success`` overrides which finished objects count as succeeded (a RayJob's jobStatus);
+    ``message`` is where the message is when it is not the condition's."""
+
+    succeeded: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    phase: FieldPath | None = None
+    succeeded_phases: tuple[str, ...] = ()
+    failed_phases: tuple[str, ...] = ()
+    success: FieldIs | None = None
+    message: FieldPath | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveRule:
+    """Whether pods may still run (Kueue's ``IsActive``): the integers at ``counts`` (``*`` allowed) sum
+    above 0, or the field ``when`` names holds. Quota of an evicted object is released only once it is not
+    active."""
+
+    counts: tuple[FieldPath, ...] = ()
+    when: FieldIs | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodsReadyRule:
+    """waitForPodsReady (Kueue's ``PodsReady``): a True condition among ``conditions``, the field ``when``
+    names holding, or the ``ready`` counts (an integer counts as itself, a list as its length) reaching the
+    ``total`` counts (the pod sets' pod count when ``total`` is empty)."""
+
+    conditions: tuple[str, ...] = ()
+    when: FieldIs | None = None
+    ready: tuple[FieldPath, ...] = ()
+    total: tuple[FieldPath, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartialAdmission:
+    """What a Job adds to its pod set's ``MinCount``: the admitted count is also written into
+    ``follow_fields`` when ``follow_annotation`` is "true"."""
+
+    follow_annotation: str
+    follow_fields: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StagedStop:
+    """A kind whose running objects cannot be suspended and restored in one write. kube-apiserver lets a
+    Job's pod template scheduling directives (nodeSelector, tolerations) change only while the stored Job
+    is suspended and has no ``status.startTime`` (``pkg/registry/batch/job/strategy.go``), and Kueue's Job
+    webhook forbids a running Job's parallelism to change. So, as Kueue's ``Job.Stop``, a running object is
+    first suspended and marked with ``annotation``, its ``start_time`` cleared through the status
+    subresource when still set, and only then restored and unmarked."""
+
+    annotation: str
+    start_time: FieldPath
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingGate:
+    """A kind held back by a scheduling gate rather than a suspend field (Kueue's pod integration): created
+    with the gate ``name`` in ``spec.schedulingGates``, started by removing it with the flavors injected into
+    the object's own pod spec in the same patch (kube-apiserver lets a gated pod's nodeSelector and
+    tolerations grow), and stopped by deletion, as a gate can never be added back after creation.
+    ``finalizer`` keeps a stopped object around until its end has been seen (Kueue's
+    ``kueue.x-k8s.io/managed`` finalizer on pods), ``managed_label`` marks the objects queued here."""
+
+    name: str
+    finalizer: str = ""
+    managed_label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Integration:
+    """One suspendable kind, under the framework ``name`` Kueue's ``integrations.frameworks`` uses."""
+
+    name: str
+    group: str
+    version: str
+    kind: str
+    plural: str
+    suspend: FieldPath
+    pod_sets: tuple[PodSetSource, ...]
+    finished: FinishedRule
+    active: ActiveRule
+    pods_ready: PodsReadyRule | None = None
+    #: object fields naming a PriorityClass, read before the pod templates' priorityClassName
+    priority_class: tuple[FieldPath, ...] = ()
+    #: fields that, when set, mean the object is not queued (a RayJob using an existing cluster)
+    skip_when_set: tuple[FieldPath, ...] = ()
+    partial_admission: PartialAdmission | None = None
+    staged_stop: StagedStop | None = None
+    #: held back by a scheduling gate (``suspend`` then names the gates' list)
+    gate: SchedulingGate | None = None
+    #: never suspended itself: its pod template is marked so that its pods are queued one by one ("pods", a
+    #: Deployment's) or as one group of ``replicas`` ("group", a StatefulSet's) through the pod integration
+    through_pods: Literal["", "pods", "group"] = ""
+    #: declared in the ConfigMap rather than built in
+    declared: bool = field(default=False, compare=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def matches(self, api_version: object, kind: object) -> bool:
+        """Whether an object (or an ownerReference) of ``apiVersion``/``kind`` is of this kind; the version
+        is not compared, as one kind is one kind whatever version a client used."""
+        if kind != self.kind or not isinstance(api_version, str):
+            return False
+        group = api_version.rpartition("/")[0]
+        return group == self.group

@@ -1,0 +1,66 @@
+"""A Workload becoming Admitted: Kueue's ``Admitted`` Event and admission metrics, recorded here only (and
+those of its quota reservation, which comes first).
+
+A Workload is admitted once, by one of two paths: with its quota reservation when its ClusterQueue has no
+admission checks (the scheduler loop), or later, when the last of its checks turns Ready (the admission-check
+controller), as Kueue's scheduler and workload controller each do. Both paths call ``record_admitted``, so
+the Event's wording and ``kueue_admitted_workloads_total`` / ``kueue_admission_wait_time_seconds`` cannot
+drift apart between them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kueue_webhook.api.objects import parse_timestamp
+from kueue_webhook.control.output.context import ControlContext
+
+JSON = dict[str, Any]
+
+
+def seconds_since(timestamp: object) -> float:
+    """Seconds from an RFC 3339 timestamp until now; 0 when it is absent or malformed."""
+    since = parse_timestamp(timestamp)
+    return max(0.0, time.time() - since) if since else 0.0
+
+
+def queued_for(workload: JSON) -> float:
+    """How long the Workload has existed: the wait Kueue's admission metrics observe."""
+    return seconds_since((workload.get("metadata") or {}).get("creationTimestamp"))
+
+
+def priority_class_of(workload: JSON) -> str:
+    """The ``priority_class`` label of Kueue's Workload metrics ("" without a WorkloadPriorityClass)."""
+    return str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
+
+
+def record_quota_reserved(context: ControlContext, workload: JSON, *, cluster_queue: str) -> None:
+    """Count the quota reservation just written and tell the Workload's watchers (Kueue's scheduler)."""
+    waited = queued_for(workload)
+    priority_class = priority_class_of(workload)
+    metrics, role = context.metrics, context.metrics.role
+    metrics.admission_attempts.labels("success", role).inc()
+    metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
+    metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
+    context.events.record(
+        workload,
+        type="Normal",
+        reason="QuotaReserved",
+        message=f"Quota reserved in ClusterQueue {cluster_queue}, wait time since queued was {waited:.0f}s",
+    )
+
+
+def record_admitted(
+    context: ControlContext, workload: JSON, *, cluster_queue: str, since_reservation: float
+) -> None:
+    """Count the admission and tell the Workload's watchers, ``since_reservation`` seconds after its quota
+    was reserved (0 when both happen in one write)."""
+    priority_class = priority_class_of(workload)
+    metrics, role = context.metrics, context.metrics.role
+    metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
+    metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(queued_for(workload))
+    message = (
+        f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {since_reservation:.0f}s"
+    )
+    context.events.record(workload, type="Normal", reason="Admitted", message=message)

@@ -1,0 +1,382 @@
+"""One replica of the controller: informers and webhook view for everyone, the scheduling task for the leader.
+
+Every replica watches the cluster (so each can answer admission reviews from a current view and take over
+without a cold start, and a replica that does not lead answers the visibility API from a copy of the queues,
+``queues_mirror``) but only the Lease holder writes. Leadership gates five tasks, started together
+when the lease is won and cancelled together, synchronously, the moment it is lost: the scheduler loop,
+the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
+reporter, and the upkeep of our own objects (declared webhook entries, the serving certificate). They
+share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration), built here once.
+Winning the lease rebuilds the core from the store and queues every Job, so whatever a previous leader
+left half done (a Workload admitted whose Job is still suspended) is finished first.
+Nothing leader-only runs before every informer has listed once, and nothing at all before the API server
+has said who the controller is (``kueue_webhook.control.kube.identity``): the webhook trusts that user to
+start
+queued Jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kueue_webhook.api.config import CONFIGMAP_NAME, Configuration
+from kueue_webhook.control.cache.informer import Informer
+from kueue_webhook.control.cache.store import Change, Listener, Store, listener_name
+from kueue_webhook.control.jobs.modes import mode_of
+from kueue_webhook.control.jobs.owner_lookup import OwnerFetcher
+from kueue_webhook.control.jobs.reconciler import JobReconciler
+from kueue_webhook.control.kube.api_health import ApiHealth
+from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.identity import own_username
+from kueue_webhook.control.kube.kinds import CONFIGMAPS, JOBS, WATCHED, Kind, kind_of
+from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
+from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.events import Recorder
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.output.writers import Writer
+from kueue_webhook.control.replica.cert_rotation import CertificateRotation
+from kueue_webhook.control.replica.declared_webhooks import DeclaredWebhooks
+from kueue_webhook.control.replica.live_config import LiveConfiguration
+from kueue_webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
+from kueue_webhook.control.scheduling.execution_limits import ExecutionTimeLimits
+from kueue_webhook.control.scheduling.fair_sharing_reporter import FairSharingReporter
+from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
+from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from kueue_webhook.core.scheduler import SchedulerState
+
+log = logging.getLogger("kueue_webhook.controller")
+LEASE_NAME = "kueue-webhook-leader"
+#: the least time between two queue status (or fair-sharing) passes, in seconds
+STATUS_INTERVAL = 1.0
+#: the server-side timeout of each watch request; the informer then resumes from where it was
+WATCH_TIMEOUT_SECONDS = 290
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    """How a replica campaigns for the Lease and paces its work; the defaults are ``serve``'s."""
+
+    leader_election: bool = True
+    lease_duration: float = LEASE_DURATION
+    renew_deadline: float = RENEW_DEADLINE
+    retry_period: float = RETRY_PERIOD
+    status_interval: float = STATUS_INTERVAL
+    watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS
+
+
+DEFAULT_SETTINGS = ControllerSettings()
+
+
+class Controller:
+    """Wire the pieces for one replica; ``run`` until cancelled."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        namespace: str,
+        identity: str,
+        settings: ControllerSettings = DEFAULT_SETTINGS,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.identity = identity
+        self.metrics = Metrics()
+        self.store = Store()
+        self.store.on_listener_error = lambda change, listener: self.metrics.store_listener_errors.labels(
+            change.kind.kind, listener
+        ).inc()
+        self.health = ApiHealth()
+        client.observe_write = self.health.observe
+        self.elector: LeaderElector | None = None
+        if settings.leader_election:
+            self.elector = LeaderElector(
+                client=client,
+                namespace=namespace,
+                name=LEASE_NAME,
+                identity=identity,
+                lease_duration=settings.lease_duration,
+                renew_deadline=settings.renew_deadline,
+                retry_period=settings.retry_period,
+                on_change=self._leadership_changed,
+            )
+        #: what only the leader may write goes through this view of the client: each write is sent only
+        #: while the Lease is held by the clock at that moment (reads, watches and the Lease use ``client``)
+        self.leader_client = client if self.elector is None else client.fenced(self.elector.fence)
+        self.metrics.write_budget_rate.set_function(lambda: self.health.rate)
+        self.recorder = Recorder(
+            client=self.leader_client,
+            instance=identity,
+            budget=self.health,
+            on_drop=self.metrics.events_dropped.inc,
+        )
+        self.live_config = LiveConfiguration(
+            namespace=namespace,
+            events=self.recorder,
+            metrics=self.metrics,
+            initial=Configuration(namespace=namespace),
+            records_events=self.is_leader,
+        )
+        self.writer = Writer(client=self.leader_client, store=self.store, metrics=self.metrics)
+        self.context = ControlContext(
+            store=self.store,
+            writer=self.writer,
+            events=self.recorder,
+            metrics=self.metrics,
+            is_leader=self.is_leader,
+            configuration=self.configuration,
+            budget=self.health,
+        )
+        self.scheduler = SchedulerLoop(self.context)
+        #: the pending queues of a replica that does not lead, for the visibility API: fed the same store
+        #: changes as the scheduler's (its feeding only: it never runs a cycle nor writes), so every replica
+        #: ranks the same store contents alike; emptied while leading, rebuilt when leadership is lost
+        self.queues_mirror = SchedulerLoop(self.context)
+        #: looks up owners the store does not watch, for the reconciler and the webhook alike
+        self.owner_fetcher = OwnerFetcher(client)
+        self.reconciler = JobReconciler(self.context, owners=self.owner_fetcher)
+        self.pods_ready = PodsReadyTimers(self.context)
+        self.execution_limits = ExecutionTimeLimits(self.context)
+        interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
+        self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
+        self.checks = AdmissionChecksController(self.context, state=self._core)
+        self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
+        self.informers = [
+            Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
+            for kind in WATCHED
+        ]
+        self.informers.append(
+            Informer(
+                client=client,
+                kind=CONFIGMAPS,
+                sink=self.store,
+                namespace=namespace,
+                field_selector=f"metadata.name={CONFIGMAP_NAME}",
+                watch_timeout_seconds=watch_timeout,
+            )
+        )
+        #: informers of the enabled integrations' kinds (JobSet, RayJob, ...), started and stopped as the
+        #: configuration turns integrations on and off; not part of readiness, as their CRDs may be missing
+        self.integration_informers: dict[Kind, tuple[Informer, asyncio.Task[None]]] = {}
+        self._watch_timeout = watch_timeout
+        self._running = False
+        self.store.subscribe(self.live_config.on_change)
+        self.live_config.subscribe(self._watch_integrations)
+        #: the leader keeps the webhook configurations listing the kinds declared in the ConfigMap
+        self.declared_webhooks = DeclaredWebhooks(
+            self.leader_client, lambda: self.configuration().integrations
+        )
+        self.live_config.subscribe(lambda _: self.declared_webhooks.request())
+        #: the leader renews the serving certificate Secret and keeps the caBundles trusting its CA
+        self.cert_rotation = CertificateRotation(
+            self.leader_client, self.configuration, self.recorder, namespace=namespace
+        )
+        self.live_config.subscribe(lambda _: self.cert_rotation.request())
+        self.live_config.subscribe(_apply_log_level)
+        self.live_config.subscribe(self._apply_fair_sharing)
+        self.live_config.subscribe(self._rearm_pods_ready)
+        # each of the leader's consumers is its own listener: one that fails does not starve the others
+        for handler in (
+            self.scheduler.on_change,
+            self.reconciler.on_change,
+            self.pods_ready.on_change,
+            self.execution_limits.on_change,
+            self.status.on_change,
+            self.checks.on_change,
+            self.fair_sharing.on_change,
+        ):
+            self.store.subscribe(self._while_leading(handler))
+        self.store.subscribe(self._while_following)
+        self.synced = asyncio.Event()
+        self.leading = asyncio.Event()
+        #: the complement of ``leading``, so both transitions can be awaited
+        self.following = asyncio.Event()
+        self.following.set()
+        self._leader_tasks: list[asyncio.Task[Any]] = []
+        self.metrics.leader.set_function(lambda: 1.0 if self.leading.is_set() else 0.0)
+
+    # -- read side (the webhook's callables) ------------------------------------------------------------
+
+    def configuration(self) -> Configuration:
+        return self.live_config.current
+
+    def is_leader(self) -> bool:
+        return self.leading.is_set()
+
+    def ready(self) -> bool:
+        return self.store.is_synced(informer.kind for informer in self.informers)
+
+    def pending_queues(self) -> SchedulerState | None:
+        """The visibility API's queues: the scheduler's while leading, the mirror's otherwise; None before
+        the caches are synced (a partial list would rank Workloads wrongly)."""
+        if self.leading.is_set():
+            return self.scheduler.state
+        return self.queues_mirror.state if self.synced.is_set() else None
+
+    def _core(self) -> SchedulerState:
+        """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
+        return self.scheduler.state
+
+    # -- leadership ----------------------------------------------------------------------------------------
+
+    def _leadership_changed(self, leading: bool) -> None:
+        self.metrics.role = "leader" if leading else "follower"
+        if not leading:
+            self.metrics.forget_role("leader")
+        if leading:
+            self._start_leading()
+        else:
+            self._stop_leading()
+
+    def _start_leading(self) -> None:
+        if self.leading.is_set():
+            return
+        self.leading.set()
+        self.following.clear()
+        log.info("leading: scheduling task started", extra={"identity": self.identity})
+        self.scheduler.rebuild()
+        self.queues_mirror.state = SchedulerState()  # the scheduler's own queues answer now
+        self._apply_fair_sharing(self.configuration())
+        self.reconciler.resync()
+        self.pods_ready.resync()
+        self.execution_limits.resync()
+        self.checks.resync()
+        self.status.mark_all()
+        self.fair_sharing.mark_all()
+        loop = asyncio.get_running_loop()
+        self._leader_tasks = [
+            loop.create_task(self.scheduler.run(), name="scheduler-loop"),
+            loop.create_task(self.reconciler.run(), name="job-reconciler"),
+            loop.create_task(self.pods_ready.run(), name="pods-ready-timers"),
+            loop.create_task(self.execution_limits.run(), name="execution-time-limits"),
+            loop.create_task(self.status.run(), name="queue-status"),
+            loop.create_task(self.checks.run(), name="admission-checks"),
+            loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
+            loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
+            loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
+        ]
+
+    def _stop_leading(self, *, shutting_down: bool = False) -> None:
+        if not self.leading.is_set():
+            return
+        self.leading.clear()  # every write path checks this before writing: admitting stops now
+        self.following.set()
+        self.scheduler.abandon_writes()  # its write tasks are its own: cancel them before any resumes
+        for task in self._leader_tasks:
+            task.cancel()
+        self._leader_tasks = []
+        if not shutting_down:  # the visibility API reads the standby's queues from now on
+            self.queues_mirror.rebuild()
+            self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+        log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
+
+    def _while_leading(self, handler: Listener) -> Listener:
+        """``handler``, told store changes only while this replica leads; named as it is (in logs and
+        the listener-error metric)."""
+
+        def listener(change: Change) -> None:
+            if self.leading.is_set():
+                handler(change)
+
+        listener.__qualname__ = listener_name(handler)
+        return listener
+
+    def _while_following(self, change: Change) -> None:
+        """The standby's queues follow store changes while this replica does not lead (before the first
+        sync, the rebuild at sync feeds them everything at once)."""
+        if not self.leading.is_set() and self.synced.is_set():
+            self.queues_mirror.on_change(change)
+
+    def _watch_integrations(self, configuration: Configuration) -> None:
+        """Watch every enabled integration's kind (Jobs are always watched); stop watching, and forget the
+        objects of, kinds turned off. A kind whose CRD is missing is looked for again by its informer."""
+        if not self._running:
+            return
+        # a Deployment has nothing to watch (its pods are queued one by one), a StatefulSet has its Workload
+        wanted = {kind_of(i) for i in configuration.integrations if mode_of(i).has_objects} - {JOBS}
+        for kind in list(self.integration_informers):
+            if kind not in wanted:
+                _, task = self.integration_informers.pop(kind)
+                task.cancel()
+                self.store.retain_only(kind, set())
+                log.info("integration off: kind no longer watched", extra={"kind": kind.kind})
+        loop = asyncio.get_running_loop()
+        for kind in sorted(wanted - set(self.integration_informers), key=lambda k: k.plural):
+            # a watch's connection comes from the client's watch pool: the writes' pool does not shrink
+            informer = Informer(
+                client=self.client, kind=kind, sink=self.store, watch_timeout_seconds=self._watch_timeout
+            )
+            task = loop.create_task(informer.run(), name=f"informer-{kind.plural}.{kind.group}")
+            self.integration_informers[kind] = (informer, task)
+            log.info("integration on: watching kind", extra={"kind": kind.kind, "group": kind.group})
+
+    def _rearm_pods_ready(self, configuration: Configuration) -> None:
+        """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""
+        if self.leading.is_set():
+            self.pods_ready.resync()
+
+    def _apply_fair_sharing(self, configuration: Configuration) -> None:
+        """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
+        self._configure_fair_sharing(self.scheduler.state, configuration)
+        self._configure_fair_sharing(self.queues_mirror.state, configuration)
+        self.scheduler.kick()
+        self.status.mark_all()
+        self.fair_sharing.mark_all()
+
+    @staticmethod
+    def _configure_fair_sharing(state: SchedulerState, configuration: Configuration) -> None:
+        fair = configuration.fair_sharing
+        state.configure_fair_sharing(enabled=fair.enable, strategies=fair.preemption_strategies)
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        # before any watch: a replica must know whom its webhook trusts before it can turn ready
+        username = await own_username(self.client)
+        if username is not None:
+            self.live_config.trust_controller(username)
+        loop = asyncio.get_running_loop()
+        background = [
+            loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
+            for informer in self.informers
+        ]
+        background.append(loop.create_task(self.recorder.run(), name="events"))
+        self._running = True
+        self._watch_integrations(self.configuration())
+        try:
+            await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+            if self.elector is not None:  # without one this replica leads at once: no mirror needed
+                self.queues_mirror.rebuild()
+                self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+            self.synced.set()
+            # Everything listed so far lives as long as its object does; moving it out of the collector's
+            # reach keeps full collections (and their pauses) proportional to change, not to cluster size.
+            gc.collect()
+            gc.freeze()
+            log.info("caches synced", extra={"kinds": [i.kind.kind for i in self.informers]})
+            if self.elector is None:
+                self._leadership_changed(True)
+                await asyncio.Event().wait()
+            else:
+                await self.elector.run()  # calls _leadership_changed on every transition
+        finally:
+            self._stop_leading(shutting_down=True)
+            self._running = False
+            background.extend(task for _, task in self.integration_informers.values())
+            self.integration_informers.clear()
+            for task in background:
+                task.cancel()
+            for task in background:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+
+def _apply_log_level(configuration: Configuration) -> None:
+    """``logLevel`` in the ConfigMap takes effect live, like every other field."""
+    logging.getLogger("kueue_webhook").setLevel(configuration.log_level.upper())

@@ -1,0 +1,104 @@
+"""One timer per Workload for whatever falls due at a wall-clock instant (a pods-ready timeout, the end of a
+requeue backoff, a time limit).
+
+For every Workload the store reports changed, the next moment something is due (``due``) is armed as one
+timer on the event loop (``loop.call_at``), re-armed on each change and dropped when nothing is due.
+Deadlines are wall-clock instants (condition timestamps); they are converted to the loop's clock once, so a
+test that drives the loop's clock (looptime) drives these timers. A timer only queues the Workload: ``act``
+runs on the Workload as the store shows it then, after ``due`` is derived again, so a timer that fires late
+or for a Workload that changed meanwhile does no harm. Subclasses say what is due and what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from kueue_webhook.control.cache.store import Change, key_of
+from kueue_webhook.control.cache.workqueue import WorkQueue
+from kueue_webhook.control.kube.kinds import WORKLOADS
+from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.control.output.context import ControlContext
+
+JSON = dict[str, Any]
+
+
+class DeadlineTimers:
+    """Arms, re-arms and serves per-Workload deadlines; acts only while leading."""
+
+    #: what a failed ``act`` is logged as
+    what = "deadline check"
+    log = logging.getLogger("kueue_webhook.deadlines")
+
+    def __init__(self, context: ControlContext) -> None:
+        self.context = context
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._offset: float | None = None  # wall clock minus loop clock, fixed at first use
+
+    def due(self, workload: JSON) -> float | None:
+        """When something is next due for ``workload`` (seconds since the epoch), or None."""
+        raise NotImplementedError
+
+    async def act(self, workload: JSON) -> None:
+        """Do what is due (``due`` has passed for the Workload as the store shows it now)."""
+        raise NotImplementedError
+
+    def _now(self) -> float:
+        """Wall-clock seconds as the loop's clock advances them."""
+        loop = asyncio.get_running_loop()
+        if self._offset is None:
+            self._offset = time.time() - loop.time()
+        return self._offset + loop.time()
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is not WORKLOADS:
+            return
+        self._arm(change.key, change.new)
+
+    def resync(self) -> None:
+        for workload in self.context.store.items(WORKLOADS):
+            self._arm(key_of(workload), workload)
+
+    def _arm(self, key: tuple[str, str], workload: JSON | None) -> None:
+        previous = self._timers.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+        due = self.due(workload) if workload is not None else None
+        if due is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # fed before the loop runs (a test building state): resync arms it later
+            return
+        at = loop.time() + max(0.0, due - self._now())
+        self._timers[key] = loop.call_at(at, self.queue.add, key)
+
+    async def run(self) -> None:
+        try:
+            await self.queue.serve(self.check, on_error=self._failed)
+        finally:
+            for timer in self._timers.values():
+                timer.cancel()
+            self._timers.clear()
+
+    def _failed(self, key: tuple[str, str], exc: BaseException) -> None:
+        if not isinstance(exc, NotLeader):  # a refused write is said once, by the elector
+            self.log.warning(f"{self.what} failed, retrying: %r", exc, extra={"workload": "/".join(key)})
+        asyncio.get_running_loop().call_later(1.0, self.queue.add, key)
+
+    async def check(self, key: tuple[str, str]) -> None:
+        """Act on whatever is due for ``key`` now; re-arm if it is not due yet."""
+        namespace, name = key
+        workload = self.context.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.context.is_leader():
+            return
+        due = self.due(workload)
+        if due is None:
+            return
+        if due > self._now():
+            self._arm(key, workload)
+            return
+        await self.act(workload)

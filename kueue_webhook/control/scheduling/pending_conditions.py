@@ -1,0 +1,258 @@
+"""Kueue's pending condition on waiting Workloads (QuotaReserved=False): one write, at two paces.
+
+The reason a Workload waits is Kueue's QuotaReserved=False condition, byte for byte as Kueue writes it, so
+tools and alerts matching Kueue's messages keep working; the same write sets Admitted=False
+``NoReservation``, as Kueue's UnsetQuotaReservationWithCondition does, so that condition costs no write of
+its own. Writing costs an API write per Workload, and most are not worth it: under a steady arrival rate
+most Workloads that do not fit at once are admitted within a second, and Kueue's wording carries numbers
+(``insufficient unused quota for cpu in flavor rf, 3 more needed``) that move with every admission in the
+cohort. So there is one write (``_write``) and two paces at which it is called:
+
+* at once (``write``), for a decision the scheduler just made: a new reason, or a first condition once the
+  Workload has waited ``debounce`` seconds, while the informational write budget
+  (``kueue_webhook.control.kube.api_health``) allows; ``at_once`` skips both waits, for a wait the core did
+  not
+  decide (blockAdmission's);
+* paced (``run``, ``refresh_once``), for everything the first pace left: ClusterQueues are marked dirty,
+  and each pass (at most one a second) walks their queues front first, writing the latest reason and
+  message the scheduler decided wherever what a Workload shows differs, while the budget allows, leaving
+  the rest dirty for the next pass. On a quiet cluster a queue of 10,000 converges in seconds; on a
+  congested API server the writes wait and fold into fewer, never a write storm.
+
+Every write re-reads the store and is declined for a Workload that holds a reservation, finished, is being
+deleted or is on hold (Kueue keeps the OnHold reason and message); the resourceVersion precondition settles
+a race with its admission write. Queue positions are never written (each admission would move every rank
+behind it): they are served, as Kueue serves them, by the visibility API (``kueue_webhook.core.visibility``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kueue_webhook.api.conditions import condition_of, is_true
+from kueue_webhook.api.finalizers import is_deleting
+from kueue_webhook.api.integrations.statefulsets import released_at_zero
+from kueue_webhook.api.objects import has_quota_reservation
+from kueue_webhook.api.pods_ready import tracks_pods_ready
+from kueue_webhook.control.kube.kinds import WORKLOADS
+from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.control.output.conditions import now_rfc3339, pending_status
+from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.core.decisions import Wait
+from kueue_webhook.core.view import SchedulerView
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.pending")
+#: every decision is logged once, with the scheduler's other decisions
+decisions_log = logging.getLogger("kueue_webhook.scheduler")
+#: how long a Workload waits before its first pending condition is written, in seconds: most Workloads
+#: that do not fit at once are admitted sooner than that, and then the write would have been wasted
+PENDING_DEBOUNCE = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a pending Workload's QuotaReserved=False condition shows: reason and Kueue's message."""
+
+    reason: str
+    message: str
+
+
+def quota_condition(workload: JSON) -> JSON | None:
+    """A copy of the Workload's QuotaReserved condition; None when it shows none."""
+    condition = condition_of(workload, "QuotaReserved")
+    return dict(condition) if condition is not None else None
+
+
+def shown_message(workload: JSON, *, reason: str) -> str | None:
+    """Kueue's message of the pending condition the Workload shows with this reason; None when it shows no
+    pending condition or another reason."""
+    before = quota_condition(workload)
+    if before is None or before.get("status") != "False" or before.get("reason") != reason:
+        return None
+    return str(before.get("message", ""))
+
+
+class PendingConditions:
+    """Shows why each pending Workload waits: at once for a new decision, paced for the rest."""
+
+    def __init__(
+        self,
+        context: ControlContext,
+        *,
+        state: Callable[[], SchedulerView],
+        debounce: float = PENDING_DEBOUNCE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.context = context
+        self.state = state
+        self.debounce = debounce
+        self._clock = clock
+        self._dirty: set[str] = set()  # ClusterQueues whose shown messages may be stale
+        self._ready = asyncio.Event()
+        self._shown: dict[str, Shown | None] = {}  # workload key -> its pending condition (None: none)
+        self._waiting_since: dict[str, float] = {}  # workload key -> first decided to wait (no condition)
+
+    # -- what each Workload shows -------------------------------------------------------------------------
+
+    def remember(self, key: str, *, reason: str, message: str) -> None:
+        """A write just showed this reason and Kueue's ``message`` on the Workload."""
+        self._shown[key] = Shown(reason, message)
+
+    def forget(self, key: str) -> None:
+        self._shown.pop(key, None)
+        self._waiting_since.pop(key, None)
+
+    def settled(self, key: str) -> bool:
+        """Whether the Workload has waited ``debounce`` seconds since first decided to wait (the clock starts
+        at the first call): only then is its first pending condition worth a write."""
+        now = self._clock()
+        since = self._waiting_since.setdefault(key, now)
+        return now - since >= self.debounce
+
+    def shown(self, key: str) -> Shown | None:
+        """The pending condition the Workload shows now (remembered, or read once from the store)."""
+        if key in self._shown:
+            return self._shown[key]
+        namespace, _, name = key.partition("/")
+        condition = quota_condition(self.context.store.get(WORKLOADS, name, namespace) or {})
+        shown = None
+        if condition is not None and condition.get("status") == "False":
+            shown = Shown(str(condition.get("reason", "")), str(condition.get("message", "")))
+        self._shown[key] = shown
+        return shown
+
+    # -- at once: the decision just made ------------------------------------------------------------------
+
+    async def write(self, decision: Wait, *, at_once: bool = False) -> None:
+        """Show ``decision`` on its Workload, now or (unless ``at_once``) when it is worth a write; the
+        scheduler has marked its ClusterQueue for the paced pass."""
+        key = str(decision.workload)
+        namespace, _, name = key.partition("/")
+        workload = self.context.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.context.is_leader():
+            return
+        reason = decision.reason or "Pending"
+        shown = shown_message(workload, reason=reason)
+        if shown is not None:
+            # the wording alone moved: the paced pass brings the Workload up to date, but a new message is
+            # still a decision, counted and logged once like any other
+            if shown != decision.message:
+                self._decided(key, decision)
+            return
+        if not at_once:
+            first = (quota_condition(workload) or {}).get("status") != "False"
+            if first and not self.settled(key):
+                self._decided(key, decision)
+                return  # admitted within a second, as most are, it never needs this write
+            if self.context.budget.take() > 0:
+                self._decided(key, decision)
+                return  # the API server is busy: the paced pass writes it when the budget allows
+        if await self._write(key, workload, reason, decision.message):
+            self._decided(key, decision)
+
+    def _decided(self, key: str, decision: Wait) -> None:
+        self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
+        decisions_log.info(
+            "pending",
+            extra={
+                "workload": key,
+                "cluster_queue": decision.cluster_queue,
+                "decision": "wait",
+                "reason": decision.message,
+            },
+        )
+
+    # -- paced: whatever the first pace left --------------------------------------------------------------
+
+    def mark(self, cluster_queue: str) -> None:
+        """Messages in ``cluster_queue`` may have moved; the paced pass will look."""
+        if cluster_queue:
+            self._dirty.add(cluster_queue)
+            self._ready.set()
+
+    def _stale(self, key: str) -> tuple[str, str] | None:
+        """(reason, message) to write if what the Workload shows is behind the scheduler."""
+        latest = self.state().last_wait(key)
+        if latest is None:
+            return None
+        shown = self.shown(key)
+        wanted = (latest[0] or "Pending", latest[1])
+        return wanted if shown is None or wanted != (shown.reason, shown.message) else None
+
+    async def run(self) -> None:
+        """Bring what pending Workloads show up to date: front of the queue first, within the budget,
+        recomputed from the queue on every pass, at most one pass a second."""
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            while self._dirty and self.context.is_leader():
+                await self.refresh_once()
+                await asyncio.sleep(1.0)  # the pace of passes itself, not a synchronisation
+
+    async def refresh_once(self) -> None:
+        """One pass over the dirty ClusterQueues: writes while the budget allows, the rest stay dirty."""
+        queues, self._dirty = self._dirty, set()
+        stale: list[tuple[int, str, str, str, str]] = []
+        for cluster_queue in sorted(queues):
+            for rank, info in enumerate(self.state().pending_in(cluster_queue)):
+                key = str(info.key)
+                wanted = self._stale(key)
+                if wanted is None:
+                    continue
+                if self.shown(key) is None and not self.settled(key):
+                    self._dirty.add(cluster_queue)  # too soon to be worth a write: look again next pass
+                    continue
+                stale.append((rank, key, cluster_queue, *wanted))
+        stale.sort()
+        writes = []
+        for position, (_, key, _, reason, message) in enumerate(stale):
+            if self.context.budget.take() > 0:
+                self._dirty.update(entry[2] for entry in stale[position:])  # the rest on the next pass
+                break
+            namespace, _, name = key.partition("/")
+            workload = self.context.store.get(WORKLOADS, name, namespace)
+            if workload is not None:
+                writes.append(self._write(key, workload, reason, message))
+        await asyncio.gather(*writes)
+
+    # -- the one write ------------------------------------------------------------------------------------
+
+    async def _write(self, key: str, workload: JSON, reason: str, message: str) -> bool:
+        """Show ``reason`` and ``message`` on the Workload (Kueue's event too when the reason is new); True
+        once written."""
+
+        def build(current: JSON) -> JSON | None:
+            condition = quota_condition(current)
+            if not self.context.is_leader() or (condition or {}).get("status") == "True":
+                return None
+            if has_quota_reservation(current) or is_true(current, "Finished") or is_deleting(current):
+                return None
+            if released_at_zero(current):
+                return None  # its owner released it on purpose (Kueue keeps the OnHold reason and message)
+            configuration = self.context.configuration()
+            pods_ready = tracks_pods_ready(
+                current, configuration.wait_for_pods_ready, configuration.pods_ready_kinds()
+            )
+            return pending_status(
+                current, reason=reason, message=message, now=now_rfc3339(), pods_ready=pods_ready
+            )
+
+        try:
+            updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
+        except NotLeader:
+            return False  # said once by the elector; the next term writes it from the cluster
+        except Exception as exc:
+            log.warning("pending condition write failed", extra={"workload": key, "error": repr(exc)})
+            return False
+        if updated is None:
+            return False
+        self.remember(key, reason=reason, message=message)
+        if shown_message(workload, reason=reason) is None:  # a new pending reason: Kueue's event too
+            self.context.events.record(workload, type="Warning", reason=reason, message=message)
+        return True

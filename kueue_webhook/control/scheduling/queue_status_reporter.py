@@ -1,0 +1,215 @@
+"""ClusterQueue/LocalQueue status and queue metrics, written only when changed and at a bounded rate.
+
+Under churn every admission changes a ClusterQueue's usage; writing its status on each would double the
+API load of the admission path. Instead changes only mark queues dirty, and a flush at most every
+``min_interval`` seconds recomputes the dirty ones from the core's ledger (the same numbers the scheduler
+decides with) and writes those whose visible status differs, while the informational write budget
+(``kueue_webhook.control.kube.api_health``) allows; a queue deferred stays dirty and is written by a later
+pass
+with the numbers of then. Quiet periods therefore cost nothing, a burst costs at most one write per queue per
+interval, and on a congested API server far fewer. The same pass refreshes Kueue's per-queue gauges and adds
+GPU-seconds for chargeback.
+
+Routing a change to the queues it touches must not read the store: decoding every LocalQueue on each
+ClusterQueue event (most of them echoes of our own status writes) would cost in proportion to the number of
+queues on every event. So the reporter keeps its own LocalQueue -> ClusterQueue index, built once from the
+store and then kept current from LocalQueue changes, and a ClusterQueue change that only touched its
+status (our echo) does not mark its LocalQueues: their status derives from the core's state, not from the
+ClusterQueue's status.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.quantity import NANO
+from kueue_webhook.control.cache.store import Change, key_of
+from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
+from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.control.output.conditions import now_rfc3339, observed_generation
+from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.paced import PacedReporter
+from kueue_webhook.control.output.queue_status import merge_status, status_differs
+from kueue_webhook.core.model import FlavorResource
+from kueue_webhook.core.status import cluster_queue_status, local_queue_status
+from kueue_webhook.core.view import SchedulerView
+
+JSON = dict[str, Any]
+Reservation = tuple[dict[FlavorResource, int], bool]
+log = logging.getLogger("kueue_webhook.status")
+
+
+class QueueStatusReporter(PacedReporter):
+    """Marks queues dirty on store changes; ``run`` flushes them (``kueue_webhook.control.output.paced``)."""
+
+    def __init__(
+        self, context: ControlContext, *, state: Callable[[], SchedulerView], min_interval: float = 1.0
+    ) -> None:
+        super().__init__(context, state=state, min_interval=min_interval)
+        #: queues to recompute, in the order they were first marked (dict keys: an ordered set), so that
+        #: when the budget defers writes the longest-waiting queue is written first on the next pass
+        self._dirty_cq: dict[str, None] = {}
+        self._dirty_lq: dict[tuple[str, str], None] = {}
+        #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
+        self._cq_of_lq: dict[tuple[str, str], str] | None = None
+        self._lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
+        self._last_gpu_tick = time.monotonic()
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is CLUSTER_QUEUES:
+            self._dirty_cq.setdefault(change.key[1])
+            if not change.only_status_changed():
+                self._mark_local_queues_of(change.key[1])
+        elif change.kind is LOCAL_QUEUES:
+            self._dirty_lq.setdefault(change.key)
+            queue = change.new or change.old or {}
+            self._dirty_cq.setdefault(str((queue.get("spec") or {}).get("clusterQueue", "")))
+            self._index_local_queue(change.key, change.new)
+        elif change.kind is RESOURCE_FLAVORS:
+            self.mark_all()
+        elif change.kind is WORKLOADS:
+            for obj in (change.old, change.new):
+                if obj is None:
+                    continue
+                spec, status = obj.get("spec") or {}, obj.get("status") or {}
+                queue_name = str(spec.get("queueName", ""))
+                if queue_name:
+                    lq_key = (change.key[0], queue_name)
+                    self._dirty_lq.setdefault(lq_key)
+                    cluster_queue = self._index().get(lq_key)
+                    if cluster_queue is not None:
+                        self._dirty_cq.setdefault(cluster_queue)
+                admitted_to = (status.get("admission") or {}).get("clusterQueue")
+                if admitted_to:
+                    self._dirty_cq.setdefault(str(admitted_to))
+        else:
+            return
+        self.kick()
+
+    def mark_all(self) -> None:
+        self._dirty_cq.update(dict.fromkeys(key_of(cq)[1] for cq in self.context.store.items(CLUSTER_QUEUES)))
+        self._dirty_lq.update(dict.fromkeys(self.context.store.keys(LOCAL_QUEUES)))
+        super().mark_all()
+
+    def _index(self) -> dict[tuple[str, str], str]:
+        """LocalQueue key -> ClusterQueue name, built from the store on first use."""
+        if self._cq_of_lq is None:
+            self._cq_of_lq = {}
+            self._lqs_of_cq = {}
+            for lq in self.context.store.items(LOCAL_QUEUES):
+                self._index_local_queue(key_of(lq), lq)
+        return self._cq_of_lq
+
+    def _index_local_queue(self, key: tuple[str, str], lq: JSON | None) -> None:
+        if self._cq_of_lq is None:
+            return  # not built yet: the first build reads the store, which already holds this change
+        previous = self._cq_of_lq.pop(key, None)
+        if previous is not None:
+            self._lqs_of_cq.get(previous, set()).discard(key)
+        cluster_queue = str(((lq or {}).get("spec") or {}).get("clusterQueue", "")) if lq else ""
+        if cluster_queue:
+            self._cq_of_lq[key] = cluster_queue
+            self._lqs_of_cq.setdefault(cluster_queue, set()).add(key)
+
+    def _mark_local_queues_of(self, cluster_queue: str) -> None:
+        self._index()
+        self._dirty_lq.update(dict.fromkeys(sorted(self._lqs_of_cq.get(cluster_queue, ()))))
+
+    async def flush(self) -> None:
+        cluster_queues, self._dirty_cq = self._dirty_cq, {}
+        local_queues, self._dirty_lq = self._dirty_lq, {}
+        state = self.state()
+        now = now_rfc3339()
+        self._tick_gpu_seconds(state)
+        for name in (n for n in cluster_queues if n):
+            cq = self.context.store.get(CLUSTER_QUEUES, name)
+            if cq is None or state.cluster_queue(name) is None:
+                if cq is None:
+                    self.context.metrics.forget_cluster_queue(cluster_queue=name)
+                continue
+            computed = cluster_queue_status(state, name)
+            status = merge_status(cq.get("status"), computed, generation=observed_generation(cq), now=now)
+            reserving: list[Reservation] = [
+                (info.usage, admitted) for info, admitted in state.reserving_in(name)
+            ]
+            self._report_metrics(name, cq, status, reserving, state)
+            if status_differs(cq.get("status"), status):
+                if self.context.budget.take() > 0:
+                    self._dirty_cq.setdefault(name)  # deferred: a later pass writes the numbers of then
+                else:
+                    await self._write(CLUSTER_QUEUES, cq, status)
+        for namespace, name in local_queues:
+            lq = self.context.store.get(LOCAL_QUEUES, name, namespace)
+            if lq is None or f"{namespace}/{name}" not in state.local_queues:
+                continue
+            computed = local_queue_status(state, namespace, name)
+            status = merge_status(lq.get("status"), computed, generation=observed_generation(lq), now=now)
+            if status_differs(lq.get("status"), status):
+                if self.context.budget.take() > 0:
+                    self._dirty_lq.setdefault((namespace, name))
+                else:
+                    await self._write(LOCAL_QUEUES, lq, status)
+        if self._dirty_cq or self._dirty_lq:
+            self.kick()
+
+    async def _write(self, kind: Any, obj: JSON, status: JSON) -> None:
+        try:
+            await self.context.writer.patch_status(kind, obj, lambda _current: status)
+        except NotLeader:
+            pass  # said once by the elector; the next term reports every queue again
+        except Exception as exc:  # the next change marks it dirty again
+            log.warning("queue status write failed", extra={"kind": kind.kind, "error": repr(exc)})
+
+    def _report_metrics(
+        self, name: str, cq: JSON, status: JSON, reserving: list[Reservation], state: SchedulerView
+    ) -> None:
+        metrics = self.context.metrics
+        role = metrics.role
+        cohort = str((cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort") or "")
+        inadmissible = state.inadmissible_count(name)
+        metrics.pending_workloads.labels(name, "active", role).set(state.pending_count(name) - inadmissible)
+        metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
+        metrics.reserving_active_workloads.labels(name, role).set(len(reserving))
+        metrics.admitted_active_workloads.labels(name, role).set(sum(1 for _, a in reserving if a))
+        active = is_true({"status": status}, "Active")
+        metrics.set_cluster_queue_state(cluster_queue=name, state="active" if active else "pending")
+        usage: dict[tuple[str, str], int] = {}
+        reserved: dict[tuple[str, str], int] = {}
+        for amounts, admitted in reserving:
+            for fr, nanos in amounts.items():
+                reserved[fr] = reserved.get(fr, 0) + nanos
+                if admitted:
+                    usage[fr] = usage.get(fr, 0) + nanos
+        spec = state.cluster_queue(name)
+        if spec is None:
+            return
+        for group in spec.resource_groups:
+            for flavor in group.flavors:
+                for quota in flavor.resources:
+                    labels = (cohort, name, flavor.name, quota.name, role)
+                    fr = (flavor.name, quota.name)
+                    metrics.nominal_quota.labels(*labels).set(quota.nominal.nanos / NANO)
+                    if quota.borrowing_limit is not None:
+                        metrics.borrowing_limit.labels(*labels).set(quota.borrowing_limit.nanos / NANO)
+                    if quota.lending_limit is not None:
+                        metrics.lending_limit.labels(*labels).set(quota.lending_limit.nanos / NANO)
+                    metrics.resource_usage.labels(*labels).set(usage.get(fr, 0) / NANO)
+                    metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
+
+    def _tick_gpu_seconds(self, state: SchedulerView) -> None:
+        """Charge each queue the GPUs its workloads held (their reservations; not the ledger, which also
+        counts room claimed for a preemptor that is still waiting) since the previous pass."""
+        now = time.monotonic()
+        elapsed, self._last_gpu_tick = now - self._last_gpu_tick, now
+        for name in state.cluster_queue_names():
+            totals: dict[str, int] = {}
+            for info, _ in state.reserving_in(name):
+                for (_, resource), nanos in info.usage.items():
+                    if "gpu" in resource and nanos > 0:
+                        totals[resource] = totals.get(resource, 0) + nanos
+            for resource, nanos in totals.items():
+                self.context.metrics.gpu_seconds.labels(name, resource).inc(nanos / NANO * elapsed)

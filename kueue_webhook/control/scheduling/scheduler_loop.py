@@ -1,0 +1,507 @@
+"""The scheduling task: store events in, scheduling cycles, Workload status writes out.
+
+The pure core (``kueue_webhook.core.scheduler.SchedulerState``) is fed one store change at a time and never
+rebuilt per cycle. Whenever a change could matter the loop is kicked and runs cycles until the core has
+nothing left to decide. Cycles do not wait for the API: an admitted Workload is *assumed* by the core (its
+quota charged at once) and its status write runs as a task; if that write fails or is refused the loop
+calls ``forget`` and the quota returns. This is what lets one cycle follow another at memory speed while
+writes proceed concurrently, and it can never over-admit because the ledger is charged before the write.
+
+Writes follow the compatibility contract: the Workload's ``status`` (QuotaReserved=True, Admitted=True,
+``status.admission``) through ``/status`` with a resourceVersion precondition, and nothing else; starting
+the Job is the reconciler's business once it sees the admitted Workload (the second and last write).
+A pending Workload gets QuotaReserved=False with the core's reason and Kueue's message once it has waited
+a second, and when that changes, within the informational write budget
+(``kueue_webhook.control.scheduling.pending_conditions``); its rank in the queue is served by the visibility
+API,
+never written. What follows a written eviction is ``evictions.py``'s.
+
+The state is rebuilt from the store each time this replica becomes leader (``rebuild``): admitted
+Workloads charge the ledger before any pending one is considered, so a restart cannot over-admit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.finalizers import is_deleting
+from kueue_webhook.api.objects import (
+    has_quota_reservation,
+    parse_cluster_queue,
+    parse_cohort,
+    parse_local_queue,
+    parse_resource_flavor,
+    parse_workload,
+    parse_workload_priority_class,
+)
+from kueue_webhook.api.pods_ready import (
+    BLOCKED_MESSAGE,
+    WAITING_FOR_PODS_READY,
+    admission_blocked,
+    tracks_pods_ready,
+)
+from kueue_webhook.control.cache.store import Change, key_of
+from kueue_webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    COHORTS,
+    JOBS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WATCHED,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    Kind,
+)
+from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.control.output.admitted import record_admitted, record_quota_reserved
+from kueue_webhook.control.output.conditions import admitted_status, evicted_status, now_rfc3339
+from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.scheduling.evictions import deactivate, evicted_condition, record_eviction
+from kueue_webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
+from kueue_webhook.core.decisions import Wait
+from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
+
+JSON = dict[str, Any]
+log = logging.getLogger("kueue_webhook.scheduler")
+COLLECT_AFTER_DECISIONS = 2000
+#: decision writes (admissions, evictions, pending reasons) in flight at once
+DECISION_WRITES_IN_FLIGHT = 16
+UNFREEZE_EVERY = 1800.0
+#: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
+STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
+    (RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES)
+)
+
+#: how the core reads each kind it is fed (Namespaces are fed by their labels)
+_PARSERS: dict[Kind, Callable[[JSON], Any]] = {
+    RESOURCE_FLAVORS: parse_resource_flavor,
+    COHORTS: parse_cohort,
+    CLUSTER_QUEUES: parse_cluster_queue,
+    LOCAL_QUEUES: parse_local_queue,
+    WORKLOAD_PRIORITY_CLASSES: parse_workload_priority_class,
+    WORKLOADS: parse_workload,
+}
+#: the kinds the core is fed, in the order a rebuild feeds them: ``WATCHED``'s, capacity and routing first,
+#: then Workloads
+REBUILD_ORDER: tuple[Kind, ...] = tuple(kind for kind in WATCHED if kind is NAMESPACES or kind in _PARSERS)
+
+
+def intern_workload_strings(workload: JSON) -> None:
+    """Share the strings that repeat across thousands of Workloads (namespace, queue, flavor names) before
+    the core keeps them: one copy each instead of one per Workload."""
+    meta = workload.get("metadata") or {}
+    if isinstance(meta.get("namespace"), str):
+        meta["namespace"] = sys.intern(meta["namespace"])
+    spec = workload.get("spec") or {}
+    if isinstance(spec.get("queueName"), str):
+        spec["queueName"] = sys.intern(spec["queueName"])
+    for pod_set in spec.get("podSets") or []:
+        if isinstance(pod_set.get("name"), str):
+            pod_set["name"] = sys.intern(pod_set["name"])
+    admission = (workload.get("status") or {}).get("admission") or {}
+    if isinstance(admission.get("clusterQueue"), str):
+        admission["clusterQueue"] = sys.intern(admission["clusterQueue"])
+    for assignment in admission.get("podSetAssignments") or []:
+        if isinstance(assignment.get("name"), str):
+            assignment["name"] = sys.intern(assignment["name"])
+        flavors = assignment.get("flavors")
+        if isinstance(flavors, dict):
+            for resource, flavor in flavors.items():
+                if isinstance(flavor, str):
+                    flavors[resource] = sys.intern(flavor)
+
+
+class SchedulerLoop:
+    """Feeds the core, runs cycles while leading, and writes the decisions."""
+
+    def __init__(
+        self,
+        context: ControlContext,
+        *,
+        max_in_flight: int = DECISION_WRITES_IN_FLIGHT,
+        pending_debounce: float = PENDING_DEBOUNCE,
+    ) -> None:
+        self.context = context
+        self.store = context.store  # the core mirrors it: read on every change
+        self.state = SchedulerState()
+        self._kick = asyncio.Event()
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
+        self._admitting: set[str] = set()
+        self.pending = PendingConditions(context, state=lambda: self.state, debounce=pending_debounce)
+        self.admitted = 0
+        self.cycles = 0
+        self._decided_since_collect = 0
+        self._last_unfreeze = time.monotonic()
+        self.on_admitted: list[Callable[[str], None]] = []
+
+    # -- feeding ------------------------------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """A fresh core from everything the store holds (on becoming leader)."""
+        self.state = SchedulerState()
+        for kind in REBUILD_ORDER:
+            for obj in self.store.items(kind):
+                self._apply(kind, key_of(obj), obj)
+        self.kick()
+
+    def on_change(self, change: Change) -> None:
+        if change.kind is JOBS:
+            # Quota is released when the Workload says so (Finished, its reservation cleared, or gone), as
+            # Kueue's cache releases it: never on the Job's own change, so that at no instant do the
+            # Workloads holding a reservation exceed the quota, as anyone watching them (or Kueue's tools)
+            # counts it. The reconciler writes Finished as soon as the Job completes.
+            return
+        if change.kind in STATUS_ONLY_IRRELEVANT and change.only_status_changed():
+            # the echo of our own queue status write: re-reading an unchanged spec would wake every
+            # parked workload of the cohort for nothing (each status flush retried them all)
+            return
+        if change.kind in REBUILD_ORDER:
+            self._apply(change.kind, change.key, change.new)
+            self.kick()
+
+    def kick(self) -> None:
+        self._kick.set()
+
+    def _apply(self, kind: Kind, key: tuple[str, str], obj: JSON | None) -> None:
+        namespace, name = key
+        state = self.state
+        if kind is NAMESPACES:
+            if obj is None:
+                state.delete_namespace(name)
+            else:
+                state.upsert_namespace(name, self.store.namespace_labels(name))
+            return
+        if obj is None:
+            if kind is RESOURCE_FLAVORS:
+                state.delete_resource_flavor(name)
+            elif kind is COHORTS:
+                state.delete_cohort(name)
+            elif kind is CLUSTER_QUEUES:
+                state.delete_cluster_queue(name)
+            elif kind is LOCAL_QUEUES:
+                state.delete_local_queue(namespace, name)
+            elif kind is WORKLOAD_PRIORITY_CLASSES:
+                state.delete_priority_class(name)
+            elif kind is WORKLOADS:
+                state.delete_workload(f"{namespace}/{name}")
+                self.pending.forget(f"{namespace}/{name}")
+            return
+        if kind is WORKLOADS and is_deleting(obj) and not has_quota_reservation(obj):
+            # deleted while pending: the core stops queueing it (a reservation would stay counted until
+            # the finalizer goes)
+            self.pending.forget(f"{namespace}/{name}")
+        if kind is WORKLOADS:
+            intern_workload_strings(obj)  # equal values, shared: harmless to other listeners of this change
+        parser = _PARSERS[kind]
+        parsed = parser(obj)
+        if isinstance(parsed, list):
+            log.warning(
+                "object ignored: invalid",
+                extra={
+                    "kind": kind.kind,
+                    "object": f"{namespace}/{name}".strip("/"),
+                    "errors": [str(e) for e in parsed],
+                },
+            )
+            return
+        state.apply(parsed)
+
+    # -- running ------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Cycle whenever kicked, until cancelled (cancelled at once when leadership is lost).
+
+        The caller rebuilds the state first (``rebuild``), while no change can slip in between.
+        """
+        self.kick()
+        loop = asyncio.get_running_loop()
+        messages = loop.create_task(self.pending.run(), name="pending-messages")
+        try:
+            while True:
+                await self._kicked_or_revisit_due()
+                self._kick.clear()
+                while self.context.is_leader() and self.state.has_work(loop.time()):
+                    await self._cycle()
+                    if self._admission_blocked():
+                        break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
+                if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
+                    self._collect_while_idle()
+        finally:
+            messages.cancel()
+            self.abandon_writes()
+
+    async def _kicked_or_revisit_due(self) -> None:
+        """Until kicked, or until the core's next revisit of parked workloads is due (the core keeps time
+        by the event loop's clock, which a fake clock in tests drives).
+
+        It always gives the loop a turn, even with a revisit already due: ``run`` could otherwise spin without
+        ever suspending, and neither the cancellation that ends a lost term nor any other task would run.
+        A replica that no longer leads waits for a kick only (its cycles would decide nothing; the
+        cancellation that ends its term arrives at that wait)."""
+        due = self.state.next_revisit()
+        if due is None or not self.context.is_leader():
+            await self._kick.wait()
+            return
+        delay = due - asyncio.get_running_loop().time()
+        if delay <= 0:
+            await asyncio.sleep(0)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._kick.wait(), delay)
+
+    def abandon_writes(self) -> None:
+        """Cancel every decision write in flight, now: called the moment leadership is lost, before any of
+        them can resume. A request already on the wire cannot be recalled, but none goes on to a retry or a
+        follow-up write (a deactivation after an eviction), and the slots it held are not handed on."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _collect_while_idle(self) -> None:
+        """A burst leaves many long-lived survivors (one per Workload); a later full collection would scan
+        them all inside some latency-sensitive cycle. So collect now, while idle, and freeze the survivors
+        out of the collector's reach. Anything frozen that later dies in a reference cycle would stay, so
+        every ``UNFREEZE_EVERY`` seconds the frozen set is handed back and collected once."""
+        self._decided_since_collect = 0
+        now = time.monotonic()
+        if now - self._last_unfreeze >= UNFREEZE_EVERY:
+            gc.unfreeze()
+            self._last_unfreeze = now
+        gc.collect()
+        gc.freeze()
+
+    async def _cycle(self) -> None:
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
+        decisions = self.state.cycle(loop.time())
+        for cluster_queue in self.state.take_restated():
+            self.pending.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
+        self.cycles += 1
+        self.context.metrics.scheduling_cycles.inc()
+        self._decided_since_collect += len(decisions)
+        # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
+        admissions_blocked = self._admission_blocked()
+        for decision in decisions:
+            await self._slots.acquire()
+            if not self.context.is_leader():
+                # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
+                self._slots.release()
+                return
+            if isinstance(decision, Admit) and admissions_blocked:
+                self.state.forget(str(decision.workload))  # undone at once: the Workload queues again
+                coroutine = self._tell_blocked(decision)
+            elif isinstance(decision, Admit):
+                admissions_blocked = self._blocks_admission()
+                self._admitting.add(str(decision.workload))
+                coroutine = self._admit(decision)
+            elif isinstance(decision, Evict):
+                coroutine = self._evict(decision)
+            else:
+                self.pending.mark(decision.cluster_queue)
+                coroutine = self.pending.write(decision)
+            task = loop.create_task(coroutine)
+            self._tasks.add(task)
+            task.add_done_callback(self._finished)
+        if decisions:
+            log.debug(
+                "cycle",
+                extra={"decisions": len(decisions), "ms": round((time.perf_counter() - started) * 1e3, 3)},
+            )
+        await asyncio.sleep(0)  # let write tasks and watch events in between cycles
+
+    def _blocks_admission(self) -> bool:
+        config = self.context.configuration().wait_for_pods_ready
+        return config.enable and config.block_admission
+
+    def _admission_blocked(self) -> bool:
+        """waitForPodsReady.blockAdmission: an admission is in flight, or a Workload holding a reservation is
+        not PodsReady=True yet (Kueue's podsReadyForAllAdmittedWorkloads); the next Workload change kicks
+        the loop again. Reads every Workload, only when blockAdmission is on."""
+        if not self._blocks_admission():
+            return False
+        config = self.context.configuration().wait_for_pods_ready
+        return bool(self._admitting) or admission_blocked(self.store.items(WORKLOADS), config)
+
+    async def _tell_blocked(self, decision: Admit) -> None:
+        """blockAdmission blocked this admission: the Workload is told why, as Kueue's scheduler says while
+        it waits (QuotaReserved=False WaitingForPodsReady)."""
+        await self.pending.write(
+            Wait(decision.workload, decision.cluster_queue, WAITING_FOR_PODS_READY, BLOCKED_MESSAGE),
+            at_once=True,  # not the core's decision: the paced pass would not know it
+        )
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("decision write crashed", extra={"error": repr(task.exception())})
+
+    @property
+    def in_flight(self) -> int:
+        """Decision writes still running."""
+        return len(self._tasks)
+
+    async def wait_writes(self) -> None:
+        """Until every decision write in flight has finished (tests, orderly shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _admit(self, decision: Admit) -> None:
+        try:
+            await self._admit_one(decision)
+        finally:
+            self._admitting.discard(str(decision.workload))
+            if self._blocks_admission():
+                self.kick()  # blockAdmission re-reads the store now that the write has landed (or failed)
+
+    async def _admit_one(self, decision: Admit) -> None:
+        key = str(decision.workload)
+        self.pending.forget(key)
+        namespace, _, name = key.partition("/")
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.context.is_leader():
+            self.state.forget(key)
+            return
+        admission = decision.admission.to_dict()
+
+        checks = decision.admission_checks
+        pods_ready = tracks_pods_ready(
+            workload,
+            self.context.configuration().wait_for_pods_ready,
+            self.context.configuration().pods_ready_kinds(),
+        )
+
+        def build(current: JSON) -> JSON | None:
+            if not self.context.is_leader() or has_quota_reservation(current) or is_true(current, "Finished"):
+                return None
+            if is_deleting(current):  # deleted since the cycle decided: it is on its way out
+                return None
+            return admitted_status(
+                current,
+                admission=admission,
+                now=now_rfc3339(),
+                admission_checks=checks,
+                pods_ready=pods_ready,
+            )
+
+        def write_failed() -> None:
+            self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
+
+        updated = await self._write_decision(
+            key,
+            workload,
+            build,
+            what="admission",
+            landed=has_quota_reservation,
+            undo=self.state.forget,
+            on_error=write_failed,
+        )
+        if updated is not None:
+            self._record_admission(updated, decision)
+
+    async def _write_decision(
+        self,
+        key: str,
+        workload: JSON,
+        build: Callable[[JSON], JSON | None],
+        *,
+        what: str,
+        landed: Callable[[JSON], bool],
+        undo: Callable[[str], None],
+        on_error: Callable[[], None] = lambda: None,
+    ) -> JSON | None:
+        """Write a decision into the Workload's status; the updated Workload, or None when nothing was
+        written. A write that failed, or that ``build`` declined while the store does not show the decision
+        ``landed`` (by an earlier write of ours, say), is handed back to the core with ``undo`` and the loop
+        kicked, so the quota it charged returns and the workload is decided again."""
+        try:
+            updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
+        except NotLeader:  # not sent (said once, by the elector): the core forgets it, as for a failure
+            undo(key)
+            self.kick()
+            return None
+        except Exception as exc:
+            on_error()
+            log.warning(f"{what} write failed", extra={"workload": key, "error": repr(exc)})
+            undo(key)
+            self.kick()
+            return None
+        if updated is None:
+            namespace, _, name = key.partition("/")
+            current = self.store.get(WORKLOADS, name, namespace)
+            if current is None or not landed(current):
+                undo(key)
+                self.kick()
+        return updated
+
+    def _record_admission(self, workload: JSON, decision: Admit) -> None:
+        self.admitted += 1
+        key = str(decision.workload)
+        cluster_queue = decision.cluster_queue
+        record_quota_reserved(self.context, workload, cluster_queue=cluster_queue)
+        if not decision.admission_checks:  # with checks, Admitted comes when they are all Ready
+            record_admitted(self.context, workload, cluster_queue=cluster_queue, since_reservation=0.0)
+        log.info("admitted", extra={"workload": key, "cluster_queue": cluster_queue, "decision": "admit"})
+        for callback in self.on_admitted:
+            callback(key)
+
+    async def _evict(self, decision: Evict) -> None:
+        """Evicted=True (and Preempted=True); the reconciler then stops the Job and clears the reservation,
+        which is when the core releases the quota."""
+        key = str(decision.workload)
+        namespace, _, name = key.partition("/")
+        workload = self.store.get(WORKLOADS, name, namespace)
+        if workload is None or not self.context.is_leader():
+            self.state.eviction_failed(key)
+            return
+
+        def build(current: JSON) -> JSON | None:
+            if (
+                not self.context.is_leader()
+                or not has_quota_reservation(current)
+                or is_true(current, "Finished")
+            ):
+                return None
+            if is_true(current, "Evicted"):
+                return None
+            reason, message = evicted_condition(decision)
+            return evicted_status(
+                current,
+                reason=reason,
+                message=message,
+                preemption_reason=decision.preemption_reason,
+                now=now_rfc3339(),
+            )
+
+        updated = await self._write_decision(
+            key,
+            workload,
+            build,
+            what="eviction",
+            landed=lambda current: is_true(current, "Evicted"),
+            undo=self.state.eviction_failed,
+        )
+        if updated is None:
+            return
+        record_eviction(self.context, self.state, updated, decision)
+        if decision.deactivate:
+            await deactivate(self.context, updated, key)
+        log.info(
+            "evicted",
+            extra={
+                "workload": key,
+                "cluster_queue": decision.cluster_queue,
+                "decision": "evict",
+                "reason": decision.message,
+            },
+        )

@@ -1,0 +1,203 @@
+"""Spec events in: the one place a change of ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
+WorkloadPriorityClass or namespace labels enters the scheduler, and everything such a change moves.
+
+``Catalog`` writes the change into ``specs.Specs`` and the ledger, then does what follows from it: wakes
+the parked workloads of the cohort trees it touched (``pending_queues.PendingQueues``), tells the
+workloads of a ClusterQueue that closed why they wait, and asks the workload tracker, through
+``Occupants``, to move the workloads a change moves (a LocalQueue pointed at another ClusterQueue, a
+ClusterQueue deleted under its pending workloads, a queue stopped with ``HoldAndDrain``). It never touches
+a workload itself, and keeps no state of its own: what exists is in ``Specs``, what waits is in the
+pending queues, what runs is in the tracker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol
+
+from kueue_webhook.api.objects import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    Workload,
+    WorkloadPriorityClass,
+)
+from kueue_webhook.core.flavors import compile_queue
+from kueue_webhook.core.pending_queue import PendingQueue
+from kueue_webhook.core.pending_queues import PendingQueues
+from kueue_webhook.core.specs import QueueState, Specs
+
+__all__ = ["Catalog", "Occupants", "SchedulerObject"]
+
+#: the parsed API objects the scheduler keeps (``Catalog.apply``)
+SchedulerObject = ResourceFlavor | Cohort | ClusterQueue | LocalQueue | WorkloadPriorityClass | Workload
+
+
+class Occupants(Protocol):
+    """What a queue change asks of the workloads in the queues (``workload_tracker.WorkloadTracker``)."""
+
+    def upsert_workload(self, workload: Workload) -> None: ...
+
+    def cluster_queue_added(self, name: str) -> None:
+        """Charge the admitted workloads that named it, queue the pending ones stranded for want of it."""
+
+    def cluster_queue_removed(self, name: str, queue: QueueState) -> None:
+        """Strand its pending workloads, uncharge the admitted ones until it comes back."""
+
+    def reroute(self, local_queue: str) -> None:
+        """Queue again the pending workloads of a LocalQueue that changed or went."""
+
+    def route_stranded(self, local_queue: str) -> None:
+        """Queue the pending workloads stranded for want of this LocalQueue."""
+
+    def drain_if_stopped(self, queue: QueueState) -> None:
+        """Evict the workloads holding quota in ``queue`` when it, or their LocalQueue, drains."""
+
+
+class Catalog:
+    """Applies spec events to the specs, and moves what each change moves (no state of its own)."""
+
+    def __init__(self, specs: Specs, pending: PendingQueues, occupants: Occupants) -> None:
+        self.specs = specs
+        self.pending = pending
+        #: the workloads in these queues (``workload_tracker.WorkloadTracker``)
+        self.occupants = occupants
+
+    def set_fair_sharing(self, enabled: bool) -> None:
+        specs = self.specs
+        specs.fair_sharing = enabled
+        for queue in specs.queues.values():
+            queue.compiled = compile_queue(queue.spec, fair_sharing=enabled)
+        self.pending.wake(specs.queues)
+
+    def upsert_resource_flavor(self, flavor: ResourceFlavor) -> None:
+        self.specs.flavors[flavor.name] = flavor
+        self._refresh_flavor_references()
+        self.pending.wake(self.specs.queues)
+
+    def delete_resource_flavor(self, name: str) -> None:
+        if self.specs.flavors.pop(name, None) is not None:
+            self._refresh_flavor_references()
+            self.pending.wake(self.specs.queues)
+
+    def _refresh_flavor_references(self) -> None:
+        flavors = self.specs.flavors
+        for name, queue in self.specs.queues.items():
+            missing = tuple(f for f in queue.spec.flavor_names() if f not in flavors)
+            if missing != queue.missing_flavors:
+                was_open = queue.open
+                queue.missing_flavors = missing
+                self.pending.opened_or_closed(name, was_open)
+
+    def upsert_cluster_queue(self, spec: ClusterQueue) -> None:
+        specs, ledger, name = self.specs, self.specs.ledger, spec.name
+        queue = specs.queues.get(name)
+        old_tree = ledger.tree_queues(name) if queue is not None else []
+        ledger.set_cluster_queue(name, cohort=spec.cohort_name, groups=spec.resource_groups)
+        missing = tuple(f for f in spec.flavor_names() if f not in specs.flavors)
+        if queue is None:
+            queue = QueueState(
+                spec,
+                compile_queue(spec, fair_sharing=specs.fair_sharing),
+                PendingQueue(strict=spec.queueing_strategy == "StrictFIFO"),
+            )
+            queue.missing_flavors = missing
+            specs.queues[name] = queue
+            self.occupants.cluster_queue_added(name)
+        else:
+            was_open = queue.open
+            queue.spec, queue.missing_flavors = spec, missing
+            queue.compiled = compile_queue(spec, fair_sharing=specs.fair_sharing)
+            queue.pending.set_strict(spec.queueing_strategy == "StrictFIFO")
+            self.pending.opened_or_closed(name, was_open)
+        self.pending.wake([*old_tree, *ledger.tree_queues(name)])
+        if not queue.open:
+            self.pending.notice_closed(name)
+        self.occupants.drain_if_stopped(queue)
+
+    def delete_cluster_queue(self, name: str) -> None:
+        queue = self.specs.queues.pop(name, None)
+        if queue is None:
+            return
+        ledger = self.specs.ledger
+        tree = ledger.tree_queues(name)
+        ledger.delete_cluster_queue(name)
+        self.pending.ready.discard(name)
+        self.occupants.cluster_queue_removed(name, queue)
+        self.pending.wake(tree)
+
+    def upsert_cohort(self, cohort: Cohort) -> None:
+        self.specs.cohorts[cohort.name] = cohort
+        before = self._cohort_tree(cohort.name)
+        self.specs.ledger.set_cohort(cohort.name, parent=cohort.parent_name, groups=cohort.resource_groups)
+        self.pending.wake([*before, *self._cohort_tree(cohort.name)])
+
+    def delete_cohort(self, name: str) -> None:
+        if self.specs.cohorts.pop(name, None) is None:
+            return
+        before = self._cohort_tree(name)
+        self.specs.ledger.delete_cohort(name)
+        self.pending.wake(before)
+
+    def _cohort_tree(self, name: str) -> list[str]:
+        node = self.specs.ledger.cohorts.get(name)
+        if node is None:
+            return []
+        return node.root().queue_names()
+
+    def upsert_local_queue(self, queue: LocalQueue) -> None:
+        local_queues = self.specs.local_queues
+        old = local_queues.get(queue.key)
+        local_queues[queue.key] = queue
+        if old is not None and (
+            old.cluster_queue != queue.cluster_queue or old.stop_policy != queue.stop_policy
+        ):
+            self.occupants.reroute(queue.key)
+        self.occupants.route_stranded(queue.key)
+        if queue.stop_policy == "HoldAndDrain":
+            cluster_queue = self.specs.queues.get(queue.cluster_queue)
+            if cluster_queue is not None:
+                self.occupants.drain_if_stopped(cluster_queue)
+
+    def delete_local_queue(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
+        if self.specs.local_queues.pop(key, None) is not None:
+            self.occupants.reroute(key)
+
+    def upsert_priority_class(self, priority_class: WorkloadPriorityClass) -> None:
+        self.specs.priority_classes[priority_class.name] = priority_class.value
+
+    def delete_priority_class(self, name: str) -> None:
+        self.specs.priority_classes.pop(name, None)
+
+    def upsert_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        new = dict(labels or {})
+        namespaces = self.specs.namespaces
+        if namespaces.get(name) != new:
+            namespaces[name] = new
+            self.pending.wake(self.specs.queues)
+
+    def delete_namespace(self, name: str) -> None:
+        self.specs.namespaces.pop(name, None)
+
+    def _upsert_workload(self, workload: Workload) -> None:
+        self.occupants.upsert_workload(workload)
+
+    #: the upsert of each kind of parsed object, for ``apply``
+    _UPSERTS: ClassVar[Mapping[type, Callable[[Catalog, Any], None]]] = {
+        ResourceFlavor: upsert_resource_flavor,
+        Cohort: upsert_cohort,
+        ClusterQueue: upsert_cluster_queue,
+        LocalQueue: upsert_local_queue,
+        WorkloadPriorityClass: upsert_priority_class,
+        Workload: _upsert_workload,
+    }
+
+    def apply(self, obj: SchedulerObject) -> None:
+        """Add or update one parsed object, whatever its kind: the one entry the controller's watch events
+        and ``simulate``'s manifests both go through, so neither keeps its own list of kinds."""
+        upsert = self._UPSERTS.get(type(obj))
+        if upsert is None:
+            raise TypeError(f"the scheduler keeps no {type(obj).__name__}")
+        upsert(self, obj)

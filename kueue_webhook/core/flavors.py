@@ -1,0 +1,506 @@
+"""Flavor assignment: which ResourceFlavor each requested resource of each pod set is charged to.
+
+This follows Kueue's flavor assigner. Pod sets are served in order; for each resource group the pod
+set needs, the group's flavors are tried in the ClusterQueue's order and *all* of the group's resources
+must fit on the same flavor. A flavor is skipped when the pod template cannot land on its nodes
+(untolerated ``NoSchedule``/``NoExecute`` taint, nodeSelector or required node affinity contradicting
+its ``nodeLabels``). Each resource is checked against the ledger with what earlier pod sets of the same
+workload already took from that flavor:
+
+* more than the flavor could ever provide (``potential available``)  -> ExceedsMaxQuota,
+* more than is free now                                            -> WaitingForQuota,
+* otherwise it fits, possibly by borrowing from the cohort.
+
+``flavorFungibility`` decides when to stop: ``whenCanBorrow: MayStopSearch`` takes the first flavor
+that fits even if it borrows, ``TryNextFlavor`` keeps looking for one that fits without borrowing;
+``whenCanPreempt`` does the same for a flavor that fits only by preempting. When several flavors were
+tried, ``preference`` ranks them as Kueue's ``isPreferred`` does (``BorrowingOverPreemption``: fewer
+preemptions first; ``PreemptionOverBorrowing``: less borrowing first). Whether preemption could free the
+quota is asked of a ``PreemptionOracle`` (``preemption.ClassicalPreemption`` in the scheduler;
+``NoPreemption`` answers "no candidates" everywhere). Reasons are collected per flavor, sorted and
+joined, and the QuotaReserved reason is resolved by Kueue's severity rules, so the message a user sees
+is the one Kueue would write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Protocol
+
+from kueue_webhook.api.objects import ClusterQueue, FlavorFungibility, ResourceFlavor
+from kueue_webhook.core.ledger import Ledger, available, borrowing_height
+from kueue_webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
+
+__all__ = [
+    "Assignment",
+    "CompiledQueue",
+    "FlavorAssigner",
+    "Mode",
+    "NoPreemption",
+    "PodSetResult",
+    "PreemptionOracle",
+    "compile_queue",
+    "first_plain_fit",
+    "search_flavors",
+]
+
+REASON_WAITING = "WaitingForQuota"
+REASON_EXCEEDS = "ExceedsMaxQuota"
+REASON_NO_FLAVOR = "NoMatchingFlavor"
+_SEVERITY = {"": 0, REASON_WAITING: 2, REASON_EXCEEDS: 3, REASON_NO_FLAVOR: 4}
+
+
+def _most_severe(a: str, b: str) -> str:
+    return a if _SEVERITY.get(a, 0) >= _SEVERITY.get(b, 0) else b
+
+
+class Mode(IntEnum):
+    """How a flavor (or a whole assignment) could be used; higher is better."""
+
+    NO_FIT = 0
+    NO_CANDIDATES = 1  # would need preemption, and nothing can be preempted
+    PREEMPT = 2  # would need preemption, candidates found (some in its own ClusterQueue)
+    RECLAIM = 3  # would need preemption, candidates found only in other ClusterQueues of the cohort
+    FIT = 4
+
+    @property
+    def needs_preemption(self) -> bool:
+        return self in (Mode.NO_CANDIDATES, Mode.PREEMPT, Mode.RECLAIM)
+
+
+class PreemptionOracle(Protocol):
+    """Could preempting admitted workloads free ``amount`` of ``fr`` for ``workload`` in ``queue``?
+
+    Returns the mode (``NO_CANDIDATES``, ``PREEMPT`` or ``RECLAIM``) and how far up the cohort tree
+    the workload would borrow once the candidates are gone.
+    """
+
+    def simulate(
+        self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int
+    ) -> tuple[Mode, int]: ...
+
+
+class NoPreemption:
+    """The oracle for a system without preemption: nothing is ever a candidate."""
+
+    def simulate(
+        self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int
+    ) -> tuple[Mode, int]:
+        return Mode.NO_CANDIDATES, 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledQueue:
+    """A ClusterQueue reduced to what flavor assignment reads."""
+
+    name: str
+    groups: tuple[tuple[frozenset[str], tuple[str, ...]], ...]
+    group_of: Mapping[str, int]
+    nominal: Mapping[FlavorResource, int]
+    fungibility: FlavorFungibility
+    #: ``borrowWithinCohort`` allows preempting while borrowing (Kueue's canPreemptWhileBorrowing)
+    preempt_while_borrowing: bool = False
+
+
+def compile_queue(queue: ClusterQueue, *, fair_sharing: bool = False) -> CompiledQueue:
+    """``fair_sharing``: reclaiming lets a borrowing workload preempt too (canPreemptWhileBorrowing)."""
+    groups = tuple(
+        (frozenset(group.covered_resources), tuple(f.name for f in group.flavors))
+        for group in queue.resource_groups
+    )
+    group_of = {resource: index for index, (covered, _) in enumerate(groups) for resource in covered}
+    nominal = {
+        (flavor.name, quota.name): quota.nominal.nanos
+        for group in queue.resource_groups
+        for flavor in group.flavors
+        for quota in flavor.resources
+    }
+    return CompiledQueue(
+        queue.name,
+        groups,
+        group_of,
+        nominal,
+        queue.flavor_fungibility,
+        queue.preemption.borrow_within_cohort != "Never"
+        or (fair_sharing and queue.preemption.reclaim_within_cohort != "Never"),
+    )
+
+
+@dataclass(slots=True)
+class PodSetResult:
+    name: str
+    count: int
+    flavors: dict[str, str] = field(default_factory=dict)
+    #: total for the pod set (per pod x count), nano-units
+    requests: dict[str, int] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    mode: Mode = Mode.FIT
+
+    def message(self) -> str:
+        return ", ".join(sorted(self.reasons))
+
+
+@dataclass(slots=True)
+class Assignment:
+    pod_sets: list[PodSetResult]
+    usage: dict[FlavorResource, int]
+    mode: Mode
+    #: Kueue's borrowing level: 0 within its own quota, else the height of the smallest cohort subtree
+    #: whose quota holds it (``ledger.borrowing_height``); heads borrowing less go first in a cycle
+    borrowing: int = 0
+    no_fit_reason: str = ""
+    #: the flavor/resources of the chosen flavors that lack unused quota (what preemption must free)
+    needs: frozenset[FlavorResource] = frozenset()
+    #: when this workload could fit again: per failing resource group, the alternatives (flavors) that
+    #: only lacked unused quota, each as the ``(fr, amount)`` that must be available. ``None`` when
+    #: unknown (several pod sets): then any release may help.
+    shortfalls: tuple[tuple[tuple[tuple[FlavorResource, int], ...], ...], ...] | None = None
+
+    def message(self) -> str:
+        """``couldn't assign flavors to pod set main: ...`` as Kueue words it ("" when it fits)."""
+        parts = [
+            f"couldn't assign flavors to pod set {ps.name}: {ps.message()}"
+            for ps in self.pod_sets
+            if ps.mode is not Mode.FIT
+        ]
+        return "; ".join(parts)
+
+    def reason(self) -> str:
+        """The QuotaReserved reason when this assignment cannot be admitted now."""
+        if self.mode is Mode.NO_FIT:
+            return self.no_fit_reason or "Pending"
+        return REASON_WAITING
+
+
+# -- node compatibility ------------------------------------------------------------------------------
+
+
+def _tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
+    tol_effect = toleration.get("effect") or ""
+    if tol_effect and tol_effect != effect:
+        return False
+    tol_key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if tol_key and tol_key != key:
+        return False
+    if operator == "Exists":
+        return True
+    return bool(tol_key) and (toleration.get("value") or "") == value
+
+
+def _requirement_holds(labels: Mapping[str, str], key: str, operator: str, values: tuple[str, ...]) -> bool:
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def flavor_incompatibility(pod_set: PodSetInfo, flavor: ResourceFlavor) -> str:
+    """Why pods of ``pod_set`` could not run on ``flavor``'s nodes ("" when they can)."""
+    if not flavor.node_taints and not pod_set.node_selector and not pod_set.affinity_terms:
+        return ""  # the common case: nothing on either side to disagree about
+    tolerations = (*pod_set.tolerations, *flavor.tolerations)
+    for taint in flavor.node_taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations):
+            return f"untolerated taint {taint} in flavor {flavor.name}"
+    labels = flavor.node_labels
+    for key, value in pod_set.node_selector.items():
+        if key in labels and labels[key] != value:
+            return f"flavor {flavor.name} doesn't match node affinity"
+    terms: list[tuple[tuple[str, str, tuple[str, ...]], ...]] = []
+    for term in pod_set.affinity_terms:
+        kept = tuple(expr for expr in term if expr[0] in labels)
+        if not kept:  # a term with no relevant key matches any flavor: affinity is moot
+            terms = []
+            break
+        terms.append(kept)
+    if terms and not any(all(_requirement_holds(labels, *expr) for expr in term) for term in terms):
+        return f"flavor {flavor.name} doesn't match node affinity"
+    return ""
+
+
+# -- assignment --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Choice:
+    flavor: str
+    mode: Mode
+    borrow: int
+    #: the flavor/resources lacking unused quota on this flavor
+    short: tuple[FlavorResource, ...] = ()
+
+
+def _better(a: _Choice, b: _Choice | None, fungibility: FlavorFungibility) -> bool:
+    """Kueue's ``isPreferred``: any fit beats none and having candidates beats having none; then
+    ``BorrowingOverPreemption`` (the default) ranks by mode, then less borrowing, and
+    ``PreemptionOverBorrowing`` by less borrowing, then mode."""
+    if a.mode is Mode.NO_FIT:
+        return False
+    if b is None or b.mode is Mode.NO_FIT:
+        return True
+    a_none, b_none = a.mode is Mode.NO_CANDIDATES, b.mode is Mode.NO_CANDIDATES
+    if a_none != b_none:
+        return not a_none
+    if fungibility.preference == "PreemptionOverBorrowing":
+        if a.borrow != b.borrow:
+            return a.borrow < b.borrow
+        return a.mode > b.mode
+    if a.mode != b.mode:
+        return a.mode > b.mode
+    return a.borrow < b.borrow
+
+
+def _try_next(choice: _Choice, fungibility: FlavorFungibility) -> bool:
+    if choice.mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
+        return True
+    if choice.mode in (Mode.PREEMPT, Mode.RECLAIM) and fungibility.when_can_preempt == "TryNextFlavor":
+        return True
+    return choice.borrow > 0 and fungibility.when_can_borrow == "TryNextFlavor"
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorAssigner:
+    """What flavor assignment reads besides the workload and its ClusterQueue, which stays the same
+    from one call to the next: the ResourceFlavors, the ledger, and who answers for preemption."""
+
+    flavors: Mapping[str, ResourceFlavor]
+    ledger: Ledger
+    oracle: PreemptionOracle
+
+    def assign(self, workload: WorkloadInfo, queue: CompiledQueue) -> Assignment:
+        """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
+        plain = first_plain_fit(workload, queue, self.flavors, self.ledger)
+        if plain is not None:
+            return plain
+        return search_flavors(
+            workload=workload, queue=queue, flavors=self.flavors, ledger=self.ledger, oracle=self.oracle
+        )
+
+
+def search_flavors(
+    *,
+    workload: WorkloadInfo,
+    queue: CompiledQueue,
+    flavors: Mapping[str, ResourceFlavor],
+    ledger: Ledger,
+    oracle: PreemptionOracle,
+) -> Assignment:
+    """The full search of ``FlavorAssigner.assign`` (every rule, every reason)."""
+    assigned: dict[FlavorResource, int] = {}
+    results: list[PodSetResult] = []
+    overall = Mode.FIT
+    borrowing = 0
+    no_fit_reason = ""
+    shortfalls: list[tuple[tuple[tuple[FlavorResource, int], ...], ...]] = []
+    needs: set[FlavorResource] = set()
+    for pod_set in workload.pod_sets:
+        result = PodSetResult(pod_set.name, pod_set.count)
+        result.requests = {resource: amount * pod_set.count for resource, amount in pod_set.requests}
+        results.append(result)
+        group_min_reason: dict[int, str] = {}
+        for resource in sorted(result.requests):
+            if resource in result.flavors:
+                continue
+            group_index = queue.group_of.get(resource)
+            if group_index is None:
+                result.reasons = [f"resource {resource} unavailable in ClusterQueue"]
+                result.mode = Mode.NO_FIT
+                shortfalls.append(())
+                group_min_reason[-1] = REASON_NO_FLAVOR
+                break
+            covered, flavor_names = queue.groups[group_index]
+            group_requests = {r: a for r, a in result.requests.items() if r in covered}
+            best: _Choice | None = None
+            reasons: list[str] = []
+            alternatives: list[tuple[tuple[FlavorResource, int], ...]] = []
+            for flavor_name in flavor_names:
+                flavor = flavors.get(flavor_name)
+                problem = (
+                    f"flavor {flavor_name} not found"
+                    if flavor is None
+                    else flavor_incompatibility(pod_set, flavor)
+                )
+                if problem:
+                    reasons.append(problem)
+                    _note(group_min_reason, group_index, REASON_NO_FLAVOR)
+                    continue
+                choice, flavor_reasons, flavor_no_fit, short = _check_flavor(
+                    workload, queue, ledger, oracle, flavor_name, group_requests, assigned
+                )
+                reasons.extend(flavor_reasons)
+                if short is not None:
+                    alternatives.append(short)
+                if choice.mode is Mode.NO_FIT:
+                    _note(group_min_reason, group_index, flavor_no_fit)
+                if not _try_next(choice, queue.fungibility):
+                    best = choice
+                    break
+                if _better(choice, best, queue.fungibility):
+                    best = choice
+            if best is None or best.mode is not Mode.FIT:
+                shortfalls.append(tuple(alternatives))
+            if best is None or best.mode is Mode.NO_FIT:
+                result.mode = Mode.NO_FIT
+                result.reasons = reasons
+                break
+            for r in group_requests:
+                result.flavors[r] = best.flavor
+            if best.mode is not Mode.FIT:
+                needs.update(best.short)
+                result.mode = min(result.mode, best.mode)
+                result.reasons.extend(reasons)
+            borrowing = max(borrowing, best.borrow)
+        if result.mode is Mode.NO_FIT:
+            pod_set_reason = ""
+            for reason in group_min_reason.values():
+                pod_set_reason = _most_severe(pod_set_reason, reason)
+            no_fit_reason = _most_severe(no_fit_reason, pod_set_reason or REASON_NO_FLAVOR)
+        overall = min(overall, result.mode)
+        if result.mode is Mode.NO_FIT:
+            break
+        for resource, flavor_name in result.flavors.items():
+            fr = (flavor_name, resource)
+            assigned[fr] = assigned.get(fr, 0) + result.requests[resource]
+    known = len(workload.pod_sets) == 1
+    return Assignment(
+        results,
+        assigned,
+        overall,
+        borrowing,
+        no_fit_reason,
+        frozenset(needs),
+        tuple(shortfalls) if known else None,
+    )
+
+
+def first_plain_fit(
+    workload: WorkloadInfo, queue: CompiledQueue, flavors: Mapping[str, ResourceFlavor], ledger: Ledger
+) -> Assignment | None:
+    """What ``search_flavors`` answers in its most common case, without its bookkeeping: one pod set
+    whose resources share one group, and a first flavor that fits, borrowing or not. Flavors before it
+    that do not fit, or fit only by preempting, are passed over by the search too (``whenCanPreempt:
+    TryNextFlavor``, the only case taken here), and it stops at a fit unless the fit borrows under
+    ``whenCanBorrow: TryNextFlavor``. ``None``: the full search decides."""
+    if len(workload.pod_sets) != 1 or queue.fungibility.when_can_preempt != "TryNextFlavor":
+        return None
+    pod_set = workload.pod_sets[0]
+    if not pod_set.requests:
+        return None
+    group_of = queue.group_of
+    group = group_of.get(pod_set.requests[0][0])
+    if group is None or any(group_of.get(resource) != group for resource, _ in pod_set.requests):
+        return None
+    count = pod_set.count
+    requests = {resource: amount * count for resource, amount in pod_set.requests}
+    node = ledger.queues[queue.name]
+    usage, subtree, nominal = node.usage, node.subtree, queue.nominal
+    may_stop_borrowing = queue.fungibility.when_can_borrow == "MayStopSearch"
+    for flavor_name in queue.groups[group][1]:
+        flavor = flavors.get(flavor_name)
+        if flavor is None or flavor_incompatibility(pod_set, flavor):
+            continue
+        fits, borrows = True, 0
+        for resource, wanted in requests.items():
+            fr = (flavor_name, resource)
+            if fr not in nominal or wanted > available(node, fr):
+                fits = False
+                break
+            if usage.get(fr, 0) + wanted > subtree.get(fr, 0):
+                borrows = max(borrows, borrowing_height(node, fr, wanted))
+        if not fits:
+            continue
+        if borrows and not may_stop_borrowing:
+            return None  # the search goes on looking for a flavor without borrowing, then compares
+        result = PodSetResult(pod_set.name, count, dict.fromkeys(requests, flavor_name), requests)
+        used = {(flavor_name, resource): amount for resource, amount in requests.items()}
+        return Assignment([result], used, Mode.FIT, borrows, shortfalls=())
+    return None
+
+
+def _note(group_min_reason: dict[int, str], group: int, reason: str) -> None:
+    """Alternative flavors of one group: the least severe failure is the one that matters."""
+    existing = group_min_reason.get(group)
+    if existing is None or _SEVERITY.get(reason, 0) < _SEVERITY.get(existing, 0):
+        group_min_reason[group] = reason
+
+
+def _check_flavor(
+    workload: WorkloadInfo,
+    queue: CompiledQueue,
+    ledger: Ledger,
+    oracle: PreemptionOracle,
+    flavor: str,
+    requests: Mapping[str, int],
+    assigned: Mapping[FlavorResource, int],
+) -> tuple[_Choice, list[str], str, tuple[tuple[FlavorResource, int], ...] | None]:
+    """The flavor's mode, its reasons, its no-fit reason, and the amounts that would have to be
+    available for it to fit (``None`` when waiting can never help: it exceeds the maximum capacity)."""
+    mode = Mode.FIT
+    borrow = 0
+    reasons: list[str] = []
+    no_fit_reason = ""
+    short: list[tuple[FlavorResource, int]] = []
+    hopeless = False
+    node = ledger.queues[queue.name]
+    nominal = queue.nominal
+    usage, subtree = node.usage, node.subtree
+    for resource, amount in requests.items():
+        fr = (flavor, resource)
+        before = assigned.get(fr, 0)
+        wanted = before + amount
+        if fr in nominal:
+            free = available(node, fr)
+            if wanted <= free:  # fits now, so it fits the maximum capacity too
+                if usage.get(fr, 0) + wanted > subtree.get(fr, 0):  # not within its own quota
+                    borrow = max(borrow, borrowing_height(node, fr, wanted))
+                continue
+            capacity = ledger.potential_available(queue.name, fr)
+        else:  # a flavor that does not quote a resource of its group can never provide any of it
+            free = capacity = 0
+        if wanted > capacity:
+            previous, current = format_amount(resource, before), format_amount(resource, amount)
+            reasons.append(
+                f"insufficient quota for {resource} in flavor {flavor}, "
+                f"previously considered podsets requests ({previous}) + current podset request ({current}) "
+                "> maximum capacity "
+                f"({format_amount(resource, capacity)})"
+            )
+            mode = Mode.NO_FIT
+            no_fit_reason = _most_severe(no_fit_reason, REASON_EXCEEDS)
+            hopeless = True
+            continue
+        reasons.append(
+            f"insufficient unused quota for {resource} in flavor {flavor}, "
+            f"{format_amount(resource, wanted - free)} more needed"
+        )
+        short.append((fr, wanted))
+        if (
+            queue.nominal.get(fr, 0) >= wanted
+            or queue.preempt_while_borrowing
+            or ledger.may_reclaim_in_hierarchy(queue.name, fr, wanted)
+        ):
+            found, borrow_after = oracle.simulate(queue=queue.name, workload=workload, fr=fr, amount=wanted)
+            mode = min(mode, found)
+            borrow = max(borrow, borrow_after)
+        else:
+            mode = Mode.NO_FIT
+            no_fit_reason = _most_severe(no_fit_reason, REASON_WAITING)
+    choice = _Choice(flavor, mode, borrow, tuple(fr for fr, _ in short))
+    return choice, reasons, no_fit_reason, None if hopeless else tuple(short)

@@ -1,0 +1,275 @@
+"""The pending queue of one ClusterQueue, ordered by priority, then age, then name.
+
+Each queue is a binary heap with lazy deletion (a removed or re-prioritised workload leaves a stale
+entry that is skipped when it surfaces), so adding, removing and popping the head are O(log n) and a
+scheduling cycle never touches the rest of the queue.
+
+``BestEffortFIFO``: a head that cannot be admitted is *parked* (Kueue's "inadmissible" list) and the
+next one gets its turn. ``StrictFIFO``: the head that cannot be admitted stays the head and the queue is
+*stalled*: it offers no head until something happens that could change the answer. In both modes that
+"something" is an explicit wake-up from the scheduler state (quota released in the cohort tree, a
+ClusterQueue, Cohort or ResourceFlavor changed, namespace labels changed), so parked workloads return
+immediately when the world changes; the one timed wake-up is the revisit a second after usage moved in
+their cohort tree, so that what they were told stays true (``revisits.py``). A workload that
+sorts before a stalled head (higher priority) un-stalls the queue by becoming the new head.
+
+Waking does not throw every parked workload back at the scheduler. Parked workloads are grouped by
+*shape* (namespace and pod sets: counts, requests, node constraints); two workloads of one shape fit or
+fail together against the same quota, and usage only grows while a wake is being worked through. So a
+wake returns the first parked workload of each shape, and the next one of a shape follows only when the
+previous one was taken. The outcome is the one of retrying everything in queue order, at a cost that
+grows with the number of shapes instead of the number of parked workloads. So that the workloads behind a
+failed one of its shape do not keep an outdated pending message, a wake that retries for real (anything
+but a mere release) marks the shape *revisited*: the first of it that fails again tells the cycle which
+parked workloads share its shape (``revisited_alike``), and they are told the same.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, insort
+from collections.abc import Callable, Hashable, Iterator
+
+from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
+
+__all__ = ["PendingQueue", "RetryCondition", "may_fit"]
+
+_Key = tuple[int, float, str]
+
+#: when a parked shape may fit again: every failing resource group needs one alternative (flavor)
+#: where each listed ``(flavor, resource)`` has at least the listed amount available
+RetryCondition = tuple[tuple[tuple[tuple[FlavorResource, int], ...], ...], ...]
+
+
+def may_fit(condition: RetryCondition | None, available: Callable[[FlavorResource], int]) -> bool:
+    """Whether a parked shape is worth retrying with what is ``available`` now (None: always)."""
+    if condition is None:
+        return True
+    return all(
+        any(all(available(fr) >= amount for fr, amount in alternative) for alternative in group)
+        for group in condition
+    )
+
+
+class PendingQueue:
+    """The workloads waiting in one ClusterQueue."""
+
+    __slots__ = (
+        "_awake",
+        "_buckets",
+        "_entries",
+        "_following",
+        "_heap",
+        "_parked",
+        "_parked_keys",
+        "_retry_when",
+        "_revisited",
+        "_stalled",
+        "strict",
+    )
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
+        self._heap: list[tuple[_Key, WorkloadKey]] = []
+        #: workloads in the heap -> the key they were pushed with (stale heap entries differ)
+        self._entries: dict[WorkloadKey, tuple[_Key, WorkloadInfo]] = {}
+        self._parked: dict[WorkloadKey, WorkloadInfo] = {}
+        self._parked_keys: list[_Key] = []
+        #: parked workloads by shape, each a heap in queue order (lazy deletion as above)
+        self._buckets: dict[Hashable, list[tuple[_Key, WorkloadKey]]] = {}
+        #: shapes being retried since the last wake (and not failed again)
+        self._awake: set[Hashable] = set()
+        #: per parked shape, the releases after which it may fit (see ``RetryCondition``)
+        self._retry_when: dict[Hashable, RetryCondition | None] = {}
+        #: shapes retried for real by a wake whose first failure has not been seen yet
+        self._revisited: set[Hashable] = set()
+        #: per revisited shape, the parked workload released behind its first (see ``pop``)
+        self._following: dict[Hashable, WorkloadKey] = {}
+        self._stalled: _Key | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._parked)
+
+    @property
+    def parked_count(self) -> int:
+        """Workloads set aside until something changes (Kueue's inadmissible workloads)."""
+        return len(self._parked)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether anything is parked or stalled (what a wake-up could return)."""
+        return bool(self._buckets) or self._stalled is not None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries or key in self._parked
+
+    def push(self, info: WorkloadInfo) -> None:
+        """Add (or re-add after an update) a workload to the active heap."""
+        self.remove(info.key)
+        sort_key = info.sort_key
+        self._entries[info.key] = (sort_key, info)
+        heapq.heappush(self._heap, (sort_key, info.key))
+        if self._stalled is not None and sort_key < self._stalled:
+            self._stalled = None
+
+    def remove(self, key: WorkloadKey) -> WorkloadInfo | None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            if self._stalled == entry[0]:
+                self._stalled = None
+            return entry[1]
+        info = self._parked.pop(key, None)
+        if info is not None:
+            del self._parked_keys[bisect_left(self._parked_keys, info.sort_key)]
+        return info
+
+    def _top(self) -> tuple[_Key, WorkloadInfo] | None:
+        heap = self._heap
+        while heap:
+            sort_key, key = heap[0]
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] == sort_key:
+                return entry
+            heapq.heappop(heap)  # stale: removed or pushed again with another key
+        return None
+
+    def peek(self) -> WorkloadInfo | None:
+        """The head the next cycle should try, or None when empty or stalled."""
+        top = self._top()
+        if top is None or (self._stalled is not None and top[0] == self._stalled):
+            return None
+        return top[1]
+
+    def pop(self) -> WorkloadInfo | None:
+        info = self.peek()
+        if info is not None:
+            heapq.heappop(self._heap)
+            del self._entries[info.key]
+            if info.shape in self._awake:
+                following = self._release_next(info.shape)
+                if following is not None and info.shape in self._revisited:
+                    self._following[info.shape] = following
+        return info
+
+    def requeue_failed(self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None) -> None:
+        """A popped head could not be admitted: park it (BestEffortFIFO) or stall on it (StrictFIFO).
+
+        ``retry_when`` tells which releases of quota could make it fit (None: any release may).
+        """
+        if self.strict:
+            self.push(info)
+            self._stalled = info.sort_key
+            return
+        self._awake.discard(info.shape)
+        self._retry_when[info.shape] = retry_when
+        info.parked, info.retry_when = True, retry_when
+        self._parked[info.key] = info
+        insort(self._parked_keys, info.sort_key)
+        heapq.heappush(self._buckets.setdefault(info.shape, []), (info.sort_key, info.key))
+
+    def retry(self, key: WorkloadKey) -> bool:
+        """Put one parked workload back in the heap to be tried for real, whatever its shape waits for
+        (a preemptor whose targets are gone: the room it lacks is claimed for it, so ``wake`` would never
+        see it available)."""
+        info = self._parked.get(key)
+        if info is None:
+            return False
+        self.remove(key)
+        info.parked = False
+        self.push(info)
+        return True
+
+    def requeue_retry(self, info: WorkloadInfo) -> None:
+        """A popped head should be tried again in the next cycle (it failed only because of another
+        admission in the same cycle)."""
+        self.push(info)
+
+    def _release_next(self, shape: Hashable, *, forget_condition: bool = False) -> WorkloadKey | None:
+        """Move the first parked workload of ``shape`` back to the heap (``forget_condition``: it is
+        tried for real whatever it needed, because something other than usage changed)."""
+        bucket = self._buckets.get(shape)
+        while bucket:
+            sort_key, key = heapq.heappop(bucket)
+            info = self._parked.get(key)
+            if info is None or info.sort_key != sort_key:
+                continue  # stale
+            self.remove(key)
+            if forget_condition:
+                info.parked = False
+            self._entries[key] = (sort_key, info)
+            heapq.heappush(self._heap, (sort_key, key))
+            if not bucket:
+                del self._buckets[shape]
+            return key
+        self._buckets.pop(shape, None)
+        self._retry_when.pop(shape, None)
+        self._awake.discard(shape)
+        self._revisited.discard(shape)
+        self._following.pop(shape, None)
+        return None
+
+    def wake(self, *, available: Callable[[FlavorResource], int] | None = None) -> bool:
+        """Something changed that could make waiting workloads fit: retry the first of every shape.
+
+        With ``available`` only quota was freed (nothing about flavors, quotas or namespaces changed),
+        so a shape stays parked while what it needs is still not available: it could not fit.
+        """
+        woke = self._stalled is not None
+        self._stalled = None
+        for shape in list(self._buckets):
+            if available is not None and not may_fit(self._retry_when.get(shape), available):
+                continue
+            if self._release_next(shape, forget_condition=available is None):
+                self._awake.add(shape)
+                if available is None:
+                    self._revisited.add(shape)
+                woke = True
+        return woke
+
+    def revisited_alike(self, info: WorkloadInfo) -> list[WorkloadKey]:
+        """The other parked workloads of ``info``'s shape, when ``info`` has just failed as the first of its
+        shape retried by a wake for real (once per wake; else nothing). They would fail the same way."""
+        shape = info.shape
+        if shape not in self._revisited:
+            return []
+        self._revisited.discard(shape)
+        parked = self._parked
+        alike = [
+            key
+            for sort_key, key in self._buckets.get(shape, ())
+            if key != info.key and key in parked and parked[key].sort_key == sort_key
+        ]
+        following = self._following.pop(shape, None)  # released behind it, to be put back untried
+        entry = self._entries.get(following) if following is not None else None
+        if entry is not None and entry[1].parked:
+            alike.append(entry[1].key)
+        return alike
+
+    def position(self, info: WorkloadInfo) -> int:
+        """1-based rank of a workload that just failed as head: parked workloads that sort before it,
+        plus itself (everything still in the heap sorts after a head)."""
+        return bisect_left(self._parked_keys, info.sort_key) + 1
+
+    def __iter__(self) -> Iterator[WorkloadInfo]:
+        """Every pending workload in queue order (O(n log n): for status and reports, not cycles)."""
+        infos = [entry[1] for entry in self._entries.values()]
+        infos.extend(self._parked.values())
+        infos.sort(key=lambda i: i.sort_key)
+        return iter(infos)
+
+    def unordered(self) -> Iterator[WorkloadInfo]:
+        """Every pending workload, in no particular order (O(n): for counts)."""
+        yield from (entry[1] for entry in self._entries.values())
+        yield from self._parked.values()
+
+    def set_strict(self, strict: bool) -> None:
+        if strict != self.strict:
+            self.strict = strict
+            while self._buckets:  # StrictFIFO parks nothing: every parked workload returns
+                shape = next(iter(self._buckets))
+                while self._release_next(shape, forget_condition=True):
+                    pass
+            self._awake.clear()
+            self._revisited.clear()
+            self._following.clear()
+            self._stalled = None

@@ -1,0 +1,454 @@
+"""Classical preemption: which admitted workloads to evict so that a pending one fits.
+
+This follows Kueue's classical preemptor (``pkg/scheduler/preemption``): candidates are the admitted
+workloads that use a flavor/resource the preemptor lacks and that the preemptor's ClusterQueue policy
+allows it to preempt:
+
+* its own ClusterQueue, under ``withinClusterQueue`` (``LowerPriority``, or
+  ``LowerOrNewerEqualPriority``: also equal priority when the candidate is newer) -> ``InClusterQueue``;
+* other ClusterQueues of the cohort tree that are above their quota, under ``reclaimWithinCohort``
+  (``LowerPriority`` or ``Any``). When the preemptor would fit in its own subtree's quota the reclaim is
+  ``InCohortReclamation``; otherwise it would itself be borrowing, which ``borrowWithinCohort`` allows
+  only for candidates of lower priority (and at most ``maxPriorityThreshold``), reason
+  ``InCohortReclaimWhileBorrowing``.
+
+Candidates are ordered already-evicting first, other ClusterQueues before the preemptor's own, lower
+priority first, most recently admitted first. They are removed one by one from the live ledger until the
+preemptor fits (first allowing it to borrow, then not, or the other way round as Kueue decides), then
+added back in reverse order wherever the preemptor still fits without them, so the set is minimal.
+The ledger is always restored before returning: removal is simulated, never committed. A candidate is
+skipped when its ClusterQueue (or a cohort between it and the common ancestor) is no longer above its
+quota, which is what keeps a reclaim from taking more than the borrower borrowed.
+
+The same search answers the flavor assigner's question ("could preemption make room for this much of
+this resource?") through ``simulate``, which is why ``ClassicalPreemption`` is the ``PreemptionOracle``.
+A ClusterQueue whose policies are all ``Never`` is answered at once without looking at any workload, so
+the non-preempting path costs nothing extra.
+
+With fair sharing on, ``fair_preemption.FairSharingPreemption`` replaces the search. Both are a
+``TargetSearch`` and share what this module defines besides the classical search: the candidates as
+preemption sees them, who may preempt whom (``policy_allows``), the order candidates are tried in
+(``candidate_order``), and the simulated removal from the ledger (``remove``/``restore``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from kueue_webhook.api.objects import Preemption
+from kueue_webhook.core.flavors import Mode
+from kueue_webhook.core.ledger import Ledger, Node, available
+from kueue_webhook.core.model import FlavorResource, WorkloadInfo
+
+__all__ = [
+    "REASON_IN_CLUSTER_QUEUE",
+    "REASON_IN_COHORT_FAIR_SHARING",
+    "REASON_IN_COHORT_RECLAIM_WHILE_BORROWING",
+    "REASON_IN_COHORT_RECLAMATION",
+    "Candidate",
+    "ClassicalPreemption",
+    "Needs",
+    "QuotaHolders",
+    "Requests",
+    "Target",
+    "TargetSearch",
+    "candidate_order",
+    "policy_allows",
+    "preemption_message",
+    "queue_path",
+    "remove",
+    "restore",
+    "uses_any",
+    "within_nominal",
+]
+
+#: what a preemptor asks for, per flavor/resource (nano-units)
+Requests = Mapping[FlavorResource, int]
+#: the flavor/resources it lacks room for: only candidates using one of them are worth evicting
+Needs = frozenset[FlavorResource]
+
+REASON_IN_CLUSTER_QUEUE = "InClusterQueue"
+REASON_IN_COHORT_RECLAMATION = "InCohortReclamation"
+REASON_IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+REASON_IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+
+_HUMAN_REASONS = {
+    REASON_IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    REASON_IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    REASON_IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    REASON_IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+# how a candidate may be preempted (Kueue's preemption variants)
+_WITHIN_CQ, _HIERARCHICAL, _RECLAIM_NO_BORROW, _RECLAIM_WHILE_BORROWING = range(4)
+_VARIANT_REASON = {
+    _WITHIN_CQ: REASON_IN_CLUSTER_QUEUE,
+    _HIERARCHICAL: REASON_IN_COHORT_RECLAMATION,
+    _RECLAIM_NO_BORROW: REASON_IN_COHORT_RECLAMATION,
+    _RECLAIM_WHILE_BORROWING: REASON_IN_COHORT_RECLAIM_WHILE_BORROWING,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An admitted workload holding quota, as preemption sees it."""
+
+    info: WorkloadInfo
+    cluster_queue: str
+    #: already told to go (Evicted=True, or a Preempt issued by us) and still holding its quota
+    evicting: bool
+    #: when its quota was reserved, for "most recently admitted first" (bigger is more recent)
+    reserved_at: tuple[float, int]
+    #: the flavor/resources it holds
+    frs: frozenset[FlavorResource] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    candidate: Candidate
+    reason: str
+
+
+class QuotaHolders(Protocol):
+    """What preemption reads from the scheduler state."""
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def preemption_policy(self, cluster_queue: str) -> Preemption: ...
+
+    def holders(self, cluster_queue: str) -> Iterable[Candidate]: ...
+
+
+def preemption_message(
+    *, preemptor_uid: str, preemptor_job_uid: str, reason: str, preemptor_path: str, preemptee_path: str
+) -> str:
+    """The Evicted/Preempted condition message, worded exactly as Kueue's."""
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor_uid or 'UNKNOWN'}, "
+        f"JobUID: {preemptor_job_uid or 'UNKNOWN'}) due to {_HUMAN_REASONS.get(reason, 'UNKNOWN')}; "
+        f"preemptor path: {preemptor_path or 'UNKNOWN'}; preemptee path: {preemptee_path or 'UNKNOWN'}"
+    )
+
+
+def queue_path(ledger: Ledger, cluster_queue: str) -> str:
+    """``/<root cohort>/.../<cluster queue>`` as Kueue prints it in preemption messages."""
+    node = ledger.queues.get(cluster_queue)
+    parts: list[str] = []
+    while node is not None:
+        parts.append(node.name)
+        node = node.parent
+    return "/" + "/".join(reversed(parts)) if parts else ""
+
+
+def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
+    """Whether ``node`` uses no more than its own subtree quota of each of ``frs`` (it lends, or uses
+    what it lent, but does not borrow): nothing there is to be reclaimed."""
+    return all(node.usage.get(fr, 0) <= node.subtree.get(fr, 0) for fr in frs)
+
+
+def uses_any(candidate: Candidate, needs: Needs) -> bool:
+    """Whether evicting ``candidate`` frees any of what the preemptor lacks."""
+    if candidate.frs:
+        return not candidate.frs.isdisjoint(needs)
+    return any(fr in needs for fr in candidate.info.usage)
+
+
+def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
+    """Whether a ``withinClusterQueue``/``reclaimWithinCohort`` policy lets ``preemptor`` evict
+    ``candidate`` (Kueue's ``LowerPriority``, ``LowerOrNewerEqualPriority`` and ``Any``)."""
+    if policy == "Any":
+        return True
+    if preemptor.priority > candidate.priority:
+        return policy in ("LowerPriority", "LowerOrNewerEqualPriority")
+    if policy == "LowerOrNewerEqualPriority" and preemptor.priority == candidate.priority:
+        return preemptor.created < candidate.created
+    return False
+
+
+def candidate_order(candidate: Candidate, queue: str) -> tuple[bool, bool, int, float, int, str]:
+    """The order candidates are tried in: already evicting first, other ClusterQueues before the
+    preemptor's own ``queue``, lower priority first, most recently admitted first."""
+    at, seq = candidate.reserved_at
+    return (
+        not candidate.evicting,
+        candidate.cluster_queue == queue,
+        candidate.info.priority,
+        -at,
+        -seq,
+        candidate.info.uid,
+    )
+
+
+def remove(ledger: Ledger, candidates: Iterable[Candidate]) -> None:
+    """Take the candidates' usage off the ledger, as if they were gone (``restore`` puts it back)."""
+    for c in candidates:
+        ledger.release(c.cluster_queue, c.info.usage)
+
+
+def restore(ledger: Ledger, candidates: Iterable[Candidate]) -> None:
+    for c in candidates:
+        if c.cluster_queue in ledger.queues:
+            ledger.charge(c.cluster_queue, c.info.usage)
+
+
+def _fits_in_quota(node: Node, requests: Requests) -> tuple[bool, dict[FlavorResource, int]]:
+    fits = True
+    remaining: dict[FlavorResource, int] = {}
+    for fr, amount in requests.items():
+        if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + amount:
+            fits = False
+        remaining[fr] = max(0, amount - node.local_available(fr))
+    return fits, remaining
+
+
+class TargetSearch(ABC):
+    """A way to pick the workloads to preempt: classical, or by fair share."""
+
+    holders: QuotaHolders
+
+    def targets(
+        self, *, queue: str, workload: WorkloadInfo, requests: Requests, needs: Needs
+    ) -> list[Target]:
+        """The admitted workloads whose eviction lets ``requests`` fit in ``queue``, as few as the search
+        can do with (empty when none does). ``needs`` are the flavor/resources that lack room."""
+        node = self.holders.ledger.queues.get(queue)
+        if node is None or not needs:
+            return []
+        return self._find(node, workload, self.holders.preemption_policy(queue), requests, needs)
+
+    @abstractmethod
+    def _find(
+        self, node: Node, workload: WorkloadInfo, policy: Preemption, requests: Requests, needs: Needs
+    ) -> list[Target]:
+        """``targets``, once the preemptor's ClusterQueue ``node`` and its ``policy`` are known."""
+
+
+@dataclass(slots=True)
+class _Elem:
+    candidate: Candidate
+    variant: int
+    #: the cohort where the preemptor and the candidate meet (None within the ClusterQueue)
+    meeting: Node | None
+
+
+class ClassicalPreemption(TargetSearch):
+    """Kueue's classical preemption over the live ledger (removals are simulated and undone)."""
+
+    def __init__(self, *, holders: QuotaHolders) -> None:
+        self.holders = holders
+        #: set while fair sharing is on: the flavor assigner's question is then answered by it
+        self.fair: TargetSearch | None = None
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.holders.ledger
+
+    # -- the flavor assigner's question -------------------------------------------------------------
+    def simulate(
+        self, *, queue: str, workload: WorkloadInfo, fr: FlavorResource, amount: int
+    ) -> tuple[Mode, int]:
+        policy = self.holders.preemption_policy(queue)
+        if policy.within_cluster_queue == "Never" and policy.reclaim_within_cohort == "Never":
+            return Mode.NO_CANDIDATES, 0
+        search = self.fair if self.fair is not None else self
+        targets = search.targets(
+            queue=queue, workload=workload, requests={fr: amount}, needs=frozenset((fr,))
+        )
+        if not targets:
+            return Mode.NO_CANDIDATES, self.ledger.borrowing_height(queue, fr, amount)
+        remove(self.ledger, (t.candidate for t in targets))
+        try:
+            borrow = self.ledger.borrowing_height(queue, fr, amount)
+        finally:
+            restore(self.ledger, (t.candidate for t in targets))
+        if any(t.candidate.cluster_queue == queue for t in targets):
+            return Mode.PREEMPT, borrow
+        return Mode.RECLAIM, borrow
+
+    # -- the targets ----------------------------------------------------------------------------------
+    def _find(
+        self, node: Node, workload: WorkloadInfo, policy: Preemption, requests: Requests, needs: Needs
+    ) -> list[Target]:
+        """The minimal set: candidates removed in order until the preemptor fits, then put back."""
+        same = self._same_queue(node.name, workload, policy, needs)
+        hierarchy, by_priority = self._cohort_candidates(node, workload, policy, requests, needs)
+        ordered: list[_Elem] = []
+        groups = [
+            sorted(g, key=lambda e: candidate_order(e.candidate, node.name))
+            for g in (hierarchy, by_priority, same)
+        ]
+        for want_evicting in (True, False):
+            for group in groups:
+                ordered.extend(e for e in group if e.candidate.evicting is want_evicting)
+        if not ordered:
+            return []
+        forbidden = policy.borrow_within_cohort == "Never"
+        attempts: tuple[bool, ...]
+        if (not hierarchy and not by_priority) or (forbidden and not self._under_nominal(node, needs)):
+            attempts = (True,)
+        elif forbidden and not hierarchy:
+            attempts = (False, True)
+        else:
+            attempts = (True, False)
+        for allow_borrowing in attempts:
+            found = self._search(node, ordered, requests, needs, allow_borrowing)
+            if found:
+                return found
+        return []
+
+    @staticmethod
+    def _under_nominal(node: Node, needs: Iterable[FlavorResource]) -> bool:
+        for fr in needs:
+            quota = node.quotas.get(fr)
+            if quota is None or quota.nominal <= node.usage.get(fr, 0):
+                return False
+        return True
+
+    def _same_queue(
+        self, queue: str, workload: WorkloadInfo, policy: Preemption, needs: Needs
+    ) -> list[_Elem]:
+        if policy.within_cluster_queue == "Never":
+            return []
+        return [
+            _Elem(c, _WITHIN_CQ, None)
+            for c in self.holders.holders(queue)
+            if c.info.key != workload.key
+            and uses_any(c, needs)
+            and policy_allows(policy.within_cluster_queue, workload, c.info)
+        ]
+
+    def _cohort_candidates(
+        self,
+        node: Node,
+        workload: WorkloadInfo,
+        policy: Preemption,
+        requests: Requests,
+        needs: Needs,
+    ) -> tuple[list[_Elem], list[_Elem]]:
+        hierarchy: list[_Elem] = []
+        by_priority: list[_Elem] = []
+        if node.parent is None or policy.reclaim_within_cohort == "Never":
+            return hierarchy, by_priority
+        advantage, remaining = _fits_in_quota(node, requests)
+        previous: Node | None = None
+        current: Node | None = node.parent
+        while current is not None:
+            into = hierarchy if advantage else by_priority
+            self._collect(current, current, previous, node, workload, policy, needs, advantage, into)
+            fits, remaining = _fits_in_quota(current, remaining)
+            advantage = advantage or fits
+            previous = current
+            current = current.parent
+        return hierarchy, by_priority
+
+    def _collect(
+        self,
+        cohort: Node,
+        meeting: Node,
+        skip: Node | None,
+        preemptor_node: Node,
+        workload: WorkloadInfo,
+        policy: Preemption,
+        needs: Needs,
+        advantage: bool,
+        into: list[_Elem],
+    ) -> None:
+        for child in cohort.children:
+            if child is skip or child is preemptor_node or within_nominal(child, needs):
+                continue
+            if child.is_cohort:
+                self._collect(child, meeting, skip, preemptor_node, workload, policy, needs, advantage, into)
+                continue
+            for candidate in self.holders.holders(child.name):
+                variant = self._variant(candidate, workload, policy, needs, advantage)
+                if variant is not None:
+                    into.append(_Elem(candidate, variant, meeting))
+
+    def _variant(
+        self,
+        candidate: Candidate,
+        workload: WorkloadInfo,
+        policy: Preemption,
+        needs: Needs,
+        advantage: bool,
+    ) -> int | None:
+        if not uses_any(candidate, needs):
+            return None
+        if not policy_allows(policy.reclaim_within_cohort, workload, candidate.info):
+            return None
+        if advantage:
+            return _HIERARCHICAL
+        if policy.borrow_within_cohort == "Never":
+            return _RECLAIM_NO_BORROW
+        priority = candidate.info.priority
+        threshold = policy.max_priority_threshold
+        if priority >= workload.priority or (threshold is not None and priority > threshold):
+            return _RECLAIM_NO_BORROW
+        return _RECLAIM_WHILE_BORROWING
+
+    def _valid(self, elem: _Elem, queue: str, needs: Needs, allow_borrowing: bool) -> bool:
+        candidate = elem.candidate
+        if candidate.cluster_queue == queue:
+            return True
+        if allow_borrowing and elem.variant == _RECLAIM_NO_BORROW:
+            return False
+        node: Node | None = self.ledger.queues.get(candidate.cluster_queue)
+        if node is None or within_nominal(node, needs):
+            return False
+        node = node.parent
+        while node is not None and node is not elem.meeting:
+            if within_nominal(node, needs):
+                return False
+            node = node.parent
+        return True
+
+    def _fits(self, node: Node, requests: Requests, allow_borrowing: bool) -> bool:
+        for fr, amount in requests.items():
+            if not allow_borrowing and node.usage.get(fr, 0) + amount > node.subtree.get(fr, 0):
+                return False
+            if amount > available(node, fr):
+                return False
+        return True
+
+    def _search(
+        self,
+        node: Node,
+        ordered: list[_Elem],
+        requests: Requests,
+        needs: Needs,
+        allow_borrowing: bool,
+    ) -> list[Target]:
+        chosen: list[_Elem] = []
+        try:
+            for elem in ordered:
+                if not self._valid(elem, node.name, needs, allow_borrowing):
+                    continue
+                remove(self.ledger, (elem.candidate,))
+                chosen.append(elem)
+                if self._fits(node, requests, allow_borrowing):
+                    return [
+                        Target(e.candidate, _VARIANT_REASON[e.variant])
+                        for e in self._fill_back(node, chosen, requests, allow_borrowing)
+                    ]
+            return []
+        finally:
+            restore(self.ledger, (e.candidate for e in chosen))
+
+    def _fill_back(
+        self, node: Node, chosen: list[_Elem], requests: Requests, allow_borrowing: bool
+    ) -> list[_Elem]:
+        """Put back every target (newest choice first, the last one excepted) without which it still fits.
+
+        On return ``chosen`` holds exactly the removed targets (the caller restores them)."""
+        for index in range(len(chosen) - 2, -1, -1):
+            elem = chosen[index]
+            restore(self.ledger, (elem.candidate,))
+            if self._fits(node, requests, allow_borrowing):
+                del chosen[index]
+            else:
+                remove(self.ledger, (elem.candidate,))
+        return list(chosen)
