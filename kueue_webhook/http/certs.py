@@ -17,12 +17,11 @@ Private keys are written with mode 0600 (files are created with that mode, never
 ``--print-ca-bundle`` / ``--ca-bundle-file`` give the base64 caBundle, ``--secret`` writes the
 ``kubernetes.io/tls`` Secret manifest for in-cluster use, and ``--patch-webhook-configurations`` fills the
 caBundle of every webhook in ``kueue-webhook-mutating`` and ``kueue-webhook-validating``, of the
-conversion webhook of the kueue.x-k8s.io CRDs and of the visibility APIService through the API.
+conversion webhook of the kueue.x-k8s.io CRDs and of the visibility APIService through the API
+(``kueue_webhook.http.ca_bundles``).
 
 In the cluster the leader renews the Secret itself (``internalCertManagement``,
-``kueue_webhook.control.replica.cert_rotation``); what it decides and issues is here, pure where it can be:
-``renewal_decision`` reads the Secret's keys with the same rules as this command, ``renew_secret`` issues,
-``bundle_trusts`` tells whether a caBundle already trusts a CA.
+``kueue_webhook.control.replica.cert_rotation``) with the same rules (``kueue_webhook.http.cert_renewal``).
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ import datetime as dt
 import ipaddress
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,22 +50,17 @@ __all__ = [
     "KUEUE_CRDS",
     "VISIBILITY_APISERVICES",
     "CertificateSet",
-    "Renewal",
-    "RenewedSecret",
     "add_arguments",
-    "apiservice_ca_patch",
-    "bundle_of",
-    "bundle_trusts",
     "ca_bundle",
-    "conversion_ca_patch",
+    "cert_pem",
     "ensure_certificates",
-    "patch_webhook_configurations",
-    "renew_secret",
-    "renewal_decision",
+    "generate_ca",
+    "issue_serving_certificate",
+    "key_pem",
     "run",
     "secret_manifest",
     "service_dns_names",
-    "webhook_ca_patch",
+    "serving_needs_renewal",
 ]
 
 DEFAULT_SERVICE = "kueue-webhook"
@@ -154,13 +148,13 @@ def _write_private(path: Path, data: bytes) -> None:
         raise
 
 
-def _key_pem(key: PrivateKey) -> bytes:
+def key_pem(key: PrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
-def _cert_pem(cert: x509.Certificate) -> bytes:
+def cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
@@ -259,7 +253,7 @@ def _load_pair(cert_path: Path, key_path: Path) -> tuple[PrivateKey, x509.Certif
     return key, cert
 
 
-def _serving_needs_renewal(
+def serving_needs_renewal(
     *,
     cert: x509.Certificate,
     ca_cert: x509.Certificate,
@@ -313,8 +307,8 @@ def ensure_certificates(
     created_ca = ca is None
     if ca is None:
         ca = generate_ca(days=ca_days, key_type=key_type)
-        _write_private(certs.ca_key, _key_pem(ca[0]))
-        _write_private(certs.ca_cert, _cert_pem(ca[1]))
+        _write_private(certs.ca_key, key_pem(ca[0]))
+        _write_private(certs.ca_cert, cert_pem(ca[1]))
     ca_key, ca_cert = ca
     dns_names = [*service_dns_names(service, namespace), *hosts]
     serving = _load_pair(certs.cert, certs.key)
@@ -322,7 +316,7 @@ def ensure_certificates(
     if serving is None:
         reason = "missing"
     elif reason is None:
-        reason = _serving_needs_renewal(
+        reason = serving_needs_renewal(
             cert=serving[1],
             ca_cert=ca_cert,
             dns_names=dns_names,
@@ -335,8 +329,8 @@ def ensure_certificates(
         ca_key=ca_key, ca_cert=ca_cert, dns_names=dns_names, ips=ips, days=days, key_type=key_type
     )
     # key first: the server reloads only a matching pair, so a reader between the writes keeps the old one
-    _write_private(certs.key, _key_pem(key))
-    _write_private(certs.cert, _cert_pem(cert))
+    _write_private(certs.key, key_pem(key))
+    _write_private(certs.cert, cert_pem(cert))
     return CertificateSet(certs.directory, created_ca=created_ca, issued_serving=True)
 
 
@@ -362,266 +356,6 @@ def secret_manifest(
         "type": "kubernetes.io/tls",
         "data": {"tls.crt": b64(certs.cert), "tls.key": b64(certs.key), "ca.crt": b64(certs.ca_cert)},
     }
-
-
-def webhook_ca_patch(configuration: Any, bundle: str) -> list[dict[str, Any]]:
-    """JSON Patch setting every webhook's caBundle; each entry is guarded by a test of its name."""
-    webhooks = configuration.get("webhooks") if isinstance(configuration, dict) else None
-    patch: list[dict[str, Any]] = []
-    for index, entry in enumerate(webhooks or []):
-        patch.append({"op": "test", "path": f"/webhooks/{index}/name", "value": entry["name"]})
-        patch.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": bundle})
-    return patch
-
-
-def conversion_ca_patch(crd: Any, bundle: str) -> list[dict[str, Any]]:
-    """JSON Patch setting a CRD's conversion webhook caBundle; empty when it converts without a webhook."""
-    conversion = ((crd.get("spec") if isinstance(crd, dict) else None) or {}).get("conversion") or {}
-    if conversion.get("strategy") != "Webhook":
-        return []
-    return [
-        {"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"},
-        {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": bundle},
-    ]
-
-
-def apiservice_ca_patch(
-    apiservice: Any, bundle: str, *, service: str = DEFAULT_SERVICE, namespace: str = DEFAULT_NAMESPACE
-) -> list[dict[str, Any]]:
-    """JSON Patch setting an APIService's caBundle; empty when it is not ours to verify: it sends to
-    another Service (or to none: a local API), or it says ``insecureSkipTLSVerify``, which kube-apiserver
-    refuses beside a caBundle (the admin chose not to verify)."""
-    spec = (apiservice.get("spec") if isinstance(apiservice, dict) else None) or {}
-    target = spec.get("service") or {}
-    if spec.get("insecureSkipTLSVerify") or (target.get("name"), target.get("namespace")) != (
-        service,
-        namespace,
-    ):
-        return []
-    return [
-        {"op": "test", "path": "/spec/service/name", "value": service},
-        {"op": "test", "path": "/spec/service/namespace", "value": namespace},
-        {"op": "add", "path": "/spec/caBundle", "value": bundle},
-    ]
-
-
-# -- the Secret the leader renews in the cluster (kueue_webhook.control.replica.cert_rotation) ---------------
-
-
-@dataclass(frozen=True, slots=True)
-class Renewal:
-    """What a certificate Secret needs. ``serving`` says why its serving certificate must be issued again
-    (None: it is good, and nothing is done); ``ca`` says why that takes a new CA (None: the Secret's CA,
-    with its key, signs it)."""
-
-    serving: str | None = None
-    ca: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RenewedSecret:
-    """What a renewal writes: the Secret's four keys, and what the caBundles must then trust."""
-
-    data: dict[str, bytes]
-    ca_cert: x509.Certificate
-    #: the CA being replaced, while still valid: trusted beside the new one until the pods serve the new
-    #: certificate (kubelet refreshes a mounted Secret only after its sync period)
-    previous_ca: x509.Certificate | None
-    not_after: dt.datetime
-
-    @property
-    def bundle(self) -> str:
-        """The caBundle to write: the CA, then the one it replaces."""
-        return bundle_of(self.ca_cert, *((self.previous_ca,) if self.previous_ca is not None else ()))
-
-
-def _certificate_of(pem: bytes | None) -> x509.Certificate | None:
-    try:
-        return x509.load_pem_x509_certificate(pem) if pem else None
-    except ValueError:
-        return None
-
-
-def _key_of(pem: bytes | None) -> PrivateKey | None:
-    try:
-        key = serialization.load_pem_private_key(pem, password=None) if pem else None
-    except (ValueError, TypeError):
-        return None
-    return key if isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) else None
-
-
-def _public_der(key: Any) -> bytes:
-    spki = serialization.PublicFormat.SubjectPublicKeyInfo
-    return bytes(key.public_bytes(serialization.Encoding.DER, spki))
-
-
-def _pair_matches(cert: x509.Certificate, key: PrivateKey) -> bool:
-    return _public_der(cert.public_key()) == _public_der(key.public_key())
-
-
-def _secret_ca(data: Mapping[str, bytes]) -> tuple[x509.Certificate | None, PrivateKey | None, str | None]:
-    """The Secret's CA certificate and key, and why they cannot sign (None: they can)."""
-    cert = _certificate_of(data.get("ca.crt"))
-    if cert is None:
-        return None, None, "the Secret has no CA certificate (ca.crt)"
-    key = _key_of(data.get("ca.key"))
-    if key is None:
-        return cert, None, "the Secret has no CA key (ca.key), as `kueue-webhook certs --secret` writes it"
-    if not _pair_matches(cert, key):
-        return cert, None, "ca.key is not the key of ca.crt"
-    return cert, key, None
-
-
-def renewal_decision(
-    data: Mapping[str, bytes],
-    *,
-    dns_names: Sequence[str],
-    now: dt.datetime,
-    renew_before: dt.timedelta = dt.timedelta(days=RENEW_BEFORE_DAYS),
-    ca_renew_before: dt.timedelta = dt.timedelta(days=CA_RENEW_BEFORE_DAYS),
-) -> Renewal:
-    """Whether the Secret's serving certificate must be issued again, and whether that needs a new CA.
-
-    The serving certificate is reissued when it is missing or unreadable, when its key is not its own,
-    and for ``certs``' reasons (``_serving_needs_renewal``: within ``renew_before`` of expiry, not signed
-    by ``ca.crt``, not covering ``dns_names``), and when its CA expires within ``ca_renew_before``. The CA is
-    kept when the Secret holds its key (``ca.key``) and it is not expiring; otherwise a new one is made. A
-    good serving certificate is left alone even when ``ca.key`` is missing: a Secret written by ``certs``
-    is renewed only when due.
-    """
-    ca_cert, ca_key, ca_problem = _secret_ca(data)
-    if ca_cert is not None and ca_cert.not_valid_after_utc - ca_renew_before <= now:
-        ca_problem = f"the CA expires {ca_cert.not_valid_after_utc:%Y-%m-%d}, too soon to sign for a year"
-    cert = _certificate_of(data.get("tls.crt"))
-    key = _key_of(data.get("tls.key"))
-    if cert is None:
-        serving: str | None = "missing or not a certificate"
-    elif key is None:
-        serving = "its key (tls.key) is missing or unreadable"
-    elif not _pair_matches(cert, key):
-        serving = "tls.key is not its key"
-    elif ca_cert is None:
-        serving = "there is no CA certificate to check it against"
-    else:
-        serving = _serving_needs_renewal(
-            cert=cert, ca_cert=ca_cert, dns_names=dns_names, ips=(), renew_before=renew_before, now=now
-        )
-        if serving is None and ca_key is not None and ca_problem is not None:
-            serving = "its CA is replaced"
-    if serving is None:
-        return Renewal()
-    return Renewal(serving=serving, ca=ca_problem)
-
-
-def renew_secret(
-    data: Mapping[str, bytes], renewal: Renewal, *, dns_names: Sequence[str], now: dt.datetime
-) -> RenewedSecret:
-    """Issue what ``renewal`` asks for: a serving certificate for ``dns_names`` (1 year, ECDSA P-256),
-    signed by the Secret's CA or by a new one (10 years); the Secret's other keys are the caller's to
-    keep."""
-    ca_cert, ca_key, _ = _secret_ca(data)
-    previous = None
-    if renewal.ca is not None or ca_cert is None or ca_key is None:
-        if ca_cert is not None and ca_cert.not_valid_after_utc > now:
-            previous = ca_cert
-        ca_key, ca_cert = generate_ca()
-    key, cert = issue_serving_certificate(ca_key=ca_key, ca_cert=ca_cert, dns_names=dns_names)
-    return RenewedSecret(
-        data={
-            "tls.crt": _cert_pem(cert),
-            "tls.key": _key_pem(key),
-            "ca.crt": _cert_pem(ca_cert),
-            "ca.key": _key_pem(ca_key),
-        },
-        ca_cert=ca_cert,
-        previous_ca=previous,
-        not_after=cert.not_valid_after_utc,
-    )
-
-
-def bundle_of(*certs: x509.Certificate) -> str:
-    """A caBundle (base64 of the PEM certificates, in order)."""
-    return base64.b64encode(b"".join(_cert_pem(cert) for cert in certs)).decode("ascii")
-
-
-def bundle_trusts(bundle: object, ca_cert: x509.Certificate) -> bool:
-    """Whether a caBundle (base64 PEM, as the API returns it) holds ``ca_cert``; an unreadable one does
-    not."""
-    if not isinstance(bundle, str) or not bundle:
-        return False
-    try:
-        certs = x509.load_pem_x509_certificates(base64.b64decode(bundle, validate=True))
-    except ValueError:
-        return False
-    wanted = ca_cert.public_bytes(serialization.Encoding.DER)
-    return any(c.public_bytes(serialization.Encoding.DER) == wanted for c in certs)
-
-
-async def patch_webhook_configurations(
-    bundle: str,
-    *,
-    mutating: Sequence[str],
-    validating: Sequence[str],
-    crds: Sequence[str] = (),
-    apiservices: Sequence[str] = (),
-    service: str = DEFAULT_SERVICE,
-    namespace: str = DEFAULT_NAMESPACE,
-    kubeconfig: str | None = None,
-) -> list[str]:
-    """Fill the caBundle of the named webhook configurations, of the conversion webhook of the named
-    CRDs (kube-apiserver calls ``/convert`` for kueue.x-k8s.io/v1beta1), and of the named APIServices that
-    send to ``service`` in ``namespace`` (the visibility API); returns one line per object.
-
-    Connects as ``serve`` does (``KubeClient.connect``: ``--kubeconfig``, ``$KUBECONFIG``, the pod's service
-    account, ``~/.kube/config``), so both commands reach the same cluster as the same user.
-    """
-    from kueue_webhook.control.kube.client import ApiError, KubeClient
-    from kueue_webhook.control.kube.kinds import (
-        API_SERVICES,
-        CUSTOM_RESOURCE_DEFINITIONS,
-        MUTATING_WEBHOOKS,
-        VALIDATING_WEBHOOKS,
-    )
-
-    client = await KubeClient.connect(kubeconfig=kubeconfig, connections=2)
-    done: list[str] = []
-    try:
-        targets = [(name, MUTATING_WEBHOOKS) for name in mutating]
-        targets += [(name, VALIDATING_WEBHOOKS) for name in validating]
-        for name, kind in targets:
-            patch = webhook_ca_patch(await client.get(kind, name=name), bundle)
-            if not patch:
-                done.append(f"{kind.kind} {name}: no webhooks to patch")
-                continue
-            await client.patch(kind, name=name, patch=patch, patch_type="json")
-            done.append(f"{kind.kind} {name}: caBundle set on {len(patch) // 2} webhook(s)")
-        for name in crds:
-            patch = conversion_ca_patch(await client.get(CUSTOM_RESOURCE_DEFINITIONS, name=name), bundle)
-            if not patch:
-                done.append(f"CustomResourceDefinition {name}: no conversion webhook to patch")
-                continue
-            await client.patch(CUSTOM_RESOURCE_DEFINITIONS, name=name, patch=patch, patch_type="json")
-            done.append(f"CustomResourceDefinition {name}: conversion webhook caBundle set")
-        for name in apiservices:
-            try:
-                found = await client.get(API_SERVICES, name=name)
-            except ApiError as exc:
-                if exc.status != 404:
-                    raise
-                done.append(f"APIService {name}: not installed")
-                continue
-            patch = apiservice_ca_patch(found, bundle, service=service, namespace=namespace)
-            if not patch:
-                done.append(
-                    f"APIService {name}: not verified (insecureSkipTLSVerify) or not served by "
-                    f"{namespace}/{service}: left alone"
-                )
-                continue
-            await client.patch(API_SERVICES, name=name, patch=patch, patch_type="json")
-            done.append(f"APIService {name}: caBundle set")
-    finally:
-        await client.close()
-    return done
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -716,6 +450,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             _write_private(Path(args.secret), manifest.encode())
     if args.patch_webhook_configurations:
+        from kueue_webhook.http.ca_bundles import patch_webhook_configurations  # it builds on this module
+
         try:
             lines = asyncio.run(
                 patch_webhook_configurations(

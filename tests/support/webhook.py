@@ -14,7 +14,8 @@ from prometheus_client import CollectorRegistry
 from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.integrations.owners import OwnerAnswer, Unresolved
 from kueue_webhook.http.app import create_app
-from kueue_webhook.http.certs import ca_bundle, ensure_certificates, patch_webhook_configurations
+from kueue_webhook.http.ca_bundles import patch_webhook_configurations
+from kueue_webhook.http.certs import ca_bundle, ensure_certificates
 from kueue_webhook.http.server import WebhookServer
 from tests.fakeapi import FakeApiServer
 

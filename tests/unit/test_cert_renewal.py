@@ -9,16 +9,13 @@ import datetime as dt
 import pytest
 from cryptography import x509
 
+from kueue_webhook.http.ca_bundles import apiservice_ca_patch, bundle_of, bundle_trusts
+from kueue_webhook.http.cert_renewal import renew_secret, renewal_decision
 from kueue_webhook.http.certs import (
-    _cert_pem,
-    _key_pem,
-    apiservice_ca_patch,
-    bundle_of,
-    bundle_trusts,
+    cert_pem,
     generate_ca,
     issue_serving_certificate,
-    renew_secret,
-    renewal_decision,
+    key_pem,
     service_dns_names,
 )
 from tests.unit.admission.golden import apply_patch
@@ -32,9 +29,9 @@ def secret_data(
 ) -> dict[str, bytes]:
     ca_key, ca_cert = generate_ca(days=ca_days)
     key, cert = issue_serving_certificate(ca_key=ca_key, ca_cert=ca_cert, dns_names=names, days=days)
-    data = {"tls.crt": _cert_pem(cert), "tls.key": _key_pem(key), "ca.crt": _cert_pem(ca_cert)}
+    data = {"tls.crt": cert_pem(cert), "tls.key": key_pem(key), "ca.crt": cert_pem(ca_cert)}
     if with_ca_key:
-        data["ca.key"] = _key_pem(ca_key)
+        data["ca.key"] = key_pem(ca_key)
     return data
 
 

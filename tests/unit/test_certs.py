@@ -15,14 +15,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from kueue_webhook.cli import main
+from kueue_webhook.http.ca_bundles import patch_webhook_configurations, webhook_ca_patch
 from kueue_webhook.http.certs import (
     KUEUE_CRDS,
     VISIBILITY_APISERVICES,
     ca_bundle,
     ensure_certificates,
-    patch_webhook_configurations,
     secret_manifest,
-    webhook_ca_patch,
 )
 from tests.unit.admission.golden import apply_patch
 

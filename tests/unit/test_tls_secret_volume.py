@@ -11,10 +11,10 @@ from pathlib import Path
 import yaml
 
 from kueue_webhook.http.certs import (
-    _cert_pem,
-    _key_pem,
+    cert_pem,
     generate_ca,
     issue_serving_certificate,
+    key_pem,
     service_dns_names,
 )
 from kueue_webhook.http.tls import CertificateReloader
@@ -33,7 +33,7 @@ def pair() -> dict[str, bytes]:
     key, cert = issue_serving_certificate(
         ca_key=ca_key, ca_cert=ca_cert, dns_names=service_dns_names("kueue-webhook", "kueue-system")
     )
-    return {"tls.crt": _cert_pem(cert), "tls.key": _key_pem(key), "ca.key": _key_pem(ca_key)}
+    return {"tls.crt": cert_pem(cert), "tls.key": key_pem(key), "ca.key": key_pem(ca_key)}
 
 
 def kubelet_writes(volume: Path, secret: dict[str, bytes], generation: str) -> None:

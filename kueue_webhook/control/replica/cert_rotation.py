@@ -51,18 +51,15 @@ from kueue_webhook.control.kube.kinds import (
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.events import EventSink
 from kueue_webhook.control.replica.declared_webhooks import DEFAULT_NAMES
-from kueue_webhook.http.certs import (
-    KUEUE_CRDS,
-    VISIBILITY_APISERVICES,
+from kueue_webhook.http.ca_bundles import (
     apiservice_ca_patch,
     bundle_of,
     bundle_trusts,
     conversion_ca_patch,
-    renew_secret,
-    renewal_decision,
-    service_dns_names,
     webhook_ca_patch,
 )
+from kueue_webhook.http.cert_renewal import renew_secret, renewal_decision
+from kueue_webhook.http.certs import KUEUE_CRDS, VISIBILITY_APISERVICES, service_dns_names
 
 __all__ = ["RESYNC_SECONDS", "CertificateRotation"]
 
