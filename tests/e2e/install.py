@@ -2,7 +2,7 @@
 
 * **Out of cluster**: ``kubectl apply -k manifests/controller/local``, ``kueue-webhook certs --ip 127.0.0.1
   --patch-webhook-configurations``, ``kueue-webhook serve --kubeconfig <admin kubeconfig> --tls-dir ...
-  --no-leader-election``, word for word.
+  --no-leader-election``, word for word but for the port (below).
 * **In cluster**: ``kubectl apply -k manifests/`` (CRDs, RBAC, Deployment, Service, webhook configurations),
   the serving certificate as the Secret ``certs --secret -`` writes, the caBundle patched in; then the
   process runs as the Deployment's container would: with the ServiceAccount's token and the cluster CA at
@@ -11,6 +11,9 @@
   namespace (``unshare``, root only), so nothing is left on the machine. Two things differ from a real
   node, because this control plane has no kubelet and its API server cannot reach Services: the process runs
   here rather than in a Pod, and the webhook configurations are pointed at ``https://127.0.0.1:9443``.
+
+The out-of-cluster install listens on a free port rather than 9443 (its manifests rendered with that port),
+so e2e runs against different clusters of one host do not meet on it.
 
 Both stop the process and remove the webhook configurations and the visibility APIService on the way out:
 left behind, they would make the API server refuse every Job create in the cluster (``failurePolicy:
@@ -36,6 +39,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from tests.e2e.cluster import Cluster, until
+from tests.support.fake_cluster import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PORT = 9443
@@ -113,9 +117,21 @@ def remove_webhook_configurations(cluster: Cluster) -> None:
         cluster.kubectl("delete", kind, name, "--ignore-not-found", check=False)
 
 
+def local_install(cluster: Cluster, port: int) -> str:
+    """``manifests/controller/local`` as ``kubectl kustomize`` renders it, sending to ``port`` instead of
+    9443 (every URL, and the visibility API's Service and APIService port)."""
+    rendered = cluster.kubectl("kustomize", str(REPO_ROOT / "manifests" / "controller" / "local")).stdout
+    return rendered.replace(f"127.0.0.1:{PORT}", f"127.0.0.1:{port}").replace(
+        f"port: {PORT}", f"port: {port}"
+    )
+
+
 @contextlib.contextmanager
-def out_of_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
-    cluster.kubectl("apply", "-k", str(REPO_ROOT / "manifests" / "controller" / "local"))
+def out_of_cluster(cluster: Cluster, workdir: Path, *, port: int | None = None) -> Iterator[Running]:
+    """``port``: where the process listens and everything installed sends; a free one by default, so that
+    runs on other clusters of this host (each its own API server) do not meet on 9443."""
+    port = port or free_port()
+    cluster.apply(local_install(cluster, port))
     try:
         tls = patch_ca_bundles(cluster, workdir)
         command = [
@@ -125,9 +141,11 @@ def out_of_cluster(cluster: Cluster, workdir: Path) -> Iterator[Running]:
             str(cluster.kubeconfig),
             "--tls-dir",
             str(tls),
+            "--port",
+            str(port),
             "--no-leader-election",
         ]
-        running = start(command, cwd=workdir, env=dict(os.environ), log=workdir / "serve.log")
+        running = start(command, cwd=workdir, env=dict(os.environ), log=workdir / "serve.log", port=port)
         try:
             yield running
         finally:
