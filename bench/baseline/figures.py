@@ -10,6 +10,7 @@ knowing it depends on how often the controller writes queue status.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -228,6 +229,6 @@ def finish_lag(timeline: Timeline, runtime_ms: dict[str, int]) -> dict[str, Any]
         return {"workloads": 0, "p50_s": None, "p90_s": None, "max_s": None}
 
     def at(q: float) -> float:
-        return round(lags[min(len(lags) - 1, int(q * len(lags)))], 3)
+        return round(lags[max(0, math.ceil(q * len(lags)) - 1)], 3)  # nearest rank
 
     return {"workloads": len(lags), "p50_s": at(0.5), "p90_s": at(0.9), "max_s": round(lags[-1], 3)}

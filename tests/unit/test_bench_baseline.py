@@ -231,6 +231,23 @@ def test_figures_wall_usage_and_mean_time_to_admission_per_class() -> None:
     assert not figures.every_workload_finished and figures.unfinished == 1
 
 
+def test_finish_lag_is_the_hold_past_the_run_time_at_p50_and_p90() -> None:
+    timeline = Timeline(class_label=scenario.CLASS_LABEL)
+    runtime_ms = {}
+    for i, lag in enumerate((0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 5.0)):
+        name = f"w{i}"
+        runtime_ms[f"cq-a/{name}"] = 2000
+        timeline.created(f"cq-a/{name}", class_name="small", cluster_queue="cq-a", at=0.0)
+        timeline.observe(workload(name, conditions=RESERVED, admitted_to="cq-a"), at=1.0)
+        timeline.observe(workload(name, conditions=DONE, admitted_to="cq-a"), at=3.0 + lag)
+    timeline.created("cq-a/running", class_name="small", cluster_queue="cq-a", at=0.0)
+    timeline.observe(workload("running", conditions=RESERVED, admitted_to="cq-a"), at=1.0)
+    lag = finish_lag(timeline, runtime_ms)  # the unfinished Workload has no lag yet
+    assert lag["workloads"] == 10
+    assert lag["p50_s"] == pytest.approx(0.5) and lag["p90_s"] == pytest.approx(0.9)  # nearest rank
+    assert lag["max_s"] == pytest.approx(5.0)
+
+
 def test_quota_still_held_at_the_end_counts_until_the_end() -> None:
     transitions = [_t(1, Change.RESERVED, "a", 2_000, at=1.0)]
     assert held_cpu_seconds(transitions, end_at=4.0) == pytest.approx(6.0)
