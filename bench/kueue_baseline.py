@@ -35,7 +35,7 @@ from typing import Any
 
 from bench import real_cluster
 from bench.baseline import processes, profile, scenario
-from bench.baseline.figures import compute, over_admission_summary, windows
+from bench.baseline.figures import compute, finish_lag, over_admission_summary, windows
 from bench.baseline.runner import Run
 from bench.baseline.timeline import Change, QuotaLimits, check_over_admission
 from kueue_webhook import runtime
@@ -114,7 +114,9 @@ def apiserver_write_figures(seen: dict[str, int], run: Run, plan: scenario.Plan)
     workloads = counters.created
     runner = {
         "POST workloads": counters.created + counters.create_failures,
-        "PATCH workloads/status": counters.actor_writes + counters.actor_retries,
+        # the actor's status writes: server-side applies (Kueue's actor) or JSON Patches (the concurrent one)
+        f"{'APPLY' if run.actor == 'kueue' else 'PATCH'} workloads/status": counters.actor_writes
+        + counters.actor_retries,
     }
     controller: dict[str, int] = {}
     for key, count in seen.items():
@@ -194,6 +196,13 @@ def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
         "usage_percent": figures.usage_percent,
         "usage_percent_kueue_recorder_method": run.queue_usage.percent(),
         "classes": {name: asdict(c) for name, c in figures.classes.items()},
+        "actor": {
+            "kind": run.actor,
+            "finish_lag": finish_lag(run.timeline, run.runtime_ms),
+            "writes": counters.actor_writes,
+            "conflicts": counters.actor_retries,
+            "peak_in_flight": run.kueue_actor.peak_in_flight if run.actor == "kueue" else None,
+        },
         "every_workload_finished": figures.every_workload_finished,
         "unfinished": figures.unfinished,
         "evictions": figures.evictions,
@@ -229,6 +238,11 @@ def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
         result["writes"]["controller_per_admission"] = round(sum(by_verb.values()) / admissions, 3)
         result["writes"]["controller_by_kind_and_verb"] = by_verb
     return result
+
+
+def _seconds(value: float | None) -> str:
+    """A short delay to the millisecond: the finish lag of a fast server is well under 0.1 s."""
+    return "n/a" if value is None else f"{value:.3f} s"
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -309,6 +323,13 @@ def markdown(result: JSON, kueue: JSON) -> str:
             f"| mean time to admission, {name} (max) | {_fmt(figures['mean_time_to_admission_s'], ' s')} "
             f"({_fmt(figures['max_time_to_admission_s'], ' s')}) | {_runs(theirs)} s | {target} |"
         )
+    actor = result.get("actor") or {}
+    lag = actor.get("finish_lag") or {}
+    lines.append(
+        f"| finish lag p50 / p90 (finish - admission - run time; actor `{actor.get('kind', '')}`, "
+        f"{actor.get('conflicts', 0)} conflicts) | {_seconds(lag.get('p50_s'))} / "
+        f"{_seconds(lag.get('p90_s'))} | | |"
+    )
     lines += [
         f"| over-admission (instants above quota, from the timeline) | {over['violations']} | | 0 |",
         f"| peak ClusterQueue / cohort usage vs limit (cpu) | {over['max_cluster_queue_cpu']:g} / "
@@ -425,9 +446,17 @@ async def execute(args: argparse.Namespace) -> JSON:
                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}},
                     )
                 await controller.wait_ready(timeout=60)
-            run = Run(api=client, plan=plan, timeout=args.timeout, progress=lambda m: print(m, flush=True))
+            run = Run(
+                api=client,
+                plan=plan,
+                timeout=args.timeout,
+                progress=lambda m: print(m, flush=True),
+                actor=args.actor,
+            )
             requests_before = real_cluster.request_counts(kubeconfig) if args.serve else None
-            plane_before = real_cluster.ControlPlaneCpu.sample()
+            # the instance's own processes: their command lines name its directory (../shared/kube's layout)
+            instance = f"{Path(kubeconfig).resolve().parent}/"
+            plane_before = real_cluster.ControlPlaneCpu.sample(under=instance)
             cpu_before = processes.cpu_seconds(controller.pid) if controller else None
             fake_cpu_before = processes.cpu_seconds(fake.pid) if fake else None
             own_before = time.process_time()
@@ -438,7 +467,9 @@ async def execute(args: argparse.Namespace) -> JSON:
                     await run.cleanup()
                 raise
             controller_info["benchmark_process_cpu_s"] = round(time.process_time() - own_before, 1)
-            controller_info["control_plane_cpu_s"] = real_cluster.ControlPlaneCpu.sample().since(plane_before)
+            controller_info["control_plane_cpu_s"] = real_cluster.ControlPlaneCpu.sample(
+                under=instance
+            ).since(plane_before)
             if requests_before is not None:
                 controller_info["apiserver_writes"] = real_cluster.writes_between(
                     requests_before, real_cluster.request_counts(kubeconfig)
@@ -495,6 +526,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --kubeconfig (an admin's, of a real API server): install the CRDs and RBAC and run "
         "kueue-webhook serve from here against it, as its ServiceAccount",
+    )
+    parser.add_argument(
+        "--actor",
+        choices=("kueue", "concurrent"),
+        default="kueue",
+        help="kueue: 5 workers and server-side apply, as Kueue's runner (default); concurrent: one task per "
+        "finish with a JSON Patch, unbounded",
     )
     parser.add_argument("--keep", action="store_true", help="with --kubeconfig: leave the objects in place")
     parser.add_argument(

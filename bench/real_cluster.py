@@ -148,7 +148,9 @@ class ControlPlaneCpu:
     seconds: dict[str, float]
 
     @classmethod
-    def sample(cls) -> ControlPlaneCpu:
+    def sample(cls, *, under: str | None = None) -> ControlPlaneCpu:
+        """``under``: count only the processes whose command line names this directory (one instance's,
+        e.g. ``/tmp/kube-2/``), not another control plane running on the same machine."""
         seconds: dict[str, float] = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -157,6 +159,8 @@ class ControlPlaneCpu:
                 comm = (entry / "comm").read_text().strip()
                 name = CONTROL_PLANE.get(comm)
                 if name is None:
+                    continue
+                if under is not None and under.encode() not in (entry / "cmdline").read_bytes():
                     continue
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:

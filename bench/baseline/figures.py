@@ -10,8 +10,10 @@ knowing it depends on how often the controller writes queue status.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.baseline.timeline import Change, OverAdmissionReport, Timeline, Transition
 
@@ -213,3 +215,20 @@ def windows(
             )
         )
     return out
+
+
+def finish_lag(timeline: Timeline, runtime_ms: dict[str, int]) -> dict[str, Any]:
+    """How long past its run time each Workload held its quota: finish time minus (last) admission time
+    minus run time, p50 and p90 over the finished Workloads (the actor's and the API server's delay)."""
+    lags = sorted(
+        record.finished_at - record.admitted_at - runtime_ms.get(key, 0) / 1000
+        for key, record in timeline.records.items()
+        if record.finished_at is not None and record.admitted_at is not None
+    )
+    if not lags:
+        return {"workloads": 0, "p50_s": None, "p90_s": None, "max_s": None}
+
+    def at(q: float) -> float:
+        return round(lags[max(0, math.ceil(q * len(lags)) - 1)], 3)  # nearest rank
+
+    return {"workloads": len(lags), "p50_s": at(0.5), "p90_s": at(0.9), "max_s": round(lags[-1], 3)}

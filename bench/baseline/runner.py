@@ -8,14 +8,17 @@ Three roles share one asyncio loop in the benchmark process, as they do in Kueue
   it sees a Workload become ``Admitted`` it sets ``Finished=True`` (reason ``ByTest``) through the status
   subresource, and when it sees one ``Evicted`` it acknowledges by clearing the reservation
   (``QuotaReserved=False`` reason ``Pending``, ``Admitted=False``, ``status.admission`` removed), as
-  runner/controller/controller.go does;
+  runner/controller/controller.go does. By default (``actor="kueue"``) it is bench.baseline.actor: 5
+  workers reading the watch cache and writing server-side apply patches, as Kueue's runner; ``"concurrent"``
+  keeps the older actor, one task per finish with a JSON Patch, unbounded;
 * the **recorder** watches Workloads (feeding the timeline and the actor) and ClusterQueues (Kueue's end
   condition and its usage formula).
 
 The run ends when generation is over and every created Workload has been seen ``Finished``; Kueue's own
 criterion (every ClusterQueue status shows no pending and no reserving Workloads) is awaited briefly after
-that and its time reported too. Writes are JSON Patches guarded by a ``test`` of the resourceVersion, so the
-actor never overwrites a condition the controller wrote meanwhile; a failed guard re-reads and retries.
+that and its time reported too. The concurrent actor's writes are JSON Patches guarded by a ``test`` of the
+resourceVersion, so the actor never overwrites a condition the controller wrote meanwhile; a failed guard
+re-reads and retries.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, Protocol
 
 from bench import real_cluster
 from bench.baseline import scenario
+from bench.baseline.actor import Conflict, KueueActor
 from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample
 from bench.baseline.timeline import Change, Timeline, Transition
 from kueue_webhook.api.quantity import parse_quantity
@@ -72,6 +76,20 @@ class Api(Protocol):
     async def delete(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON: ...
 
     def watch(self, kind: Kind, *, resource_version: str, timeout_seconds: int = 290) -> Any: ...
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Any = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> JSON: ...
+
+
+ACTORS = ("kueue", "concurrent")
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 def _now_rfc3339() -> str:
@@ -176,9 +194,18 @@ class Run:
     """One run of a plan against an API server; ``execute`` returns when it ends or times out."""
 
     def __init__(
-        self, *, api: Api, plan: scenario.Plan, timeout: float, progress: Callable[[str], None]
+        self,
+        *,
+        api: Api,
+        plan: scenario.Plan,
+        timeout: float,
+        progress: Callable[[str], None],
+        actor: str = "kueue",
     ) -> None:
+        if actor not in ACTORS:
+            raise ValueError(f"actor must be one of {ACTORS}, not {actor!r}")
         self.api = api
+        self.actor = actor
         self.plan = plan
         self.timeout = timeout
         self.progress = progress
@@ -194,7 +221,7 @@ class Run:
         self.queues_idle_at: float | None = None
         self.timed_out = False
         self._latest: dict[str, JSON] = {}
-        self._runtime_ms: dict[str, int] = {}
+        self.runtime_ms: dict[str, int] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._finished = 0
@@ -203,6 +230,11 @@ class Run:
         self._active_queues: set[str] = set()
         self._queues_active = asyncio.Event()
         self._generating = True
+        self.kueue_actor = KueueActor(
+            read=self._latest.get,
+            apply=self._apply_status,
+            runtime_ms=lambda key: self.runtime_ms.get(key, 0),
+        )
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -258,7 +290,7 @@ class Run:
             self.timeline.created(
                 key, class_name=planned.template.class_name, cluster_queue=stream.queue.name, at=at
             )
-            self._runtime_ms[key] = planned.template.runtime_ms
+            self.runtime_ms[key] = planned.template.runtime_ms
             try:
                 await self.api.create(WORKLOADS, scenario.workload(planned), namespace=planned.namespace)
                 self.counters.created += 1
@@ -288,8 +320,11 @@ class Run:
         deleted = event == "DELETED"
         if deleted:
             self._latest.pop(key, None)
+            self.kueue_actor.forget(key)
         else:
             self._latest[key] = obj
+            if self.actor == "kueue":
+                self.kueue_actor.observe(key, obj, created=event == "ADDED")
         for transition in self.timeline.observe(obj, at=self.now(), deleted=deleted):
             self._act(transition)
 
@@ -325,8 +360,14 @@ class Run:
 
     def _act(self, transition: Transition) -> None:
         key = transition.workload
+        if transition.change is Change.FINISHED:
+            self._timers.pop(key, None)
+            self._finished += 1
+            self._check_end()
+        if self.actor != "concurrent":
+            return
         if transition.change is Change.ADMITTED:
-            delay = self._runtime_ms.get(key, 0) / 1000
+            delay = self.runtime_ms.get(key, 0) / 1000
             self._timers[key] = asyncio.get_running_loop().call_later(delay, self._spawn, self._finish, key)
         elif transition.change is Change.UNADMITTED:
             timer = self._timers.pop(key, None)
@@ -334,10 +375,28 @@ class Run:
                 timer.cancel()
         elif transition.change is Change.EVICTED:
             self._spawn(self._acknowledge_eviction, key)
-        elif transition.change is Change.FINISHED:
-            self._timers.pop(key, None)
-            self._finished += 1
-            self._check_end()
+
+    async def _apply_status(self, key: str, body: JSON, manager: str) -> None:
+        """A server-side apply of the Workload's status, forced, as controller-runtime's
+        ``Status().Patch(obj, client.Apply, owner, client.ForceOwnership)`` sends it."""
+        namespace, name = key.split("/", 1)
+        try:
+            await self.api.request(
+                "PATCH",
+                WORKLOADS.path(namespace=namespace, name=name, subresource="status"),
+                query={"fieldManager": manager, "force": "true"},
+                body=body,
+                content_type=APPLY_PATCH,
+            )
+        except ApiError as exc:
+            if exc.status == 409:
+                self.counters.actor_retries += 1
+                raise Conflict(str(exc)) from exc
+            if exc.status == 404:
+                return
+            self.counters.errors.append(f"apply {manager} {key}: {exc}")
+            raise
+        self.counters.actor_writes += 1
 
     def _spawn(self, action: Callable[[str], Any], key: str) -> None:
         task = asyncio.get_running_loop().create_task(action(key))
@@ -424,6 +483,8 @@ class Run:
             asyncio.create_task(self._watch(WORKLOADS, self._on_workload), name="watch-workloads"),
             asyncio.create_task(self._watch(CLUSTER_QUEUES, self._on_cluster_queue), name="watch-cqs"),
         ]
+        if self.actor == "kueue":
+            background.append(asyncio.create_task(self.kueue_actor.run(), name="actor"))
         try:
             await self.setup()
             try:
@@ -437,6 +498,8 @@ class Run:
             generator = asyncio.create_task(self.generate(), name="generator")
             finished = asyncio.ensure_future(self._all_finished.wait())
             watchers_and_generator = [*background[:2], generator]
+            if self.actor == "kueue":
+                watchers_and_generator.append(background[2])
             pending = {finished, *watchers_and_generator}
             deadline = time.monotonic() + self.timeout
             while finished in pending:

@@ -451,6 +451,14 @@ class Api:
                 message=f"the body of the request was in an unknown format - accepted media types include: "
                 f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}",
             )
+        if patch_type == PATCH_APPLY and not (options or {}).get("fieldManager"):
+            # kube-apiserver validates the PatchOptions before reading the object (422, not 400)
+            raise ApiError(
+                code=422,
+                reason="Invalid",
+                message='PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+                "is required for apply patch",
+            )
         expected: str | None = None
         if isinstance(patch, dict):
             expected = (patch.get("metadata") or {}).get("resourceVersion") or None
@@ -471,7 +479,7 @@ class Api:
             if patch_type == PATCH_STRATEGIC:
                 return patches.strategic_merge_patch(current, patch)
             if patch_type == PATCH_APPLY:
-                return patches.merge_patch(current, patch)
+                return patches.apply_patch(current, patch, rtype.schema)
             raise ApiError(
                 code=415, reason="UnsupportedMediaType", message=f"unsupported patch type {patch_type}"
             )

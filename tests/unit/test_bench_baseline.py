@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from bench.baseline import profile, scenario
-from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample, compute, held_cpu_seconds, windows
+from bench.baseline.actor import Conflict, KueueActor, eviction_ack_apply, finished_apply
+from bench.baseline.figures import (
+    KueueRecorderUsage,
+    QueueStatusSample,
+    compute,
+    finish_lag,
+    held_cpu_seconds,
+    windows,
+)
 from bench.baseline.runner import Run, eviction_ack_patch, finished_patch
 from bench.baseline.timeline import Change, QuotaLimits, Timeline, Transition, check_over_admission
 from bench.kueue_baseline import limits_of, parse_writes
@@ -223,6 +231,23 @@ def test_figures_wall_usage_and_mean_time_to_admission_per_class() -> None:
     assert not figures.every_workload_finished and figures.unfinished == 1
 
 
+def test_finish_lag_is_the_hold_past_the_run_time_at_p50_and_p90() -> None:
+    timeline = Timeline(class_label=scenario.CLASS_LABEL)
+    runtime_ms = {}
+    for i, lag in enumerate((0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 5.0)):
+        name = f"w{i}"
+        runtime_ms[f"cq-a/{name}"] = 2000
+        timeline.created(f"cq-a/{name}", class_name="small", cluster_queue="cq-a", at=0.0)
+        timeline.observe(workload(name, conditions=RESERVED, admitted_to="cq-a"), at=1.0)
+        timeline.observe(workload(name, conditions=DONE, admitted_to="cq-a"), at=3.0 + lag)
+    timeline.created("cq-a/running", class_name="small", cluster_queue="cq-a", at=0.0)
+    timeline.observe(workload("running", conditions=RESERVED, admitted_to="cq-a"), at=1.0)
+    lag = finish_lag(timeline, runtime_ms)  # the unfinished Workload has no lag yet
+    assert lag["workloads"] == 10
+    assert lag["p50_s"] == pytest.approx(0.5) and lag["p90_s"] == pytest.approx(0.9)  # nearest rank
+    assert lag["max_s"] == pytest.approx(5.0)
+
+
 def test_quota_still_held_at_the_end_counts_until_the_end() -> None:
     transitions = [_t(1, Change.RESERVED, "a", 2_000, at=1.0)]
     assert held_cpu_seconds(transitions, end_at=4.0) == pytest.approx(6.0)
@@ -357,6 +382,7 @@ class MemoryApi:
         self.watchers: dict[str, list[asyncio.Queue[JSON]]] = {}
         self.evicted: set[str] = set()
         self.patches: list[tuple[str, list[JSON]]] = []
+        self.applies: list[tuple[str, JSON]] = []
 
     def _commit(self, kind: Kind, obj: JSON, event: str) -> JSON:
         self.version += 1
@@ -427,6 +453,29 @@ class MemoryApi:
         self.patches.append((name, patch))
         return self._commit(kind, obj, "MODIFIED")
 
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Any = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> JSON:
+        """A forced server-side apply of a Workload's status: conditions merged by type, a stale
+        resourceVersion refused with 409."""
+        assert (method, content_type) == ("PATCH", "application/apply-patch+yaml")
+        assert path.endswith("/status") and query["force"] == "true"
+        meta = body["metadata"]
+        obj = copy.deepcopy(self.objects[(WORKLOADS.plural, meta["namespace"], meta["name"])])
+        if obj["metadata"]["resourceVersion"] != meta["resourceVersion"]:
+            raise ApiError(status=409, reason="Conflict", message="the object has been modified")
+        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+        for condition in body["status"].get("conditions", []):
+            conditions[:] = [c for c in conditions if c["type"] != condition["type"]] + [condition]
+        self.applies.append((query["fieldManager"], body))
+        return self._commit(WORKLOADS, obj, "MODIFIED")
+
     async def list_all(self, kind: Kind, *, namespace: str | None = None) -> tuple[list[JSON], str]:
         self.watchers.setdefault(kind.plural, []).append(asyncio.Queue())
         items = [copy.deepcopy(o) for (plural, _, _), o in self.objects.items() if plural == kind.plural]
@@ -436,6 +485,170 @@ class MemoryApi:
         queue = self.watchers[kind.plural][-1]
         while True:
             yield await queue.get()
+
+
+def evicting_plan() -> scenario.Plan:
+    """Three small Workloads and three the trivial controller evicts once, run time 30 ms."""
+    templates = (scenario.WorkloadTemplate("small", 30, 50, 1), scenario.WorkloadTemplate("evict", 30, 50, 1))
+    queue_set = scenario.QueueSet(
+        "cq", 1, 20, 100, "Any", "LowerPriority", (scenario.WorkloadSet(3, 5, templates),)
+    )
+    plan = scenario.plan(scenario.Shape("tiny", (scenario.CohortSet("cohort", 1, (queue_set,)),)))
+    return replace(
+        plan,
+        streams=tuple(
+            replace(
+                stream,
+                workloads=tuple(
+                    replace(w, name=f"evict-{w.name}") if w.template.class_name == "evict" else w
+                    for w in stream.workloads
+                ),
+            )
+            for stream in plan.streams
+        ),
+    )
+
+
+async def test_kueues_actor_finishes_and_acknowledges_with_forced_status_applies_per_field_manager() -> None:
+    api = MemoryApi()
+    plan = evicting_plan()
+    run = Run(api=api, plan=plan, timeout=20, progress=lambda _: None)  # the default actor: Kueue's
+    await run.execute(wait_active=5, idle_grace=1)
+    assert not run.timed_out
+    records = run.timeline.records
+    assert len(records) == 6 and all(r.finished for r in records.values())
+    assert sum(r.evictions for r in records.values()) == 3
+    for record in records.values():  # finished no sooner than its run time after the (last) admission
+        assert record.finished_at is not None and record.admitted_at is not None
+        assert record.finished_at - record.admitted_at >= 0.03
+    managers = sorted(manager for manager, _ in api.applies)
+    assert managers == ["kueue-admission"] * 3 + ["kueue-job-controller-Finished"] * 6
+    assert api.patches == []  # no JSON Patch: every write is an apply
+    lag = finish_lag(run.timeline, run.runtime_ms)
+    assert lag["workloads"] == 6 and lag["p50_s"] is not None and lag["p50_s"] >= 0
+    assert check_over_admission(run.timeline.transitions, limits_of(plan)).violations == []
+
+
+def admitted_workload(name: str, version: str = "7") -> JSON:
+    obj = workload(name, conditions={"QuotaReserved": "True", "Admitted": "True"}, admitted_to="cq-a")
+    obj["metadata"] |= {"uid": f"uid-{name}", "resourceVersion": version, "generation": 2}
+    return obj
+
+
+def test_finish_apply_carries_only_the_finished_condition_and_the_strict_identity() -> None:
+    body = finished_apply(admitted_workload("w"), now=1_767_225_600.0)
+    assert body == {
+        "kind": "Workload",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "metadata": {
+            "name": "w",
+            "namespace": "cq-a",
+            "uid": "uid-w",
+            "resourceVersion": "7",  # Kueue's strict apply: a stale cache gets a 409
+            "generation": 2,
+            "creationTimestamp": None,
+            "labels": {scenario.CLASS_LABEL: "small"},
+        },
+        "spec": {"podSets": None},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Finished",
+                    "status": "True",
+                    "observedGeneration": 2,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    "reason": "ByTest",
+                    "message": "By test runner",
+                }
+            ]
+        },
+    }
+
+
+def test_eviction_apply_clears_the_reservation_and_keeps_the_admission_managed_conditions() -> None:
+    obj = admitted_workload("w")
+    obj["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": "t"}
+    )
+    body = eviction_ack_apply(obj, now=1_767_225_600.0)
+    assert body is not None
+    status = body["status"]
+    assert "admission" not in status  # omitted: the applier gives the field up
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("QuotaReserved", "False", "Pending"),
+        ("Evicted", "True", "Preempted"),
+        ("Admitted", "False", "NoReservation"),
+    ]
+    assert body["metadata"]["resourceVersion"] == "7"
+    cleared = workload("w", conditions={"QuotaReserved": "False", "Evicted": "True"})
+    cleared["status"]["conditions"][0] |= {"reason": "Pending", "message": "Evicted by the test runner"}
+    cleared["status"]["conditions"][0]["observedGeneration"] = 1
+    assert eviction_ack_apply(cleared, now=0.0) is None  # nothing changes: Kueue sends nothing
+
+
+async def test_kueues_actor_keeps_at_most_five_writes_in_flight_and_writes_each_workload_once() -> None:
+    cache = {f"ns/w{i}": admitted_workload(f"w{i}") for i in range(12)}
+    started: list[str] = []
+    five_started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def apply(key: str, body: JSON, manager: str) -> None:
+        started.append(key)
+        if len(started) == 5:
+            five_started.set()
+        await release.wait()
+
+    actor = KueueActor(read=cache.get, apply=apply, runtime_ms=lambda _: 0)
+    workers = asyncio.create_task(actor.run())
+    for key, obj in cache.items():
+        actor.observe(key, obj)
+        actor.observe(key, obj)  # a second event for a queued key does not queue it twice
+    await five_started.wait()
+    for _ in range(50):  # let every other worker and queued key have its turn on the loop
+        await asyncio.sleep(0)
+    assert len(started) == 5 and actor.in_flight == 5
+    release.set()
+    while actor.writes < 12:
+        await asyncio.sleep(0)
+    workers.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await workers
+    assert sorted(started) == sorted(cache) and actor.peak_in_flight == 5
+
+
+async def test_kueues_actor_retries_a_conflict_with_the_newer_object_from_its_cache() -> None:
+    cache = {"ns/w": admitted_workload("w")}
+    attempts: list[str] = []
+    done = asyncio.Event()
+
+    async def apply(key: str, body: JSON, manager: str) -> None:
+        attempts.append(body["metadata"]["resourceVersion"])
+        if len(attempts) == 1:
+            cache[key] = admitted_workload("w", version="8")  # the watch brings the newer object
+            raise Conflict("the object has been modified")
+        done.set()
+
+    actor = KueueActor(read=cache.get, apply=apply, runtime_ms=lambda _: 0)
+    workers = asyncio.create_task(actor.run())
+    actor.observe("ns/w", cache["ns/w"])
+    await done.wait()
+    workers.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await workers
+    assert attempts == ["7", "8"] and actor.conflicts == 1 and actor.writes == 1
+
+
+async def test_kueues_actor_waits_out_the_run_time_from_when_it_saw_the_admission() -> None:
+    cache = {"ns/w": admitted_workload("w")}
+    now = [100.0]
+    actor = KueueActor(
+        read=cache.get, apply=lambda *_: asyncio.sleep(0), runtime_ms=lambda _: 2000, clock=lambda: now[0]
+    )
+    actor.observe("ns/w", cache["ns/w"])
+    now[0] = 100.5
+    assert await actor._reconcile("ns/w") == pytest.approx(1.5)  # requeued for the rest of its run time
+    now[0] = 102.0
+    assert await actor._reconcile("ns/w") is None and actor.writes == 1
 
 
 async def test_a_run_finishes_every_workload_after_its_run_time_and_acknowledges_evictions() -> None:
@@ -460,7 +673,7 @@ async def test_a_run_finishes_every_workload_after_its_run_time_and_acknowledges
             for stream in plan.streams
         ),
     )
-    run = Run(api=api, plan=plan, timeout=20, progress=lambda _: None)
+    run = Run(api=api, plan=plan, timeout=20, progress=lambda _: None, actor="concurrent")
     await run.execute(wait_active=5, idle_grace=1)
     assert not run.timed_out
     records = run.timeline.records

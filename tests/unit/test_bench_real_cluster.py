@@ -41,7 +41,7 @@ def test_the_controllers_writes_are_the_servers_minus_what_the_benchmark_sent() 
     from bench.kueue_baseline import apiserver_write_figures
 
     counters = SimpleNamespace(created=100, create_failures=0, actor_writes=100, actor_retries=4)
-    run = SimpleNamespace(counters=counters)
+    run = SimpleNamespace(counters=counters, actor="concurrent")
     plan = SimpleNamespace(queues=[object()] * 2)
     seen = {
         "POST workloads": 100,  # the benchmark's creations
@@ -57,3 +57,17 @@ def test_the_controllers_writes_are_the_servers_minus_what_the_benchmark_sent() 
         "PATCH clusterqueues/status": 3,
     }
     assert figures["controller_per_workload"] == 1.25
+
+
+def test_the_kueue_actors_applies_are_the_benchmarks_not_the_controllers() -> None:
+    from types import SimpleNamespace
+
+    from bench.kueue_baseline import apiserver_write_figures
+
+    counters = SimpleNamespace(created=100, create_failures=0, actor_writes=100, actor_retries=4)
+    run = SimpleNamespace(counters=counters, actor="kueue")
+    plan = SimpleNamespace(queues=[object()] * 2)
+    seen = {"POST workloads": 100, "APPLY workloads/status": 104, "PATCH workloads/status": 110}
+    figures = apiserver_write_figures(seen, run, plan)  # type: ignore[arg-type]
+    assert figures["controller_by_verb_and_resource"] == {"PATCH workloads/status": 110}
+    assert figures["controller_per_workload"] == 1.1

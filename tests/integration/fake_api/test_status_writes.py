@@ -98,3 +98,75 @@ def test_json_copies_are_deep_and_exact_even_beyond_64_bits() -> None:
     assert copied == original
     copied["a"][0]["b"] = 2
     assert original["a"][0]["b"] == 1.5
+
+
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+
+
+def finished_apply_body(version: str) -> dict[str, Any]:
+    """The body Kueue's SetConditionAndUpdate sends (checked against kube-apiserver v1.36.2)."""
+    return {
+        "kind": "Workload",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "metadata": {"name": "w", "namespace": NS, "resourceVersion": version, "creationTimestamp": None},
+        "spec": {"podSets": None},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Finished",
+                    "status": "True",
+                    "lastTransitionTime": "2026-01-01T00:00:01Z",
+                    "reason": "ByTest",
+                    "message": "By test runner",
+                }
+            ]
+        },
+    }
+
+
+async def test_a_status_apply_merges_conditions_by_type_and_ignores_the_spec(
+    http: aiohttp.ClientSession,
+) -> None:
+    reserved = {
+        "type": "QuotaReserved",
+        "status": "True",
+        "reason": "QuotaReserved",
+        "message": "m",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    status, written = await patch(http, {"status": {"conditions": [reserved]}})
+    assert status == 200
+    query = "?fieldManager=kueue-job-controller-Finished&force=true"
+    body = orjson.dumps(finished_apply_body(written["metadata"]["resourceVersion"]))
+    async with http.patch(URL + query, data=body, headers=APPLY) as response:
+        assert response.status == 200
+        applied = await response.json()
+    # conditions is a list-map keyed by type: the applied Finished joins QuotaReserved, which stays
+    assert [(c["type"], c["status"]) for c in applied["status"]["conditions"]] == [
+        ("QuotaReserved", "True"),
+        ("Finished", "True"),
+    ]
+    assert applied["spec"]["podSets"][0]["count"] == 1
+
+
+async def test_a_status_apply_with_a_stale_resource_version_conflicts(http: aiohttp.ClientSession) -> None:
+    query = "?fieldManager=kueue-job-controller-Finished&force=true"
+    async with http.patch(
+        URL + query, data=orjson.dumps(finished_apply_body("1")), headers=APPLY
+    ) as response:
+        assert response.status == 409
+        assert (await response.json())["reason"] == "Conflict"
+
+
+async def test_an_apply_without_a_field_manager_is_refused_as_the_api_server_does(
+    http: aiohttp.ClientSession, fake_api: FakeApiServer
+) -> None:
+    stored = fake_api.get("workloads", "w", NS)
+    assert stored is not None
+    body = orjson.dumps(finished_apply_body(stored["metadata"]["resourceVersion"]))
+    async with http.patch(URL, data=body, headers=APPLY) as response:
+        assert response.status == 422
+        error = await response.json()
+    assert "fieldManager: Required value: is required for apply patch" in error["message"]
+    after = fake_api.get("workloads", "w", NS)
+    assert after is not None and "conditions" not in (after.get("status") or {})
