@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,9 @@ import yaml
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.identity import own_username
 from kueue_webhook.control.kube.kubeconfig import load, select, split_paths
+from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
 
-KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
-KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
-
-pytestmark = pytest.mark.skipif(
-    not KUBECONFIG, reason="KUEUE_E2E_KUBECONFIG is not set (the kubeconfig of a real cluster)"
-)
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 
 
 def whoami() -> str:

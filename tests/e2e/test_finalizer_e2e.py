@@ -15,7 +15,6 @@ is left behind waiting for a controller that is gone.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -28,14 +27,12 @@ from kueue_webhook.control.kube.kinds import (
     WORKLOADS,
     Kind,
 )
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 from tests.e2e.support import leading_team_queue
 from tests.support import builders
 from tests.support.replica import Replica
 
-KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
-pytestmark = pytest.mark.skipif(
-    not KUBECONFIG, reason="KUEUE_E2E_KUBECONFIG is not set (the kubeconfig of a cluster with the Kueue CRDs)"
-)
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
 FINALIZER = "kueue.x-k8s.io/resource-in-use"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,12 @@ import pytest
 
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 from tests.e2e.support import leading_team_queue
 from tests.support import builders
 from tests.support.replica import Replica
 
-KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
-pytestmark = pytest.mark.skipif(
-    not KUBECONFIG, reason="KUEUE_E2E_KUBECONFIG is not set (the kubeconfig of a cluster with the Kueue CRDs)"
-)
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 HUGE = "1" * 5000
 HANG = 120.0  # seconds: a bound on a hang, never a pace

@@ -11,7 +11,6 @@ the admission must come after a renewal the replica sent once the stall was over
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -28,13 +27,11 @@ from kueue_webhook.control.kube.kinds import (
     WORKLOADS,
     Kind,
 )
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 from tests.e2e.support import leading_team_queue
 from tests.support.replica import FAST_LEASE, Replica
 
-KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
-pytestmark = pytest.mark.skipif(
-    not KUBECONFIG, reason="KUEUE_E2E_KUBECONFIG is not set (the kubeconfig of a cluster with the Kueue CRDs)"
-)
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 HANG = 120.0  # seconds: a bound on a hang, never a pace
 STALL = FAST_LEASE["renew_deadline"] + 0.5

@@ -10,7 +10,6 @@ Dry runs persist nothing, so nothing needs cleaning up.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,11 +26,9 @@ from kueue_webhook.api.validation import (
     validate_labels,
 )
 from kueue_webhook.control.kube.client import ApiError, KubeClient
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER
 
-KUBECONFIG = os.environ.get("KUEUE_E2E_KUBECONFIG", "")
-pytestmark = pytest.mark.skipif(
-    not KUBECONFIG, reason="KUEUE_E2E_KUBECONFIG is not set (the kubeconfig of a cluster with Kueue's CRDs)"
-)
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 
 BAD_LABELS = {
