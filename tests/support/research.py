@@ -7,8 +7,13 @@ every wait is on the fake API server's own change notifications, so it never pac
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
+from kueue_webhook.control.replica.wiring import Replica
+from kueue_webhook.http.certs import CertificateSet
 from tests.fakeapi import FakeApiServer
 from tests.support import fake_cluster as harness
 from tests.support.builders import (
@@ -22,6 +27,7 @@ from tests.support.builders import (
     resource_flavor,
     workload_priority_class,
 )
+from tests.support.replica import replica, start_replica
 
 JSON = dict[str, Any]
 HANG = 60.0  # seconds: generous, only so that a hang fails instead of blocking the suite
@@ -89,3 +95,37 @@ def team_gpu_job(
     return queued_job(
         namespace, name, queue="gpus", resources=gpu_limits(gpus), labels={PRIORITY_LABEL: priority}, pod=pod
     )
+
+
+def waiting(fake_api: FakeApiServer, job: str) -> bool:
+    """The Job's Workload waits: QuotaReserved is False."""
+    found = workloads_of(fake_api, job)
+    reserved = harness.condition(found[0], "QuotaReserved") if found else None
+    return reserved is not None and reserved["status"] == "False"
+
+
+@contextlib.asynccontextmanager
+async def leader_and_standby(
+    fake_api: FakeApiServer, tls: CertificateSet
+) -> AsyncIterator[tuple[Replica, Replica]]:
+    """``QUOTA`` served by two replicas, ``replica-a`` leading and ``replica-b`` standing by, with five Jobs
+    of 2 GPUs: j0 and j1 running, j2, j3 and j4 waiting in that order."""
+    await fake_api.apply_manifests(QUOTA)
+    async with replica(fake_api.kubeconfig_path(), tls=tls, identity="replica-a") as leader:
+        await asyncio.wait_for(leader.controller.leading.wait(), HANG)
+        standby = await start_replica(fake_api.kubeconfig_path(), tls=tls, identity="replica-b")
+        try:
+            assert not standby.controller.is_leader()
+            for name in ("j0", "j1", "j2", "j3", "j4"):
+                await fake_api.create(gpu_job(name))
+            await fake_api.wait_for(
+                lambda: (
+                    running(fake_api, "j0")
+                    and running(fake_api, "j1")
+                    and all(waiting(fake_api, n) for n in ("j2", "j3", "j4"))
+                ),
+                timeout=HANG,
+            )
+            yield leader, standby
+        finally:
+            await standby.stop()

@@ -17,17 +17,10 @@ import aiohttp
 
 from kueue_webhook.http.dashboard import DASHBOARD_PATH
 from tests.fakeapi import FakeApiServer
-from tests.support.fake_cluster import condition
-from tests.support.replica import certificates, replica, start_replica
-from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.support.replica import certificates
+from tests.support.research import HANG, leader_and_standby
 
 ADMIN = {"X-Remote-User": "admin", "X-Remote-Group": "system:masters", "Accept": "application/json"}
-
-
-def waits(fake_api: FakeApiServer, job: str) -> bool:
-    found = workloads_of(fake_api, job)
-    reserved = condition(found[0], "QuotaReserved") if found else None
-    return reserved is not None and reserved["status"] == "False"
 
 
 async def document(fake_api: FakeApiServer, port: int, ca: Path) -> dict[str, Any]:
@@ -49,37 +42,18 @@ def shown(doc: dict[str, Any]) -> dict[str, Any]:
 async def test_a_replica_that_does_not_lead_shows_what_the_leader_shows(
     fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
-    await fake_api.apply_manifests(QUOTA)
     tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls, identity="replica-a") as leader:
-        await asyncio.wait_for(leader.controller.leading.wait(), HANG)
-        standby = await start_replica(fake_api.kubeconfig_path(), tls=tls, identity="replica-b")
-        try:
-            assert not standby.controller.is_leader()
-            for name in ("j0", "j1", "j2", "j3", "j4"):
-                await fake_api.create(gpu_job(name))
-            await fake_api.wait_for(
-                lambda: (
-                    running(fake_api, "j0")
-                    and running(fake_api, "j1")
-                    and all(waits(fake_api, n) for n in ("j2", "j3", "j4"))
-                ),
-                timeout=HANG,
-            )
-            async with asyncio.timeout(HANG):  # each replica computes its document at most once a second
-                while True:
-                    ours, theirs = [await document(fake_api, r.port, tls.ca_cert) for r in (leader, standby)]
-                    if shown(ours) == shown(theirs) and ours["totals"]["pending"] == 3:
-                        break
-                    await asyncio.sleep(0.1)
-            assert ours["replica"] == {"name": "replica-a", "role": "leader"}
-            assert theirs["replica"] == {"name": "replica-b", "role": "follower"}
-            assert (theirs["totals"]["admitted"], theirs["totals"]["pending"]) == (2, 3)
-            [group] = theirs["pending"]
-            assert [w["owner"] for w in group["workloads"]] == ["Job/j2", "Job/j3", "Job/j4"]
-            assert all(
-                "insufficient unused quota for nvidia.com/gpu" in w["message"] for w in group["workloads"]
-            )
-            assert sorted(d["kind"] for d in theirs["recent"]) == ["Admitted", "Admitted"]
-        finally:
-            await standby.stop()
+    async with leader_and_standby(fake_api, tls) as (leader, standby):
+        async with asyncio.timeout(HANG):  # each replica computes its document at most once a second
+            while True:
+                ours, theirs = [await document(fake_api, r.port, tls.ca_cert) for r in (leader, standby)]
+                if shown(ours) == shown(theirs) and ours["totals"]["pending"] == 3:
+                    break
+                await asyncio.sleep(0.1)
+        assert ours["replica"] == {"name": "replica-a", "role": "leader"}
+        assert theirs["replica"] == {"name": "replica-b", "role": "follower"}
+        assert (theirs["totals"]["admitted"], theirs["totals"]["pending"]) == (2, 3)
+        [group] = theirs["pending"]
+        assert [w["owner"] for w in group["workloads"]] == ["Job/j2", "Job/j3", "Job/j4"]
+        assert all("insufficient unused quota for nvidia.com/gpu" in w["message"] for w in group["workloads"])
+        assert sorted(d["kind"] for d in theirs["recent"]) == ["Admitted", "Admitted"]

@@ -23,9 +23,8 @@ from kueue_webhook.control.replica.controller import ControllerSettings
 from kueue_webhook.control.replica.wiring import Listen, build
 from tests.fakeapi import FakeApiServer
 from tests.front_proxy import ClientPair
-from tests.support.fake_cluster import condition
-from tests.support.replica import certificates, replica, start_replica
-from tests.support.research import HANG, QUOTA, gpu_job, running, workloads_of
+from tests.support.replica import certificates, replica
+from tests.support.research import HANG, QUOTA, gpu_job, leader_and_standby, running, waiting
 
 JSON = dict[str, Any]
 BASE = "/apis/visibility.kueue.x-k8s.io/v1beta2"
@@ -63,12 +62,6 @@ async def get(
         return response.status, await response.json()
 
 
-def pending(fake_api: FakeApiServer, name: str) -> bool:
-    found = workloads_of(fake_api, name)
-    reserved = condition(found[0], "QuotaReserved") if found else None
-    return reserved is not None and reserved["status"] == "False"
-
-
 def owners(summary: JSON) -> list[tuple[str, int, int]]:
     """(owning Job, positionInClusterQueue, positionInLocalQueue) of each item."""
     return [
@@ -92,7 +85,7 @@ async def test_pending_workloads_of_a_cluster_queue_and_a_local_queue_follow_the
             await fake_api.create(gpu_job(name))
         await fake_api.wait_for(lambda: running(fake_api, "j0") and running(fake_api, "j1"), timeout=HANG)
         # the leader wrote their pending condition, so its queues hold them
-        await fake_api.wait_for(lambda: all(pending(fake_api, n) for n in ("j2", "j3", "j4")), timeout=HANG)
+        await fake_api.wait_for(lambda: all(waiting(fake_api, n) for n in ("j2", "j3", "j4")), timeout=HANG)
 
         status, summary = await get(
             serving.port, tls.ca_cert, f"{BASE}/clusterqueues/research/pendingworkloads"
@@ -154,42 +147,29 @@ async def test_unknown_queues_bad_parameters_and_discovery(fake_api: FakeApiServ
 async def test_a_replica_that_does_not_lead_answers_as_the_leader_does(
     fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
-    await fake_api.apply_manifests(QUOTA)
     tls = certificates(tmp_path / "tls")
-    async with replica(fake_api.kubeconfig_path(), tls=tls, identity="replica-a") as leader:
-        await asyncio.wait_for(leader.controller.leading.wait(), HANG)
-        standby = await start_replica(fake_api.kubeconfig_path(), tls=tls, identity="replica-b")
-        try:
-            assert not standby.controller.is_leader()
-            for name in ("j0", "j1", "j2", "j3", "j4"):
-                await fake_api.create(gpu_job(name))
-            await fake_api.wait_for(lambda: running(fake_api, "j0") and running(fake_api, "j1"), timeout=HANG)
-            await fake_api.wait_for(
-                lambda: all(pending(fake_api, n) for n in ("j2", "j3", "j4")), timeout=HANG
-            )
-            path = f"{BASE}/clusterqueues/research/pendingworkloads"
-            lq = f"{BASE}/namespaces/team-a/localqueues/team-a-gpu/pendingworkloads?offset=1"
+    async with leader_and_standby(fake_api, tls) as (leader, standby):
+        path = f"{BASE}/clusterqueues/research/pendingworkloads"
+        lq = f"{BASE}/namespaces/team-a/localqueues/team-a-gpu/pendingworkloads?offset=1"
 
-            async def standby_agrees() -> bool:
-                answers = [await get(r.port, tls.ca_cert, p) for r in (leader, standby) for p in (path, lq)]
-                return answers[:2] == answers[2:]
+        async def standby_agrees() -> bool:
+            answers = [await get(r.port, tls.ca_cert, p) for r in (leader, standby) for p in (path, lq)]
+            return answers[:2] == answers[2:]
 
-            await wait_until(standby_agrees)
-            status, summary = await get(standby.port, tls.ca_cert, path)
-            assert status == 200 and owners(summary) == [("j2", 0, 0), ("j3", 1, 1), ("j4", 2, 2)]
-            status, page = await get(standby.port, tls.ca_cert, lq)
-            assert status == 200 and owners(page) == [("j3", 1, 1), ("j4", 2, 2)]
+        await wait_until(standby_agrees)
+        status, summary = await get(standby.port, tls.ca_cert, path)
+        assert status == 200 and owners(summary) == [("j2", 0, 0), ("j3", 1, 1), ("j4", 2, 2)]
+        status, page = await get(standby.port, tls.ca_cert, lq)
+        assert status == 200 and owners(page) == [("j3", 1, 1), ("j4", 2, 2)]
 
-            # the queue moves: the standby follows from the same store changes, without running cycles
-            await fake_api.complete_job("team-a", "j0")
-            await fake_api.wait_for(lambda: running(fake_api, "j2"), timeout=HANG)
-            await wait_until(standby_agrees)
-            _, summary = await get(standby.port, tls.ca_cert, path)
-            assert owners(summary) == [("j3", 0, 0), ("j4", 1, 1)]
-            status, _ = await get(standby.port, tls.ca_cert, BASE)
-            assert status == 200
-        finally:
-            await standby.stop()
+        # the queue moves: the standby follows from the same store changes, without running cycles
+        await fake_api.complete_job("team-a", "j0")
+        await fake_api.wait_for(lambda: running(fake_api, "j2"), timeout=HANG)
+        await wait_until(standby_agrees)
+        _, summary = await get(standby.port, tls.ca_cert, path)
+        assert owners(summary) == [("j3", 0, 0), ("j4", 1, 1)]
+        status, _ = await get(standby.port, tls.ca_cert, BASE)
+        assert status == 200
 
 
 async def wait_until(check: Callable[[], Awaitable[bool]]) -> None:
