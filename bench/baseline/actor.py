@@ -22,12 +22,13 @@ Both writes are server-side apply patches of the status subresource, forced, car
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
-
-from kueue_webhook.control.cache.workqueue import WorkQueue
 
 JSON = dict[str, Any]
 #: main.go: GroupKindConcurrency {"Workload.kueue.x-k8s.io": 5}
@@ -181,6 +182,69 @@ def eviction_ack_apply(obj: JSON, *, now: float) -> JSON | None:
     return body
 
 
+class WorkQueue:
+    """controller-runtime's workqueue semantics: a key is queued at most once and never handed to two
+    workers; a key added while being processed is queued again when its worker is done."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._ready: deque[str] = deque()
+        self._dirty: set[str] = set()
+        self._processing: set[str] = set()
+        self._delayed: list[tuple[float, int, str]] = []
+        self._seq = 0
+        self._changed = asyncio.Event()
+        self._failures: dict[str, int] = {}
+
+    def add(self, key: str) -> None:
+        if key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key not in self._processing:
+            self._ready.append(key)
+            self._changed.set()
+
+    def add_after(self, key: str, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        self._seq += 1
+        heapq.heappush(self._delayed, (self._clock() + delay, self._seq, key))
+        self._changed.set()
+
+    def add_rate_limited(self, key: str) -> None:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        self.add_after(key, min(BACKOFF_BASE_S * 2**failures, BACKOFF_MAX_S))
+
+    def forget(self, key: str) -> None:
+        self._failures.pop(key, None)
+
+    def done(self, key: str) -> None:
+        self._processing.discard(key)
+        if key in self._dirty:
+            self._ready.append(key)
+            self._changed.set()
+
+    async def get(self) -> str:
+        while True:
+            now = self._clock()
+            while self._delayed and self._delayed[0][0] <= now:
+                self.add(heapq.heappop(self._delayed)[2])
+            if self._ready:
+                key = self._ready.popleft()
+                self._dirty.discard(key)
+                self._processing.add(key)
+                return key
+            self._changed.clear()
+            timeout = self._delayed[0][0] - now if self._delayed else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def __len__(self) -> int:
+        return len(self._ready) + len(self._delayed)
+
+
 class KueueActor:
     """Finishes admitted Workloads and acknowledges evictions with ``workers`` bounded workers."""
 
@@ -200,10 +264,7 @@ class KueueActor:
         self._workers = workers
         self._clock = clock
         self._wall = wall_clock
-        #: the controller's own de-duplicating queue (a key never with two workers, re-queued when dirtied
-        #: while worked on), as controller-runtime's; delays and per-key back-off are the actor's
-        self.queue: WorkQueue[str] = WorkQueue()
-        self._failures: dict[str, int] = {}
+        self.queue = WorkQueue(clock)
         self._admitted_at: dict[str, float] = {}
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -225,7 +286,6 @@ class KueueActor:
 
     def forget(self, key: str) -> None:
         self._admitted_at.pop(key, None)
-        self._failures.pop(key, None)
 
     async def run(self) -> None:
         await asyncio.gather(*(self._worker() for _ in range(self._workers)))
@@ -237,29 +297,16 @@ class KueueActor:
                 requeue_after = await self._reconcile(key)
             except Conflict:
                 self.conflicts += 1
-                self._add_rate_limited(key)
+                self.queue.add_rate_limited(key)
             except Exception as exc:  # controller-runtime logs and requeues with back-off
                 self.errors.append(f"{key}: {exc}")
-                self._add_rate_limited(key)
+                self.queue.add_rate_limited(key)
             else:
-                self._failures.pop(key, None)
+                self.queue.forget(key)
                 if requeue_after is not None:
-                    self._add_after(key, requeue_after)
+                    self.queue.add_after(key, requeue_after)
             finally:
                 self.queue.done(key)
-
-    def _add_after(self, key: str, delay: float) -> None:
-        """controller-runtime's AddAfter: the key is queued once ``delay`` seconds have passed."""
-        if delay <= 0:
-            self.queue.add(key)
-        else:
-            asyncio.get_running_loop().call_later(delay, self.queue.add, key)
-
-    def _add_rate_limited(self, key: str) -> None:
-        """controller-runtime's default per-item rate limiter: 5 ms, doubling per failure up to 1000 s."""
-        failures = self._failures.get(key, 0)
-        self._failures[key] = failures + 1
-        self._add_after(key, min(BACKOFF_BASE_S * 2**failures, BACKOFF_MAX_S))
 
     async def _reconcile(self, key: str) -> float | None:
         obj = self._read(key)
