@@ -2,12 +2,12 @@
 their pods queue through the pod integration (Kueue's pod, deployment and statefulset webhooks).
 
 A queued pod gets Kueue's ``kueue.x-k8s.io/admission`` scheduling gate (the pod's "suspend": the scheduler
-leaves it alone until the gate is removed), the ``kueue.x-k8s.io/managed=true`` label, the
-``kueue.x-k8s.io/managed`` finalizer (so the controller sees how it ended before it disappears; not on a pod
-made from a marked template, whose parent makes it again, as in Kueue) and, in a group, its role hash. A
-Deployment's template gets the queue label, so each of its pods is a Workload of its own; a StatefulSet's
-pods are given their group by the controller once they exist, since the group is named after the
-StatefulSet's UID (``kueue_webhook.api.integrations.statefulsets``).
+leaves it alone until the gate is removed) and its ``kueue.x-k8s.io/topology`` gate, the
+``kueue.x-k8s.io/managed=true`` label, the ``kueue.x-k8s.io/managed`` finalizer (so the controller sees
+how it ended before it disappears; not on a pod made from a marked template, whose parent makes it again,
+as in Kueue) and, in a group, its role hash. A Deployment's template gets the queue label, so each of its
+pods is a Workload of its own; a StatefulSet's pods are given their group by the controller once they
+exist, since the group is named after the StatefulSet's UID (``kueue_webhook.api.integrations.statefulsets``).
 Everything is computed on a copy and sent as whole-map ``add`` ops, so the order of the edits never matters.
 """
 
@@ -23,6 +23,7 @@ from kueue_webhook.api.integrations.engine import PRIORITY_CLASS_LABEL, QUEUE_NA
 from kueue_webhook.api.integrations.paths import pointer
 from kueue_webhook.api.integrations.pod_groups import ROLE_HASH_ANNOTATION, group_name, spec_role_hash
 from kueue_webhook.api.integrations.statefulsets import SUSPENDING_PARENT_ANNOTATION
+from kueue_webhook.api.topology_pods import TOPOLOGY_GATE
 
 __all__ = ["SUSPENDING_PARENT_ANNOTATION", "mark_pod", "mark_template"]
 
@@ -63,7 +64,22 @@ def mark_pod(pod: Mapping[str, Any], gate_ops: list[JSON], integration: Integrat
         if ROLE_HASH_ANNOTATION not in annotations:
             spec = pod.get("spec")
             annotations[ROLE_HASH_ANNOTATION] = spec_role_hash(spec if isinstance(spec, Mapping) else {})
-    return [*gate_ops, *_diff_maps(pod, after, ())]
+    return [*gate_ops, *_topology_gate_ops(pod, gate_ops), *_diff_maps(pod, after, ())]
+
+
+def _topology_gate_ops(pod: Mapping[str, Any], gate_ops: list[JSON]) -> list[JSON]:
+    """Kueue's pod webhook gates every queued pod for topology too (``kueue.x-k8s.io/topology``): whether
+    its pod set is placed by topology is known only once it is admitted, and a gate can be added only on
+    create. Starting a pod not placed by topology removes it with the admission gate."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    gates = spec.get("schedulingGates") if isinstance(spec, Mapping) else None
+    if isinstance(gates, list) and any(
+        isinstance(g, Mapping) and g.get("name") == TOPOLOGY_GATE for g in gates
+    ):
+        return []
+    if not gate_ops and not isinstance(gates, list):
+        return []
+    return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": TOPOLOGY_GATE}}]
 
 
 def mark_template(obj: Mapping[str, Any], integration: Integration, queue: str | None) -> list[JSON]:

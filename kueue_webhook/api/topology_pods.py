@@ -38,11 +38,13 @@ __all__ = [
     "Placement",
     "PodView",
     "RankSource",
+    "TopologyStart",
     "node_selector",
     "owner_rank_source",
     "place_gated_pods",
     "pod_view",
     "rank_source",
+    "topology_starts",
 ]
 
 JSON = dict[str, Any]
@@ -155,6 +157,52 @@ def owner_rank_source(api_version: str, kind: str) -> RankSource | None:
     group = api_version.rpartition("/")[0]
     label = _INDEX_LABEL_BY_OWNER.get((group, kind))
     return RankSource(label) if label is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyStart:
+    """What starting a pod set placed by topology puts on its pods (Kueue's PodSetInfo of a topology
+    assignment): the pod set label, the Workload annotation, the topology gate and, for a pod set without
+    a topology request of its own, the unconstrained annotation."""
+
+    workload: str
+    pod_set: str
+    implicit: bool = False
+
+    def labels(self) -> dict[str, str]:
+        return {PODSET_LABEL: self.pod_set}
+
+    def annotations(self) -> dict[str, str]:
+        marks = {WORKLOAD_ANNOTATION: self.workload}
+        if self.implicit:
+            marks[UNCONSTRAINED_ANNOTATION] = "true"
+        return marks
+
+
+_REQUEST_FIELDS = ("required", "preferred", "unconstrained")
+
+
+def topology_starts(workload: Mapping[str, Any]) -> dict[str, TopologyStart]:
+    """By pod set name, the pod sets of ``workload``'s admission placed by topology (Kueue's podset
+    FromAssignment with a topologyAssignment)."""
+    name = str((workload.get("metadata") or {}).get("name") or "")
+    pod_sets = {
+        str(p.get("name") or "main"): p
+        for p in (workload.get("spec") or {}).get("podSets") or []
+        if isinstance(p, Mapping)
+    }
+    admission = (workload.get("status") or {}).get("admission") or {}
+    out: dict[str, TopologyStart] = {}
+    for assignment in admission.get("podSetAssignments") or []:
+        if not isinstance(assignment, Mapping) or not isinstance(
+            assignment.get("topologyAssignment"), Mapping
+        ):
+            continue
+        set_name = str(assignment.get("name") or "main")
+        request = (pod_sets.get(set_name) or {}).get("topologyRequest")
+        explicit = isinstance(request, Mapping) and any(request.get(f) is not None for f in _REQUEST_FIELDS)
+        out[set_name] = TopologyStart(name, set_name, implicit=not explicit)
+    return out
 
 
 def node_selector(levels: Sequence[str], values: Sequence[str]) -> dict[str, str]:

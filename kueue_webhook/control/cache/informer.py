@@ -38,6 +38,7 @@ class ListWatchClient(Protocol):
         namespace: str | None = ...,
         field_selector: str = ...,
         timeout_seconds: int = ...,
+        label_selector: str = ...,
     ) -> AsyncIterator[JSON]: ...
 
 
@@ -54,7 +55,7 @@ class Sink(Protocol):
 
 
 class Informer:
-    """Mirror one kind (optionally one namespace / field selector) into a sink until cancelled."""
+    """Mirror one kind (optionally one namespace / field or label selector) into a sink until cancelled."""
 
     def __init__(
         self,
@@ -64,6 +65,7 @@ class Informer:
         sink: Sink,
         namespace: str | None = None,
         field_selector: str = "",
+        label_selector: str = "",
         backoff: Backoff | None = None,
         watch_timeout_seconds: int = 290,
     ) -> None:
@@ -72,6 +74,7 @@ class Informer:
         self.sink = sink
         self.namespace = namespace
         self.field_selector = field_selector
+        self.label_selector = label_selector
         self.backoff = backoff or Backoff()
         self.watch_timeout_seconds = watch_timeout_seconds
         self.synced = asyncio.Event()
@@ -121,7 +124,10 @@ class Informer:
         seen: set[tuple[str, str]] = set()
         version = ""
         async for page, page_version in self.client.list_pages(
-            self.kind, namespace=self.namespace, field_selector=self.field_selector
+            self.kind,
+            namespace=self.namespace,
+            field_selector=self.field_selector,
+            label_selector=self.label_selector,
         ):
             version = page_version
             for obj in page:
@@ -146,6 +152,7 @@ class Informer:
             namespace=self.namespace,
             field_selector=self.field_selector,
             timeout_seconds=self.watch_timeout_seconds,
+            **({"label_selector": self.label_selector} if self.label_selector else {}),
         )
         async for event in stream:
             kind = event.get("type")

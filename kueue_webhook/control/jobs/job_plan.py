@@ -61,6 +61,7 @@ from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import FlavorConflict
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
+from kueue_webhook.api.topology_pods import topology_starts
 from kueue_webhook.control.jobs.workload_match import matches_workload
 from kueue_webhook.control.output.conditions import find, is_true
 
@@ -351,7 +352,9 @@ def plan_job(
             try:
                 # a partial admission runs the admitted counts (podSetAssignments[].count)
                 counts = _counts(admission.get("podSetAssignments") or [])
-                patch = engine.start_patch(it, job, assigned, counts=counts)
+                patch = engine.start_patch(
+                    it, job, assigned, counts=counts, topology=topology_starts(workload)
+                )
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)

@@ -35,6 +35,7 @@ from kueue_webhook.api.integrations.pod_groups import (
 )
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
+from kueue_webhook.api.topology_pods import topology_starts
 from kueue_webhook.control.jobs.job_plan import (
     MISSING_WORKLOAD,
     NOT_ADMITTED,
@@ -180,6 +181,7 @@ def _start(
         return next(iter(assigned)) if len(assigned) == 1 else None
 
     room = _room(workload, admission, assigned)
+    starts = topology_starts(workload)
     for pod in pods:
         name = pod_set_of(pod)
         if name is not None and not engine.is_suspended(POD, pod) and not terminated(pod):
@@ -194,7 +196,8 @@ def _start(
         room[name] -= 1
         mine = assigned[name]
         try:
-            patch = engine.start_patch(POD, pod, {"main": mine})
+            start = starts.get(name)
+            patch = engine.start_patch(POD, pod, {"main": mine}, topology={"main": start} if start else None)
         except FlavorConflict as exc:
             return FinishWorkload(workload, "FailedToStart", str(exc))
         patches.append((pod, patch))

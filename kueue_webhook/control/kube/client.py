@@ -292,6 +292,7 @@ class KubeClient:
         namespace: str | None = None,
         field_selector: str = "",
         timeout_seconds: int = 290,
+        label_selector: str = "",
     ) -> AsyncIterator[JSON]:
         """Watch events (``{"type", "object"}``) one JSON line each; ERROR events raise ``ApiError``."""
         query: dict[str, str | int] = {
@@ -301,6 +302,8 @@ class KubeClient:
             "timeoutSeconds": timeout_seconds,
             "fieldSelector": field_selector,
         }
+        if label_selector:
+            query["labelSelector"] = label_selector
         headers = {"Accept": "application/json", **(await self._auth())}
         async with self._watch_session.get(
             self._url(kind.path(namespace=namespace), query),

@@ -48,6 +48,9 @@ from kueue_webhook.control.scheduling.fair_sharing_reporter import FairSharingRe
 from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from kueue_webhook.control.topology.node_failures import NodeFailures
+from kueue_webhook.control.topology.ungater import TopologyUngater
+from kueue_webhook.control.topology.watch import TopologyWatch
 from kueue_webhook.core.scheduler import SchedulerState
 
 log = logging.getLogger("kueue_webhook.controller")
@@ -147,6 +150,13 @@ class Controller:
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
         self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
+        #: Nodes and the pods of topology-aware Workloads (a store of their own), the ungater placing those
+        #: pods on their domains and the controller reacting to failed nodes
+        self.topology = TopologyWatch(client, watch_timeout_seconds=settings.watch_timeout_seconds)
+        self.ungater = TopologyUngater(self.context, self.leader_client, self.topology)
+        self.node_failures = NodeFailures(self.context, self.leader_client, self.topology)
+        self.topology.subscribe(self.ungater.on_watch_change)
+        self.topology.subscribe(self.node_failures.on_watch_change)
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
@@ -190,6 +200,8 @@ class Controller:
             self.status.on_change,
             self.checks.on_change,
             self.fair_sharing.on_change,
+            self.ungater.on_workload_change,
+            self.node_failures.on_workload_change,
         ):
             self.store.subscribe(self._while_leading(handler))
         self.store.subscribe(self._while_following)
@@ -247,6 +259,8 @@ class Controller:
         self.pods_ready.resync()
         self.execution_limits.resync()
         self.checks.resync()
+        self.ungater.resync()
+        self.node_failures.resync()
         self.status.mark_all()
         self.fair_sharing.mark_all()
         loop = asyncio.get_running_loop()
@@ -258,6 +272,8 @@ class Controller:
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
+            loop.create_task(self.ungater.run(), name="topology-ungater"),
+            loop.create_task(self.node_failures.run(), name="topology-node-failures"),
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
             loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
         ]
@@ -347,6 +363,8 @@ class Controller:
             for informer in self.informers
         ]
         background.append(loop.create_task(self.recorder.run(), name="events"))
+        # not part of readiness: a cluster without topology-aware Workloads needs neither list
+        background.append(loop.create_task(self.topology.run(), name="topology-watch"))
         self._running = True
         self._watch_integrations(self.configuration())
         try:

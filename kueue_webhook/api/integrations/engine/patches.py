@@ -15,6 +15,13 @@ from kueue_webhook.api.integrations.model import Integration
 from kueue_webhook.api.integrations.paths import FieldPath, pointer
 from kueue_webhook.api.integrations.suspension import set_ops, suspension_of
 from kueue_webhook.api.objects import ResourceFlavor
+from kueue_webhook.api.topology_pods import (
+    PODSET_LABEL,
+    TOPOLOGY_GATE,
+    UNCONSTRAINED_ANNOTATION,
+    WORKLOAD_ANNOTATION,
+    TopologyStart,
+)
 
 __all__ = [
     "FlavorConflict",
@@ -138,16 +145,87 @@ def _set_ops_at(element: Element, path: FieldPath, value: int) -> list[JSON]:
     ]
 
 
+def _topology_gate_index(gates: Any) -> int | None:
+    if not isinstance(gates, list):
+        return None
+    for index, gate in enumerate(gates):
+        if isinstance(gate, Mapping) and gate.get("name") == TOPOLOGY_GATE:
+            return index
+    return None
+
+
+def _marked_map(current: Any, marks: Mapping[str, str]) -> dict[str, Any] | None:
+    """``current`` (a labels or annotations map) with ``marks`` set; None when it already has them."""
+    merged = dict(current) if isinstance(current, Mapping) else {}
+    if all(merged.get(key) == value for key, value in marks.items()):
+        return None
+    merged.update(marks)
+    return merged
+
+
+def _topology_ops(integration: Integration, element: Element, start: TopologyStart) -> list[JSON]:
+    """A pod set placed by topology: its pods carry the pod set label, the Workload annotation and wait at
+    the topology gate (Kueue's podset.Merge of a topology assignment's PodSetInfo). A pod got its gate when
+    it was created (a gate cannot be added later); a template gets it here."""
+    root = element.value if integration.gate is not None else element.template() or {}
+    meta = root.get("metadata") if isinstance(root.get("metadata"), Mapping) else None
+    labels = start.labels()
+    annotations = start.annotations()
+    ops: list[JSON] = []
+    if meta is None:
+        ops.append(
+            {
+                "op": "add",
+                "path": element.template_pointer("metadata"),
+                "value": {"labels": labels, "annotations": annotations},
+            }
+        )
+    else:
+        for field, marks in (("labels", labels), ("annotations", annotations)):
+            merged = _marked_map(meta.get(field), marks)
+            if merged is not None:
+                ops.append(
+                    {"op": "add", "path": element.template_pointer("metadata", field), "value": merged}
+                )
+    if integration.gate is None:
+        gates = _mapping(root.get("spec")).get("schedulingGates")
+        if _topology_gate_index(gates) is None:
+            ops.append(
+                {
+                    "op": "add",
+                    "path": element.template_pointer("spec", "schedulingGates"),
+                    "value": [*(gates if isinstance(gates, list) else []), {"name": TOPOLOGY_GATE}],
+                }
+            )
+    return ops
+
+
+def _drop_topology_gate(integration: Integration, obj: Mapping[str, Any]) -> list[JSON]:
+    """A queued pod of a pod set not placed by topology loses the topology gate its webhook gave it, with
+    the admission gate (Kueue's pod ``prepare``); its index is counted after the admission gate's removal."""
+    gates = integration.suspend.get(obj)
+    index = _topology_gate_index(gates)
+    if index is None or not isinstance(gates, list) or integration.gate is None:
+        return []
+    admission = integration.gate.name
+    released = any(isinstance(g, Mapping) and g.get("name") == admission for g in gates[:index])
+    where = pointer((*integration.suspend, index - 1 if released else index))
+    return [{"op": "test", "path": where, "value": dict(gates[index])}, {"op": "remove", "path": where}]
+
+
 def start_patch(
     integration: Integration,
     obj: Mapping[str, Any],
     flavors: Mapping[str, Sequence[ResourceFlavor]],
     *,
     counts: Mapping[str, int] | None = None,
+    topology: Mapping[str, TopologyStart] | None = None,
 ) -> list[JSON]:
     """JSON Patch starting an admitted object: suspend cleared, each pod set's template given the flavors
     assigned to it (``flavors`` by pod set name), and under partial admission the admitted ``counts`` (by
     pod set name: the Workload's ``podSetAssignments[].count``) written into the pod sets' count fields.
+    The pod sets placed by topology (``topology`` by pod set name) get their marks and gate
+    (``kueue_webhook.api.topology_pods``); a pod of any other pod set loses its topology gate.
 
     The first op tests that the object is still suspended. Raises FlavorConflict when a flavor contradicts
     a template. A pod set without a template of its own (KubeRay's default submitter) gets nothing injected.
@@ -156,10 +234,16 @@ def start_patch(
     if not ops:
         return []  # not held (a pod's gate already removed): nothing to start
     ops.extend(_count_ops(integration, obj, counts or {}))
+    topology = topology or {}
     for element in elements(integration, obj):
         template = element.template()
         if template is None:
             continue
+        start = topology.get(element.name)
+        if start is not None:
+            ops.extend(_topology_ops(integration, element, start))
+        elif integration.gate is not None:
+            ops.extend(_drop_topology_gate(integration, element.value))
         pod_spec = template.get("spec") or {}
         selector, tolerations = _flavor_injection(pod_spec, flavors.get(element.name, ()))
         if selector != (pod_spec.get("nodeSelector") or {}):
@@ -199,10 +283,52 @@ def restore_ops(
                         ops.append({"op": "add", "path": path, "value": copy.deepcopy(original[name])})
                 elif name in current:
                     ops.append({"op": "remove", "path": path})
+            ops.extend(_unmark_ops(element, template, original_template))
     ops.extend(_count_ops(integration, obj, original_counts or {}))
     staged = integration.staged_stop
     if staged is not None and staged.annotation in (metadata_of(obj).get("annotations") or {}):
         ops.append(_remove_annotation(staged.annotation))
+    return ops
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _unmark_ops(element: Element, template: Mapping[str, Any], original: Mapping[str, Any]) -> list[JSON]:
+    """Take off a template what starting it on a topology placement put there and its original (the
+    Workload's) lacks: the pod set label, the Workload and unconstrained annotations, the topology gate."""
+    ops: list[JSON] = []
+    meta, original_meta = _mapping(template.get("metadata")), _mapping(original.get("metadata"))
+    for field, keys in (
+        ("labels", (PODSET_LABEL,)),
+        ("annotations", (WORKLOAD_ANNOTATION, UNCONSTRAINED_ANNOTATION)),
+    ):
+        current, kept = _mapping(meta.get(field)), _mapping(original_meta.get(field))
+        stale = [key for key in keys if key in current and key not in kept]
+        if stale:
+            remaining = {k: v for k, v in current.items() if k not in stale}
+            path = element.template_pointer("metadata", field)
+            if remaining or field in original_meta:
+                ops.append({"op": "add", "path": path, "value": remaining})
+            else:
+                ops.append({"op": "remove", "path": path})
+    spec, original_spec = _mapping(template.get("spec")), _mapping(original.get("spec"))
+    gates = spec.get("schedulingGates")
+    if (
+        isinstance(gates, list)
+        and _topology_gate_index(gates) is not None
+        and _topology_gate_index(original_spec.get("schedulingGates")) is None
+    ):
+        remaining_gates = [
+            g for g in gates if not (isinstance(g, Mapping) and g.get("name") == TOPOLOGY_GATE)
+        ]
+        path = element.template_pointer("spec", "schedulingGates")
+        ops.append(
+            {"op": "add", "path": path, "value": remaining_gates}
+            if remaining_gates
+            else {"op": "remove", "path": path}
+        )
     return ops
 
 

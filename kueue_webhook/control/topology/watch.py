@@ -1,0 +1,83 @@
+"""Nodes and the pods of topology-aware Workloads, mirrored into a store of their own.
+
+Only pods labelled with their pod set (``kueue.x-k8s.io/podset``, which the controller puts on the pods of
+pod sets placed by topology) are listed and watched, so a cluster's other pods cost nothing here. Nodes are
+watched whole (the failure controller reads their Ready condition). The store is separate from the
+controller's main one: the pod integration mirrors Pods there under the same resource, and neither must
+see the other's subset. Both informers run on every replica, so a new leader starts from a warm view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from kueue_webhook.api.topology_pods import PODSET_LABEL, WORKLOAD_ANNOTATION
+from kueue_webhook.control.cache.informer import Informer, ListWatchClient
+from kueue_webhook.control.cache.store import Change, Store
+from kueue_webhook.control.kube.kinds import Kind
+
+__all__ = ["NODES", "PODS", "TopologyWatch", "is_terminated", "workload_of_pod"]
+
+JSON = dict[str, Any]
+
+PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
+NODES = Kind("Node", "", "v1", "nodes", namespaced=False)
+
+
+def workload_of_pod(pod: JSON) -> tuple[str, str] | None:
+    """(namespace, Workload name) a pod's ``kueue.x-k8s.io/workload`` annotation names."""
+    meta = pod.get("metadata") or {}
+    name = (meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
+    return (str(meta.get("namespace") or ""), name) if isinstance(name, str) and name else None
+
+
+def is_terminated(pod: JSON) -> bool:
+    """Succeeded or Failed (Kueue's IsTerminated): such a pod is replaced, not placed."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+class TopologyWatch:
+    """The store of topology-aware pods and Nodes, and the informers filling it."""
+
+    def __init__(self, client: ListWatchClient, *, watch_timeout_seconds: int = 290) -> None:
+        self.store = Store()
+        self.informers = [
+            Informer(
+                client=client,
+                kind=PODS,
+                sink=self.store,
+                label_selector=PODSET_LABEL,
+                watch_timeout_seconds=watch_timeout_seconds,
+            ),
+            Informer(client=client, kind=NODES, sink=self.store, watch_timeout_seconds=watch_timeout_seconds),
+        ]
+
+    def subscribe(self, listener: Callable[[Change], None]) -> None:
+        self.store.subscribe(listener)
+
+    def pods_of(self, namespace: str, workload: str) -> list[JSON]:
+        """The pods (any state) annotated with ``workload``."""
+        return [
+            pod
+            for pod in self.store.items(PODS, namespace=namespace)
+            if workload_of_pod(pod) == (namespace, workload)
+        ]
+
+    def node(self, name: str) -> JSON | None:
+        return self.store.get(NODES, name)
+
+    def remember(self, pod: JSON) -> None:
+        """A pod as a write just returned it, so the next decision sees it before its watch event."""
+        pod.setdefault("kind", PODS.kind)
+        pod.setdefault("apiVersion", PODS.api_version)
+        self.store.upsert(PODS, pod)
+
+    async def run(self) -> None:
+        tasks = [asyncio.ensure_future(informer.run()) for informer in self.informers]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
