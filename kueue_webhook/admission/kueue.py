@@ -401,9 +401,39 @@ def _workload_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Pro
                 if before != after:
                     problems.append(f"spec.podSets.{index}: Invalid value: {_json(after)}: {IMMUTABLE}")
     old_admission, new_admission = _get(old, "status", "admission"), _get(new, "status", "admission")
-    if old_admission is not None and new_admission is not None and old_admission != new_admission:
+    if (
+        old_admission is not None
+        and new_admission is not None
+        and not _same_admission(old_admission, new_admission)
+    ):
         problems.append(f"status.admission: Invalid value: {_json(new_admission)}: {IMMUTABLE}")
     return problems
+
+
+#: what may change in an admission once set: where its pods go (Kueue's validateAdmissionUpdate with
+#: TopologyAwareScheduling: a topology assignment is set late, or a failed node replaced in it)
+_PLACEMENT_FIELDS = ("topologyAssignment", "delayedTopologyRequest")
+
+
+def _same_admission(old: Any, new: Any) -> bool:
+    """Whether ``new`` equals ``old`` but for the placement fields of each pod set assignment."""
+    if old == new:
+        return True
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return False
+    old_sets, new_sets = old.get("podSetAssignments"), new.get("podSetAssignments")
+    if not isinstance(old_sets, list) or not isinstance(new_sets, list) or len(old_sets) != len(new_sets):
+        return False
+
+    def without_placement(assignments: list[Any]) -> list[Any]:
+        return [
+            {k: v for k, v in a.items() if k not in _PLACEMENT_FIELDS} if isinstance(a, Mapping) else a
+            for a in assignments
+        ]
+
+    rest_old = {k: v for k, v in old.items() if k != "podSetAssignments"}
+    rest_new = {k: v for k, v in new.items() if k != "podSetAssignments"}
+    return rest_old == rest_new and without_placement(old_sets) == without_placement(new_sets)
 
 
 _UPDATE_RULES: dict[str, UpdateRule] = {

@@ -14,6 +14,7 @@ from kueue_webhook.admission.kueue import validate_kueue_object
 from kueue_webhook.admission.review import Verdict
 from kueue_webhook.admission.view import StaticClusterView
 from kueue_webhook.api.config import Configuration
+from kueue_webhook.api.topology_assignment import Domain, encode
 from tests.unit.admission.golden import golden_review, request_of
 from tests.unit.admission.servers import golden_object, review_for
 
@@ -140,3 +141,19 @@ def test_a_partial_admission_records_whole_pods_worth_of_usage() -> None:
         "is not a multiple of 2, status.admission.podSetAssignments[0].resourceUsage[cpu]: "
         'Invalid value: "501m": is not a multiple of 2]'
     )
+
+
+def test_only_the_placement_of_a_recorded_admission_may_change() -> None:
+    # Kueue's validateAdmissionUpdate with TopologyAwareScheduling: a topology assignment may be set or
+    # replaced (a failed node swapped out); anything else in the admission stays as it was
+    old = reserved()
+    placed = copy.deepcopy(old)
+    topology = encode(["kubernetes.io/hostname"], [Domain(("h",), 1)])
+    placed["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = topology
+    assert validate(placed, old).allowed
+    moved = copy.deepcopy(placed)
+    moved["status"]["admission"]["clusterQueue"] = "elsewhere"
+    assert "status.admission: Invalid value" in validate(moved, placed).message
+    recounted = copy.deepcopy(placed)
+    recounted["status"]["admission"]["podSetAssignments"][0]["count"] = 99
+    assert "field is immutable" in validate(recounted, placed).message
