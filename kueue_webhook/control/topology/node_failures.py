@@ -129,8 +129,8 @@ class NodeFailures:
         )
 
     async def reconcile(self, node: str) -> None:
-        if not self.context.is_leader():
-            return
+        if not self.context.is_leader() or not self.watch.nodes_synced():
+            return  # a node missing from a view not yet listed (or not allowed to list) has not failed
         state = node_state(self.watch.node(node))
         for workload in self._affected(node):
             action = decide(

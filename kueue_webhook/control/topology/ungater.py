@@ -213,7 +213,7 @@ class TopologyUngater:
         def failed(key: tuple[str, str], exc: BaseException) -> None:
             if isinstance(exc, NotLeader):
                 return
-            log.warning("ungating failed; retrying", extra={"workload": "/".join(key), "error": repr(exc)})
+            log.warning(f"ungating failed; retrying: {exc!r}", extra={"workload": "/".join(key)})
             asyncio.get_running_loop().call_later(1.0, self.queue.add, key)
 
         await self.queue.serve(self.reconcile, on_error=failed)

@@ -65,6 +65,10 @@ class TopologyWatch:
             if workload_of_pod(pod) == (namespace, workload)
         ]
 
+    def nodes_synced(self) -> bool:
+        """Whether the Nodes have been listed: only then does a missing node mean a deleted one."""
+        return self.store.is_synced([NODES])
+
     def node(self, name: str) -> JSON | None:
         return self.store.get(NODES, name)
 
