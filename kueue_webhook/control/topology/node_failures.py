@@ -76,6 +76,8 @@ class NodeFailures:
         self.watch = watch
         self.replacement = replacement
         self.queue: WorkQueue[str] = WorkQueue()
+        #: node -> the Workloads listing it in ``status.unhealthyNodes``
+        self._listed: dict[str, set[tuple[str, str]]] = {}
 
     # -- what to look at ------------------------------------------------------------------------------
 
@@ -96,27 +98,43 @@ class NodeFailures:
             self.queue.add(str(spec["nodeSelector"][HOSTNAME_LABEL]))  # a pod sent to a node that failed
 
     def on_workload_change(self, change: Change) -> None:
-        """A Workload marked with an unhealthy node is handed to the replacement search."""
-        if change.kind != WORKLOADS or change.new is None or self.replacement is None:
+        """Keep the index of listed nodes; a Workload newly listing a node is handed to the replacement
+        search."""
+        if change.kind != WORKLOADS:
             return
-        for node in unhealthy_nodes(change.new):
-            self.queue.add(node)
+        listed = set(unhealthy_nodes(change.new)) if change.new is not None else set()
+        if change.old is not None:
+            for node in set(unhealthy_nodes(change.old)) - listed:
+                self._listed.get(node, set()).discard(change.key)
+        for node in listed:
+            self._listed.setdefault(node, set()).add(change.key)
+            if self.replacement is not None:
+                self.queue.add(node)
 
     def resync(self) -> None:
-        for name in self.watch.store.keys(NODES):
-            self.queue.add(name[1])
+        self._listed.clear()
         for workload in self.context.store.items(WORKLOADS):
             for node in unhealthy_nodes(workload):
+                self._listed.setdefault(node, set()).add(key_of(workload))
                 self.queue.add(node)
+        for name in self.watch.store.keys(NODES):
+            self.queue.add(name[1])
 
     # -- deciding and writing -------------------------------------------------------------------------
 
-    def _affected(self, node: str) -> list[JSON]:
+    def _affected(self, node: str, *, failed: bool) -> list[JSON]:
+        """The admitted topology-aware Workloads ``node`` matters to. A healthy node matters only to those
+        listing it (the index answers without reading any Workload, so a relist of a thousand Ready nodes
+        costs nothing); a failed one to every Workload whose assignment names it."""
+        if not failed:
+            keys = sorted(self._listed.get(node, ()))
+            found = (self.context.store.get(WORKLOADS, name, namespace) for namespace, name in keys)
+            return [w for w in found if w is not None and is_placed_by_topology(w)]
         return [
             workload
             for workload in self.context.store.items(WORKLOADS)
             if is_placed_by_topology(workload)
-            and (node in assigned_nodes(workload) or node in unhealthy_nodes(workload))
+            and (node in unhealthy_nodes(workload) or node in assigned_nodes(workload))
         ]
 
     def _progressing(self, workload: Mapping[str, Any], node: str) -> bool:
@@ -132,7 +150,8 @@ class NodeFailures:
         if not self.context.is_leader() or not self.watch.nodes_synced():
             return  # a node missing from a view not yet listed (or not allowed to list) has not failed
         state = node_state(self.watch.node(node))
-        for workload in self._affected(node):
+        failed = not state.exists or state.ready is not True
+        for workload in self._affected(node, failed=failed):
             action = decide(
                 workload,
                 node,
@@ -146,7 +165,6 @@ class NodeFailures:
             elif isinstance(action, Evict):
                 await self._evict(workload, action.reason, action.message)
                 continue
-            failed = not state.exists or state.ready is not True
             if failed and updated is not None and node in unhealthy_nodes(updated):
                 await self._fail_stranded_pods(updated, node)
                 await self._replace(updated, node)
