@@ -38,12 +38,21 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 import orjson
 
 from kueue_webhook.api.bounds import shown
+from kueue_webhook.api.topology_assignment import (
+    MAX_DOMAINS,
+    MAX_LEVELS,
+    TooManyDomains,
+    TopologyAssignmentError,
+    all_of_type,
+    checked_slices,
+    domain_objects,
+    encode_rows,
+)
 from kueue_webhook.api.topology_text import Slice, domains_size, domains_text
 
 __all__ = [
@@ -91,14 +100,6 @@ _FUNGIBILITY_RENAMES = {
     "whenCanPreempt": ("Preempt", "MayStopSearch"),
     "whenCanBorrow": ("Borrow", "MayStopSearch"),
 }
-
-
-#: v1beta1 domains one topology assignment may expand to: Kueue's MaxItems on a slice's ``roots`` and
-#: ``podCounts.individual``, the most domains v1beta2 can name one by one (more than any cluster has nodes)
-MAX_DOMAINS = 100_000
-#: Kueue's MaxItems on ``levels`` and on ``slices`` (workload_types.go)
-_MAX_LEVELS = 16
-_MAX_SLICES = 1000
 
 
 class ConversionError(ValueError):
@@ -327,119 +328,25 @@ def _expands(obj: Mapping[str, Any], desired_api_version: str) -> bool:
     )
 
 
-def _domains(piece: Slice) -> list[Obj]:
-    """The v1beta1 domains of one checked slice, as objects."""
-    count, levels, pods = piece
-    counts = pods.get("individual")
-    universal_count = pods.get("universal")
-    columns = [_column(level, count) for level in levels]
-    return [
-        {"values": [column[i] for column in columns], "count": counts[i] if counts else universal_count}
-        for i in range(count)
-    ]
-
-
-def _column(level: Obj, count: int) -> list[str]:
-    if level.get("universal") is not None:
-        return [level["universal"]] * count
-    individual = level["individual"]
-    prefix, suffix = individual.get("prefix") or "", individual.get("suffix") or ""
-    return [f"{prefix}{root}{suffix}" for root in individual["roots"]]
-
-
 def _checked_slices(where: str, topology: Obj) -> list[Slice]:
-    """The slices of a v1beta2 topology assignment, refused unless shaped as the Workload CRD requires."""
-    levels = topology.get("levels")
-    if not isinstance(levels, list) or not _all_of(levels, str):
-        raise ConversionError(f"{where}.levels must be a list of strings")
-    if len(levels) > _MAX_LEVELS:
-        raise ConversionError(f"{where}.levels: must have at most {_MAX_LEVELS} items")
-    raw = topology.get("slices")
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or len(raw) > _MAX_SLICES:
-        raise ConversionError(f"{where}.slices must be a list of at most {_MAX_SLICES} slices")
-    checked: list[Slice] = []
-    total = 0
-    for index, piece in enumerate(raw):
-        at = f"{where}.slices[{index}]"
-        if not isinstance(piece, dict):
-            raise ConversionError(f"{at} must be an object")
-        count = piece.get("domainCount")
-        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_DOMAINS:
-            raise ConversionError(
-                f"{at}.domainCount: must be a whole number from 1 to {MAX_DOMAINS}, got {shown(count)}"
-            )
-        total += count
-        if total > MAX_DOMAINS:
-            raise ConversionError(
-                f"{where}: the slices add up to more than {MAX_DOMAINS} domains, more than Kueue lists for "
-                "one pod set and this webhook expands; read this Workload as kueue.x-k8s.io/v1beta2"
-            )
-        per_level = piece.get("valuesPerLevel")
-        if not isinstance(per_level, list) or len(per_level) != len(levels):
-            raise ConversionError(
-                f"{at}.valuesPerLevel must have the same length as the number of levels ({len(levels)})"
-            )
-        for level_index, level in enumerate(per_level):
-            _check_level(f"{at}.valuesPerLevel[{level_index}]", level, count)
-        pods = piece.get("podCounts")
-        if not isinstance(pods, dict) or _one_of(pods) is None:
-            raise ConversionError(f"{at}.podCounts: exactly one of universal and individual must be set")
-        if pods.get("universal") is not None and type(pods["universal"]) is not int:
-            raise ConversionError(f"{at}.podCounts.universal must be a whole number")
-        if pods.get("individual") is not None and not _int_list(pods["individual"], count):
-            raise ConversionError(
-                f"{at}.podCounts.individual must be a list of whole numbers of length equal to domainCount"
-            )
-        checked.append((count, per_level, pods))
-    return checked
-
-
-def _check_level(at: str, level: Any, count: int) -> None:
-    if not isinstance(level, dict) or _one_of(level) is None:
-        raise ConversionError(f"{at}: exactly one of the fields in [universal individual] must be set")
-    if level.get("universal") is not None:
-        if not isinstance(level["universal"], str):
-            raise ConversionError(f"{at}.universal must be a string")
-        return
-    individual = level["individual"]
-    if not isinstance(individual, dict):
-        raise ConversionError(f"{at}.individual must be an object")
-    for affix in ("prefix", "suffix"):
-        if individual.get(affix) is not None and not isinstance(individual[affix], str):
-            raise ConversionError(f"{at}.individual.{affix} must be a string")
-    roots = individual.get("roots")
-    if not isinstance(roots, list) or len(roots) != count or not _all_of(roots, str):
+    """The slices of a v1beta2 topology assignment, refused unless shaped as the Workload CRD requires
+    (:func:`kueue_webhook.api.topology_assignment.checked_slices`), refused as a :class:`ConversionError`."""
+    try:
+        return checked_slices(topology, where)
+    except TooManyDomains as error:
         raise ConversionError(
-            f"{at}.individual.roots must be a list of strings of length equal to domainCount ({count})"
-        )
-
-
-def _one_of(values: Obj) -> str | None:
-    """The one of ``universal`` / ``individual`` that is set (not null), None unless exactly one is."""
-    present = [key for key in ("universal", "individual") if values.get(key) is not None]
-    return present[0] if len(present) == 1 else None
-
-
-def _all_of(values: list[Any], kind: type) -> bool:
-    """Whether every value is exactly of type ``kind`` (a bool is no int), in one C-speed pass."""
-    return set(map(type, values)) <= {kind}
-
-
-def _int_list(values: Any, length: int) -> bool:
-    return isinstance(values, list) and len(values) == length and _all_of(values, int)
+            f"{error} and this webhook expands; read this Workload as kueue.x-k8s.io/v1beta2"
+        ) from None
+    except TopologyAssignmentError as error:
+        raise ConversionError(str(error)) from None
 
 
 def _slices_to_domains(where: str, topology: Obj) -> None:
-    """v1beta2's compressed slices expanded to v1beta1's one entry per domain, in order.
-
-    Decoding as Kueue's pkg/util/tas (InternalSeqFrom): per slice, ``domainCount`` domains; each level's value
-    is ``universal`` or ``prefix + roots[i] + suffix``; the pod count is ``universal`` or ``individual[i]``.
-    """
+    """v1beta2's compressed slices expanded to v1beta1's one entry per domain, in order (decoded as
+    Kueue's pkg/util/tas InternalSeqFrom, :mod:`kueue_webhook.api.topology_assignment`)."""
     domains: list[Obj] = []
     for piece in _checked_slices(where, topology):
-        domains.extend(_domains(piece))
+        domains.extend(domain_objects(piece))
     topology.pop("slices", None)
     topology["domains"] = domains
 
@@ -452,7 +359,7 @@ def _slices_to_domain_text(where: str, topology: Obj) -> None:
 
 
 def _domains_to_slices(where: str, topology: Obj) -> None:
-    """v1beta1's domains as one v1beta2 slice: a level or count that is the same everywhere is ``universal``.
+    """v1beta1's domains as one v1beta2 slice (:func:`kueue_webhook.api.topology_assignment.encode_rows`).
 
     A valid encoding of the same assignment; Kueue's encoder may further split it into prefix runs, which
     readers decode to the same domains.
@@ -462,15 +369,15 @@ def _domains_to_slices(where: str, topology: Obj) -> None:
         topology.pop("slices", None)
         return
     levels = topology.get("levels")
-    if not isinstance(levels, list) or len(levels) > _MAX_LEVELS:
-        raise ConversionError(f"{where}.levels must be a list of at most {_MAX_LEVELS} strings")
+    if not isinstance(levels, list) or len(levels) > MAX_LEVELS:
+        raise ConversionError(f"{where}.levels must be a list of at most {MAX_LEVELS} strings")
     if not isinstance(domains, list):
         raise ConversionError(f"{where}.domains must be a list")
     # each pass below runs at C speed: a v1beta1 list of 60,000 domains converts in milliseconds
     rows: list[Any] | None = None
-    if _all_of(domains, dict):
+    if all_of_type(domains, dict):
         rows = list(map(dict.get, domains, repeat("values")))
-    if rows is None or not _all_of(rows, list) or min(map(len, rows)) < len(levels):
+    if rows is None or not all_of_type(rows, list) or min(map(len, rows)) < len(levels):
         for index, domain in enumerate(domains):
             values = domain.get("values") if isinstance(domain, dict) else None
             if not isinstance(values, list) or len(values) < len(levels):
@@ -478,28 +385,8 @@ def _domains_to_slices(where: str, topology: Obj) -> None:
                     f"{where}.domains[{index}].values must have a value for each of the levels"
                 )
         rows = [domain["values"] for domain in domains]
-    per_level = []
-    for level in range(len(levels)):
-        values = list(map(itemgetter(level), rows))
-        if _all_equal(values):
-            per_level.append({"universal": values[0]})
-        else:
-            per_level.append({"individual": {"roots": values}})
     counts = list(map(dict.get, domains, repeat("count"), repeat(0)))
-    pod_counts = {"universal": counts[0]} if _all_equal(counts) else {"individual": counts}
-    topology["slices"] = [{"domainCount": len(domains), "valuesPerLevel": per_level, "podCounts": pod_counts}]
-
-
-def _all_equal(values: list[Any]) -> bool:
-    """Whether every value of a non-empty list is the same (as JSON: objects compared by their text)."""
-    try:
-        return len(set(values)) == 1
-    except TypeError:  # not hashable: a list or object where a string or number belongs
-        return len(set(map(_hashable, values))) == 1
-
-
-def _hashable(value: Any) -> Any:
-    return value if isinstance(value, str | int | float | bool | None) else orjson.dumps(value)
+    topology["slices"] = encode_rows(levels, rows, counts)["slices"]
 
 
 # ---- AdmissionCheck ----------------------------------------------------------------------------------------
