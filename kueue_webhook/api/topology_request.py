@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "GROUP_ANNOTATION",
+    "POD_INDEX_LABELS",
     "PREFERRED_ANNOTATION",
     "REQUIRED_ANNOTATION",
     "SLICE_REQUIRED_ANNOTATION",
@@ -30,6 +31,18 @@ UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 SLICE_REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
 GROUP_ANNOTATION = "kueue.x-k8s.io/podset-group-name"
+
+#: the pod label or annotation that numbers a pod within its pod set, per queued kind (Kueue's integrations
+#: pass it to NewPodSetTopologyRequest); the pod side places pods by it
+POD_INDEX_LABELS = {
+    ("batch", "Job"): "batch.kubernetes.io/job-completion-index",
+    ("kubeflow.org", "PyTorchJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "TFJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "XGBoostJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "PaddleJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "JAXJob"): "training.kubeflow.org/replica-index",
+    ("jobset.x-k8s.io", "JobSet"): "batch.kubernetes.io/job-completion-index",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +82,21 @@ def parse_topology_request(raw: Any) -> TopologyRequest | None:
         group=text("podSetGroupName"),
     )
     return request if request.explicit else None
+
+
+def template_topology_request(
+    template: Mapping[str, Any], pod_index_label: str | None
+) -> dict[str, Any] | None:
+    """The ``topologyRequest`` of a pod set from its pod template's annotations, with the kind's pod index
+    label when it asks for a topology."""
+    meta = template.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return None
+    request = topology_request_from_annotations(annotations)
+    if request is not None and pod_index_label:
+        request["podIndexLabel"] = pod_index_label
+    return request
 
 
 def topology_request_from_annotations(annotations: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -124,6 +124,10 @@ class FlavorTree:
             _add(domain.free, delta, sign)
             domain = domain.parent
 
+    def tas_at(self, leaf: Domain) -> Mapping[str, int] | None:
+        """The TAS usage charged to ``leaf``."""
+        return self.tas_usage.get(self._usage_key(leaf.values))
+
     def _usage_key(self, values: tuple[str, ...]) -> tuple[str, ...]:
         """TAS usage is kept by hostname in a hostname topology (what assignments name), else by path."""
         return values[-1:] if self.hostname_leaves else values

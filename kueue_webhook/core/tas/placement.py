@@ -125,6 +125,7 @@ def _fill_counts(
     slice_level: int,
     slice_size: int,
     stats: _Exclusions,
+    empty: bool,
 ) -> None:
     """Phase 1: pods and slices per domain, leaves first."""
     hostname = tree.hostname_leaves
@@ -135,7 +136,12 @@ def _fill_counts(
         if node is not None and (node.taints or selector) and _node_excluded(node, needs, stats):
             leaf.pod_count = 0
         else:
-            leaf.pod_count, limiting = _fits_in(leaf.free, requests)
+            free = leaf.free
+            if empty and (held := tree.tas_at(leaf)):
+                free = dict(free)
+                for resource, amount in held.items():
+                    free[resource] = free.get(resource, 0) + amount
+            leaf.pod_count, limiting = _fits_in(free, requests)
             if leaf.pod_count == 0 and limiting:
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
         leaf.slice_count = leaf.pod_count // slice_size if len(levels) - 1 == slice_level else leaf.pod_count
@@ -196,8 +202,9 @@ def _level_index(tree: FlavorTree, label: str) -> int:
         return -1
 
 
-def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False) -> Placement:
-    """Where ``needs`` fits in ``tree`` now, or Kueue's message saying why it does not."""
+def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False, empty: bool = False) -> Placement:
+    """Where ``needs`` fits in ``tree`` now (``empty``: were no TAS workload admitted there, Kueue's
+    simulateEmpty), or Kueue's message saying why it does not."""
     request = needs.request or TopologyRequest()
     levels_count = len(tree.levels)
     lowest = tree.levels[-1]
@@ -238,7 +245,7 @@ def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False) -> Pla
     for _ in range(levels_count - 1):
         per_level.append([child for domain in per_level[-1] for child in domain.children.values()])
     stats = _Exclusions()
-    _fill_counts(tree, per_level, needs, requests, slice_level, slice_size, stats)
+    _fill_counts(tree, per_level, needs, requests, slice_level, slice_size, stats, empty)
 
     unit = "pod" if slice_size == 1 else "slice"
 
