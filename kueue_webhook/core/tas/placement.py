@@ -104,19 +104,6 @@ def _node_excluded(node: NodeView, needs: PodSetNeeds, stats: _Exclusions) -> bo
     return False
 
 
-def _fits_in(free: Mapping[str, int], requests: Mapping[str, int]) -> tuple[int, str]:
-    """How many pods ``free`` holds, and the resource that limits it (ties: the first by name)."""
-    best, limiting = -1, ""
-    for resource in sorted(requests):
-        amount = requests[resource]
-        if amount <= 0:
-            continue
-        count = max(0, free.get(resource, 0) // amount)
-        if best < 0 or count < best:
-            best, limiting = count, resource
-    return max(best, 0), limiting
-
-
 def _fill_counts(
     tree: FlavorTree,
     levels: list[list[Domain]],
@@ -127,34 +114,54 @@ def _fill_counts(
     stats: _Exclusions,
     empty: bool,
 ) -> None:
-    """Phase 1: pods and slices per domain, leaves first."""
-    hostname = tree.hostname_leaves
+    """Phase 1: pods and slices per domain, leaves first. A leaf holds as many pods as its scarcest
+    resource allows; the resource that allows none is noted for the message (ties: the first by name)."""
+    items = tuple(sorted((resource, amount) for resource, amount in requests.items() if amount > 0))
+    check_nodes = tree.hostname_leaves
     selector = needs.node_selector
-    for leaf in levels[-1]:
-        stats.total += 1
-        node = leaf.node if hostname else None
-        if node is not None and (node.taints or selector) and _node_excluded(node, needs, stats):
-            leaf.pod_count = 0
+    leaves = levels[-1]
+    leaf_is_slice_level = len(levels) - 1 == slice_level
+    stats.total += len(leaves)
+    for leaf in leaves:
+        node = leaf.node
+        count = -1
+        if (
+            check_nodes
+            and node is not None
+            and (node.taints or selector)
+            and _node_excluded(node, needs, stats)
+        ):
+            count = 0
         else:
             free = leaf.free
             if empty and (held := tree.tas_at(leaf)):
                 free = dict(free)
                 for resource, amount in held.items():
                     free[resource] = free.get(resource, 0) + amount
-            leaf.pod_count, limiting = _fits_in(free, requests)
-            if leaf.pod_count == 0 and limiting:
-                stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
-        leaf.slice_count = leaf.pod_count // slice_size if len(levels) - 1 == slice_level else leaf.pod_count
+            limiting = ""
+            for resource, amount in items:
+                fits = free.get(resource, 0) // amount
+                if count < 0 or fits < count:
+                    count, limiting = fits, resource
+            if count <= 0:
+                count = 0
+                if limiting:
+                    stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
+        leaf.pod_count = count
+        leaf.slice_count = count // slice_size if leaf_is_slice_level else count
     for index in range(len(levels) - 2, -1, -1):
         for domain in levels[index]:
-            children = domain.children.values()
-            domain.pod_count = sum(child.pod_count for child in children)
+            pods = slices = 0
+            for child in domain.children.values():
+                pods += child.pod_count
+                slices += child.slice_count
+            domain.pod_count = pods
             if index == slice_level:
-                domain.slice_count = domain.pod_count // slice_size
+                domain.slice_count = pods // slice_size
             elif index < slice_level:
-                domain.slice_count = sum(child.slice_count for child in children)
+                domain.slice_count = slices
             else:
-                domain.slice_count = domain.pod_count
+                domain.slice_count = pods
 
 
 def _sorted(domains: Sequence[Domain]) -> list[Domain]:
