@@ -7,6 +7,7 @@ the old object as well lives here, with Kueue's messages (``pkg/webhooks``):
 
 * LocalQueue: ``spec.clusterQueue`` is immutable (a CEL rule in Kueue's CRD, "field is immutable");
 * ResourceFlavor: ``spec.topologyName`` cannot change or go once set (a CEL transition rule in Kueue's CRD);
+* Topology: ``spec.levels`` change only while ``kubernetes.io/hostname`` stays the lowest level (likewise);
 * Workload: ``status.admission`` must be set while ``QuotaReserved`` is true, names existing pod sets, and
   is immutable once set; the pod sets are immutable while quota is reserved; ``pods`` is reserved as a
   resource name; ``status.reclaimablePods`` names existing pod sets and never exceeds their count;
@@ -34,6 +35,7 @@ from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.objects import GROUP, parse_object, validate_tolerations
 from kueue_webhook.api.objects.list_bounds import list_bound_errors
+from kueue_webhook.api.objects.topology import levels_update_errors
 from kueue_webhook.api.quantity import QuantityError, parse_quantity
 from kueue_webhook.api.validation import validate_annotations_field, validate_labels_field
 from kueue_webhook.core.checks import approval_change_denial
@@ -41,7 +43,15 @@ from kueue_webhook.core.checks import approval_change_denial
 __all__ = ["KUEUE_KINDS", "validate_kueue_object"]
 
 #: the kinds this webhook validates (WorkloadPriorityClass has no Kueue webhook but is checked the same way)
-KUEUE_KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "Workload", "WorkloadPriorityClass")
+KUEUE_KINDS = (
+    "ClusterQueue",
+    "LocalQueue",
+    "ResourceFlavor",
+    "Cohort",
+    "Workload",
+    "WorkloadPriorityClass",
+    "Topology",
+)
 
 Problem = FieldError | str
 _ABSENT = object()
@@ -440,4 +450,5 @@ _UPDATE_RULES: dict[str, UpdateRule] = {
     "LocalQueue": _local_queue_update,
     "ResourceFlavor": _resource_flavor_update,
     "Workload": _workload_update,
+    "Topology": lambda old, new: list(levels_update_errors(new, old)),
 }

@@ -84,6 +84,7 @@ KINDS = frozenset(
         "WorkloadPriorityClass",
         "Workload",
         "AdmissionCheck",
+        "Topology",
     }
 )
 
@@ -184,7 +185,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _same(_: Obj) -> None:
-    """ResourceFlavor, Cohort, WorkloadPriorityClass: identical fields in both versions."""
+    """ResourceFlavor, Cohort, WorkloadPriorityClass, Topology: identical fields in both versions."""
 
 
 def _section(obj: Obj, name: str) -> Obj | None:

@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
+from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
     ClusterQueue,
     Cohort,
     LocalQueue,
     ResourceFlavor,
+    Topology,
     Workload,
     WorkloadPriorityClass,
 )
@@ -31,7 +33,16 @@ from kueue_webhook.core.specs import QueueState, Specs
 __all__ = ["Catalog", "Occupants", "SchedulerObject"]
 
 #: the parsed API objects the scheduler keeps (``Catalog.apply``)
-SchedulerObject = ResourceFlavor | Cohort | ClusterQueue | LocalQueue | WorkloadPriorityClass | Workload
+SchedulerObject = (
+    ResourceFlavor
+    | Cohort
+    | ClusterQueue
+    | LocalQueue
+    | WorkloadPriorityClass
+    | Workload
+    | Topology
+    | NodeView
+)
 
 
 class Occupants(Protocol):
@@ -63,6 +74,8 @@ class Catalog:
         self.pending = pending
         #: the workloads in these queues (``workload_tracker.WorkloadTracker``)
         self.occupants = occupants
+        #: the TAS capacity generation the parked workloads last saw
+        self._tas_seen = 0
 
     def set_fair_sharing(self, enabled: bool) -> None:
         specs = self.specs
@@ -73,11 +86,13 @@ class Catalog:
 
     def upsert_resource_flavor(self, flavor: ResourceFlavor) -> None:
         self.specs.flavors[flavor.name] = flavor
+        self.specs.tas.upsert_flavor(flavor)
         self._refresh_flavor_references()
         self.pending.wake(self.specs.queues)
 
     def delete_resource_flavor(self, name: str) -> None:
         if self.specs.flavors.pop(name, None) is not None:
+            self.specs.tas.delete_flavor(name)
             self._refresh_flavor_references()
             self.pending.wake(self.specs.queues)
 
@@ -184,6 +199,42 @@ class Catalog:
     def _upsert_workload(self, workload: Workload) -> None:
         self.occupants.upsert_workload(workload)
 
+    # -- topology-aware scheduling: what changes where pod sets of TAS flavors fit ------------------------
+
+    def upsert_topology(self, topology: Topology) -> None:
+        self.specs.tas.upsert_topology(topology)
+        self.wake_tas()
+
+    def delete_topology(self, name: str) -> None:
+        self.specs.tas.delete_topology(name)
+        self.wake_tas()
+
+    def upsert_node(self, node: NodeView) -> None:
+        self.specs.tas.upsert_node(node)
+        self.wake_tas()
+
+    def delete_node(self, name: str) -> None:
+        self.specs.tas.delete_node(name)
+
+    def upsert_pod(self, key: str, pod: PodOnNode | None) -> None:
+        """A pod's usage of its node (None: gone, unbound or terminated)."""
+        self.specs.tas.upsert_pod(key, pod)
+        self.wake_tas()
+
+    def wake_tas(self) -> None:
+        """Capacity of a TAS flavor grew: parked workloads of the ClusterQueues using one try again."""
+        tas = self.specs.tas
+        if tas.grew == self._tas_seen:
+            return
+        self._tas_seen = tas.grew
+        using = [
+            name
+            for name, queue in self.specs.queues.items()
+            if any(tas.topology_of(flavor) for flavor in queue.spec.flavor_names())
+        ]
+        if using:
+            self.pending.wake(using)
+
     #: the upsert of each kind of parsed object, for ``apply``
     _UPSERTS: ClassVar[Mapping[type, Callable[[Catalog, Any], None]]] = {
         ResourceFlavor: upsert_resource_flavor,
@@ -192,6 +243,8 @@ class Catalog:
         LocalQueue: upsert_local_queue,
         WorkloadPriorityClass: upsert_priority_class,
         Workload: _upsert_workload,
+        Topology: upsert_topology,
+        NodeView: upsert_node,
     }
 
     def apply(self, obj: SchedulerObject) -> None:

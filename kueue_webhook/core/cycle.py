@@ -395,6 +395,7 @@ def _admission(cluster_queue: str, assignment: Assignment) -> Admission:
             flavors=dict(result.flavors),
             resource_usage={r: amount_quantity(r, amount) for r, amount in result.requests.items()},
             count=result.count,
+            topology_assignment=result.topology,
         )
         for result in assignment.pod_sets
     )

@@ -32,6 +32,8 @@ from typing import Any, Protocol
 from kueue_webhook.api.objects import ClusterQueue, FlavorFungibility, ResourceFlavor
 from kueue_webhook.core.ledger import Ledger, available, borrowing_height
 from kueue_webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
+from kueue_webhook.core.tas.assign import place_topologies, tas_problem
+from kueue_webhook.core.tas.capacity import TopologyCapacity
 
 __all__ = [
     "Assignment",
@@ -137,6 +139,8 @@ class PodSetResult:
     requests: dict[str, int] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     mode: Mode = Mode.FIT
+    #: the ``topologyAssignment`` (Kueue's v1beta2 encoding) when its flavor is a TAS flavor
+    topology: dict[str, Any] | None = None
 
     def message(self) -> str:
         return ", ".join(sorted(self.reasons))
@@ -283,15 +287,22 @@ class FlavorAssigner:
     flavors: Mapping[str, ResourceFlavor]
     ledger: Ledger
     oracle: PreemptionOracle
+    #: nodes and topologies of the TAS flavors (None, or no TAS flavor: quota alone decides)
+    tas: TopologyCapacity | None = None
 
     def assign(self, workload: WorkloadInfo, queue: CompiledQueue) -> Assignment:
         """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
-        plain = first_plain_fit(workload, queue, self.flavors, self.ledger)
-        if plain is not None:
-            return plain
-        return search_flavors(
+        tas = self.tas
+        if tas is None or not tas.flavors:
+            plain = first_plain_fit(workload, queue, self.flavors, self.ledger)
+            if plain is not None:
+                return plain
+        assignment = search_flavors(
             workload=workload, queue=queue, flavors=self.flavors, ledger=self.ledger, oracle=self.oracle
         )
+        if tas is None or not tas.flavors:
+            return assignment
+        return place_topologies(assignment, workload, self.flavors, tas)
 
 
 def search_flavors(
@@ -336,6 +347,7 @@ def search_flavors(
                     f"flavor {flavor_name} not found"
                     if flavor is None
                     else flavor_incompatibility(pod_set, flavor)
+                    or tas_problem(pod_set, flavor, queue, flavors)
                 )
                 if problem:
                     reasons.append(problem)

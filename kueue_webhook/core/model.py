@@ -15,6 +15,7 @@ from typing import Any, NewType
 
 from kueue_webhook.api.objects import Admission, ClusterQueue, PodSet, Workload, parse_timestamp
 from kueue_webhook.api.quantity import Format, Quantity
+from kueue_webhook.api.topology_request import TopologyRequest, parse_topology_request
 
 __all__ = [
     "ClusterQueueName",
@@ -71,6 +72,8 @@ class PodSetInfo:
     affinity_terms: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
     #: ``minCount``: partial admission may run as few pods (``partial.py``); None: all or nothing
     min_count: int | None = None
+    #: what it asks of a TAS flavor's topology (``spec.podSets[].topologyRequest``); None: nothing
+    topology: TopologyRequest | None = None
 
 
 @dataclass(slots=True)
@@ -160,6 +163,7 @@ def _shape(namespace: str, pod_sets: tuple[PodSetInfo, ...]) -> Hashable:
                 repr(ps.tolerations),
                 ps.affinity_terms,
                 ps.min_count,
+                ps.topology,
             )
             for ps in pod_sets
         ),
@@ -171,9 +175,12 @@ def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
     if not isinstance(spec, Mapping):
         spec = {}
     requests = tuple(sorted((r, a) for r, a in pod_set.requests.items() if a > 0))
+    topology = parse_topology_request(pod_set.topology_request) if pod_set.topology_request else None
     if "nodeSelector" not in spec and "tolerations" not in spec and "affinity" not in spec:
         # most pods say nothing of nodes
-        return PodSetInfo(pod_set.name, pod_set.count, requests, {}, min_count=pod_set.min_count)
+        return PodSetInfo(
+            pod_set.name, pod_set.count, requests, {}, min_count=pod_set.min_count, topology=topology
+        )
     selector = spec.get("nodeSelector") or {}
     tolerations = spec.get("tolerations") or []
     terms: list[tuple[tuple[str, str, tuple[str, ...]], ...]] = []
@@ -194,6 +201,7 @@ def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
         tuple(t for t in tolerations if isinstance(t, Mapping)) if isinstance(tolerations, list) else (),
         tuple(terms),
         pod_set.min_count,
+        topology,
     )
 
 

@@ -85,7 +85,7 @@ class SchedulerState:
         self.fair_preemption = FairSharingPreemption(
             holders=self.tracker, share=self.specs.share_of, strategies=()
         )
-        self.assigner = FlavorAssigner(self.specs.flavors, self.specs.ledger, self.oracle)
+        self.assigner = FlavorAssigner(self.specs.flavors, self.specs.ledger, self.oracle, self.specs.tas)
 
     # == what the state holds ==========================================================================
     @property
@@ -130,6 +130,13 @@ class SchedulerState:
     delete_priority_class = _forward(_catalog, Catalog.delete_priority_class)
     upsert_namespace = _forward(_catalog, Catalog.upsert_namespace)
     delete_namespace = _forward(_catalog, Catalog.delete_namespace)
+
+    # == nodes, bound pods and topologies: where TAS pod sets fit ======================================
+    upsert_topology = _forward(_catalog, Catalog.upsert_topology)
+    delete_topology = _forward(_catalog, Catalog.delete_topology)
+    upsert_node = _forward(_catalog, Catalog.upsert_node)
+    delete_node = _forward(_catalog, Catalog.delete_node)
+    upsert_pod = _forward(_catalog, Catalog.upsert_pod)
 
     # == workload events: the tracker ==================================================================
     upsert_workload = _forward(_tracker, WorkloadTracker.upsert_workload)

@@ -31,6 +31,7 @@ from kueue_webhook.core.flavors import CompiledQueue
 from kueue_webhook.core.ledger import Ledger, Node
 from kueue_webhook.core.model import WorkloadInfo, WorkloadKey
 from kueue_webhook.core.pending_queue import PendingQueue
+from kueue_webhook.core.tas.capacity import TopologyCapacity
 
 __all__ = ["QueueState", "Specs"]
 
@@ -64,6 +65,8 @@ class Specs:
         self.namespaces: dict[str, Mapping[str, str]] = {}
         #: every ClusterQueue by name (the dict is never replaced: other parts keep a reference to it)
         self.queues: dict[str, QueueState] = {}
+        #: nodes, topologies and TAS usage: where pod sets on TAS flavors fit
+        self.tas = TopologyCapacity()
 
     # == what a workload's spec points at =============================================================
     def priority_of(self, workload: Workload) -> int:

@@ -36,6 +36,7 @@ from kueue_webhook.core.pending_queues import PendingQueues
 from kueue_webhook.core.preemption import Candidate
 from kueue_webhook.core.revisits import Revisits
 from kueue_webhook.core.specs import QueueState, Specs
+from kueue_webhook.core.tas.charges import topology_charges
 
 __all__ = ["Tracked", "WorkloadTracker"]
 
@@ -394,6 +395,8 @@ class WorkloadTracker:
         if queue is None:
             return  # charged when the ClusterQueue appears
         self.ledger.charge(tracked.cluster_queue, tracked.info.usage)
+        if self.specs.tas.trees:
+            self.specs.tas.charge_workload(tracked.info.key, topology_charges(tracked.info, self.specs.tas))
         self.revisits.usage_moved(tracked.cluster_queue)
         queue.reserving.add(tracked.info.key)
         self._holders_cache.pop(tracked.cluster_queue, None)
@@ -439,6 +442,7 @@ class WorkloadTracker:
             return
         name = tracked.cluster_queue
         self.ledger.release(name, tracked.info.usage)
+        self.specs.tas.release_workload(tracked.info.key)
         self.revisits.usage_moved(name)
         queue = self.specs.queues.get(name)
         if queue is not None:

@@ -79,6 +79,7 @@ KUEUE_CRDS = tuple(
         "workloadpriorityclasses",
         "workloads",
         "admissionchecks",
+        "topologies",
     )
 )
 CA_DAYS = 3650

@@ -166,6 +166,8 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
         _builtin("", "v1", "services", "Service", short=("svc",), categories=("all",), status=True),
         # With kube-apiserver's scheduling-gate rules (tests/fakeapi/pods.py); no subresource but status.
         _builtin("", "v1", "pods", "Pod", short=("po",), categories=("all",), status=True),
+        # Stored only: topology-aware scheduling reads their labels, allocatable, taints and readiness.
+        _builtin("", "v1", "nodes", "Node", namespaced=False, short=("no",), status=True),
         _builtin("batch", "v1", "jobs", "Job", categories=("all",), status=True),
         # Stored only, so that `kubectl apply -k manifests/` works: no pods are created from them here.
         _builtin(

@@ -29,6 +29,7 @@ from kueue_webhook.api.objects.queues import (
     parse_local_queue,
 )
 from kueue_webhook.api.objects.quotas import ResourceGroup
+from kueue_webhook.api.objects.topology import Topology, parse_topology
 from kueue_webhook.api.objects.workloads import (
     MAX_POD_SETS,
     Admission,
@@ -61,6 +62,7 @@ __all__ = [
     "Preemption",
     "ResourceFlavor",
     "ResourceGroup",
+    "Topology",
     "Workload",
     "WorkloadPriorityClass",
     "has_quota_reservation",
@@ -71,6 +73,7 @@ __all__ = [
     "parse_object",
     "parse_resource_flavor",
     "parse_timestamp",
+    "parse_topology",
     "parse_workload",
     "parse_workload_priority_class",
     "validate_tolerations",

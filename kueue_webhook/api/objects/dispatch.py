@@ -20,6 +20,7 @@ from kueue_webhook.api.objects.queues import (
     parse_cohort,
     parse_local_queue,
 )
+from kueue_webhook.api.objects.topology import Topology, parse_topology
 from kueue_webhook.api.objects.workloads import (
     AdmissionCheck,
     Workload,
@@ -32,7 +33,14 @@ from kueue_webhook.api.objects.workloads import (
 __all__ = ["KueueObject", "parse_object"]
 
 KueueObject: TypeAlias = (
-    ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload | AdmissionCheck
+    ResourceFlavor
+    | ClusterQueue
+    | Cohort
+    | LocalQueue
+    | WorkloadPriorityClass
+    | Workload
+    | AdmissionCheck
+    | Topology
 )
 
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], KueueObject | list[FieldError]]] = {
@@ -43,6 +51,7 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], KueueObject | list[FieldError]
     "WorkloadPriorityClass": parse_workload_priority_class,
     "Workload": parse_workload,
     "AdmissionCheck": parse_admission_check,
+    "Topology": parse_topology,
 }
 
 

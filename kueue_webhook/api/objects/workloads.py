@@ -76,6 +76,8 @@ class PodSet:
     requests: Requests
     template: Mapping[str, Any] = field(default_factory=dict)
     min_count: int | None = None
+    #: ``topologyRequest`` as written (read by :mod:`kueue_webhook.api.topology_request`)
+    topology_request: Mapping[str, Any] | None = None
 
     def total(self, count: int | None = None) -> Requests:
         n = self.count if count is None else count
@@ -90,14 +92,19 @@ class PodSetAssignment:
     flavors: Mapping[str, str]
     resource_usage: Mapping[str, Quantity]
     count: int
+    #: ``topologyAssignment`` in Kueue's v1beta2 encoding (:mod:`kueue_webhook.api.topology_assignment`)
+    topology_assignment: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "flavors": dict(sorted(self.flavors.items())),
             "resourceUsage": {r: q.canonical() for r, q in sorted(self.resource_usage.items())},
             "count": self.count,
         }
+        if self.topology_assignment is not None:
+            out["topologyAssignment"] = self.topology_assignment
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +285,17 @@ def _pod_sets(raw: Any, errors: list[FieldError]) -> tuple[PodSet, ...]:
             errors.append(
                 cel_failure(path, "object", "minCount should be positive and less or equal to count")
             )
-        pod_sets.append(PodSet(name, count or 0, requests, template, min_count))
+        topology = pod_set.get("topologyRequest")
+        pod_sets.append(
+            PodSet(
+                name,
+                count or 0,
+                requests,
+                template,
+                min_count,
+                topology if isinstance(topology, Mapping) else None,
+            )
+        )
     partial = sum(1 for parsed in pod_sets if parsed.min_count is not None)
     if partial > 1:  # Kueue's Workload webhook: partial admission shrinks one pod set, never several
         errors.append(FieldError.invalid("spec.podSets", partial, "at most one podSet can use minCount"))
@@ -335,7 +352,16 @@ def _admission(raw: Any, errors: list[FieldError]) -> Admission | None:
                 if quantity is not None:
                     usage[str(rname)] = quantity
         count = int32_field(entry.get("count"), f"{apath}.count", errors, minimum=0)
-        assignments.append(PodSetAssignment(str(entry.get("name") or "main"), flavors, usage, count or 0))
+        topology = entry.get("topologyAssignment")
+        assignments.append(
+            PodSetAssignment(
+                str(entry.get("name") or "main"),
+                flavors,
+                usage,
+                count or 0,
+                topology if isinstance(topology, Mapping) else None,
+            )
+        )
     return Admission(cluster_queue, tuple(assignments))
 
 

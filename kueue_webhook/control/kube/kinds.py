@@ -56,6 +56,10 @@ WORKLOAD_PRIORITY_CLASSES = Kind(
 #: scheduling.k8s.io PriorityClasses: a Job's priority when its pod template names one (priorityClassName)
 PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 ADMISSION_CHECKS = Kind("AdmissionCheck", KUEUE, "v1beta2", "admissionchecks", namespaced=False)
+TOPOLOGIES = Kind("Topology", KUEUE, "v1beta2", "topologies", namespaced=False)
+#: watched for topology-aware scheduling only, into ``scheduling.topology_feed`` rather than the store
+NODES = Kind("Node", "", "v1", "nodes", namespaced=False)
+BOUND_PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
 #: not watched: the certificate Secret the leader renews (``internalCertManagement``)
 SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)
 #: not watched; ``certs --patch-webhook-configurations`` and the certificate renewal set their caBundle
@@ -82,6 +86,7 @@ VALIDATING_WEBHOOKS = Kind(
 #: order the scheduler loop feeds its core on a rebuild: capacity and routing before the Workloads using them.
 WATCHED: tuple[Kind, ...] = (
     NAMESPACES,
+    TOPOLOGIES,
     RESOURCE_FLAVORS,
     COHORTS,
     CLUSTER_QUEUES,

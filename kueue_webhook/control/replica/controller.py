@@ -34,7 +34,7 @@ from kueue_webhook.control.jobs.reconciler import JobReconciler
 from kueue_webhook.control.kube.api_health import ApiHealth
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.identity import own_username
-from kueue_webhook.control.kube.kinds import CONFIGMAPS, JOBS, WATCHED, Kind, kind_of
+from kueue_webhook.control.kube.kinds import BOUND_PODS, CONFIGMAPS, JOBS, NODES, WATCHED, Kind, kind_of
 from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.events import Recorder
@@ -49,6 +49,7 @@ from kueue_webhook.control.scheduling.fair_sharing_reporter import FairSharingRe
 from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from kueue_webhook.control.scheduling.topology_feed import BOUND_PODS_SELECTOR, TopologyFeed
 from kueue_webhook.control.topology.node_failures import NodeFailures
 from kueue_webhook.control.topology.ungater import TopologyUngater
 from kueue_webhook.control.topology.watch import TopologyWatch
@@ -162,6 +163,19 @@ class Controller:
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
         ]
+        #: nodes and bound pods, reduced to what topology-aware scheduling reads (not in the store)
+        self.topology_feed = TopologyFeed()
+        self.scheduler.attach_topology(self.topology_feed)
+        self.informers += [
+            Informer(client=client, kind=NODES, sink=self.topology_feed, watch_timeout_seconds=watch_timeout),
+            Informer(
+                client=client,
+                kind=BOUND_PODS,
+                sink=self.topology_feed,
+                field_selector=BOUND_PODS_SELECTOR,
+                watch_timeout_seconds=watch_timeout,
+            ),
+        ]
         self.informers.append(
             Informer(
                 client=client,
@@ -223,7 +237,12 @@ class Controller:
         return self.leading.is_set()
 
     def ready(self) -> bool:
-        return self.store.is_synced(informer.kind for informer in self.informers)
+        return all(
+            self.topology_feed.is_synced(informer.kind)
+            if informer.sink is self.topology_feed
+            else self.store.is_synced((informer.kind,))
+            for informer in self.informers
+        )
 
     def pending_queues(self) -> SchedulerState | None:
         """The visibility API's queues: the scheduler's while leading, the mirror's otherwise; None before

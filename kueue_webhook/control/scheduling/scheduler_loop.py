@@ -33,12 +33,14 @@ from typing import Any
 
 from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.finalizers import is_deleting
+from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
     has_quota_reservation,
     parse_cluster_queue,
     parse_cohort,
     parse_local_queue,
     parse_resource_flavor,
+    parse_topology,
     parse_workload,
     parse_workload_priority_class,
 )
@@ -56,6 +58,7 @@ from kueue_webhook.control.kube.kinds import (
     LOCAL_QUEUES,
     NAMESPACES,
     RESOURCE_FLAVORS,
+    TOPOLOGIES,
     WATCHED,
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
@@ -67,6 +70,7 @@ from kueue_webhook.control.output.conditions import admitted_status, evicted_sta
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.scheduling.evictions import deactivate, evicted_condition, record_eviction
 from kueue_webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
+from kueue_webhook.control.scheduling.topology_feed import TopologyFeed
 from kueue_webhook.core.decisions import Wait
 from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
 
@@ -78,11 +82,12 @@ DECISION_WRITES_IN_FLIGHT = 16
 UNFREEZE_EVERY = 1800.0
 #: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
 STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
-    (RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES)
+    (RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES, TOPOLOGIES)
 )
 
 #: how the core reads each kind it is fed (Namespaces are fed by their labels)
 _PARSERS: dict[Kind, Callable[[JSON], Any]] = {
+    TOPOLOGIES: parse_topology,
     RESOURCE_FLAVORS: parse_resource_flavor,
     COHORTS: parse_cohort,
     CLUSTER_QUEUES: parse_cluster_queue,
@@ -144,6 +149,25 @@ class SchedulerLoop:
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
         self.on_admitted: list[Callable[[str], None]] = []
+        #: nodes and bound pods for topology-aware scheduling (set by the controller)
+        self.topology: TopologyFeed | None = None
+
+    def attach_topology(self, feed: TopologyFeed) -> None:
+        """Follow ``feed``'s nodes and bound pods (replayed into the core on every rebuild)."""
+        self.topology = feed
+        feed.subscribe(self)
+        feed.replay(self)
+
+    def node_changed(self, name: str, node: NodeView | None) -> None:
+        if node is None:
+            self.state.delete_node(name)
+        else:
+            self.state.upsert_node(node)
+        self.kick()
+
+    def pod_changed(self, key: str, pod: PodOnNode | None) -> None:
+        self.state.upsert_pod(key, pod)
+        self.kick()
 
     # -- feeding ------------------------------------------------------------------------------------------
 
@@ -153,6 +177,8 @@ class SchedulerLoop:
         for kind in REBUILD_ORDER:
             for obj in self.store.items(kind):
                 self._apply(kind, key_of(obj), obj)
+        if self.topology is not None:
+            self.topology.replay(self)
         self.kick()
 
     def on_change(self, change: Change) -> None:
@@ -193,6 +219,8 @@ class SchedulerLoop:
                 state.delete_local_queue(namespace, name)
             elif kind is WORKLOAD_PRIORITY_CLASSES:
                 state.delete_priority_class(name)
+            elif kind is TOPOLOGIES:
+                state.delete_topology(name)
             elif kind is WORKLOADS:
                 state.delete_workload(f"{namespace}/{name}")
                 self.pending.forget(f"{namespace}/{name}")

@@ -193,3 +193,34 @@ def test_an_old_workload_whose_spec_and_status_are_not_objects_is_a_denial_not_a
     old["status"] = {"conditions": copy.deepcopy(RESERVED), "nominatedClusterNames": {}}
     verdict = validate(new, old, "UPDATE")
     assert verdict.code in (200, 403), verdict
+
+
+def _topology(*labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": "default"},
+        "spec": {"levels": [{"nodeLabel": label} for label in labels]},
+    }
+
+
+def test_topology_levels_follow_kueues_crd_rules() -> None:
+    assert validate(_topology("cloud.com/block", "cloud.com/rack", "kubernetes.io/hostname")).allowed
+    assert (
+        validate(_topology("rack", "rack")).message == 'spec.levels: Invalid value: "array": must be unique'
+    )
+    assert validate(_topology("kubernetes.io/hostname", "rack")).message == (
+        'spec.levels: Invalid value: "array": '
+        "the kubernetes.io/hostname label can only be used at the lowest level of topology"
+    )
+    assert "spec.levels[0].nodeLabel" in validate(_topology("not a label")).message
+
+
+def test_topology_levels_change_only_above_the_hosts() -> None:
+    hosts = _topology("rack", "kubernetes.io/hostname")
+    assert validate(_topology("block", "rack", "kubernetes.io/hostname"), hosts).allowed
+    racks = _topology("block", "rack")
+    assert validate(_topology("rack"), racks).message == (
+        'spec.levels: Invalid value: "array": levels are mutable only when kubernetes.io/hostname is the '
+        "lowest level both before and after the change"
+    )

@@ -299,9 +299,9 @@ def test_parse_object_dispatches_on_kind_and_refuses_others() -> None:
     assert isinstance(
         parse_object(cluster_queue({"resourceGroups": one_group(nominalQuota=1)})), ClusterQueue
     )
-    assert messages(parse_object({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology"}))[0].startswith(
-        'kind: Unsupported value: "Topology"'
-    )
+    assert messages(parse_object({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Provisioning"}))[
+        0
+    ].startswith('kind: Unsupported value: "Provisioning"')
     assert messages(parse_object({"apiVersion": "v1", "kind": "Pod"}))[0].startswith(
         'apiVersion: Invalid value: "v1"'
     )

@@ -46,6 +46,7 @@ def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -
         "/validate-kueue-x-k8s-io-v1beta2-localqueue",
         "/validate-kueue-x-k8s-io-v1beta2-resourceflavor",
         "/validate-kueue-x-k8s-io-v1beta2-cohort",
+        "/validate-kueue-x-k8s-io-v1beta2-topology",
         "/validate-kueue-x-k8s-io-v1beta2-workload",
         "/mutate",
         "/validate",
@@ -132,7 +133,7 @@ def test_kustomize_renders_crds_and_controller_together() -> None:
         [kubectl, "kustomize", str(ROOT)], capture_output=True, text=True, check=True, timeout=60
     )
     kinds = [doc["kind"] for doc in yaml.safe_load_all(rendered.stdout) if doc]
-    assert kinds.count("CustomResourceDefinition") == 7
+    assert kinds.count("CustomResourceDefinition") == 8
     assert {
         "Deployment",
         "Service",

@@ -25,6 +25,7 @@ from kueue_webhook.api.integrations.model import Integration, PodSetSource
 from kueue_webhook.api.integrations.paths import FieldPath, pointer
 from kueue_webhook.api.objects import API_VERSION, GROUP, PodSet
 from kueue_webhook.api.pods import pod_requests
+from kueue_webhook.api.topology_request import POD_INDEX_LABELS, template_topology_request
 
 __all__ = [
     "Element",
@@ -231,6 +232,9 @@ def workload_for(
         }
         if minimum is not None:
             pod_set["minCount"] = minimum
+        index_label = POD_INDEX_LABELS.get((integration.group, integration.kind))
+        if (topology := template_topology_request(pod_set["template"], index_label)) is not None:
+            pod_set["topologyRequest"] = topology  # Kueue's jobframework NewPodSetTopologyRequest
         sets.append(pod_set)
     spec: JSON = {"active": True, "podSets": sets, "queueName": queue_name(obj) or ""}
     if class_name:

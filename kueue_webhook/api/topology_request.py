@@ -1,0 +1,131 @@
+"""What a pod set asks of the topology: Kueue's ``spec.podSets[].topologyRequest`` as the scheduler reads it.
+
+Kueue's job integrations fill ``topologyRequest`` from pod-template annotations
+(``kueue.x-k8s.io/podset-required-topology`` and its siblings, jobframework's NewPodSetTopologyRequest);
+:func:`topology_request_from_annotations` does the same for every queued kind here, and
+:func:`parse_topology_request` reads the field back from a Workload, whoever wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "GROUP_ANNOTATION",
+    "POD_INDEX_LABELS",
+    "PREFERRED_ANNOTATION",
+    "REQUIRED_ANNOTATION",
+    "SLICE_REQUIRED_ANNOTATION",
+    "SLICE_SIZE_ANNOTATION",
+    "UNCONSTRAINED_ANNOTATION",
+    "TopologyRequest",
+    "parse_topology_request",
+    "topology_request_from_annotations",
+]
+
+REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
+GROUP_ANNOTATION = "kueue.x-k8s.io/podset-group-name"
+
+#: the pod label or annotation that numbers a pod within its pod set, per queued kind (Kueue's integrations
+#: pass it to NewPodSetTopologyRequest); the pod side places pods by it
+POD_INDEX_LABELS = {
+    ("batch", "Job"): "batch.kubernetes.io/job-completion-index",
+    ("kubeflow.org", "PyTorchJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "TFJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "XGBoostJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "PaddleJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "JAXJob"): "training.kubeflow.org/replica-index",
+    ("jobset.x-k8s.io", "JobSet"): "batch.kubernetes.io/job-completion-index",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """One pod set's request: at most one of ``required``/``preferred``/``unconstrained``, and optionally
+    slices of ``slice_size`` pods each required within one domain of ``slice_level``."""
+
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool = False
+    slice_level: str | None = None
+    slice_size: int | None = None
+    group: str | None = None
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the pod set asks for TAS itself (Kueue's IsExplicitlyRequestingTAS)."""
+        return bool(self.required or self.preferred or self.unconstrained or self.slice_level)
+
+
+def parse_topology_request(raw: Any) -> TopologyRequest | None:
+    """``spec.podSets[].topologyRequest`` (None when absent or asking for nothing)."""
+    if not isinstance(raw, Mapping):
+        return None
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) and value else None
+
+    size = raw.get("podSetSliceSize")
+    request = TopologyRequest(
+        required=text("required"),
+        preferred=text("preferred"),
+        unconstrained=raw.get("unconstrained") is True,
+        slice_level=text("podSetSliceRequiredTopology"),
+        slice_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        group=text("podSetGroupName"),
+    )
+    return request if request.explicit else None
+
+
+def template_topology_request(
+    template: Mapping[str, Any], pod_index_label: str | None
+) -> dict[str, Any] | None:
+    """The ``topologyRequest`` of a pod set from its pod template's annotations, with the kind's pod index
+    label when it asks for a topology."""
+    meta = template.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return None
+    request = topology_request_from_annotations(annotations)
+    if request is not None and pod_index_label:
+        request["podIndexLabel"] = pod_index_label
+    return request
+
+
+def topology_request_from_annotations(annotations: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``topologyRequest`` Kueue's integrations write for a pod template with these annotations (None:
+    the template asks for nothing). Malformed values are left out: the Workload asks for what the
+    well-formed annotations say."""
+    request: dict[str, Any] = {}
+    required = annotations.get(REQUIRED_ANNOTATION)
+    preferred = annotations.get(PREFERRED_ANNOTATION)
+    unconstrained = annotations.get(UNCONSTRAINED_ANNOTATION)
+    if isinstance(required, str):
+        request["required"] = required
+    elif isinstance(preferred, str):
+        request["preferred"] = preferred
+    elif isinstance(unconstrained, str):
+        if unconstrained.lower() not in ("true", "false", "1", "0", "t", "f"):
+            return None
+        request["unconstrained"] = unconstrained.lower() in ("true", "1", "t")
+    slice_level = annotations.get(SLICE_REQUIRED_ANNOTATION)
+    slice_size = annotations.get(SLICE_SIZE_ANNOTATION)
+    if isinstance(slice_level, str) and isinstance(slice_size, str):
+        try:
+            size = int(slice_size)
+        except ValueError:
+            size = 0
+        if size >= 1:
+            request["podSetSliceRequiredTopology"] = slice_level
+            request["podSetSliceSize"] = size
+    group = annotations.get(GROUP_ANNOTATION)
+    if isinstance(group, str) and ("required" in request or "preferred" in request):
+        request["podSetGroupName"] = group
+    return request or None
