@@ -6,7 +6,8 @@ starts with its template behind the ``kueue.x-k8s.io/topology`` gate, labelled w
 annotated with its Workload. The fake has no Job controller, so the test creates the pods from the template
 as it would; the ungater then gives each the node selector of its completion index's host (Kueue's rank
 order) and removes the gate. A new replica taking over half-way places the rest without moving or
-re-placing what the first one placed: its decisions come from the pods themselves.
+re-placing what the first one placed: its decisions come from the pods themselves. A host turning
+NotReady is recorded in the Workload's ``status.unhealthyNodes`` and the pods sent there are failed.
 """
 
 from __future__ import annotations
@@ -70,6 +71,19 @@ spec: {clusterQueue: hosts}
 )
 
 
+def node(name: str) -> JSON:
+    """A Ready Node (a plain object: the fake runs no kubelet)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOST: name, "node-pool": "hosts"}},
+        "status": {
+            "allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
 def pod_from_template(job: JSON, index: int) -> JSON:
     """The pod the Job controller would make for completion ``index``."""
     template = copy.deepcopy(job["spec"]["template"])
@@ -102,6 +116,8 @@ async def test_an_indexed_jobs_pods_are_ungated_by_rank_and_a_new_leader_carries
     fake_api: FakeApiServer, tmp_path: Path
 ) -> None:
     await fake_api.apply_manifests(SETUP)
+    for name in ("host-a", "host-b"):
+        await fake_api.create(node(name))
     tls = certificates(tmp_path / "tls")
     indexed = {"parallelism": 4, "completions": 4, "completionMode": "Indexed"}
     job = queued_job("ml", "ranks", queue="q", resources=cpu_requests("1"), **indexed)
@@ -175,3 +191,27 @@ async def test_an_indexed_jobs_pods_are_ungated_by_rank_and_a_new_leader_carries
             for p in fake_api.list("pods", "ml")
             if p["metadata"]["name"] in placed
         }
+
+        # host b turns NotReady with none of the Workload's pods running there: it is recorded, and the
+        # two pods sent to it (never bound: the fake has no scheduler) are failed so the Job replaces them
+        not_ready = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+        await fake_api.patch("nodes", "host-b", not_ready, subresource="status")
+
+        def unhealthy() -> list[JSON]:
+            found = harness.workload_of(fake_api, "ml", "ranks") or {}
+            return list(found.get("status", {}).get("unhealthyNodes") or [])
+
+        await fake_api.wait_for(lambda: unhealthy() == [{"name": "host-b"}], timeout=HANG)
+
+        def failed_by_kueue() -> set[str]:
+            return {
+                p["metadata"]["labels"][INDEX]
+                for p in fake_api.list("pods", "ml")
+                if p.get("status", {}).get("phase") == "Failed"
+                and any(
+                    c.get("reason") == "UnschedulableOnAssignedNode"
+                    for c in p["status"].get("conditions", [])
+                )
+            }
+
+        await fake_api.wait_for(lambda: failed_by_kueue() == {"2", "3"}, timeout=HANG)
