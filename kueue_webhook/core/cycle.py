@@ -51,6 +51,7 @@ from kueue_webhook.core.pending_queue import RetryCondition, may_fit
 from kueue_webhook.core.pending_queues import PendingQueues
 from kueue_webhook.core.preemption import Target, TargetSearch, preemption_message, queue_path
 from kueue_webhook.core.specs import QueueState, Specs
+from kueue_webhook.core.tas.preemption import topology_targets
 from kueue_webhook.core.workload_tracker import WorkloadTracker
 
 __all__ = ["run_cycle"]
@@ -195,6 +196,17 @@ class _Pass:
         if mode.needs_preemption and mode is not Mode.NO_CANDIDATES:
             targets = self.search.targets(
                 queue=name, workload=info, requests=assignment.usage, needs=assignment.needs
+            )
+        elif mode is Mode.NO_CANDIDATES and assignment.topology_block is not None and not assignment.needs:
+            # quota fits, the topology does not: room made by TAS workloads of its own ClusterQueue
+            targets = topology_targets(
+                tas=self.specs.tas,
+                queue=name,
+                preemptor=info,
+                block=assignment.topology_block,
+                policy=queue.spec.preemption,
+                holders=tracker.holders(name),
+                taken=self.preempted,
             )
         if not targets:
             tracker.drop_claim(info.key)

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from kueue_webhook.api.objects import ClusterQueue, FlavorFungibility, ResourceFlavor
 from kueue_webhook.core.ledger import Ledger, available, borrowing_height
 from kueue_webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
-from kueue_webhook.core.tas.assign import place_topologies, tas_problem
+from kueue_webhook.core.tas.assign import TopologyBlock, place_topologies, tas_problem
 from kueue_webhook.core.tas.capacity import TopologyCapacity
 
 __all__ = [
@@ -161,6 +161,8 @@ class Assignment:
     #: only lacked unused quota, each as the ``(fr, amount)`` that must be available. ``None`` when
     #: unknown (several pod sets): then any release may help.
     shortfalls: tuple[tuple[tuple[tuple[FlavorResource, int], ...], ...], ...] | None = None
+    #: the pod set that fits quota but waits for room in its flavor's topology (``tas.assign``)
+    topology_block: TopologyBlock | None = None
 
     def message(self) -> str:
         """``couldn't assign flavors to pod set main: ...`` as Kueue words it ("" when it fits)."""

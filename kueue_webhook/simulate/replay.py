@@ -58,6 +58,8 @@ class WorkloadRecord:
     preemptions: int = 0
     #: pods admitted per pod set (fewer than asked under partial admission)
     admitted_counts: tuple[tuple[str, int], ...] = ()
+    #: where topology-aware scheduling put each TAS pod set: its ``topologyAssignment`` (v1beta2)
+    topology: tuple[tuple[str, Mapping[str, Any]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +212,7 @@ def _replay(
                     record.admitted_at = moment
                     record.cluster_queue = decision.cluster_queue
                     record.admitted_counts = _counts(decision.admission)
+                    record.topology = _placements(decision.admission)
                     record.wait = None
                     runtime = record.runtime
                     if runtime is not None:
@@ -262,6 +265,7 @@ def _replay(
                     record = records[key]  # already admitted when the replay starts (a restart)
                     record.admitted_at, record.cluster_queue = now, workload.admission.cluster_queue
                     record.admitted_counts = _counts(workload.admission)
+                    record.topology = _placements(workload.admission)
                     if record.runtime is not None:
                         heapq.heappush(events, (_step(now + record.runtime, resolution), _FINISH, 0, key))
                 done += 1
@@ -301,6 +305,7 @@ def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: 
                 _latest_wait(state, record.wait),
                 positions.get(record.key),
                 admitted_counts=record.admitted_counts,
+                topology=record.topology,
             )
         )
     rows.sort(key=lambda r: (r.arrival, r.namespace, r.name))
@@ -317,6 +322,14 @@ def _latest_wait(state: SchedulerState, wait: Wait | None) -> Wait | None:
     if latest is None or latest == (wait.reason, wait.message):
         return wait
     return replace(wait, reason=latest[0], message=latest[1])
+
+
+def _placements(admission: Admission) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    return tuple(
+        (assignment.name, assignment.topology_assignment)
+        for assignment in admission.pod_set_assignments
+        if assignment.topology_assignment is not None
+    )
 
 
 def _counts(admission: Admission) -> tuple[tuple[str, int], ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from kueue_webhook.api.topology_assignment import decode
 from kueue_webhook.core.model import amount_quantity
 from kueue_webhook.simulate.replay import Result, Snapshot
 from kueue_webhook.simulate.scenario import Scenario, SimulationError
@@ -110,6 +111,17 @@ def _workload_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
         }
         if admitted:
             row["podSetCounts"] = dict(r.admitted_counts)
+            if r.topology:
+                # the domains each TAS pod set's pods go to, as v1beta1 would list them
+                row["topology"] = {
+                    name: {
+                        "levels": list(assignment.get("levels") or []),
+                        "domains": [
+                            {"values": list(d.values), "count": d.count} for d in decode(dict(assignment))
+                        ],
+                    }
+                    for name, assignment in r.topology
+                }
         else:
             wait = r.wait
             row["pending"] = {

@@ -34,6 +34,7 @@ from kueue_webhook.api.config import (
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
+from kueue_webhook.api.nodes import NodeView, node_view
 from kueue_webhook.api.objects import (
     GROUP,
     ClusterQueue,
@@ -41,6 +42,7 @@ from kueue_webhook.api.objects import (
     LocalQueue,
     Meta,
     ResourceFlavor,
+    Topology,
     Workload,
     WorkloadPriorityClass,
     parse_object,
@@ -71,8 +73,18 @@ _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs"
 
 #: the kinds of the cluster's configuration a scenario keeps, in the order the replay applies them: what
 #: others name comes first (priority classes, flavors, cohorts before the ClusterQueues that use them)
-CONFIG_KINDS: Final = (WorkloadPriorityClass, ResourceFlavor, Cohort, ClusterQueue, LocalQueue)
-ConfigObject = WorkloadPriorityClass | ResourceFlavor | Cohort | ClusterQueue | LocalQueue
+CONFIG_KINDS: Final = (
+    WorkloadPriorityClass,
+    Topology,
+    ResourceFlavor,
+    NodeView,
+    Cohort,
+    ClusterQueue,
+    LocalQueue,
+)
+ConfigObject = (
+    WorkloadPriorityClass | Topology | ResourceFlavor | NodeView | Cohort | ClusterQueue | LocalQueue
+)
 
 
 class SimulationError(ValueError):
@@ -321,6 +333,13 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
     if kind == "Namespace":
         name = _name(where, doc)
         scenario.namespaces[name] = dict((doc.get("metadata") or {}).get("labels") or {})
+        return
+    if kind == "Node" and doc.get("apiVersion") == "v1":
+        # a node of a TAS flavor: its labels place it in the topology, its allocatable is what pods fit in
+        view = node_view(doc)
+        if view is None:
+            raise SimulationError(f"{where}: metadata.name: Required value")
+        scenario.objects.append(view)
         return
     integration = _queued_kind(scenario, doc)
     if integration is not None:

@@ -14,6 +14,7 @@ same flavor see each other's pods: each placement is charged to the tree until t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kueue_webhook.api.objects import ResourceFlavor
@@ -26,9 +27,19 @@ if TYPE_CHECKING:
     from kueue_webhook.core.flavors import Assignment, CompiledQueue
     from kueue_webhook.core.model import PodSetInfo, WorkloadInfo
 
-__all__ = ["REASON_TOPOLOGY", "place_topologies", "tas_only", "tas_problem"]
+__all__ = ["REASON_TOPOLOGY", "TopologyBlock", "place_topologies", "tas_only", "tas_problem"]
 
 REASON_TOPOLOGY = "TopologyPlacementFailed"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyBlock:
+    """A pod set that fits quota and would fit its flavor's nodes without some TAS workloads: what a
+    preemption search must make room for (Kueue's Preempt mode for TAS)."""
+
+    flavor: str
+    needs: PodSetNeeds
+    implied: bool
 
 
 def tas_only(queue: CompiledQueue, flavors: Mapping[str, ResourceFlavor]) -> bool:
@@ -113,11 +124,14 @@ def place_topologies(
                 assignment.shortfalls = None
                 return assignment
             if failure:
-                # fits on the flavor's nodes once TAS workloads leave: waits as Kueue's Preempt mode does
+                # fits on the flavor's nodes once TAS workloads leave: Kueue's Preempt mode; the cycle
+                # looks for those workloads in the ClusterQueue (``tas.preemption``), else it waits
                 result.mode = min(result.mode, Mode.NO_CANDIDATES)
                 result.reasons = [failure]
                 assignment.mode = min(assignment.mode, Mode.NO_CANDIDATES)
                 assignment.shortfalls = None
+                if assignment.topology_block is None:
+                    assignment.topology_block = TopologyBlock(flavor_name, needs, implied)
         return assignment
     finally:
         for held_tree, held_placement, held_requests in held:

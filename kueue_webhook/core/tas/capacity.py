@@ -347,3 +347,25 @@ class TopologyCapacity:
 
     def charged(self, key: str) -> bool:
         return key in self._charges
+
+    def uses_flavor(self, key: str, flavor: str) -> bool:
+        return any(charged_flavor == flavor for charged_flavor, _, _ in self._charges.get(key, ()))
+
+    def set_aside(self, key: str) -> list[tuple[str, tuple[str, ...], Usage]]:
+        """Take a workload's TAS usage off the trees for a what-if (``put_back`` restores it); unlike a
+        release, nothing is woken."""
+        charges = self._charges.pop(key, [])
+        for flavor, values, usage in charges:
+            tree = self.trees.get(flavor)
+            if tree is not None:
+                tree.charge(values, usage, -1)
+        return charges
+
+    def put_back(self, key: str, charges: list[tuple[str, tuple[str, ...], Usage]]) -> None:
+        if not charges:
+            return
+        self._charges[key] = charges
+        for flavor, values, usage in charges:
+            tree = self.trees.get(flavor)
+            if tree is not None:
+                tree.charge(values, usage, 1)

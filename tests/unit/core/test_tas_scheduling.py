@@ -10,7 +10,7 @@ from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import ResourceFlavor, Topology, parse_resource_flavor, parse_topology
 from kueue_webhook.api.quantity import NANO
 from kueue_webhook.api.topology_assignment import Domain, decode
-from kueue_webhook.core.scheduler import Admit, SchedulerState
+from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
 
 from .builders import admitted, cluster_queue, last_wait, local_queue, run_until_quiet, workload
 
@@ -155,3 +155,38 @@ def test_a_restart_counts_the_admitted_assignments_before_placing_anyone() -> No
     restarted.upsert_workload(workload("one", pod_sets=pod_sets, status=status))
     restarted.upsert_workload(rack_job("two", count=3, required="rack"))
     assert admitted(run_until_quiet(restarted)) == []
+
+
+def test_a_higher_priority_rack_job_preempts_the_fewest_lower_ones_that_free_one_rack() -> None:
+    state = tas_state(node("a1", "a", 2), node("a2", "a", 2), node("b1", "b", 2), node("b2", "b", 2))
+    preempting = cluster_queue(
+        "cq", {"tas-flavor": {"cpu": 100}}, preemption={"withinClusterQueue": "LowerPriority"}
+    )
+    state.upsert_cluster_queue(preempting)
+    state.upsert_workload(rack_job("low1", count=3, created=0))
+    state.upsert_workload(rack_job("low2", count=3, created=1))
+    assert admitted(run_until_quiet(state)) == ["ns/low1", "ns/low2"]
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    urgent = {"name": "main", "count": 4, "template": template, "topologyRequest": {"required": "rack"}}
+    state.upsert_workload(workload("urgent", pod_sets=[urgent], priority=10, created=2))
+    decisions = run_until_quiet(state)
+    # one free cpu in each rack: evicting one of the two (the most recently admitted) frees a whole rack
+    assert [(d.workload, d.reason) for d in decisions if isinstance(d, Evict)] == [("ns/low2", "Preempted")]
+    assert last_wait(decisions, "ns/urgent").message.endswith("Pending the preemption of 1 workload(s)")
+    state.finish_workload("ns/low2")
+    (admit,) = [d for d in run_until_quiet(state) if isinstance(d, Admit)]
+    assert admit.workload == "ns/urgent"
+    assert {d.values[0] for d in assignment_of(admit)} == {"b1", "b2"}
+
+
+def test_without_preemption_in_its_queue_the_rack_job_just_waits() -> None:
+    state = tas_state(node("a1", "a", 2), node("a2", "a", 2), node("b1", "b", 2), node("b2", "b", 2))
+    state.upsert_workload(rack_job("low1", count=3, created=0))
+    state.upsert_workload(rack_job("low2", count=3, created=1))
+    assert admitted(run_until_quiet(state)) == ["ns/low1", "ns/low2"]
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    urgent = {"name": "main", "count": 4, "template": template, "topologyRequest": {"required": "rack"}}
+    state.upsert_workload(workload("urgent", pod_sets=[urgent], priority=10, created=2))
+    decisions = run_until_quiet(state)
+    assert not [d for d in decisions if isinstance(d, Evict)]
+    assert last_wait(decisions, "ns/urgent").reason == "WaitingForQuota"

@@ -170,8 +170,16 @@ def pod_sets(integration: Integration, obj: Mapping[str, Any]) -> tuple[PodSet, 
             continue
         requests, problems = pod_requests(pod_spec, where)
         errors.extend(problems)
+        index_label = POD_INDEX_LABELS.get((integration.group, integration.kind))
         out.append(
-            PodSet(element.name, element_count(element), requests, template, element_min_count(element))
+            PodSet(
+                element.name,
+                element_count(element),
+                requests,
+                template,
+                element_min_count(element),
+                template_topology_request(template, index_label),
+            )
         )
     return errors if errors else tuple(out)
 
