@@ -157,19 +157,14 @@ def start_patch(
         return []  # not held (a pod's gate already removed): nothing to start
     ops.extend(_count_ops(integration, obj, counts or {}))
     for element in elements(integration, obj):
-        template = element.template()
-        if template is None:
+        pod_spec = element.scheduling_spec()
+        if pod_spec is None:
             continue
-        pod_spec = template.get("spec") or {}
         selector, tolerations = _flavor_injection(pod_spec, flavors.get(element.name, ()))
         if selector != (pod_spec.get("nodeSelector") or {}):
-            ops.append(
-                {"op": "add", "path": element.template_pointer("spec", "nodeSelector"), "value": selector}
-            )
+            ops.append({"op": "add", "path": element.scheduling_pointer("nodeSelector"), "value": selector})
         if tolerations != list(pod_spec.get("tolerations") or []):
-            ops.append(
-                {"op": "add", "path": element.template_pointer("spec", "tolerations"), "value": tolerations}
-            )
+            ops.append({"op": "add", "path": element.scheduling_pointer("tolerations"), "value": tolerations})
     return ops
 
 
@@ -187,13 +182,12 @@ def restore_ops(
     found = elements(integration, obj)
     if len(found) == len(originals):
         for element, original_template in zip(found, originals, strict=True):
-            template = element.template()
-            if template is None:
+            current = element.scheduling_spec()
+            if current is None:
                 continue
-            current = template.get("spec") or {}
             original = original_template.get("spec") or {}
             for name in ("nodeSelector", "tolerations"):
-                path = element.template_pointer("spec", name)
+                path = element.scheduling_pointer(name)
                 if name in original:
                     if current.get(name) != original[name]:
                         ops.append({"op": "add", "path": path, "value": copy.deepcopy(original[name])})

@@ -42,12 +42,14 @@ def finished(integration: Integration, obj: Mapping[str, Any]) -> tuple[bool, bo
     return False, True, ""
 
 
-def _sum(obj: Mapping[str, Any], paths: Collection[FieldPath]) -> int:
+def _sum(obj: Mapping[str, Any], paths: Collection[FieldPath], states: frozenset[str] = frozenset()) -> int:
     total = 0
     for path in paths:
         for value in path.values(obj):
             if isinstance(value, list):
                 total += len(value)
+            elif isinstance(value, Mapping) and states:
+                total += sum(1 for state in value.values() if state in states)
             elif (number := as_int(value)) is not None:
                 total += number
     return total
@@ -57,6 +59,10 @@ def has_active_pods(integration: Integration, obj: Mapping[str, Any]) -> bool:
     """Pods may still run or terminate: the quota they use is not free yet (Kueue's ``IsActive``)."""
     rule = integration.active
     if rule.when is not None and rule.when.holds(obj):
+        return True
+    if rule.conditions and any(
+        c.get("type") in rule.conditions and c.get("status") == "True" for c in _conditions(obj)
+    ):
         return True
     return _sum(obj, rule.counts) > 0
 
@@ -68,7 +74,7 @@ def pods_ready(integration: Integration, obj: Mapping[str, Any]) -> bool:
         return False
     if rule.conditions:
         return any(c.get("type") in rule.conditions and c.get("status") == "True" for c in _conditions(obj))
-    if rule.when is not None:
+    if rule.when is not None and (not rule.when.holds(obj) or not rule.ready):
         return rule.when.holds(obj)
     wanted = _sum(obj, rule.total) if rule.total else pod_count(integration, obj)
-    return _sum(obj, rule.ready) >= wanted
+    return _sum(obj, rule.ready, rule.ready_states) >= wanted
