@@ -121,6 +121,38 @@ def raycluster(name: str, namespace: str, queue: str) -> JSON:
     }
 
 
+def rayservice(name: str, namespace: str, queue: str) -> JSON:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": _meta(name, namespace, queue),
+        "spec": {"serveConfigV2": "applications: []\n", "rayClusterSpec": _ray_cluster_spec(3, 1)},
+    }
+
+
+def _spark_role(**extra: Any) -> JSON:
+    """A Spark role of one GPU per pod, described by the role's own fields (no pod template)."""
+    return {"gpu": {"name": "nvidia.com/gpu", "quantity": 1}, **extra}
+
+
+def sparkapplication(name: str, namespace: str, queue: str) -> JSON:
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": _meta(name, namespace, queue),
+        "spec": {
+            "type": "Scala",
+            "mode": "cluster",
+            "sparkVersion": "3.5.0",
+            "image": "spark:3.5.0",
+            "mainClass": "org.apache.spark.examples.SparkPi",
+            "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+            "driver": _spark_role(serviceAccount="spark"),
+            "executor": _spark_role(instances=3),
+        },
+    }
+
+
 def _kubeflow_done(kind: str) -> JSON:
     """A Kubeflow operator's status once the job succeeded (its JobCondition, Succeeded=True)."""
     return {
@@ -219,6 +251,36 @@ SAMPLES: dict[str, Sample] = {
             _kubeflow_done("MPIJob"),
         ),
         Sample(
+            "XGBoostJob",
+            "xgboostjobs",
+            "kubeflow.org/xgboostjob",
+            _kubeflow("XGBoostJob", "v1", "xgbReplicaSpecs", {"Worker": 3, "Master": 1}),
+            ("spec", "runPolicy", "suspend"),
+            [("master", 1), ("worker", 3)],
+            [("spec", "xgbReplicaSpecs", t, "template", "spec") for t in ("Master", "Worker")],
+            _kubeflow_done("XGBoostJob"),
+        ),
+        Sample(
+            "PaddleJob",
+            "paddlejobs",
+            "kubeflow.org/paddlejob",
+            _kubeflow("PaddleJob", "v1", "paddleReplicaSpecs", {"Worker": 2, "Master": 1}),
+            ("spec", "runPolicy", "suspend"),
+            [("master", 1), ("worker", 2)],
+            [("spec", "paddleReplicaSpecs", t, "template", "spec") for t in ("Master", "Worker")],
+            _kubeflow_done("PaddleJob"),
+        ),
+        Sample(
+            "JAXJob",
+            "jaxjobs",
+            "kubeflow.org/jaxjob",
+            _kubeflow("JAXJob", "v1", "jaxReplicaSpecs", {"Worker": 4}),
+            ("spec", "runPolicy", "suspend"),
+            [("worker", 4)],
+            [("spec", "jaxReplicaSpecs", "Worker", "template", "spec")],
+            _kubeflow_done("JAXJob"),
+        ),
+        Sample(
             "RayJob",
             "rayjobs",
             "ray.io/rayjob",
@@ -237,6 +299,26 @@ SAMPLES: dict[str, Sample] = {
             [("head", 1), ("gpu", 4)],  # replicas * numOfHosts
             [("spec", *_RAY_HEAD), ("spec", *_RAY_WORKERS)],
             None,
+        ),
+        Sample(
+            "RayService",
+            "rayservices",
+            "ray.io/rayservice",
+            rayservice,
+            ("spec", "rayClusterSpec", "suspend"),
+            [("head", 1), ("gpu", 3)],
+            [("spec", "rayClusterSpec", *_RAY_HEAD), ("spec", "rayClusterSpec", *_RAY_WORKERS)],
+            None,  # serves until deleted, as a RayCluster
+        ),
+        Sample(
+            "SparkApplication",
+            "sparkapplications",
+            "sparkoperator.k8s.io/sparkapplication",
+            sparkapplication,
+            ("spec", "suspend"),
+            [("driver", 1), ("executor", 3)],  # the executor's instances
+            [("spec", "driver"), ("spec", "executor")],  # the roles' own nodeSelector and tolerations
+            {"applicationState": {"state": "COMPLETED"}, "executorState": {"train-exec-1": "COMPLETED"}},
         ),
     )
 }

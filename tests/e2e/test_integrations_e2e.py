@@ -1,13 +1,13 @@
 """Every built-in queued kind on a real API server, with kueue-webhook installed out of cluster.
 
 The kinds' CRDs (tests/crds: the upstream ones when copied there, else the minimal structural ones) are
-created on the API server, the integrations turned on live in the ConfigMap, and then, for JobSet,
-PyTorchJob, TFJob, MPIJob, RayJob and RayCluster in turn (tests/crds/samples.py): the API server calls the
-webhook, which creates the object suspended; it is admitted with Kueue's pod counts and the flavor's node
-label and toleration in every pod template; a higher-priority Job preempts it (suspended again, templates
-restored); it runs again once that Job is gone; and its quota is released when the test, playing the
-operator, reports it finished through the status subresource (a RayCluster never finishes: it is deleted).
-No operator runs, so nothing else touches the objects.
+created on the API server, the integrations turned on live in the ConfigMap, and then, for each kind with a
+sample in tests/crds/samples.py in turn (JobSet, the Kubeflow jobs, the Ray kinds, SparkApplication): the
+API server calls the webhook, which creates the object suspended; it is admitted with Kueue's pod counts and
+the flavor's node label and toleration in every pod template; a higher-priority Job preempts it (suspended
+again, templates restored); it runs again once that Job is gone; and its quota is released when the test,
+playing the operator, reports it finished through the status subresource (a RayCluster or RayService never
+finishes: it is deleted). No operator runs, so nothing else touches the objects.
 
 CRDs this module created are deleted at the end (only those: a CRD that was there before is someone
 else's), and the ConfigMap is put back as shipped.
@@ -185,8 +185,13 @@ GROWTH: dict[str, tuple[tuple[str | int, ...], str, int]] = {
     "PyTorchJob": (("spec", "pytorchReplicaSpecs", "Worker", "replicas"), "worker", 1),
     "TFJob": (("spec", "tfReplicaSpecs", "Worker", "replicas"), "worker", 1),
     "MPIJob": (("spec", "mpiReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "XGBoostJob": (("spec", "xgbReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "PaddleJob": (("spec", "paddleReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "JAXJob": (("spec", "jaxReplicaSpecs", "Worker", "replicas"), "worker", 1),
     "RayJob": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
     "RayCluster": (("spec", "workerGroupSpecs", 0, "replicas"), "gpu", 2),  # a replica is 2 hosts
+    "RayService": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
+    "SparkApplication": (("spec", "executor", "instances"), "executor", 1),
 }
 
 

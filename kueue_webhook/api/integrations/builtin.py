@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from kueue_webhook.api.integrations import spark
 from kueue_webhook.api.integrations.model import (
     ActiveRule,
     CountFactor,
@@ -34,17 +35,22 @@ __all__ = [
     "BUILTIN",
     "DEFAULT_FRAMEWORKS",
     "DEPLOYMENT",
+    "JAXJOB",
     "JOB",
     "JOBSET",
     "KUEUE_FRAMEWORKS",
     "KUEUE_OWNER_TYPES",
     "MPIJOB",
+    "PADDLEJOB",
     "POD",
     "PYTORCHJOB",
     "RAYCLUSTER",
     "RAYJOB",
+    "RAYSERVICE",
+    "SPARKAPPLICATION",
     "STATEFULSET",
     "TFJOB",
+    "XGBOOSTJOB",
 ]
 
 
@@ -152,6 +158,14 @@ TFJOB = _kubeflow(
 MPIJOB = _kubeflow(
     "kubeflow.org/mpijob", "MPIJob", "mpijobs", "mpiReplicaSpecs", ("Launcher", "Worker"), version="v2beta1"
 )
+XGBOOSTJOB = _kubeflow(
+    "kubeflow.org/xgboostjob", "XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", ("Master", "Worker")
+)
+PADDLEJOB = _kubeflow(
+    "kubeflow.org/paddlejob", "PaddleJob", "paddlejobs", "paddleReplicaSpecs", ("Master", "Worker")
+)
+#: a JAXJob has workers only (Kueue's ``OrderedReplicaTypes`` for it lists ``Worker`` alone)
+JAXJOB = _kubeflow("kubeflow.org/jaxjob", "JAXJob", "jaxjobs", "jaxReplicaSpecs", ("Worker",))
 
 
 def _ray_cluster_pod_sets(spec: str) -> tuple[PodSetSource, ...]:
@@ -232,6 +246,64 @@ RAYCLUSTER = Integration(
     pods_ready=PodsReadyRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
 )
 
+#: a RayService is queued for its RayCluster spec and, like a RayCluster, never finishes: its quota goes
+#: when it is deleted (Kueue's ``rayservice``); Ready is when it serves, active and ready alike
+RAYSERVICE = Integration(
+    name="ray.io/rayservice",
+    group="ray.io",
+    version="v1",
+    kind="RayService",
+    plural="rayservices",
+    suspend=_p("spec.rayClusterSpec.suspend"),
+    pod_sets=_ray_cluster_pod_sets("spec.rayClusterSpec"),
+    finished=FinishedRule(),
+    active=ActiveRule(conditions=("Ready",)),
+    pods_ready=PodsReadyRule(conditions=("Ready",)),
+)
+
+#: a SparkApplication's pod sets are built from its ``driver`` and ``executor`` fields
+#: (``kueue_webhook.api.integrations.spark``); the flavor goes into each role's own nodeSelector and
+#: tolerations; it is done when its application state is, running while RUNNING, and ready once RUNNING with
+#: as many executors running or completed as it asked for (Kueue's ``sparkapplication``)
+_SPARK_STATE = _p("status.applicationState.state")
+SPARKAPPLICATION = Integration(
+    name="sparkoperator.k8s.io/sparkapplication",
+    group="sparkoperator.k8s.io",
+    version="v1beta2",
+    kind="SparkApplication",
+    plural="sparkapplications",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        PodSetSource(
+            path=_p("spec.driver"),
+            name="driver",
+            build_template=spark.driver_template,
+            scheduling=FieldPath(()),
+        ),
+        PodSetSource(
+            path=_p("spec.executor"),
+            name="executor",
+            count=(CountFactor(_p("instances"), 0),),
+            build_template=spark.executor_template,
+            scheduling=FieldPath(()),
+        ),
+    ),
+    finished=FinishedRule(
+        phase=_SPARK_STATE,
+        succeeded_phases=("COMPLETED",),
+        failed_phases=("FAILED", "SUBMISSION_FAILED"),
+        message=_p("status.applicationState.errorMessage"),
+    ),
+    active=ActiveRule(when=FieldIs(_SPARK_STATE, frozenset({"RUNNING"}))),
+    pods_ready=PodsReadyRule(
+        when=FieldIs(_SPARK_STATE, frozenset({"RUNNING"})),
+        ready=(_p("status.executorState"),),
+        total=(_p("spec.executor.instances"),),
+        ready_states=frozenset({"RUNNING", "COMPLETED"}),
+    ),
+    value_rules=spark.value_errors,
+)
+
 #: Kueue's scheduling gate, managed label and pod finalizer (``pkg/controller/jobs/pod/constants``)
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
@@ -278,7 +350,23 @@ STATEFULSET = _through_pods("statefulset", "StatefulSet", "statefulsets", "group
 #: every built-in entry by framework name
 BUILTIN: Mapping[str, Integration] = {
     i.name: i
-    for i in (JOB, JOBSET, PYTORCHJOB, TFJOB, MPIJOB, RAYJOB, RAYCLUSTER, POD, DEPLOYMENT, STATEFULSET)
+    for i in (
+        JOB,
+        JOBSET,
+        PYTORCHJOB,
+        TFJOB,
+        MPIJOB,
+        XGBOOSTJOB,
+        PADDLEJOB,
+        JAXJOB,
+        RAYJOB,
+        RAYCLUSTER,
+        RAYSERVICE,
+        SPARKAPPLICATION,
+        POD,
+        DEPLOYMENT,
+        STATEFULSET,
+    )
 }
 
 #: Kueue's default ``integrations.frameworks``
@@ -287,13 +375,8 @@ DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
 #: framework names Kueue knows but that are not implemented here (accepted in the list, with a warning)
 KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
     {
-        "ray.io/rayservice",
-        "kubeflow.org/paddlejob",
-        "kubeflow.org/xgboostjob",
-        "kubeflow.org/jaxjob",
         "trainer.kubeflow.org/trainjob",
         "workload.codeflare.dev/appwrapper",
-        "sparkoperator.k8s.io/sparkapplication",
         "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
@@ -303,13 +386,8 @@ KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
 #: framework of that kind is queued)
 KUEUE_OWNER_TYPES: frozenset[tuple[str, str]] = frozenset(
     {
-        ("ray.io/v1", "RayService"),
-        ("kubeflow.org/v1", "PaddleJob"),
-        ("kubeflow.org/v1", "XGBoostJob"),
-        ("kubeflow.org/v1", "JAXJob"),
         ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
         ("workload.codeflare.dev/v1beta2", "AppWrapper"),
-        ("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
         ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         # Kueue's interim owner between a Deployment and its pods, known without being listed
         ("apps/v1", "ReplicaSet"),

@@ -1,9 +1,10 @@
-"""Every built-in queued kind (JobSet, PyTorchJob, TFJob, MPIJob, RayJob, RayCluster; tests/crds/samples.py)
-queued like a Job, on the fake API server with its CRD installed (tests/crds: the upstream schema when
-present) and the shipped webhook configurations: created suspended by the webhook, admitted with Kueue's pod
-counts and the flavor's node labels and tolerations injected into each pod set, suspended again and restored
-when preempted, started again, and its quota released when the operator (played by the test) reports it
-finished, or, for a RayCluster, which never finishes, when it is deleted (as Kueue releases it)."""
+"""Every built-in queued kind with a sample in tests/crds/samples.py (JobSet, the Kubeflow jobs, the Ray
+kinds, SparkApplication) queued like a Job, on the fake API server with its CRD installed (tests/crds: the
+upstream schema when present) and the shipped webhook configurations: created suspended by the webhook,
+admitted with Kueue's pod counts and the flavor's node labels and tolerations injected into each pod set,
+suspended again and restored when preempted, started again, and its quota released when the operator (played
+by the test) reports it finished, or, for a RayCluster or RayService, which never finish, when it is deleted
+(as Kueue releases it)."""
 
 from __future__ import annotations
 
