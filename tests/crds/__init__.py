@@ -21,6 +21,7 @@ PLURALS = (
     "rayclusters",
     "rayservices",
     "sparkapplications",
+    "appwrappers",
 )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SAMPLES", "Sample", "dig"]
+__all__ = ["SAMPLES", "Sample", "dig", "part"]
 
 JSON = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -25,6 +25,14 @@ def dig(obj: Any, path: Path) -> Any:
     for step in path:
         obj = obj[step]
     return obj
+
+
+def part(obj: Any, path: Path) -> Any:
+    """What is at ``path``, {} when it is not there (a place the flavor went to and was taken back from)."""
+    try:
+        return dig(obj, path)
+    except (KeyError, IndexError):
+        return {}
 
 
 def pod(gpus: int = 1, *, container: str = "c", image: str = "busybox") -> JSON:
@@ -153,6 +161,44 @@ def sparkapplication(name: str, namespace: str, queue: str) -> JSON:
     }
 
 
+def appwrapper(name: str, namespace: str, queue: str) -> JSON:
+    """An AppWrapper of a Job of 2 pods (pod sets inferred) and a PyTorchJob whose pod sets are declared."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"{name}-job"},
+        "spec": {"parallelism": 2, "completions": 2, "template": pod()},
+    }
+    pytorch = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": f"{name}-pytorch"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": pod()},
+                "Worker": {"replicas": 2, "template": pod()},
+            }
+        },
+    }
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": _meta(name, namespace, queue),
+        "spec": {
+            "components": [
+                {"template": job},
+                {
+                    "template": pytorch,
+                    "podSets": [
+                        {"path": "template.spec.pytorchReplicaSpecs.Master.template", "replicas": 1},
+                        {"path": "template.spec.pytorchReplicaSpecs.Worker.template", "replicas": 2},
+                    ],
+                },
+            ]
+        },
+    }
+
+
 def _kubeflow_done(kind: str) -> JSON:
     """A Kubeflow operator's status once the job succeeded (its JobCondition, Succeeded=True)."""
     return {
@@ -180,12 +226,18 @@ class Sample:
     framework: str
     make: Callable[[str, str, str], JSON]
     suspend: Path
+    #: (name, count); ``{name}`` in a name stands for the object's name
     pod_sets: list[tuple[str, int]]
+    #: where each pod set's flavor goes (its pod template's spec, or the kind's own field for it)
     templates: list[Path]
     done: JSON | None
 
     def manifest(self, name: str, namespace: str, queue: str) -> JSON:
         return self.make(name, namespace, queue)
+
+    def pod_sets_of(self, name: str) -> list[tuple[str, int]]:
+        """The pod sets of the object called ``name`` (an AppWrapper's are named after it)."""
+        return [(pod_set.format(name=name), count) for pod_set, count in self.pod_sets]
 
     @property
     def resource(self) -> str:
@@ -319,6 +371,20 @@ SAMPLES: dict[str, Sample] = {
             [("driver", 1), ("executor", 3)],  # the executor's instances
             [("spec", "driver"), ("spec", "executor")],  # the roles' own nodeSelector and tolerations
             {"applicationState": {"state": "COMPLETED"}, "executorState": {"train-exec-1": "COMPLETED"}},
+        ),
+        Sample(
+            "AppWrapper",
+            "appwrappers",
+            "workload.codeflare.dev/appwrapper",
+            appwrapper,
+            ("spec", "suspend"),
+            [("{name}-0", 2), ("{name}-1", 1), ("{name}-2", 2)],  # named after the AppWrapper
+            # the flavor goes to the AppWrapper controller, one podSetInfos entry per pod set of a component
+            [
+                ("spec", "components", 0, "podSetInfos", 0),
+                *(("spec", "components", 1, "podSetInfos", i) for i in (0, 1)),
+            ],
+            {"phase": "Succeeded"},
         ),
     )
 }

@@ -2,12 +2,13 @@
 
 The kinds' CRDs (tests/crds: the upstream ones when copied there, else the minimal structural ones) are
 created on the API server, the integrations turned on live in the ConfigMap, and then, for each kind with a
-sample in tests/crds/samples.py in turn (JobSet, the Kubeflow jobs, the Ray kinds, SparkApplication): the
-API server calls the webhook, which creates the object suspended; it is admitted with Kueue's pod counts and
-the flavor's node label and toleration in every pod template; a higher-priority Job preempts it (suspended
-again, templates restored); it runs again once that Job is gone; and its quota is released when the test,
-playing the operator, reports it finished through the status subresource (a RayCluster or RayService never
-finishes: it is deleted). No operator runs, so nothing else touches the objects.
+sample in tests/crds/samples.py in turn (JobSet, the Kubeflow jobs, the Ray kinds, SparkApplication,
+AppWrapper): the API server calls the webhook, which creates the object suspended; it is admitted with
+Kueue's pod counts and the flavor's node label and toleration in every pod template (an AppWrapper's in its
+podSetInfos); a higher-priority Job preempts it (suspended again, templates restored); it runs again once
+that Job is gone; and its quota is released when the test, playing the operator, reports it finished through
+the status subresource (a RayCluster or RayService never finishes: it is deleted). No operator runs, so
+nothing else touches the objects.
 
 CRDs this module created are deleted at the end (only those: a CRD that was there before is someone
 else's), and the ConfigMap is put back as shipped.
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.crds import PLURALS, crd_file, integration_crds
-from tests.crds.samples import SAMPLES, Sample, dig
+from tests.crds.samples import SAMPLES, Sample, dig, part
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
@@ -108,7 +109,7 @@ def flavored(obj: JSON, sample: Sample) -> bool:
 
 
 def restored(obj: JSON, sample: Sample) -> bool:
-    return not any({"nodeSelector", "tolerations"} & set(dig(obj, path)) for path in sample.templates)
+    return not any({"nodeSelector", "tolerations"} & set(part(obj, path)) for path in sample.templates)
 
 
 @pytest.mark.parametrize("kind", list(SAMPLES))
@@ -141,9 +142,9 @@ def test_a_queued_kind_on_a_real_api_server(queue: tuple[Cluster, Running, str],
     until(lambda: dig(obj(), sample.suspend) is False, f"the {kind} to start", HANG)
     assert flavored(obj(), sample), (obj()["spec"], running.tail())
     admitted = workload()
-    assert [(p["name"], p["count"]) for p in admitted["spec"]["podSets"]] == sample.pod_sets
+    assert [(p["name"], p["count"]) for p in admitted["spec"]["podSets"]] == sample.pod_sets_of("train")
     assert [(a["name"], a["count"]) for a in admitted["status"]["admission"]["podSetAssignments"]] == (
-        sample.pod_sets
+        sample.pod_sets_of("train")
     )
     until(lambda: cluster_queue().get("admittedWorkloads") == 1, "the ClusterQueue to count it", HANG)
 
@@ -192,6 +193,7 @@ GROWTH: dict[str, tuple[tuple[str | int, ...], str, int]] = {
     "RayCluster": (("spec", "workerGroupSpecs", 0, "replicas"), "gpu", 2),  # a replica is 2 hosts
     "RayService": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
     "SparkApplication": (("spec", "executor", "instances"), "executor", 1),
+    "AppWrapper": (("spec", "components", 1, "podSets", 1, "replicas"), "grow-2", 1),  # a declared pod set
 }
 
 
@@ -233,7 +235,7 @@ def test_a_queued_kind_scaled_up_while_running_is_queued_again_for_its_new_shape
         )
 
     until(admitted_again, f"the scaled {kind} to be admitted again", HANG)
-    expected = [(name, count + (more if name == grown else 0)) for name, count in sample.pod_sets]
+    expected = [(name, count + (more if name == grown else 0)) for name, count in sample.pod_sets_of("grow")]
     second = workload()
     assert [(p["name"], p["count"]) for p in second["spec"]["podSets"]] == expected
     assert [(a["name"], a["count"]) for a in second["status"]["admission"]["podSetAssignments"]] == expected

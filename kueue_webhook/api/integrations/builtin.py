@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from kueue_webhook.api.integrations import spark
+from kueue_webhook.api.integrations import appwrapper, spark
 from kueue_webhook.api.integrations.model import (
     ActiveRule,
     CountFactor,
@@ -24,6 +24,7 @@ from kueue_webhook.api.integrations.model import (
     Integration,
     MinCount,
     PartialAdmission,
+    PodSetInfos,
     PodSetSource,
     PodsReadyRule,
     SchedulingGate,
@@ -32,6 +33,7 @@ from kueue_webhook.api.integrations.model import (
 from kueue_webhook.api.integrations.paths import FieldPath
 
 __all__ = [
+    "APPWRAPPER",
     "BUILTIN",
     "DEFAULT_FRAMEWORKS",
     "DEPLOYMENT",
@@ -304,6 +306,36 @@ SPARKAPPLICATION = Integration(
     value_rules=spark.value_errors,
 )
 
+#: an AppWrapper's pod sets are those of the objects it wraps (``kueue_webhook.api.integrations.appwrapper``),
+#: named ``<name>-<index>``; the flavors go to its controller in ``podSetInfos``; it is running while its own
+#: QuotaReserved condition holds, ready with its PodsReady condition, and finished in phase Succeeded or
+#: Failed, a failed one only once it no longer has resources deployed (Kueue's ``appwrapper``)
+APPWRAPPER = Integration(
+    name="workload.codeflare.dev/appwrapper",
+    group="workload.codeflare.dev",
+    version="v1beta2",
+    kind="AppWrapper",
+    plural="appwrappers",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        PodSetSource(
+            path=_p("spec.components"),
+            expand=appwrapper.elements,
+            count=(CountFactor(_p("replicas"), 1),),
+            build_template=appwrapper.workload_template,
+        ),
+    ),
+    finished=FinishedRule(
+        phase=_p("status.phase"),
+        succeeded_phases=("Succeeded",),
+        failed_phases=("Failed",),
+        failed_held_by=("ResourcesDeployed",),
+    ),
+    active=ActiveRule(conditions=("QuotaReserved",)),
+    pods_ready=PodsReadyRule(conditions=("PodsReady",)),
+    pod_set_infos=PodSetInfos(appwrapper.write_pod_set_infos, appwrapper.clear_pod_set_infos),
+)
+
 #: Kueue's scheduling gate, managed label and pod finalizer (``pkg/controller/jobs/pod/constants``)
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
@@ -363,6 +395,7 @@ BUILTIN: Mapping[str, Integration] = {
         RAYCLUSTER,
         RAYSERVICE,
         SPARKAPPLICATION,
+        APPWRAPPER,
         POD,
         DEPLOYMENT,
         STATEFULSET,
@@ -376,7 +409,6 @@ DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
 KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
     {
         "trainer.kubeflow.org/trainjob",
-        "workload.codeflare.dev/appwrapper",
         "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
@@ -387,7 +419,6 @@ KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
 KUEUE_OWNER_TYPES: frozenset[tuple[str, str]] = frozenset(
     {
         ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
-        ("workload.codeflare.dev/v1beta2", "AppWrapper"),
         ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         # Kueue's interim owner between a Deployment and its pods, known without being listed
         ("apps/v1", "ReplicaSet"),

@@ -13,7 +13,7 @@ unless a field says it is relative to a pod set's element (an item of ``spec.rep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,11 +23,13 @@ from kueue_webhook.api.integrations.paths import FieldPath
 __all__ = [
     "ActiveRule",
     "CountFactor",
+    "Expanded",
     "FieldIs",
     "FinishedRule",
     "Integration",
     "MinCount",
     "PartialAdmission",
+    "PodSetInfos",
     "PodSetSource",
     "PodsReadyRule",
     "SchedulingGate",
@@ -79,6 +81,24 @@ class MinCount:
     as_written: bool = False
 
 
+#: one pod set a kind's own reading found: its name, JSON Pointer segments, text path and element
+Expanded = tuple[str, tuple[str | int, ...], str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetInfos:
+    """A kind that takes its pod sets' nodeSelector and tolerations in fields of its own, for its controller
+    to apply to what it creates, rather than in pod templates (an AppWrapper's ``podSetInfos``): ``write``
+    gives the JSON Patch handing them over (each pod set's segments, nodeSelector and tolerations, in pod
+    set order), ``clear`` the one taking them all back on a stop."""
+
+    write: Callable[
+        [Mapping[str, Any], Sequence[tuple[tuple[str | int, ...], Mapping[str, str], Sequence[Any]]]],
+        list[dict[str, Any]],
+    ]
+    clear: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+
+
 @dataclass(frozen=True, slots=True)
 class PodSetSource:
     """Where pod sets live: one element at ``path`` (named ``name``), each item of a list there (named by
@@ -110,6 +130,10 @@ class PodSetSource:
     #: where the flavor's ``nodeSelector`` and ``tolerations`` are written, relative to the element (the
     #: element itself when empty); None: the template's ``spec``
     scheduling: FieldPath | None = None
+    #: the pod sets are found by the kind's own reading of the object rather than at ``path`` (an
+    #: AppWrapper's wrapped components): each as (name, JSON Pointer segments, text path, element), the
+    #: element read with ``count`` and ``template`` as any other
+    expand: Callable[[Mapping[str, Any]], Sequence[Expanded]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +150,9 @@ class FinishedRule:
     failed_phases: tuple[str, ...] = ()
     success: FieldIs | None = None
     message: FieldPath | None = None
+    #: a failed object is not finished while a condition among these is True (an AppWrapper still deleting
+    #: what it created)
+    failed_held_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +241,8 @@ class Integration:
     #: never suspended itself: its pod template is marked so that its pods are queued one by one ("pods", a
     #: Deployment's) or as one group of ``replicas`` ("group", a StatefulSet's) through the pod integration
     through_pods: Literal["", "pods", "group"] = ""
+    #: the kind takes its pod sets' flavors in fields of its own rather than in their templates
+    pod_set_infos: PodSetInfos | None = None
     #: the kind's own rules on a queued object's fields (Kueue's webhook of that kind), every problem found
     value_rules: Callable[[Mapping[str, Any]], list[FieldError]] | None = None
     #: declared in the ConfigMap rather than built in

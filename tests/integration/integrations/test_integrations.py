@@ -1,10 +1,10 @@
 """Every built-in queued kind with a sample in tests/crds/samples.py (JobSet, the Kubeflow jobs, the Ray
-kinds, SparkApplication) queued like a Job, on the fake API server with its CRD installed (tests/crds: the
-upstream schema when present) and the shipped webhook configurations: created suspended by the webhook,
-admitted with Kueue's pod counts and the flavor's node labels and tolerations injected into each pod set,
-suspended again and restored when preempted, started again, and its quota released when the operator (played
-by the test) reports it finished, or, for a RayCluster or RayService, which never finish, when it is deleted
-(as Kueue releases it)."""
+kinds, SparkApplication, AppWrapper) queued like a Job, on the fake API server with its CRD installed
+(tests/crds: the upstream schema when present) and the shipped webhook configurations: created suspended by
+the webhook, admitted with Kueue's pod counts and the flavor's node labels and tolerations injected into each
+pod set (an AppWrapper's handed to its controller), suspended again and restored when preempted, started
+again, and its quota released when the operator (played by the test) reports it finished, or, for a
+RayCluster or RayService, which never finish, when it is deleted (as Kueue releases it)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.crds import integration_crds
-from tests.crds.samples import SAMPLES, Sample, dig
+from tests.crds.samples import SAMPLES, Sample, dig, part
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
@@ -44,7 +44,7 @@ def flavored(obj: JSON, sample: Sample) -> bool:
 
 def restored(obj: JSON, sample: Sample) -> bool:
     """No pod template keeps anything of the flavor."""
-    return not any({"nodeSelector", "tolerations"} & set(dig(obj, path)) for path in sample.templates)
+    return not any({"nodeSelector", "tolerations"} & set(part(obj, path)) for path in sample.templates)
 
 
 @pytest.mark.parametrize("kind", list(SAMPLES))
@@ -71,13 +71,13 @@ async def test_a_queued_kind_is_suspended_admitted_with_its_pod_sets_released_an
             if w["metadata"]["ownerReferences"][0]["kind"] == kind
         ]
         assert workload["metadata"]["name"].startswith(f"{kind.lower()}-train-")
-        assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == sample.pod_sets
+        assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == sample.pod_sets_of("train")
         assert all(  # recorded before injection
             not {"nodeSelector", "tolerations"} & set(p["template"]["spec"])
             for p in workload["spec"]["podSets"]
         )
         assert [(a["name"], a["count"]) for a in workload["status"]["admission"]["podSetAssignments"]] == (
-            sample.pod_sets
+            sample.pod_sets_of("train")
         )
 
         # an urgent Job takes the whole quota: the object is suspended again with its templates restored

@@ -1,6 +1,6 @@
-"""XGBoostJob, PaddleJob, JAXJob, RayService and SparkApplication as Kueue's pkg/controller/jobs/<kind> reads
-them: pod set names, order and counts, where the suspend field and the flavor go, and when each is finished,
-active and ready."""
+"""XGBoostJob, PaddleJob, JAXJob, RayService, SparkApplication and AppWrapper as Kueue's
+pkg/controller/jobs/<kind> reads them: pod set names, order and counts, where the suspend field and the
+flavor go, and when each is finished, active and ready."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 
 from kueue_webhook.admission.kind_rules import KIND_RULES
 from kueue_webhook.api.integrations import BUILTIN, engine
+from kueue_webhook.api.integrations.appwrapper import parse_template_path
 from kueue_webhook.api.integrations.spark import java_memory
 from kueue_webhook.api.objects import ResourceFlavor, parse_resource_flavor
 
 JSON = dict[str, Any]
-XGBOOST, PADDLE, JAX, RAYSERVICE, SPARK = (
+XGBOOST, PADDLE, JAX, RAYSERVICE, SPARK, APPWRAPPER = (
     BUILTIN[n]
     for n in (
         "kubeflow.org/xgboostjob",
@@ -20,6 +21,7 @@ XGBOOST, PADDLE, JAX, RAYSERVICE, SPARK = (
         "kubeflow.org/jaxjob",
         "ray.io/rayservice",
         "sparkoperator.k8s.io/sparkapplication",
+        "workload.codeflare.dev/appwrapper",
     )
 )
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -289,3 +291,152 @@ def test_a_running_spark_applications_resources_and_flavor_cannot_be_changed() -
     new["spec"]["driver"]["nodeSelector"] = {"pool": "cpu"}
     errors = [str(e).split(":")[0] for e in KIND_RULES.admitted_changes(SPARK, old, new)]
     assert errors == ["spec.driver.nodeSelector", "spec.executor"]
+
+
+# -- AppWrapper -----------------------------------------------------------------------------------------
+
+
+def wrapper(*components: JSON, **status: Any) -> JSON:
+    obj: JSON = {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": {"name": "Wrap", "namespace": "ns", "uid": "u-3"},
+        "spec": {"components": list(components)},
+    }
+    if status:
+        obj["status"] = status
+    return obj
+
+
+def wrapped(api_version: str, kind: str, spec: JSON) -> JSON:
+    return {"template": {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "spec": spec}}
+
+
+JOBSET_COMPONENT = wrapped(
+    "jobset.x-k8s.io/v1alpha2",
+    "JobSet",
+    {
+        "replicatedJobs": [
+            {"name": "a", "template": {"spec": {"template": pod()}}},
+            {
+                "name": "b",
+                "replicas": 3,
+                "template": {"spec": {"parallelism": 4, "completions": 2, "template": pod()}},
+            },
+        ]
+    },
+)
+RAY_COMPONENT = wrapped(
+    "ray.io/v1",
+    "RayCluster",
+    {"headGroupSpec": {"template": pod(0)}, "workerGroupSpecs": [{"replicas": 5, "template": pod()}]},
+)
+
+
+def test_appwrapper_paths_are_read_from_the_component_with_indices() -> None:
+    assert parse_template_path("template.spec.replicatedJobs[1].template") == (
+        "template",
+        "spec",
+        "replicatedJobs",
+        1,
+        "template",
+    )
+    assert parse_template_path("spec.template") is None  # must start at the wrapped template
+    assert parse_template_path("template.spec[x]") is None
+
+
+def test_appwrapper_pod_sets_are_its_components_pod_sets_in_order_named_after_it() -> None:
+    """Kueue's AppWrapper.PodSets over the AppWrapper project's InferPodSets: a JobSet's replicated jobs
+    (replicas x min(parallelism, completions)), a RayCluster's head and worker groups; named <name>-<i>."""
+    assert counts(APPWRAPPER, wrapper(JOBSET_COMPONENT, RAY_COMPONENT)) == [
+        ("wrap-0", 1),
+        ("wrap-1", 6),
+        ("wrap-2", 1),
+        ("wrap-3", 5),
+    ]
+
+
+def test_appwrapper_declared_pod_sets_win_over_inference_and_recorded_ones_over_both() -> None:
+    declared = {
+        **RAY_COMPONENT,
+        "podSets": [{"path": "template.spec.workerGroupSpecs[0].template", "replicas": 2}],
+    }
+    assert counts(APPWRAPPER, wrapper(declared)) == [("wrap-0", 2)]
+    recorded = {"componentStatus": [{"podSets": [{"path": "template.spec.headGroupSpec.template"}]}]}
+    assert counts(APPWRAPPER, wrapper(declared, **recorded)) == [("wrap-0", 1)]
+
+
+def test_an_appwrapper_of_a_kind_nobody_infers_and_declares_nothing_has_no_pod_set() -> None:
+    unknown = wrapped("example.com/v1", "Thing", {"template": pod()})
+    errors = engine.pod_sets(APPWRAPPER, wrapper(unknown))
+    assert isinstance(errors, list)  # nothing to queue it for: its Workload cannot be built
+    assert [str(e) for e in errors] == ["spec.components: Required value: no pod set found"]
+
+
+def test_the_appwrapper_workload_holds_the_scheduling_part_of_each_wrapped_template() -> None:
+    component = wrapped(
+        "batch/v1",
+        "Job",
+        {
+            "template": {
+                "metadata": {"labels": {"app": "x"}, "name": "ignored"},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "i",
+                            "env": [{"name": "A"}],
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                    "volumes": [{"name": "v"}],
+                    "tolerations": [{"key": "k", "operator": "Exists"}],
+                },
+            }
+        },
+    )
+    [pod_set] = engine.workload_for(APPWRAPPER, wrapper(component))["spec"]["podSets"]
+    assert pod_set["template"] == {
+        "metadata": {"labels": {"app": "x"}},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+        },
+    }
+
+
+def test_appwrapper_flavors_go_to_its_controller_in_pod_set_infos_and_a_stop_clears_them() -> None:
+    """Kueue's RunWithPodSetsInfo (SetPodSetInfos: one entry per pod set of each component) and
+    RestorePodSetsInfo (ClearPodSetInfos); the wrapped templates are never written."""
+    obj = wrapper(JOBSET_COMPONENT, RAY_COMPONENT)
+    obj["spec"]["suspend"] = True
+    flavor = gpu_flavor()
+    patch = engine.start_patch(APPWRAPPER, obj, {f"wrap-{i}": [flavor] for i in range(4)})
+    info = {"nodeSelector": {"pool": "gpu"}, "tolerations": [GPU_TOLERATION]}
+    assert patch == [
+        {"op": "test", "path": "/spec/suspend", "value": True},
+        {"op": "replace", "path": "/spec/suspend", "value": False},
+        {"op": "add", "path": "/spec/components/0/podSetInfos", "value": [info, info]},
+        {"op": "add", "path": "/spec/components/1/podSetInfos", "value": [info, info]},
+    ]
+    running = wrapper(JOBSET_COMPONENT, RAY_COMPONENT)
+    running["spec"]["suspend"] = False
+    running["spec"]["components"][1] = {**RAY_COMPONENT, "podSetInfos": [info, info]}
+    originals = [p["template"] for p in engine.workload_for(APPWRAPPER, obj)["spec"]["podSets"]]
+    assert engine.stop_patches(APPWRAPPER, running, originals) == [
+        [
+            {"op": "replace", "path": "/spec/suspend", "value": True},
+            {"op": "remove", "path": "/spec/components/1/podSetInfos"},
+        ]
+    ]
+
+
+def test_a_failed_appwrapper_finishes_only_once_its_resources_are_gone() -> None:
+    deployed = [{"type": "ResourcesDeployed", "status": "True"}]
+    assert engine.finished(APPWRAPPER, {"status": {"phase": "Succeeded"}})[:2] == (True, True)
+    assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed", "conditions": deployed}})[0] is False
+    assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed"}})[:2] == (True, False)
+    reserved = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]}}
+    assert engine.has_active_pods(APPWRAPPER, reserved) and not engine.has_active_pods(APPWRAPPER, {})
+    ready = {"status": {"conditions": [{"type": "PodsReady", "status": "True"}]}}
+    assert engine.pods_ready(APPWRAPPER, ready) and not engine.pods_ready(APPWRAPPER, reserved)

@@ -156,6 +156,11 @@ def start_patch(
     if not ops:
         return []  # not held (a pod's gate already removed): nothing to start
     ops.extend(_count_ops(integration, obj, counts or {}))
+    if integration.pod_set_infos is not None:
+        infos = [
+            (e.segments, *_flavor_injection({}, flavors.get(e.name, ()))) for e in elements(integration, obj)
+        ]
+        return ops + integration.pod_set_infos.write(obj, infos)
     for element in elements(integration, obj):
         pod_spec = element.scheduling_spec()
         if pod_spec is None:
@@ -180,7 +185,9 @@ def restore_ops(
     a half-done stop's annotation."""
     ops: list[JSON] = suspend_ops(integration, obj)
     found = elements(integration, obj)
-    if len(found) == len(originals):
+    if integration.pod_set_infos is not None:
+        ops.extend(integration.pod_set_infos.clear(obj))
+    elif len(found) == len(originals):
         for element, original_template in zip(found, originals, strict=True):
             current = element.scheduling_spec()
             if current is None:

@@ -107,6 +107,10 @@ def elements(integration: Integration, obj: Mapping[str, Any]) -> list[Element]:
     for source in integration.pod_sets:
         if source.only_if is not None and not source.only_if.holds(obj):
             continue
+        if source.expand is not None:
+            for name, segments, where, value in source.expand(obj):
+                out.append(Element(source, name, segments, where, value, obj))
+            continue
         found = source.path.get(obj)
         base, where = tuple(source.path), str(source.path)
         if source.each == "one":

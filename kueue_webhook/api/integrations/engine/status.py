@@ -33,6 +33,10 @@ def finished(integration: Integration, obj: Mapping[str, Any]) -> tuple[bool, bo
             return True, succeeded, str(message or "")
     if rule.phase is not None:
         phase = rule.phase.get(obj)
+        if phase in rule.failed_phases and any(
+            c.get("type") in rule.failed_held_by and c.get("status") == "True" for c in _conditions(obj)
+        ):
+            return False, False, ""
         if phase in rule.succeeded_phases or phase in rule.failed_phases:
             succeeded = (
                 rule.success.holds(obj) if rule.success is not None else phase in rule.succeeded_phases
