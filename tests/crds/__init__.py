@@ -22,6 +22,7 @@ PLURALS = (
     "rayservices",
     "sparkapplications",
     "appwrappers",
+    "leaderworkersets",
 )
 
 

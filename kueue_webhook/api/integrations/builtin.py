@@ -13,8 +13,9 @@ Running (Kueue's ``Pod.IsActive``) and ready with its Ready condition; pod group
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
+from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations import appwrapper, spark
 from kueue_webhook.api.integrations.model import (
     ActiveRule,
@@ -42,6 +43,7 @@ __all__ = [
     "JOBSET",
     "KUEUE_FRAMEWORKS",
     "KUEUE_OWNER_TYPES",
+    "LEADERWORKERSET",
     "MPIJOB",
     "PADDLEJOB",
     "POD",
@@ -379,6 +381,45 @@ def _through_pods(name: str, kind: str, plural: str, how: Literal["pods", "group
 DEPLOYMENT = _through_pods("deployment", "Deployment", "deployments", "pods")
 STATEFULSET = _through_pods("statefulset", "StatefulSet", "statefulsets", "group")
 
+#: Kueue's bound on a LeaderWorkerSet's ``spec.replicas``
+_MAX_LWS_REPLICAS = 1_000_000
+
+
+def _lws_replicas_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's LeaderWorkerSet webhook: ``spec.replicas`` (1 when unset) within 0..1,000,000."""
+    spec = obj.get("spec")
+    count = spec.get("replicas", 1) if isinstance(spec, Mapping) else 1
+    if not isinstance(count, int) or isinstance(count, bool) or 0 <= count <= _MAX_LWS_REPLICAS:
+        return []
+    bound = "must be >= 0" if count < 0 else f"must be <= {_MAX_LWS_REPLICAS}"
+    return [
+        FieldError.invalid("spec.replicas", count, f"invalid LeaderWorkerSet replicas: {bound}, got {count}")
+    ]
+
+
+#: a LeaderWorkerSet is queued through its pods, one group (and Workload) per replica, its leader and worker
+#: templates marked (``kueue_webhook.api.integrations.leaderworkersets``); its pod set here is a group's
+#: workers, for what reads an integration's pod sets
+_LWT = _p("spec.leaderWorkerTemplate")
+LEADERWORKERSET = Integration(
+    name="leaderworkerset.x-k8s.io/leaderworkerset",
+    group="leaderworkerset.x-k8s.io",
+    version="v1",
+    kind="LeaderWorkerSet",
+    plural="leaderworkersets",
+    suspend=_p("spec.leaderWorkerTemplate.workerTemplate.spec.schedulingGates"),
+    pod_sets=(
+        PodSetSource(
+            path=_LWT, name="main", template=_p("workerTemplate"), count=(CountFactor(_p("size"), 1),)
+        ),
+    ),
+    finished=FinishedRule(),
+    active=ActiveRule(),
+    through_pods="groups",
+    pod_templates=(FieldPath((*_LWT, "leaderTemplate")), FieldPath((*_LWT, "workerTemplate"))),
+    value_rules=_lws_replicas_errors,
+)
+
 #: every built-in entry by framework name
 BUILTIN: Mapping[str, Integration] = {
     i.name: i
@@ -399,6 +440,7 @@ BUILTIN: Mapping[str, Integration] = {
         POD,
         DEPLOYMENT,
         STATEFULSET,
+        LEADERWORKERSET,
     )
 }
 
@@ -409,7 +451,6 @@ DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
 KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
     {
         "trainer.kubeflow.org/trainjob",
-        "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
 
@@ -419,7 +460,6 @@ KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
 KUEUE_OWNER_TYPES: frozenset[tuple[str, str]] = frozenset(
     {
         ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
-        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         # Kueue's interim owner between a Deployment and its pods, known without being listed
         ("apps/v1", "ReplicaSet"),
     }

@@ -239,8 +239,11 @@ class Integration:
     #: held back by a scheduling gate (``suspend`` then names the gates' list)
     gate: SchedulingGate | None = None
     #: never suspended itself: its pod template is marked so that its pods are queued one by one ("pods", a
-    #: Deployment's) or as one group of ``replicas`` ("group", a StatefulSet's) through the pod integration
-    through_pods: Literal["", "pods", "group"] = ""
+    #: Deployment's), as one group of ``replicas`` ("group", a StatefulSet's) or as one group per replica
+    #: ("groups", a LeaderWorkerSet's) through the pod integration
+    through_pods: Literal["", "pods", "group", "groups"] = ""
+    #: the pod templates marked so that the pods made from them are queued (a kind queued through its pods)
+    pod_templates: tuple[FieldPath, ...] = (FieldPath(("spec", "template")),)
     #: the kind takes its pod sets' flavors in fields of its own rather than in their templates
     pod_set_infos: PodSetInfos | None = None
     #: the kind's own rules on a queued object's fields (Kueue's webhook of that kind), every problem found
