@@ -11,7 +11,8 @@ and its controller makes one Workload per group index (Kueue's ``GetWorkloadName
 ``main`` (size) without a leader template, and puts each pod in its group's pod group (group name and
 prebuilt Workload, total count ``size``, its role ``leader``, ``worker`` or ``main``). The pod group
 machinery then admits and ungates a group's pods together, and stops them together. Scaling down deletes the
-Workloads of the groups that are gone; a LeaderWorkerSet that moves to another queue moves its Workloads.
+Workloads of the groups that are gone (during a rolling update with a surge, the surge groups the LWS
+controller reports keep theirs); a LeaderWorkerSet that moves to another queue moves its Workloads.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ __all__ = [
     "group_index",
     "group_metadata",
     "group_size",
+    "groups",
     "lws_of_pod",
     "made_by_leaderworkerset",
     "replicas",
@@ -97,6 +99,30 @@ def replicas(lws: Mapping[str, Any]) -> int:
     """``spec.replicas``: how many groups (1 when unset, as Kueue reads it)."""
     spec = lws.get("spec")
     return _int(spec.get("replicas") if isinstance(spec, Mapping) else None, 1)
+
+
+def _surge(lws: Mapping[str, Any]) -> int:
+    """``spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge`` as an integer (a percentage counts as 0,
+    as apimachinery's ``IntValue`` reads one)."""
+    spec = lws.get("spec")
+    strategy = spec.get("rolloutStrategy") if isinstance(spec, Mapping) else None
+    rolling = strategy.get("rollingUpdateConfiguration") if isinstance(strategy, Mapping) else None
+    surge = rolling.get("maxSurge") if isinstance(rolling, Mapping) else None
+    if isinstance(surge, str):
+        return int(surge) if surge.lstrip("-").isdigit() else 0
+    return _int(surge, 0)
+
+
+def groups(lws: Mapping[str, Any]) -> int:
+    """How many groups have a Workload (Kueue's ``filterWorkloads``): ``spec.replicas``, or, during a rolling
+    update with a surge, the groups the LWS controller reports (``status.replicas``) when more."""
+    count = replicas(lws)
+    status = lws.get("status")
+    reported = _int(status.get("replicas") if isinstance(status, Mapping) else None, 0)
+    updated = _int(status.get("updatedReplicas") if isinstance(status, Mapping) else None, 0)
+    if reported > count and _surge(lws) > 0 and updated < count:
+        return reported
+    return count
 
 
 def group_size(lws: Mapping[str, Any]) -> int:

@@ -2,11 +2,11 @@
 the mode (``LeaderWorkerSets``), its plan and the key of a pod's LeaderWorkerSet.
 
 ``plan_leaderworkerset`` takes one step at a time, in the order Kueue's reconciler takes them: the Workload
-of each group index below ``spec.replicas`` is created, an existing one follows the LeaderWorkerSet's queue
-while it holds no quota, the Workloads of groups that are gone (scaled down) are deleted, and each pod is put
-in its group. Admitting, ungating and stopping a group's pods is the pod group's part
-(``kueue_webhook.control.jobs.pod_groups``); what the objects look like is
-``kueue_webhook.api.integrations.leaderworkersets``.
+of each group index below ``spec.replicas`` (or the surge groups' count during a rolling update) is created,
+an existing one follows the LeaderWorkerSet's queue while it holds no quota, the Workloads of groups that
+are gone (scaled down) are deleted, and each pod is put in its group. Admitting, ungating and stopping a
+group's pods is the pod group's part (``kueue_webhook.control.jobs.pod_groups``); what the objects look like
+is ``kueue_webhook.api.integrations.leaderworkersets``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from kueue_webhook.api.integrations.builtin import LEADERWORKERSET, POD
 from kueue_webhook.api.integrations.engine import queue_name
 from kueue_webhook.api.integrations.leaderworkersets import (
     group_metadata,
+    groups,
     lws_of_pod,
-    replicas,
     workload_index,
     workload_name_of_group,
     workload_of_group,
@@ -64,7 +64,7 @@ def plan_leaderworkerset(
     meta = lws.get("metadata") or {}
     name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
     by_name = {str((w.get("metadata") or {}).get("name") or ""): w for w in workloads if _owned_by(w, uid)}
-    count = replicas(lws)
+    count = groups(lws)
     queue = queue_name(lws) or ""
     for index in range(count):
         workload = by_name.pop(workload_name_of_group(name, uid, index), None)

@@ -121,3 +121,19 @@ def test_a_queued_leaderworkerset_asks_for_at_most_a_million_groups() -> None:
         "spec.replicas: Invalid value: 1000001: invalid LeaderWorkerSet replicas: must be <= 1000000, "
         "got 1000001"
     ]
+
+
+def test_during_a_rolling_update_with_a_surge_the_surge_groups_keep_their_workloads() -> None:
+    """Kueue's filterWorkloads: while the LWS controller reports more groups than spec.replicas (a surge),
+    and not all are updated, those groups have Workloads too."""
+    obj = lws(replicas=2)
+    obj["spec"]["rolloutStrategy"] = {"rollingUpdateConfiguration": {"maxSurge": 1}}
+    obj["status"] = {"replicas": 3, "updatedReplicas": 1}
+    both = [workload_of_group(obj, i) for i in range(2)]
+    surge = plan_leaderworkerset(obj, [], both, managed=True, priorities={})
+    assert isinstance(surge, CreateWorkload)
+    assert surge.body["metadata"]["name"] == workload_name_of_group("serve", "u-1", 2)
+    obj["status"]["updatedReplicas"] = 2  # the update is done: the surge group goes
+    assert isinstance(
+        plan_leaderworkerset(obj, [], [*both, surge.body], managed=True, priorities={}), DeleteWorkload
+    )
