@@ -114,6 +114,7 @@ def rayjob(name: str, namespace: str, queue: str) -> JSON:
         "metadata": _meta(name, namespace, queue),
         "spec": {
             "entrypoint": "python train.py",
+            "shutdownAfterJobFinishes": True,  # a queued RayJob must free its cluster (Kueue's webhook)
             "submissionMode": "HTTPMode",  # no submitter pod (K8sJobMode would add one)
             "rayClusterSpec": _ray_cluster_spec(5, 1),
         },

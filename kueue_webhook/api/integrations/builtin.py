@@ -5,7 +5,8 @@ Each entry says what Kueue's Go code for that kind does: JobSet's pod sets are i
 ``replicas * min(parallelism, completions)`` pods (``podsCount``); a Kubeflow job has one pod set per replica
 type present, in Kueue's fixed order, of ``replicas`` pods, suspended through ``spec.runPolicy.suspend``; a
 RayCluster has a ``head`` pod set of one pod and one per worker group of ``replicas * numOfHosts`` pods, and a
-RayJob adds KubeRay's submitter pod in ``K8sJobMode``; a RayCluster never finishes. A plain Pod is one pod
+RayJob adds KubeRay's submitter pod in ``K8sJobMode``; a RayCluster never finishes; queued Ray objects are
+checked as Kueue's webhooks check them (``kueue_webhook.api.integrations.ray``). A plain Pod is one pod
 set ``main`` of one pod, held by Kueue's scheduling gate, finished when Succeeded or Failed, active while
 Running (Kueue's ``Pod.IsActive``) and ready with its Ready condition; pod groups are in ``pod_groups``.
 """
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from kueue_webhook.api.errors import FieldError
-from kueue_webhook.api.integrations import appwrapper, spark
+from kueue_webhook.api.integrations import appwrapper, ray, spark
 from kueue_webhook.api.integrations.model import (
     ActiveRule,
     CountFactor,
@@ -235,6 +236,7 @@ RAYJOB = Integration(
     ),
     pods_ready=PodsReadyRule(when=FieldIs(_p("status.rayClusterStatus.state"), frozenset({"ready"}))),
     skip_when_set=(_p("spec.clusterSelector"),),
+    value_rules=ray.rayjob_errors,
 )
 
 RAYCLUSTER = Integration(
@@ -248,6 +250,7 @@ RAYCLUSTER = Integration(
     finished=FinishedRule(),  # a RayCluster never finishes (Kueue's RayCluster.Finished)
     active=ActiveRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
     pods_ready=PodsReadyRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
+    value_rules=ray.raycluster_errors,
 )
 
 #: a RayService is queued for its RayCluster spec and, like a RayCluster, never finishes: its quota goes
@@ -263,6 +266,7 @@ RAYSERVICE = Integration(
     finished=FinishedRule(),
     active=ActiveRule(conditions=("Ready",)),
     pods_ready=PodsReadyRule(conditions=("Ready",)),
+    value_rules=ray.rayservice_errors,
 )
 
 #: a SparkApplication's pod sets are built from its ``driver`` and ``executor`` fields

@@ -440,3 +440,52 @@ def test_a_failed_appwrapper_finishes_only_once_its_resources_are_gone() -> None
     assert engine.has_active_pods(APPWRAPPER, reserved) and not engine.has_active_pods(APPWRAPPER, {})
     ready = {"status": {"conditions": [{"type": "PodsReady", "status": "True"}]}}
     assert engine.pods_ready(APPWRAPPER, ready) and not engine.pods_ready(APPWRAPPER, reserved)
+
+
+# -- the Ray webhooks' rules ----------------------------------------------------------------------------
+
+RAYJOB, RAYCLUSTER = BUILTIN["ray.io/rayjob"], BUILTIN["ray.io/raycluster"]
+QUEUED = {"kueue.x-k8s.io/queue-name": "q"}
+
+
+def paths_of(errors: list[Any]) -> list[str]:
+    return [str(e).split(":")[0] for e in errors]
+
+
+def test_a_queued_ray_cluster_may_not_autoscale_nor_name_a_worker_group_head() -> None:
+    """Kueue's raycluster.ValidateCreate, for a RayCluster, a RayService's and a RayJob's cluster: the
+    autoscaler would grow it beyond its admitted quota; "head" is the head's pod set."""
+    cluster = {
+        "enableInTreeAutoscaling": True,
+        "headGroupSpec": {"template": pod()},
+        "workerGroupSpecs": [{"groupName": "head", "template": pod()}],
+    }
+    as_cluster = {"metadata": {"labels": QUEUED}, "spec": cluster}
+    assert paths_of(KIND_RULES.value_errors(RAYCLUSTER, as_cluster, None)) == [
+        "spec.enableInTreeAutoscaling",
+        "spec.workerGroupSpecs[0].groupName",
+    ]
+    as_service = {"metadata": {"labels": QUEUED}, "spec": {"rayClusterSpec": cluster}}
+    assert paths_of(KIND_RULES.value_errors(RAYSERVICE, as_service, None)) == [
+        "spec.rayClusterSpec.enableInTreeAutoscaling",
+        "spec.rayClusterSpec.workerGroupSpecs[0].groupName",
+    ]
+    many = {"workerGroupSpecs": [{"groupName": f"g{i}", "template": pod()} for i in range(18)]}
+    errors = KIND_RULES.value_errors(RAYCLUSTER, {"metadata": {"labels": QUEUED}, "spec": many}, None)
+    assert [str(e) for e in errors] == ["spec.workerGroupSpecs: Too many: 19: must have at most 18 items"]
+    assert KIND_RULES.value_errors(RAYCLUSTER, {"spec": cluster}, None) == []  # not queued: not checked
+
+
+def test_a_queued_rayjob_brings_its_own_cluster_and_frees_it_when_done() -> None:
+    """Kueue's RayJob webhook: shutdownAfterJobFinishes, its own cluster, not also an existing one."""
+    cluster = {"headGroupSpec": {"template": pod()}}
+    job: JSON = {"metadata": {"labels": QUEUED}, "spec": {"rayClusterSpec": cluster}}
+    assert paths_of(KIND_RULES.value_errors(RAYJOB, job, None)) == ["spec.shutdownAfterJobFinishes"]
+    job["spec"]["shutdownAfterJobFinishes"] = True
+    assert KIND_RULES.value_errors(RAYJOB, job, None) == []
+    job["spec"]["clusterSelector"] = {"ray.io/cluster": "shared"}
+    assert paths_of(KIND_RULES.value_errors(RAYJOB, job, None)) == ["spec.clusterSelector"]
+    del job["spec"]["rayClusterSpec"]
+    assert KIND_RULES.value_errors(RAYJOB, job, None) == []  # on an existing cluster: not queued
+    del job["spec"]["clusterSelector"]
+    assert paths_of(KIND_RULES.value_errors(RAYJOB, job, None)) == ["spec.rayClusterSpec"]
