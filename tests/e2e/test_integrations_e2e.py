@@ -252,3 +252,26 @@ def test_a_queued_kind_scaled_up_while_running_is_queued_again_for_its_new_shape
     until(said, "the Stopped and DeletedWorkload Events", HANG)  # Events are written in the background
     cluster.kubectl("-n", namespace, "delete", sample.resource, "grow")
     until(lambda: not workload(), "its Workload to go", HANG)
+
+
+def test_kueues_refusals_of_a_queued_spark_application_and_ray_cluster_reach_kubectl(
+    queue: tuple[Cluster, Running, str],
+) -> None:
+    """Kueue's SparkApplication webhook (cluster mode only) and raycluster.ValidateCreate (no autoscaler: it
+    would grow the cluster beyond its quota), as kubectl prints them; nothing is created."""
+    cluster, _, namespace = queue
+    spark = SAMPLES["SparkApplication"].manifest("client-mode", namespace, "gpus")
+    spark["spec"]["mode"] = "client"
+    refused = cluster.kubectl("create", "-f", "-", input=json.dumps(spark), check=False)
+    assert refused.returncode != 0
+    assert 'spec.mode: Invalid value: "client": only cluster mode is supported' in refused.stderr, (
+        refused.stderr
+    )
+    ray = SAMPLES["RayCluster"].manifest("autoscaling", namespace, "gpus")
+    ray["spec"]["enableInTreeAutoscaling"] = True
+    refused = cluster.kubectl("create", "-f", "-", input=json.dumps(ray), check=False)
+    assert refused.returncode != 0
+    assert "spec.enableInTreeAutoscaling: Invalid value: true: a queued Ray cluster cannot autoscale" in (
+        refused.stderr
+    ), refused.stderr
+    assert not cluster.items("sparkapplications.sparkoperator.k8s.io,rayclusters.ray.io", "-n", namespace)

@@ -17,6 +17,7 @@ import pytest
 from tests.crds import integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig, part
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
+from tests.fakeapi.errors import ApiError
 from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
 from tests.support.research import URGENT, preempting_research
@@ -137,3 +138,26 @@ async def test_an_integration_that_is_off_leaves_its_kind_alone(
         assert [w["metadata"]["ownerReferences"][0]["kind"] for w in fake_api.list("workloads", "team")] == [
             "Job"
         ]
+
+
+async def test_kueues_refusals_of_a_queued_spark_application_and_ray_cluster(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+) -> None:
+    """Kueue's SparkApplication webhook (cluster mode only, no dynamic allocation) and
+    raycluster.ValidateCreate (no autoscaler); nothing is created."""
+    fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds())
+    await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
+    async with serving_webhook(fake_api, tmp_path):
+        spark = SAMPLES["SparkApplication"].manifest("client-mode", "team", "gpus")
+        spark["spec"]["mode"] = "client"
+        spark["spec"]["dynamicAllocation"] = {"enabled": True}
+        with pytest.raises(ApiError) as refused:
+            await fake_api.create(spark, admit=True)
+        assert 'spec.mode: Invalid value: "client": only cluster mode is supported' in str(refused.value)
+        assert "spec.dynamicAllocation.enabled: Invalid value: true" in str(refused.value)
+        ray = SAMPLES["RayCluster"].manifest("autoscaling", "team", "gpus")
+        ray["spec"]["enableInTreeAutoscaling"] = True
+        with pytest.raises(ApiError) as autoscaling:
+            await fake_api.create(ray, admit=True)
+        assert "spec.enableInTreeAutoscaling: Invalid value: true" in str(autoscaling.value)
+        assert fake_api.list("sparkapplications", "team") == [] and fake_api.list("rayclusters", "team") == []
