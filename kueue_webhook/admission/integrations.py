@@ -1,7 +1,7 @@
-"""Admission of every queued kind (Job, JobSet, Kubeflow jobs, RayJob, RayCluster, pods, Deployments,
-StatefulSets, declared CRDs), from the kind's integration description: one flow, the kind's differences
-asked of its ``KindRules`` (``kueue_webhook.admission.kind_rules``; a Job's are
-``kueue_webhook.admission.jobs``).
+"""Admission of every queued kind (Job, JobSet, Kubeflow jobs, the Ray kinds, SparkApplication, AppWrapper,
+pods, Deployments, StatefulSets, LeaderWorkerSets, declared CRDs), from the kind's integration description:
+one flow, the kind's differences asked of its ``KindRules`` (``kueue_webhook.admission.kind_rules``; a Job's
+are ``kueue_webhook.admission.jobs``).
 
 The rules Kueue's ``jobframework`` base webhook applies to every integration: on CREATE the namespace's
 default LocalQueue is filled in and a queued object is created suspended (through the kind's own suspend

@@ -65,13 +65,16 @@ class KindRules:
         self, integration: Integration, new: Mapping[str, Any], old: Mapping[str, Any] | None
     ) -> list[FieldError]:
         """The object's field values: the queue name is a DNS-1123 subdomain; a declared pod set's minCount
-        field is an integer in 1..count-1, checked on create and whenever it changes; the time-limit label
-        as Kueue's jobframework checks it for every integration."""
+        field is an integer in 1..count-1, checked on create and whenever it changes; the kind's own rules
+        for a queued object (``Integration.value_rules``); the time-limit label as Kueue's jobframework
+        checks it for every integration."""
         errors: list[FieldError] = []
         queue = engine.queue_name(new) or ""
         if queue and (problems := dns1123_subdomain_problems(queue)):
             errors.append(FieldError.invalid(label_path(QUEUE_NAME_LABEL), queue, ",".join(problems)))
         errors += _min_count_errors(integration, new, old)
+        if queue and integration.value_rules is not None:
+            errors += integration.value_rules(new)
         return errors + _max_exec_time_errors(integration, new, old)
 
     def running_update_errors(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
@@ -248,15 +251,18 @@ def _admitted_template_changes(
     errors: list[FieldError] = []
     for element in engine.elements(integration, new):
         previous = before.get(element.name)
-        old_spec = ((previous.template() or {}).get("spec") or {}) if previous is not None else {}
-        new_spec = (element.template() or {}).get("spec") or {}
-        base = f"{element.where}.{element.source.template}.spec"
+        old_place = (previous.scheduling_spec() or {}) if previous is not None else {}
+        new_place = element.scheduling_spec() or {}
         for key in ("nodeSelector", "tolerations"):
-            if (old_spec.get(key) or None) != (new_spec.get(key) or None):
-                errors.append(FieldError.forbidden(f"{base}.{key}", hint))
+            if (old_place.get(key) or None) != (new_place.get(key) or None):
+                errors.append(FieldError.forbidden(f"{element.scheduling_where()}.{key}", hint))
+        old_spec = (previous.quota_template().get("spec") or {}) if previous is not None else {}
+        new_spec = element.quota_template().get("spec") or {}
+        built = element.source.build_template is not None
+        base = element.where if built else f"{element.where}.{element.source.template}.spec"
         for key in ("initContainers", "containers"):
             if _resources(old_spec.get(key)) != _resources(new_spec.get(key)):
-                errors.append(FieldError.forbidden(f"{base}.{key}[*].resources", hint))
+                errors.append(FieldError.forbidden(base if built else f"{base}.{key}[*].resources", hint))
     return errors
 
 

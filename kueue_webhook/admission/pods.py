@@ -21,7 +21,12 @@ from kueue_webhook.api.integrations import Integration
 from kueue_webhook.api.integrations.builtin import MANAGED_LABEL
 from kueue_webhook.api.integrations.engine import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from kueue_webhook.api.integrations.paths import pointer
-from kueue_webhook.api.integrations.pod_groups import ROLE_HASH_ANNOTATION, group_name, spec_role_hash
+from kueue_webhook.api.integrations.pod_groups import (
+    ROLE_HASH_ANNOTATION,
+    SERVING_ANNOTATION,
+    group_name,
+    spec_role_hash,
+)
 from kueue_webhook.api.integrations.statefulsets import SUSPENDING_PARENT_ANNOTATION
 from kueue_webhook.api.topology_pods import TOPOLOGY_GATE
 
@@ -83,22 +88,27 @@ def _topology_gate_ops(pod: Mapping[str, Any], gate_ops: list[JSON]) -> list[JSO
 
 
 def mark_template(obj: Mapping[str, Any], integration: Integration, queue: str | None) -> list[JSON]:
-    """The ops that queue a Deployment's or StatefulSet's pods through the pod integration."""
-    spec = obj.get("spec")
-    template = spec.get("template") if isinstance(spec, Mapping) else None
-    if not isinstance(template, Mapping):
-        return []
-    after: JSON = copy.deepcopy(dict(template))
-    meta = after.setdefault("metadata", {})
-    labels = meta.setdefault("labels", {})
-    annotations = meta.setdefault("annotations", {})
-    annotations[SUSPENDING_PARENT_ANNOTATION] = integration.name
-    labels[MANAGED_LABEL] = "true"
-    if queue:
-        labels[QUEUE_NAME_LABEL] = queue
-    obj_labels = (obj.get("metadata") or {}).get("labels") or {}
-    if isinstance(obj_labels.get(PRIORITY_CLASS_LABEL), str):
-        labels[PRIORITY_CLASS_LABEL] = obj_labels[PRIORITY_CLASS_LABEL]
-    if after == template:
-        return []
-    return _diff_maps(template, after, ("spec", "template"))
+    """The ops that queue the pods of a Deployment, a StatefulSet or a LeaderWorkerSet (each of its pod
+    templates) through the pod integration; a LeaderWorkerSet's groups are also marked as serving ones, as
+    Kueue's LeaderWorkerSet webhook marks them."""
+    ops: list[JSON] = []
+    for path in integration.pod_templates:
+        template = path.get(obj)
+        if not isinstance(template, Mapping):
+            continue
+        after: JSON = copy.deepcopy(dict(template))
+        meta = after.setdefault("metadata", {})
+        labels = meta.setdefault("labels", {})
+        annotations = meta.setdefault("annotations", {})
+        annotations[SUSPENDING_PARENT_ANNOTATION] = integration.name
+        if integration.through_pods == "groups":
+            annotations[SERVING_ANNOTATION] = "true"
+        labels[MANAGED_LABEL] = "true"
+        if queue:
+            labels[QUEUE_NAME_LABEL] = queue
+        obj_labels = (obj.get("metadata") or {}).get("labels") or {}
+        if isinstance(obj_labels.get(PRIORITY_CLASS_LABEL), str):
+            labels[PRIORITY_CLASS_LABEL] = obj_labels[PRIORITY_CLASS_LABEL]
+        if after != template:
+            ops.extend(_diff_maps(template, after, tuple(path)))
+    return ops

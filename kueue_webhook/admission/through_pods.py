@@ -1,12 +1,13 @@
-"""What may change on a Deployment or StatefulSet queued through its pods (Kueue's deployment and statefulset
-webhooks, ``ValidateUpdate``).
+"""What may change on a Deployment, StatefulSet or LeaderWorkerSet queued through its pods (Kueue's
+deployment, statefulset and leaderworkerset webhooks, ``ValidateUpdate``).
 
 Both: the queue label may change only while no replica is ready (``status.readyReplicas`` 0, Kueue's
 "suspended" for these kinds) and may never be removed; a WorkloadPriorityClass label cannot be added once a
 replica is ready, nor ever removed. A queued StatefulSet is one Workload of ``replicas`` pods, so on top:
 the template's scheduling shape is frozen (Kueue's ``ValidateImmutablePodGroupPodSpec``: requests, ports,
 nodeSelector, affinity, tolerations...), and ``replicas`` only goes to zero or up from zero, once the pods
-of the scale-down are gone and its Workload is on hold.
+of the scale-down are gone and its Workload is on hold. A queued LeaderWorkerSet is a Workload per group:
+the shape of both its templates and its group size are frozen, its replicas free.
 """
 
 from __future__ import annotations
@@ -96,6 +97,32 @@ def _replica_errors(old: Mapping[str, Any], new: Mapping[str, Any], view: Cluste
     return []
 
 
+def _group_template_errors(
+    integration: Integration, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> list[FieldError]:
+    """A queued LeaderWorkerSet (Kueue's webhook): each pod template's scheduling shape is frozen (a template
+    added or removed is a change of the whole), and so is the group size (``LWSImmutableGroupSize``, on by
+    default)."""
+    errors: list[FieldError] = []
+    for path in integration.pod_templates:
+        new_template, old_template = path.get(new), path.get(old)
+        if not isinstance(new_template, Mapping) or not isinstance(old_template, Mapping):
+            if (new_template is None) != (old_template is None):
+                errors.append(FieldError.invalid(str(path), new_template, IMMUTABLE))
+            continue
+        new_spec, old_spec = new_template.get("spec"), old_template.get("spec")
+        errors += _shape_errors(
+            spec_shape(new_spec if isinstance(new_spec, Mapping) else {}),
+            spec_shape(old_spec if isinstance(old_spec, Mapping) else {}),
+            f"{path}.spec",
+        )
+    new_size = _get(new, "spec", "leaderWorkerTemplate", "size")
+    old_size = _get(old, "spec", "leaderWorkerTemplate", "size")
+    if (new_size if new_size is not None else 1) != (old_size if old_size is not None else 1):
+        errors.append(FieldError.invalid("spec.leaderWorkerTemplate.size", new_size, IMMUTABLE))
+    return errors
+
+
 def through_pods_update_errors(
     integration: Integration,
     old: Mapping[str, Any],
@@ -109,6 +136,8 @@ def through_pods_update_errors(
     """Kueue's ``ValidateUpdate`` of a Deployment or (``through_pods == "group"``) a StatefulSet; ``queued``:
     the object is queued (Kueue's ``WorkloadShouldBeSuspended``)."""
     errors = _queue_errors(old, new, old_queue, new_queue)
+    if integration.through_pods == "groups" and queued:
+        return errors + _group_template_errors(integration, old, new)
     if integration.through_pods != "group" or not queued:
         return errors
     new_spec, old_spec = _get(new, *_TEMPLATE_SPEC.split(".")), _get(old, *_TEMPLATE_SPEC.split("."))

@@ -9,7 +9,21 @@ from typing import Any
 import yaml
 
 HERE = Path(__file__).resolve().parent
-PLURALS = ("jobsets", "pytorchjobs", "tfjobs", "mpijobs", "rayjobs", "rayclusters")
+PLURALS = (
+    "jobsets",
+    "pytorchjobs",
+    "tfjobs",
+    "mpijobs",
+    "xgboostjobs",
+    "paddlejobs",
+    "jaxjobs",
+    "rayjobs",
+    "rayclusters",
+    "rayservices",
+    "sparkapplications",
+    "appwrappers",
+    "leaderworkersets",
+)
 
 
 def crd_file(plural: str) -> Path:

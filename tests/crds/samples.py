@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SAMPLES", "Sample", "dig"]
+__all__ = ["SAMPLES", "Sample", "dig", "part"]
 
 JSON = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -25,6 +25,14 @@ def dig(obj: Any, path: Path) -> Any:
     for step in path:
         obj = obj[step]
     return obj
+
+
+def part(obj: Any, path: Path) -> Any:
+    """What is at ``path``, {} when it is not there (a place the flavor went to and was taken back from)."""
+    try:
+        return dig(obj, path)
+    except (KeyError, IndexError):
+        return {}
 
 
 def pod(gpus: int = 1, *, container: str = "c", image: str = "busybox") -> JSON:
@@ -106,6 +114,7 @@ def rayjob(name: str, namespace: str, queue: str) -> JSON:
         "metadata": _meta(name, namespace, queue),
         "spec": {
             "entrypoint": "python train.py",
+            "shutdownAfterJobFinishes": True,  # a queued RayJob must free its cluster (Kueue's webhook)
             "submissionMode": "HTTPMode",  # no submitter pod (K8sJobMode would add one)
             "rayClusterSpec": _ray_cluster_spec(5, 1),
         },
@@ -118,6 +127,76 @@ def raycluster(name: str, namespace: str, queue: str) -> JSON:
         "kind": "RayCluster",
         "metadata": _meta(name, namespace, queue),
         "spec": _ray_cluster_spec(2, 2),
+    }
+
+
+def rayservice(name: str, namespace: str, queue: str) -> JSON:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": _meta(name, namespace, queue),
+        "spec": {"serveConfigV2": "applications: []\n", "rayClusterSpec": _ray_cluster_spec(3, 1)},
+    }
+
+
+def _spark_role(**extra: Any) -> JSON:
+    """A Spark role of one GPU per pod, described by the role's own fields (no pod template)."""
+    return {"gpu": {"name": "nvidia.com/gpu", "quantity": 1}, **extra}
+
+
+def sparkapplication(name: str, namespace: str, queue: str) -> JSON:
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": _meta(name, namespace, queue),
+        "spec": {
+            "type": "Scala",
+            "mode": "cluster",
+            "sparkVersion": "3.5.0",
+            "image": "spark:3.5.0",
+            "mainClass": "org.apache.spark.examples.SparkPi",
+            "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+            "driver": _spark_role(serviceAccount="spark"),
+            "executor": _spark_role(instances=3),
+        },
+    }
+
+
+def appwrapper(name: str, namespace: str, queue: str) -> JSON:
+    """An AppWrapper of a Job of 2 pods (pod sets inferred) and a PyTorchJob whose pod sets are declared."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"{name}-job"},
+        "spec": {"parallelism": 2, "completions": 2, "template": pod()},
+    }
+    pytorch = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": f"{name}-pytorch"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": pod()},
+                "Worker": {"replicas": 2, "template": pod()},
+            }
+        },
+    }
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": _meta(name, namespace, queue),
+        "spec": {
+            "components": [
+                {"template": job},
+                {
+                    "template": pytorch,
+                    "podSets": [
+                        {"path": "template.spec.pytorchReplicaSpecs.Master.template", "replicas": 1},
+                        {"path": "template.spec.pytorchReplicaSpecs.Worker.template", "replicas": 2},
+                    ],
+                },
+            ]
+        },
     }
 
 
@@ -148,12 +227,18 @@ class Sample:
     framework: str
     make: Callable[[str, str, str], JSON]
     suspend: Path
+    #: (name, count); ``{name}`` in a name stands for the object's name
     pod_sets: list[tuple[str, int]]
+    #: where each pod set's flavor goes (its pod template's spec, or the kind's own field for it)
     templates: list[Path]
     done: JSON | None
 
     def manifest(self, name: str, namespace: str, queue: str) -> JSON:
         return self.make(name, namespace, queue)
+
+    def pod_sets_of(self, name: str) -> list[tuple[str, int]]:
+        """The pod sets of the object called ``name`` (an AppWrapper's are named after it)."""
+        return [(pod_set.format(name=name), count) for pod_set, count in self.pod_sets]
 
     @property
     def resource(self) -> str:
@@ -219,6 +304,36 @@ SAMPLES: dict[str, Sample] = {
             _kubeflow_done("MPIJob"),
         ),
         Sample(
+            "XGBoostJob",
+            "xgboostjobs",
+            "kubeflow.org/xgboostjob",
+            _kubeflow("XGBoostJob", "v1", "xgbReplicaSpecs", {"Worker": 3, "Master": 1}),
+            ("spec", "runPolicy", "suspend"),
+            [("master", 1), ("worker", 3)],
+            [("spec", "xgbReplicaSpecs", t, "template", "spec") for t in ("Master", "Worker")],
+            _kubeflow_done("XGBoostJob"),
+        ),
+        Sample(
+            "PaddleJob",
+            "paddlejobs",
+            "kubeflow.org/paddlejob",
+            _kubeflow("PaddleJob", "v1", "paddleReplicaSpecs", {"Worker": 2, "Master": 1}),
+            ("spec", "runPolicy", "suspend"),
+            [("master", 1), ("worker", 2)],
+            [("spec", "paddleReplicaSpecs", t, "template", "spec") for t in ("Master", "Worker")],
+            _kubeflow_done("PaddleJob"),
+        ),
+        Sample(
+            "JAXJob",
+            "jaxjobs",
+            "kubeflow.org/jaxjob",
+            _kubeflow("JAXJob", "v1", "jaxReplicaSpecs", {"Worker": 4}),
+            ("spec", "runPolicy", "suspend"),
+            [("worker", 4)],
+            [("spec", "jaxReplicaSpecs", "Worker", "template", "spec")],
+            _kubeflow_done("JAXJob"),
+        ),
+        Sample(
             "RayJob",
             "rayjobs",
             "ray.io/rayjob",
@@ -237,6 +352,40 @@ SAMPLES: dict[str, Sample] = {
             [("head", 1), ("gpu", 4)],  # replicas * numOfHosts
             [("spec", *_RAY_HEAD), ("spec", *_RAY_WORKERS)],
             None,
+        ),
+        Sample(
+            "RayService",
+            "rayservices",
+            "ray.io/rayservice",
+            rayservice,
+            ("spec", "rayClusterSpec", "suspend"),
+            [("head", 1), ("gpu", 3)],
+            [("spec", "rayClusterSpec", *_RAY_HEAD), ("spec", "rayClusterSpec", *_RAY_WORKERS)],
+            None,  # serves until deleted, as a RayCluster
+        ),
+        Sample(
+            "SparkApplication",
+            "sparkapplications",
+            "sparkoperator.k8s.io/sparkapplication",
+            sparkapplication,
+            ("spec", "suspend"),
+            [("driver", 1), ("executor", 3)],  # the executor's instances
+            [("spec", "driver"), ("spec", "executor")],  # the roles' own nodeSelector and tolerations
+            {"applicationState": {"state": "COMPLETED"}, "executorState": {"train-exec-1": "COMPLETED"}},
+        ),
+        Sample(
+            "AppWrapper",
+            "appwrappers",
+            "workload.codeflare.dev/appwrapper",
+            appwrapper,
+            ("spec", "suspend"),
+            [("{name}-0", 2), ("{name}-1", 1), ("{name}-2", 2)],  # named after the AppWrapper
+            # the flavor goes to the AppWrapper controller, one podSetInfos entry per pod set of a component
+            [
+                ("spec", "components", 0, "podSetInfos", 0),
+                *(("spec", "components", 1, "podSetInfos", i) for i in (0, 1)),
+            ],
+            {"phase": "Succeeded"},
         ),
     )
 }

@@ -1,13 +1,14 @@
 """Every built-in queued kind on a real API server, with kueue-webhook installed out of cluster.
 
 The kinds' CRDs (tests/crds: the upstream ones when copied there, else the minimal structural ones) are
-created on the API server, the integrations turned on live in the ConfigMap, and then, for JobSet,
-PyTorchJob, TFJob, MPIJob, RayJob and RayCluster in turn (tests/crds/samples.py): the API server calls the
-webhook, which creates the object suspended; it is admitted with Kueue's pod counts and the flavor's node
-label and toleration in every pod template; a higher-priority Job preempts it (suspended again, templates
-restored); it runs again once that Job is gone; and its quota is released when the test, playing the
-operator, reports it finished through the status subresource (a RayCluster never finishes: it is deleted).
-No operator runs, so nothing else touches the objects.
+created on the API server, the integrations turned on live in the ConfigMap, and then, for each kind with a
+sample in tests/crds/samples.py in turn (JobSet, the Kubeflow jobs, the Ray kinds, SparkApplication,
+AppWrapper): the API server calls the webhook, which creates the object suspended; it is admitted with
+Kueue's pod counts and the flavor's node label and toleration in every pod template (an AppWrapper's in its
+podSetInfos); a higher-priority Job preempts it (suspended again, templates restored); it runs again once
+that Job is gone; and its quota is released when the test, playing the operator, reports it finished through
+the status subresource (a RayCluster or RayService never finishes: it is deleted). No operator runs, so
+nothing else touches the objects.
 
 CRDs this module created are deleted at the end (only those: a CRD that was there before is someone
 else's), and the ConfigMap is put back as shipped.
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.crds import PLURALS, crd_file, integration_crds
-from tests.crds.samples import SAMPLES, Sample, dig
+from tests.crds.samples import SAMPLES, Sample, dig, part
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
@@ -108,7 +109,7 @@ def flavored(obj: JSON, sample: Sample) -> bool:
 
 
 def restored(obj: JSON, sample: Sample) -> bool:
-    return not any({"nodeSelector", "tolerations"} & set(dig(obj, path)) for path in sample.templates)
+    return not any({"nodeSelector", "tolerations"} & set(part(obj, path)) for path in sample.templates)
 
 
 @pytest.mark.parametrize("kind", list(SAMPLES))
@@ -141,9 +142,9 @@ def test_a_queued_kind_on_a_real_api_server(queue: tuple[Cluster, Running, str],
     until(lambda: dig(obj(), sample.suspend) is False, f"the {kind} to start", HANG)
     assert flavored(obj(), sample), (obj()["spec"], running.tail())
     admitted = workload()
-    assert [(p["name"], p["count"]) for p in admitted["spec"]["podSets"]] == sample.pod_sets
+    assert [(p["name"], p["count"]) for p in admitted["spec"]["podSets"]] == sample.pod_sets_of("train")
     assert [(a["name"], a["count"]) for a in admitted["status"]["admission"]["podSetAssignments"]] == (
-        sample.pod_sets
+        sample.pod_sets_of("train")
     )
     until(lambda: cluster_queue().get("admittedWorkloads") == 1, "the ClusterQueue to count it", HANG)
 
@@ -185,8 +186,14 @@ GROWTH: dict[str, tuple[tuple[str | int, ...], str, int]] = {
     "PyTorchJob": (("spec", "pytorchReplicaSpecs", "Worker", "replicas"), "worker", 1),
     "TFJob": (("spec", "tfReplicaSpecs", "Worker", "replicas"), "worker", 1),
     "MPIJob": (("spec", "mpiReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "XGBoostJob": (("spec", "xgbReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "PaddleJob": (("spec", "paddleReplicaSpecs", "Worker", "replicas"), "worker", 1),
+    "JAXJob": (("spec", "jaxReplicaSpecs", "Worker", "replicas"), "worker", 1),
     "RayJob": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
     "RayCluster": (("spec", "workerGroupSpecs", 0, "replicas"), "gpu", 2),  # a replica is 2 hosts
+    "RayService": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
+    "SparkApplication": (("spec", "executor", "instances"), "executor", 1),
+    "AppWrapper": (("spec", "components", 1, "podSets", 1, "replicas"), "grow-2", 1),  # a declared pod set
 }
 
 
@@ -228,7 +235,7 @@ def test_a_queued_kind_scaled_up_while_running_is_queued_again_for_its_new_shape
         )
 
     until(admitted_again, f"the scaled {kind} to be admitted again", HANG)
-    expected = [(name, count + (more if name == grown else 0)) for name, count in sample.pod_sets]
+    expected = [(name, count + (more if name == grown else 0)) for name, count in sample.pod_sets_of("grow")]
     second = workload()
     assert [(p["name"], p["count"]) for p in second["spec"]["podSets"]] == expected
     assert [(a["name"], a["count"]) for a in second["status"]["admission"]["podSetAssignments"]] == expected
@@ -245,3 +252,26 @@ def test_a_queued_kind_scaled_up_while_running_is_queued_again_for_its_new_shape
     until(said, "the Stopped and DeletedWorkload Events", HANG)  # Events are written in the background
     cluster.kubectl("-n", namespace, "delete", sample.resource, "grow")
     until(lambda: not workload(), "its Workload to go", HANG)
+
+
+def test_kueues_refusals_of_a_queued_spark_application_and_ray_cluster_reach_kubectl(
+    queue: tuple[Cluster, Running, str],
+) -> None:
+    """Kueue's SparkApplication webhook (cluster mode only) and raycluster.ValidateCreate (no autoscaler: it
+    would grow the cluster beyond its quota), as kubectl prints them; nothing is created."""
+    cluster, _, namespace = queue
+    spark = SAMPLES["SparkApplication"].manifest("client-mode", namespace, "gpus")
+    spark["spec"]["mode"] = "client"
+    refused = cluster.kubectl("create", "-f", "-", input=json.dumps(spark), check=False)
+    assert refused.returncode != 0
+    assert 'spec.mode: Invalid value: "client": only cluster mode is supported' in refused.stderr, (
+        refused.stderr
+    )
+    ray = SAMPLES["RayCluster"].manifest("autoscaling", namespace, "gpus")
+    ray["spec"]["enableInTreeAutoscaling"] = True
+    refused = cluster.kubectl("create", "-f", "-", input=json.dumps(ray), check=False)
+    assert refused.returncode != 0
+    assert "spec.enableInTreeAutoscaling: Invalid value: true: a queued Ray cluster cannot autoscale" in (
+        refused.stderr
+    ), refused.stderr
+    assert not cluster.items("sparkapplications.sparkoperator.k8s.io,rayclusters.ray.io", "-n", namespace)

@@ -5,7 +5,8 @@ Each entry says what Kueue's Go code for that kind does: JobSet's pod sets are i
 ``replicas * min(parallelism, completions)`` pods (``podsCount``); a Kubeflow job has one pod set per replica
 type present, in Kueue's fixed order, of ``replicas`` pods, suspended through ``spec.runPolicy.suspend``; a
 RayCluster has a ``head`` pod set of one pod and one per worker group of ``replicas * numOfHosts`` pods, and a
-RayJob adds KubeRay's submitter pod in ``K8sJobMode``; a RayCluster never finishes. A plain Pod is one pod
+RayJob adds KubeRay's submitter pod in ``K8sJobMode``; a RayCluster never finishes; queued Ray objects are
+checked as Kueue's webhooks check them (``kueue_webhook.api.integrations.ray``). A plain Pod is one pod
 set ``main`` of one pod, held by Kueue's scheduling gate, finished when Succeeded or Failed, active while
 Running (Kueue's ``Pod.IsActive``) and ready with its Ready condition; pod groups are in ``pod_groups``.
 """
@@ -13,8 +14,10 @@ Running (Kueue's ``Pod.IsActive``) and ready with its Ready condition; pod group
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.integrations import appwrapper, ray, spark
 from kueue_webhook.api.integrations.model import (
     ActiveRule,
     CountFactor,
@@ -23,6 +26,7 @@ from kueue_webhook.api.integrations.model import (
     Integration,
     MinCount,
     PartialAdmission,
+    PodSetInfos,
     PodSetSource,
     PodsReadyRule,
     SchedulingGate,
@@ -31,20 +35,27 @@ from kueue_webhook.api.integrations.model import (
 from kueue_webhook.api.integrations.paths import FieldPath
 
 __all__ = [
+    "APPWRAPPER",
     "BUILTIN",
     "DEFAULT_FRAMEWORKS",
     "DEPLOYMENT",
+    "JAXJOB",
     "JOB",
     "JOBSET",
     "KUEUE_FRAMEWORKS",
     "KUEUE_OWNER_TYPES",
+    "LEADERWORKERSET",
     "MPIJOB",
+    "PADDLEJOB",
     "POD",
     "PYTORCHJOB",
     "RAYCLUSTER",
     "RAYJOB",
+    "RAYSERVICE",
+    "SPARKAPPLICATION",
     "STATEFULSET",
     "TFJOB",
+    "XGBOOSTJOB",
 ]
 
 
@@ -152,6 +163,14 @@ TFJOB = _kubeflow(
 MPIJOB = _kubeflow(
     "kubeflow.org/mpijob", "MPIJob", "mpijobs", "mpiReplicaSpecs", ("Launcher", "Worker"), version="v2beta1"
 )
+XGBOOSTJOB = _kubeflow(
+    "kubeflow.org/xgboostjob", "XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", ("Master", "Worker")
+)
+PADDLEJOB = _kubeflow(
+    "kubeflow.org/paddlejob", "PaddleJob", "paddlejobs", "paddleReplicaSpecs", ("Master", "Worker")
+)
+#: a JAXJob has workers only (Kueue's ``OrderedReplicaTypes`` for it lists ``Worker`` alone)
+JAXJOB = _kubeflow("kubeflow.org/jaxjob", "JAXJob", "jaxjobs", "jaxReplicaSpecs", ("Worker",))
 
 
 def _ray_cluster_pod_sets(spec: str) -> tuple[PodSetSource, ...]:
@@ -217,6 +236,7 @@ RAYJOB = Integration(
     ),
     pods_ready=PodsReadyRule(when=FieldIs(_p("status.rayClusterStatus.state"), frozenset({"ready"}))),
     skip_when_set=(_p("spec.clusterSelector"),),
+    value_rules=ray.rayjob_errors,
 )
 
 RAYCLUSTER = Integration(
@@ -230,6 +250,96 @@ RAYCLUSTER = Integration(
     finished=FinishedRule(),  # a RayCluster never finishes (Kueue's RayCluster.Finished)
     active=ActiveRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
     pods_ready=PodsReadyRule(when=FieldIs(_p("status.state"), frozenset({"ready"}))),
+    value_rules=ray.raycluster_errors,
+)
+
+#: a RayService is queued for its RayCluster spec and, like a RayCluster, never finishes: its quota goes
+#: when it is deleted (Kueue's ``rayservice``); Ready is when it serves, active and ready alike
+RAYSERVICE = Integration(
+    name="ray.io/rayservice",
+    group="ray.io",
+    version="v1",
+    kind="RayService",
+    plural="rayservices",
+    suspend=_p("spec.rayClusterSpec.suspend"),
+    pod_sets=_ray_cluster_pod_sets("spec.rayClusterSpec"),
+    finished=FinishedRule(),
+    active=ActiveRule(conditions=("Ready",)),
+    pods_ready=PodsReadyRule(conditions=("Ready",)),
+    value_rules=ray.rayservice_errors,
+)
+
+#: a SparkApplication's pod sets are built from its ``driver`` and ``executor`` fields
+#: (``kueue_webhook.api.integrations.spark``); the flavor goes into each role's own nodeSelector and
+#: tolerations; it is done when its application state is, running while RUNNING, and ready once RUNNING with
+#: as many executors running or completed as it asked for (Kueue's ``sparkapplication``)
+_SPARK_STATE = _p("status.applicationState.state")
+SPARKAPPLICATION = Integration(
+    name="sparkoperator.k8s.io/sparkapplication",
+    group="sparkoperator.k8s.io",
+    version="v1beta2",
+    kind="SparkApplication",
+    plural="sparkapplications",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        PodSetSource(
+            path=_p("spec.driver"),
+            name="driver",
+            build_template=spark.driver_template,
+            scheduling=FieldPath(()),
+        ),
+        PodSetSource(
+            path=_p("spec.executor"),
+            name="executor",
+            count=(CountFactor(_p("instances"), 0),),
+            build_template=spark.executor_template,
+            scheduling=FieldPath(()),
+        ),
+    ),
+    finished=FinishedRule(
+        phase=_SPARK_STATE,
+        succeeded_phases=("COMPLETED",),
+        failed_phases=("FAILED", "SUBMISSION_FAILED"),
+        message=_p("status.applicationState.errorMessage"),
+    ),
+    active=ActiveRule(when=FieldIs(_SPARK_STATE, frozenset({"RUNNING"}))),
+    pods_ready=PodsReadyRule(
+        when=FieldIs(_SPARK_STATE, frozenset({"RUNNING"})),
+        ready=(_p("status.executorState"),),
+        total=(_p("spec.executor.instances"),),
+        ready_states=frozenset({"RUNNING", "COMPLETED"}),
+    ),
+    value_rules=spark.value_errors,
+)
+
+#: an AppWrapper's pod sets are those of the objects it wraps (``kueue_webhook.api.integrations.appwrapper``),
+#: named ``<name>-<index>``; the flavors go to its controller in ``podSetInfos``; it is running while its own
+#: QuotaReserved condition holds, ready with its PodsReady condition, and finished in phase Succeeded or
+#: Failed, a failed one only once it no longer has resources deployed (Kueue's ``appwrapper``)
+APPWRAPPER = Integration(
+    name="workload.codeflare.dev/appwrapper",
+    group="workload.codeflare.dev",
+    version="v1beta2",
+    kind="AppWrapper",
+    plural="appwrappers",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        PodSetSource(
+            path=_p("spec.components"),
+            expand=appwrapper.elements,
+            count=(CountFactor(_p("replicas"), 1),),
+            build_template=appwrapper.workload_template,
+        ),
+    ),
+    finished=FinishedRule(
+        phase=_p("status.phase"),
+        succeeded_phases=("Succeeded",),
+        failed_phases=("Failed",),
+        failed_held_by=("ResourcesDeployed",),
+    ),
+    active=ActiveRule(conditions=("QuotaReserved",)),
+    pods_ready=PodsReadyRule(conditions=("PodsReady",)),
+    pod_set_infos=PodSetInfos(appwrapper.write_pod_set_infos, appwrapper.clear_pod_set_infos),
 )
 
 #: Kueue's scheduling gate, managed label and pod finalizer (``pkg/controller/jobs/pod/constants``)
@@ -275,10 +385,67 @@ def _through_pods(name: str, kind: str, plural: str, how: Literal["pods", "group
 DEPLOYMENT = _through_pods("deployment", "Deployment", "deployments", "pods")
 STATEFULSET = _through_pods("statefulset", "StatefulSet", "statefulsets", "group")
 
+#: Kueue's bound on a LeaderWorkerSet's ``spec.replicas``
+_MAX_LWS_REPLICAS = 1_000_000
+
+
+def _lws_replicas_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's LeaderWorkerSet webhook: ``spec.replicas`` (1 when unset) within 0..1,000,000."""
+    spec = obj.get("spec")
+    count = spec.get("replicas", 1) if isinstance(spec, Mapping) else 1
+    if not isinstance(count, int) or isinstance(count, bool) or 0 <= count <= _MAX_LWS_REPLICAS:
+        return []
+    bound = "must be >= 0" if count < 0 else f"must be <= {_MAX_LWS_REPLICAS}"
+    return [
+        FieldError.invalid("spec.replicas", count, f"invalid LeaderWorkerSet replicas: {bound}, got {count}")
+    ]
+
+
+#: a LeaderWorkerSet is queued through its pods, one group (and Workload) per replica, its leader and worker
+#: templates marked (``kueue_webhook.api.integrations.leaderworkersets``); its pod set here is a group's
+#: workers, for what reads an integration's pod sets
+_LWT = _p("spec.leaderWorkerTemplate")
+LEADERWORKERSET = Integration(
+    name="leaderworkerset.x-k8s.io/leaderworkerset",
+    group="leaderworkerset.x-k8s.io",
+    version="v1",
+    kind="LeaderWorkerSet",
+    plural="leaderworkersets",
+    suspend=_p("spec.leaderWorkerTemplate.workerTemplate.spec.schedulingGates"),
+    pod_sets=(
+        PodSetSource(
+            path=_LWT, name="main", template=_p("workerTemplate"), count=(CountFactor(_p("size"), 1),)
+        ),
+    ),
+    finished=FinishedRule(),
+    active=ActiveRule(),
+    through_pods="groups",
+    pod_templates=(FieldPath((*_LWT, "leaderTemplate")), FieldPath((*_LWT, "workerTemplate"))),
+    value_rules=_lws_replicas_errors,
+)
+
 #: every built-in entry by framework name
 BUILTIN: Mapping[str, Integration] = {
     i.name: i
-    for i in (JOB, JOBSET, PYTORCHJOB, TFJOB, MPIJOB, RAYJOB, RAYCLUSTER, POD, DEPLOYMENT, STATEFULSET)
+    for i in (
+        JOB,
+        JOBSET,
+        PYTORCHJOB,
+        TFJOB,
+        MPIJOB,
+        XGBOOSTJOB,
+        PADDLEJOB,
+        JAXJOB,
+        RAYJOB,
+        RAYCLUSTER,
+        RAYSERVICE,
+        SPARKAPPLICATION,
+        APPWRAPPER,
+        POD,
+        DEPLOYMENT,
+        STATEFULSET,
+        LEADERWORKERSET,
+    )
 }
 
 #: Kueue's default ``integrations.frameworks``
@@ -287,14 +454,7 @@ DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
 #: framework names Kueue knows but that are not implemented here (accepted in the list, with a warning)
 KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
     {
-        "ray.io/rayservice",
-        "kubeflow.org/paddlejob",
-        "kubeflow.org/xgboostjob",
-        "kubeflow.org/jaxjob",
         "trainer.kubeflow.org/trainjob",
-        "workload.codeflare.dev/appwrapper",
-        "sparkoperator.k8s.io/sparkapplication",
-        "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
 
@@ -303,14 +463,7 @@ KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
 #: framework of that kind is queued)
 KUEUE_OWNER_TYPES: frozenset[tuple[str, str]] = frozenset(
     {
-        ("ray.io/v1", "RayService"),
-        ("kubeflow.org/v1", "PaddleJob"),
-        ("kubeflow.org/v1", "XGBoostJob"),
-        ("kubeflow.org/v1", "JAXJob"),
         ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
-        ("workload.codeflare.dev/v1beta2", "AppWrapper"),
-        ("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
-        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         # Kueue's interim owner between a Deployment and its pods, known without being listed
         ("apps/v1", "ReplicaSet"),
     }

@@ -13,20 +13,23 @@ unless a field says it is relative to a pod set's element (an item of ``spec.rep
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations.paths import FieldPath
 
 __all__ = [
     "ActiveRule",
     "CountFactor",
+    "Expanded",
     "FieldIs",
     "FinishedRule",
     "Integration",
     "MinCount",
     "PartialAdmission",
+    "PodSetInfos",
     "PodSetSource",
     "PodsReadyRule",
     "SchedulingGate",
@@ -78,6 +81,24 @@ class MinCount:
     as_written: bool = False
 
 
+#: one pod set a kind's own reading found: its name, JSON Pointer segments, text path and element
+Expanded = tuple[str, tuple[str | int, ...], str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetInfos:
+    """A kind that takes its pod sets' nodeSelector and tolerations in fields of its own, for its controller
+    to apply to what it creates, rather than in pod templates (an AppWrapper's ``podSetInfos``): ``write``
+    gives the JSON Patch handing them over (each pod set's segments, nodeSelector and tolerations, in pod
+    set order), ``clear`` the one taking them all back on a stop."""
+
+    write: Callable[
+        [Mapping[str, Any], Sequence[tuple[tuple[str | int, ...], Mapping[str, str], Sequence[Any]]]],
+        list[dict[str, Any]],
+    ]
+    clear: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+
+
 @dataclass(frozen=True, slots=True)
 class PodSetSource:
     """Where pod sets live: one element at ``path`` (named ``name``), each item of a list there (named by
@@ -87,8 +108,10 @@ class PodSetSource:
     for one element counted by one field, says it may run with fewer pods.
 
     ``default_template`` is what the quota is computed from when the element has no template (KubeRay's
-    default submitter pod); nothing is injected into an absent template. ``only_if`` limits the pod set to
-    objects where a field has one of some values (a RayJob's submitter exists only in K8sJobMode)."""
+    default submitter pod); nothing is injected into an absent template. ``only_if`` limits the pod set
+    to objects where a field has one of some values (a RayJob's submitter exists only in K8sJobMode).
+    ``build_template`` and ``scheduling`` are for a pod set whose pods are described by the element's own
+    fields."""
 
     path: FieldPath
     each: Literal["one", "list", "map"] = "one"
@@ -100,6 +123,17 @@ class PodSetSource:
     default_template: Mapping[str, Any] | None = None
     only_if: FieldIs | None = None
     min_count: MinCount | None = None
+    #: builds the pod template from the element, for a kind that describes its pods by fields of its own
+    #: rather than by a template (a SparkApplication's driver and executor); the template is then only
+    #: what the quota and the Workload read, and nothing is written into it
+    build_template: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    #: where the flavor's ``nodeSelector`` and ``tolerations`` are written, relative to the element (the
+    #: element itself when empty); None: the template's ``spec``
+    scheduling: FieldPath | None = None
+    #: the pod sets are found by the kind's own reading of the object rather than at ``path`` (an
+    #: AppWrapper's wrapped components): each as (name, JSON Pointer segments, text path, element), the
+    #: element read with ``count`` and ``template`` as any other
+    expand: Callable[[Mapping[str, Any]], Sequence[Expanded]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,28 +150,34 @@ class FinishedRule:
     failed_phases: tuple[str, ...] = ()
     success: FieldIs | None = None
     message: FieldPath | None = None
+    #: a failed object is not finished while a condition among these is True (an AppWrapper still deleting
+    #: what it created)
+    failed_held_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ActiveRule:
     """Whether pods may still run (Kueue's ``IsActive``): the integers at ``counts`` (``*`` allowed) sum
-    above 0, or the field ``when`` names holds. Quota of an evicted object is released only once it is not
-    active."""
+    above 0, the field ``when`` names holds, or a condition among ``conditions`` is True. Quota of an
+    evicted object is released only once it is not active."""
 
     counts: tuple[FieldPath, ...] = ()
     when: FieldIs | None = None
+    conditions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class PodsReadyRule:
-    """waitForPodsReady (Kueue's ``PodsReady``): a True condition among ``conditions``, the field ``when``
-    names holding, or the ``ready`` counts (an integer counts as itself, a list as its length) reaching the
+    """waitForPodsReady (Kueue's ``PodsReady``): a True condition among ``conditions``, or the field
+    ``when`` names holding and, when ``ready`` is given, the ``ready`` counts (an integer counts as itself,
+    a list as its length, a map as its values among ``ready_states`` when those are given) reaching the
     ``total`` counts (the pod sets' pod count when ``total`` is empty)."""
 
     conditions: tuple[str, ...] = ()
     when: FieldIs | None = None
     ready: tuple[FieldPath, ...] = ()
     total: tuple[FieldPath, ...] = ()
+    ready_states: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +239,15 @@ class Integration:
     #: held back by a scheduling gate (``suspend`` then names the gates' list)
     gate: SchedulingGate | None = None
     #: never suspended itself: its pod template is marked so that its pods are queued one by one ("pods", a
-    #: Deployment's) or as one group of ``replicas`` ("group", a StatefulSet's) through the pod integration
-    through_pods: Literal["", "pods", "group"] = ""
+    #: Deployment's), as one group of ``replicas`` ("group", a StatefulSet's) or as one group per replica
+    #: ("groups", a LeaderWorkerSet's) through the pod integration
+    through_pods: Literal["", "pods", "group", "groups"] = ""
+    #: the pod templates marked so that the pods made from them are queued (a kind queued through its pods)
+    pod_templates: tuple[FieldPath, ...] = (FieldPath(("spec", "template")),)
+    #: the kind takes its pod sets' flavors in fields of its own rather than in their templates
+    pod_set_infos: PodSetInfos | None = None
+    #: the kind's own rules on a queued object's fields (Kueue's webhook of that kind), every problem found
+    value_rules: Callable[[Mapping[str, Any]], list[FieldError]] | None = None
     #: declared in the ConfigMap rather than built in
     declared: bool = field(default=False, compare=False)
 

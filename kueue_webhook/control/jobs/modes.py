@@ -1,8 +1,8 @@
 """Which queueing mode each integration has (``mode_of``), and the mode of a kind with nothing of its own.
 
 This is the one place that reads how an ``Integration`` is queued: by a scheduling gate (pods), through its
-pods one by one (a Deployment: ``ThroughPods``), as a group of its pods (a StatefulSet), or itself (every
-other kind). Everything else asks the mode.
+pods one by one (a Deployment: ``ThroughPods``), as a group of its pods (a StatefulSet), as a group of pods
+per replica (a LeaderWorkerSet), or itself (every other kind). Everything else asks the mode.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from kueue_webhook.api.integrations import Integration
 from kueue_webhook.control.cache.store import Change
+from kueue_webhook.control.jobs.leaderworkersets import LeaderWorkerSets
 from kueue_webhook.control.jobs.own_objects import KindMode, OwnObjects
 from kueue_webhook.control.jobs.pods import Pods
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, QueueingMode
@@ -50,4 +51,6 @@ def mode_of(integration: Integration) -> QueueingMode:
         return ThroughPods(integration)
     if integration.through_pods == "group":
         return StatefulSets(integration)
+    if integration.through_pods == "groups":
+        return LeaderWorkerSets(integration)
     return OwnObjects(integration)

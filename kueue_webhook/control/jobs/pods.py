@@ -3,9 +3,10 @@ deletion.
 
 A pod on its own is an object with a Workload of its own (``own_objects``), except that its owners never
 suspend it (Kueue's pods are top-level) and a StatefulSet's pod waits until its StatefulSet has put it in
-its group. A pod in a group is reconciled under its group's key, all the group's pods at once
-(``pod_groups``), and a group's Workload queues that key. A StatefulSet's pod coming or changing queues its
-StatefulSet, which may have a pod to put in its group (``statefulsets``).
+its group (a LeaderWorkerSet's likewise). A pod in a group is reconciled under its group's key, all the
+group's pods at once (``pod_groups``), and a group's Workload queues that key. A StatefulSet's or
+LeaderWorkerSet's pod coming or changing queues its owner, which may have a pod to put in its group
+(``statefulsets``, ``leaderworkersets``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kueue_webhook.api.integrations.leaderworkersets import awaits_group as awaits_lws_group
 from kueue_webhook.api.integrations.pod_groups import group_name
 from kueue_webhook.api.integrations.statefulsets import awaits_group
 from kueue_webhook.control.cache.store import Change, key_of
+from kueue_webhook.control.jobs.leaderworkersets import leaderworkerset_key_of
 from kueue_webhook.control.jobs.own_objects import OwnObjects
 from kueue_webhook.control.jobs.pod_groups import group_of_workload, reconcile_group
 from kueue_webhook.control.jobs.queueing import GROUP_KEY, Host, ObjectKey
@@ -41,9 +44,13 @@ class Pods(OwnObjects):
     def on_change(self, host: Host, change: Change) -> None:
         current = change.new if change.new is not None else change.old
         if current is not None:
-            statefulset = statefulset_key_of(current, host.context.configuration().integrations)
-            if statefulset is not None:
-                host.queue_key(statefulset)
+            integrations = host.context.configuration().integrations
+            for parent in (
+                statefulset_key_of(current, integrations),
+                leaderworkerset_key_of(current, integrations),
+            ):
+                if parent is not None:
+                    host.queue_key(parent)
             if (key := self.key(current))[2].startswith(GROUP_KEY):
                 host.queue_key(key)
                 return
@@ -55,7 +62,8 @@ class Pods(OwnObjects):
         yield from super().keys_for_workload(workload)
 
     def waits_for_owner(self, obj: JSON) -> bool:
-        return awaits_group(obj)  # the Workload is its StatefulSet's, once it is in the group
+        # the Workload is its StatefulSet's or LeaderWorkerSet's, once it is in the group
+        return awaits_group(obj) or awaits_lws_group(obj)
 
     async def reconcile(self, host: Host, key: ObjectKey) -> bool:
         if key[2].startswith(GROUP_KEY):

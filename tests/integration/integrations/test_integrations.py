@@ -1,9 +1,10 @@
-"""Every built-in queued kind (JobSet, PyTorchJob, TFJob, MPIJob, RayJob, RayCluster; tests/crds/samples.py)
-queued like a Job, on the fake API server with its CRD installed (tests/crds: the upstream schema when
-present) and the shipped webhook configurations: created suspended by the webhook, admitted with Kueue's pod
-counts and the flavor's node labels and tolerations injected into each pod set, suspended again and restored
-when preempted, started again, and its quota released when the operator (played by the test) reports it
-finished, or, for a RayCluster, which never finishes, when it is deleted (as Kueue releases it)."""
+"""Every built-in queued kind with a sample in tests/crds/samples.py (JobSet, the Kubeflow jobs, the Ray
+kinds, SparkApplication, AppWrapper) queued like a Job, on the fake API server with its CRD installed
+(tests/crds: the upstream schema when present) and the shipped webhook configurations: created suspended by
+the webhook, admitted with Kueue's pod counts and the flavor's node labels and tolerations injected into each
+pod set (an AppWrapper's handed to its controller), suspended again and restored when preempted, started
+again, and its quota released when the operator (played by the test) reports it finished, or, for a
+RayCluster or RayService, which never finish, when it is deleted (as Kueue releases it)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 
 from tests.crds import integration_crds
-from tests.crds.samples import SAMPLES, Sample, dig
+from tests.crds.samples import SAMPLES, Sample, dig, part
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
+from tests.fakeapi.errors import ApiError
 from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, running, serving_webhook
 from tests.support.research import URGENT, preempting_research
@@ -43,7 +45,7 @@ def flavored(obj: JSON, sample: Sample) -> bool:
 
 def restored(obj: JSON, sample: Sample) -> bool:
     """No pod template keeps anything of the flavor."""
-    return not any({"nodeSelector", "tolerations"} & set(dig(obj, path)) for path in sample.templates)
+    return not any({"nodeSelector", "tolerations"} & set(part(obj, path)) for path in sample.templates)
 
 
 @pytest.mark.parametrize("kind", list(SAMPLES))
@@ -70,13 +72,13 @@ async def test_a_queued_kind_is_suspended_admitted_with_its_pod_sets_released_an
             if w["metadata"]["ownerReferences"][0]["kind"] == kind
         ]
         assert workload["metadata"]["name"].startswith(f"{kind.lower()}-train-")
-        assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == sample.pod_sets
+        assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == sample.pod_sets_of("train")
         assert all(  # recorded before injection
             not {"nodeSelector", "tolerations"} & set(p["template"]["spec"])
             for p in workload["spec"]["podSets"]
         )
         assert [(a["name"], a["count"]) for a in workload["status"]["admission"]["podSetAssignments"]] == (
-            sample.pod_sets
+            sample.pod_sets_of("train")
         )
 
         # an urgent Job takes the whole quota: the object is suspended again with its templates restored
@@ -136,3 +138,26 @@ async def test_an_integration_that_is_off_leaves_its_kind_alone(
         assert [w["metadata"]["ownerReferences"][0]["kind"] for w in fake_api.list("workloads", "team")] == [
             "Job"
         ]
+
+
+async def test_kueues_refusals_of_a_queued_spark_application_and_ray_cluster(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+) -> None:
+    """Kueue's SparkApplication webhook (cluster mode only, no dynamic allocation) and
+    raycluster.ValidateCreate (no autoscaler); nothing is created."""
+    fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds())
+    await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
+    async with serving_webhook(fake_api, tmp_path):
+        spark = SAMPLES["SparkApplication"].manifest("client-mode", "team", "gpus")
+        spark["spec"]["mode"] = "client"
+        spark["spec"]["dynamicAllocation"] = {"enabled": True}
+        with pytest.raises(ApiError) as refused:
+            await fake_api.create(spark, admit=True)
+        assert 'spec.mode: Invalid value: "client": only cluster mode is supported' in str(refused.value)
+        assert "spec.dynamicAllocation.enabled: Invalid value: true" in str(refused.value)
+        ray = SAMPLES["RayCluster"].manifest("autoscaling", "team", "gpus")
+        ray["spec"]["enableInTreeAutoscaling"] = True
+        with pytest.raises(ApiError) as autoscaling:
+            await fake_api.create(ray, admit=True)
+        assert "spec.enableInTreeAutoscaling: Invalid value: true" in str(autoscaling.value)
+        assert fake_api.list("sparkapplications", "team") == [] and fake_api.list("rayclusters", "team") == []

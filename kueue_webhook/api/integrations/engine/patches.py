@@ -235,25 +235,25 @@ def start_patch(
         return []  # not held (a pod's gate already removed): nothing to start
     ops.extend(_count_ops(integration, obj, counts or {}))
     topology = topology or {}
+    if integration.pod_set_infos is not None:
+        infos = [
+            (e.segments, *_flavor_injection({}, flavors.get(e.name, ()))) for e in elements(integration, obj)
+        ]
+        return ops + integration.pod_set_infos.write(obj, infos)
     for element in elements(integration, obj):
-        template = element.template()
-        if template is None:
+        pod_spec = element.scheduling_spec()
+        if pod_spec is None:
             continue
         start = topology.get(element.name)
         if start is not None:
             ops.extend(_topology_ops(integration, element, start))
         elif integration.gate is not None:
             ops.extend(_drop_topology_gate(integration, element.value))
-        pod_spec = template.get("spec") or {}
         selector, tolerations = _flavor_injection(pod_spec, flavors.get(element.name, ()))
         if selector != (pod_spec.get("nodeSelector") or {}):
-            ops.append(
-                {"op": "add", "path": element.template_pointer("spec", "nodeSelector"), "value": selector}
-            )
+            ops.append({"op": "add", "path": element.scheduling_pointer("nodeSelector"), "value": selector})
         if tolerations != list(pod_spec.get("tolerations") or []):
-            ops.append(
-                {"op": "add", "path": element.template_pointer("spec", "tolerations"), "value": tolerations}
-            )
+            ops.append({"op": "add", "path": element.scheduling_pointer("tolerations"), "value": tolerations})
     return ops
 
 
@@ -269,21 +269,22 @@ def restore_ops(
     a half-done stop's annotation."""
     ops: list[JSON] = suspend_ops(integration, obj)
     found = elements(integration, obj)
-    if len(found) == len(originals):
+    if integration.pod_set_infos is not None:
+        ops.extend(integration.pod_set_infos.clear(obj))
+    elif len(found) == len(originals):
         for element, original_template in zip(found, originals, strict=True):
-            template = element.template()
-            if template is None:
+            current = element.scheduling_spec()
+            if current is None:
                 continue
-            current = template.get("spec") or {}
             original = original_template.get("spec") or {}
             for name in ("nodeSelector", "tolerations"):
-                path = element.template_pointer("spec", name)
+                path = element.scheduling_pointer(name)
                 if name in original:
                     if current.get(name) != original[name]:
                         ops.append({"op": "add", "path": path, "value": copy.deepcopy(original[name])})
                 elif name in current:
                     ops.append({"op": "remove", "path": path})
-            ops.extend(_unmark_ops(element, template, original_template))
+            ops.extend(_unmark_ops(element, element.template() or {}, original_template))
     ops.extend(_count_ops(integration, obj, original_counts or {}))
     staged = integration.staged_stop
     if staged is not None and staged.annotation in (metadata_of(obj).get("annotations") or {}):

@@ -67,12 +67,50 @@ class Element:
     def template_pointer(self, *rest: str) -> str:
         return pointer((*self.segments, *self.source.template, *rest))
 
+    def quota_template(self) -> Mapping[str, Any]:
+        """The template the quota and the Workload read: the kind's own build of it, else the template,
+        else the pod set's default one."""
+        if self.source.build_template is not None:
+            return self.source.build_template(self.value)
+        template = self.template()
+        if template is None and self.source.default_template is not None:
+            return self.source.default_template
+        return template or {}
+
+    def _scheduling_path(self) -> FieldPath:
+        where = self.source.scheduling
+        return FieldPath((*self.source.template, "spec")) if where is None else where
+
+    def scheduling_spec(self) -> Mapping[str, Any] | None:
+        """Where the flavor's nodeSelector and tolerations go (the template's spec unless the kind says
+        otherwise); None when there is no such place (no template of its own: nothing is injected)."""
+        if self.source.scheduling is None:
+            template = self.template()
+            if template is None:
+                return None
+            spec = template.get("spec")
+            return spec if isinstance(spec, Mapping) else {}
+        found = self.source.scheduling.get(self.value)
+        return found if isinstance(found, Mapping) else {}
+
+    def scheduling_pointer(self, name: str) -> str:
+        return pointer((*self.segments, *self._scheduling_path(), name))
+
+    def scheduling_where(self) -> str:
+        """The text path of where the flavor goes (for error messages)."""
+        inner = str(self._scheduling_path())
+        return f"{self.where}.{inner}" if inner else self.where
+
 
 def elements(integration: Integration, obj: Mapping[str, Any]) -> list[Element]:
     """Every pod set's element, in pod set order (Kueue's order: sources in turn, list order, map order)."""
     out: list[Element] = []
     for source in integration.pod_sets:
         if source.only_if is not None and not source.only_if.holds(obj):
+            continue
+        if source.expand is not None:
+            for name, segments, where, value in source.expand(obj):
+                out.append(Element(source, name, segments, where, value, obj))
             continue
         found = source.path.get(obj)
         base, where = tuple(source.path), str(source.path)
@@ -147,13 +185,6 @@ def min_count(integration: Integration, obj: Mapping[str, Any]) -> int | None:
     return next((value for value in found if value is not None), None)
 
 
-def _template_for_quota(element: Element) -> Mapping[str, Any]:
-    template = element.template()
-    if template is None and element.source.default_template is not None:
-        return element.source.default_template
-    return template or {}
-
-
 def pod_sets(integration: Integration, obj: Mapping[str, Any]) -> tuple[PodSet, ...] | list[FieldError]:
     """The object's pod sets, or the errors in its pod templates (every one of them at once)."""
     found = elements(integration, obj)
@@ -162,7 +193,7 @@ def pod_sets(integration: Integration, obj: Mapping[str, Any]) -> tuple[PodSet, 
     errors: list[FieldError] = []
     out: list[PodSet] = []
     for element in found:
-        template = _template_for_quota(element)
+        template = element.quota_template()
         where = f"{element.where}.{element.source.template}.spec"
         pod_spec = template.get("spec")
         if not isinstance(pod_spec, Mapping) or not pod_spec.get("containers"):
@@ -203,7 +234,7 @@ def priority(
     if isinstance(wpc, str) and wpc:
         return workload_priority_classes.get(wpc, 0), wpc, GROUP
     names = [path.get(obj) for path in integration.priority_class]
-    specs = [(_template_for_quota(e).get("spec") or {}) for e in elements(integration, obj)]
+    specs = [(e.quota_template().get("spec") or {}) for e in elements(integration, obj)]
     names += [spec.get("priorityClassName") for spec in specs if isinstance(spec, Mapping)]
     for name in names:
         if isinstance(name, str) and name:
@@ -236,7 +267,7 @@ def workload_for(
         pod_set: JSON = {
             "name": element.name,
             "count": element_count(element),
-            "template": copy.deepcopy(dict(_template_for_quota(element))),
+            "template": copy.deepcopy(dict(element.quota_template())),
         }
         if minimum is not None:
             pod_set["minCount"] = minimum

@@ -33,6 +33,10 @@ def finished(integration: Integration, obj: Mapping[str, Any]) -> tuple[bool, bo
             return True, succeeded, str(message or "")
     if rule.phase is not None:
         phase = rule.phase.get(obj)
+        if phase in rule.failed_phases and any(
+            c.get("type") in rule.failed_held_by and c.get("status") == "True" for c in _conditions(obj)
+        ):
+            return False, False, ""
         if phase in rule.succeeded_phases or phase in rule.failed_phases:
             succeeded = (
                 rule.success.holds(obj) if rule.success is not None else phase in rule.succeeded_phases
@@ -42,12 +46,14 @@ def finished(integration: Integration, obj: Mapping[str, Any]) -> tuple[bool, bo
     return False, True, ""
 
 
-def _sum(obj: Mapping[str, Any], paths: Collection[FieldPath]) -> int:
+def _sum(obj: Mapping[str, Any], paths: Collection[FieldPath], states: frozenset[str] = frozenset()) -> int:
     total = 0
     for path in paths:
         for value in path.values(obj):
             if isinstance(value, list):
                 total += len(value)
+            elif isinstance(value, Mapping) and states:
+                total += sum(1 for state in value.values() if state in states)
             elif (number := as_int(value)) is not None:
                 total += number
     return total
@@ -57,6 +63,10 @@ def has_active_pods(integration: Integration, obj: Mapping[str, Any]) -> bool:
     """Pods may still run or terminate: the quota they use is not free yet (Kueue's ``IsActive``)."""
     rule = integration.active
     if rule.when is not None and rule.when.holds(obj):
+        return True
+    if rule.conditions and any(
+        c.get("type") in rule.conditions and c.get("status") == "True" for c in _conditions(obj)
+    ):
         return True
     return _sum(obj, rule.counts) > 0
 
@@ -68,7 +78,7 @@ def pods_ready(integration: Integration, obj: Mapping[str, Any]) -> bool:
         return False
     if rule.conditions:
         return any(c.get("type") in rule.conditions and c.get("status") == "True" for c in _conditions(obj))
-    if rule.when is not None:
+    if rule.when is not None and (not rule.when.holds(obj) or not rule.ready):
         return rule.when.holds(obj)
     wanted = _sum(obj, rule.total) if rule.total else pod_count(integration, obj)
-    return _sum(obj, rule.ready) >= wanted
+    return _sum(obj, rule.ready, rule.ready_states) >= wanted
