@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kueue_webhook.api.config import CONFIGMAP_NAME, Configuration
@@ -35,6 +35,8 @@ from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.identity import own_username
 from kueue_webhook.control.kube.kinds import CONFIGMAPS, JOBS, WATCHED, Kind, kind_of
 from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
+from kueue_webhook.control.multikueue.dispatcher import DispatchSettings, MultiKueueDispatcher
+from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.events import Recorder
 from kueue_webhook.control.output.metrics import Metrics
@@ -68,6 +70,8 @@ class ControllerSettings:
     retry_period: float = RETRY_PERIOD
     status_interval: float = STATUS_INTERVAL
     watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS
+    #: MultiKueue dispatch timings and names (Kueue's ``multiKueue`` defaults)
+    multikueue: DispatchSettings = field(default_factory=DispatchSettings)
 
 
 DEFAULT_SETTINGS = ControllerSettings()
@@ -83,6 +87,7 @@ class Controller:
         namespace: str,
         identity: str,
         settings: ControllerSettings = DEFAULT_SETTINGS,
+        workers: WorkerClusters | None = None,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -147,6 +152,12 @@ class Controller:
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
         self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
+        #: with worker clusters, the leader dispatches Workloads of ClusterQueues with a MultiKueue check
+        self.multikueue = (
+            None
+            if workers is None
+            else MultiKueueDispatcher(self.context, workers=workers, settings=settings.multikueue)
+        )
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
@@ -192,6 +203,8 @@ class Controller:
             self.fair_sharing.on_change,
         ):
             self.store.subscribe(self._while_leading(handler))
+        if self.multikueue is not None:
+            self.store.subscribe(self._while_leading(self.multikueue.on_change))
         self.store.subscribe(self._while_following)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
@@ -261,6 +274,9 @@ class Controller:
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
             loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
         ]
+        if self.multikueue is not None:
+            self.multikueue.resync()
+            self._leader_tasks.append(loop.create_task(self.multikueue.run(), name="multikueue-dispatch"))
 
     def _stop_leading(self, *, shutting_down: bool = False) -> None:
         if not self.leading.is_set():
