@@ -45,7 +45,16 @@ from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import ADMISSION_CHECKS, JOBS, WORKLOADS, Kind, kind_of
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.multikueue.copies import job_copy, mirrored_status, owned_by_origin, workload_copy
-from kueue_webhook.control.multikueue.plan import ALL_AT_ONCE, Group, Plan, check_state, plan_dispatch
+from kueue_webhook.control.multikueue.plan import (
+    ALL_AT_ONCE,
+    INCREMENTAL,
+    Group,
+    Plan,
+    check_state,
+    next_nomination,
+    plan_dispatch,
+    wants_nomination,
+)
 from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.conditions import check_state_status, finished_status, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
@@ -58,6 +67,8 @@ log = logging.getLogger("kueue_webhook.multikueue")
 WORKER_LOST_TIMEOUT = 15 * 60.0
 GC_INTERVAL = 60.0
 POLL_INTERVAL = 2.0
+#: Kueue's incremental dispatcher's round (``incrementalDispatcherRoundTimeout``)
+ROUND_TIMEOUT = 5 * 60.0
 #: what ``spec.managedBy`` must say on the manager's job, and why the API server may have dropped it
 MANAGED_BY_HINT = (
     " (the API server dropped spec.managedBy, or it was never set: Kubernetes v1.30+ with the JobManagedBy "
@@ -72,6 +83,9 @@ class DispatchSettings:
     gc_interval: float = GC_INTERVAL
     poll_interval: float = POLL_INTERVAL
     dispatcher: str = ALL_AT_ONCE
+    #: the Incremental dispatcher: workers added per round, and how long a round lasts (Kueue's 3, 5 min)
+    step_size: int = 3
+    round_timeout: float = ROUND_TIMEOUT
 
 
 class WorkerUnreachable(Exception):
@@ -99,6 +113,8 @@ class MultiKueueDispatcher:
         #: the last state of manager Workloads deleted while dispatched, until their copies are gone
         self._deleted: dict[Key, JSON] = {}
         self._timers: dict[Key, asyncio.TimerHandle] = {}
+        #: the Incremental dispatcher's current round's start, by Workload
+        self._rounds: dict[Key, float] = {}
         #: (worker, kind, namespace, name) -> resourceVersion of the copies last listed
         self._seen: dict[tuple[str, str, str, str], str] = {}
         workers.subscribe(self._worker_changed)
@@ -217,6 +233,8 @@ class MultiKueueDispatcher:
                 )
                 await self._set_check(local, check, "Rejected", message)
                 return
+        if self.settings.dispatcher == INCREMENTAL and not deleted:
+            local = await self._nominate_incrementally(key, local, check)
         group = await self._read_group(local, check, deleted)
         plan = plan_dispatch(
             group, worker_lost_timeout=self.settings.worker_lost_timeout, dispatcher=self.settings.dispatcher
@@ -226,6 +244,31 @@ class MultiKueueDispatcher:
             self._deleted.pop(key, None)
         if plan.requeue_after is not None:
             self._requeue(key, min(plan.requeue_after, max(self.settings.poll_interval, 0.05) * 30))
+
+    async def _nominate_incrementally(self, key: Key, local: JSON, check: str) -> JSON:
+        """Kueue's Incremental dispatcher: every ``round_timeout`` the next ``step_size`` workers of the
+        check's config are nominated, until one admits the copy (round starts are kept in memory, as
+        Kueue keeps them: a new leader starts a round at once)."""
+        if not wants_nomination(local, check):
+            self._rounds.pop(key, None)
+            return local
+        now = self.clock()
+        started = self._rounds.get(key)
+        if started is not None and now - started <= self.settings.round_timeout:
+            self._requeue(key, self.settings.round_timeout - (now - started))
+            return local
+        nominated = [str(w) for w in (local.get("status") or {}).get("nominatedClusterNames") or []]
+        clusters = self.workers.clusters_for(check) or ()
+        wanted = next_nomination(nominated, clusters, self.settings.step_size)
+        if not wanted:
+            return local
+        updated = await self.context.writer.patch_status(
+            WORKLOADS, local, lambda _current: {"nominatedClusterNames": wanted}
+        )
+        self._rounds[key] = now
+        self._requeue(key, self.settings.round_timeout)
+        log.info("workers nominated", extra={"workload": "/".join(key), "workers": wanted})
+        return updated or local
 
     def _owner_kind(self, owner: JSON | None) -> Kind | None:
         if owner is None:

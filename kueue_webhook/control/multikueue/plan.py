@@ -34,7 +34,7 @@ before, so the reservation is released (the manager's job never ran anything).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,6 +230,26 @@ def _evicted_on_manager(
     plan.delete = sorted(set(plan.delete) | set(group.remotes))
     plan.reset_job_activity = True
     return plan
+
+
+def next_nomination(nominated: Sequence[str], clusters: Sequence[str], step: int) -> list[str]:
+    """Kueue's Incremental dispatcher's next round: the config's workers not nominated yet, in name order,
+    ``step`` of them (``incrementalDispatcherConfig.stepSize``, 3 by default), added to those nominated
+    before; empty when every worker has been nominated."""
+    remaining = sorted(set(clusters) - set(nominated))
+    return [*nominated, *remaining[: max(step, 1)]] if remaining else []
+
+
+def wants_nomination(workload: Mapping[str, Any], check: str) -> bool:
+    """Whether a dispatcher may nominate workers now (Kueue's ``ShouldSkipClusterNomination`` negated,
+    and a reservation held by a Workload not finished)."""
+    state = check_state(workload, check) or {}
+    return (
+        state.get("state") == "Pending"
+        and not cluster_name(workload)
+        and has_quota_reservation(workload)
+        and not is_true(workload, "Finished")
+    )
 
 
 def _nominate(local: Mapping[str, Any], reachable: list[str], dispatcher: str) -> list[str]:

@@ -87,8 +87,9 @@ class Clusters:
 
 @pytest.fixture
 async def clusters(
-    make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
+    request: pytest.FixtureRequest, make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
 ) -> AsyncIterator[Clusters]:
+    settings: DispatchSettings = getattr(request, "param", SETTINGS)
     manager = await make_fake_api()
     await manager.apply_manifests(MANAGER)
     workers = {"worker-a": await make_fake_api(), "worker-b": await make_fake_api()}
@@ -101,7 +102,7 @@ async def clusters(
         stand_in = StaticWorkers(clients, checks={"workers": ("worker-a", "worker-b")})
         stack.push_async_callback(stand_in.close)
         controller = await stack.enter_async_context(
-            serving_webhook(manager, tmp_path, workers=stand_in, multikueue=SETTINGS)
+            serving_webhook(manager, tmp_path, workers=stand_in, multikueue=settings)
         )
         yield Clusters(manager, workers, stand_in, controller)
 
@@ -226,3 +227,40 @@ async def test_a_job_whose_api_server_dropped_managed_by_is_rejected_and_never_r
     assert (clusters.manager.get("jobs", "old", "ml") or {})["spec"]["suspend"] is True
     for worker in clusters.workers.values():
         assert worker.list("workloads", "ml") == []
+
+
+INCREMENTAL = DispatchSettings(
+    dispatcher="kueue.x-k8s.io/multikueue-dispatcher-incremental",
+    step_size=1,
+    round_timeout=1.0,
+    worker_lost_timeout=60.0,
+    gc_interval=0.3,
+    poll_interval=0.1,
+)
+
+
+@pytest.mark.parametrize("clusters", [INCREMENTAL], indirect=True, ids=["incremental"])
+async def test_the_incremental_dispatcher_adds_a_worker_per_round_until_one_admits(
+    clusters: Clusters,
+) -> None:
+    # 6 GPUs: worker-a (4), nominated first, cannot admit it; the next round adds worker-b, which can
+    await clusters.manager.create(gpu_job("train", 6), admit=True)
+
+    def nominated() -> list[str]:
+        return list(
+            ((manager_workload(clusters, "train") or {}).get("status") or {}).get("nominatedClusterNames")
+            or []
+        )
+
+    await clusters.manager.wait_for(lambda: nominated() == ["worker-a"])
+    name = (manager_workload(clusters, "train") or {})["metadata"]["name"]
+    assert clusters.workers["worker-b"].get("workloads", name, "ml") is None
+    await clusters.manager.wait_for(
+        lambda: clusters.workers["worker-a"].get("workloads", name, "ml") is not None
+    )
+    assert clusters.workers["worker-b"].get("workloads", name, "ml") is None
+    await clusters.manager.wait_for(
+        lambda: check(manager_workload(clusters, "train")).get("state") == "Ready"
+    )
+    local = manager_workload(clusters, "train") or {}
+    assert local["status"]["clusterName"] == "worker-b"

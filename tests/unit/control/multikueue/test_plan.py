@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueue_webhook.control.multikueue.plan import Group, plan_dispatch
+from kueue_webhook.control.multikueue.plan import Group, next_nomination, plan_dispatch
 
 JSON = dict[str, Any]
 TIMEOUT = 900.0
@@ -164,3 +164,9 @@ def test_another_dispatcher_s_nomination_is_honoured() -> None:
         dispatcher="example.com/own-dispatcher",
     )
     assert decided.nominate is None and decided.create == ["b"]
+
+
+def test_each_incremental_round_adds_the_next_workers_in_name_order() -> None:
+    assert next_nomination([], ["c", "a", "d", "b"], 3) == ["a", "b", "c"]
+    assert next_nomination(["a", "b", "c"], ["c", "a", "d", "b"], 3) == ["a", "b", "c", "d"]
+    assert next_nomination(["a", "b", "c", "d"], ["c", "a", "d", "b"], 3) == []
