@@ -18,7 +18,21 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from kueue_webhook.api.objects.common import GROUP
+from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.objects.cel import cel_failure
+from kueue_webhook.api.objects.common import (
+    GROUP,
+    Meta,
+    NamedByMeta,
+    Parsed,
+    enum_value,
+    finish,
+    list_field,
+    object_field,
+    optional_object,
+    parse_meta,
+    parse_spec,
+)
 
 JSON = dict[str, Any]
 
@@ -188,3 +202,105 @@ def kubeconfig_problem(
     if selected_user.get("auth-provider"):
         return "auth providers are not allowed"
     return None
+
+
+# -- the kinds' validation (Kueue's CRD schema and CEL rules; Kueue has no webhook for them) ---------------
+
+MAX_CLUSTERS = 20
+MAX_LOCATION = 256
+
+
+@dataclass(frozen=True, slots=True)
+class MultiKueueCluster(NamedByMeta):
+    """A worker cluster: its kubeconfig source (None for a ClusterProfile reference, unsupported here)."""
+
+    meta: Meta
+    kubeconfig: KubeConfigSource | None
+
+
+@dataclass(frozen=True, slots=True)
+class MultiKueueConfig(NamedByMeta):
+    """The worker clusters an AdmissionCheck dispatches to, most preferred first."""
+
+    meta: Meta
+    clusters: tuple[str, ...]
+
+
+def parse_multikueue_cluster(obj: Mapping[str, Any]) -> Parsed[MultiKueueCluster]:
+    """Kueue's v1beta2 schema: ``spec.clusterSource`` required, exactly one of ``kubeConfig`` and
+    ``clusterProfileRef``, ``location`` 1-256 characters, ``locationType`` Secret (default) or Path."""
+    errors: list[FieldError] = []
+    meta = parse_meta(obj, errors, namespaced=False)
+    spec = parse_spec(obj, errors, required=True)
+    source = spec.get("clusterSource")
+    kube: KubeConfigSource | None = None
+    if source is None:
+        errors.append(FieldError.required("spec.clusterSource"))
+        return finish(MultiKueueCluster(meta, None), errors)
+    section = object_field(source, "spec.clusterSource", errors)
+    if section is None:
+        return finish(MultiKueueCluster(meta, None), errors)
+    if sum(section.get(key) is not None for key in ("kubeConfig", "clusterProfileRef")) != 1:
+        errors.append(
+            cel_failure(
+                "spec.clusterSource",
+                "object",
+                "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+            )
+        )
+    config = optional_object(section.get("kubeConfig"), "spec.clusterSource.kubeConfig", errors)
+    if config is not None:
+        location = _bounded_string(
+            config.get("location"), "spec.clusterSource.kubeConfig.location", MAX_LOCATION, errors
+        )
+        kind = enum_value(
+            config.get("locationType"),
+            "spec.clusterSource.kubeConfig.locationType",
+            (SECRET, PATH),
+            SECRET,
+            errors,
+        )
+        kube = KubeConfigSource(location, kind)
+    profile = optional_object(
+        section.get("clusterProfileRef"), "spec.clusterSource.clusterProfileRef", errors
+    )
+    if profile is not None:
+        _bounded_string(
+            profile.get("name"), "spec.clusterSource.clusterProfileRef.name", MAX_LOCATION, errors
+        )
+    return finish(MultiKueueCluster(meta, kube), errors)
+
+
+def parse_multikueue_config(obj: Mapping[str, Any]) -> Parsed[MultiKueueConfig]:
+    """Kueue's v1beta2 schema: ``spec.clusters`` 1-20 names of at most 256 characters, each once;
+    ``quotaManagement`` Manual or Automated."""
+    errors: list[FieldError] = []
+    meta = parse_meta(obj, errors, namespaced=False)
+    spec = parse_spec(obj, errors, required=True)
+    raw = spec.get("clusters")
+    names: list[str] = []
+    if raw is None or raw == []:
+        errors.append(FieldError.required("spec.clusters"))
+    else:
+        items = list_field(raw, "spec.clusters", errors)
+        if len(items) > MAX_CLUSTERS:
+            errors.append(FieldError.too_many("spec.clusters", len(items), MAX_CLUSTERS))
+        for index, item in enumerate(items):
+            names.append(_bounded_string(item, f"spec.clusters[{index}]", MAX_LOCATION, errors))
+        if len(set(names)) != len(names):
+            errors.append(cel_failure("spec.clusters", "array", "must be unique"))
+    if spec.get("quotaManagement") is not None:
+        enum_value(spec["quotaManagement"], "spec.quotaManagement", ("Manual", "Automated"), "Manual", errors)
+    return finish(MultiKueueConfig(meta, tuple(names)), errors)
+
+
+def _bounded_string(raw: Any, path: str, limit: int, errors: list[FieldError]) -> str:
+    if raw is None or raw == "":
+        errors.append(FieldError.required(path))
+        return ""
+    if not isinstance(raw, str):
+        errors.append(FieldError.invalid(path, str(raw), "must be a string"))
+        return ""
+    if len(raw) > limit:
+        errors.append(FieldError.too_long(path, limit))
+    return raw

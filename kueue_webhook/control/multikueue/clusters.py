@@ -38,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.objects.multikueue import (
     ACTIVE,
     BAD_KUBECONFIG,
@@ -129,6 +130,7 @@ class WorkerConnections:
         self._loop: asyncio.AbstractEventLoop | None = None
         #: when a cluster with no connection task was first asked about (the dispatcher's lost timer)
         self._unknown_since: dict[str, float] = {}
+        self._origin = context.configuration().multi_kueue.origin
 
     # -- WorkerClusters -------------------------------------------------------------------------------------
 
@@ -192,6 +194,17 @@ class WorkerConnections:
                 config = self.context.store.get(MULTIKUEUE_CONFIGS, config_name) if config_name else None
                 for cluster in config_clusters(config):
                     self.notify(cluster)
+
+    def reconfigure(self, configuration: Configuration) -> None:
+        """A new ``multiKueue.origin`` changes which Workloads on the workers are ours: every connection is
+        checked again with it (live, like every field of the ConfigMap)."""
+        origin = configuration.multi_kueue.origin
+        if origin == self._origin:
+            return
+        self._origin = origin
+        for link in self._links.values():
+            link.fingerprint = ""
+            link.wake.set()
 
     async def run(self) -> None:
         """Keep a task per MultiKueueCluster until cancelled (leadership lost); then close every client."""

@@ -182,6 +182,7 @@ class Controller:
             file_poll=settings.multikueue_file_poll,
         )
         self.multikueue_checks = MultiKueueChecks(self.context)
+        self.live_config.subscribe(self.worker_clusters.reconfigure)
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED

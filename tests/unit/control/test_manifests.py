@@ -47,6 +47,8 @@ def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -
         "/validate-kueue-x-k8s-io-v1beta2-resourceflavor",
         "/validate-kueue-x-k8s-io-v1beta2-cohort",
         "/validate-kueue-x-k8s-io-v1beta2-workload",
+        "/validate-kueue-x-k8s-io-v1beta2-multikueuecluster",
+        "/validate-kueue-x-k8s-io-v1beta2-multikueueconfig",
         "/mutate",
         "/validate",
     }
