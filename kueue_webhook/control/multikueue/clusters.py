@@ -317,7 +317,7 @@ class _Link:
             raw = self._read_file(source)
             poll = True
         else:
-            self.secret = source.location
+            self.secret, self._file = source.location, None
             raw = self._read_secret(source)
             poll = False
         if len(raw) > MAX_KUBECONFIG_BYTES:
@@ -370,6 +370,7 @@ class _Link:
             raise ClusterUnusable(
                 BAD_KUBECONFIG, f'{LOAD_FAILED}: kubeconfig path "{path}" is not under "{prefix}"'
             )
+        self._file = (path, _signature(path))
         try:
             with resolved.open("rb") as handle:
                 return handle.read(MAX_KUBECONFIG_BYTES + 1)
@@ -423,39 +424,49 @@ class _Link:
         return client
 
     _resource_version = ""
+    #: the ``locationType: Path`` file read last, and its signature then
+    _file: tuple[Path, tuple[int, int, int] | None] | None = None
 
     def _origin(self) -> str:
         return self.owner.context.configuration().multi_kueue.origin
 
     async def _watch_until_changed(self, poll: bool) -> None:
         """Watch our Workloads on the worker until the watch fails (then the loop reconnects), the server
-        ends it (reopened here), or the source changes (the loop re-reads it)."""
+        ends it (reopened here), or the source changes (the loop re-reads it): a Secret or spec change wakes
+        us through the store; a file is looked at every ``file_poll`` seconds."""
         assert self.client is not None
         client = self.client
         while True:
             watch = asyncio.ensure_future(self._drain(client))
             woken = asyncio.ensure_future(self.wake.wait())
             waiters: set[asyncio.Future[Any]] = {watch, woken}
+            if poll and self._file is not None:
+                waiters.add(asyncio.ensure_future(self._file_changed(self._file)))
             try:
-                timeout = self.owner.file_poll if poll else None
-                done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for waiter in waiters:
                     waiter.cancel()
                 for waiter in waiters:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await waiter
-            if watch in done and watch.exception() is None and not watch.cancelled():
+            if watch not in done:
+                return  # woken, or the file changed: the loop reads the source again
+            if watch.exception() is None:
                 continue  # the server ended the watch: reopen it
-            if watch in done:
-                # the worker stopped answering: mark it gone, reconnect at once (then with backoff)
-                log.info(
-                    "worker cluster watch failed",
-                    extra={"cluster": self.name, "error": _describe(watch.exception() or Exception())},
-                )
-                await self._close()
-                return
-            return  # woken, or time to look at the file again
+            # the worker stopped answering: mark it gone, reconnect at once (then with backoff)
+            log.info(
+                "worker cluster watch failed",
+                extra={"cluster": self.name, "error": _describe(watch.exception() or Exception())},
+            )
+            await self._close()
+            return
+
+    async def _file_changed(self, seen: tuple[Path, tuple[int, int, int] | None]) -> None:
+        """Return once the file's identity, size or modification time differ from ``seen``."""
+        path, signature = seen
+        while _signature(path) == signature:
+            await asyncio.sleep(self.owner.file_poll)
 
     async def _drain(self, client: KubeClient) -> None:
         async for event in client.watch(
@@ -512,6 +523,15 @@ class _Link:
             log.warning(
                 "cannot write MultiKueueCluster status", extra={"cluster": self.name, "error": _describe(exc)}
             )
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is replaced or rewritten (a mounted Secret is swapped through a symlink)."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 def _describe(exc: BaseException) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -287,3 +288,51 @@ async def test_a_check_whose_parameters_name_no_config_is_inactive(
     await fake_api.patch("admissionchecks", "multikueue", {"spec": {"parameters": parameters}})
     assert await check_is(fake_api, "False", "BadConfig") == ("False", "BadConfig", message)
     assert manager.controller.worker_clusters.clusters_for("multikueue") is None
+
+
+def path_cluster(location: str) -> JSON:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": "from-file"},
+        "spec": {"clusterSource": {"kubeConfig": {"location": location, "locationType": "Path"}}},
+    }
+
+
+async def test_a_kubeconfig_file_in_the_allowed_directory_is_used_and_followed(
+    fake_api: FakeApiServer, worker: FakeApiServer, tmp_path: Path
+) -> None:
+    """Kueue's Path location with MultiKueueKubeConfigPathValidation: files under the directory only (no
+    way out through ``..`` or a symbolic link), and a rewritten file is read again."""
+    allowed = tmp_path / "kubeconfigs"
+    allowed.mkdir()
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_text(worker.kubeconfig_path().read_text())
+    (allowed / "link.yaml").symlink_to(outside)
+    good = worker.kubeconfig_path().read_text()
+    (allowed / "worker.yaml").write_text(good)
+    await fake_api.apply_manifests(SETUP)
+    settings = {**FAST_RETRY, "multikueue_kubeconfig_dir": allowed, "multikueue_file_poll": 0.05}
+    async with replica(fake_api.kubeconfig_path(), settings=settings):
+        await fake_api.create(path_cluster(str(allowed / "worker.yaml")))
+        await cluster_is(fake_api, "True", "Active", "from-file")
+
+        (allowed / "worker.yaml").write_text(kubeconfig_with(worker, user={"exec": {"command": "sh"}}))
+        await cluster_is(fake_api, "False", "InsecureKubeConfig", "from-file")
+        (allowed / "worker.yaml").write_text(good)
+        await cluster_is(fake_api, "True", "Active", "from-file")
+
+        for location in (str(allowed / "link.yaml"), str(allowed / ".." / "elsewhere.yaml"), str(outside)):
+            await fake_api.patch(
+                "multikueueclusters",
+                "from-file",
+                {"spec": {"clusterSource": {"kubeConfig": {"location": location}}}},
+            )
+            refused = await cluster_is(fake_api, "False", "BadKubeConfig", "from-file")
+            assert active(refused)[2].startswith("load client config failed: kubeconfig path")  # type: ignore[index]
+            await fake_api.patch(
+                "multikueueclusters",
+                "from-file",
+                {"spec": {"clusterSource": {"kubeConfig": {"location": str(allowed / "worker.yaml")}}}},
+            )
+            await cluster_is(fake_api, "True", "Active", "from-file")
