@@ -79,6 +79,8 @@ KUEUE_CRDS = tuple(
         "workloadpriorityclasses",
         "workloads",
         "admissionchecks",
+        "multikueueclusters",
+        "multikueueconfigs",
     )
 )
 CA_DAYS = 3650

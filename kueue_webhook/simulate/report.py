@@ -108,8 +108,18 @@ def _workload_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
             "finished": finished,
             "arrival": r.arrival,
         }
+        if r.worker and admitted:
+            row["worker"] = r.worker
         if admitted:
             row["podSetCounts"] = dict(r.admitted_counts)
+        elif r.dispatching:  # MultiKueue: quota reserved in the manager, no worker has admitted it yet
+            row["reservedIn"] = r.cluster_queue
+            row["pending"] = {
+                "reason": "MultiKueue",
+                "message": f"quota reserved in {r.cluster_queue}; waiting for a worker cluster to admit it "
+                f"({', '.join(r.dispatching)})",
+                "position": None,
+            }
         else:
             wait = r.wait
             row["pending"] = {
@@ -160,10 +170,12 @@ def report_text(result: Result, scenario: Scenario, out: TextIO) -> None:
     snapshot = result.snapshot
     rows = _workload_rows(snapshot)
     many_namespaces = len({r["namespace"] for r in rows}) > 1
+    workers = bool(scenario.multikueue_clusters)
     headers = (["NAMESPACE"] if many_namespaces else []) + [
         "NAME",
         "QUEUE",
         "RESERVED IN",
+        *(["WORKER"] if workers else []),
         "ADMITTED",
         "FINISHED",
     ]
@@ -174,6 +186,7 @@ def report_text(result: Result, scenario: Scenario, out: TextIO) -> None:
             row["name"],
             row["queue"],
             row["reservedIn"],
+            *([row.get("worker", "")] if workers else []),
             "True" if row["admitted"] else "",
             "True" if row["finished"] else "",
         ]

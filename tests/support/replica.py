@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ async def start_replica(
     wait_ready: bool = True,
     workers: WorkerClusters | None = None,
     multikueue: DispatchSettings | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Replica:
     """Start one replica; with ``tls`` it also serves the webhook on 127.0.0.1 (an ephemeral port)."""
     listen = None if tls is None else Listen(cert_file=tls.cert, key_file=tls.key, host="127.0.0.1", port=0)
@@ -68,8 +69,7 @@ async def start_replica(
         settings=ControllerSettings(
             leader_election=leader_election,
             status_interval=status_interval,
-            watch_timeout_seconds=60,
-            **FAST_LEASE,
+            **{"watch_timeout_seconds": 60, **FAST_LEASE, **(settings or {})},
             **({"multikueue": multikueue} if multikueue is not None else {}),
         ),
         listen=listen,

@@ -12,6 +12,12 @@ from typing import Any, TypeAlias
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.objects.common import GROUP
 from kueue_webhook.api.objects.flavors import ResourceFlavor, parse_resource_flavor
+from kueue_webhook.api.objects.multikueue import (
+    MultiKueueCluster,
+    MultiKueueConfig,
+    parse_multikueue_cluster,
+    parse_multikueue_config,
+)
 from kueue_webhook.api.objects.queues import (
     ClusterQueue,
     Cohort,
@@ -32,7 +38,15 @@ from kueue_webhook.api.objects.workloads import (
 __all__ = ["KueueObject", "parse_object"]
 
 KueueObject: TypeAlias = (
-    ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | Workload | AdmissionCheck
+    ResourceFlavor
+    | ClusterQueue
+    | Cohort
+    | LocalQueue
+    | WorkloadPriorityClass
+    | Workload
+    | AdmissionCheck
+    | MultiKueueCluster
+    | MultiKueueConfig
 )
 
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], KueueObject | list[FieldError]]] = {
@@ -43,6 +57,8 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], KueueObject | list[FieldError]
     "WorkloadPriorityClass": parse_workload_priority_class,
     "Workload": parse_workload,
     "AdmissionCheck": parse_admission_check,
+    "MultiKueueCluster": parse_multikueue_cluster,
+    "MultiKueueConfig": parse_multikueue_config,
 }
 
 

@@ -291,6 +291,7 @@ class KubeClient:
         resource_version: str,
         namespace: str | None = None,
         field_selector: str = "",
+        label_selector: str = "",
         timeout_seconds: int = 290,
     ) -> AsyncIterator[JSON]:
         """Watch events (``{"type", "object"}``) one JSON line each; ERROR events raise ``ApiError``."""
@@ -300,6 +301,7 @@ class KubeClient:
             "resourceVersion": resource_version,
             "timeoutSeconds": timeout_seconds,
             "fieldSelector": field_selector,
+            "labelSelector": label_selector,
         }
         headers = {"Accept": "application/json", **(await self._auth())}
         async with self._watch_session.get(

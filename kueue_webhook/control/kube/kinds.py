@@ -56,8 +56,13 @@ WORKLOAD_PRIORITY_CLASSES = Kind(
 #: scheduling.k8s.io PriorityClasses: a Job's priority when its pod template names one (priorityClassName)
 PRIORITY_CLASSES = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False)
 ADMISSION_CHECKS = Kind("AdmissionCheck", KUEUE, "v1beta2", "admissionchecks", namespaced=False)
-#: not watched: the certificate Secret the leader renews (``internalCertManagement``)
+#: the certificate Secret the leader renews (``internalCertManagement``); MultiKueue watches the Secrets of
+#: the controller's namespace for worker kubeconfigs
 SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)
+#: MultiKueue: the worker clusters and the lists of them an AdmissionCheck points at (watched, not gating
+#: readiness: their CRDs may be missing where MultiKueue is not used)
+MULTIKUEUE_CLUSTERS = Kind("MultiKueueCluster", KUEUE, "v1beta2", "multikueueclusters", namespaced=False)
+MULTIKUEUE_CONFIGS = Kind("MultiKueueConfig", KUEUE, "v1beta2", "multikueueconfigs", namespaced=False)
 #: not watched; ``certs --patch-webhook-configurations`` and the certificate renewal set their caBundle
 API_SERVICES = Kind("APIService", "apiregistration.k8s.io", "v1", "apiservices", namespaced=False)
 CUSTOM_RESOURCE_DEFINITIONS = Kind(

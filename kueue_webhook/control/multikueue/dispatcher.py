@@ -100,13 +100,14 @@ class MultiKueueDispatcher:
         context: ControlContext,
         *,
         workers: WorkerClusters,
-        settings: DispatchSettings = DispatchSettings(),
+        settings: DispatchSettings | Callable[[], DispatchSettings] = DispatchSettings(),
         concurrency: int = 2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.context = context
         self.workers = workers
-        self.settings = settings
+        #: the settings in force, asked for each time (the configuration's ``multiKueue`` changes live)
+        self._settings = settings if callable(settings) else (lambda: settings)
         self.concurrency = concurrency
         self.clock = clock
         self.queue: WorkQueue[Key] = WorkQueue()
@@ -118,6 +119,10 @@ class MultiKueueDispatcher:
         #: (worker, kind, namespace, name) -> resourceVersion of the copies last listed
         self._seen: dict[tuple[str, str, str, str], str] = {}
         workers.subscribe(self._worker_changed)
+
+    @property
+    def settings(self) -> DispatchSettings:
+        return self._settings()
 
     # -- routing -------------------------------------------------------------------------------------------
 
@@ -531,7 +536,10 @@ class MultiKueueDispatcher:
         """Every ``gc_interval``: copies whose manager Workload is gone or being deleted go, with their
         job."""
         while True:
-            await asyncio.sleep(self.settings.gc_interval)
+            interval = self.settings.gc_interval
+            await asyncio.sleep(interval if interval > 0 else self.settings.poll_interval)
+            if interval <= 0:
+                continue  # Kueue's gcInterval 0: no garbage collection
             for cluster in self._clusters():
                 client = self.workers.client(cluster)
                 if client is None or not self.context.is_leader():

@@ -21,10 +21,12 @@ import asyncio
 import contextlib
 import gc
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kueue_webhook.api.config import CONFIGMAP_NAME, Configuration
+from kueue_webhook.api.objects.multikueue import KUBECONFIG_PATH_PREFIX
 from kueue_webhook.control.cache.informer import Informer
 from kueue_webhook.control.cache.store import Change, Listener, Store, listener_name
 from kueue_webhook.control.jobs.modes import mode_of
@@ -33,8 +35,24 @@ from kueue_webhook.control.jobs.reconciler import JobReconciler
 from kueue_webhook.control.kube.api_health import ApiHealth
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.identity import own_username
-from kueue_webhook.control.kube.kinds import CONFIGMAPS, JOBS, WATCHED, Kind, kind_of
+from kueue_webhook.control.kube.kinds import (
+    CONFIGMAPS,
+    JOBS,
+    MULTIKUEUE_CLUSTERS,
+    MULTIKUEUE_CONFIGS,
+    SECRETS,
+    WATCHED,
+    Kind,
+    kind_of,
+)
 from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
+from kueue_webhook.control.multikueue.checks import MultiKueueChecks
+from kueue_webhook.control.multikueue.clusters import (
+    FILE_POLL_SECONDS,
+    RETRY_BASE,
+    RETRY_CAP,
+    WorkerConnections,
+)
 from kueue_webhook.control.multikueue.dispatcher import DispatchSettings, MultiKueueDispatcher
 from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.context import ControlContext
@@ -70,8 +88,14 @@ class ControllerSettings:
     retry_period: float = RETRY_PERIOD
     status_interval: float = STATUS_INTERVAL
     watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS
-    #: MultiKueue dispatch timings and names (Kueue's ``multiKueue`` defaults)
-    multikueue: DispatchSettings = field(default_factory=DispatchSettings)
+    #: MultiKueue: the first delay before reconnecting to a worker (doubling up to the cap, jittered)
+    multikueue_retry_base: float = RETRY_BASE
+    multikueue_retry_cap: float = RETRY_CAP
+    #: MultiKueue: where ``locationType: Path`` kubeconfigs must be, and how often they are looked at
+    multikueue_kubeconfig_dir: Path = Path(KUBECONFIG_PATH_PREFIX)
+    multikueue_file_poll: float = FILE_POLL_SECONDS
+    #: MultiKueue dispatch timings and names; None: the configuration's ``multiKueue`` (live)
+    multikueue: DispatchSettings | None = None
 
 
 DEFAULT_SETTINGS = ControllerSettings()
@@ -152,11 +176,25 @@ class Controller:
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
         self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
-        #: with worker clusters, the leader dispatches Workloads of ClusterQueues with a MultiKueue check
-        self.multikueue = (
-            None
-            if workers is None
-            else MultiKueueDispatcher(self.context, workers=workers, settings=settings.multikueue)
+        #: MultiKueue: the worker clusters' connections (the ``WorkerClusters`` the dispatcher reads) and
+        #: the Active condition of MultiKueue AdmissionChecks
+        self.worker_clusters = WorkerConnections(
+            self.context,
+            namespace=namespace,
+            path_prefix=settings.multikueue_kubeconfig_dir,
+            retry_base=settings.multikueue_retry_base,
+            retry_cap=settings.multikueue_retry_cap,
+            file_poll=settings.multikueue_file_poll,
+        )
+        self.multikueue_checks = MultiKueueChecks(self.context)
+        self.live_config.subscribe(self.worker_clusters.reconfigure)
+        #: the leader dispatches Workloads of ClusterQueues with a MultiKueue check to those workers (or to
+        #: ``workers``, a stand-in for them)
+        self._dispatch_settings = settings.multikueue
+        self.multikueue = MultiKueueDispatcher(
+            self.context,
+            workers=workers if workers is not None else self.worker_clusters,
+            settings=self.dispatch_settings,
         )
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
@@ -169,6 +207,21 @@ class Controller:
                 sink=self.store,
                 namespace=namespace,
                 field_selector=f"metadata.name={CONFIGMAP_NAME}",
+                watch_timeout_seconds=watch_timeout,
+            )
+        )
+        #: MultiKueue's kinds and the Secrets of our namespace (worker kubeconfigs): not part of readiness,
+        #: as the MultiKueue CRDs may be missing where MultiKueue is not used
+        self.multikueue_informers = [
+            Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
+            for kind in (MULTIKUEUE_CLUSTERS, MULTIKUEUE_CONFIGS)
+        ]
+        self.multikueue_informers.append(
+            Informer(
+                client=client,
+                kind=SECRETS,
+                sink=self.store,
+                namespace=namespace,
                 watch_timeout_seconds=watch_timeout,
             )
         )
@@ -201,10 +254,11 @@ class Controller:
             self.status.on_change,
             self.checks.on_change,
             self.fair_sharing.on_change,
+            self.worker_clusters.on_change,
+            self.multikueue_checks.on_change,
         ):
             self.store.subscribe(self._while_leading(handler))
-        if self.multikueue is not None:
-            self.store.subscribe(self._while_leading(self.multikueue.on_change))
+        self.store.subscribe(self._while_leading(self.multikueue.on_change))
         self.store.subscribe(self._while_following)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
@@ -218,6 +272,19 @@ class Controller:
 
     def configuration(self) -> Configuration:
         return self.live_config.current
+
+    def dispatch_settings(self) -> DispatchSettings:
+        """The MultiKueue dispatch settings in force: the configuration's ``multiKueue`` (unless given)."""
+        if self._dispatch_settings is not None:
+            return self._dispatch_settings
+        multi_kueue = self.configuration().multi_kueue
+        return DispatchSettings(
+            origin=multi_kueue.origin,
+            worker_lost_timeout=multi_kueue.worker_lost_timeout_seconds,
+            gc_interval=multi_kueue.gc_interval_seconds,
+            dispatcher=multi_kueue.dispatcher_name,
+            step_size=multi_kueue.incremental_step_size,
+        )
 
     def is_leader(self) -> bool:
         return self.leading.is_set()
@@ -260,6 +327,7 @@ class Controller:
         self.pods_ready.resync()
         self.execution_limits.resync()
         self.checks.resync()
+        self.multikueue_checks.resync()
         self.status.mark_all()
         self.fair_sharing.mark_all()
         loop = asyncio.get_running_loop()
@@ -270,13 +338,14 @@ class Controller:
             loop.create_task(self.execution_limits.run(), name="execution-time-limits"),
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
+            loop.create_task(self.worker_clusters.run(), name="multikueue-clusters"),
+            loop.create_task(self.multikueue_checks.run(), name="multikueue-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
             loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
         ]
-        if self.multikueue is not None:
-            self.multikueue.resync()
-            self._leader_tasks.append(loop.create_task(self.multikueue.run(), name="multikueue-dispatch"))
+        self.multikueue.resync()
+        self._leader_tasks.append(loop.create_task(self.multikueue.run(), name="multikueue-dispatch"))
 
     def _stop_leading(self, *, shutting_down: bool = False) -> None:
         if not self.leading.is_set():
@@ -362,6 +431,10 @@ class Controller:
             loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
             for informer in self.informers
         ]
+        background.extend(
+            loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
+            for informer in self.multikueue_informers
+        )
         background.append(loop.create_task(self.recorder.run(), name="events"))
         self._running = True
         self._watch_integrations(self.configuration())
