@@ -347,3 +347,134 @@ async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeou
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
     assert all(total in ("0", "1", "2") for name, total in seen if name == "cpu"), seen
+
+
+KUBE_UP = str(Path(KUBE_DOWN).with_name("up.sh")) if KUBE_DOWN else ""
+
+
+def instance_of(kubeconfig: Path) -> str:
+    """The ``KUBE_INSTANCE`` of a control plane of this host: its API server listens on 6443+N."""
+    server = next(line for line in kubeconfig.read_text().splitlines() if "server:" in line)
+    return str(int(server.rsplit(":", 1)[1].strip().strip("/")) - 6443)
+
+
+async def control_plane(script: str, kubeconfig: Path) -> None:
+    env = {**os.environ, "KUBE_DIR": str(kubeconfig.parent), "KUBE_INSTANCE": instance_of(kubeconfig)}
+    await asyncio.to_thread(subprocess.run, [script], env=env, check=True, capture_output=True, timeout=300)
+
+
+@pytest.mark.skipif(not KUBE_DOWN, reason="KUEUE_E2E_KUBE_DOWN (the control plane's down.sh) is not set")
+async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_stale_copy_goes() -> None:
+    name = f"mkc-{uuid.uuid4().hex[:6]}"
+    system = f"{name}-system"
+    manager = await KubeClient.connect(kubeconfig=KUBECONFIG)
+    kubeconfigs = {f"{name}-{i}": Path(p) for i, p in enumerate(WORKER_KUBECONFIGS)}
+    workers = {w: await KubeClient.connect(kubeconfig=str(p)) for w, p in kubeconfigs.items()}
+    replicas: list[Replica] = []
+    stopped: Path | None = None
+    secrets = Kind("Secret", "", "v1", "secrets", namespaced=True)
+    clusters_kind = Kind(
+        "MultiKueueCluster", "kueue.x-k8s.io", "v1beta2", "multikueueclusters", namespaced=False
+    )
+    configs_kind = Kind(
+        "MultiKueueConfig", "kueue.x-k8s.io", "v1beta2", "multikueueconfigs", namespaced=False
+    )
+    try:
+        await manager.create(NAMESPACES, builders.namespace(system))
+        for worker, path in kubeconfigs.items():
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": worker, "namespace": system}}
+            secret["stringData"] = {"kubeconfig": path.read_text()}
+            await manager.create(secrets, secret, namespace=system)
+            await manager.create(
+                clusters_kind,
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "MultiKueueCluster",
+                    "metadata": {"name": worker},
+                    "spec": {"clusterSource": {"kubeConfig": {"location": worker, "locationType": "Secret"}}},
+                },
+            )
+        await manager.create(
+            configs_kind,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueConfig",
+                "metadata": {"name": name},
+                "spec": {"clusters": sorted(kubeconfigs)},
+            },
+        )
+        check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": name}}
+        check["spec"] = {
+            "controllerName": MULTIKUEUE_CONTROLLER,
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
+        }
+        await manager.create(ADMISSION_CHECKS, check)
+        await queues(manager, name, "2", [name])
+        for worker, client in workers.items():
+            await queues(client, name, "4", [])
+            replicas.append(await start_replica(kubeconfigs[worker], identity=worker, leader_election=False))
+        controller = await start_replica(
+            Path(KUBECONFIG),
+            identity="manager",
+            namespace=system,
+            leader_election=False,
+            multikueue=SETTINGS,
+            settings={"multikueue_retry_base": 1.0, "multikueue_retry_cap": 4.0},
+        )
+        replicas.append(controller)
+        await manager.create(JOBS, job(name, "long"), namespace=name)
+
+        async def chosen() -> str:
+            workload = await workload_of(manager, name, "long")
+            return str(((workload or {}).get("status") or {}).get("clusterName") or "")
+
+        first = await eventually(chosen, "the Job is dispatched through the MultiKueueClusters")
+        other = next(w for w in workers if w != first)
+
+        async def running_in(worker: str) -> bool:
+            found = await get(workers[worker], JOBS, "long", name)
+            return bool(found and found["spec"].get("suspend") is False)
+
+        await eventually(lambda: running_in(first), f"the Job runs in {first}")
+        stopped = kubeconfigs[first]
+        await control_plane(KUBE_DOWN, stopped)  # the worker's connection fails: its cluster turns inactive
+
+        async def moved() -> bool:
+            return await chosen() == other
+
+        await eventually(moved, f"the Workload moves to {other}")
+        await eventually(lambda: running_in(other), f"the Job runs in {other}")
+        workload = await workload_of(manager, name, "long")
+        assert workload is not None
+        evicted = next(c for c in workload["status"]["conditions"] if c["type"] == "Evicted")
+        assert "Admitting remote lost" in evicted["message"]
+
+        await control_plane(
+            KUBE_UP, stopped
+        )  # back: the stale copy there is deleted, the Job stays in the other
+        stopped = None
+
+        async def stale_gone() -> bool:
+            return (
+                await get(workers[first], JOBS, "long", name) is None
+                and await get(workers[first], WORKLOADS, workload["metadata"]["name"], name) is None
+            )
+
+        await eventually(stale_gone, f"the stale copy in {first} is deleted")
+        assert await running_in(other)
+    finally:
+        if stopped is not None:
+            await control_plane(KUBE_UP, stopped)
+        for running in replicas:
+            await running.stop()
+        for client in [manager, *workers.values()]:
+            with contextlib.suppress(ApiError, OSError):
+                await _clean(client, name)
+        for kind, object_name in [(configs_kind, name), *((clusters_kind, w) for w in kubeconfigs)]:
+            with contextlib.suppress(ApiError, OSError):
+                await manager.delete(kind, name=object_name)
+        with contextlib.suppress(ApiError, OSError):
+            await manager.delete(NAMESPACES, name=system)
+        await manager.close()
+        for client in workers.values():
+            await client.close()
