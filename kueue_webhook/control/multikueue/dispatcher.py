@@ -58,6 +58,7 @@ from kueue_webhook.control.multikueue.plan import (
 from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.conditions import check_state_status, finished_status, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.writers import failed_test
 
 JSON = dict[str, Any]
 Key = tuple[str, str]
@@ -432,7 +433,7 @@ class MultiKueueDispatcher:
                 kind, name=name, namespace=namespace, patch=patch, patch_type="json", subresource="status"
             )
         except ApiError as exc:
-            if (exc.status in (409, 422) and "test" in exc.message.lower()) or exc.status == 409:
+            if exc.status == 409 or failed_test(exc):  # changed meanwhile: read again, decide again
                 raise RuntimeError(f"{kind.kind} {namespace}/{name} changed meanwhile") from exc
             raise
 

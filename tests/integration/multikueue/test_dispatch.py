@@ -264,3 +264,42 @@ async def test_the_incremental_dispatcher_adds_a_worker_per_round_until_one_admi
     )
     local = manager_workload(clusters, "train") or {}
     assert local["status"]["clusterName"] == "worker-b"
+
+
+async def test_a_copy_deleted_by_hand_in_its_worker_requeues_the_workload_which_runs_again(
+    clusters: Clusters,
+) -> None:
+    await clusters.manager.create(gpu_job("train", 2), admit=True)
+    await clusters.manager.wait_for(
+        lambda: check(manager_workload(clusters, "train")).get("state") == "Ready"
+    )
+    local = manager_workload(clusters, "train") or {}
+    name, first = local["metadata"]["name"], local["status"]["clusterName"]
+    worker = clusters.workers[first]
+    await worker.wait_for(
+        lambda: (worker.get("jobs", "train", "ml") or {}).get("spec", {}).get("suspend") is False
+    )
+    await worker.patch("workloads", name, {"metadata": {"finalizers": None}}, namespace="ml")
+    await worker.delete("workloads", name, namespace="ml")
+
+    def requeued() -> bool:
+        evicted = condition(manager_workload(clusters, "train"), "Evicted") or {}
+        return "Admitting remote no longer exists" in str(evicted.get("message", ""))
+
+    await clusters.manager.wait_for(requeued)
+    # queued again, dispatched again: Ready in some worker, its Job running there, and only there
+    await clusters.manager.wait_for(
+        lambda: (
+            check(manager_workload(clusters, "train")).get("state") == "Ready"
+            and bool((manager_workload(clusters, "train") or {}).get("status", {}).get("clusterName"))
+        ),
+        timeout=20,
+    )
+    again = (manager_workload(clusters, "train") or {})["status"]["clusterName"]
+    runs = clusters.workers[again]
+    await runs.wait_for(
+        lambda: (runs.get("jobs", "train", "ml") or {}).get("spec", {}).get("suspend") is False
+    )
+    for other, api in clusters.workers.items():
+        if other != again:
+            await api.wait_for(lambda api=api: api.get("jobs", "train", "ml") is None)
