@@ -106,3 +106,24 @@ def mirrored_status(local_job: Mapping[str, Any], remote_job: Mapping[str, Any])
     if remote_status == (local_job.get("status") or {}):
         return None
     return remote_status
+
+
+#: the pod counts of a job's status, where each kind keeps them (a JobSet's per replicated Job)
+_POD_COUNTS = ("active", "ready", "terminating")
+
+
+def without_pods(local_job: Mapping[str, Any]) -> JSON | None:
+    """The manager's job status with no pods counted (a Job's ``active``/``ready``/``terminating``, a
+    JobSet's per replicated Job); None when none are counted."""
+    status = copy.deepcopy(dict(local_job.get("status") or {}))
+    changed = False
+    holders = [
+        status,
+        *(entry for entry in status.get("replicatedJobsStatus") or [] if isinstance(entry, dict)),
+    ]
+    for holder in holders:
+        for field in _POD_COUNTS:
+            if holder.get(field):
+                holder[field] = 0
+                changed = True
+    return status if changed else None

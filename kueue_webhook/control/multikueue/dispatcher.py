@@ -44,7 +44,13 @@ from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import ADMISSION_CHECKS, JOBS, WORKLOADS, Kind, kind_of
 from kueue_webhook.control.kube.leader import NotLeader
-from kueue_webhook.control.multikueue.copies import job_copy, mirrored_status, owned_by_origin, workload_copy
+from kueue_webhook.control.multikueue.copies import (
+    job_copy,
+    mirrored_status,
+    owned_by_origin,
+    without_pods,
+    workload_copy,
+)
 from kueue_webhook.control.multikueue.plan import (
     ALL_AT_ONCE,
     INCREMENTAL,
@@ -410,12 +416,10 @@ class MultiKueueDispatcher:
         await self._write_job_status(kind, local_job, status)
 
     async def _reset_activity(self, kind: Kind, local_job: JSON) -> None:
-        status = dict(local_job.get("status") or {})
-        counts = [field for field in ("active", "ready", "terminating") if status.get(field)]
-        if kind is not JOBS or not counts:
+        """Zero the pod counts read back from a worker that can no longer say they ended."""
+        status = without_pods(local_job)
+        if status is None:
             return
-        for field in counts:
-            status[field] = 0
         await self._write_job_status(kind, local_job, status)
         log.info(
             "pods of an unreachable worker no longer counted", extra={"job": "/".join(key_of(local_job))}

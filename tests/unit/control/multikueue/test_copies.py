@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kueue_webhook.control.multikueue.copies import job_copy, mirrored_status, workload_copy
+from kueue_webhook.control.multikueue.copies import job_copy, mirrored_status, without_pods, workload_copy
 
 
 def test_a_workload_copy_keeps_the_spec_and_labels_but_the_manager_job_uid_and_carries_the_origin() -> None:
@@ -76,3 +76,14 @@ def test_a_running_worker_job_s_status_is_not_given_to_a_still_suspended_manager
     }
     assert mirrored_status(suspended, finished) == finished["status"]
     assert mirrored_status(started, started) is None
+
+
+def test_pods_a_lost_worker_counted_are_no_longer_counted_on_the_manager() -> None:
+    job = {"kind": "Job", "status": {"active": 2, "ready": 1, "succeeded": 3}}
+    assert without_pods(job) == {"active": 0, "ready": 0, "succeeded": 3}
+    jobset = {
+        "kind": "JobSet",
+        "status": {"replicatedJobsStatus": [{"name": "w", "active": 1, "succeeded": 0}]},
+    }
+    assert without_pods(jobset) == {"replicatedJobsStatus": [{"name": "w", "active": 0, "succeeded": 0}]}
+    assert without_pods({"kind": "Job", "status": {"active": 0}}) is None
