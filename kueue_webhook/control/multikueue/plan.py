@@ -135,6 +135,10 @@ def plan_dispatch(group: Group, *, worker_lost_timeout: float, dispatcher: str =
     if finished is not None:
         worker, condition = finished
         if condition.get("reason") == "OutOfSync":
+            if is_true(
+                local, "Evicted"
+            ):  # sent to Retry: its job's stopped status is read back until released
+                return _evicted_on_manager(plan, group, remotes, worker_lost_timeout)
             if state.get("state") == "Ready":
                 plan.check = (
                     "Retry",

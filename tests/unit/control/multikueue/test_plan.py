@@ -83,6 +83,12 @@ def test_a_copy_finished_out_of_sync_sends_the_check_to_retry_instead() -> None:
     assert decided.check is not None and decided.check[0] == "Retry"
 
 
+def test_after_an_out_of_sync_retry_the_stopped_job_s_status_is_still_read_back() -> None:
+    out_of_sync = copy(cond("Admitted"), cond("Finished", reason="OutOfSync"))
+    decided = plan(local("Pending", cond("Evicted")), {"b": out_of_sync})
+    assert decided.finish is None and decided.sync_job == "b"
+
+
 def test_a_lost_worker_is_waited_for_until_the_timeout_then_the_check_retries() -> None:
     workload = local("Ready", cond("Admitted"), cluster="a")
     waiting = plan(workload, {"b": None}, unreachable={"a": 100.0})
