@@ -22,8 +22,6 @@ from kueue_webhook.api.multikueue import PREBUILT_WORKLOAD_LABEL
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.jobs.job_plan import (
     NOT_ADMITTED,
-    DeleteWorkload,
-    FinishWorkload,
     ReleaseObjects,
     StopJob,
     deleted_and_held,
@@ -60,10 +58,6 @@ def queue_change(host: Host, change: Change, key: ObjectKey) -> None:
         if workload is not None and deleted_and_held(workload):
             host.queue_orphan(workload)
     host.queue_key(key)
-
-
-#: the Finished message of a prebuilt Workload its object no longer matches (Kueue's)
-PREBUILT_OUT_OF_SYNC = "The prebuilt workload is out of sync with its user job"
 
 
 def prebuilt_workload_name(obj: JSON) -> str:
@@ -155,11 +149,8 @@ class OwnObjects(KindMode):
             pod_priorities=inputs.pod_priorities,
             pods_ready=inputs.pods_ready,
             integration=integration,
+            prebuilt=bool(prebuilt_workload_name(job)),
         )
-        if isinstance(step, DeleteWorkload) and prebuilt_workload_name(job):
-            # a manager made this Workload for the object: it is finished, not replaced, and the manager
-            # dispatches it again (Kueue's ensurePrebuiltWorkloadInSync)
-            step = FinishWorkload(step.workload, "OutOfSync", PREBUILT_OUT_OF_SYNC)
         if step is not None:
             await host.execute(job, step, integration)
         return True
