@@ -337,6 +337,8 @@ class MultiKueueDispatcher:
                     raise
             else:
                 log.info("workload dispatched", extra={"workload": f"{namespace}/{name}", "worker": cluster})
+                metrics = self.context.metrics
+                metrics.multikueue_dispatched.labels(_cluster_queue(local), cluster, metrics.role).inc()
         if plan.sync_job is not None and job_kind is not None and local_job is not None:
             await self._sync_job(plan.sync_job, job_kind, local_job, name)
         if plan.reset_job_activity and job_kind is not None and local_job is not None:
@@ -381,6 +383,9 @@ class MultiKueueDispatcher:
             return out or None
 
         updated = await self.context.writer.patch_status(WORKLOADS, local, build)
+        if updated is not None and state == "Ready" and previous != "Ready" and cluster_name:
+            metrics = self.context.metrics
+            metrics.multikueue_admitted.labels(_cluster_queue(local), cluster_name, metrics.role).inc()
         if updated is not None:
             workload = "/".join(key_of(local))
             log.info("multikueue check", extra={"workload": workload, "state": state, "detail": message})
@@ -564,6 +569,10 @@ class MultiKueueDispatcher:
             job_kind = self._owner_kind(owner)
             await self._delete_copies(cluster, namespace, name, job_kind, str((owner or {}).get("name", "")))
             log.info("garbage collected", extra={"workload": f"{namespace}/{name}", "worker": cluster})
+
+
+def _cluster_queue(workload: JSON) -> str:
+    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
 
 
 async def _get(client: KubeClient, kind: Kind, name: str, namespace: str) -> JSON | None:

@@ -140,6 +140,12 @@ async def test_a_job_runs_in_the_first_worker_that_admits_it_and_finishes_on_the
     await clusters.manager.wait_for(lambda: is_true(manager_workload(clusters, "train"), "Admitted"))
     job = clusters.manager.get("jobs", "train", "ml")
     assert job is not None and job["spec"]["managedBy"] == MULTIKUEUE_CONTROLLER
+    registry = clusters.controller.controller.metrics.registry
+    for worker in ("worker-a", "worker-b"):
+        labels = {"cluster_queue": "research", "cluster": worker, "replica_role": "leader"}
+        assert registry.get_sample_value("multikueue_workloads_dispatched_total", labels) == 1
+    won = {"cluster_queue": "research", "cluster": "worker-b", "replica_role": "leader"}
+    assert registry.get_sample_value("multikueue_workloads_admitted_total", won) == 1
 
     worker_b = clusters.workers["worker-b"]
     await worker_b.wait_for(
