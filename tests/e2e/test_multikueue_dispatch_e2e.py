@@ -7,8 +7,9 @@ manager's Job controller never makes its pods) is copied to the workers, runs in
 Succeeded there by the test (no kubelet), and its completion comes back to the manager's Job and Workload.
 A JobSet goes the same way, its worker status played by the test. With ``KUEUE_E2E_KUBE_DOWN`` (the
 control plane's ``down.sh``) a worker is stopped mid-run; after the (short) worker-lost timeout its
-Workload runs in the other worker, and the manager's quota is never exceeded. That test stops a worker
-for good: it runs last.
+Workload runs in the other worker, and the manager's quota is never exceeded; the stopped worker is started
+again (``up.sh`` next to ``down.sh``). The same through real ``MultiKueueCluster`` connections, where the
+stale copy left in the stopped worker is deleted once it is back.
 """
 
 from __future__ import annotations
@@ -294,6 +295,20 @@ async def test_a_jobset_runs_in_a_worker_and_its_completion_comes_back(setup: Se
     assert mirrored is not None and is_true(mirrored, "Completed")
 
 
+KUBE_UP = str(Path(KUBE_DOWN).with_name("up.sh")) if KUBE_DOWN else ""
+
+
+def instance_of(kubeconfig: Path) -> str:
+    """The ``KUBE_INSTANCE`` of a control plane of this host: its API server listens on 6443+N."""
+    server = next(line for line in kubeconfig.read_text().splitlines() if "server:" in line)
+    return str(int(server.rsplit(":", 1)[1].strip().strip("/")) - 6443)
+
+
+async def control_plane(script: str, kubeconfig: Path) -> None:
+    env = {**os.environ, "KUBE_DIR": str(kubeconfig.parent), "KUBE_INSTANCE": instance_of(kubeconfig)}
+    await asyncio.to_thread(subprocess.run, [script], env=env, check=True, capture_output=True, timeout=300)
+
+
 @pytest.mark.skipif(not KUBE_DOWN, reason="KUEUE_E2E_KUBE_DOWN (the control plane's down.sh) is not set")
 async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeout(setup: Setup) -> None:
     ns = setup.name
@@ -318,15 +333,9 @@ async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeou
             await asyncio.sleep(0.5)
 
     watcher = asyncio.create_task(watch_usage())
+    stopped = setup.worker_kubeconfigs[first]
     try:
-        kube_dir = setup.worker_kubeconfigs[first].parent
-        await asyncio.to_thread(
-            subprocess.run,
-            [KUBE_DOWN],
-            env={**os.environ, "KUBE_DIR": str(kube_dir)},
-            check=True,
-            capture_output=True,
-        )
+        await control_plane(KUBE_DOWN, stopped)
         setup.stand_in.lose(first)  # the cluster side's part: its connection failed
 
         async def moved() -> bool:
@@ -346,21 +355,8 @@ async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeou
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
+        await control_plane(KUBE_UP, stopped)  # started again, so the next tests find it
     assert all(total in ("0", "1", "2") for name, total in seen if name == "cpu"), seen
-
-
-KUBE_UP = str(Path(KUBE_DOWN).with_name("up.sh")) if KUBE_DOWN else ""
-
-
-def instance_of(kubeconfig: Path) -> str:
-    """The ``KUBE_INSTANCE`` of a control plane of this host: its API server listens on 6443+N."""
-    server = next(line for line in kubeconfig.read_text().splitlines() if "server:" in line)
-    return str(int(server.rsplit(":", 1)[1].strip().strip("/")) - 6443)
-
-
-async def control_plane(script: str, kubeconfig: Path) -> None:
-    env = {**os.environ, "KUBE_DIR": str(kubeconfig.parent), "KUBE_INSTANCE": instance_of(kubeconfig)}
-    await asyncio.to_thread(subprocess.run, [script], env=env, check=True, capture_output=True, timeout=300)
 
 
 @pytest.mark.skipif(not KUBE_DOWN, reason="KUEUE_E2E_KUBE_DOWN (the control plane's down.sh) is not set")

@@ -127,3 +127,14 @@ def without_pods(local_job: Mapping[str, Any]) -> JSON | None:
                 holder[field] = 0
                 changed = True
     return status if changed else None
+
+
+def stale_start_time(local_job: Mapping[str, Any]) -> bool:
+    """A suspended manager Job still showing the ``startTime`` read back from a worker that ran it before.
+
+    The manager's Job controller skips the Job (``spec.managedBy``), so nothing else clears it; once the Job
+    is unsuspended for its next worker, kube-apiserver would refuse that worker's ``startTime``
+    (immutable for an unsuspended Job once set)."""
+    if local_job.get("kind") != "Job" or not (local_job.get("spec") or {}).get("suspend"):
+        return False
+    return bool((local_job.get("status") or {}).get("startTime"))

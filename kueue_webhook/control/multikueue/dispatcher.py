@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.multikueue import (
     DEFAULT_ORIGIN,
@@ -39,6 +40,7 @@ from kueue_webhook.api.multikueue import (
     dispatchable,
     managed_by,
 )
+from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.kube.client import ApiError, KubeClient
@@ -48,6 +50,7 @@ from kueue_webhook.control.multikueue.copies import (
     job_copy,
     mirrored_status,
     owned_by_origin,
+    stale_start_time,
     without_pods,
     workload_copy,
 )
@@ -252,6 +255,8 @@ class MultiKueueDispatcher:
             group, worker_lost_timeout=self.settings.worker_lost_timeout, dispatcher=self.settings.dispatcher
         )
         await self._carry_out(plan, local, check, group_kind, local_job)
+        if group_kind is not None and local_job is not None and not _running_here(local):
+            await self._clear_start_time(group_kind, local_job)
         if deleted and not plan.delete and not group.unreachable:
             self._deleted.pop(key, None)
         if plan.requeue_after is not None:
@@ -430,6 +435,27 @@ class MultiKueueDispatcher:
             "pods of an unreachable worker no longer counted", extra={"job": "/".join(key_of(local_job))}
         )
 
+    async def _clear_start_time(self, kind: Kind, local_job: JSON) -> None:
+        """Forget the worker's ``startTime`` on a suspended manager Job, so the next worker's can be read
+        back once it starts again (the Job controller would clear it, but it skips this Job)."""
+        namespace, name = key_of(local_job)
+        current = self.context.store.get(kind, name, namespace) or local_job
+        if not stale_start_time(current):
+            return
+        version = (current.get("metadata") or {}).get("resourceVersion")
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+            {"op": "remove", "path": "/status/startTime"},
+        ]
+        try:
+            await self.context.writer.client.patch(
+                kind, name=name, namespace=namespace, patch=patch, patch_type="json", subresource="status"
+            )
+        except ApiError as exc:
+            if exc.status == 409 or failed_test(exc):
+                raise RuntimeError(f"{kind.kind} {namespace}/{name} changed meanwhile") from exc
+            raise
+
     async def _write_job_status(self, kind: Kind, local_job: JSON, status: JSON) -> None:
         namespace, name = key_of(local_job)
         version = (local_job.get("metadata") or {}).get("resourceVersion")
@@ -569,6 +595,11 @@ class MultiKueueDispatcher:
             job_kind = self._owner_kind(owner)
             await self._delete_copies(cluster, namespace, name, job_kind, str((owner or {}).get("name", "")))
             log.info("garbage collected", extra={"workload": f"{namespace}/{name}", "worker": cluster})
+
+
+def _running_here(workload: JSON) -> bool:
+    """Holding its reservation and not being evicted: its job may be running in a worker."""
+    return has_quota_reservation(workload) and not is_true(workload, "Evicted")
 
 
 def _cluster_queue(workload: JSON) -> str:

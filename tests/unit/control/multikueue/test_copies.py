@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from kueue_webhook.control.multikueue.copies import job_copy, mirrored_status, without_pods, workload_copy
+from kueue_webhook.control.multikueue.copies import (
+    job_copy,
+    mirrored_status,
+    stale_start_time,
+    without_pods,
+    workload_copy,
+)
 
 
 def test_a_workload_copy_keeps_the_spec_and_labels_but_the_manager_job_uid_and_carries_the_origin() -> None:
@@ -87,3 +93,10 @@ def test_pods_a_lost_worker_counted_are_no_longer_counted_on_the_manager() -> No
     }
     assert without_pods(jobset) == {"replicatedJobsStatus": [{"name": "w", "active": 0, "succeeded": 0}]}
     assert without_pods({"kind": "Job", "status": {"active": 0}}) is None
+
+
+def test_a_suspended_manager_job_forgets_the_start_time_of_the_worker_that_ran_it() -> None:
+    ran = {"kind": "Job", "spec": {"suspend": True}, "status": {"startTime": "t"}}
+    assert stale_start_time(ran)
+    assert not stale_start_time({"kind": "Job", "spec": {"suspend": False}, "status": {"startTime": "t"}})
+    assert not stale_start_time({"kind": "Job", "spec": {"suspend": True}, "status": {}})
