@@ -180,6 +180,7 @@ class Controller:
             retry_base=settings.multikueue_retry_base,
             retry_cap=settings.multikueue_retry_cap,
             file_poll=settings.multikueue_file_poll,
+            fence=self.elector.fence if self.elector is not None else None,
         )
         self.multikueue_checks = MultiKueueChecks(self.context)
         self.live_config.subscribe(self.worker_clusters.reconfigure)
