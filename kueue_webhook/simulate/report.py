@@ -71,12 +71,24 @@ def _queue_summary(result: Result, scenario: Scenario) -> list[dict[str, Any]]:
             for r in snapshot.workloads
             if r.cluster_queue == name and r.finished_at is not None and r.finished_at <= snapshot.at
         )
+        admitted = status.get("admittedWorkloads", 0)
+        if any(check in scenario.multikueue_checks for check in queue.admission_checks):
+            # MultiKueue: admitted once a worker runs it (its check Ready), as Kueue's manager shows it
+            admitted = sum(
+                1
+                for r in snapshot.workloads
+                if r.cluster_queue == name
+                and r.worker
+                and r.admitted_at is not None
+                and r.admitted_at <= snapshot.at
+                and not (r.finished_at is not None and r.finished_at <= snapshot.at)
+            )
         out.append(
             {
                 "name": name,
                 "cohort": queue.cohort_name,
                 "queueingStrategy": queue.queueing_strategy,
-                "admitted": status.get("admittedWorkloads", 0),
+                "admitted": admitted,
                 "pending": status.get("pendingWorkloads", 0),
                 "finished": finished,
                 "preempted": sum(

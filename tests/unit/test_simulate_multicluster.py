@@ -53,6 +53,16 @@ def test_the_text_report_has_a_worker_column_and_each_workers_usage(
     out = capsys.readouterr().out
     assert "NAME                QUEUE    RESERVED IN   WORKER   ADMITTED   FINISHED" in out
     assert "ClusterQueue east (BestEffortFIFO)" in out and "ClusterQueue west (BestEffortFIFO)" in out
+    manager = out.split("ClusterQueue team-a (BestEffortFIFO)\n", 1)[1].splitlines()
+    assert manager[0].split() == [
+        "admitted",
+        "3",
+        "pending",
+        "0",
+        "finished",
+        "0",
+    ]  # the 4th waits for a worker
+    assert "default   cpu        8 / 8" in manager[2]  # while holding the manager's quota
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,7 @@ from kueue_webhook.api.objects.multikueue import (
 )
 from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.kube.backoff import Backoff
-from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.client import ApiError, Fence, KubeClient
 from kueue_webhook.control.kube.connection import from_selected
 from kueue_webhook.control.kube.kinds import (
     ADMISSION_CHECKS,
@@ -73,6 +73,7 @@ from kueue_webhook.control.kube.kubeconfig import KubeconfigError, load_text, se
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.conditions import ConditionsEdit, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.logs import redact
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.multikueue")
@@ -115,8 +116,12 @@ class WorkerConnections:
         retry_cap: float = RETRY_CAP,
         file_poll: float = FILE_POLL_SECONDS,
         connect_timeout: float = CONNECT_TIMEOUT,
+        fence: Fence | None = None,
     ) -> None:
         self.context = context
+        #: the leader's fence (``LeaderElector.fence``): the dispatcher's writes to a worker go out only while
+        #: this replica surely holds the Lease, as its writes to the manager do
+        self.fence = fence
         self.namespace = namespace
         self.path_prefix = path_prefix
         self.retry_base = retry_base
@@ -144,7 +149,9 @@ class WorkerConnections:
 
     def client(self, cluster: str) -> KubeClient | None:
         link = self._links.get(cluster)
-        return link.client if link is not None and link.active else None
+        if link is None or not link.active or link.client is None:
+            return None
+        return link.client if self.fence is None else link.client.fenced(self.fence)
 
     def inactive_since(self, cluster: str) -> float | None:
         link = self._links.get(cluster)
@@ -172,8 +179,8 @@ class WorkerConnections:
         """Route a store change to the cluster tasks it concerns."""
         if change.kind is MULTIKUEUE_CLUSTERS:
             name = change.key[1]
-            if change.new is None:
-                self._drop(name)
+            if change.new is None or (change.new.get("metadata") or {}).get("deletionTimestamp"):
+                self._drop(name)  # Kueue's reconciler: a cluster being deleted is disconnected at once
             elif self._running and (change.old is None or change.old.get("spec") != change.new.get("spec")):
                 self._ensure(name).wake.set()
         elif change.kind is SECRETS and change.key[0] == self.namespace:
@@ -212,7 +219,8 @@ class WorkerConnections:
         self._running = True
         try:
             for cluster in self.context.store.items(MULTIKUEUE_CLUSTERS):
-                self._ensure(str(cluster["metadata"]["name"]))
+                if not cluster["metadata"].get("deletionTimestamp"):
+                    self._ensure(str(cluster["metadata"]["name"]))
             await asyncio.Event().wait()
         finally:
             self._running = False
@@ -258,6 +266,8 @@ class _Link:
         self.secret: str | None = None
         #: the kubeconfig the client was built from
         self.fingerprint = ""
+        #: the kubeconfig the attempts are counted for
+        self.tried = ""
         self.wake = asyncio.Event()
         self.backoff = Backoff(base=owner.retry_base, cap=owner.retry_cap)
         self.attempts = 0
@@ -285,6 +295,9 @@ class _Link:
             try:
                 text, poll = self._read(cluster)
                 fingerprint = hashlib.sha256(text.encode()).hexdigest()
+                if fingerprint != self.tried:  # a new kubeconfig starts a new count, as in Kueue
+                    self.tried, self.attempts = fingerprint, 0
+                    self.backoff.reset()
                 if fingerprint != self.fingerprint or self.client is None:
                     await self._close()
                     self.client = await self._connect(text)
@@ -535,11 +548,15 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 
 
 def _describe(exc: BaseException) -> str:
+    """An error for a condition message anyone who may read MultiKueueClusters sees: credentials that an
+    error may carry (a proxy password, a token in a URL) are redacted as in the logs."""
     if isinstance(exc, ApiError):
-        return f"the worker answered {exc.status} {exc.reason}: {exc.message}".strip().rstrip(":")
-    if isinstance(exc, TimeoutError):
-        return "the worker's API server did not answer in time"
-    return str(exc) or type(exc).__name__
+        text = f"the worker answered {exc.status} {exc.reason}: {exc.message}".strip().rstrip(":")
+    elif isinstance(exc, TimeoutError):
+        text = "the worker's API server did not answer in time"
+    else:
+        text = str(exc) or type(exc).__name__
+    return redact(text)
 
 
 def _without_origin(message: str, origin: Path) -> str:

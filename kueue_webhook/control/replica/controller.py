@@ -5,7 +5,9 @@ without a cold start, and a replica that does not lead answers the visibility AP
 ``queues_mirror``) but only the Lease holder writes. Leadership gates five tasks, started together
 when the lease is won and cancelled together, synchronously, the moment it is lost: the scheduler loop,
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
-reporter, and the upkeep of our own objects (declared webhook entries, the serving certificate). They
+reporter, and the upkeep of our own objects (declared webhook entries, the serving certificate); and
+MultiKueue's worker connections (``worker_clusters``, the ``WorkerClusters`` the dispatcher reads: a
+replica that does not lead holds no worker client) with its checks' ``Active`` condition. They
 share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration), built here once.
 Winning the lease rebuilds the core from the store and queues every Job, so whatever a previous leader
 left half done (a Workload admitted whose Job is still suspended) is finished first.
@@ -185,6 +187,7 @@ class Controller:
             retry_base=settings.multikueue_retry_base,
             retry_cap=settings.multikueue_retry_cap,
             file_poll=settings.multikueue_file_poll,
+            fence=self.elector.fence if self.elector is not None else None,
         )
         self.multikueue_checks = MultiKueueChecks(self.context)
         self.live_config.subscribe(self.worker_clusters.reconfigure)

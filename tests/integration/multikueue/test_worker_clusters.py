@@ -336,3 +336,22 @@ async def test_a_kubeconfig_file_in_the_allowed_directory_is_used_and_followed(
                 {"spec": {"clusterSource": {"kubeConfig": {"location": str(allowed / "worker.yaml")}}}},
             )
             await cluster_is(fake_api, "True", "Active", "from-file")
+
+
+async def test_a_connection_failure_message_quotes_no_credential(
+    fake_api: FakeApiServer, worker: FakeApiServer, manager: Replica
+) -> None:
+    """Anyone who may read MultiKueueClusters reads the condition: a proxy password stays out of it."""
+    await cluster_is(fake_api, "True", "Active")
+    through_proxy = kubeconfig_with(worker, cluster={"proxy-url": "http://alice:hunter2-secret@127.0.0.1:9"})
+    await fake_api.patch(
+        "secrets",
+        "worker-1-kubeconfig",
+        {"data": secret("", through_proxy)["data"]},
+        namespace="kueue-system",
+    )
+    failed = await cluster_is(fake_api, "False", "ClientConnectionFailed")
+    message = active(failed)[2]  # type: ignore[index]
+    assert "127.0.0.1:9" in message, message  # the proxy was tried, and its failure is told
+    assert "hunter2-secret" not in str(failed)
+    assert worker.kubeconfig_path().read_text().split("token: ")[1].split()[0] not in str(failed)
