@@ -9,6 +9,7 @@ back. A lost worker's Workload moves to the other after the worker-lost timeout,
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
 from tests.fakeapi import FakeApiServer
 from tests.support.builders import gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, is_true, serving_webhook
-from tests.support.replica import Replica, replica
+from tests.support.replica import Replica, replica, start_replica
 from tests.support.worker_clusters import StaticWorkers
 
 JSON = dict[str, Any]
@@ -108,7 +109,11 @@ async def clusters(
 
 
 def manager_workload(clusters: Clusters, job: str) -> JSON | None:
-    for workload in clusters.manager.list("workloads", "ml"):
+    return workload_in(clusters.manager, job)
+
+
+def workload_in(api: FakeApiServer, job: str) -> JSON | None:
+    for workload in api.list("workloads", "ml"):
         if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
             return workload
     return None
@@ -309,3 +314,44 @@ async def test_a_copy_deleted_by_hand_in_its_worker_requeues_the_workload_which_
     for other, api in clusters.workers.items():
         if other != again:
             await api.wait_for(lambda api=api: api.get("jobs", "train", "ml") is None)
+
+
+async def test_a_new_leader_continues_a_dispatched_workload_from_what_the_api_objects_hold(
+    make_fake_api: Callable[..., Awaitable[FakeApiServer]],
+) -> None:
+    manager = await make_fake_api()
+    await manager.apply_manifests(MANAGER)
+    worker = await make_fake_api()
+    await worker.apply_manifests(worker_queues(8))
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(replica(worker.kubeconfig_path(), identity="worker"))
+        client = await KubeClient.connect(kubeconfig=str(worker.kubeconfig_path()))
+        stand_in = StaticWorkers({"worker-a": client}, checks={"workers": ("worker-a",)})
+        stack.push_async_callback(stand_in.close)
+        first = await start_replica(
+            manager.kubeconfig_path(), identity="replica-a", workers=stand_in, multikueue=SETTINGS
+        )
+        stopped = False
+        try:
+            await asyncio.wait_for(first.controller.leading.wait(), 20)
+            second = await stack.enter_async_context(
+                replica(
+                    manager.kubeconfig_path(), identity="replica-b", workers=stand_in, multikueue=SETTINGS
+                )
+            )
+            job = gpu_job("train", 2)
+            job["spec"]["managedBy"] = MULTIKUEUE_CONTROLLER  # no webhook here: set as the webhook would
+            await manager.create(job)
+            await manager.wait_for(lambda: check(workload_in(manager, "train")).get("state") == "Ready")
+            await worker.wait_for(
+                lambda: (worker.get("jobs", "train", "ml") or {}).get("spec", {}).get("suspend") is False
+            )
+            await first.stop()  # the leader goes; nothing it knew is needed
+            stopped = True
+            await asyncio.wait_for(second.controller.leading.wait(), 20)
+            await worker.complete_job("ml", "train")
+            await manager.wait_for(lambda: is_true(workload_in(manager, "train"), "Finished"))
+            assert is_true(manager.get("jobs", "train", "ml"), "Complete")
+        finally:
+            if not stopped:
+                await first.stop()
