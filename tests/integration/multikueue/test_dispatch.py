@@ -355,3 +355,23 @@ async def test_a_new_leader_continues_a_dispatched_workload_from_what_the_api_ob
         finally:
             if not stopped:
                 await first.stop()
+
+
+async def test_copies_left_in_a_worker_unreachable_when_their_job_was_deleted_are_garbage_collected(
+    clusters: Clusters,
+) -> None:
+    await clusters.manager.create(gpu_job("train", 2), admit=True)
+    await clusters.manager.wait_for(
+        lambda: check(manager_workload(clusters, "train")).get("state") == "Ready"
+    )
+    local = manager_workload(clusters, "train") or {}
+    name, first = local["metadata"]["name"], local["status"]["clusterName"]
+    worker = clusters.workers[first]
+    await worker.wait_for(lambda: worker.get("jobs", "train", "ml") is not None)
+    clusters.stand_in.lose(first)
+    await clusters.manager.delete("jobs", "train", namespace="ml", propagation="Background")
+    await clusters.manager.wait_for(lambda: manager_workload(clusters, "train") is None)
+    assert worker.get("workloads", name, "ml") is not None  # out of reach: still there
+    clusters.stand_in.restore(first)
+    await worker.wait_for(lambda: worker.get("workloads", name, "ml") is None)
+    await worker.wait_for(lambda: worker.get("jobs", "train", "ml") is None)
