@@ -24,35 +24,65 @@ DEFAULT_ORIGIN = "multikueue"
 #: Workload)
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 
-#: kinds whose objects MultiKueue dispatches, with the ``spec.managedBy`` value of their own controller
-#: (Kueue's ``CanDefaultManagedBy``: unset or this value is replaced by ``MULTIKUEUE_CONTROLLER``)
-OWN_CONTROLLERS: dict[tuple[str, str], str] = {
-    ("batch", "Job"): "kubernetes.io/job-controller",
-    ("jobset.x-k8s.io", "JobSet"): "jobset.sigs.k8s.io/jobset-controller",
+_SPEC = ("spec", "managedBy")
+_RUN_POLICY = ("spec", "runPolicy", "managedBy")
+_KUBEFLOW = (_RUN_POLICY, "kubeflow.org/training-operator")
+_KUBERAY = (_SPEC, "ray.io/kuberay-operator")
+
+#: kinds whose objects MultiKueue dispatches (Kueue has a MultiKueue adapter for each), with where their
+#: ``managedBy`` is and the value of their own controller (Kueue's ``CanDefaultManagedBy``: unset or this
+#: value is replaced by ``MULTIKUEUE_CONTROLLER``)
+MANAGED_BY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("batch", "Job"): (_SPEC, "kubernetes.io/job-controller"),
+    ("jobset.x-k8s.io", "JobSet"): (_SPEC, "jobset.sigs.k8s.io/jobset-controller"),
+    ("kubeflow.org", "PyTorchJob"): _KUBEFLOW,
+    ("kubeflow.org", "TFJob"): _KUBEFLOW,
+    ("kubeflow.org", "MPIJob"): (_RUN_POLICY, "kubeflow.org/mpi-operator"),
+    ("ray.io", "RayJob"): _KUBERAY,
+    ("ray.io", "RayCluster"): _KUBERAY,
 }
 
 
 def dispatchable(group: str, kind: str) -> bool:
     """Whether objects of this kind can run in a worker (Kueue has a MultiKueue adapter for it)."""
-    return (group, kind) in OWN_CONTROLLERS
+    return (group, kind) in MANAGED_BY
+
+
+def managed_by_path(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """Where the object's kind keeps ``managedBy`` (``spec.managedBy`` for a kind not listed)."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return MANAGED_BY.get((group, str(obj.get("kind", ""))), (_SPEC, ""))[0]
 
 
 def managed_by(obj: Mapping[str, Any]) -> str:
-    """The object's ``spec.managedBy`` ("" when unset)."""
-    spec = obj.get("spec")
-    value = spec.get("managedBy") if isinstance(spec, Mapping) else None
+    """The object's ``managedBy`` ("" when unset)."""
+    value: Any = obj
+    for key in managed_by_path(obj):
+        value = value.get(key) if isinstance(value, Mapping) else None
     return value if isinstance(value, str) else ""
 
 
 def managed_by_default_ops(group: str, kind: str, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The JSON Patch that makes MultiKueue manage an object queued to a ClusterQueue with a MultiKueue
-    check; empty when the kind has no MultiKueue adapter or ``spec.managedBy`` names another controller."""
-    own = OWN_CONTROLLERS.get((group, kind))
-    current = managed_by(obj)
-    if own is None or current not in ("", own) or not isinstance(obj.get("spec"), Mapping):
+    check; empty when the kind has no MultiKueue adapter or its ``managedBy`` names another controller."""
+    known = MANAGED_BY.get((group, kind))
+    if known is None or not isinstance(obj.get("spec"), Mapping):
         return []
-    op = "replace" if "managedBy" in obj["spec"] else "add"
-    return [{"op": op, "path": "/spec/managedBy", "value": MULTIKUEUE_CONTROLLER}]
+    path, own = known
+    if managed_by({**obj, "apiVersion": f"{group}/v", "kind": kind}) not in ("", own):
+        return []
+    parent: Mapping[str, Any] = obj
+    for depth, key in enumerate(path[:-1]):
+        child = parent.get(key)
+        if not isinstance(child, Mapping):
+            pointer = "/" + "/".join(path[: depth + 1])
+            value: Any = MULTIKUEUE_CONTROLLER
+            for inner in reversed(path[depth + 1 :]):
+                value = {inner: value}
+            return [{"op": "add", "path": pointer, "value": value}]
+        parent = child
+    op = "replace" if path[-1] in parent else "add"
+    return [{"op": op, "path": "/" + "/".join(path), "value": MULTIKUEUE_CONTROLLER}]
 
 
 def cluster_queue_checks(cluster_queue: Mapping[str, Any]) -> list[str]:

@@ -6,7 +6,8 @@ Pure functions over plain objects, Kueue's MultiKueue adapters' rules:
   annotations and the whole spec, and is labelled with the manager's origin (Kueue's ``cloneForCreate``);
 * a job copy keeps the name, namespace, labels, annotations and spec, is labelled with the origin and the
   Workload copy's name (``SetMultiKueueMeta``: the worker adopts that Workload instead of making one), and
-  loses ``spec.managedBy`` so the worker's own controller runs it; a Job also loses ``spec.selector`` and
+  loses its ``managedBy`` (Kubeflow's kinds keep it in ``spec.runPolicy``) so the worker's own controller
+  runs it; a Job also loses ``spec.selector`` and
   the labels the API server put into its template, which the worker's API server makes anew (the batch/Job
   adapter's ``SyncJob``);
 * the job's status flows back whole. For a Job only when the manager's copy is running, both are suspended,
@@ -21,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
-from kueue_webhook.api.multikueue import ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from kueue_webhook.api.multikueue import ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL, managed_by_path
 
 JSON = dict[str, Any]
 
@@ -63,7 +64,12 @@ def job_copy(local_job: Mapping[str, Any], *, workload_name: str, origin: str) -
     meta["labels"][ORIGIN_LABEL] = origin
     meta["labels"][PREBUILT_WORKLOAD_LABEL] = workload_name
     spec = copy.deepcopy(local_job.get("spec") or {})
-    spec.pop("managedBy", None)
+    holder: Any = {"spec": spec}
+    path = managed_by_path(local_job)
+    for key in path[:-1]:
+        holder = holder.get(key) if isinstance(holder, dict) else None
+    if isinstance(holder, dict):
+        holder.pop(path[-1], None)
     if local_job.get("kind") == "Job" and str(local_job.get("apiVersion", "")).startswith("batch/"):
         spec.pop("selector", None)
         template_meta = (spec.get("template") or {}).get("metadata") or {}

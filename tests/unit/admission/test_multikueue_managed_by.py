@@ -43,8 +43,19 @@ def test_the_job_controller_s_own_value_is_replaced_but_another_controller_s_is_
     assert mutated(review, multikueue=True)["spec"]["managedBy"] == "example.com/other"
 
 
-def test_kinds_without_a_multikueue_adapter_are_not_defaulted() -> None:
-    assert managed_by_default_ops("kubeflow.org", "PyTorchJob", {"spec": {}}) == []
+def test_each_kind_is_defaulted_where_it_keeps_managed_by_and_kinds_without_an_adapter_are_not() -> None:
+    mk = "kueue.x-k8s.io/multikueue"
     assert managed_by_default_ops("jobset.x-k8s.io", "JobSet", {"spec": {}}) == [
-        {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}
+        {"op": "add", "path": "/spec/managedBy", "value": mk}
     ]
+    assert managed_by_default_ops("kubeflow.org", "PyTorchJob", {"spec": {}}) == [
+        {"op": "add", "path": "/spec/runPolicy", "value": {"managedBy": mk}}
+    ]
+    assert managed_by_default_ops("kubeflow.org", "MPIJob", {"spec": {"runPolicy": {"suspend": True}}}) == [
+        {"op": "add", "path": "/spec/runPolicy/managedBy", "value": mk}
+    ]
+    owned = {"spec": {"managedBy": "ray.io/kuberay-operator"}}
+    assert managed_by_default_ops("ray.io", "RayJob", owned) == [
+        {"op": "replace", "path": "/spec/managedBy", "value": mk}
+    ]
+    assert managed_by_default_ops("apps", "Deployment", {"spec": {}}) == []

@@ -100,3 +100,13 @@ def test_a_suspended_manager_job_forgets_the_start_time_of_the_worker_that_ran_i
     assert stale_start_time(ran)
     assert not stale_start_time({"kind": "Job", "spec": {"suspend": False}, "status": {"startTime": "t"}})
     assert not stale_start_time({"kind": "Job", "spec": {"suspend": True}, "status": {}})
+
+
+def test_a_kubeflow_job_copy_loses_the_managed_by_of_its_run_policy() -> None:
+    local = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"runPolicy": {"suspend": True, "managedBy": "kueue.x-k8s.io/multikueue"}},
+    }
+    assert job_copy(local, workload_name="w", origin="o")["spec"] == {"runPolicy": {"suspend": True}}
