@@ -42,7 +42,8 @@ from kueue_webhook.core.checks import approval_change_denial
 
 __all__ = ["KUEUE_KINDS", "validate_kueue_object"]
 
-#: the kinds this webhook validates (WorkloadPriorityClass has no Kueue webhook but is checked the same way)
+#: the kinds this webhook validates (WorkloadPriorityClass and the MultiKueue kinds have no Kueue webhook,
+#: only CRD rules, restated here so that every API server, the test one included, gives the same answer)
 KUEUE_KINDS = (
     "ClusterQueue",
     "LocalQueue",
@@ -51,6 +52,8 @@ KUEUE_KINDS = (
     "Workload",
     "WorkloadPriorityClass",
     "Topology",
+    "MultiKueueCluster",
+    "MultiKueueConfig",
 )
 
 Problem = FieldError | str

@@ -47,6 +47,11 @@ class ClusterView(Protocol):
         seen, None when it does not exist, :class:`Unresolved` when the view cannot tell."""
         ...
 
+    def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
+        """Whether the LocalQueue's ClusterQueue lists an AdmissionCheck served by MultiKueue (its Jobs run
+        in worker clusters), as last seen; False when any of them is not known."""
+        ...
+
 
 def namespace_labels_or_default(view: ClusterView, namespace: str) -> Mapping[str, str]:
     labels = view.namespace_labels(namespace)
@@ -68,6 +73,11 @@ class StaticClusterView:
     workloads: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     owners: dict[tuple[str, str, str, str], Mapping[str, Any]] = field(default_factory=dict)
     unresolved: set[tuple[str, str]] = field(default_factory=set)
+    #: (namespace, LocalQueue) pairs whose ClusterQueue has a MultiKueue check
+    multikueue_queues: set[tuple[str, str]] = field(default_factory=set)
+
+    def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
+        return (namespace, local_queue) in self.multikueue_queues
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)

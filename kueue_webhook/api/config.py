@@ -28,6 +28,7 @@ from kueue_webhook.api.validation import (
     dns1035_label_problems,
     dns1123_label_problems,
     dns1123_subdomain_problems,
+    label_value_problems,
 )
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "InternalCertManagement",
     "LabelPolicy",
     "ManualApproval",
+    "MultiKueue",
     "RequeuingStrategy",
     "WaitForPodsReady",
     "parse_configuration",
@@ -75,7 +77,6 @@ _KUEUE_ONLY_FIELDS = frozenset(
         "controller",
         "clientConnection",
         "queueVisibility",
-        "multiKueue",
         "admissionFairSharing",
         "objectRetentionPolicies",
         "featureGates",
@@ -113,6 +114,26 @@ class WaitForPodsReady:
     block_admission: bool = False
     recovery_timeout_seconds: float | None = None
     requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+
+
+#: Kueue's built-in MultiKueue dispatchers (``dispatcherName``); any other name is an external dispatcher
+DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+
+
+@dataclass(frozen=True, slots=True)
+class MultiKueue:
+    """Kueue's ``multiKueue`` section with its defaults (``apis/config/v1beta2/defaults.go``): how often
+    orphaned copies on the workers are collected (0: never), the label value marking this manager's
+    copies, how long a Workload stays admitted to a worker that stopped answering, and which dispatcher
+    chooses the workers."""
+
+    gc_interval_seconds: float = 60.0
+    origin: str = "multikueue"
+    worker_lost_timeout_seconds: float = 900.0
+    dispatcher_name: str = DISPATCHER_ALL_AT_ONCE
+    #: the incremental dispatcher's ``incrementalDispatcherConfig.stepSize`` (Kueue's default 3)
+    incremental_step_size: int = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +229,7 @@ class Configuration:
     manual_approval: ManualApproval = field(default_factory=ManualApproval)
     internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
     integrations: Integrations = field(default_factory=Integrations)
+    multi_kueue: MultiKueue = field(default_factory=MultiKueue)
     log_level: str = "info"
     #: fields of Kueue's configuration that were present but have no effect here
     warnings: tuple[str, ...] = ()
@@ -285,6 +307,7 @@ class ConfigurationReader(FieldReader):
             "manualApproval",
             "internalCertManagement",
             "integrations",
+            "multiKueue",
             "logLevel",
         }
         root = self.mapping(data, "", frozenset(own) | _KUEUE_ONLY_FIELDS)
@@ -317,6 +340,7 @@ class ConfigurationReader(FieldReader):
             manual_approval=self.manual_approval(root.get("manualApproval")),
             internal_cert_management=self.internal_cert_management(root),
             integrations=self.integrations(root.get("integrations")),
+            multi_kueue=self.multi_kueue(root.get("multiKueue")),
             log_level=log_level,
             warnings=tuple(
                 f"{key}: accepted for compatibility with Kueue, has no effect here"
@@ -356,6 +380,64 @@ class ConfigurationReader(FieldReader):
             self.fail(f"{path}.preemptionStrategies", f"must be one of {allowed}, got {strategies!r}")
             return FairSharing(enable=enable)
         return FairSharing(enable=enable, preemption_strategies=chosen)
+
+    def multi_kueue(self, value: object) -> MultiKueue:
+        """Kueue's ``multiKueue`` with its defaults and its validation (``validateMultiKueue``): durations not
+        negative, ``origin`` a label value, ``incrementalDispatcherConfig`` only with the incremental
+        dispatcher and a ``stepSize`` of at least 1. ``externalFrameworks`` and ``clusterProfile`` are
+        accepted and warned about: kueue-webhook has neither."""
+        path = "multiKueue"
+        known = frozenset(
+            {
+                "gcInterval",
+                "origin",
+                "workerLostTimeout",
+                "dispatcherName",
+                "incrementalDispatcherConfig",
+                "externalFrameworks",
+                "clusterProfile",
+            }
+        )
+        section = self.mapping(value, path, known) if value is not None else None
+        if not section:
+            return MultiKueue()
+        default = MultiKueue()
+        origin = self.string(section.get("origin"), f"{path}.origin", default.origin)
+        problems = label_value_problems(origin)
+        if problems:
+            self.fail(f"{path}.origin", f"{origin!r}: " + ", ".join(problems))
+            origin = default.origin
+        dispatcher = self.string(
+            section.get("dispatcherName"), f"{path}.dispatcherName", default.dispatcher_name
+        )
+        step = default.incremental_step_size
+        if section.get("incrementalDispatcherConfig") is not None:
+            config_path = f"{path}.incrementalDispatcherConfig"
+            config = self.mapping(
+                section["incrementalDispatcherConfig"], config_path, frozenset({"stepSize"})
+            )
+            if dispatcher != DISPATCHER_INCREMENTAL:
+                self.fail(config_path, f"only valid when dispatcherName is {DISPATCHER_INCREMENTAL}")
+            elif config:
+                step = self.integer(config.get("stepSize"), f"{config_path}.stepSize", step, 1) or step
+        for unsupported in ("externalFrameworks", "clusterProfile"):
+            if section.get(unsupported):
+                self.warnings.append(
+                    f"{path}.{unsupported}: accepted for compatibility with Kueue, has no effect here"
+                )
+        return MultiKueue(
+            gc_interval_seconds=self.duration(
+                section.get("gcInterval"), f"{path}.gcInterval", default.gc_interval_seconds
+            ),
+            origin=origin,
+            worker_lost_timeout_seconds=self.duration(
+                section.get("workerLostTimeout"),
+                f"{path}.workerLostTimeout",
+                default.worker_lost_timeout_seconds,
+            ),
+            dispatcher_name=dispatcher,
+            incremental_step_size=step,
+        )
 
     def wait_for_pods_ready(self, root: Mapping[str, Any]) -> WaitForPodsReady:
         if "waitForPodsReady" not in root:

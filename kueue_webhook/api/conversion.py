@@ -17,6 +17,10 @@ zz_generated.conversion.go; the JSON names from apis/kueue/v1beta{1,2}/*_types.g
   v1beta2-only ``spec.preemptionGates``, ``status.preemptionGates`` and
   ``podSets[].topologyRequest.podsetSliceRequiredTopologyConstraints`` are dropped.
 * AdmissionCheck: v1beta1-only ``spec.retryDelayMinutes`` dropped.
+* MultiKueueCluster: v1beta1 ``spec.kubeConfig`` and ``spec.clusterProfileRef`` <-> v1beta2
+  ``spec.clusterSource.kubeConfig`` and ``spec.clusterSource.clusterProfileRef`` (a v1beta1 kubeConfig with
+  an empty location is dropped, as Kueue's ``Convert_v1beta1_MultiKueueClusterSpec`` does).
+* MultiKueueConfig: v1beta2-only ``spec.quotaManagement`` dropped (its CRD converts without the webhook).
 * ResourceFlavor, Cohort, WorkloadPriorityClass: same fields, only ``apiVersion`` changes.
 
 Kueue keeps no annotation for what the other version cannot hold: it drops it (Workload_conversion.go says
@@ -85,6 +89,8 @@ KINDS = frozenset(
         "Workload",
         "AdmissionCheck",
         "Topology",
+        "MultiKueueCluster",
+        "MultiKueueConfig",
     }
 )
 
@@ -397,13 +403,48 @@ def _admission_check_up(obj: Obj) -> None:
         spec.pop("retryDelayMinutes", None)
 
 
+# ---- MultiKueue --------------------------------------------------------------------------------------------
+def _multikueue_cluster_up(obj: Obj) -> None:
+    spec = _section(obj, "spec")
+    if spec is None:
+        return
+    source: Obj = {}
+    kube = spec.pop("kubeConfig", None)
+    if isinstance(kube, dict) and kube.get("location"):
+        source["kubeConfig"] = kube
+    profile = spec.pop("clusterProfileRef", None)
+    if profile is not None:
+        source["clusterProfileRef"] = profile
+    spec["clusterSource"] = source
+
+
+def _multikueue_cluster_down(obj: Obj) -> None:
+    spec = _section(obj, "spec")
+    if spec is None:
+        return
+    source = spec.pop("clusterSource", None)
+    if isinstance(source, dict):
+        for key in ("kubeConfig", "clusterProfileRef"):
+            if source.get(key) is not None:
+                spec[key] = source[key]
+
+
+def _multikueue_config_down(obj: Obj) -> None:
+    spec = _section(obj, "spec")
+    if spec is not None:
+        spec.pop("quotaManagement", None)
+
+
 _UP: dict[str, Callable[[Obj], None]] = {
+    "MultiKueueCluster": _multikueue_cluster_up,
     "ClusterQueue": _cluster_queue_up,
     "LocalQueue": _local_queue_up,
     "Workload": _workload_up,
     "AdmissionCheck": _admission_check_up,
 }
 _DOWN: dict[str, Callable[[Obj], None]] = {
+    "MultiKueueCluster": _multikueue_cluster_down,
+    "MultiKueueConfig": _multikueue_config_down,
     "ClusterQueue": _cluster_queue_down,
     "LocalQueue": _local_queue_down,
     "Workload": _workload_down,

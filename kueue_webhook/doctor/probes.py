@@ -283,7 +283,12 @@ async def diagnose(
             crds[crd] = await _get(client, CUSTOM_RESOURCE_DEFINITIONS, crd)
     except ApiError as exc:
         checks.append(Check("WARN", "CustomResourceDefinitions", f"not readable: {exc.message}"))
-    missing = [name for name, obj in crds.items() if obj is None and name != "admissionchecks.kueue.x-k8s.io"]
+    optional = (
+        "admissionchecks.kueue.x-k8s.io",
+        "multikueueclusters.kueue.x-k8s.io",
+        "multikueueconfigs.kueue.x-k8s.io",
+    )
+    missing = [name for name, obj in crds.items() if obj is None and name not in optional]
     if missing:
         checks.append(
             Check(

@@ -127,6 +127,9 @@ class _LoopView:
     def local_queue_names(self, namespace: str) -> Sequence[str]:
         return list(self._on_loop(lambda: self._view.local_queue_names(namespace)))
 
+    def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
+        return bool(self._on_loop(lambda: self._view.dispatches_to_workers(namespace, local_queue)))
+
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         found: Mapping[str, Any] | None = self._on_loop(lambda: self._view.workload(namespace, name))
         return found

@@ -80,6 +80,8 @@ KUEUE_CRDS = tuple(
         "workloads",
         "admissionchecks",
         "topologies",
+        "multikueueclusters",
+        "multikueueconfigs",
     )
 )
 CA_DAYS = 3650

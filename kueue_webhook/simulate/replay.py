@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kueue_webhook.api.objects import Admission, Workload
+from kueue_webhook.api.objects import Admission, LocalQueue, Meta, Workload
 from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 from kueue_webhook.core.status import cluster_queue_status
+from kueue_webhook.simulate.multicluster import copy_name, worker_routes
 from kueue_webhook.simulate.scenario import (
     CONFIG_KINDS,
     ConfigObject,
@@ -60,6 +61,10 @@ class WorkloadRecord:
     admitted_counts: tuple[tuple[str, int], ...] = ()
     #: where topology-aware scheduling put each TAS pod set: its ``topologyAssignment`` (v1beta2)
     topology: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    #: MultiKueue: the worker running it, once one admitted it
+    worker: str = ""
+    #: MultiKueue: quota reserved in the manager's ClusterQueue, copies waiting in the workers'
+    dispatching: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +165,11 @@ def _replay(
 ) -> Result:
     state = SchedulerState()
     _configure(state, scenario)
+    routes = worker_routes(scenario)
+    #: MultiKueue copies: copy key -> (the Workload's key, its worker)
+    copies: dict[str, tuple[str, str]] = {}
+    copy_workloads: dict[str, Workload] = {}
+    worker_queues: set[tuple[str, str]] = set()
     workload_classes = scenario.workload_priority_classes
     records: dict[str, WorkloadRecord] = {}
     events: list[tuple[float, int, int, str]] = []
@@ -197,17 +207,72 @@ def _replay(
 
     planned_revisit: float | None = None
 
+    def dispatch(key: str) -> None:
+        """Kueue's all-at-once dispatcher: a copy in every worker's ClusterQueue (through a LocalQueue of
+        the Workload's namespace pointing there, which a worker's own LocalQueue stands for)."""
+        record, workload = records[key], workloads[key]
+        record.dispatching = routes[record.cluster_queue]
+        for worker in record.dispatching:
+            queue = f"multikueue-{worker}"
+            if (workload.namespace, worker) not in worker_queues:
+                worker_queues.add((workload.namespace, worker))
+                state.apply(LocalQueue(Meta(queue, workload.namespace), worker))
+            meta = replace(workload.meta, name=copy_name(workload.name, worker))
+            copy = replace(workload, meta=meta, queue_name=queue, conditions=(), admission=None)
+            copies[copy.key] = (key, worker)
+            copy_workloads[copy.key] = copy
+            state.upsert_workload(copy)
+
+    def withdraw(key: str, *, keep: str = "") -> None:
+        """Remove the Workload's copies from the workers (all but ``keep``)."""
+        record = records[key]
+        for worker in record.dispatching:
+            copy_key = f"{record.namespace}/{copy_name(record.name, worker)}"
+            if copy_key != keep and copies.pop(copy_key, None) is not None:
+                state.delete_workload(copy_key)
+        record.dispatching = ()
+
+    def on_worker(decision: Admit | Evict | Wait, key: str, worker: str, moment: float) -> None:
+        owner = records[key]
+        if isinstance(decision, Admit):
+            state.confirm(decision.workload)
+            withdraw(key, keep=decision.workload)
+            owner.worker, owner.admitted_at = worker, moment
+            if owner.runtime is not None:
+                finish = _step(moment + owner.runtime, resolution)
+                heapq.heappush(events, (finish, _FINISH, owner.epoch, key))
+        elif isinstance(decision, Evict) and owner.worker == worker:
+            # preempted on the worker running it: the run is lost and every worker is asked again
+            copies.pop(decision.workload, None)
+            state.delete_workload(decision.workload)
+            owner.worker, owner.admitted_at = "", None
+            owner.epoch += 1
+            owner.preemptions += 1
+            dispatch(key)
+        elif isinstance(decision, Evict):  # a copy still waiting: it queues there again
+            state.upsert_workload(requeued(copy_workloads[decision.workload]))
+
     def settle(moment: float) -> None:
         nonlocal cycles, decisions_total, planned_revisit
         while state.has_work(moment):
             decisions = state.cycle(moment)
             cycles += 1
             decisions_total += len(decisions)
-            for decision in decisions:
+            for decision in _workers_in_config_order(decisions, copies, routes, records):
+                origin = copies.get(decision.workload)
+                if origin is not None:  # a copy on a worker: the first to be admitted runs the Workload
+                    on_worker(decision, *origin, moment)
+                    continue
                 record = records.get(decision.workload)
                 if record is None:
                     continue
-                if isinstance(decision, Admit):
+                if isinstance(decision, Admit) and decision.cluster_queue in routes:
+                    state.confirm(decision.workload)  # quota reserved here; a worker must admit it
+                    record.cluster_queue = decision.cluster_queue
+                    record.admitted_counts = _counts(decision.admission)
+                    record.wait = None
+                    dispatch(decision.workload)
+                elif isinstance(decision, Admit):
                     state.confirm(decision.workload)  # the simulated status write lands at once
                     record.admitted_at = moment
                     record.cluster_queue = decision.cluster_queue
@@ -235,6 +300,11 @@ def _replay(
                     record.admitted_at = None
                     record.epoch += 1
                     record.preemptions += 1
+                    withdraw(decision.workload)  # its worker stops it too
+                    worker_copy = f"{record.namespace}/{copy_name(record.name, record.worker)}"
+                    if record.worker and copies.pop(worker_copy, None) is not None:
+                        state.delete_workload(worker_copy)
+                    record.worker = ""
                     state.upsert_workload(requeued(workloads[decision.workload]))
                 else:
                     record.wait = decision
@@ -274,8 +344,13 @@ def _replay(
             elif kind == _REVISIT:
                 continue  # the cycle below makes it
             elif epoch == records[key].epoch:  # a finish planned before an eviction never happens
-                records[key].finished_at = now
+                record = records[key]
+                record.finished_at = now
                 state.finish_workload(key)
+                if record.worker:  # the worker's copy finishes with it
+                    worker_copy = f"{record.namespace}/{copy_name(record.name, record.worker)}"
+                    if copies.pop(worker_copy, None) is not None:
+                        state.finish_workload(worker_copy)
         settle(now)
     assert snapshot is not None
     return Result(snapshot, records, timeline, end, cycles, decisions_total, preemptions)
@@ -306,6 +381,8 @@ def _snapshot(state: SchedulerState, records: Mapping[str, WorkloadRecord], at: 
                 positions.get(record.key),
                 admitted_counts=record.admitted_counts,
                 topology=record.topology,
+                worker=record.worker,
+                dispatching=record.dispatching if record.admitted_at is None else (),
             )
         )
     rows.sort(key=lambda r: (r.arrival, r.namespace, r.name))
@@ -330,6 +407,25 @@ def _placements(admission: Admission) -> tuple[tuple[str, Mapping[str, Any]], ..
         for assignment in admission.pod_set_assignments
         if assignment.topology_assignment is not None
     )
+
+
+def _workers_in_config_order(
+    decisions: list[Admit | Evict | Wait],
+    copies: Mapping[str, tuple[str, str]],
+    routes: Mapping[str, tuple[str, ...]],
+    records: Mapping[str, WorkloadRecord],
+) -> list[Admit | Evict | Wait]:
+    """The cycle's decisions, those about copies on workers last and in their MultiKueueConfig's order, so
+    that when several workers could take a Workload at the same moment the most preferred one does."""
+    if not copies:
+        return decisions
+
+    def rank(decision: Admit | Evict | Wait) -> tuple[str, int]:
+        key, worker = copies[decision.workload]
+        return key, routes[records[key].cluster_queue].index(worker)
+
+    own = [d for d in decisions if d.workload not in copies]
+    return own + sorted((d for d in decisions if d.workload in copies), key=rank)
 
 
 def _counts(admission: Admission) -> tuple[tuple[str, int], ...]:

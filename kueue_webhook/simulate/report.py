@@ -72,12 +72,24 @@ def _queue_summary(result: Result, scenario: Scenario) -> list[dict[str, Any]]:
             for r in snapshot.workloads
             if r.cluster_queue == name and r.finished_at is not None and r.finished_at <= snapshot.at
         )
+        admitted = status.get("admittedWorkloads", 0)
+        if any(check in scenario.multikueue_checks for check in queue.admission_checks):
+            # MultiKueue: admitted once a worker runs it (its check Ready), as Kueue's manager shows it
+            admitted = sum(
+                1
+                for r in snapshot.workloads
+                if r.cluster_queue == name
+                and r.worker
+                and r.admitted_at is not None
+                and r.admitted_at <= snapshot.at
+                and not (r.finished_at is not None and r.finished_at <= snapshot.at)
+            )
         out.append(
             {
                 "name": name,
                 "cohort": queue.cohort_name,
                 "queueingStrategy": queue.queueing_strategy,
-                "admitted": status.get("admittedWorkloads", 0),
+                "admitted": admitted,
                 "pending": status.get("pendingWorkloads", 0),
                 "finished": finished,
                 "preempted": sum(
@@ -109,6 +121,8 @@ def _workload_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
             "finished": finished,
             "arrival": r.arrival,
         }
+        if r.worker and admitted:
+            row["worker"] = r.worker
         if admitted:
             row["podSetCounts"] = dict(r.admitted_counts)
             if r.topology:
@@ -122,6 +136,14 @@ def _workload_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
                     }
                     for name, assignment in r.topology
                 }
+        elif r.dispatching:  # MultiKueue: quota reserved in the manager, no worker has admitted it yet
+            row["reservedIn"] = r.cluster_queue
+            row["pending"] = {
+                "reason": "MultiKueue",
+                "message": f"quota reserved in {r.cluster_queue}; waiting for a worker cluster to admit it "
+                f"({', '.join(r.dispatching)})",
+                "position": None,
+            }
         else:
             wait = r.wait
             row["pending"] = {
@@ -172,10 +194,12 @@ def report_text(result: Result, scenario: Scenario, out: TextIO) -> None:
     snapshot = result.snapshot
     rows = _workload_rows(snapshot)
     many_namespaces = len({r["namespace"] for r in rows}) > 1
+    workers = bool(scenario.multikueue_clusters)
     headers = (["NAMESPACE"] if many_namespaces else []) + [
         "NAME",
         "QUEUE",
         "RESERVED IN",
+        *(["WORKER"] if workers else []),
         "ADMITTED",
         "FINISHED",
     ]
@@ -186,6 +210,7 @@ def report_text(result: Result, scenario: Scenario, out: TextIO) -> None:
             row["name"],
             row["queue"],
             row["reservedIn"],
+            *([row.get("worker", "")] if workers else []),
             "True" if row["admitted"] else "",
             "True" if row["finished"] else "",
         ]

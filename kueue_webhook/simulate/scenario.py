@@ -37,6 +37,7 @@ from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
 from kueue_webhook.api.nodes import NodeView, node_view
 from kueue_webhook.api.objects import (
     GROUP,
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -47,6 +48,12 @@ from kueue_webhook.api.objects import (
     WorkloadPriorityClass,
     parse_object,
     parse_workload,
+)
+from kueue_webhook.api.objects.multikueue import (
+    MULTIKUEUE_CONTROLLER,
+    MultiKueueCluster,
+    MultiKueueConfig,
+    parameters_config,
 )
 
 __all__ = [
@@ -154,6 +161,12 @@ class Scenario:
     configuration: Configuration = field(default_factory=Configuration)
     #: objects of kinds no enabled integration knows yet: the ConfigMap may still declare them
     deferred: list[tuple[str, int, Mapping[str, Any]]] = field(default_factory=list)
+    #: MultiKueue (``kueue_webhook.simulate.multicluster``): AdmissionCheck -> its MultiKueueConfig
+    multikueue_checks: dict[str, str] = field(default_factory=dict)
+    #: MultiKueueConfig -> its clusters, in order
+    multikueue_configs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the MultiKueueClusters of the input, in order
+    multikueue_clusters: list[str] = field(default_factory=list)
 
     @property
     def cluster_queues(self) -> list[ClusterQueue]:
@@ -378,7 +391,16 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         raise _errors(where, parsed)
     if isinstance(parsed, CONFIG_KINDS):
         scenario.objects.append(parsed)
-    # an AdmissionCheck changes nothing here: checks are taken to pass at once on a simulated clock
+    elif isinstance(parsed, MultiKueueCluster):
+        scenario.multikueue_clusters.append(parsed.name)
+    elif isinstance(parsed, MultiKueueConfig):
+        scenario.multikueue_configs[parsed.name] = parsed.clusters
+    elif isinstance(parsed, AdmissionCheck) and parsed.controller_name == MULTIKUEUE_CONTROLLER:
+        config, problem = parameters_config({"spec": {"parameters": dict(parsed.parameters)}})
+        if config is None:
+            raise SimulationError(f"{where}: spec.parameters: {problem}")
+        scenario.multikueue_checks[parsed.name] = config
+    # any other AdmissionCheck changes nothing here: checks are taken to pass at once on a simulated clock
 
 
 @contextlib.contextmanager

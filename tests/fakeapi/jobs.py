@@ -16,6 +16,8 @@ from typing import Any
 from tests.fakeapi.store import now_rfc3339
 
 Obj = dict[str, Any]
+#: the Job controller's own ``spec.managedBy`` value (the default)
+JOB_CONTROLLER = "kubernetes.io/job-controller"
 
 
 def _condition(type_: str, status: str, reason: str, message: str, now: str) -> Obj:
@@ -37,8 +39,11 @@ def is_finished(job: Obj) -> bool:
 
 
 def job_controller_status(job: Obj) -> Obj | None:
-    """The status the Job controller converges to for this spec, or None when it would not touch it."""
+    """The status the Job controller converges to for this spec, or None when it would not touch it (a
+    finished Job, or one whose ``spec.managedBy`` names another controller, which it skips as v1.32+ does)."""
     if is_finished(job):
+        return None
+    if (job.get("spec") or {}).get("managedBy", JOB_CONTROLLER) != JOB_CONTROLLER:
         return None
     old = job.get("status") or {}
     status = copy.deepcopy(old)

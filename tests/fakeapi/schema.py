@@ -33,6 +33,11 @@ _ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
 
 @lru_cache(maxsize=256)
 def _compiled(pattern: str) -> re.Pattern[str]:
+    """RE2 (kube-apiserver's) takes flags after the anchor, ``^(?i)...`` (Kueue's AdmissionCheck
+    ``parameters.kind``); Python only at the very start, where they mean the same."""
+    flags = re.match(r"\^(\(\?[a-z]+\))", pattern)
+    if flags is not None:
+        pattern = flags.group(1) + "^" + pattern[flags.end() :]
     return re.compile(pattern)
 
 

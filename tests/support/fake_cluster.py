@@ -105,12 +105,12 @@ def as_controller(fake_api: FakeApiServer) -> Path:
 
 @contextlib.asynccontextmanager
 async def serving_webhook(
-    fake_api: FakeApiServer, tmp_path: Path, *, kubeconfig: Path | None = None
+    fake_api: FakeApiServer, tmp_path: Path, *, kubeconfig: Path | None = None, **options: Any
 ) -> AsyncIterator[Replica]:
     """A controller replica (as the fake's admin, or ``kubeconfig``'s user) whose webhook the fake API server
     calls, through the shipped webhook configurations pointed at it, as kube-apiserver would."""
     tls = certificates(tmp_path / "tls")
-    async with replica(kubeconfig or fake_api.kubeconfig_path(), tls=tls) as serving:
+    async with replica(kubeconfig or fake_api.kubeconfig_path(), tls=tls, **options) as serving:
         for config in webhook_configurations(ca=ca_bundle(tls), url_base=f"https://127.0.0.1:{serving.port}"):
             await fake_api.create(config)
         yield serving

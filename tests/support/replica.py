@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ import yaml
 
 from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import NAMESPACES
+from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
+from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.replica.controller import ControllerSettings
 from kueue_webhook.control.replica.wiring import Listen, Replica, build
 from kueue_webhook.http.certs import CertificateSet, ca_bundle, ensure_certificates
@@ -54,6 +56,9 @@ async def start_replica(
     namespace: str = "kueue-system",
     status_interval: float = 0.05,
     wait_ready: bool = True,
+    workers: WorkerClusters | None = None,
+    multikueue: DispatchSettings | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Replica:
     """Start one replica; with ``tls`` it also serves the webhook on 127.0.0.1 (an ephemeral port)."""
     listen = None if tls is None else Listen(cert_file=tls.cert, key_file=tls.key, host="127.0.0.1", port=0)
@@ -64,10 +69,11 @@ async def start_replica(
         settings=ControllerSettings(
             leader_election=leader_election,
             status_interval=status_interval,
-            watch_timeout_seconds=60,
-            **FAST_LEASE,
+            **{"watch_timeout_seconds": 60, **FAST_LEASE, **(settings or {})},
+            **({"multikueue": multikueue} if multikueue is not None else {}),
         ),
         listen=listen,
+        workers=workers,
     )
     await ensure_namespace(started.client, namespace)
     await started.start()

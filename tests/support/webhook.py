@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.integrations.owners import OwnerAnswer, Unresolved
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER, cluster_queue_checks
 from kueue_webhook.http.app import create_app
 from kueue_webhook.http.ca_bundles import patch_webhook_configurations
 from kueue_webhook.http.certs import ca_bundle, ensure_certificates
@@ -37,6 +38,15 @@ class FakeApiView:
 
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.api.get("workloads", name, namespace)
+
+    def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
+        queue = self.api.get("localqueues", local_queue, namespace) or {}
+        cluster_queue = self.api.get("clusterqueues", str((queue.get("spec") or {}).get("clusterQueue", "")))
+        return cluster_queue is not None and any(
+            ((self.api.get("admissionchecks", name) or {}).get("spec") or {}).get("controllerName")
+            == MULTIKUEUE_CONTROLLER
+            for name in cluster_queue_checks(cluster_queue)
+        )
 
     def owner(self, namespace: str, api_version: str, kind: str, name: str) -> OwnerAnswer:
         group = api_version.rpartition("/")[0]

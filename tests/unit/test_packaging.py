@@ -99,7 +99,7 @@ def test_a_directory_prints_the_files_its_kustomization_lists_in_order() -> None
     files = yaml.safe_load((ROOT / "manifests" / "crds" / "kustomization.yaml").read_text())["resources"]
     expected = [doc for name in files for doc in objects((ROOT / "manifests" / "crds" / name).read_text())]
     assert objects(out) == expected
-    assert len(expected) == 8
+    assert len(expected) == 10
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")

@@ -12,6 +12,12 @@ from typing import Any, TypeAlias
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.objects.common import GROUP
 from kueue_webhook.api.objects.flavors import ResourceFlavor, parse_resource_flavor
+from kueue_webhook.api.objects.multikueue import (
+    MultiKueueCluster,
+    MultiKueueConfig,
+    parse_multikueue_cluster,
+    parse_multikueue_config,
+)
 from kueue_webhook.api.objects.queues import (
     ClusterQueue,
     Cohort,
@@ -41,6 +47,8 @@ KueueObject: TypeAlias = (
     | Workload
     | AdmissionCheck
     | Topology
+    | MultiKueueCluster
+    | MultiKueueConfig
 )
 
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], KueueObject | list[FieldError]]] = {
@@ -52,6 +60,8 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], KueueObject | list[FieldError]
     "Workload": parse_workload,
     "AdmissionCheck": parse_admission_check,
     "Topology": parse_topology,
+    "MultiKueueCluster": parse_multikueue_cluster,
+    "MultiKueueConfig": parse_multikueue_config,
 }
 
 

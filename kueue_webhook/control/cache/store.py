@@ -40,7 +40,16 @@ from typing import Any
 import orjson
 
 from kueue_webhook.api.integrations.owners import OwnerAnswer, Unresolved
-from kueue_webhook.control.kube.kinds import JOBS, LOCAL_QUEUES, NAMESPACES, WORKLOADS, Kind
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER, cluster_queue_checks
+from kueue_webhook.control.kube.kinds import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    JOBS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    WORKLOADS,
+    Kind,
+)
 
 JSON = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -250,6 +259,20 @@ class Store:
             if watched.kind == kind and watched.api_version == api_version and watched.namespaced:
                 return self.get(watched, name, namespace)
         return Unresolved(f"{kind} objects ({api_version}) are not watched")
+
+    def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
+        """Whether the LocalQueue's ClusterQueue lists an AdmissionCheck whose controller is MultiKueue."""
+        queue = self.get(LOCAL_QUEUES, local_queue, namespace)
+        cluster_queue = self.get(
+            CLUSTER_QUEUES, str(((queue or {}).get("spec") or {}).get("clusterQueue", ""))
+        )
+        if cluster_queue is None:
+            return False
+        for name in cluster_queue_checks(cluster_queue):
+            check = self.get(ADMISSION_CHECKS, name)
+            if check is not None and (check.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER:
+                return True
+        return False
 
     # -- sync gate ----------------------------------------------------------------------------------------
 

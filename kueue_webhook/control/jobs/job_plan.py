@@ -208,6 +208,8 @@ Step = (
     | SyncPodsReady
 )
 
+#: the Finished message of a prebuilt Workload its object no longer matches (Kueue's)
+PREBUILT_OUT_OF_SYNC = "The prebuilt workload is out of sync with its user job"
 #: the Stopped event's message when a Job's Workload is deleted (Kueue's StopReasonWorkloadDeleted)
 WORKLOAD_DELETED = "Workload is deleted"
 #: the Stopped event's message when a running pod has no Workload (Kueue's StopReasonNoMatchingWorkload)
@@ -298,10 +300,13 @@ def plan_job(
     pod_priorities: dict[str, int] | None = None,
     pods_ready: bool = False,
     integration: Integration = JOB,
+    prebuilt: bool = False,
 ) -> Step | None:
     """The next step for a managed object of ``integration`` and its Workload (None: they agree).
     ``pods_ready``: waitForPodsReady is on, so a running object's Workload carries PodsReady (Kueue's step
-    "handle WaitForPodsReady")."""
+    "handle WaitForPodsReady"). ``prebuilt``: the Workload was made for the object beforehand (a MultiKueue
+    worker's copy), so one it no longer matches is finished as ``OutOfSync`` rather than replaced (Kueue's
+    ``ensurePrebuiltWorkloadInSync``)."""
     it = integration
     finished, succeeded, message = job_finished(job, it)
     if finished and holds_finalizer(job, it) and (workload is None or is_true(workload, "Finished")):
@@ -343,6 +348,9 @@ def plan_job(
                 return None  # the Job's status change when its pods are gone re-triggers us
             return ReleaseReservation(workload, evicted_message(workload))
         if has_quota_reservation(workload) and not matches_workload(job, workload, it, reserved=True):
+            if prebuilt:
+                # a MultiKueue manager made this Workload: finished, so the manager dispatches it again
+                return FinishWorkload(workload, "OutOfSync", PREBUILT_OUT_OF_SYNC)
             # edited after its admission: it queues again as it is now
             return DeleteWorkload(workload, f"Deleted not matching Workload: {_key(workload)}")
         if is_true(workload, "Admitted") and has_quota_reservation(workload) and not evicted:

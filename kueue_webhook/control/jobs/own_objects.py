@@ -15,18 +15,22 @@ from typing import Any
 
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations import Integration, engine
+from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
 from kueue_webhook.api.integrations.managed import ON_ITS_OWN, is_managed
 from kueue_webhook.api.integrations.owners import controller_reference
+from kueue_webhook.api.multikueue import PREBUILT_WORKLOAD_LABEL
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.jobs.job_plan import (
+    NOT_ADMITTED,
     ReleaseObjects,
+    StopJob,
     deleted_and_held,
     holds_finalizer,
     plan_job,
     plan_unmanaged,
 )
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
-from kueue_webhook.control.kube.kinds import kind_of
+from kueue_webhook.control.kube.kinds import WORKLOADS, kind_of
 from kueue_webhook.control.output.conditions import is_true
 
 __all__ = ["KindMode", "OwnObjects", "owner_keys", "queue_change"]
@@ -54,6 +58,11 @@ def queue_change(host: Host, change: Change, key: ObjectKey) -> None:
         if workload is not None and deleted_and_held(workload):
             host.queue_orphan(workload)
     host.queue_key(key)
+
+
+def prebuilt_workload_name(obj: JSON) -> str:
+    """The Workload a MultiKueue manager made for this worker copy ("" for an object of its own)."""
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL) or "")
 
 
 class KindMode:
@@ -108,6 +117,10 @@ class OwnObjects(KindMode):
         configuration = context.configuration()
         uid = str((job.get("metadata") or {}).get("uid", ""))
         workload = context.store.workload_owned_by(namespace=namespace, owner_uid=uid)
+        if workload is None and prebuilt_workload_name(job):
+            # a worker's copy made by a MultiKueue manager: its Workload was made for it beforehand
+            await self._adopt_prebuilt(host, job)
+            return True
         alone = is_managed(
             job,
             integration,
@@ -136,10 +149,60 @@ class OwnObjects(KindMode):
             pod_priorities=inputs.pod_priorities,
             pods_ready=inputs.pods_ready,
             integration=integration,
+            prebuilt=bool(prebuilt_workload_name(job)),
         )
         if step is not None:
             await host.execute(job, step, integration)
         return True
+
+    async def _adopt_prebuilt(self, host: Host, job: JSON) -> None:
+        """Kueue's ``ensureOneWorkload`` for an object naming a prebuilt Workload: that Workload, once it
+        exists and nothing else controls it, is made the object's own (controller ownerReference and
+        job-uid label); one controlled by another object is left alone. While it does not exist the
+        object is kept suspended and the key retried with backoff (Kueue's
+        ``ErrPrebuiltWorkloadNotFound``): the object never runs without its Workload."""
+        integration, context = self.integration, host.context
+        namespace, _ = key_of(job)
+        name = prebuilt_workload_name(job)
+        workload = context.store.get(WORKLOADS, name, namespace)
+        if workload is None:
+            if not engine.is_suspended(integration, job) and not engine.finished(integration, job)[0]:
+                await host.execute(
+                    job, StopJob(engine.suspend_ops(integration, job), NOT_ADMITTED), integration
+                )
+            raise LookupError(f"prebuilt workload {namespace}/{name} not found")
+        meta = job.get("metadata") or {}
+        owner = controller_owner(workload)
+        if owner is not None:
+            if owner.get("uid") != meta.get("uid"):
+                log.warning(
+                    "prebuilt workload is controlled by another object",
+                    extra={"workload": f"{namespace}/{name}", "controller": str(owner.get("name"))},
+                )
+            return
+        reference = {
+            "apiVersion": f"{integration.group}/{integration.version}"
+            if integration.group
+            else integration.version,
+            "kind": integration.kind,
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        version = (workload.get("metadata") or {}).get("resourceVersion")
+        patch: list[JSON] = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
+        references = (workload.get("metadata") or {}).get("ownerReferences")
+        if references:
+            patch.append({"op": "add", "path": "/metadata/ownerReferences/-", "value": reference})
+        else:
+            patch.append({"op": "add", "path": "/metadata/ownerReferences", "value": [reference]})
+        if not (workload.get("metadata") or {}).get("labels"):
+            patch.append({"op": "add", "path": "/metadata/labels", "value": {}})
+        label = JOB_UID_LABEL.replace("/", "~1")
+        patch.append({"op": "add", "path": f"/metadata/labels/{label}", "value": str(meta.get("uid", ""))})
+        if await context.writer.patch(WORKLOADS, workload, patch) is not None:
+            log.info("prebuilt workload adopted", extra={"workload": f"{namespace}/{name}"})
 
     async def _left_to_owner(self, host: Host, obj: JSON) -> bool:
         """Whether the object is queued through a real queued owner rather than on its own (Kueue's

@@ -157,6 +157,9 @@ class _ViewWithOwners:
     def owner(self, namespace: str, api_version: str, kind: str, name: str) -> OwnerAnswer:
         return self.owners.owner(namespace, api_version, kind, name)
 
+    def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
+        return self.base.dispatches_to_workers(namespace, local_queue)
+
 
 def _may_be_queued(
     objects: Sequence[Mapping[str, Any]], request: AdmissionRequest, config: Configuration, view: ClusterView

@@ -291,8 +291,8 @@ class KubeClient:
         resource_version: str,
         namespace: str | None = None,
         field_selector: str = "",
-        timeout_seconds: int = 290,
         label_selector: str = "",
+        timeout_seconds: int = 290,
     ) -> AsyncIterator[JSON]:
         """Watch events (``{"type", "object"}``) one JSON line each; ERROR events raise ``ApiError``."""
         query: dict[str, str | int] = {

@@ -60,8 +60,13 @@ TOPOLOGIES = Kind("Topology", KUEUE, "v1beta2", "topologies", namespaced=False)
 #: watched for topology-aware scheduling only, into ``scheduling.topology_feed`` rather than the store
 NODES = Kind("Node", "", "v1", "nodes", namespaced=False)
 BOUND_PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
-#: not watched: the certificate Secret the leader renews (``internalCertManagement``)
+#: the certificate Secret the leader renews (``internalCertManagement``); MultiKueue watches the Secrets of
+#: the controller's namespace for worker kubeconfigs
 SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)
+#: MultiKueue: the worker clusters and the lists of them an AdmissionCheck points at (watched, not gating
+#: readiness: their CRDs may be missing where MultiKueue is not used)
+MULTIKUEUE_CLUSTERS = Kind("MultiKueueCluster", KUEUE, "v1beta2", "multikueueclusters", namespaced=False)
+MULTIKUEUE_CONFIGS = Kind("MultiKueueConfig", KUEUE, "v1beta2", "multikueueconfigs", namespaced=False)
 #: not watched; ``certs --patch-webhook-configurations`` and the certificate renewal set their caBundle
 API_SERVICES = Kind("APIService", "apiregistration.k8s.io", "v1", "apiservices", namespaced=False)
 CUSTOM_RESOURCE_DEFINITIONS = Kind(

@@ -108,13 +108,24 @@ def load(files: Iterable[Path], *, explicit: bool = False) -> Merged:
             continue
         except OSError as exc:
             raise KubeconfigError(f"{path}: cannot read kubeconfig: {exc}") from exc
-        try:
-            document = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise KubeconfigError(f"{path}: cannot read kubeconfig: {yaml_problem(exc)}") from None
-
-        _merge(merged, document if document is not None else {}, path)
+        _merge_text(merged, text, path)
     return merged
+
+
+def load_text(text: str, *, origin: Path) -> Merged:
+    """One kubeconfig given as text (a Secret's key), named ``origin`` in errors; relative paths in it are
+    resolved against ``origin``'s directory, as for a file."""
+    merged = Merged()
+    _merge_text(merged, text, origin)
+    return merged
+
+
+def _merge_text(merged: Merged, text: str, path: Path) -> None:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise KubeconfigError(f"{path}: cannot read kubeconfig: {yaml_problem(exc)}") from None
+    _merge(merged, document if document is not None else {}, path)
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:

@@ -263,13 +263,18 @@ def pods_ready_status(workload: JSON, *, condition: tuple[str, str, str], now: s
 
 def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reason: str, now: str) -> JSON:
     """Evicted=True (and Preempted=True for a preemption), as Kueue's evict.Evict does, which also resets
-    every admission check that is not Pending to Pending so the checks start again on readmission."""
+    every admission check that is not Pending to Pending so the checks start again on readmission, and
+    forgets the worker cluster MultiKueue chose or nominated (``resetClusterNomination``), so the
+    readmitted Workload is dispatched afresh."""
     edit = ConditionsEdit.of(workload, now)
     states = _check_states(workload)
     edit.set("Evicted", "True", reason, message)
     if preemption_reason:
         edit.set("Preempted", "True", preemption_reason, message)
     out: JSON = {"conditions": edit.conditions}
+    for field_name in ("clusterName", "nominatedClusterNames"):
+        if field_name in (workload.get("status") or {}):
+            out[field_name] = None
     if any(state.state != "Pending" for state in states):
         out["admissionChecks"] = [
             state.to_dict()

@@ -73,6 +73,19 @@ class Metrics:
     admitted_workloads = _Metric(
         Counter, "kueue_admitted_workloads_total", "Admitted workloads per cluster_queue.", QUEUE_AND_PRIORITY
     )
+    multikueue_dispatched = _Metric(
+        Counter,
+        "multikueue_workloads_dispatched_total",
+        "Workload copies the MultiKueue manager created in a worker cluster, per cluster_queue and cluster.",
+        ("cluster_queue", "cluster", ROLE),
+    )
+    multikueue_admitted = _Metric(
+        Counter,
+        "multikueue_workloads_admitted_total",
+        "Admissions of a Workload copy in a worker cluster, per cluster_queue and cluster (again after a "
+        "re-admission).",
+        ("cluster_queue", "cluster", ROLE),
+    )
     quota_reserved_workloads = _Metric(
         Counter,
         "kueue_quota_reserved_workloads_total",

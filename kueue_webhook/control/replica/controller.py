@@ -6,7 +6,9 @@ without a cold start, and a replica that does not lead answers the visibility AP
 when the lease is won and cancelled together, synchronously, the moment it is lost: the scheduler loop,
 the Job reconciler, the queue status reporter, the admission-check controller and the fair-sharing
 reporter, the topology ungater and node-failure controller, and the upkeep of our own objects (declared
-webhook entries, the serving certificate). They
+webhook entries, the serving certificate); and MultiKueue's worker connections (``worker_clusters``, the
+``WorkerClusters`` the dispatcher reads: a replica that does not lead holds no worker client) with its
+checks' ``Active`` condition. They
 share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration), built here once.
 Winning the lease rebuilds the core from the store and queues every Job, so whatever a previous leader
 left half done (a Workload admitted whose Job is still suspended) is finished first.
@@ -23,9 +25,11 @@ import contextlib
 import gc
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kueue_webhook.api.config import CONFIGMAP_NAME, Configuration
+from kueue_webhook.api.objects.multikueue import KUBECONFIG_PATH_PREFIX
 from kueue_webhook.control.cache.informer import Informer
 from kueue_webhook.control.cache.store import Change, Listener, Store, listener_name
 from kueue_webhook.control.jobs.modes import mode_of
@@ -34,8 +38,28 @@ from kueue_webhook.control.jobs.reconciler import JobReconciler
 from kueue_webhook.control.kube.api_health import ApiHealth
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.identity import own_username
-from kueue_webhook.control.kube.kinds import BOUND_PODS, CONFIGMAPS, JOBS, NODES, WATCHED, Kind, kind_of
+from kueue_webhook.control.kube.kinds import (
+    BOUND_PODS,
+    CONFIGMAPS,
+    JOBS,
+    MULTIKUEUE_CLUSTERS,
+    MULTIKUEUE_CONFIGS,
+    NODES,
+    SECRETS,
+    WATCHED,
+    Kind,
+    kind_of,
+)
 from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
+from kueue_webhook.control.multikueue.checks import MultiKueueChecks
+from kueue_webhook.control.multikueue.clusters import (
+    FILE_POLL_SECONDS,
+    RETRY_BASE,
+    RETRY_CAP,
+    WorkerConnections,
+)
+from kueue_webhook.control.multikueue.dispatcher import DispatchSettings, MultiKueueDispatcher
+from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.events import Recorder
 from kueue_webhook.control.output.metrics import Metrics
@@ -73,6 +97,14 @@ class ControllerSettings:
     retry_period: float = RETRY_PERIOD
     status_interval: float = STATUS_INTERVAL
     watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS
+    #: MultiKueue: the first delay before reconnecting to a worker (doubling up to the cap, jittered)
+    multikueue_retry_base: float = RETRY_BASE
+    multikueue_retry_cap: float = RETRY_CAP
+    #: MultiKueue: where ``locationType: Path`` kubeconfigs must be, and how often they are looked at
+    multikueue_kubeconfig_dir: Path = Path(KUBECONFIG_PATH_PREFIX)
+    multikueue_file_poll: float = FILE_POLL_SECONDS
+    #: MultiKueue dispatch timings and names; None: the configuration's ``multiKueue`` (live)
+    multikueue: DispatchSettings | None = None
 
 
 DEFAULT_SETTINGS = ControllerSettings()
@@ -88,6 +120,7 @@ class Controller:
         namespace: str,
         identity: str,
         settings: ControllerSettings = DEFAULT_SETTINGS,
+        workers: WorkerClusters | None = None,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -159,6 +192,27 @@ class Controller:
         self.node_failures = NodeFailures(self.context, self.leader_client, self.topology)
         self.topology.subscribe(self.ungater.on_watch_change)
         self.topology.subscribe(self.node_failures.on_watch_change)
+        #: MultiKueue: the worker clusters' connections (the ``WorkerClusters`` the dispatcher reads) and
+        #: the Active condition of MultiKueue AdmissionChecks
+        self.worker_clusters = WorkerConnections(
+            self.context,
+            namespace=namespace,
+            path_prefix=settings.multikueue_kubeconfig_dir,
+            retry_base=settings.multikueue_retry_base,
+            retry_cap=settings.multikueue_retry_cap,
+            file_poll=settings.multikueue_file_poll,
+            fence=self.elector.fence if self.elector is not None else None,
+        )
+        self.multikueue_checks = MultiKueueChecks(self.context)
+        self.live_config.subscribe(self.worker_clusters.reconfigure)
+        #: the leader dispatches Workloads of ClusterQueues with a MultiKueue check to those workers (or to
+        #: ``workers``, a stand-in for them)
+        self._dispatch_settings = settings.multikueue
+        self.multikueue = MultiKueueDispatcher(
+            self.context,
+            workers=workers if workers is not None else self.worker_clusters,
+            settings=self.dispatch_settings,
+        )
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
@@ -183,6 +237,21 @@ class Controller:
                 sink=self.store,
                 namespace=namespace,
                 field_selector=f"metadata.name={CONFIGMAP_NAME}",
+                watch_timeout_seconds=watch_timeout,
+            )
+        )
+        #: MultiKueue's kinds and the Secrets of our namespace (worker kubeconfigs): not part of readiness,
+        #: as the MultiKueue CRDs may be missing where MultiKueue is not used
+        self.multikueue_informers = [
+            Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
+            for kind in (MULTIKUEUE_CLUSTERS, MULTIKUEUE_CONFIGS)
+        ]
+        self.multikueue_informers.append(
+            Informer(
+                client=client,
+                kind=SECRETS,
+                sink=self.store,
+                namespace=namespace,
                 watch_timeout_seconds=watch_timeout,
             )
         )
@@ -217,8 +286,11 @@ class Controller:
             self.fair_sharing.on_change,
             self.ungater.on_workload_change,
             self.node_failures.on_workload_change,
+            self.worker_clusters.on_change,
+            self.multikueue_checks.on_change,
         ):
             self.store.subscribe(self._while_leading(handler))
+        self.store.subscribe(self._while_leading(self.multikueue.on_change))
         self.store.subscribe(self._while_following)
         self.synced = asyncio.Event()
         self.leading = asyncio.Event()
@@ -232,6 +304,19 @@ class Controller:
 
     def configuration(self) -> Configuration:
         return self.live_config.current
+
+    def dispatch_settings(self) -> DispatchSettings:
+        """The MultiKueue dispatch settings in force: the configuration's ``multiKueue`` (unless given)."""
+        if self._dispatch_settings is not None:
+            return self._dispatch_settings
+        multi_kueue = self.configuration().multi_kueue
+        return DispatchSettings(
+            origin=multi_kueue.origin,
+            worker_lost_timeout=multi_kueue.worker_lost_timeout_seconds,
+            gc_interval=multi_kueue.gc_interval_seconds,
+            dispatcher=multi_kueue.dispatcher_name,
+            step_size=multi_kueue.incremental_step_size,
+        )
 
     def is_leader(self) -> bool:
         return self.leading.is_set()
@@ -281,6 +366,7 @@ class Controller:
         self.checks.resync()
         self.ungater.resync()
         self.node_failures.resync()
+        self.multikueue_checks.resync()
         self.status.mark_all()
         self.fair_sharing.mark_all()
         loop = asyncio.get_running_loop()
@@ -291,12 +377,16 @@ class Controller:
             loop.create_task(self.execution_limits.run(), name="execution-time-limits"),
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
+            loop.create_task(self.worker_clusters.run(), name="multikueue-clusters"),
+            loop.create_task(self.multikueue_checks.run(), name="multikueue-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
             loop.create_task(self.ungater.run(), name="topology-ungater"),
             loop.create_task(self.node_failures.run(), name="topology-node-failures"),
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
             loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
         ]
+        self.multikueue.resync()
+        self._leader_tasks.append(loop.create_task(self.multikueue.run(), name="multikueue-dispatch"))
 
     def _stop_leading(self, *, shutting_down: bool = False) -> None:
         if not self.leading.is_set():
@@ -382,6 +472,10 @@ class Controller:
             loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
             for informer in self.informers
         ]
+        background.extend(
+            loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
+            for informer in self.multikueue_informers
+        )
         background.append(loop.create_task(self.recorder.run(), name="events"))
         # not part of readiness: a cluster without topology-aware Workloads needs neither list
         background.append(loop.create_task(self.topology.run(), name="topology-watch"))

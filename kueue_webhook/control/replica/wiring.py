@@ -18,6 +18,7 @@ from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.jobs.owner_lookup import AdmissionOwners
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.kinds import WORKLOADS
+from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.replica.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
 from kueue_webhook.control.scheduling.scheduler_loop import DECISION_WRITES_IN_FLIGHT
 from kueue_webhook.core.recent_decisions import RecentDecisions
@@ -122,11 +123,14 @@ async def build(
     connections: int = API_CONNECTIONS,
     settings: ControllerSettings = DEFAULT_SETTINGS,
     listen: Listen | None = None,
+    workers: WorkerClusters | None = None,
 ) -> Replica:
     """Connect as kubectl would (``KubeClient.connect``) and wire the controller and, with ``listen``, the
     webhook on the controller's store, configuration, metrics registry and readiness. Nothing runs yet."""
     client = await KubeClient.connect(kubeconfig=kubeconfig, context=context, connections=connections)
-    controller = Controller(client=client, namespace=namespace, identity=identity, settings=settings)
+    controller = Controller(
+        client=client, namespace=namespace, identity=identity, settings=settings, workers=workers
+    )
     if listen is None:
         return Replica(client, controller, None)
     auth = https_auth(client)

@@ -48,6 +48,8 @@ def test_every_webhook_points_at_a_path_the_server_serves_with_safe_settings() -
         "/validate-kueue-x-k8s-io-v1beta2-cohort",
         "/validate-kueue-x-k8s-io-v1beta2-topology",
         "/validate-kueue-x-k8s-io-v1beta2-workload",
+        "/validate-kueue-x-k8s-io-v1beta2-multikueuecluster",
+        "/validate-kueue-x-k8s-io-v1beta2-multikueueconfig",
         "/mutate",
         "/validate",
     }
@@ -133,7 +135,7 @@ def test_kustomize_renders_crds_and_controller_together() -> None:
         [kubectl, "kustomize", str(ROOT)], capture_output=True, text=True, check=True, timeout=60
     )
     kinds = [doc["kind"] for doc in yaml.safe_load_all(rendered.stdout) if doc]
-    assert kinds.count("CustomResourceDefinition") == 8
+    assert kinds.count("CustomResourceDefinition") == 10
     assert {
         "Deployment",
         "Service",
@@ -226,7 +228,12 @@ def test_certificate_renewal_is_granted_on_our_objects_by_name_only() -> None:
                             out.setdefault(name, set()).update(rule["verbs"])
         return out
 
-    assert granted("secrets") == {InternalCertManagement().webhook_secret_name: {"get", "update"}}
+    # its own certificate Secret by name; reading (never writing) the namespace's Secrets is for MultiKueue's
+    # worker kubeconfigs, as Kueue's controller reads them
+    assert granted("secrets") == {
+        InternalCertManagement().webhook_secret_name: {"get", "update"},
+        "*any*": {"get", "list", "watch"},
+    }
     assert granted("customresourcedefinitions") == {name: {"get", "patch"} for name in KUEUE_CRDS}
     assert granted("apiservices") == {name: {"get", "patch"} for name in VISIBILITY_APISERVICES}
     assert granted("mutatingwebhookconfigurations") == {DEFAULT_NAMES["mutating"]: {"get", "patch"}}

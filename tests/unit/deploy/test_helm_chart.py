@@ -155,11 +155,11 @@ def test_cert_manager_issues_the_secret_and_injects_every_ca_bundle() -> None:
             "APIService",
         }
     ]
-    assert len(injected) == 11
+    assert len(injected) == 13
     annotated = [
         o for o in objects if (o["metadata"].get("annotations") or {}).get("cert-manager.io/inject-ca-from")
     ]
-    assert len(annotated) == 11  # nothing else carries the injector's annotation
+    assert len(annotated) == 13  # nothing else carries the injector's annotation
     for obj in injected:
         assert obj["metadata"]["annotations"] == {
             "cert-manager.io/inject-ca-from": "kueue-system/kueue-webhook"

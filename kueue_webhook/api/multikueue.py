@@ -1,0 +1,96 @@
+"""MultiKueue's names on the wire and the webhook's ``spec.managedBy`` default, as pure data and functions.
+
+A manager cluster queues a Job, reserves quota for it, and runs it in a worker cluster. The manager's own
+copy must never run: its ``spec.managedBy`` names MultiKueue, so the manager's Job controller (and JobSet
+controller) leave it alone. Kueue's webhook sets that field on CREATE for a Job (or JobSet) whose
+LocalQueue's ClusterQueue lists an AdmissionCheck served by MultiKueue, when the field is unset or names the
+kind's own controller (Kueue's jobframework ``ApplyDefaultForManagedBy`` with each kind's
+``CanDefaultManagedBy``). The same names label the copies in the workers (``ORIGIN_LABEL``,
+``PREBUILT_WORKLOAD_LABEL``), so a Kueue worker and ours read each other's copies alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: ``spec.controllerName`` of an AdmissionCheck served by MultiKueue, and the ``spec.managedBy`` it sets
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+#: the label on every copy in a worker: which manager (``multiKueue.origin``) made it
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+#: Kueue's default ``multiKueue.origin``
+DEFAULT_ORIGIN = "multikueue"
+#: the label on a worker's job copy naming the Workload copy made for it before it (Kueue's prebuilt
+#: Workload)
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+
+_SPEC = ("spec", "managedBy")
+_RUN_POLICY = ("spec", "runPolicy", "managedBy")
+_KUBEFLOW = (_RUN_POLICY, "kubeflow.org/training-operator")
+_KUBERAY = (_SPEC, "ray.io/kuberay-operator")
+
+#: kinds whose objects MultiKueue dispatches (Kueue has a MultiKueue adapter for each), with where their
+#: ``managedBy`` is and the value of their own controller (Kueue's ``CanDefaultManagedBy``: unset or this
+#: value is replaced by ``MULTIKUEUE_CONTROLLER``)
+MANAGED_BY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("batch", "Job"): (_SPEC, "kubernetes.io/job-controller"),
+    ("jobset.x-k8s.io", "JobSet"): (_SPEC, "jobset.sigs.k8s.io/jobset-controller"),
+    ("kubeflow.org", "PyTorchJob"): _KUBEFLOW,
+    ("kubeflow.org", "TFJob"): _KUBEFLOW,
+    ("kubeflow.org", "MPIJob"): (_RUN_POLICY, "kubeflow.org/mpi-operator"),
+    ("ray.io", "RayJob"): _KUBERAY,
+    ("ray.io", "RayCluster"): _KUBERAY,
+}
+
+
+def dispatchable(group: str, kind: str) -> bool:
+    """Whether objects of this kind can run in a worker (Kueue has a MultiKueue adapter for it)."""
+    return (group, kind) in MANAGED_BY
+
+
+def managed_by_path(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """Where the object's kind keeps ``managedBy`` (``spec.managedBy`` for a kind not listed)."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return MANAGED_BY.get((group, str(obj.get("kind", ""))), (_SPEC, ""))[0]
+
+
+def managed_by(obj: Mapping[str, Any]) -> str:
+    """The object's ``managedBy`` ("" when unset)."""
+    value: Any = obj
+    for key in managed_by_path(obj):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def managed_by_default_ops(group: str, kind: str, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Patch that makes MultiKueue manage an object queued to a ClusterQueue with a MultiKueue
+    check; empty when the kind has no MultiKueue adapter or its ``managedBy`` names another controller."""
+    known = MANAGED_BY.get((group, kind))
+    if known is None or not isinstance(obj.get("spec"), Mapping):
+        return []
+    path, own = known
+    if managed_by({**obj, "apiVersion": f"{group}/v", "kind": kind}) not in ("", own):
+        return []
+    parent: Mapping[str, Any] = obj
+    for depth, key in enumerate(path[:-1]):
+        child = parent.get(key)
+        if not isinstance(child, Mapping):
+            pointer = "/" + "/".join(path[: depth + 1])
+            value: Any = MULTIKUEUE_CONTROLLER
+            for inner in reversed(path[depth + 1 :]):
+                value = {inner: value}
+            return [{"op": "add", "path": pointer, "value": value}]
+        parent = child
+    op = "replace" if path[-1] in parent else "add"
+    return [{"op": op, "path": "/" + "/".join(path), "value": MULTIKUEUE_CONTROLLER}]
+
+
+def cluster_queue_checks(cluster_queue: Mapping[str, Any]) -> list[str]:
+    """The AdmissionCheck names a ClusterQueue lists (``admissionChecks`` or ``admissionChecksStrategy``)."""
+    spec = cluster_queue.get("spec") or {}
+    names = [str(n) for n in spec.get("admissionChecks") or [] if isinstance(n, str)]
+    strategy = spec.get("admissionChecksStrategy") or {}
+    for rule in strategy.get("admissionChecks") or []:
+        if isinstance(rule, Mapping) and isinstance(rule.get("name"), str):
+            names.append(rule["name"])
+    return names

@@ -1,0 +1,146 @@
+"""What the manager writes into a worker: the copy of a Workload and of its job, and what it copies back.
+
+Pure functions over plain objects, Kueue's MultiKueue adapters' rules:
+
+* a Workload copy keeps the name, namespace, labels (but the job-uid label, which names a manager object),
+  annotations and the whole spec, and is labelled with the manager's origin (Kueue's ``cloneForCreate``);
+* a job copy keeps the name, namespace, labels, annotations and spec, is labelled with the origin and the
+  Workload copy's name (``SetMultiKueueMeta``: the worker adopts that Workload instead of making one), and
+  loses its ``managedBy`` (Kubeflow's kinds keep it in ``spec.runPolicy``) so the worker's own controller
+  runs it; a Job also loses ``spec.selector`` and
+  the labels the API server put into its template, which the worker's API server makes anew (the batch/Job
+  adapter's ``SyncJob``);
+* the job's status flows back whole. For a Job only when the manager's copy is running, both are suspended,
+  or the worker's finished (the batch/Job adapter's ``determineStatusUpdate``): a suspended Job given a
+  running one's ``startTime`` could no longer be edited.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
+from kueue_webhook.api.multikueue import ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL, managed_by_path
+
+JSON = dict[str, Any]
+
+#: labels kube-apiserver puts into a Job's pod template, bound to the Job's uid on that cluster
+_JOB_TEMPLATE_LABELS = (
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+)
+
+
+def _meta_for_creation(obj: Mapping[str, Any]) -> JSON:
+    """Name, namespace, labels and annotations: what a copy in another cluster keeps of ``metadata``."""
+    meta = obj.get("metadata") or {}
+    out: JSON = {"name": meta.get("name"), "namespace": meta.get("namespace")}
+    out["labels"] = dict(meta.get("labels") or {})
+    if meta.get("annotations"):
+        out["annotations"] = dict(meta["annotations"])
+    return out
+
+
+def workload_copy(local: Mapping[str, Any], *, origin: str) -> JSON:
+    """The Workload to create in a worker for the manager's ``local`` Workload."""
+    meta = _meta_for_creation(local)
+    meta["labels"].pop(JOB_UID_LABEL, None)
+    meta["labels"][ORIGIN_LABEL] = origin
+    return {
+        "apiVersion": local.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": copy.deepcopy(local.get("spec") or {}),
+    }
+
+
+def job_copy(local_job: Mapping[str, Any], *, workload_name: str, origin: str) -> JSON:
+    """The job object to create in the worker whose Workload copy was admitted."""
+    meta = _meta_for_creation(local_job)
+    meta["labels"][ORIGIN_LABEL] = origin
+    meta["labels"][PREBUILT_WORKLOAD_LABEL] = workload_name
+    spec = copy.deepcopy(local_job.get("spec") or {})
+    holder: Any = {"spec": spec}
+    path = managed_by_path(local_job)
+    for key in path[:-1]:
+        holder = holder.get(key) if isinstance(holder, dict) else None
+    if isinstance(holder, dict):
+        holder.pop(path[-1], None)
+    if local_job.get("kind") == "Job" and str(local_job.get("apiVersion", "")).startswith("batch/"):
+        spec.pop("selector", None)
+        template_meta = (spec.get("template") or {}).get("metadata") or {}
+        labels = template_meta.get("labels")
+        if isinstance(labels, dict):
+            for key in _JOB_TEMPLATE_LABELS:
+                labels.pop(key, None)
+    return {
+        "apiVersion": local_job.get("apiVersion"),
+        "kind": local_job.get("kind"),
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+def owned_by_origin(remote: Mapping[str, Any] | None, origin: str) -> bool:
+    """Whether a worker's object carries this manager's origin label (Kueue's
+    ``ValidateRemoteObjectOwnership``): only such objects are read back or deleted."""
+    labels = ((remote or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get(ORIGIN_LABEL) == origin
+
+
+def _conditions_true(obj: Mapping[str, Any], *types: str) -> bool:
+    return any(
+        c.get("type") in types and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+        if isinstance(c, Mapping)
+    )
+
+
+def mirrored_status(local_job: Mapping[str, Any], remote_job: Mapping[str, Any]) -> JSON | None:
+    """The status the manager's job should show for the worker's ``remote_job``; None: leave it as it is."""
+    remote_status = copy.deepcopy(remote_job.get("status") or {})
+    if local_job.get("kind") == "Job":
+        local_suspended = bool((local_job.get("spec") or {}).get("suspend"))
+        remote_suspended = bool((remote_job.get("spec") or {}).get("suspend"))
+        remote_finished = _conditions_true(remote_job, "Complete", "Failed")
+        if local_suspended and not remote_suspended and not remote_finished:
+            return None
+    if remote_status == (local_job.get("status") or {}):
+        return None
+    return remote_status
+
+
+#: the pod counts of a job's status, where each kind keeps them (a JobSet's per replicated Job)
+_POD_COUNTS = ("active", "ready", "terminating")
+
+
+def without_pods(local_job: Mapping[str, Any]) -> JSON | None:
+    """The manager's job status with no pods counted (a Job's ``active``/``ready``/``terminating``, a
+    JobSet's per replicated Job); None when none are counted."""
+    status = copy.deepcopy(dict(local_job.get("status") or {}))
+    changed = False
+    holders = [
+        status,
+        *(entry for entry in status.get("replicatedJobsStatus") or [] if isinstance(entry, dict)),
+    ]
+    for holder in holders:
+        for field in _POD_COUNTS:
+            if holder.get(field):
+                holder[field] = 0
+                changed = True
+    return status if changed else None
+
+
+def stale_start_time(local_job: Mapping[str, Any]) -> bool:
+    """A suspended manager Job still showing the ``startTime`` read back from a worker that ran it before.
+
+    The manager's Job controller skips the Job (``spec.managedBy``), so nothing else clears it; once the Job
+    is unsuspended for its next worker, kube-apiserver would refuse that worker's ``startTime``
+    (immutable for an unsuspended Job once set)."""
+    if local_job.get("kind") != "Job" or not (local_job.get("spec") or {}).get("suspend"):
+        return False
+    return bool((local_job.get("status") or {}).get("startTime"))

@@ -1,0 +1,476 @@
+"""MultiKueue dispatch on three real control planes: a manager and two workers, each with its own
+controller (``KUEUE_E2E_KUBECONFIG`` is the manager, ``KUEUE_E2E_WORKER_KUBECONFIGS`` the two workers,
+comma-separated; all with the Kueue CRDs and the minimal JobSet CRD installed).
+
+The manager's ClusterQueue lists a MultiKueue check; a Job (``spec.managedBy`` MultiKueue's, so the
+manager's Job controller never makes its pods) is copied to the workers, runs in one, its pods are played
+Succeeded there by the test (no kubelet), and its completion comes back to the manager's Job and Workload.
+A JobSet goes the same way, its worker status played by the test. With ``KUEUE_E2E_KUBE_DOWN`` (the
+control plane's ``down.sh``) a worker is stopped mid-run; after the (short) worker-lost timeout its
+Workload runs in the other worker, and the manager's quota is never exceeded; the stopped worker is started
+again (``up.sh`` next to ``down.sh``). The same through real ``MultiKueueCluster`` connections, where the
+stale copy left in the stopped worker is deleted once it is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
+from kueue_webhook.control.kube.client import ApiError, KubeClient
+from kueue_webhook.control.kube.kinds import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    CONFIGMAPS,
+    JOBS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
+from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster
+from tests.support import builders
+from tests.support.replica import Replica, start_replica
+from tests.support.worker_clusters import StaticWorkers
+
+WORKER_KUBECONFIGS = [p for p in os.environ.get("KUEUE_E2E_WORKER_KUBECONFIGS", "").split(",") if p]
+KUBE_DOWN = os.environ.get("KUEUE_E2E_KUBE_DOWN", "")
+pytestmark = [
+    pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER),
+    pytest.mark.skipif(
+        len(WORKER_KUBECONFIGS) != 2,
+        reason="KUEUE_E2E_WORKER_KUBECONFIGS must name two worker control planes' kubeconfigs",
+    ),
+]
+JSON = dict[str, Any]
+JOBSETS = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", namespaced=True)
+HANG = 180.0  # seconds: a bound on a hang, never a pace
+SETTINGS = DispatchSettings(worker_lost_timeout=3.0, gc_interval=1.0, poll_interval=0.5)
+CONFIG = "integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}"
+
+
+@dataclass
+class Setup:
+    name: str
+    manager: KubeClient
+    workers: dict[str, KubeClient]
+    worker_kubeconfigs: dict[str, Path]
+    stand_in: StaticWorkers
+    controller: Replica
+
+
+async def eventually(check: Callable[[], Any], what: str, timeout: float = HANG) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = await check()
+        if found:
+            return found
+        if loop.time() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        await asyncio.sleep(0.3)
+
+
+async def get(client: KubeClient, kind: Kind, name: str, namespace: str) -> JSON | None:
+    try:
+        return await client.get(kind, name=name, namespace=namespace)
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+async def queues(client: KubeClient, name: str, quota: str, checks: list[str]) -> None:
+    with contextlib.suppress(ApiError):
+        await client.create(NAMESPACES, builders.namespace("kueue-system"))
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kueue-webhook-config", "namespace": "kueue-system"},
+        "data": {"config.yaml": CONFIG},
+    }
+    try:
+        await client.create(CONFIGMAPS, config, namespace="kueue-system")
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+    await client.create(NAMESPACES, builders.namespace(name))
+    extra = {"admissionChecksStrategy": {"admissionChecks": [{"name": c} for c in checks]}} if checks else {}
+    flavor, cluster_queue, local_queue = builders.own_queue(
+        name, name, {"cpu": quota}, queue="team", namespace_selector=builders.only(name), **extra
+    )
+    await client.create(RESOURCE_FLAVORS, flavor)
+    await client.create(CLUSTER_QUEUES, cluster_queue)
+    await client.create(LOCAL_QUEUES, local_queue, namespace=name)
+
+
+@pytest.fixture
+async def setup() -> AsyncIterator[Setup]:
+    name = f"mk-{uuid.uuid4().hex[:6]}"
+    manager = await KubeClient.connect(kubeconfig=KUBECONFIG)
+    kubeconfigs = {f"worker-{i}": Path(p) for i, p in enumerate(WORKER_KUBECONFIGS)}
+    workers = {w: await KubeClient.connect(kubeconfig=str(p)) for w, p in kubeconfigs.items()}
+    replicas: list[Replica] = []
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck"}
+    check |= {"metadata": {"name": name}, "spec": {"controllerName": MULTIKUEUE_CONTROLLER}}
+    stand_in = StaticWorkers(workers, checks={name: tuple(sorted(workers))})
+    try:
+        await manager.create(ADMISSION_CHECKS, check)
+        await queues(manager, name, "2", [name])
+        for worker, client in workers.items():
+            await queues(client, name, "4", [])
+            replicas.append(await start_replica(kubeconfigs[worker], identity=worker, leader_election=False))
+        controller = await start_replica(
+            Path(KUBECONFIG), identity="manager", leader_election=False, workers=stand_in, multikueue=SETTINGS
+        )
+        replicas.append(controller)
+        yield Setup(name, manager, workers, kubeconfigs, stand_in, controller)
+    finally:
+        for running in replicas:
+            await running.stop()
+        for client in [manager, *workers.values()]:
+            with contextlib.suppress(ApiError, OSError):
+                await _clean(client, name)
+        await manager.close()
+        await stand_in.close()
+
+
+async def _clean(client: KubeClient, name: str) -> None:
+    workloads, _ = await client.list_all(WORKLOADS, namespace=name)
+    for workload in workloads:
+        with contextlib.suppress(ApiError):
+            await client.patch(
+                WORKLOADS,
+                name=workload["metadata"]["name"],
+                namespace=name,
+                patch={"metadata": {"finalizers": None}},
+            )
+    for kind, object_name in [
+        (NAMESPACES, name),
+        (CLUSTER_QUEUES, name),
+        (RESOURCE_FLAVORS, name),
+        (ADMISSION_CHECKS, name),
+    ]:
+        with contextlib.suppress(ApiError):
+            await client.delete(kind, name=object_name)
+
+
+def job(namespace: str, name: str) -> JSON:
+    body = builders.queued_job(namespace, name, queue="team", resources={"requests": {"cpu": "1"}})
+    body["spec"]["managedBy"] = MULTIKUEUE_CONTROLLER
+    return body
+
+
+async def workload_of(client: KubeClient, namespace: str, owner: str) -> JSON | None:
+    items, _ = await client.list_all(WORKLOADS, namespace=namespace)
+    for item in items:
+        if any(ref.get("name") == owner for ref in item["metadata"].get("ownerReferences") or []):
+            return item
+    return None
+
+
+def is_true(obj: JSON | None, kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True"
+        for c in ((obj or {}).get("status") or {}).get("conditions") or []
+    )
+
+
+async def test_a_job_runs_in_a_worker_and_its_completion_comes_back(setup: Setup) -> None:
+    ns = setup.name
+    await setup.manager.create(JOBS, job(ns, "train"), namespace=ns)
+
+    async def chosen() -> str:
+        workload = await workload_of(setup.manager, ns, "train")
+        return str(((workload or {}).get("status") or {}).get("clusterName") or "")
+
+    worker = await eventually(chosen, "the manager's Workload names the worker running it")
+    local = await workload_of(setup.manager, ns, "train")
+    assert local is not None and is_true(local, "QuotaReserved")
+    await eventually(lambda: _admitted(setup.manager, ns, "train"), "the manager's Workload is Admitted")
+    remote = setup.workers[worker]
+
+    async def running_there() -> bool:
+        found = await get(remote, JOBS, "train", ns)
+        return bool(found and found["spec"].get("suspend") is False)
+
+    await eventually(running_there, f"the Job runs in {worker}")
+    other = next(w for w in setup.workers if w != worker)
+    assert await get(setup.workers[other], JOBS, "train", ns) is None
+    # the manager's Job controller left it alone: no pods on the manager
+    pods, _ = await setup.manager.list_all(Kind("Pod", "", "v1", "pods", namespaced=True), namespace=ns)
+    assert pods == []
+
+    worker_cluster = Cluster(setup.worker_kubeconfigs[worker])
+
+    async def complete_on_manager() -> bool:
+        await asyncio.to_thread(worker_cluster.finish_pods, ns)  # the kubelet's part, in the worker
+        return is_true(await get(setup.manager, JOBS, "train", ns), "Complete")
+
+    await eventually(complete_on_manager, "the manager's Job shows the worker's completion")
+    mirrored = await get(setup.manager, JOBS, "train", ns)
+    assert mirrored is not None and mirrored["status"]["succeeded"] == 1
+
+    async def finished_on_manager() -> bool:
+        return is_true(await workload_of(setup.manager, ns, "train"), "Finished")
+
+    await eventually(finished_on_manager, "the manager's Workload is Finished")
+
+
+async def _admitted(client: KubeClient, ns: str, owner: str) -> bool:
+    return is_true(await workload_of(client, ns, owner), "Admitted")
+
+
+async def test_a_jobset_runs_in_a_worker_and_its_completion_comes_back(setup: Setup) -> None:
+    ns = setup.name
+    body = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "sweep", "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+        "spec": {
+            "suspend": True,
+            "managedBy": MULTIKUEUE_CONTROLLER,
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {
+                        "spec": builders.queued_job(
+                            ns, "x", queue="team", resources={"requests": {"cpu": "1"}}
+                        )["spec"]
+                    },
+                }
+            ],
+        },
+    }
+    await setup.manager.create(JOBSETS, body, namespace=ns)
+
+    async def chosen() -> str:
+        workload = await workload_of(setup.manager, ns, "sweep")
+        return str(((workload or {}).get("status") or {}).get("clusterName") or "")
+
+    worker = await eventually(chosen, "the JobSet's Workload names its worker")
+    remote = setup.workers[worker]
+
+    async def started_there() -> JSON | None:
+        found = await get(remote, JOBSETS, "sweep", ns)
+        return found if found and found["spec"].get("suspend") is False else None
+
+    started = await eventually(started_there, f"the JobSet starts in {worker}")
+    # no JobSet controller runs here: the test plays its status in the worker
+    status = {
+        "conditions": [
+            {
+                "type": "Completed",
+                "status": "True",
+                "reason": "AllJobsCompleted",
+                "message": "jobset completed",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+        "replicatedJobsStatus": [
+            {"name": "w", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+        ],
+    }
+    await remote.patch(JOBSETS, name="sweep", namespace=ns, patch={"status": status}, subresource="status")
+    del started
+
+    async def finished_on_manager() -> bool:
+        return is_true(await workload_of(setup.manager, ns, "sweep"), "Finished")
+
+    await eventually(finished_on_manager, "the manager's Workload is Finished")
+    mirrored = await get(setup.manager, JOBSETS, "sweep", ns)
+    assert mirrored is not None and is_true(mirrored, "Completed")
+
+
+KUBE_UP = str(Path(KUBE_DOWN).with_name("up.sh")) if KUBE_DOWN else ""
+
+
+def instance_of(kubeconfig: Path) -> str:
+    """The ``KUBE_INSTANCE`` of a control plane of this host: its API server listens on 6443+N."""
+    server = next(line for line in kubeconfig.read_text().splitlines() if "server:" in line)
+    return str(int(server.rsplit(":", 1)[1].strip().strip("/")) - 6443)
+
+
+async def control_plane(script: str, kubeconfig: Path) -> None:
+    env = {**os.environ, "KUBE_DIR": str(kubeconfig.parent), "KUBE_INSTANCE": instance_of(kubeconfig)}
+    await asyncio.to_thread(subprocess.run, [script], env=env, check=True, capture_output=True, timeout=300)
+
+
+@pytest.mark.skipif(not KUBE_DOWN, reason="KUEUE_E2E_KUBE_DOWN (the control plane's down.sh) is not set")
+async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeout(setup: Setup) -> None:
+    ns = setup.name
+    await setup.manager.create(JOBS, job(ns, "long"), namespace=ns)
+    await setup.manager.create(JOBS, job(ns, "second"), namespace=ns)
+    await setup.manager.create(JOBS, job(ns, "third"), namespace=ns)  # waits: the quota is 2 cpu
+
+    async def chosen() -> str:
+        workload = await workload_of(setup.manager, ns, "long")
+        return str(((workload or {}).get("status") or {}).get("clusterName") or "")
+
+    first = await eventually(chosen, "the Job is dispatched")
+    other = next(w for w in setup.workers if w != first)
+    seen: list[tuple[str, ...]] = []
+
+    async def watch_usage() -> None:
+        while True:
+            cq = await setup.manager.get(CLUSTER_QUEUES, name=ns)
+            for usage in (cq.get("status") or {}).get("flavorsReservation") or []:
+                for resource in usage.get("resources") or []:
+                    seen.append((resource["name"], str(resource.get("total"))))
+            await asyncio.sleep(0.5)
+
+    watcher = asyncio.create_task(watch_usage())
+    stopped = setup.worker_kubeconfigs[first]
+    try:
+        await control_plane(KUBE_DOWN, stopped)
+        setup.stand_in.lose(first)  # the cluster side's part: its connection failed
+
+        async def moved() -> bool:
+            return await chosen() == other
+
+        await eventually(moved, f"the Workload moves to {other}")
+
+        async def running_in_other() -> bool:
+            found = await get(setup.workers[other], JOBS, "long", ns)
+            return bool(found and found["spec"].get("suspend") is False)
+
+        await eventually(running_in_other, f"the Job runs in {other}")
+        workload = await workload_of(setup.manager, ns, "long")
+        evicted = next(c for c in workload["status"]["conditions"] if c["type"] == "Evicted")
+        assert "Admitting remote lost" in evicted["message"]
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        await control_plane(KUBE_UP, stopped)  # started again, so the next tests find it
+    assert all(total in ("0", "1", "2") for name, total in seen if name == "cpu"), seen
+
+
+@pytest.mark.skipif(not KUBE_DOWN, reason="KUEUE_E2E_KUBE_DOWN (the control plane's down.sh) is not set")
+async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_stale_copy_goes() -> None:
+    name = f"mkc-{uuid.uuid4().hex[:6]}"
+    system = f"{name}-system"
+    manager = await KubeClient.connect(kubeconfig=KUBECONFIG)
+    kubeconfigs = {f"{name}-{i}": Path(p) for i, p in enumerate(WORKER_KUBECONFIGS)}
+    workers = {w: await KubeClient.connect(kubeconfig=str(p)) for w, p in kubeconfigs.items()}
+    replicas: list[Replica] = []
+    stopped: Path | None = None
+    secrets = Kind("Secret", "", "v1", "secrets", namespaced=True)
+    clusters_kind = Kind(
+        "MultiKueueCluster", "kueue.x-k8s.io", "v1beta2", "multikueueclusters", namespaced=False
+    )
+    configs_kind = Kind(
+        "MultiKueueConfig", "kueue.x-k8s.io", "v1beta2", "multikueueconfigs", namespaced=False
+    )
+    try:
+        await manager.create(NAMESPACES, builders.namespace(system))
+        for worker, path in kubeconfigs.items():
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": worker, "namespace": system}}
+            secret["stringData"] = {"kubeconfig": path.read_text()}
+            await manager.create(secrets, secret, namespace=system)
+            await manager.create(
+                clusters_kind,
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "MultiKueueCluster",
+                    "metadata": {"name": worker},
+                    "spec": {"clusterSource": {"kubeConfig": {"location": worker, "locationType": "Secret"}}},
+                },
+            )
+        await manager.create(
+            configs_kind,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueConfig",
+                "metadata": {"name": name},
+                "spec": {"clusters": sorted(kubeconfigs)},
+            },
+        )
+        check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": name}}
+        check["spec"] = {
+            "controllerName": MULTIKUEUE_CONTROLLER,
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
+        }
+        await manager.create(ADMISSION_CHECKS, check)
+        await queues(manager, name, "2", [name])
+        for worker, client in workers.items():
+            await queues(client, name, "4", [])
+            replicas.append(await start_replica(kubeconfigs[worker], identity=worker, leader_election=False))
+        controller = await start_replica(
+            Path(KUBECONFIG),
+            identity="manager",
+            namespace=system,
+            leader_election=False,
+            multikueue=SETTINGS,
+            settings={"multikueue_retry_base": 1.0, "multikueue_retry_cap": 4.0},
+        )
+        replicas.append(controller)
+        await manager.create(JOBS, job(name, "long"), namespace=name)
+
+        async def chosen() -> str:
+            workload = await workload_of(manager, name, "long")
+            return str(((workload or {}).get("status") or {}).get("clusterName") or "")
+
+        first = await eventually(chosen, "the Job is dispatched through the MultiKueueClusters")
+        other = next(w for w in workers if w != first)
+
+        async def running_in(worker: str) -> bool:
+            found = await get(workers[worker], JOBS, "long", name)
+            return bool(found and found["spec"].get("suspend") is False)
+
+        await eventually(lambda: running_in(first), f"the Job runs in {first}")
+        stopped = kubeconfigs[first]
+        await control_plane(KUBE_DOWN, stopped)  # the worker's connection fails: its cluster turns inactive
+
+        async def moved() -> bool:
+            return await chosen() == other
+
+        await eventually(moved, f"the Workload moves to {other}")
+        await eventually(lambda: running_in(other), f"the Job runs in {other}")
+        workload = await workload_of(manager, name, "long")
+        assert workload is not None
+        evicted = next(c for c in workload["status"]["conditions"] if c["type"] == "Evicted")
+        assert "Admitting remote lost" in evicted["message"]
+
+        await control_plane(
+            KUBE_UP, stopped
+        )  # back: the stale copy there is deleted, the Job stays in the other
+        stopped = None
+
+        async def stale_gone() -> bool:
+            return (
+                await get(workers[first], JOBS, "long", name) is None
+                and await get(workers[first], WORKLOADS, workload["metadata"]["name"], name) is None
+            )
+
+        await eventually(stale_gone, f"the stale copy in {first} is deleted")
+        assert await running_in(other)
+    finally:
+        if stopped is not None:
+            await control_plane(KUBE_UP, stopped)
+        for running in replicas:
+            await running.stop()
+        for client in [manager, *workers.values()]:
+            with contextlib.suppress(ApiError, OSError):
+                await _clean(client, name)
+        for kind, object_name in [(configs_kind, name), *((clusters_kind, w) for w in kubeconfigs)]:
+            with contextlib.suppress(ApiError, OSError):
+                await manager.delete(kind, name=object_name)
+        with contextlib.suppress(ApiError, OSError):
+            await manager.delete(NAMESPACES, name=system)
+        await manager.close()
+        for client in workers.values():
+            await client.close()

@@ -1,0 +1,1 @@
+"""MultiKueue through the real controller: worker clusters connected from kubeconfigs, their conditions."""
