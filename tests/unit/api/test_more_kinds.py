@@ -433,9 +433,13 @@ def test_appwrapper_flavors_go_to_its_controller_in_pod_set_infos_and_a_stop_cle
 
 def test_a_failed_appwrapper_finishes_only_once_its_resources_are_gone() -> None:
     deployed = [{"type": "ResourcesDeployed", "status": "True"}]
-    assert engine.finished(APPWRAPPER, {"status": {"phase": "Succeeded"}})[:2] == (True, True)
+    assert engine.finished(APPWRAPPER, {"status": {"phase": "Succeeded"}}) == (
+        True,
+        True,
+        "AppWrapper finished successfully",
+    )
     assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed", "conditions": deployed}})[0] is False
-    assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed"}})[:2] == (True, False)
+    assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed"}}) == (True, False, "AppWrapper failed")
     reserved = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]}}
     assert engine.has_active_pods(APPWRAPPER, reserved) and not engine.has_active_pods(APPWRAPPER, {})
     ready = {"status": {"conditions": [{"type": "PodsReady", "status": "True"}]}}
