@@ -279,6 +279,11 @@ def test_a_queued_spark_application_must_run_in_cluster_mode_without_dynamic_all
     errors = [str(e) for e in KIND_RULES.value_errors(SPARK, bad, None)]
     assert [e.split(":")[0] for e in errors] == ["spec.mode", "spec.dynamicAllocation.enabled"]
     assert KIND_RULES.value_errors(SPARK, spark(), None) == []
+    conf = spark(sparkConf={"spark.executor.instances": "40", "spark.dynamicAllocation.enabled": "true"})
+    assert [str(e).split(":")[0] for e in KIND_RULES.value_errors(SPARK, conf, None)] == [
+        "spec.sparkConf[spark.executor.instances]",
+        "spec.sparkConf[spark.dynamicAllocation.enabled]",
+    ]  # stricter than Kueue: the same escapes through the Spark configuration
     unqueued = spark(mode="client")
     del unqueued["metadata"]["labels"]
     assert KIND_RULES.value_errors(SPARK, unqueued, None) == []
