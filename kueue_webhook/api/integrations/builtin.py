@@ -336,6 +336,7 @@ APPWRAPPER = Integration(
         succeeded_phases=("Succeeded",),
         failed_phases=("Failed",),
         failed_held_by=("ResourcesDeployed",),
+        phase_messages=(("Succeeded", "AppWrapper finished successfully"), ("Failed", "AppWrapper failed")),
     ),
     active=ActiveRule(conditions=("QuotaReserved",)),
     pods_ready=PodsReadyRule(conditions=("PodsReady",)),

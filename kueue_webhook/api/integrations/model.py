@@ -153,6 +153,8 @@ class FinishedRule:
     #: a failed object is not finished while a condition among these is True (an AppWrapper still deleting
     #: what it created)
     failed_held_by: tuple[str, ...] = ()
+    #: (phase, message): the Finished message for a phase when the object writes none (an AppWrapper's)
+    phase_messages: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,11 @@ both roles on start and drops it on stop, which loses it). Spark lets a role's n
 object-wide one key by key, so the flavor's labels hold on the pods either way.
 
 Kueue's webhook also refuses a queued SparkApplication that does not run in ``cluster`` mode or that uses
-dynamic allocation (its executors would then come and go outside the quota): ``value_errors``.
+dynamic allocation (its executors would then come and go outside the quota): ``value_errors``. Stricter than
+Kueue, the same holds for the two ``sparkConf`` settings that would do the same behind those fields
+(``spark.executor.instances``, ``spark.dynamicAllocation.enabled``). As in Kueue, the quota is what the role
+fields say: a role without ``coreRequest`` or ``memory`` asks for no cpu or memory, though Spark then runs
+its pods with its own defaults.
 """
 
 from __future__ import annotations
@@ -169,4 +173,19 @@ def value_errors(obj: Mapping[str, Any]) -> list[FieldError]:
                 "outside the quota it was admitted with",
             )
         )
+    conf = spec.get("sparkConf")
+    for key, why in _CONF_OVERRIDES.items():
+        if isinstance(conf, Mapping) and key in conf:
+            errors.append(FieldError.forbidden(f"spec.sparkConf[{key}]", why))
     return errors
+
+
+#: Spark settings that would change how many executors run behind the fields the quota is computed from
+#: (stricter than Kueue, whose webhook reads the fields only)
+_CONF_OVERRIDES = {
+    "spark.executor.instances": "set spec.executor.instances instead: it is what the queue admits",
+    "spark.dynamicAllocation.enabled": (
+        "a queued SparkApplication cannot use dynamic allocation: its executors would come and go outside "
+        "the quota it was admitted with"
+    ),
+}

@@ -134,7 +134,7 @@ async def test_each_group_of_a_leaderworkerset_is_a_workload_and_its_pods_start_
     assert len(cluster.list("workloads", "team")) == 2
 
 
-async def test_a_half_made_group_waits_and_a_group_beyond_the_quota_stays_gated(
+async def test_a_group_beyond_the_quota_waits_whole_with_its_pods_gated(
     cluster: FakeApiServer,
 ) -> None:
     """A group is admitted whole: its pods wait gated until the group's Workload is admitted, which needs

@@ -279,6 +279,11 @@ def test_a_queued_spark_application_must_run_in_cluster_mode_without_dynamic_all
     errors = [str(e) for e in KIND_RULES.value_errors(SPARK, bad, None)]
     assert [e.split(":")[0] for e in errors] == ["spec.mode", "spec.dynamicAllocation.enabled"]
     assert KIND_RULES.value_errors(SPARK, spark(), None) == []
+    conf = spark(sparkConf={"spark.executor.instances": "40", "spark.dynamicAllocation.enabled": "true"})
+    assert [str(e).split(":")[0] for e in KIND_RULES.value_errors(SPARK, conf, None)] == [
+        "spec.sparkConf[spark.executor.instances]",
+        "spec.sparkConf[spark.dynamicAllocation.enabled]",
+    ]  # stricter than Kueue: the same escapes through the Spark configuration
     unqueued = spark(mode="client")
     del unqueued["metadata"]["labels"]
     assert KIND_RULES.value_errors(SPARK, unqueued, None) == []
@@ -433,9 +438,13 @@ def test_appwrapper_flavors_go_to_its_controller_in_pod_set_infos_and_a_stop_cle
 
 def test_a_failed_appwrapper_finishes_only_once_its_resources_are_gone() -> None:
     deployed = [{"type": "ResourcesDeployed", "status": "True"}]
-    assert engine.finished(APPWRAPPER, {"status": {"phase": "Succeeded"}})[:2] == (True, True)
+    assert engine.finished(APPWRAPPER, {"status": {"phase": "Succeeded"}}) == (
+        True,
+        True,
+        "AppWrapper finished successfully",
+    )
     assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed", "conditions": deployed}})[0] is False
-    assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed"}})[:2] == (True, False)
+    assert engine.finished(APPWRAPPER, {"status": {"phase": "Failed"}}) == (True, False, "AppWrapper failed")
     reserved = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]}}
     assert engine.has_active_pods(APPWRAPPER, reserved) and not engine.has_active_pods(APPWRAPPER, {})
     ready = {"status": {"conditions": [{"type": "PodsReady", "status": "True"}]}}

@@ -41,7 +41,9 @@ def finished(integration: Integration, obj: Mapping[str, Any]) -> tuple[bool, bo
             succeeded = (
                 rule.success.holds(obj) if rule.success is not None else phase in rule.succeeded_phases
             )
-            message = rule.message.get(obj) if rule.message is not None else ""
+            message = (
+                rule.message.get(obj) if rule.message is not None else dict(rule.phase_messages).get(phase)
+            )
             return True, succeeded, str(message or "")
     return False, True, ""
 
