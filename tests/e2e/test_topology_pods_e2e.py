@@ -12,6 +12,10 @@ A host turning NotReady while none of the Workload's pods runs on it is recorded
 ``status.unhealthyNodes``; its pods that were sent there but never bound are failed (``TerminatedByKueue``)
 so the Job makes new ones, which wait at the gate while the node is unhealthy and go back to it once it is
 Ready again. A second failed node evicts the Workload (``NodeFailures``).
+
+The second test takes the whole path: a Topology (rack, host), its flavor and three Nodes; the
+topology-aware scheduler places a 4-pod Job requiring one rack in the rack with room, and the ungater sends
+each pod to the host its rank has in that assignment.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from kueue_webhook.api.topology_assignment import Domain, encode
+from kueue_webhook.api.topology_assignment import Domain, decode, encode
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
@@ -72,11 +76,11 @@ def namespace(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, st
             assert "Traceback" not in running.log.read_text(), running.tail()
 
 
-def set_ready(cluster: Cluster, node: str, ready: bool) -> None:
+def set_ready(cluster: Cluster, node: str, ready: bool, *, cpu: str = "8") -> None:
     status = {
         "status": {
-            "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+            "capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
             "conditions": [
                 {
                     "type": "Ready",
@@ -238,3 +242,57 @@ def test_an_indexed_jobs_pods_are_placed_by_rank_and_a_failed_node_is_handled(
 def events(cluster: Cluster, namespace: str, name: str) -> list[tuple[str, str]]:
     found = cluster.items("events", "-n", namespace, "--field-selector", f"involvedObject.name={name}")
     return [(str(e["reason"]), str(e["message"])) for e in found]
+
+
+def test_a_job_placed_by_the_topology_scheduler_has_its_pods_ungated_onto_the_assigned_hosts(
+    controller: tuple[Cluster, Running],
+) -> None:
+    # the whole path: a Topology and its flavor, the scheduler writes the assignment, the ungater follows it
+    cluster, running = controller
+    rack = "cloud.example.com/rack"
+    with team_queue(cluster, "e2e-tas-sched", quota="8") as ns:
+        topology = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": ns},
+            "spec": {"levels": [{"nodeLabel": rack}, {"nodeLabel": HOST}]},
+        }
+        cluster.apply(yaml.safe_dump(topology))
+        flavor = {"nodeLabels": {"node-pool": ns}, "topologyName": ns}
+        cluster.kubectl("patch", "resourceflavor", ns, "--type=merge", "-p", json.dumps({"spec": flavor}))
+        # rack r1 has room for 2 pods, rack r2 for 4 (2 per host): a 4-pod Job requiring one rack goes to r2
+        hosts = {f"{ns}-1a": ("r1", "2"), f"{ns}-2a": ("r2", "2"), f"{ns}-2b": ("r2", "2")}
+        try:
+            for host, (rack_name, cpu) in hosts.items():
+                labels = {HOST: host, rack: rack_name, "node-pool": ns}
+                node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": host, "labels": labels}}
+                cluster.apply(yaml.safe_dump(node))
+                set_ready(cluster, host, True, cpu=cpu)
+            job = yaml.safe_load(indexed_job(ns))
+            job["spec"]["template"]["metadata"] = {
+                "annotations": {"kueue.x-k8s.io/podset-required-topology": rack}
+            }
+            # no kubelet renews these nodes' leases: the node lifecycle controller taints them
+            job["spec"]["template"]["spec"]["tolerations"] = [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoSchedule"},
+            ]
+            cluster.apply(yaml.safe_dump(job))
+            until(
+                lambda: condition(the_workload(cluster, ns), "Admitted").get("status") == "True",
+                "the admission",
+                HANG,
+            )
+            admission = the_workload(cluster, ns)["status"]["admission"]  # type: ignore[index]
+            assigned = decode(admission["podSetAssignments"][0]["topologyAssignment"])
+            slots = [domain.values[-1] for domain in assigned for _ in range(domain.count)]
+            by_rank = {str(rank): host for rank, host in enumerate(slots)}
+            assert set(by_rank.values()) == {f"{ns}-2a", f"{ns}-2b"}
+            until(lambda: placement(live_pods(cluster, ns)) == by_rank, "every pod on its rank's host", HANG)
+        finally:
+            cluster.kubectl(
+                "delete", "job", "ranks", "-n", ns, "--ignore-not-found", "--wait=true", check=False
+            )
+            cluster.kubectl("delete", "node", *hosts, "--ignore-not-found", check=False)
+            cluster.kubectl("delete", "topology", ns, "--ignore-not-found", check=False)
+    assert "Traceback" not in running.log.read_text(), running.tail()
