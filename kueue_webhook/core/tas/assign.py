@@ -89,7 +89,19 @@ def place_topologies(
         for pod_set, result in zip(workload.pod_sets, assignment.pod_sets, strict=False):
             if result.count == 0:
                 continue
-            trees = {name: tas.trees[name] for name in set(result.flavors.values()) if name in tas.trees}
+            named = sorted(
+                {f for f in result.flavors.values() if (fl := flavors.get(f)) and fl.topology_name}
+            )
+            missing = [name for name in named if name not in tas.trees]
+            if missing:
+                # its Topology is not there (yet): Kueue's TAS cache has no information for the flavor
+                result.mode = Mode.NO_FIT
+                result.reasons = [f'Flavor "{missing[0]}" information missing in TAS cache']
+                assignment.mode = Mode.NO_FIT
+                assignment.no_fit_reason = REASON_TOPOLOGY
+                assignment.shortfalls = None
+                return assignment
+            trees = {name: tas.trees[name] for name in named}
             if len(trees) != 1:
                 continue
             flavor_name, tree = next(iter(trees.items()))

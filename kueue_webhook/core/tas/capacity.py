@@ -267,23 +267,28 @@ class TopologyCapacity:
             _add(free, used, -1)
         return free
 
-    def _place_node(self, node: NodeView) -> None:
+    def _place_node(self, node: NodeView) -> bool:
+        """Put the node in the trees of the flavors it belongs to (and out of the others); whether it is
+        in any tree now."""
         contribution: Usage | None = None
+        placed = False
         for tree in self.trees.values():
             if tree.matches(node):
                 if contribution is None:
                     contribution = self._contribution(node)
                 tree.put_node(node, contribution)
+                placed = True
             else:
                 tree.remove_node(node.name)
+        return placed
 
     def upsert_node(self, node: NodeView) -> None:
         old = self.nodes.get(node.name)
         self.nodes[node.name] = node
         if old == node:
             return
-        self._place_node(node)
-        self.grew += 1
+        if self._place_node(node):  # a node no TAS flavor uses makes no room for anyone
+            self.grew += 1
 
     def delete_node(self, name: str) -> None:
         if self.nodes.pop(name, None) is None:
@@ -318,7 +323,7 @@ class TopologyCapacity:
                 if contribution is None:
                     contribution = self._contribution(node)
                 tree.put_node(node, contribution)
-        if sign < 0:
+        if sign < 0 and contribution is not None:  # room freed on a node of some TAS flavor
             self.grew += 1
 
     # -- admitted TAS workloads --------------------------------------------------------------------------

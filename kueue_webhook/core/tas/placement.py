@@ -113,6 +113,7 @@ def _fill_counts(
     slice_size: int,
     stats: _Exclusions,
     empty: bool,
+    skipped: set[int],
 ) -> None:
     """Phase 1: pods and slices per domain, leaves first. A leaf holds as many pods as its scarcest
     resource allows; the resource that allows none is noted for the message (ties: the first by name)."""
@@ -151,6 +152,8 @@ def _fill_counts(
         leaf.slice_count = count // slice_size if leaf_is_slice_level else count
     for index in range(len(levels) - 2, -1, -1):
         for domain in levels[index]:
+            if skipped and id(domain) in skipped:
+                continue  # ruled out whole: its counts are already zero
             pods = slices = 0
             for child in domain.children.values():
                 pods += child.pod_count
@@ -248,21 +251,44 @@ def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False, empty:
     requests = dict(needs.requests)
     requests[PODS] = requests.get(PODS, 0) + ONE_POD
 
-    per_level: list[list[Domain]] = [list(tree.root.children.values())]
-    for _ in range(levels_count - 1):
-        per_level.append([child for domain in per_level[-1] for child in domain.children.values()])
+    # the tree's summed free capacity rules whole subtrees out: a domain short of one pod's worth of any
+    # resource holds no pod, and nothing below it is read (with ``empty`` the sums do not apply)
+    items = tuple((resource, amount) for resource, amount in requests.items() if amount > 0)
+    skipped: set[int] = set()
+    per_level: list[list[Domain]] = []
+    current = list(tree.root.children.values())
+    for depth in range(levels_count):
+        per_level.append(current)
+        if depth == levels_count - 1:
+            break
+        below: list[Domain] = []
+        for domain in current:
+            free = domain.free
+            if not empty and any(free.get(resource, 0) < amount for resource, amount in items):
+                domain.pod_count = domain.slice_count = 0
+                skipped.add(id(domain))
+            else:
+                below.extend(domain.children.values())
+        current = below
     stats = _Exclusions()
-    _fill_counts(tree, per_level, needs, requests, slice_level, slice_size, stats, empty)
+    _fill_counts(tree, per_level, needs, requests, slice_level, slice_size, stats, empty, skipped)
 
     unit = "pod" if slice_size == 1 else "slice"
 
     def no_fit(fitting: int, needed: int) -> Placement:
+        reasons = stats
+        if skipped:  # the message counts every node: the ones ruled out with their subtree too
+            reasons = _Exclusions()
+            everything = [list(tree.root.children.values())]
+            for _ in range(levels_count - 1):
+                everything.append([c for d in everything[-1] for c in d.children.values()])
+            _fill_counts(tree, everything, needs, requests, slice_level, slice_size, reasons, empty, set())
         head = (
             f'topology "{tree.topology}" doesn\'t allow to fit any of {needed} {unit}(s)'
             if fitting == 0
             else f'topology "{tree.topology}" allows to fit only {fitting} out of {needed} {unit}(s)'
         )
-        return Placement(failure=head + stats.text())
+        return Placement(failure=head + reasons.text())
 
     needed = count // slice_size
     # phase 2: the level and the domains holding every slice
@@ -270,6 +296,8 @@ def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False, empty:
     while True:
         domains = per_level[search]
         if not domains:
+            if skipped:  # every domain above was ruled out
+                return no_fit(0, needed)
             return Placement(failure=f"no topology domains at level: {tree.levels[search]}")
         ordered = _sorted(domains)
         top = ordered[0]

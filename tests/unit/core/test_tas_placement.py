@@ -176,3 +176,16 @@ def test_pods_on_nodes_outside_every_tas_flavor_cost_no_tree_work() -> None:
     tas = capacity(node("h1", "r1", 4))
     tas.upsert_pod("ns/p", PodOnNode("elsewhere", {"cpu": CPU}))
     assert tree_of(tas).root.free["cpu"] == 4 * CPU
+
+
+def test_a_full_block_is_passed_over_whole_and_still_counted_in_the_message() -> None:
+    tas = capacity(
+        node("h1", "r1", 0),
+        node("h2", "r1", 0),
+        node("h3", "r2", 2, block="b2"),
+        node("h4", "r2", 1, block="b2"),
+    )
+    assert place(tree_of(tas), needs(3, required="rack")).domains == ((("h3",), 2), (("h4",), 1))
+    assert place(tree_of(tas), needs(4, required="rack")).failure == (
+        'topology "default" allows to fit only 3 out of 4 pod(s). Total nodes: 4; excluded: resource "cpu": 2'
+    )

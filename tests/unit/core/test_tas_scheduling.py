@@ -190,3 +190,15 @@ def test_without_preemption_in_its_queue_the_rack_job_just_waits() -> None:
     decisions = run_until_quiet(state)
     assert not [d for d in decisions if isinstance(d, Evict)]
     assert last_wait(decisions, "ns/urgent").reason == "WaitingForQuota"
+
+
+def test_a_tas_flavor_whose_topology_is_missing_admits_nobody() -> None:
+    state = tas_state(node("a1", "a", 4))
+    state.delete_topology("default")
+    state.upsert_workload(rack_job("one", count=1))
+    wait = last_wait(run_until_quiet(state), "ns/one")
+    assert wait.message == (
+        'couldn\'t assign flavors to pod set main: Flavor "tas-flavor" information missing in TAS cache'
+    )
+    state.upsert_topology(topology())  # the Topology arrives: the Workload is placed
+    assert admitted(run_until_quiet(state)) == ["ns/one"]
