@@ -71,6 +71,7 @@ from kueue_webhook.control.kube.kinds import (
 )
 from kueue_webhook.control.kube.kubeconfig import KubeconfigError, load_text, select
 from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.conditions import ConditionsEdit, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.logs import redact
@@ -561,3 +562,8 @@ def _describe(exc: BaseException) -> str:
 
 def _without_origin(message: str, origin: Path) -> str:
     return message.removeprefix(f"{origin}: ")
+
+
+def as_worker_clusters(connections: WorkerConnections) -> WorkerClusters:
+    """``connections`` as the seam's type (and where mypy proves it implements ``WorkerClusters``)."""
+    return connections

@@ -5,6 +5,7 @@ cause brings them back without a restart. Two fake API servers: the manager and 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ import yaml
 from kueue_webhook.control.kube.kinds import NAMESPACES
 from tests.fakeapi import FakeApiServer
 from tests.support.fake_cluster import condition
-from tests.support.replica import Replica, replica
+from tests.support.replica import Replica, replica, start_replica
 
 JSON = dict[str, Any]
 FAST_RETRY = {"multikueue_retry_base": 0.05, "multikueue_retry_cap": 0.2}
@@ -355,3 +356,28 @@ async def test_a_connection_failure_message_quotes_no_credential(
     assert "127.0.0.1:9" in message, message  # the proxy was tried, and its failure is told
     assert "hunter2-secret" not in str(failed)
     assert worker.kubeconfig_path().read_text().split("token: ")[1].split()[0] not in str(failed)
+
+
+async def test_only_the_leader_holds_worker_clients_and_a_new_leader_connects(
+    fake_api: FakeApiServer, worker: FakeApiServer
+) -> None:
+    """Kueue's controllers run on the leader only: a standby has no client to hand the dispatcher."""
+    await fake_api.apply_manifests(SETUP)
+    await fake_api.create(secret("worker-1-kubeconfig", worker.kubeconfig_path().read_text()))
+    a = await start_replica(fake_api.kubeconfig_path(), identity="replica-a", settings=FAST_RETRY)
+    b = await start_replica(fake_api.kubeconfig_path(), identity="replica-b", settings=FAST_RETRY)
+    try:
+        await cluster_is(fake_api, "True", "Active")
+        leader, standby = (a, b) if a.controller.is_leader() else (b, a)
+        await fake_api.wait_for(lambda: leader.controller.worker_clusters.client("worker-1") is not None)
+        assert standby.controller.worker_clusters.client("worker-1") is None
+
+        await leader.stop()
+        await asyncio.wait_for(standby.controller.leading.wait(), 30)
+        await fake_api.wait_for(
+            lambda: standby.controller.worker_clusters.client("worker-1") is not None, timeout=30
+        )
+        assert leader.controller.worker_clusters.client("worker-1") is None
+    finally:
+        for replica_ in (a, b):
+            await replica_.stop()
