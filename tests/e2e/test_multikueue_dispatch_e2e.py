@@ -313,8 +313,7 @@ async def control_plane(script: str, kubeconfig: Path) -> None:
 async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeout(setup: Setup) -> None:
     ns = setup.name
     await setup.manager.create(JOBS, job(ns, "long"), namespace=ns)
-    await setup.manager.create(JOBS, job(ns, "second"), namespace=ns)
-    await setup.manager.create(JOBS, job(ns, "third"), namespace=ns)  # waits: the quota is 2 cpu
+    await setup.manager.create(JOBS, job(ns, "second"), namespace=ns)  # with "long", the whole quota (2 cpu)
 
     async def chosen() -> str:
         workload = await workload_of(setup.manager, ns, "long")
@@ -351,6 +350,22 @@ async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeou
         workload = await workload_of(setup.manager, ns, "long")
         evicted = next(c for c in workload["status"]["conditions"] if c["type"] == "Evicted")
         assert "Admitting remote lost" in evicted["message"]
+        # the lost worker's pods no longer count, the new worker's do: a third Job finds the quota full
+        await setup.manager.create(JOBS, job(ns, "third"), namespace=ns)
+
+        async def third_waits() -> bool:
+            third = await workload_of(setup.manager, ns, "third")
+            reserved = next(
+                (
+                    c
+                    for c in ((third or {}).get("status") or {}).get("conditions") or []
+                    if c["type"] == "QuotaReserved"
+                ),
+                {},
+            )
+            return reserved.get("reason") == "WaitingForQuota"
+
+        await eventually(third_waits, "the third Job waits for quota")
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
