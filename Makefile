@@ -41,12 +41,17 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 # The e2e tests on a real API server: KUEUE_E2E_KUBECONFIG's, else the control plane of ../shared/kube, started
-# here when it exists (state in $KUBE_DIR, default /tmp/kube-local). Runs hold /tmp/kube.lock: one at a time.
+# here when it exists (state in $KUBE_DIR, default /tmp/kube-local), with two more beside it as MultiKueue
+# workers (instances 11 and 12, state in $KUBE_DIR-worker1/2). Runs hold /tmp/kube.lock: one at a time.
 KUBE_UP := ../shared/kube/up.sh
 e2e: $(STAMP)
 	@if [ -z "$$KUEUE_E2E_KUBECONFIG" ] && [ -x $(KUBE_UP) ]; then \
-		$(KUBE_UP) || exit 1; \
-		export KUEUE_E2E_KUBECONFIG=$${KUBE_DIR:-/tmp/kube-local}/kubeconfig; \
+		dir=$${KUBE_DIR:-/tmp/kube-local}; \
+		KUBE_DIR=$$dir $(KUBE_UP) || exit 1; \
+		KUBE_INSTANCE=11 KUBE_DIR=$$dir-worker1 $(KUBE_UP) || exit 1; \
+		KUBE_INSTANCE=12 KUBE_DIR=$$dir-worker2 $(KUBE_UP) || exit 1; \
+		export KUEUE_E2E_KUBECONFIG=$$dir/kubeconfig; \
+		export KUEUE_E2E_WORKER_KUBECONFIGS=$$dir-worker1/kubeconfig,$$dir-worker2/kubeconfig; \
 	fi; \
 	flock /tmp/kube.lock $(BIN)/pytest tests/e2e -rs; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no e2e tests collected"; exit 0; fi; exit $$rc

@@ -34,6 +34,7 @@ from kueue_webhook.api.config import (
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
 from kueue_webhook.api.nodes import NodeView, node_view
 from kueue_webhook.api.objects import (
     GROUP,
@@ -50,7 +51,6 @@ from kueue_webhook.api.objects import (
     parse_workload,
 )
 from kueue_webhook.api.objects.multikueue import (
-    MULTIKUEUE_CONTROLLER,
     MultiKueueCluster,
     MultiKueueConfig,
     parameters_config,

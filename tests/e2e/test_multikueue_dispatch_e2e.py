@@ -5,19 +5,17 @@ comma-separated; all with the Kueue CRDs and the minimal JobSet CRD installed).
 The manager's ClusterQueue lists a MultiKueue check; a Job (``spec.managedBy`` MultiKueue's, so the
 manager's Job controller never makes its pods) is copied to the workers, runs in one, its pods are played
 Succeeded there by the test (no kubelet), and its completion comes back to the manager's Job and Workload.
-A JobSet goes the same way, its worker status played by the test. With ``KUEUE_E2E_KUBE_DOWN`` (the
-control plane's ``down.sh``) a worker is stopped mid-run; after the (short) worker-lost timeout its
-Workload runs in the other worker, and the manager's quota is never exceeded; the stopped worker is started
-again (``up.sh`` next to ``down.sh``). The same through real ``MultiKueueCluster`` connections, where the
-stale copy left in the stopped worker is deleted once it is back.
+A JobSet goes the same way, its worker status played by the test. Where the control plane's scripts are
+at hand (``tests/e2e/workers.py``) a worker is stopped mid-run with ``down.sh``; after the (short)
+worker-lost timeout its Workload runs in the other worker, and the manager's quota is never exceeded; the
+stopped worker is started again (``up.sh``). The same through real ``MultiKueueCluster`` connections, where
+the stale copy left in the stopped worker is deleted once it is back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -41,18 +39,22 @@ from kueue_webhook.control.kube.kinds import (
 )
 from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster
+from tests.e2e.workers import (
+    CAN_STOP_WORKERS,
+    NO_SCRIPTS,
+    NO_WORKERS,
+    REPO_ROOT,
+    WORKER_KUBECONFIGS,
+    control_plane,
+    install_crds,
+)
 from tests.support import builders
 from tests.support.replica import Replica, start_replica
 from tests.support.worker_clusters import StaticWorkers
 
-WORKER_KUBECONFIGS = [p for p in os.environ.get("KUEUE_E2E_WORKER_KUBECONFIGS", "").split(",") if p]
-KUBE_DOWN = os.environ.get("KUEUE_E2E_KUBE_DOWN", "")
 pytestmark = [
     pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER),
-    pytest.mark.skipif(
-        len(WORKER_KUBECONFIGS) != 2,
-        reason="KUEUE_E2E_WORKER_KUBECONFIGS must name two worker control planes' kubeconfigs",
-    ),
+    pytest.mark.skipif(len(WORKER_KUBECONFIGS) < 2, reason=f"two workers needed: {NO_WORKERS}"),
 ]
 JSON = dict[str, Any]
 JOBSETS = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", namespaced=True)
@@ -116,11 +118,19 @@ async def queues(client: KubeClient, name: str, quota: str, checks: list[str]) -
     await client.create(LOCAL_QUEUES, local_queue, namespace=name)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def crds() -> None:
+    """Kueue's CRDs and the minimal JobSet CRD on the manager and on both workers."""
+    jobsets = REPO_ROOT / "tests" / "crds" / "minimal" / "jobsets.yaml"
+    for kubeconfig in (Path(KUBECONFIG), *WORKER_KUBECONFIGS):
+        install_crds(kubeconfig, jobsets)
+
+
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     name = f"mk-{uuid.uuid4().hex[:6]}"
     manager = await KubeClient.connect(kubeconfig=KUBECONFIG)
-    kubeconfigs = {f"worker-{i}": Path(p) for i, p in enumerate(WORKER_KUBECONFIGS)}
+    kubeconfigs = {f"worker-{i}": p for i, p in enumerate(WORKER_KUBECONFIGS)}
     workers = {w: await KubeClient.connect(kubeconfig=str(p)) for w, p in kubeconfigs.items()}
     replicas: list[Replica] = []
     check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck"}
@@ -295,21 +305,7 @@ async def test_a_jobset_runs_in_a_worker_and_its_completion_comes_back(setup: Se
     assert mirrored is not None and is_true(mirrored, "Completed")
 
 
-KUBE_UP = str(Path(KUBE_DOWN).with_name("up.sh")) if KUBE_DOWN else ""
-
-
-def instance_of(kubeconfig: Path) -> str:
-    """The ``KUBE_INSTANCE`` of a control plane of this host: its API server listens on 6443+N."""
-    server = next(line for line in kubeconfig.read_text().splitlines() if "server:" in line)
-    return str(int(server.rsplit(":", 1)[1].strip().strip("/")) - 6443)
-
-
-async def control_plane(script: str, kubeconfig: Path) -> None:
-    env = {**os.environ, "KUBE_DIR": str(kubeconfig.parent), "KUBE_INSTANCE": instance_of(kubeconfig)}
-    await asyncio.to_thread(subprocess.run, [script], env=env, check=True, capture_output=True, timeout=300)
-
-
-@pytest.mark.skipif(not KUBE_DOWN, reason="KUEUE_E2E_KUBE_DOWN (the control plane's down.sh) is not set")
+@pytest.mark.skipif(not CAN_STOP_WORKERS, reason=NO_SCRIPTS)
 async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeout(setup: Setup) -> None:
     ns = setup.name
     await setup.manager.create(JOBS, job(ns, "long"), namespace=ns)
@@ -334,7 +330,7 @@ async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeou
     watcher = asyncio.create_task(watch_usage())
     stopped = setup.worker_kubeconfigs[first]
     try:
-        await control_plane(KUBE_DOWN, stopped)
+        await control_plane("down.sh", stopped)
         setup.stand_in.lose(first)  # the cluster side's part: its connection failed
 
         async def moved() -> bool:
@@ -370,16 +366,16 @@ async def test_zz_a_stopped_worker_s_workload_runs_in_the_other_after_the_timeou
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
-        await control_plane(KUBE_UP, stopped)  # started again, so the next tests find it
+        await control_plane("up.sh", stopped)  # started again, so the next tests find it
     assert all(total in ("0", "1", "2") for name, total in seen if name == "cpu"), seen
 
 
-@pytest.mark.skipif(not KUBE_DOWN, reason="KUEUE_E2E_KUBE_DOWN (the control plane's down.sh) is not set")
+@pytest.mark.skipif(not CAN_STOP_WORKERS, reason=NO_SCRIPTS)
 async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_stale_copy_goes() -> None:
     name = f"mkc-{uuid.uuid4().hex[:6]}"
     system = f"{name}-system"
     manager = await KubeClient.connect(kubeconfig=KUBECONFIG)
-    kubeconfigs = {f"{name}-{i}": Path(p) for i, p in enumerate(WORKER_KUBECONFIGS)}
+    kubeconfigs = {f"{name}-{i}": p for i, p in enumerate(WORKER_KUBECONFIGS)}
     workers = {w: await KubeClient.connect(kubeconfig=str(p)) for w, p in kubeconfigs.items()}
     replicas: list[Replica] = []
     stopped: Path | None = None
@@ -448,7 +444,7 @@ async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_s
 
         await eventually(lambda: running_in(first), f"the Job runs in {first}")
         stopped = kubeconfigs[first]
-        await control_plane(KUBE_DOWN, stopped)  # the worker's connection fails: its cluster turns inactive
+        await control_plane("down.sh", stopped)  # the worker's connection fails: its cluster turns inactive
 
         async def moved() -> bool:
             return await chosen() == other
@@ -461,7 +457,7 @@ async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_s
         assert "Admitting remote lost" in evicted["message"]
 
         await control_plane(
-            KUBE_UP, stopped
+            "up.sh", stopped
         )  # back: the stale copy there is deleted, the Job stays in the other
         stopped = None
 
@@ -475,7 +471,7 @@ async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_s
         assert await running_in(other)
     finally:
         if stopped is not None:
-            await control_plane(KUBE_UP, stopped)
+            await control_plane("up.sh", stopped)
         for running in replicas:
             await running.stop()
         for client in [manager, *workers.values()]:

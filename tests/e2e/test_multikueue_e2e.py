@@ -1,6 +1,6 @@
-"""MultiKueue with two real control planes: a manager (``KUEUE_E2E_KUBECONFIG``) and a worker whose
-``KUBE_DIR`` is ``KUEUE_E2E_WORKER_KUBE_DIR``, started with ``KUBE_INSTANCE=$KUEUE_E2E_WORKER_INSTANCE`` (so
-this test can stop it with ``down.sh`` and start it again with ``up.sh``, as an outage would).
+"""MultiKueue with two real control planes: a manager (``KUEUE_E2E_KUBECONFIG``) and a worker, the first of
+``KUEUE_E2E_WORKER_KUBECONFIGS`` (``tests/e2e/workers.py``), which this test stops with ``down.sh`` and starts
+again with ``up.sh``, as an outage would.
 
 An admin puts the worker's kubeconfig in a Secret of the controller's namespace and creates a
 MultiKueueCluster, a MultiKueueConfig and a MultiKueue AdmissionCheck, as docs/multikueue.md says; the
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,22 +20,23 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import KUBECONFIG, KUBECTL, NO_CLUSTER
+from tests.e2e.workers import (
+    CAN_STOP_WORKERS,
+    NO_SCRIPTS,
+    NO_WORKERS,
+    REPO_ROOT,
+    WORKER_KUBECONFIGS,
+    control_plane,
+)
 from tests.support.replica import start_replica
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-WORKER_DIR = os.environ.get("KUEUE_E2E_WORKER_KUBE_DIR", "")
-WORKER_INSTANCE = os.environ.get("KUEUE_E2E_WORKER_INSTANCE", "")
-SCRIPTS = Path(os.environ.get("KUEUE_E2E_KUBE_SCRIPTS", "/work/shared/kube"))
 JSON = dict[str, Any]
 TIMEOUT = 180.0
 
 pytestmark = [
     pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER),
-    pytest.mark.skipif(
-        not WORKER_DIR or not WORKER_INSTANCE,
-        reason="KUEUE_E2E_WORKER_KUBE_DIR and KUEUE_E2E_WORKER_INSTANCE name no second control plane "
-        "(start one with KUBE_INSTANCE=N KUBE_DIR=/tmp/kube-N /work/shared/kube/up.sh)",
-    ),
+    pytest.mark.skipif(not WORKER_KUBECONFIGS, reason=NO_WORKERS),
+    pytest.mark.skipif(not CAN_STOP_WORKERS, reason=NO_SCRIPTS),
 ]
 
 
@@ -56,11 +55,8 @@ async def run(*args: str, kubeconfig: str = KUBECONFIG, check: bool = True) -> t
 
 
 async def worker_script(name: str) -> None:
-    """``down.sh`` or ``up.sh`` of the worker control plane, off the event loop (the replica runs on it)."""
-    env = {**os.environ, "KUBE_DIR": WORKER_DIR, "KUBE_INSTANCE": WORKER_INSTANCE}
-    await asyncio.to_thread(
-        subprocess.run, [str(SCRIPTS / name)], env=env, check=True, capture_output=True, timeout=240
-    )
+    """``down.sh`` or ``up.sh`` of the worker control plane."""
+    await control_plane(name, WORKER_KUBECONFIGS[0])
 
 
 async def eventually(read: Callable[[], Awaitable[Any]], what: str) -> Any:
@@ -101,7 +97,7 @@ async def install_crds(kubeconfig: str) -> None:
 
 
 async def test_a_worker_cluster_is_active_lost_when_down_and_active_again_when_back(tmp_path: Path) -> None:
-    worker_kubeconfig = str(Path(WORKER_DIR) / "kubeconfig")
+    worker_kubeconfig = str(WORKER_KUBECONFIGS[0])
     await install_crds(KUBECONFIG)
     await install_crds(
         worker_kubeconfig

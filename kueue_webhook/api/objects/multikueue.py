@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
 from kueue_webhook.api.objects.cel import cel_failure
 from kueue_webhook.api.objects.common import (
     GROUP,
@@ -36,12 +37,8 @@ from kueue_webhook.api.objects.common import (
 
 JSON = dict[str, Any]
 
-#: ``spec.controllerName`` of an AdmissionCheck served by MultiKueue
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 #: the Secret key holding a worker's kubeconfig
 KUBECONFIG_KEY = "kubeconfig"
-#: the label MultiKueue puts on the objects it creates in a worker, valued with ``multiKueue.origin``
-ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 #: where ``locationType: Path`` kubeconfigs must be (Kueue's MultiKueueKubeConfigPathValidation, default on)
 KUBECONFIG_PATH_PREFIX = "/etc/multikueue/kubeconfigs"
 #: a kubeconfig larger than this is refused unread (a Secret holds up to 1 MiB; kubeconfigs are a few KiB)

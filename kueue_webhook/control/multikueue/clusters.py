@@ -39,6 +39,7 @@ from typing import Any
 import aiohttp
 
 from kueue_webhook.api.config import Configuration
+from kueue_webhook.api.multikueue import ORIGIN_LABEL
 from kueue_webhook.api.objects.multikueue import (
     ACTIVE,
     BAD_KUBECONFIG,
@@ -48,7 +49,6 @@ from kueue_webhook.api.objects.multikueue import (
     KUBECONFIG_PATH_PREFIX,
     LOAD_FAILED,
     MAX_KUBECONFIG_BYTES,
-    ORIGIN_LABEL,
     PATH,
     Inactive,
     KubeConfigSource,

@@ -15,9 +15,6 @@ from typing import Protocol
 
 from kueue_webhook.control.kube.client import KubeClient
 
-#: Kueue's ``spec.controllerName`` of an AdmissionCheck served by MultiKueue
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-
 
 class WorkerClusters(Protocol):
     """What the dispatcher may ask about worker clusters; answers reflect the cluster side's latest view."""
