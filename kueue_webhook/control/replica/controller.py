@@ -44,7 +44,6 @@ from kueue_webhook.control.kube.kinds import (
     JOBS,
     MULTIKUEUE_CLUSTERS,
     MULTIKUEUE_CONFIGS,
-    NODES,
     SECRETS,
     WATCHED,
     Kind,
@@ -187,7 +186,12 @@ class Controller:
         self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
         #: Nodes and the pods of topology-aware Workloads (a store of their own), the ungater placing those
         #: pods on their domains and the controller reacting to failed nodes
-        self.topology = TopologyWatch(client, watch_timeout_seconds=settings.watch_timeout_seconds)
+        #: nodes and bound pods, reduced to what topology-aware scheduling reads (not in the store); the
+        #: Nodes come from the topology watch's informer, so they are listed and watched once
+        self.topology_feed = TopologyFeed()
+        self.topology = TopologyWatch(
+            client, watch_timeout_seconds=settings.watch_timeout_seconds, node_sink=self.topology_feed
+        )
         self.ungater = TopologyUngater(self.context, self.leader_client, self.topology)
         self.node_failures = NodeFailures(self.context, self.leader_client, self.topology)
         self.topology.subscribe(self.ungater.on_watch_change)
@@ -217,11 +221,9 @@ class Controller:
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
         ]
-        #: nodes and bound pods, reduced to what topology-aware scheduling reads (not in the store)
-        self.topology_feed = TopologyFeed()
         self.scheduler.attach_topology(self.topology_feed)
         self.informers += [
-            Informer(client=client, kind=NODES, sink=self.topology_feed, watch_timeout_seconds=watch_timeout),
+            self.topology.node_informer,
             Informer(
                 client=client,
                 kind=BOUND_PODS,
@@ -323,9 +325,9 @@ class Controller:
 
     def ready(self) -> bool:
         return all(
-            self.topology_feed.is_synced(informer.kind)
-            if informer.sink is self.topology_feed
-            else self.store.is_synced((informer.kind,))
+            self.store.is_synced((informer.kind,))
+            if informer.sink is self.store
+            else self.topology_feed.is_synced(informer.kind)  # Nodes and bound pods
             for informer in self.informers
         )
 
@@ -477,8 +479,9 @@ class Controller:
             for informer in self.multikueue_informers
         )
         background.append(loop.create_task(self.recorder.run(), name="events"))
-        # not part of readiness: a cluster without topology-aware Workloads needs neither list
-        background.append(loop.create_task(self.topology.run(), name="topology-watch"))
+        # not part of readiness: a cluster without topology-aware Workloads needs no list of their pods (the
+        # Node informer, shared with the feed, is among ``self.informers``)
+        background.append(loop.create_task(self.topology.pod_informer.run(), name="topology-pods"))
         self._running = True
         self._watch_integrations(self.configuration())
         try:
