@@ -44,6 +44,7 @@ from kueue_webhook.control.kube.kinds import (
     JOBS,
     MULTIKUEUE_CLUSTERS,
     MULTIKUEUE_CONFIGS,
+    OPTIONAL_WATCHED,
     SECRETS,
     WATCHED,
     Kind,
@@ -220,6 +221,7 @@ class Controller:
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
+            if kind not in OPTIONAL_WATCHED
         ]
         self.scheduler.attach_topology(self.topology_feed)
         self.informers += [
@@ -242,13 +244,18 @@ class Controller:
                 watch_timeout_seconds=watch_timeout,
             )
         )
-        #: MultiKueue's kinds and the Secrets of our namespace (worker kubeconfigs): not part of readiness,
-        #: as the MultiKueue CRDs may be missing where MultiKueue is not used
-        self.multikueue_informers = [
+        #: MultiKueue's kinds and the Secrets of our namespace (worker kubeconfigs), and the Topologies: not
+        #: part of readiness, as their CRDs may be missing where MultiKueue or TAS is not used (or not yet:
+        #: the Topology CRD after an upgrade from a version without it)
+        self.optional_informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
-            for kind in (MULTIKUEUE_CLUSTERS, MULTIKUEUE_CONFIGS)
+            for kind in (
+                *sorted(OPTIONAL_WATCHED, key=WATCHED.index),
+                MULTIKUEUE_CLUSTERS,
+                MULTIKUEUE_CONFIGS,
+            )
         ]
-        self.multikueue_informers.append(
+        self.optional_informers.append(
             Informer(
                 client=client,
                 kind=SECRETS,
@@ -476,7 +483,7 @@ class Controller:
         ]
         background.extend(
             loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
-            for informer in self.multikueue_informers
+            for informer in self.optional_informers
         )
         background.append(loop.create_task(self.recorder.run(), name="events"))
         # not part of readiness: a cluster without topology-aware Workloads needs no list of their pods (the
