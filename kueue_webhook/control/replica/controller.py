@@ -75,6 +75,7 @@ from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusRe
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from kueue_webhook.control.scheduling.topology_feed import BOUND_PODS_SELECTOR, TopologyFeed
 from kueue_webhook.control.topology.node_failures import NodeFailures
+from kueue_webhook.control.topology.replacement import CoreReplacement
 from kueue_webhook.control.topology.ungater import TopologyUngater
 from kueue_webhook.control.topology.watch import TopologyWatch
 from kueue_webhook.core.scheduler import SchedulerState
@@ -194,7 +195,12 @@ class Controller:
             client, watch_timeout_seconds=settings.watch_timeout_seconds, node_sink=self.topology_feed
         )
         self.ungater = TopologyUngater(self.context, self.leader_client, self.topology)
-        self.node_failures = NodeFailures(self.context, self.leader_client, self.topology)
+        self.node_failures = NodeFailures(
+            self.context,
+            self.leader_client,
+            self.topology,
+            replacement=CoreReplacement(lambda: self.scheduler.state),
+        )
         self.topology.subscribe(self.ungater.on_watch_change)
         self.topology.subscribe(self.node_failures.on_watch_change)
         #: MultiKueue: the worker clusters' connections (the ``WorkerClusters`` the dispatcher reads) and
