@@ -37,6 +37,7 @@ __all__ = [
     "TERMINATED_CONDITION",
     "AddUnhealthyNode",
     "Evict",
+    "NoReplacementMarker",
     "NodeState",
     "RemoveUnhealthyNode",
     "ReplacementSearch",
@@ -69,6 +70,8 @@ class _NoReplacement:
 
 
 NO_REPLACEMENT: Final = _NoReplacement()
+#: the type of :data:`NO_REPLACEMENT`, for a search's signature
+NoReplacementMarker = _NoReplacement
 
 
 class ReplacementSearch(Protocol):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from kueue_webhook.api.objects import LocalQueue, ResourceFlavor
 from kueue_webhook.core.catalog import Catalog, SchedulerObject
@@ -32,6 +32,7 @@ from kueue_webhook.core.pending_queues import PendingQueues
 from kueue_webhook.core.preemption import ClassicalPreemption
 from kueue_webhook.core.revisits import Revisits
 from kueue_webhook.core.specs import Specs
+from kueue_webhook.core.tas.replacement import NoReplacement, find_replacement
 from kueue_webhook.core.workload_tracker import WorkloadTracker
 
 __all__ = ["Admit", "Decision", "Evict", "SchedulerObject", "SchedulerState", "Wait"]
@@ -207,3 +208,11 @@ class SchedulerState:
 
     def workloads(self) -> Iterable[WorkloadInfo]:
         return (t.info for t in self.tracker.workloads.values())
+
+    def find_replacement(self, key: str, node: str) -> dict[str, dict[str, Any]] | NoReplacement | None:
+        """New topology assignments (by pod set) moving the pods of admitted workload ``key`` off the failed
+        ``node``, or why there are none; None while the workload is unknown here or holds no quota."""
+        tracked = self.tracker.workloads.get(WorkloadKey(key))
+        if tracked is None or not tracked.charged:
+            return None
+        return find_replacement(tracked.info, node, self.specs.tas, self.specs.flavors)

@@ -106,6 +106,8 @@ class WorkloadTracker:
                     tracked.reserved_at = (reserved_time, tracked.reserved_at[1])
                     self._holders_cache.pop(tracked.cluster_queue, None)
                 if tracked.info.usage == info.usage and tracked.cluster_queue == info.admission.cluster_queue:
+                    if _topologies(tracked.info) != _topologies(info):
+                        self._move_topology(tracked, info)  # a failed node's pods given a new place
                     self._evict_on_failed_checks(tracked, workload)
                     return
                 self._release(tracked)
@@ -403,6 +405,15 @@ class WorkloadTracker:
         tracked.charged = True
         self._drain_if_stopped(tracked)
 
+    def _move_topology(self, tracked: Tracked, info: WorkloadInfo) -> None:
+        """The same quota placed elsewhere in its flavors' topology: the TAS charges follow the new
+        assignment."""
+        tracked.info.admission = info.admission
+        self.specs.tas.release_workload(tracked.info.key)
+        if self.specs.tas.trees:
+            self.specs.tas.charge_workload(tracked.info.key, topology_charges(tracked.info, self.specs.tas))
+        self.revisits.usage_moved(tracked.cluster_queue)
+
     def _evict_on_failed_checks(self, tracked: Tracked, workload: Workload) -> None:
         """A check in Retry or Rejected state takes the quota back (Kueue's reconcileCheckBasedEviction)."""
         if tracked.evicting or not tracked.charged or not workload.admission_checks:
@@ -483,3 +494,9 @@ class WorkloadTracker:
         self._unstrand(tracked)
         self.workloads.pop(tracked.info.key, None)
         self.notices.forget(tracked.info.key)
+
+
+def _topologies(info: WorkloadInfo) -> list[object]:
+    """The topology assignment of each pod set of an admitted workload."""
+    admission = info.admission
+    return [a.topology_assignment for a in admission.pod_set_assignments] if admission is not None else []

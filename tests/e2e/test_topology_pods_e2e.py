@@ -15,7 +15,8 @@ Ready again. A second failed node evicts the Workload (``NodeFailures``).
 
 The second test takes the whole path: a Topology (rack, host), its flavor and three Nodes; the
 topology-aware scheduler places a 4-pod Job requiring one rack in the rack with room, and the ungater sends
-each pod to the host its rank has in that assignment.
+each pod to the host its rank has in that assignment. A host of that rank then fails and a new one in the
+same rack takes its pods (the replacement search).
 """
 
 from __future__ import annotations
@@ -289,6 +290,33 @@ def test_a_job_placed_by_the_topology_scheduler_has_its_pods_ungated_onto_the_as
             by_rank = {str(rank): host for rank, host in enumerate(slots)}
             assert set(by_rank.values()) == {f"{ns}-2a", f"{ns}-2b"}
             until(lambda: placement(live_pods(cluster, ns)) == by_rank, "every pod on its rank's host", HANG)
+
+            # a third host joins rack r2, then the second one fails: its pods are given the new host (same
+            # rack, as the pod set requires), the list is cleared, and the Job's new pods go there by rank
+            spare = f"{ns}-2c"
+            hosts[spare] = ("r2", "2")
+            labels = {HOST: spare, rack: "r2", "node-pool": ns}
+            cluster.apply(
+                yaml.safe_dump(
+                    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": spare, "labels": labels}}
+                )
+            )
+            set_ready(cluster, spare, True, cpu="2")
+            set_ready(cluster, f"{ns}-2b", False, cpu="2")
+
+            def hosts_assigned() -> set[str]:
+                found = the_workload(cluster, ns)
+                admission = (found.get("status") or {}).get("admission") or {}  # type: ignore[attr-defined]
+                assignments = admission.get("podSetAssignments") or [{}]
+                topology = assignments[0].get("topologyAssignment")
+                return {d.values[-1] for d in decode(topology)} if topology else set()
+
+            until(
+                lambda: hosts_assigned() == {f"{ns}-2a", spare}, "the failed host replaced in its rack", HANG
+            )
+            assert "unhealthyNodes" not in the_workload(cluster, ns).get("status", {})  # type: ignore[operator]
+            moved = {rank: spare if host == f"{ns}-2b" else host for rank, host in by_rank.items()}
+            until(lambda: placement(live_pods(cluster, ns)) == moved, "the moved pods on the new host", HANG)
         finally:
             cluster.kubectl(
                 "delete", "job", "ranks", "-n", ns, "--ignore-not-found", "--wait=true", check=False

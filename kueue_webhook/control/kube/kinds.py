@@ -103,6 +103,11 @@ WATCHED: tuple[Kind, ...] = (
     JOBS,
 )
 
+#: ``WATCHED`` kinds that do not gate readiness: their CRD may be missing, e.g. after an upgrade from a
+#: version without it (the informer looks for it again with its backoff); until it appears the feature
+#: built on it (topology-aware scheduling) simply stays off
+OPTIONAL_WATCHED: frozenset[Kind] = frozenset((TOPOLOGIES,))
+
 
 def integration_kind(group: str, version: str, kind: str, plural: str) -> Kind:
     """The watched resource of a queued kind (``JOBS`` itself for batch/v1 Job, so identity checks hold)."""

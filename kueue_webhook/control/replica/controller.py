@@ -44,7 +44,7 @@ from kueue_webhook.control.kube.kinds import (
     JOBS,
     MULTIKUEUE_CLUSTERS,
     MULTIKUEUE_CONFIGS,
-    NODES,
+    OPTIONAL_WATCHED,
     SECRETS,
     WATCHED,
     Kind,
@@ -75,6 +75,7 @@ from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusRe
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from kueue_webhook.control.scheduling.topology_feed import BOUND_PODS_SELECTOR, TopologyFeed
 from kueue_webhook.control.topology.node_failures import NodeFailures
+from kueue_webhook.control.topology.replacement import CoreReplacement
 from kueue_webhook.control.topology.ungater import TopologyUngater
 from kueue_webhook.control.topology.watch import TopologyWatch
 from kueue_webhook.core.scheduler import SchedulerState
@@ -187,9 +188,19 @@ class Controller:
         self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
         #: Nodes and the pods of topology-aware Workloads (a store of their own), the ungater placing those
         #: pods on their domains and the controller reacting to failed nodes
-        self.topology = TopologyWatch(client, watch_timeout_seconds=settings.watch_timeout_seconds)
+        #: nodes and bound pods, reduced to what topology-aware scheduling reads (not in the store); the
+        #: Nodes come from the topology watch's informer, so they are listed and watched once
+        self.topology_feed = TopologyFeed()
+        self.topology = TopologyWatch(
+            client, watch_timeout_seconds=settings.watch_timeout_seconds, node_sink=self.topology_feed
+        )
         self.ungater = TopologyUngater(self.context, self.leader_client, self.topology)
-        self.node_failures = NodeFailures(self.context, self.leader_client, self.topology)
+        self.node_failures = NodeFailures(
+            self.context,
+            self.leader_client,
+            self.topology,
+            replacement=CoreReplacement(lambda: self.scheduler.state),
+        )
         self.topology.subscribe(self.ungater.on_watch_change)
         self.topology.subscribe(self.node_failures.on_watch_change)
         #: MultiKueue: the worker clusters' connections (the ``WorkerClusters`` the dispatcher reads) and
@@ -216,12 +227,11 @@ class Controller:
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED
+            if kind not in OPTIONAL_WATCHED
         ]
-        #: nodes and bound pods, reduced to what topology-aware scheduling reads (not in the store)
-        self.topology_feed = TopologyFeed()
         self.scheduler.attach_topology(self.topology_feed)
         self.informers += [
-            Informer(client=client, kind=NODES, sink=self.topology_feed, watch_timeout_seconds=watch_timeout),
+            self.topology.node_informer,
             Informer(
                 client=client,
                 kind=BOUND_PODS,
@@ -240,13 +250,18 @@ class Controller:
                 watch_timeout_seconds=watch_timeout,
             )
         )
-        #: MultiKueue's kinds and the Secrets of our namespace (worker kubeconfigs): not part of readiness,
-        #: as the MultiKueue CRDs may be missing where MultiKueue is not used
-        self.multikueue_informers = [
+        #: MultiKueue's kinds and the Secrets of our namespace (worker kubeconfigs), and the Topologies: not
+        #: part of readiness, as their CRDs may be missing where MultiKueue or TAS is not used (or not yet:
+        #: the Topology CRD after an upgrade from a version without it)
+        self.optional_informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
-            for kind in (MULTIKUEUE_CLUSTERS, MULTIKUEUE_CONFIGS)
+            for kind in (
+                *sorted(OPTIONAL_WATCHED, key=WATCHED.index),
+                MULTIKUEUE_CLUSTERS,
+                MULTIKUEUE_CONFIGS,
+            )
         ]
-        self.multikueue_informers.append(
+        self.optional_informers.append(
             Informer(
                 client=client,
                 kind=SECRETS,
@@ -323,9 +338,9 @@ class Controller:
 
     def ready(self) -> bool:
         return all(
-            self.topology_feed.is_synced(informer.kind)
-            if informer.sink is self.topology_feed
-            else self.store.is_synced((informer.kind,))
+            self.store.is_synced((informer.kind,))
+            if informer.sink is self.store
+            else self.topology_feed.is_synced(informer.kind)  # Nodes and bound pods
             for informer in self.informers
         )
 
@@ -474,11 +489,12 @@ class Controller:
         ]
         background.extend(
             loop.create_task(informer.run(), name=f"informer-{informer.kind.plural}")
-            for informer in self.multikueue_informers
+            for informer in self.optional_informers
         )
         background.append(loop.create_task(self.recorder.run(), name="events"))
-        # not part of readiness: a cluster without topology-aware Workloads needs neither list
-        background.append(loop.create_task(self.topology.run(), name="topology-watch"))
+        # not part of readiness: a cluster without topology-aware Workloads needs no list of their pods (the
+        # Node informer, shared with the feed, is among ``self.informers``)
+        background.append(loop.create_task(self.topology.pod_informer.run(), name="topology-pods"))
         self._running = True
         self._watch_integrations(self.configuration())
         try:

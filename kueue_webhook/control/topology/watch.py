@@ -2,9 +2,13 @@
 
 Only pods labelled with their pod set (``kueue.x-k8s.io/podset``, which the controller puts on the pods of
 pod sets placed by topology) are listed and watched, so a cluster's other pods cost nothing here. Nodes are
-watched whole (the failure controller reads their Ready condition). The store is separate from the
-controller's main one: the pod integration mirrors Pods there under the same resource, and neither must
-see the other's subset. Both informers run on every replica, so a new leader starts from a warm view.
+watched whole (the failure controller reads their Ready condition), once for the whole controller: the same
+informer also feeds the scheduler's :class:`~kueue_webhook.control.scheduling.topology_feed.TopologyFeed`
+(``node_sink``), which reduces each Node to what placement reads. (Pods are watched twice on purpose: the
+feed needs every *bound* pod's requests, this store every *labelled* pod, bound or still gated; neither
+subset contains the other.) The store is separate from the controller's main one: the pod integration
+mirrors Pods there under the same resource, and neither must see the other's subset. Both informers run on
+every replica, so a new leader starts from a warm view.
 """
 
 from __future__ import annotations
@@ -14,16 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 from kueue_webhook.api.topology_pods import PODSET_LABEL, WORKLOAD_ANNOTATION
-from kueue_webhook.control.cache.informer import Informer, ListWatchClient
+from kueue_webhook.control.cache.informer import Informer, ListWatchClient, Sink
 from kueue_webhook.control.cache.store import Change, Store
-from kueue_webhook.control.kube.kinds import Kind
+from kueue_webhook.control.kube.kinds import NODES, Kind
 
 __all__ = ["NODES", "PODS", "TopologyWatch", "is_terminated", "workload_of_pod"]
 
 JSON = dict[str, Any]
 
 PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
-NODES = Kind("Node", "", "v1", "nodes", namespaced=False)
 
 
 def workload_of_pod(pod: JSON) -> tuple[str, str] | None:
@@ -38,21 +41,54 @@ def is_terminated(pod: JSON) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-class TopologyWatch:
-    """The store of topology-aware pods and Nodes, and the informers filling it."""
+class _Both:
+    """An informer sink delivering every Node event to the store and then to a second sink."""
 
-    def __init__(self, client: ListWatchClient, *, watch_timeout_seconds: int = 290) -> None:
+    def __init__(self, store: Store, other: Sink) -> None:
+        self.store, self.other = store, other
+
+    def retain_only(self, kind: Kind, keys: set[tuple[str, str]]) -> None:
+        self.store.retain_only(kind, keys)
+        self.other.retain_only(kind, keys)
+
+    def upsert(self, kind: Kind, obj: JSON) -> bool:
+        changed = self.store.upsert(kind, obj)
+        return self.other.upsert(kind, obj) or changed
+
+    def remove(self, kind: Kind, obj: JSON) -> bool:
+        changed = self.store.remove(kind, obj)
+        return self.other.remove(kind, obj) or changed
+
+    def mark_synced(self, kind: Kind) -> None:
+        self.store.mark_synced(kind)
+        self.other.mark_synced(kind)
+
+
+class TopologyWatch:
+    """The store of topology-aware pods and Nodes, and the informers filling it.
+
+    ``node_sink`` receives the Node events too (the scheduler's topology feed), so the cluster's Nodes are
+    listed and watched once. ``node_informer`` is exposed for the controller's readiness.
+    """
+
+    def __init__(
+        self, client: ListWatchClient, *, watch_timeout_seconds: int = 290, node_sink: Sink | None = None
+    ) -> None:
         self.store = Store()
-        self.informers = [
-            Informer(
-                client=client,
-                kind=PODS,
-                sink=self.store,
-                label_selector=PODSET_LABEL,
-                watch_timeout_seconds=watch_timeout_seconds,
-            ),
-            Informer(client=client, kind=NODES, sink=self.store, watch_timeout_seconds=watch_timeout_seconds),
-        ]
+        self.pod_informer = Informer(
+            client=client,
+            kind=PODS,
+            sink=self.store,
+            label_selector=PODSET_LABEL,
+            watch_timeout_seconds=watch_timeout_seconds,
+        )
+        self.node_informer = Informer(
+            client=client,
+            kind=NODES,
+            sink=self.store if node_sink is None else _Both(self.store, node_sink),
+            watch_timeout_seconds=watch_timeout_seconds,
+        )
+        self.informers = [self.pod_informer, self.node_informer]
 
     def subscribe(self, listener: Callable[[Change], None]) -> None:
         self.store.subscribe(listener)

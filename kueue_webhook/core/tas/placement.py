@@ -212,9 +212,17 @@ def _level_index(tree: FlavorTree, label: str) -> int:
         return -1
 
 
-def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False, empty: bool = False) -> Placement:
+def place(
+    tree: FlavorTree,
+    needs: PodSetNeeds,
+    *,
+    implied: bool = False,
+    empty: bool = False,
+    within: Domain | None = None,
+) -> Placement:
     """Where ``needs`` fits in ``tree`` now (``empty``: were no TAS workload admitted there, Kueue's
-    simulateEmpty), or Kueue's message saying why it does not."""
+    simulateEmpty), or Kueue's message saying why it does not. ``within``: only in that domain, as if it
+    were the only one of its level (a failed node's replacement, :mod:`.replacement`)."""
     request = needs.request or TopologyRequest()
     levels_count = len(tree.levels)
     lowest = tree.levels[-1]
@@ -256,7 +264,13 @@ def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False, empty:
     items = tuple((resource, amount) for resource, amount in requests.items() if amount > 0)
     skipped: set[int] = set()
     per_level: list[list[Domain]] = []
-    current = list(tree.root.children.values())
+    #: with ``within``: its path from the root, each level of it holding that one domain
+    path: list[Domain] = []
+    domain_on_path = within
+    while domain_on_path is not None and domain_on_path is not tree.root:
+        path.insert(0, domain_on_path)
+        domain_on_path = domain_on_path.parent
+    current = path[:1] or list(tree.root.children.values())
     for depth in range(levels_count):
         per_level.append(current)
         if depth == levels_count - 1:
@@ -267,11 +281,16 @@ def place(tree: FlavorTree, needs: PodSetNeeds, *, implied: bool = False, empty:
             if not empty and any(free.get(resource, 0) < amount for resource, amount in items):
                 domain.pod_count = domain.slice_count = 0
                 skipped.add(id(domain))
+            elif depth + 1 < len(path):
+                below.append(path[depth + 1])
             else:
                 below.extend(domain.children.values())
         current = below
     stats = _Exclusions()
     _fill_counts(tree, per_level, needs, requests, slice_level, slice_size, stats, empty, skipped)
+    for ancestor in reversed(path[:-1]):  # their other children are not part of the search
+        child = path[len(ancestor.values)]
+        ancestor.pod_count, ancestor.slice_count = child.pod_count, child.slice_count
 
     unit = "pod" if slice_size == 1 else "slice"
 

@@ -3,7 +3,7 @@ with rack and host labels; a Job whose pod template asks for one rack
 (``kueue.x-k8s.io/podset-required-topology: rack``) is admitted into the one rack with room, its
 Workload's ``topologyAssignment`` naming hosts of that rack in Kueue's v1beta2 encoding; a second one
 waits with Kueue's message while the racks are fragmented though quota suffices, and is admitted when a
-pod bound to the rack finishes."""
+pod bound to the rack finishes. The Nodes are listed once for both halves of topology-aware scheduling."""
 
 from __future__ import annotations
 
@@ -125,6 +125,12 @@ async def test_required_rack_jobs_land_in_the_rack_with_room_and_wait_while_rack
         await fake_api.delete("pods", "busy", namespace="ml")  # rack b has room for the second job now
         await fake_api.wait_for(lambda: admitted("second"), timeout=30)
         assert placed(fake_api, "second") == [Domain(("b1",), 2), Domain(("b2",), 1)]
+
+    # one Node informer serves both the placement and the pods' side (ungater, failed nodes): the replica
+    # listed the Nodes once, and every watch it opened on them followed that list
+    node_reads = [r for r in fake_api.requests if r.startswith("GET /api/v1/nodes?")]
+    lists = [r for r in node_reads if "watch=" not in r]
+    assert len(lists) == 1, node_reads
 
 
 def placed(fake_api: FakeApiServer, job_name: str) -> list[Domain]:
