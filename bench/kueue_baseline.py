@@ -194,7 +194,9 @@ def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
         if run.queues_idle_at is not None
         else None,
         "usage_percent": figures.usage_percent,
-        "usage_percent_kueue_recorder_method": run.queue_usage.percent(),
+        "kueue_end_after_s": round(run.kueue_end_at - start, 3) if run.kueue_end_at is not None else None,
+        # Kueue's recorder's own figures (bench/baseline/kueue_recorder.py), beside ours
+        "kueue_recorder": run.kueue_recorder.summary(),
         "classes": {name: asdict(c) for name, c in figures.classes.items()},
         "actor": {
             "kind": run.actor,
@@ -313,15 +315,24 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{wall_target} |",
         f"| usage (cpu x time held / nominal x wall) | {_fmt(result['usage_percent'], ' %')} | "
         f"{_runs(kueue['usage_percent'])} % | {'>= 85 %' if scale == 'baseline' else ''} |",
-        f"| usage, Kueue's recorder method (ClusterQueue status) | "
-        f"{_fmt(result['usage_percent_kueue_recorder_method'], ' %')} | | |",
     ]
+    recorded = result.get("kueue_recorder") or {"clusterQueueClasses": {}, "workloadClasses": {}}
+    for name, group in sorted(recorded["clusterQueueClasses"].items()):
+        lines.append(
+            f"| usage, Kueue's recorder (ClusterQueue class `{name}`: average of status.flavorsUsage / "
+            f"nominal) | {_fmt(group.get('usagePercent'), ' %')} ({group['cpuAverageUsage'] / 1000:g} of "
+            f"{group['nominalQuota'] / 1000:g} cpu) | | |"
+        )
     for name, figures in result["classes"].items():
         theirs = kueue["mean_time_to_admission_s"].get(name, [])
         target = f"<= {factor * min(theirs):.1f} s" if theirs and factor else ""
+        kueue_way = recorded["workloadClasses"].get(name) or {}
+        kueue_mean = kueue_way.get("averageTimeToAdmissionMs")
         lines.append(
-            f"| mean time to admission, {name} (max) | {_fmt(figures['mean_time_to_admission_s'], ' s')} "
-            f"({_fmt(figures['max_time_to_admission_s'], ' s')}) | {_runs(theirs)} s | {target} |"
+            f"| mean time to admission, {name}: Kueue's recorder (ours, max) | "
+            f"{_fmt(kueue_mean / 1000 if kueue_mean is not None else None, ' s')} "
+            f"({_fmt(figures['mean_time_to_admission_s'], ' s')}, "
+            f"{_fmt(figures['max_time_to_admission_s'], ' s')}) | {_runs(theirs)} s | {target} |"
         )
     actor = result.get("actor") or {}
     lag = actor.get("finish_lag") or {}
@@ -348,8 +359,16 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{_fmt(controller.get('cpu_s'), ' s')} / {_fmt(controller.get('fake_api_cpu_s'), ' s')} / "
         f"{_fmt(controller.get('benchmark_process_cpu_s'), ' s')} | | |",
         f"| creation span (last Workload created) | {_fmt(result['generation_s'], ' s')} | | |",
-        f"| ClusterQueue statuses idle (Kueue's end condition) at | "
+        f"| Kueue's end condition (generation done, no Active ClusterQueue pending or reserving) at | "
+        f"{_fmt(result.get('kueue_end_after_s'), ' s')} | | |",
+        f"| ClusterQueue statuses idle after every Workload finished, at | "
         f"{_fmt(result['queues_idle_after_s'], ' s')} | | |",
+        "| Kueue's recorder per Workload class: evictions, mean time to finish | "
+        + "; ".join(
+            f"{name} {c['totalEvictions']}, {c['averageTimeToFinishMs'] / 1000:.1f} s"
+            for name, c in sorted(recorded["workloadClasses"].items())
+        )
+        + " | | |",
         "",
     ]
     if result.get("phases"):
