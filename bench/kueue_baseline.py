@@ -404,6 +404,15 @@ def markdown(result: JSON, kueue: JSON) -> str:
                 *(f"| `{h['function']}` | {h['percent']} % |" for h in result[key]),
                 "",
             ]
+    if result.get("controller_own_time"):
+        lines += [
+            "The controller's functions by own time (share of samples whose innermost Python frame it is):",
+            "",
+            "| function | share |",
+            "|---|---|",
+            *(f"| `{h['function']}` | {h['percent']} % |" for h in result["controller_own_time"]),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -581,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
             result["controller_profile"] = profile.breakdown(lines, cpu_s=result["controller"].get("cpu_s"))
         with (workdir / "controller.pyspy.txt").open() as lines:
             result["controller_hot_spots"] = profile.hot_spots(lines, under="kueue_webhook/")
+        with (workdir / "controller.pyspy.txt").open() as lines:
+            result["controller_own_time"] = profile.own_time(lines)
     if (workdir / "fakeapi.pyspy.txt").exists():
         with (workdir / "fakeapi.pyspy.txt").open() as lines:
             result["fake_api_hot_spots"] = profile.hot_spots(lines, under="tests/fakeapi/")

@@ -427,6 +427,19 @@ def test_profile_samples_are_charged_to_the_component_that_spent_them(stack: lis
     assert profile.bucket_of(stack) == bucket
 
 
+def test_own_time_charges_each_sample_to_its_innermost_python_frame() -> None:
+    lines = [
+        "run (kueue_webhook/control/replica/main.py:103);upsert (kueue_webhook/control/cache/store.py:9) 3\n",
+        "run (kueue_webhook/control/replica/main.py:103);loads (orjson/__init__.py:1);0x7f (libc.so.6) 1\n",
+        "run (kueue_webhook/control/replica/main.py:103) 1\n",
+    ]
+    assert profile.own_time(lines) == [
+        {"function": "upsert (kueue_webhook/control/cache/store.py)", "percent": 60.0},
+        {"function": "loads (orjson/__init__.py)", "percent": 20.0},
+        {"function": "run (kueue_webhook/control/replica/main.py)", "percent": 20.0},
+    ]
+
+
 def test_windows_show_usage_and_admission_rate_per_phase() -> None:
     transitions = [
         Transition(1, 0.0, "a/w1", Change.RESERVED, "a", 2_000),
