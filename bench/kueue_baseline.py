@@ -572,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     suffix = ("" if args.scale == "baseline" else f"-{args.scale}") + ("-real" if args.serve else "")
     args.out = str(Path(args.out) if args.out else RESULTS / f"kueue_baseline{suffix}")
     if args.timeout is None:
-        args.timeout = {"baseline": 900.0, "large": 3600.0}.get(args.scale, 300.0)
+        args.timeout = {"baseline": 900.0, "large": 3600.0, "large-tenth": 1800.0}.get(args.scale, 300.0)
     result = runtime.run(execute(args))
     kueue = (
         KUEUE_REAL
