@@ -448,6 +448,9 @@ async def execute(args: argparse.Namespace) -> JSON:
                 "kueue-webhook serve and the fake API server in separate processes, HTTPS on loopback."
             )
         elif args.serve:
+            root = processes.ROOT
+            if args.commit:
+                root = processes.snapshot(args.commit, workdir / "src")
             admin = kubeconfig
             # a previous run's namespaces may still be terminating: their Workloads would count in this run
             await real_cluster.wait_namespaces_gone(admin, (q.name for q in plan.queues), timeout=900)
@@ -457,12 +460,25 @@ async def execute(args: argparse.Namespace) -> JSON:
                 kubeconfig=real_cluster.service_account_kubeconfig(admin, workdir / "kubeconfig"),
                 workdir=workdir,
                 profile=workdir / "controller.pyspy.txt" if args.profile else None,
-                flags=[],  # the defaults: leader election on, as installed
+                root=root,
+                # the defaults: leader election on, as installed (--no-leader-election: one replica without
+                # a Lease, as Kueue's CI runs minimalkueue)
+                flags=["--no-leader-election"] if args.no_leader_election else [],
             )
             controller_info["server"] = f"kube-apiserver {version} (real)"
-            controller_info["commit"] = processes.head_commit()
+            controller_info["commit"] = (
+                subprocess.run(
+                    ["git", "-C", str(processes.ROOT), "rev-parse", "--short", args.commit],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+                if args.commit
+                else processes.head_commit()
+            )
+            flags = "--no-leader-election" if args.no_leader_election else "default flags"
             controller_info["target"] = (
-                f"kueue-webhook serve (default flags, its ServiceAccount's credentials and RBAC) against "
+                f"kueue-webhook serve ({flags}, its ServiceAccount's credentials and RBAC) against "
                 f"the real kube-apiserver {version} of {admin} on the same machine."
             )
         client = await KubeClient.connect(kubeconfig=str(kubeconfig), connections=24)
@@ -563,6 +579,12 @@ def main(argv: list[str] | None = None) -> int:
         "finish with a JSON Patch, unbounded",
     )
     parser.add_argument("--keep", action="store_true", help="with --kubeconfig: leave the objects in place")
+    parser.add_argument(
+        "--no-leader-election",
+        action="store_true",
+        help="with --serve: one replica without a Lease (as Kueue's CI runs minimalkueue); on a machine so "
+        "loaded that the API server answers in seconds the Lease lapses and leadership flaps",
+    )
     parser.add_argument(
         "--commit", help="run the controller and fake API server of this commit (default: the working tree)"
     )
