@@ -194,7 +194,9 @@ def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
         if run.queues_idle_at is not None
         else None,
         "usage_percent": figures.usage_percent,
-        "usage_percent_kueue_recorder_method": run.queue_usage.percent(),
+        "kueue_end_after_s": round(run.kueue_end_at - start, 3) if run.kueue_end_at is not None else None,
+        # Kueue's recorder's own figures (bench/baseline/kueue_recorder.py), beside ours
+        "kueue_recorder": run.kueue_recorder.summary(),
         "classes": {name: asdict(c) for name, c in figures.classes.items()},
         "actor": {
             "kind": run.actor,
@@ -313,15 +315,24 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{wall_target} |",
         f"| usage (cpu x time held / nominal x wall) | {_fmt(result['usage_percent'], ' %')} | "
         f"{_runs(kueue['usage_percent'])} % | {'>= 85 %' if scale == 'baseline' else ''} |",
-        f"| usage, Kueue's recorder method (ClusterQueue status) | "
-        f"{_fmt(result['usage_percent_kueue_recorder_method'], ' %')} | | |",
     ]
+    recorded = result.get("kueue_recorder") or {"clusterQueueClasses": {}, "workloadClasses": {}}
+    for name, group in sorted(recorded["clusterQueueClasses"].items()):
+        lines.append(
+            f"| usage, Kueue's recorder (ClusterQueue class `{name}`: average of status.flavorsUsage / "
+            f"nominal) | {_fmt(group.get('usagePercent'), ' %')} ({group['cpuAverageUsage'] / 1000:g} of "
+            f"{group['nominalQuota'] / 1000:g} cpu) | | |"
+        )
     for name, figures in result["classes"].items():
         theirs = kueue["mean_time_to_admission_s"].get(name, [])
         target = f"<= {factor * min(theirs):.1f} s" if theirs and factor else ""
+        kueue_way = recorded["workloadClasses"].get(name) or {}
+        kueue_mean = kueue_way.get("averageTimeToAdmissionMs")
         lines.append(
-            f"| mean time to admission, {name} (max) | {_fmt(figures['mean_time_to_admission_s'], ' s')} "
-            f"({_fmt(figures['max_time_to_admission_s'], ' s')}) | {_runs(theirs)} s | {target} |"
+            f"| mean time to admission, {name}: Kueue's recorder (ours, max) | "
+            f"{_fmt(kueue_mean / 1000 if kueue_mean is not None else None, ' s')} "
+            f"({_fmt(figures['mean_time_to_admission_s'], ' s')}, "
+            f"{_fmt(figures['max_time_to_admission_s'], ' s')}) | {_runs(theirs)} s | {target} |"
         )
     actor = result.get("actor") or {}
     lag = actor.get("finish_lag") or {}
@@ -348,8 +359,16 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"{_fmt(controller.get('cpu_s'), ' s')} / {_fmt(controller.get('fake_api_cpu_s'), ' s')} / "
         f"{_fmt(controller.get('benchmark_process_cpu_s'), ' s')} | | |",
         f"| creation span (last Workload created) | {_fmt(result['generation_s'], ' s')} | | |",
-        f"| ClusterQueue statuses idle (Kueue's end condition) at | "
+        f"| Kueue's end condition (generation done, no Active ClusterQueue pending or reserving) at | "
+        f"{_fmt(result.get('kueue_end_after_s'), ' s')} | | |",
+        f"| ClusterQueue statuses idle after every Workload finished, at | "
         f"{_fmt(result['queues_idle_after_s'], ' s')} | | |",
+        "| Kueue's recorder per Workload class: evictions, mean time to finish | "
+        + "; ".join(
+            f"{name} {c['totalEvictions']}, {c['averageTimeToFinishMs'] / 1000:.1f} s"
+            for name, c in sorted(recorded["workloadClasses"].items())
+        )
+        + " | | |",
         "",
     ]
     if result.get("phases"):
@@ -385,6 +404,15 @@ def markdown(result: JSON, kueue: JSON) -> str:
                 *(f"| `{h['function']}` | {h['percent']} % |" for h in result[key]),
                 "",
             ]
+    if result.get("controller_own_time"):
+        lines += [
+            "The controller's functions by own time (share of samples whose innermost Python frame it is):",
+            "",
+            "| function | share |",
+            "|---|---|",
+            *(f"| `{h['function']}` | {h['percent']} % |" for h in result["controller_own_time"]),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -420,6 +448,9 @@ async def execute(args: argparse.Namespace) -> JSON:
                 "kueue-webhook serve and the fake API server in separate processes, HTTPS on loopback."
             )
         elif args.serve:
+            root = processes.ROOT
+            if args.commit:
+                root = processes.snapshot(args.commit, workdir / "src")
             admin = kubeconfig
             # a previous run's namespaces may still be terminating: their Workloads would count in this run
             await real_cluster.wait_namespaces_gone(admin, (q.name for q in plan.queues), timeout=900)
@@ -429,12 +460,25 @@ async def execute(args: argparse.Namespace) -> JSON:
                 kubeconfig=real_cluster.service_account_kubeconfig(admin, workdir / "kubeconfig"),
                 workdir=workdir,
                 profile=workdir / "controller.pyspy.txt" if args.profile else None,
-                flags=[],  # the defaults: leader election on, as installed
+                root=root,
+                # the defaults: leader election on, as installed (--no-leader-election: one replica without
+                # a Lease, as Kueue's CI runs minimalkueue)
+                flags=["--no-leader-election"] if args.no_leader_election else [],
             )
             controller_info["server"] = f"kube-apiserver {version} (real)"
-            controller_info["commit"] = processes.head_commit()
+            controller_info["commit"] = (
+                subprocess.run(
+                    ["git", "-C", str(processes.ROOT), "rev-parse", "--short", args.commit],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+                if args.commit
+                else processes.head_commit()
+            )
+            flags = "--no-leader-election" if args.no_leader_election else "default flags"
             controller_info["target"] = (
-                f"kueue-webhook serve (default flags, its ServiceAccount's credentials and RBAC) against "
+                f"kueue-webhook serve ({flags}, its ServiceAccount's credentials and RBAC) against "
                 f"the real kube-apiserver {version} of {admin} on the same machine."
             )
         client = await KubeClient.connect(kubeconfig=str(kubeconfig), connections=24)
@@ -536,6 +580,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="with --kubeconfig: leave the objects in place")
     parser.add_argument(
+        "--no-leader-election",
+        action="store_true",
+        help="with --serve: one replica without a Lease (as Kueue's CI runs minimalkueue); on a machine so "
+        "loaded that the API server answers in seconds the Lease lapses and leadership flaps",
+    )
+    parser.add_argument(
         "--commit", help="run the controller and fake API server of this commit (default: the working tree)"
     )
     args = parser.parse_args(argv)
@@ -544,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     suffix = ("" if args.scale == "baseline" else f"-{args.scale}") + ("-real" if args.serve else "")
     args.out = str(Path(args.out) if args.out else RESULTS / f"kueue_baseline{suffix}")
     if args.timeout is None:
-        args.timeout = {"baseline": 900.0, "large": 3600.0}.get(args.scale, 300.0)
+        args.timeout = {"baseline": 900.0, "large": 3600.0, "large-tenth": 1800.0}.get(args.scale, 300.0)
     result = runtime.run(execute(args))
     kueue = (
         KUEUE_REAL
@@ -562,6 +612,8 @@ def main(argv: list[str] | None = None) -> int:
             result["controller_profile"] = profile.breakdown(lines, cpu_s=result["controller"].get("cpu_s"))
         with (workdir / "controller.pyspy.txt").open() as lines:
             result["controller_hot_spots"] = profile.hot_spots(lines, under="kueue_webhook/")
+        with (workdir / "controller.pyspy.txt").open() as lines:
+            result["controller_own_time"] = profile.own_time(lines)
     if (workdir / "fakeapi.pyspy.txt").exists():
         with (workdir / "fakeapi.pyspy.txt").open() as lines:
             result["fake_api_hot_spots"] = profile.hot_spots(lines, under="tests/fakeapi/")

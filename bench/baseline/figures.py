@@ -1,18 +1,17 @@
 """The run's figures, computed from the recorded timeline: the numbers the issue compares with Kueue's.
 
-Two usage figures are kept on purpose. Ours integrates every Workload's held cpu over the time it held it
-(exact, from the Workload watch) and divides by total nominal quota x wall time. Kueue's recorder instead
-integrates each ClusterQueue's ``status.flavorsUsage`` between status updates over the span from that
-queue's first to its last status event (runner/recorder/recorder.go, checked by checker_test.go); we compute
-that too from the ClusterQueue watch so the comparison with Kueue's published percentages is like for like,
-knowing it depends on how often the controller writes queue status.
+Usage here integrates every Workload's held cpu over the time it held it (exact, from the Workload watch)
+and divides by total nominal quota x wall time. Kueue's recorder instead integrates each ClusterQueue's
+``status.flavorsUsage`` between status updates (so it depends on how often the controller writes queue
+status) and takes its times to admission from the API's whole-second timestamps; ``kueue_recorder.py``
+computes those beside these so the comparison with Kueue's published figures is like for like.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bench.baseline.timeline import Change, OverAdmissionReport, Timeline, Transition
@@ -90,51 +89,6 @@ def compute(
         unfinished=expected - finished_total,
         evictions=sum(c.evictions for c in classes.values()),
     )
-
-
-@dataclass(frozen=True)
-class QueueStatusSample:
-    """One observed ClusterQueue status: cpu in use (flavorsUsage), pending and reserving counts."""
-
-    at: float
-    cluster_queue: str
-    cpu_used_milli: int
-    pending: int
-    reserving: int
-
-
-@dataclass
-class KueueRecorderUsage:
-    """Kueue's usage figure: per queue, usage held between status events, over first-to-last event span."""
-
-    nominal_milli: Mapping[str, int]
-    _last: dict[str, QueueStatusSample] = field(default_factory=dict)
-    _first_at: dict[str, float] = field(default_factory=dict)
-    _used: dict[str, float] = field(default_factory=dict)  # milli-cpu x seconds
-
-    def add(self, sample: QueueStatusSample) -> None:
-        previous = self._last.get(sample.cluster_queue)
-        if previous is None:
-            self._first_at[sample.cluster_queue] = sample.at
-        elif previous.cpu_used_milli > 0:
-            self._used[sample.cluster_queue] = self._used.get(
-                sample.cluster_queue, 0.0
-            ) + previous.cpu_used_milli * (sample.at - previous.at)
-        self._last[sample.cluster_queue] = sample
-
-    def idle(self) -> bool:
-        """Kueue's end condition: no queue reports pending or reserving Workloads."""
-        return bool(self._last) and all(s.pending == 0 and s.reserving == 0 for s in self._last.values())
-
-    def percent(self) -> float | None:
-        if not self._last:
-            return None
-        first = min(self._first_at.values())
-        last = max(s.at for s in self._last.values())
-        nominal = sum(self.nominal_milli.get(q, 0) for q in self._last)
-        if last <= first or nominal == 0:
-            return None
-        return round(100 * sum(self._used.values()) / (nominal * (last - first)), 2)
 
 
 def over_admission_summary(

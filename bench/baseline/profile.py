@@ -114,3 +114,24 @@ def hot_spots(lines: Iterable[str], *, under: str, count: int = 12) -> list[dict
                 inclusive[name] = inclusive.get(name, 0) + int(number)
     ranked = sorted(inclusive.items(), key=lambda item: -item[1])[:count]
     return [{"function": name, "percent": round(100 * n / max(total, 1), 1)} for name, n in ranked]
+
+
+def own_time(lines: Iterable[str], *, count: int = 15) -> list[dict[str, object]]:
+    """The functions whose own code (the innermost Python frame of a sample, any package) took most
+    samples: where to cut, where ``hot_spots`` says through which caller."""
+    own: dict[str, int] = {}
+    total = 0
+    for line in lines:
+        stack, _, number = line.rstrip("\n").rpartition(" ")
+        if not number.isdigit():
+            continue
+        total += int(number)
+        innermost = "(native or idle)"
+        for frame in reversed(stack.split(";")):
+            match = FRAME.match(frame)
+            if match is not None and ".py" in match.group("where"):
+                innermost = f"{match.group('function')} ({match.group('where').rsplit(':', 1)[0]})"
+                break
+        own[innermost] = own.get(innermost, 0) + int(number)
+    ranked = sorted(own.items(), key=lambda item: -item[1])[:count]
+    return [{"function": name, "percent": round(100 * n / max(total, 1), 1)} for name, n in ranked]

@@ -36,9 +36,8 @@ from typing import Any, Protocol
 from bench import real_cluster
 from bench.baseline import scenario
 from bench.baseline.actor import Conflict, KueueActor
-from bench.baseline.figures import KueueRecorderUsage, QueueStatusSample
+from bench.baseline.kueue_recorder import EXIT_CHECK_EVERY_S, KueueRecorder
 from bench.baseline.timeline import Change, Timeline, Transition
-from kueue_webhook.api.quantity import parse_quantity
 from kueue_webhook.control.kube.client import ApiError
 from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
@@ -210,15 +209,15 @@ class Run:
         self.timeout = timeout
         self.progress = progress
         self.timeline = Timeline(class_label=scenario.CLASS_LABEL)
-        self.queue_usage = KueueRecorderUsage(
-            nominal_milli={q.name: q.queue_set.nominal_cpu * 1000 for q in plan.queues}
-        )
+        self.kueue_recorder = KueueRecorder()
         self.counters = Counters()
         self.t0 = time.monotonic()
         self.first_creation_at: float | None = None
         self.generation_done_at: float | None = None
         self.all_finished_at: float | None = None
         self.queues_idle_at: float | None = None
+        #: Kueue's recorder's end: generation done and no Active ClusterQueue pending or reserving
+        self.kueue_end_at: float | None = None
         self.timed_out = False
         self._latest: dict[str, JSON] = {}
         self.runtime_ms: dict[str, int] = {}
@@ -323,6 +322,7 @@ class Run:
             self.kueue_actor.forget(key)
         else:
             self._latest[key] = obj
+            self.kueue_recorder.record_workload(obj, at=self.now())
             if self.actor == "kueue":
                 self.kueue_actor.observe(key, obj, created=event == "ADDED")
         for transition in self.timeline.observe(obj, at=self.now(), deleted=deleted):
@@ -340,20 +340,8 @@ class Run:
             self._active_queues.add(name)
             if len(self._active_queues) >= len(self.plan.queues):
                 self._queues_active.set()
-        used = 0
-        for flavor in status.get("flavorsUsage") or ():
-            for resource in flavor.get("resources") or ():
-                if resource.get("name") == "cpu":
-                    used += parse_quantity(str(resource.get("total", "0"))).nanos // 10**6
-        self.queue_usage.add(
-            QueueStatusSample(
-                self.now(),
-                name,
-                used,
-                int(status.get("pendingWorkloads") or 0),
-                int(status.get("reservingWorkloads") or 0),
-            )
-        )
+        if event != "DELETED":
+            self.kueue_recorder.record_cluster_queue(obj, at=self.now())
         self._check_end()
 
     # -- execution actor --------------------------------------------------------------------------
@@ -452,9 +440,19 @@ class Run:
         ):
             self.all_finished_at = self.now()
             self._all_finished.set()
-        if self._all_finished.is_set() and self.queue_usage.idle() and self.queues_idle_at is None:
+        idle = not self._generating and not self.kueue_recorder.expects_more()
+        if idle and self.kueue_end_at is None:
+            self.kueue_end_at = self.now()
+        if self._all_finished.is_set() and idle and self.queues_idle_at is None:
             self.queues_idle_at = self.now()
             self._queues_idle.set()
+
+    async def _check_end_periodically(self) -> None:
+        """Kueue's recorder also checks its end condition on a 5 s ticker, in case no ClusterQueue event
+        comes."""
+        while True:
+            await asyncio.sleep(EXIT_CHECK_EVERY_S)
+            self._check_end()
 
     async def _report_progress(self) -> None:
         while True:
@@ -495,6 +493,7 @@ class Run:
                     f"after {wait_active:.0f}s; starting anyway"
                 )
             background.append(asyncio.create_task(self._report_progress(), name="progress"))
+            background.append(asyncio.create_task(self._check_end_periodically(), name="end-ticker"))
             generator = asyncio.create_task(self.generate(), name="generator")
             finished = asyncio.ensure_future(self._all_finished.wait())
             watchers_and_generator = [*background[:2], generator]

@@ -91,12 +91,15 @@ BASELINE = _shape(
     ),
 )
 #: test/performance/scheduler/configs/large-scale/generator.yaml
-LARGE = _shape(
-    "large",
-    cohorts=10,
-    queues=100,
-    sets=((35, 60, "small", 150, 50, 1), (11, 300, "medium", 350, 100, 5), (4, 700, "large", 700, 200, 20)),
+_LARGE_SETS = (
+    (35, 60, "small", 150, 50, 1),
+    (11, 300, "medium", 350, 100, 5),
+    (4, 700, "large", 700, 200, 20),
 )
+LARGE = _shape("large", cohorts=10, queues=100, sets=_LARGE_SETS)
+#: a tenth of large-scale: one of its ten cohorts (100 ClusterQueues, 5,000 Workloads), the same per-queue
+#: workload sets, to check a real control plane completes it before trying the whole
+LARGE_TENTH = _shape("large-tenth", cohorts=1, queues=100, sets=_LARGE_SETS)
 #: a one-minute check of the harness itself, not one of Kueue's configurations
 SMOKE = _shape(
     "smoke",
@@ -104,7 +107,7 @@ SMOKE = _shape(
     queues=2,
     sets=((40, 50, "small", 200, 50, 1), (8, 250, "medium", 500, 100, 5), (4, 500, "large", 1000, 200, 20)),
 )
-SHAPES = {shape.name: shape for shape in (BASELINE, LARGE, SMOKE)}
+SHAPES = {shape.name: shape for shape in (BASELINE, LARGE, LARGE_TENTH, SMOKE)}
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,8 @@ class Configuration:
     internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
     integrations: Integrations = field(default_factory=Integrations)
     multi_kueue: MultiKueue = field(default_factory=MultiKueue)
-    log_level: str = "info"
+    #: None: the level given on the command line (``serve --log-level``, info by default) stands
+    log_level: str | None = None
     #: fields of Kueue's configuration that were present but have no effect here
     warnings: tuple[str, ...] = ()
 
@@ -322,10 +323,14 @@ class ConfigurationReader(FieldReader):
             managed = (
                 self.selector(root["managedJobsNamespaceSelector"], "managedJobsNamespaceSelector") or managed
             )
-        log_level = self.string(root.get("logLevel"), "logLevel", "info").lower()
-        if log_level not in _LOG_LEVELS:
-            self.fail("logLevel", f"must be one of {', '.join(_LOG_LEVELS)}, got {root.get('logLevel')!r}")
-            log_level = "info"
+        log_level: str | None = None
+        if root.get("logLevel") is not None:
+            log_level = self.string(root.get("logLevel"), "logLevel", "info").lower()
+            if log_level not in _LOG_LEVELS:
+                self.fail(
+                    "logLevel", f"must be one of {', '.join(_LOG_LEVELS)}, got {root.get('logLevel')!r}"
+                )
+                log_level = None
         return Configuration(
             namespace=namespace,
             manage_jobs_without_queue_name=self.boolean(

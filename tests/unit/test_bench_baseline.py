@@ -12,13 +12,12 @@ import pytest
 from bench.baseline import profile, scenario
 from bench.baseline.actor import Conflict, KueueActor, eviction_ack_apply, finished_apply
 from bench.baseline.figures import (
-    KueueRecorderUsage,
-    QueueStatusSample,
     compute,
     finish_lag,
     held_cpu_seconds,
     windows,
 )
+from bench.baseline.kueue_recorder import CLASS_LABEL, KueueRecorder
 from bench.baseline.runner import Run, eviction_ack_patch, finished_patch
 from bench.baseline.timeline import Change, QuotaLimits, Timeline, Transition, check_over_admission
 from bench.kueue_baseline import limits_of, parse_writes
@@ -253,16 +252,87 @@ def test_quota_still_held_at_the_end_counts_until_the_end() -> None:
     assert held_cpu_seconds(transitions, end_at=4.0) == pytest.approx(6.0)
 
 
-def test_kueue_recorder_usage_integrates_status_between_events_and_detects_idle() -> None:
-    usage = KueueRecorderUsage(nominal_milli={"a": 10_000})
-    usage.add(QueueStatusSample(0.0, "a", 0, 3, 0))
-    usage.add(QueueStatusSample(1.0, "a", 10_000, 1, 2))
-    assert not usage.idle()
-    usage.add(QueueStatusSample(3.0, "a", 5_000, 0, 1))
-    usage.add(QueueStatusSample(4.0, "a", 0, 0, 0))
-    assert usage.idle()
-    # 10 cpu x 2 s + 5 cpu x 1 s over 10 cpu x 4 s
-    assert usage.percent() == pytest.approx(62.5)
+def _cq_status(name: str, *, used: str, pending: int, reserving: int, active: bool = True) -> JSON:
+    return {
+        "metadata": {"name": name, "labels": {CLASS_LABEL: "cq"}},
+        "spec": {
+            "resourceGroups": [
+                {"flavors": [{"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "10"}]}]}
+            ]
+        },
+        "status": {
+            "flavorsUsage": [{"name": "rf", "resources": [{"name": "cpu", "total": used}]}],
+            "pendingWorkloads": pending,
+            "reservingWorkloads": reserving,
+            "conditions": [{"type": "Active", "status": "True" if active else "False"}],
+        },
+    }
+
+
+def test_kueue_recorder_integrates_queue_status_between_events_as_kueues_recorder() -> None:
+    recorder = KueueRecorder()
+    recorder.record_cluster_queue(_cq_status("a", used="0", pending=3, reserving=0), at=0.0)
+    recorder.record_cluster_queue(_cq_status("a", used="10", pending=1, reserving=2), at=1.0)
+    assert recorder.expects_more()
+    recorder.record_cluster_queue(_cq_status("a", used="5", pending=0, reserving=1), at=3.0)
+    recorder.record_cluster_queue(_cq_status("a", used="0", pending=0, reserving=0), at=4.0)
+    assert not recorder.expects_more()
+    group = recorder.summary()["clusterQueueClasses"]["cq"]
+    # 10 cpu x 2 s + 5 cpu x 1 s = 25,000,000 milli-cpu x ms, over 4 s: 6.25 cpu of 10 on average
+    assert group["cpuUsed"] == 25_000_000
+    assert group["cpuAverageUsage"] == 6250 and group["nominalQuota"] == 10_000
+    assert group["usagePercent"] == pytest.approx(62.5)
+
+
+def test_kueue_recorder_end_ignores_inactive_queues() -> None:
+    recorder = KueueRecorder()
+    recorder.record_cluster_queue(_cq_status("a", used="0", pending=4, reserving=0, active=False), at=0.0)
+    assert not recorder.expects_more()
+
+
+def _wl_seen(*, admitted: bool = False, evicted: bool = False, finished: bool = False, at: str = "") -> JSON:
+    conditions = [
+        {"type": "Admitted", "status": "True" if admitted else "False", "lastTransitionTime": at},
+        {"type": "Evicted", "status": "True" if evicted else "False"},
+        {"type": "Finished", "status": "True" if finished else "False"},
+    ]
+    return {
+        "metadata": {
+            "name": "w",
+            "namespace": "ns",
+            "uid": "u1",
+            "labels": {CLASS_LABEL: "small"},
+            "creationTimestamp": "2026-11-26T10:00:00Z",
+        },
+        "status": {"conditions": conditions},
+    }
+
+
+def test_kueue_recorder_time_to_admission_is_the_last_admissions_condition_time_minus_creation() -> None:
+    recorder = KueueRecorder()
+    recorder.record_workload(_wl_seen(), at=100.0)
+    recorder.record_workload(_wl_seen(admitted=True, at="2026-11-26T10:00:02Z"), at=102.4)
+    recorder.record_workload(_wl_seen(admitted=True, evicted=True, at="2026-11-26T10:00:02Z"), at=103.0)
+    recorder.record_workload(_wl_seen(evicted=True, at="2026-11-26T10:00:03Z"), at=103.5)
+    recorder.record_workload(_wl_seen(admitted=True, at="2026-11-26T10:00:07Z"), at=107.2)
+    recorder.record_workload(_wl_seen(admitted=True, finished=True, at="2026-11-26T10:00:07Z"), at=108.0)
+    small = recorder.summary()["workloadClasses"]["small"]
+    # whole seconds from the API's timestamps, the later admission replacing the first
+    assert small == {
+        "count": 1,
+        "totalEvictions": 1,
+        "averageTimeToAdmissionMs": 7000,
+        "averageTimeToFinishMs": 8000,
+    }
+
+
+def test_kueue_recorder_counts_a_never_admitted_workload_as_zero_in_the_mean() -> None:
+    recorder = KueueRecorder()
+    recorder.record_workload(_wl_seen(admitted=True, at="2026-11-26T10:00:04Z"), at=1.0)
+    other = _wl_seen()
+    other["metadata"]["uid"] = "u2"
+    recorder.record_workload(other, at=1.0)
+    assert recorder.summary()["workloadClasses"]["small"]["averageTimeToAdmissionMs"] == 2000
 
 
 # -- the execution actor's writes -------------------------------------------------------------------------
@@ -355,6 +425,19 @@ def test_controller_write_counts_are_read_from_its_metrics() -> None:
 )
 def test_profile_samples_are_charged_to_the_component_that_spent_them(stack: list[str], bucket: str) -> None:
     assert profile.bucket_of(stack) == bucket
+
+
+def test_own_time_charges_each_sample_to_its_innermost_python_frame() -> None:
+    lines = [
+        "run (kueue_webhook/control/replica/main.py:103);upsert (kueue_webhook/control/cache/store.py:9) 3\n",
+        "run (kueue_webhook/control/replica/main.py:103);loads (orjson/__init__.py:1);0x7f (libc.so.6) 1\n",
+        "run (kueue_webhook/control/replica/main.py:103) 1\n",
+    ]
+    assert profile.own_time(lines) == [
+        {"function": "upsert (kueue_webhook/control/cache/store.py)", "percent": 60.0},
+        {"function": "loads (orjson/__init__.py)", "percent": 20.0},
+        {"function": "run (kueue_webhook/control/replica/main.py)", "percent": 20.0},
+    ]
 
 
 def test_windows_show_usage_and_admission_rate_per_phase() -> None:

@@ -526,5 +526,7 @@ class Controller:
 
 
 def _apply_log_level(configuration: Configuration) -> None:
-    """``logLevel`` in the ConfigMap takes effect live, like every other field."""
-    logging.getLogger("kueue_webhook").setLevel(configuration.log_level.upper())
+    """``logLevel`` in the ConfigMap takes effect live, like every other field; without it (or once it is
+    removed) the level given on the command line stands: the package's logger defers to the root logger's."""
+    level = configuration.log_level
+    logging.getLogger("kueue_webhook").setLevel(level.upper() if level else logging.NOTSET)

@@ -39,6 +39,7 @@ from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations.statefulsets import released_at_zero
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.api.pods_ready import tracks_pods_ready
+from kueue_webhook.control.kube.api_health import HealthSettings
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.conditions import now_rfc3339, pending_status
@@ -53,6 +54,8 @@ decisions_log = logging.getLogger("kueue_webhook.scheduler")
 #: how long a Workload waits before its first pending condition is written, in seconds: most Workloads
 #: that do not fit at once are admitted sooner than that, and then the write would have been wasted
 PENDING_DEBOUNCE = 1.0
+#: the most writes one paced pass can make: the budget's bucket never holds more tokens than its top rate
+PASS_WRITES_AT_MOST = int(HealthSettings().max_rate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +202,10 @@ class PendingConditions:
         """One pass over the dirty ClusterQueues: writes while the budget allows, the rest stay dirty."""
         queues, self._dirty = self._dirty, set()
         stale: list[tuple[int, str, str, str, str]] = []
+        state = self.state()
         for cluster_queue in sorted(queues):
-            for rank, info in enumerate(self.state().pending_in(cluster_queue)):
+            found = 0
+            for rank, info in enumerate(state.pending_in(cluster_queue)):
                 key = str(info.key)
                 wanted = self._stale(key)
                 if wanted is None:
@@ -209,6 +214,12 @@ class PendingConditions:
                     self._dirty.add(cluster_queue)  # too soon to be worth a write: look again next pass
                     continue
                 stale.append((rank, key, cluster_queue, *wanted))
+                found += 1
+                if found >= PASS_WRITES_AT_MOST:
+                    # a pass writes no more than this, front first: whatever is behind in this queue
+                    # cannot be among them; the next pass walks it again from the front
+                    self._dirty.add(cluster_queue)
+                    break
         stale.sort()
         writes = []
         for position, (_, key, _, reason, message) in enumerate(stale):

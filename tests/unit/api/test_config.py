@@ -38,7 +38,7 @@ def test_empty_document_gives_working_defaults(text: str | None) -> None:
     assert config.controller_identity.username == DEFAULT_CONTROLLER_USERNAME
     assert config.label_policy.enforced_namespace_selector is None
     assert config.label_policy.default_queue_for("anything") == "default"
-    assert config.log_level == "info"
+    assert config.log_level is None  # serve --log-level stands
 
 
 def test_default_managed_selector_excludes_kube_system_and_own_namespace_like_kueue() -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kueue_webhook.api.config import Configuration
 from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.kube.kinds import CONFIGMAPS
 from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.replica.controller import _apply_log_level
 from kueue_webhook.control.replica.live_config import LiveConfiguration
 
 JSON = dict[str, Any]
@@ -90,3 +92,24 @@ def test_the_controllers_own_identity_survives_every_edit_of_the_configmap() -> 
     identity = live.current.controller_identity
     assert identity.usernames == ("ops-bot", "kubernetes-admin")
     assert not identity.trusts("system:serviceaccount:kueue-system:kueue-webhook")
+
+
+def test_log_level_from_the_command_line_stands_until_the_configmap_sets_one() -> None:
+    """``serve --log-level warning`` with a ConfigMap that names no logLevel logs no info lines; a logLevel
+    in the ConfigMap overrides it live, and removing it gives the command line's level back."""
+    package, root = logging.getLogger("kueue_webhook"), logging.getLogger()
+    saved = (package.level, root.level)
+    try:
+        root.setLevel(logging.WARNING)  # what serve --log-level warning sets
+        live = LiveConfiguration(namespace="kueue-system", events=CollectedEvents(), metrics=Metrics())
+        live.subscribe(_apply_log_level)
+        decisions = logging.getLogger("kueue_webhook.scheduler")
+        live.on_change(change(configmap("manageJobsWithoutQueueName: true\n", 1)))
+        assert not decisions.isEnabledFor(logging.INFO)
+        live.on_change(change(configmap("logLevel: debug\n", 2)))
+        assert decisions.isEnabledFor(logging.DEBUG)
+        live.on_change(change(configmap("manageJobsWithoutQueueName: true\n", 3)))
+        assert not decisions.isEnabledFor(logging.INFO)
+    finally:
+        package.setLevel(saved[0])
+        root.setLevel(saved[1])

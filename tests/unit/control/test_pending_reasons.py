@@ -10,7 +10,7 @@ from typing import Any
 
 from kueue_webhook.control.cache.store import Store
 from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
-from kueue_webhook.control.scheduling.pending_conditions import PendingConditions
+from kueue_webhook.control.scheduling.pending_conditions import PASS_WRITES_AT_MOST, PendingConditions
 from kueue_webhook.core.model import WorkloadKey
 from kueue_webhook.core.scheduler import SchedulerState, Wait
 from tests.support import builders
@@ -251,3 +251,23 @@ async def test_a_busy_api_server_defers_even_a_new_reason_to_the_pass() -> None:
     budget.tokens = 1
     await pending.refresh_once()
     assert writer.messages == [("b", FULL)]
+
+
+async def test_a_pass_writes_at_most_a_full_budget_front_first_and_the_next_pass_the_rest() -> None:
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    names = [f"w{index:03d}" for index in range(PASS_WRITES_AT_MOST + 7)]
+    for name in names:
+        store.upsert(WORKLOADS, workload(name))
+        await pending.write(wait(name, FULL, 1))
+    queue.order = [f"team/{name}" for name in names]
+    reworded = FULL.replace("1 more", "2 more")
+    queue.waits = dict.fromkeys(queue.order, ("Pending", reworded))
+    writer.messages.clear()
+
+    pending.mark("cq")
+    await pending.refresh_once()
+    assert writer.messages == [(name, reworded) for name in names[:PASS_WRITES_AT_MOST]]
+    writer.messages.clear()
+    await pending.refresh_once()  # the queue stayed marked: the rest, still front first
+    assert writer.messages == [(name, reworded) for name in names[PASS_WRITES_AT_MOST:]]
