@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_webhook.api.topology_assignment import Domain
+from kueue_webhook.api.topology_request import POD_INDEX_LABELS, UNCONSTRAINED_ANNOTATION
 
 __all__ = [
     "HOSTNAME_LABEL",
@@ -55,26 +56,9 @@ TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 #: pod-template annotation naming the admitted Workload (Kueue's WorkloadAnnotation)
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
-#: on the pods of a pod set placed by topology with no topology request of its own ("implicit" TAS)
-UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 #: the first rank of a replica's pods, when it is not 0 (Kueue's PodIndexOffsetAnnotation)
 POD_INDEX_OFFSET_ANNOTATION = "kueue.x-k8s.io/pod-index-offset"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-
-#: the pod index label Kueue's integrations write into ``topologyRequest.podIndexLabel``, by (group, kind) of
-#: the Workload's owner: used when a Workload was built without it (job_controller.go, kubeflowjob, mpijob,
-#: leaderworkerset, statefulset and pod group reconcilers)
-_INDEX_LABEL_BY_OWNER = {
-    ("batch", "Job"): "batch.kubernetes.io/job-completion-index",
-    ("kubeflow.org", "PyTorchJob"): "training.kubeflow.org/replica-index",
-    ("kubeflow.org", "TFJob"): "training.kubeflow.org/replica-index",
-    ("kubeflow.org", "XGBoostJob"): "training.kubeflow.org/replica-index",
-    ("kubeflow.org", "PaddleJob"): "training.kubeflow.org/replica-index",
-    ("kubeflow.org", "JAXJob"): "training.kubeflow.org/replica-index",
-    ("kubeflow.org", "MPIJob"): "training.kubeflow.org/replica-index",
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.sigs.k8s.io/worker-index",
-    ("apps", "StatefulSet"): "apps.kubernetes.io/pod-index",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +139,7 @@ def owner_rank_source(api_version: str, kind: str) -> RankSource | None:
     """The rank source Kueue's integration for an owner of ``api_version``/``kind`` writes into a pod set's
     ``topologyRequest`` (a JobSet's needs its replica counts, so only its Workload can say it)."""
     group = api_version.rpartition("/")[0]
-    label = _INDEX_LABEL_BY_OWNER.get((group, kind))
+    label = POD_INDEX_LABELS.get((group, kind))
     return RankSource(label) if label is not None else None
 
 

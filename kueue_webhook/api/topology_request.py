@@ -32,8 +32,9 @@ SLICE_REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
 GROUP_ANNOTATION = "kueue.x-k8s.io/podset-group-name"
 
-#: the pod label or annotation that numbers a pod within its pod set, per queued kind (Kueue's integrations
-#: pass it to NewPodSetTopologyRequest); the pod side places pods by it
+#: the pod label that numbers a pod within its pod set, per queued kind (Kueue's integrations pass it to
+#: NewPodSetTopologyRequest: job_controller.go, kubeflowjob, mpijob, jobset, leaderworkerset, statefulset):
+#: written into a Workload's ``topologyRequest.podIndexLabel``, read by the pod side when a Workload lacks it
 POD_INDEX_LABELS = {
     ("batch", "Job"): "batch.kubernetes.io/job-completion-index",
     ("kubeflow.org", "PyTorchJob"): "training.kubeflow.org/replica-index",
@@ -41,7 +42,10 @@ POD_INDEX_LABELS = {
     ("kubeflow.org", "XGBoostJob"): "training.kubeflow.org/replica-index",
     ("kubeflow.org", "PaddleJob"): "training.kubeflow.org/replica-index",
     ("kubeflow.org", "JAXJob"): "training.kubeflow.org/replica-index",
+    ("kubeflow.org", "MPIJob"): "training.kubeflow.org/replica-index",
     ("jobset.x-k8s.io", "JobSet"): "batch.kubernetes.io/job-completion-index",
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.sigs.k8s.io/worker-index",
+    ("apps", "StatefulSet"): "apps.kubernetes.io/pod-index",
 }
 
 
