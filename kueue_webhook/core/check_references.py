@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kueue_webhook.api.objects import AdmissionCheck, ClusterQueue
-from kueue_webhook.api.objects.multikueue import MULTIKUEUE_CONTROLLER
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
 
 __all__ = ["CheckReferences", "check_references"]
 

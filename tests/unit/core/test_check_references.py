@@ -4,7 +4,7 @@ no quota, its pending Workloads say why they wait, and it reopens when the check
 
 from __future__ import annotations
 
-from kueue_webhook.api.objects.multikueue import MULTIKUEUE_CONTROLLER
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
 from kueue_webhook.core.scheduler import Wait
 from kueue_webhook.core.status import cluster_queue_active, local_queue_status
 
