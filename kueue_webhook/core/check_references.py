@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kueue_webhook.api.objects import AdmissionCheck, ClusterQueue
 from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
+from kueue_webhook.api.objects import AdmissionCheck, ClusterQueue
 
 __all__ = ["CheckReferences", "check_references"]
 
