@@ -1,4 +1,4 @@
-"""Spec events in: the one place a change of ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
+"""Spec events in: the one place a change of ResourceFlavor, AdmissionCheck, Cohort, ClusterQueue, LocalQueue,
 WorkloadPriorityClass or namespace labels enters the scheduler, and everything such a change moves.
 
 ``Catalog`` writes the change into ``specs.Specs`` and the ledger, then does what follows from it: wakes
@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 
 from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -25,6 +26,7 @@ from kueue_webhook.api.objects import (
     Workload,
     WorkloadPriorityClass,
 )
+from kueue_webhook.core.check_references import check_references
 from kueue_webhook.core.flavors import compile_queue
 from kueue_webhook.core.pending_queue import PendingQueue
 from kueue_webhook.core.pending_queues import PendingQueues
@@ -35,6 +37,7 @@ __all__ = ["Catalog", "Occupants", "SchedulerObject"]
 #: the parsed API objects the scheduler keeps (``Catalog.apply``)
 SchedulerObject = (
     ResourceFlavor
+    | AdmissionCheck
     | Cohort
     | ClusterQueue
     | LocalQueue
@@ -105,24 +108,44 @@ class Catalog:
                 queue.missing_flavors = missing
                 self.pending.opened_or_closed(name, was_open)
 
+    def upsert_admission_check(self, check: AdmissionCheck) -> None:
+        """A check appeared or changed (its controller marks it Active): the queues naming it may open or
+        close; one that opens wakes its pending workloads."""
+        self.specs.admission_checks[check.name] = check
+        self._refresh_check_references()
+
+    def delete_admission_check(self, name: str) -> None:
+        if self.specs.admission_checks.pop(name, None) is not None:
+            self._refresh_check_references()
+
+    def _refresh_check_references(self) -> None:
+        checks = self.specs.admission_checks
+        for name, queue in self.specs.queues.items():
+            references = check_references(queue.spec, checks)
+            if references != queue.checks:
+                was_open = queue.open
+                queue.checks = references
+                self.pending.opened_or_closed(name, was_open)
+
     def upsert_cluster_queue(self, spec: ClusterQueue) -> None:
         specs, ledger, name = self.specs, self.specs.ledger, spec.name
         queue = specs.queues.get(name)
         old_tree = ledger.tree_queues(name) if queue is not None else []
         ledger.set_cluster_queue(name, cohort=spec.cohort_name, groups=spec.resource_groups)
         missing = tuple(f for f in spec.flavor_names() if f not in specs.flavors)
+        checks = check_references(spec, specs.admission_checks)
         if queue is None:
             queue = QueueState(
                 spec,
                 compile_queue(spec, fair_sharing=specs.fair_sharing),
                 PendingQueue(strict=spec.queueing_strategy == "StrictFIFO"),
             )
-            queue.missing_flavors = missing
+            queue.missing_flavors, queue.checks = missing, checks
             specs.queues[name] = queue
             self.occupants.cluster_queue_added(name)
         else:
             was_open = queue.open
-            queue.spec, queue.missing_flavors = spec, missing
+            queue.spec, queue.missing_flavors, queue.checks = spec, missing, checks
             queue.compiled = compile_queue(spec, fair_sharing=specs.fair_sharing)
             queue.pending.set_strict(spec.queueing_strategy == "StrictFIFO")
             self.pending.opened_or_closed(name, was_open)
@@ -238,6 +261,7 @@ class Catalog:
     #: the upsert of each kind of parsed object, for ``apply``
     _UPSERTS: ClassVar[Mapping[type, Callable[[Catalog, Any], None]]] = {
         ResourceFlavor: upsert_resource_flavor,
+        AdmissionCheck: upsert_admission_check,
         Cohort: upsert_cohort,
         ClusterQueue: upsert_cluster_queue,
         LocalQueue: upsert_local_queue,

@@ -1,12 +1,12 @@
 """The specs the scheduler decides with, and what a workload's spec points at.
 
-ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, WorkloadPriorityClasses and namespace labels change
-rarely and are read on every cycle. ``Specs`` holds them as the last event left them, with the one record
-per ClusterQueue (``QueueState``: its spec, its compiled form for flavor assignment, its pending queue and
-the workloads reserving quota in it) and the ledger of quotas and usage. It only answers questions (which
-ClusterQueue a workload's LocalQueue points at, its priority, a queue's preemption policy, a node's
-fair-sharing weight); the events that change it go through ``catalog.Catalog``, which also moves whatever
-a change moves.
+ResourceFlavors, AdmissionChecks, Cohorts, ClusterQueues, LocalQueues, WorkloadPriorityClasses and namespace
+labels change rarely and are read on every cycle. ``Specs`` holds them as the last event left them, with the
+one record per ClusterQueue (``QueueState``: its spec, its compiled form for flavor assignment, its pending
+queue and the workloads reserving quota in it) and the ledger of quotas and usage. It only answers questions
+(which ClusterQueue a workload's LocalQueue points at, its priority, a queue's preemption policy, a node's
+fair-sharing weight); the events that change it go through ``catalog.Catalog``, which also moves whatever a
+change moves.
 
 In Kueue the specs sit in the scheduler's cache (``pkg/cache/scheduler``), together with the workloads
 that reserve quota and their usage; here those are ``workload_tracker.py`` and ``ledger.py``, and the pending
@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kueue_webhook.api.objects import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -26,6 +27,7 @@ from kueue_webhook.api.objects import (
     ResourceFlavor,
     Workload,
 )
+from kueue_webhook.core.check_references import NO_PROBLEMS, CheckReferences
 from kueue_webhook.core.fair_sharing import Share, dominant_resource_share
 from kueue_webhook.core.flavors import CompiledQueue
 from kueue_webhook.core.ledger import Ledger, Node
@@ -45,10 +47,12 @@ class QueueState:
     pending: PendingQueue
     reserving: set[WorkloadKey] = field(default_factory=set)
     missing_flavors: tuple[str, ...] = ()
+    #: its AdmissionChecks that are missing, inactive or misused (``check_references``)
+    checks: CheckReferences = NO_PROBLEMS
 
     @property
     def open(self) -> bool:
-        return not self.missing_flavors and self.spec.stop_policy == "None"
+        return not self.missing_flavors and not self.checks.blocking and self.spec.stop_policy == "None"
 
 
 class Specs:
@@ -59,6 +63,7 @@ class Specs:
         #: fair sharing (the ConfigMap's ``fairSharing``): admission order and preemption by share
         self.fair_sharing = False
         self.flavors: dict[str, ResourceFlavor] = {}
+        self.admission_checks: dict[str, AdmissionCheck] = {}
         self.cohorts: dict[str, Cohort] = {}
         self.local_queues: dict[str, LocalQueue] = {}
         self.priority_classes: dict[str, int] = {}
@@ -136,3 +141,7 @@ class Specs:
     def missing_flavors(self, name: str) -> tuple[str, ...]:
         queue = self.queues.get(name)
         return queue.missing_flavors if queue is not None else ()
+
+    def check_references(self, name: str) -> CheckReferences:
+        queue = self.queues.get(name)
+        return queue.checks if queue is not None else NO_PROBLEMS

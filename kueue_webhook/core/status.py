@@ -1,12 +1,12 @@
 """ClusterQueue and LocalQueue ``status`` computed from the scheduler state, as Kueue fills them.
 
-Pure functions returning the ``status`` dict (minus ``lastTransitionTime``, which the writer carries
-over from the previous condition when status and reason did not change), so the controller only has to
-diff and patch, and ``simulate`` reports exactly what a cluster would show. Field names, condition
-reasons and messages are Kueue's: ``Active`` is ``Ready`` or ``Stopped``/``FlavorNotFound`` with
-``Can't admit new workloads: ...``; usage lists every flavor and covered resource of the spec in order,
-resources sorted by name, ``borrowed`` is what exceeds the nominal quota (always 0 outside a cohort).
-"""
+Pure functions returning the ``status`` dict (minus ``lastTransitionTime``, which the writer carries over from
+the previous condition when status and reason did not change), so the controller only has to diff and patch,
+and ``simulate`` reports exactly what a cluster would show. Field names, condition reasons and messages are
+Kueue's: ``Active`` is ``Ready`` or ``Stopped``/``FlavorNotFound``/the AdmissionCheck reasons of
+``check_references`` with ``Can't admit new workloads: ...``; usage lists every flavor and covered resource of
+the spec in order, resources sorted by name, ``borrowed`` is what exceeds the nominal quota (always 0 outside
+a cohort)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,9 @@ def cluster_queue_active(state: SchedulerView, name: str) -> tuple[str, str, str
     if missing:
         reasons.append("FlavorNotFound")
         messages.append(f"references missing ResourceFlavor(s): {','.join(missing)}")
+    for reason, message in state.check_references(name).problems():
+        reasons.append(reason)
+        messages.append(message)
     if reasons:
         return "False", reasons[0], f"Can't admit new workloads: {', '.join(messages)}."
     return "True", "Ready", "Can admit new workloads"

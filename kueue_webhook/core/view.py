@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from kueue_webhook.api.objects import ClusterQueue, LocalQueue
+from kueue_webhook.core.check_references import CheckReferences
 from kueue_webhook.core.fair_sharing import Share
 from kueue_webhook.core.ledger import Node
 from kueue_webhook.core.model import WorkloadInfo
@@ -46,6 +47,8 @@ class SchedulerView(Protocol):
     def cluster_queue_names(self) -> list[str]: ...
 
     def missing_flavors(self, name: str) -> tuple[str, ...]: ...
+
+    def check_references(self, name: str) -> CheckReferences: ...
 
     def pending_in(self, name: str) -> list[WorkloadInfo]: ...
 

@@ -140,8 +140,13 @@ def _stamped(workload: JSON, arrival: float, runtime: float | None) -> dict[str,
 def _queue_document(obj: JSON, *, open_selector: bool) -> dict[str, Any]:
     meta = {k: v for k, v in _meta(obj).items() if k in ("name", "namespace", "labels")}
     spec = dict(obj.get("spec") or {})
-    if open_selector and obj.get("kind") == "ClusterQueue":
-        spec["namespaceSelector"] = {}
+    if obj.get("kind") == "ClusterQueue":
+        if open_selector:
+            spec["namespaceSelector"] = {}
+        # checks are taken to pass at once, and the AdmissionChecks are not read: a ClusterQueue naming a
+        # check the replay does not have would otherwise be inactive there
+        spec.pop("admissionChecks", None)
+        spec.pop("admissionChecksStrategy", None)
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta, "spec": spec}
 
 

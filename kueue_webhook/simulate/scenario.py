@@ -84,13 +84,21 @@ CONFIG_KINDS: Final = (
     WorkloadPriorityClass,
     Topology,
     ResourceFlavor,
+    AdmissionCheck,
     NodeView,
     Cohort,
     ClusterQueue,
     LocalQueue,
 )
 ConfigObject = (
-    WorkloadPriorityClass | Topology | ResourceFlavor | NodeView | Cohort | ClusterQueue | LocalQueue
+    WorkloadPriorityClass
+    | Topology
+    | ResourceFlavor
+    | AdmissionCheck
+    | NodeView
+    | Cohort
+    | ClusterQueue
+    | LocalQueue
 )
 
 
@@ -389,18 +397,20 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
     parsed = parse_object(doc)
     if isinstance(parsed, list):
         raise _errors(where, parsed)
-    if isinstance(parsed, CONFIG_KINDS):
+    if isinstance(parsed, AdmissionCheck):
+        # its controller is taken to serve it (Active): checks pass at once on a simulated clock
+        scenario.objects.append(replace(parsed, active=True))
+        if parsed.controller_name == MULTIKUEUE_CONTROLLER:
+            config, problem = parameters_config({"spec": {"parameters": dict(parsed.parameters)}})
+            if config is None:
+                raise SimulationError(f"{where}: spec.parameters: {problem}")
+            scenario.multikueue_checks[parsed.name] = config
+    elif isinstance(parsed, CONFIG_KINDS):
         scenario.objects.append(parsed)
     elif isinstance(parsed, MultiKueueCluster):
         scenario.multikueue_clusters.append(parsed.name)
     elif isinstance(parsed, MultiKueueConfig):
         scenario.multikueue_configs[parsed.name] = parsed.clusters
-    elif isinstance(parsed, AdmissionCheck) and parsed.controller_name == MULTIKUEUE_CONTROLLER:
-        config, problem = parameters_config({"spec": {"parameters": dict(parsed.parameters)}})
-        if config is None:
-            raise SimulationError(f"{where}: spec.parameters: {problem}")
-        scenario.multikueue_checks[parsed.name] = config
-    # any other AdmissionCheck changes nothing here: checks are taken to pass at once on a simulated clock
 
 
 @contextlib.contextmanager

@@ -126,6 +126,57 @@ def crds() -> None:
         install_crds(kubeconfig, jobsets)
 
 
+SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)
+CLUSTERS_KIND = Kind("MultiKueueCluster", "kueue.x-k8s.io", "v1beta2", "multikueueclusters", namespaced=False)
+CONFIGS_KIND = Kind("MultiKueueConfig", "kueue.x-k8s.io", "v1beta2", "multikueueconfigs", namespaced=False)
+
+
+async def register_workers(manager: KubeClient, name: str, kubeconfigs: dict[str, Path]) -> str:
+    """The MultiKueue AdmissionCheck ``name`` as an admin sets it up: a MultiKueueCluster per worker (its
+    kubeconfig in a Secret of the namespace ``<name>-system``, returned), a MultiKueueConfig listing them, the
+    check naming it. The check turns Active once the workers connect, and only then does its ClusterQueue
+    admit (Kueue keeps a ClusterQueue with an inactive check inactive)."""
+    system = f"{name}-system"
+    await manager.create(NAMESPACES, builders.namespace(system))
+    for worker, path in kubeconfigs.items():
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": worker, "namespace": system}}
+        secret["stringData"] = {"kubeconfig": path.read_text()}
+        await manager.create(SECRETS, secret, namespace=system)
+        await manager.create(
+            CLUSTERS_KIND,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueCluster",
+                "metadata": {"name": worker},
+                "spec": {"clusterSource": {"kubeConfig": {"location": worker, "locationType": "Secret"}}},
+            },
+        )
+    await manager.create(
+        CONFIGS_KIND,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": name},
+            "spec": {"clusters": sorted(kubeconfigs)},
+        },
+    )
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": name}}
+    check["spec"] = {
+        "controllerName": MULTIKUEUE_CONTROLLER,
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
+    }
+    await manager.create(ADMISSION_CHECKS, check)
+    return system
+
+
+async def unregister_workers(manager: KubeClient, name: str, workers: list[str]) -> None:
+    for kind, object_name in [(CONFIGS_KIND, name), *((CLUSTERS_KIND, w) for w in workers)]:
+        with contextlib.suppress(ApiError, OSError):
+            await manager.delete(kind, name=object_name)
+    with contextlib.suppress(ApiError, OSError):
+        await manager.delete(NAMESPACES, name=f"{name}-system")
+
+
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     name = f"mk-{uuid.uuid4().hex[:6]}"
@@ -133,17 +184,21 @@ async def setup() -> AsyncIterator[Setup]:
     kubeconfigs = {f"worker-{i}": p for i, p in enumerate(WORKER_KUBECONFIGS)}
     workers = {w: await KubeClient.connect(kubeconfig=str(p)) for w, p in kubeconfigs.items()}
     replicas: list[Replica] = []
-    check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck"}
-    check |= {"metadata": {"name": name}, "spec": {"controllerName": MULTIKUEUE_CONTROLLER}}
     stand_in = StaticWorkers(workers, checks={name: tuple(sorted(workers))})
+    registered = {f"{name}-{worker}": Path(path) for worker, path in kubeconfigs.items()}
     try:
-        await manager.create(ADMISSION_CHECKS, check)
+        system = await register_workers(manager, name, registered)
         await queues(manager, name, "2", [name])
         for worker, client in workers.items():
             await queues(client, name, "4", [])
             replicas.append(await start_replica(kubeconfigs[worker], identity=worker, leader_election=False))
         controller = await start_replica(
-            Path(KUBECONFIG), identity="manager", leader_election=False, workers=stand_in, multikueue=SETTINGS
+            Path(KUBECONFIG),
+            identity="manager",
+            namespace=system,
+            leader_election=False,
+            workers=stand_in,
+            multikueue=SETTINGS,
         )
         replicas.append(controller)
         yield Setup(name, manager, workers, kubeconfigs, stand_in, controller)
@@ -153,6 +208,7 @@ async def setup() -> AsyncIterator[Setup]:
         for client in [manager, *workers.values()]:
             with contextlib.suppress(ApiError, OSError):
                 await _clean(client, name)
+        await unregister_workers(manager, name, list(registered))
         await manager.close()
         await stand_in.close()
 
@@ -379,43 +435,8 @@ async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_s
     workers = {w: await KubeClient.connect(kubeconfig=str(p)) for w, p in kubeconfigs.items()}
     replicas: list[Replica] = []
     stopped: Path | None = None
-    secrets = Kind("Secret", "", "v1", "secrets", namespaced=True)
-    clusters_kind = Kind(
-        "MultiKueueCluster", "kueue.x-k8s.io", "v1beta2", "multikueueclusters", namespaced=False
-    )
-    configs_kind = Kind(
-        "MultiKueueConfig", "kueue.x-k8s.io", "v1beta2", "multikueueconfigs", namespaced=False
-    )
     try:
-        await manager.create(NAMESPACES, builders.namespace(system))
-        for worker, path in kubeconfigs.items():
-            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": worker, "namespace": system}}
-            secret["stringData"] = {"kubeconfig": path.read_text()}
-            await manager.create(secrets, secret, namespace=system)
-            await manager.create(
-                clusters_kind,
-                {
-                    "apiVersion": "kueue.x-k8s.io/v1beta2",
-                    "kind": "MultiKueueCluster",
-                    "metadata": {"name": worker},
-                    "spec": {"clusterSource": {"kubeConfig": {"location": worker, "locationType": "Secret"}}},
-                },
-            )
-        await manager.create(
-            configs_kind,
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "MultiKueueConfig",
-                "metadata": {"name": name},
-                "spec": {"clusters": sorted(kubeconfigs)},
-            },
-        )
-        check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": name}}
-        check["spec"] = {
-            "controllerName": MULTIKUEUE_CONTROLLER,
-            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name},
-        }
-        await manager.create(ADMISSION_CHECKS, check)
+        await register_workers(manager, name, {w: Path(p) for w, p in kubeconfigs.items()})
         await queues(manager, name, "2", [name])
         for worker, client in workers.items():
             await queues(client, name, "4", [])
@@ -477,11 +498,7 @@ async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_s
         for client in [manager, *workers.values()]:
             with contextlib.suppress(ApiError, OSError):
                 await _clean(client, name)
-        for kind, object_name in [(configs_kind, name), *((clusters_kind, w) for w in kubeconfigs)]:
-            with contextlib.suppress(ApiError, OSError):
-                await manager.delete(kind, name=object_name)
-        with contextlib.suppress(ApiError, OSError):
-            await manager.delete(NAMESPACES, name=system)
+        await unregister_workers(manager, name, list(kubeconfigs))
         await manager.close()
         for client in workers.values():
             await client.close()

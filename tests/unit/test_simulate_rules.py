@@ -171,3 +171,30 @@ def test_a_preempted_workload_queues_again_with_its_admission_checks(
     ]
     assert requeued.admission_checks == arrived.admission_checks
     assert requeued.priority == arrived.priority == priority
+
+
+APPROVAL = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: approval}
+spec: {controllerName: kueue-webhook.io/manual-approval}
+"""
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["check-given", "check-missing"])
+def test_a_cluster_queue_naming_a_check_admits_only_when_the_check_is_in_the_input(given: bool) -> None:
+    cluster = CLUSTER.replace(
+        "  namespaceSelector: {}", "  namespaceSelector: {}\n  admissionChecks: [approval]"
+    )
+    docs = [*yaml.safe_load_all(cluster), job("first")]
+    if given:
+        docs.append(yaml.safe_load(APPROVAL))
+    result = replay(scenario(*docs))
+    (record,) = result.records.values()
+    if given:
+        assert record.admitted_at == 0
+        assert result.snapshot.queues["cq"]["conditions"][0]["reason"] == "Ready"
+    else:
+        assert record.admitted_at is None
+        assert record.wait is not None and record.wait.message == "ClusterQueue cq is inactive"
+        assert result.snapshot.queues["cq"]["conditions"][0]["reason"] == "AdmissionCheckNotFound"

@@ -92,6 +92,8 @@ class ClusterQueue(NamedByMeta):
     preemption: Preemption = field(default_factory=Preemption)
     stop_policy: str = "None"
     admission_checks: tuple[str, ...] = ()
+    #: the checks of ``admissionChecksStrategy`` whose ``onFlavors`` leaves out some of the queue's flavors
+    per_flavor_checks: tuple[str, ...] = ()
     fair_sharing_weight: Quantity | None = None
 
     def flavor_names(self) -> tuple[str, ...]:
@@ -171,7 +173,7 @@ def _fungibility(raw: Any, errors: list[FieldError]) -> FlavorFungibility:
 
 
 def _admission_checks_strategy(
-    raw: Any, groups: tuple[ResourceGroup, ...], errors: list[FieldError]
+    raw: Any, groups: tuple[ResourceGroup, ...], errors: list[FieldError], per_flavor: list[str]
 ) -> list[str]:
     """``spec.admissionChecksStrategy``: the CRD makes ``admissionChecks`` a list keyed by name and each
     ``onFlavors`` a set; Kueue's webhook wants every ``onFlavors`` entry to be one of the queue's flavors
@@ -206,6 +208,8 @@ def _admission_checks_strategy(
             elif flavor not in flavors:
                 errors.append(FieldError.not_supported(fpath, flavor, flavors))
             seen.add(str(flavor))
+        if seen and seen != set(flavors):  # Kueue: a check on every flavor is not a per-flavor check
+            per_flavor.append(name)
     return names
 
 
@@ -289,7 +293,8 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
     checks: list[str] = [
         str(c) for c in list_field(spec.get("admissionChecks"), "spec.admissionChecks", errors)
     ]
-    checks += _admission_checks_strategy(spec.get("admissionChecksStrategy"), groups, errors)
+    per_flavor: list[str] = []
+    checks += _admission_checks_strategy(spec.get("admissionChecksStrategy"), groups, errors, per_flavor)
     queue = ClusterQueue(
         meta=meta,
         resource_groups=groups,
@@ -300,6 +305,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
         preemption=_preemption(spec.get("preemption"), errors),
         stop_policy=stop,
         admission_checks=tuple(checks),
+        per_flavor_checks=tuple(per_flavor),
         fair_sharing_weight=parse_fair_sharing_weight(spec.get("fairSharing"), "spec.fairSharing", errors),
     )
     return finish(queue, errors)

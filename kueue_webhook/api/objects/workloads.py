@@ -415,11 +415,13 @@ def parse_workload_priority_class(obj: Mapping[str, Any]) -> Parsed[WorkloadPrio
 
 @dataclass(frozen=True, slots=True)
 class AdmissionCheck(NamedByMeta):
-    """Cluster-scoped ``AdmissionCheck``: which controller decides the check (``spec.controllerName``)."""
+    """Cluster-scoped ``AdmissionCheck``: which controller decides the check (``spec.controllerName``), and
+    whether that controller serves it (``status`` condition ``Active=True``, set by the controller)."""
 
     meta: Meta
     controller_name: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    active: bool = False
 
 
 def parse_admission_check(obj: Mapping[str, Any]) -> Parsed[AdmissionCheck]:
@@ -431,4 +433,5 @@ def parse_admission_check(obj: Mapping[str, Any]) -> Parsed[AdmissionCheck]:
         errors.append(FieldError.required("spec.controllerName"))
         controller = ""
     parameters = object_field(spec.get("parameters") or {}, "spec.parameters", errors) or {}
-    return finish(AdmissionCheck(meta, controller, dict(parameters)), errors)
+    active = is_true(obj, "Active")
+    return finish(AdmissionCheck(meta, controller, dict(parameters), active), errors)

@@ -28,7 +28,13 @@ from typing import Any
 from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.quantity import NANO
 from kueue_webhook.control.cache.store import Change, key_of
-from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, WORKLOADS
+from kueue_webhook.control.kube.kinds import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+)
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.conditions import now_rfc3339, observed_generation
 from kueue_webhook.control.output.context import ControlContext
@@ -69,7 +75,7 @@ class QueueStatusReporter(PacedReporter):
             queue = change.new or change.old or {}
             self._dirty_cq.setdefault(str((queue.get("spec") or {}).get("clusterQueue", "")))
             self._index_local_queue(change.key, change.new)
-        elif change.kind is RESOURCE_FLAVORS:
+        elif change.kind in (RESOURCE_FLAVORS, ADMISSION_CHECKS):
             self.mark_all()
         elif change.kind is WORKLOADS:
             for obj in (change.old, change.new):

@@ -36,6 +36,7 @@ from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
     has_quota_reservation,
+    parse_admission_check,
     parse_cluster_queue,
     parse_cohort,
     parse_local_queue,
@@ -52,6 +53,7 @@ from kueue_webhook.api.pods_ready import (
 )
 from kueue_webhook.control.cache.store import Change, key_of
 from kueue_webhook.control.kube.kinds import (
+    ADMISSION_CHECKS,
     CLUSTER_QUEUES,
     COHORTS,
     JOBS,
@@ -89,6 +91,7 @@ STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
 _PARSERS: dict[Kind, Callable[[JSON], Any]] = {
     TOPOLOGIES: parse_topology,
     RESOURCE_FLAVORS: parse_resource_flavor,
+    ADMISSION_CHECKS: parse_admission_check,
     COHORTS: parse_cohort,
     CLUSTER_QUEUES: parse_cluster_queue,
     LOCAL_QUEUES: parse_local_queue,
@@ -211,6 +214,8 @@ class SchedulerLoop:
         if obj is None:
             if kind is RESOURCE_FLAVORS:
                 state.delete_resource_flavor(name)
+            elif kind is ADMISSION_CHECKS:
+                state.delete_admission_check(name)
             elif kind is COHORTS:
                 state.delete_cohort(name)
             elif kind is CLUSTER_QUEUES:

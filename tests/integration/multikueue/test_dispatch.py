@@ -10,6 +10,7 @@ back. A lost worker's Workload moves to the other after the worker-lost timeout,
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -62,13 +63,47 @@ MANAGER = (
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: AdmissionCheck
 metadata: {name: workers}
-spec: {controllerName: kueue.x-k8s.io/multikueue}
+spec:
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: workers}
 ---
 """
     + QUEUES.replace("CHECKS", "admissionChecksStrategy: {admissionChecks: [{name: workers}]}").replace(
         "QUOTA", "8"
     )
 )
+
+
+async def register_workers(manager: FakeApiServer, workers: dict[str, FakeApiServer]) -> None:
+    """The manager's MultiKueueClusters (kubeconfigs in Secrets) and the MultiKueueConfig the check names,
+    so the check turns Active as in production and its ClusterQueue admits (the dispatcher itself talks to
+    the workers through the stand-in)."""
+    for name, worker in workers.items():
+        raw = worker.kubeconfig_path().read_bytes()
+        await manager.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": f"{name}-kubeconfig", "namespace": "kueue-system"},
+                "data": {"kubeconfig": base64.b64encode(raw).decode()},
+            }
+        )
+        await manager.create(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueCluster",
+                "metadata": {"name": name},
+                "spec": {"clusterSource": {"kubeConfig": {"location": f"{name}-kubeconfig"}}},
+            }
+        )
+    await manager.create(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": "workers"},
+            "spec": {"clusters": sorted(workers)},
+        }
+    )
 
 
 def worker_queues(gpus: int) -> str:
@@ -92,8 +127,9 @@ async def clusters(
 ) -> AsyncIterator[Clusters]:
     settings: DispatchSettings = getattr(request, "param", SETTINGS)
     manager = await make_fake_api()
-    await manager.apply_manifests(MANAGER)
+    await manager.apply_manifests(MANAGER)  # creates kueue-system, where the kubeconfig Secrets go
     workers = {"worker-a": await make_fake_api(), "worker-b": await make_fake_api()}
+    await register_workers(manager, workers)
     async with AsyncExitStack() as stack:
         clients = {}
         for name, worker in workers.items():
@@ -322,6 +358,7 @@ async def test_a_new_leader_continues_a_dispatched_workload_from_what_the_api_ob
     manager = await make_fake_api()
     await manager.apply_manifests(MANAGER)
     worker = await make_fake_api()
+    await register_workers(manager, {"worker-a": worker})
     await worker.apply_manifests(worker_queues(8))
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(replica(worker.kubeconfig_path(), identity="worker"))

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from kueue_webhook.api.objects import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     LocalQueue,
     ResourceFlavor,
     Workload,
+    parse_admission_check,
     parse_cluster_queue,
     parse_cohort,
     parse_local_queue,
@@ -43,6 +45,18 @@ def flavor(
         {"metadata": {"name": name}, "spec": {"nodeLabels": labels or {}, "nodeTaints": taints or []}}
     )
     assert isinstance(parsed, ResourceFlavor), parsed
+    return parsed
+
+
+def admission_check(
+    name: str, *, active: bool = True, controller: str = "kueue-webhook.io/manual-approval"
+) -> AdmissionCheck:
+    """An AdmissionCheck as its controller leaves it: ``Active=True`` unless ``active`` is False."""
+    status = {"conditions": [{"type": "Active", "status": "True" if active else "False"}]}
+    parsed = parse_admission_check(
+        {"metadata": {"name": name}, "spec": {"controllerName": controller}, "status": status}
+    )
+    assert isinstance(parsed, AdmissionCheck), parsed
     return parsed
 
 
@@ -121,13 +135,17 @@ def state_with(
     flavors: tuple[str, ...] = ("default",),
     local_queues: dict[str, str] | None = None,
     namespaces: dict[str, dict[str, str]] | None = None,
+    checks: tuple[str, ...] = (),
 ) -> SchedulerState:
-    """Flavors, ClusterQueues, namespace ``ns`` and LocalQueues (default: ``lq`` -> the first queue)."""
+    """Flavors, active AdmissionChecks, ClusterQueues, namespace ``ns`` and LocalQueues (default: ``lq`` ->
+    the first queue)."""
     state = SchedulerState()
     for name, labels in (namespaces or {"ns": {}}).items():
         state.upsert_namespace(name, labels)
     for name in flavors:
         state.upsert_resource_flavor(flavor(name))
+    for name in checks:
+        state.apply(admission_check(name))
     for queue in queues:
         state.upsert_cluster_queue(queue)
     routes = local_queues if local_queues is not None else {"lq": queues[0].name}

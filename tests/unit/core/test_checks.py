@@ -55,7 +55,9 @@ def test_retry_evicts_with_kueues_message_and_rejected_deactivates() -> None:
 
 
 def test_reserved_workload_with_a_retry_check_is_evicted_once_and_requeues() -> None:
-    state = state_with(cluster_queue("cq", {"default": {"cpu": 4}}, admissionChecks=["finance"]))
+    state = state_with(
+        cluster_queue("cq", {"default": {"cpu": 4}}, admissionChecks=["finance"]), checks=("finance",)
+    )
     wl = workload("w", {"cpu": "2"})
     state.upsert_workload(wl)
     admits = [d for d in run_until_quiet(state) if isinstance(d, Admit)]

@@ -7,11 +7,10 @@ from dataclasses import replace
 import pytest
 
 from kueue_webhook.api.objects import (
-    AdmissionCheck,
     WorkloadPriorityClass,
-    parse_admission_check,
     parse_workload_priority_class,
 )
+from kueue_webhook.api.objects.multikueue import MultiKueueConfig, parse_multikueue_config
 from kueue_webhook.core.scheduler import Admit, SchedulerState
 
 from .builders import (
@@ -320,9 +319,7 @@ def test_apply_takes_every_kind_the_scheduler_keeps_through_one_entry() -> None:
 
 
 def test_apply_refuses_a_kind_the_scheduler_does_not_keep() -> None:
-    check = parse_admission_check(
-        {"metadata": {"name": "approval"}, "spec": {"controllerName": "example.com/approval"}}
-    )
-    assert isinstance(check, AdmissionCheck)
-    with pytest.raises(TypeError, match="the scheduler keeps no AdmissionCheck"):
-        state_with(cluster_queue("cq", {"default": {"cpu": 1}})).apply(check)  # type: ignore[arg-type]
+    config = parse_multikueue_config({"metadata": {"name": "workers"}, "spec": {"clusters": ["east"]}})
+    assert isinstance(config, MultiKueueConfig)
+    with pytest.raises(TypeError, match="the scheduler keeps no MultiKueueConfig"):
+        state_with(cluster_queue("cq", {"default": {"cpu": 1}})).apply(config)  # type: ignore[arg-type]

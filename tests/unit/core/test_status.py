@@ -91,7 +91,10 @@ def test_local_queue_pointing_at_a_missing_cluster_queue() -> None:
 
 
 def test_with_admission_checks_quota_is_reserved_but_not_yet_admitted() -> None:
-    state = state_with(cluster_queue("cq", {"default": {"cpu": 4}}, admissionChecks=["provisioning"]))
+    state = state_with(
+        cluster_queue("cq", {"default": {"cpu": 4}}, admissionChecks=["provisioning"]),
+        checks=("provisioning",),
+    )
     state.upsert_workload(workload("w", {"cpu": "2"}))
     (decision,) = run_until_quiet(state)
     assert getattr(decision, "admission_checks", None) == ("provisioning",)

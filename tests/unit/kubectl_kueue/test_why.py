@@ -102,6 +102,14 @@ def test_a_workload_that_fits_now_starts_now() -> None:
     assert found.start == NOW
 
 
+def test_a_cluster_queue_with_admission_checks_is_estimated_as_if_they_pass_at_once() -> None:
+    # the AdmissionChecks are not read: without them the replay would find the queue inactive
+    checked = {**CLUSTER_QUEUE, "spec": {**CLUSTER_QUEUE["spec"], "admissionChecks": ["approval"]}}
+    target = waiting("c", created=60)
+    found = estimate_start(target, state(target, cluster_queues=[checked]), now=NOW)
+    assert found.start == NOW
+
+
 def test_the_cohort_is_every_cluster_queue_under_the_same_root() -> None:
     def cq(name: str, cohort: str = "") -> dict:
         return {"metadata": {"name": name}, "spec": {"cohortName": cohort} if cohort else {}}
