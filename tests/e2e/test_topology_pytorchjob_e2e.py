@@ -14,7 +14,9 @@ with the node selector of the host its rank has in that assignment (Kueue's rank
 PyTorchJob then waits with Kueue's message: the ClusterQueue's quota (10 cpu) holds it, the racks do not
 (3 free in rack a, 2 in rack b). Then a host of the first job goes NotReady: as Kueue's
 TASFailedNodeReplacement does, its pods are given the host left in rack b, the unsent pods there are
-failed (``TerminatedByKueue``), and the pods the operator makes again go to the new host by rank.
+failed (``TerminatedByKueue``), and the pods the operator makes again go to the new host by rank. When
+that host fails as well, no host of rack b has room and the pod set may not leave its rack: the Workload
+is evicted (``NodeFailures``) and the PyTorchJob suspended with its template restored.
 """
 
 from __future__ import annotations
@@ -294,3 +296,27 @@ def test_a_pytorchjob_requiring_a_rack_runs_its_pods_there_by_rank_and_survives_
         cluster.kubectl("create", "-f", "-", input=json.dumps(operator_pod(job, index)))
     until(lambda: placement(live_pods(cluster, ns)) == moved, "the new Workers on the new host", HANG)
     assert cluster.get("pytorchjob", "second", "-n", ns)["spec"]["runPolicy"]["suspend"] is True
+
+    # the new host fails too: rack b has no other host with room, and the pod set may not leave the rack,
+    # so the Workload is evicted (Kueue's TASFailedNodeReplacementFailFast) and the PyTorchJob stopped
+    set_ready(cluster, spare, False, cpu="2")
+    evicted = (
+        "EvictedDueToNodeFailures",
+        f"Workload was evicted as there was no replacement for unhealthy node(s): {spare}",
+    )
+    name = first["metadata"]["name"]
+    until(lambda: evicted in events(cluster, ns, name), "the NodeFailures eviction", HANG)
+    until(
+        lambda: cluster.get("pytorchjob", "first", "-n", ns)["spec"]["runPolicy"]["suspend"] is True,
+        "the first PyTorchJob to be stopped",
+        HANG,
+    )
+    stopped = cluster.get("pytorchjob", "first", "-n", ns)["spec"]["pytorchReplicaSpecs"]["Worker"][
+        "template"
+    ]
+    assert "schedulingGates" not in stopped["spec"], stopped["spec"]
+
+
+def events(cluster: Cluster, namespace: str, name: str) -> list[tuple[str, str]]:
+    found = cluster.items("events", "-n", namespace, "--field-selector", f"involvedObject.name={name}")
+    return [(str(e["reason"]), str(e["message"])) for e in found]
