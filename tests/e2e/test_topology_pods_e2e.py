@@ -32,14 +32,13 @@ from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
+from tests.e2e.topology import GATE, HOST, gated, live_pods, set_ready
 
 CONTROLLER = ControllerSetup(
     "topology-pods", config='manualApproval:\n  approvers: ["group:system:masters"]\n'
 )
 pytestmark = [pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER), with_controller(CONTROLLER)]
 JSON = dict[str, object]
-HOST = "kubernetes.io/hostname"
-GATE = "kueue.x-k8s.io/topology"
 INDEX = "batch.kubernetes.io/job-completion-index"
 HANG = 180.0
 
@@ -77,24 +76,6 @@ def namespace(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, st
             assert "Traceback" not in running.log.read_text(), running.tail()
 
 
-def set_ready(cluster: Cluster, node: str, ready: bool, *, cpu: str = "8") -> None:
-    status = {
-        "status": {
-            "capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready else "False",
-                    "reason": "KubeletReady" if ready else "KubeletNotReady",
-                    "message": "set by the test",
-                }
-            ],
-        }
-    }
-    cluster.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(status))
-
-
 def indexed_job(namespace: str) -> str:
     return yaml.safe_dump(
         {
@@ -125,19 +106,6 @@ def indexed_job(namespace: str) -> str:
 def the_workload(cluster: Cluster, namespace: str) -> JSON:
     found = cluster.items("workloads", "-n", namespace)
     return dict(found[0]) if found else {}
-
-
-def live_pods(cluster: Cluster, namespace: str) -> list[JSON]:
-    return [
-        pod
-        for pod in cluster.items("pods", "-n", namespace)
-        if (pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded")  # type: ignore[union-attr]
-        and not pod["metadata"].get("deletionTimestamp")  # type: ignore[index]
-    ]
-
-
-def gated(pod: JSON) -> bool:
-    return any(g.get("name") == GATE for g in pod["spec"].get("schedulingGates") or [])  # type: ignore[index,union-attr]
 
 
 def placement(pods: list[JSON]) -> dict[str, str]:
