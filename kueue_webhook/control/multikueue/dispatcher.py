@@ -323,6 +323,13 @@ class MultiKueueDispatcher:
         owner = controller_owner(local) or {}
         for cluster in plan.delete:
             await self._delete_copies(cluster, namespace, name, job_kind, str(owner.get("name", "")))
+        for cluster in plan.update_priority:
+            spec = local.get("spec") or {}
+            patch = {
+                "spec": {"priorityClassRef": spec.get("priorityClassRef"), "priority": spec.get("priority")}
+            }
+            await self._client(cluster).patch(WORKLOADS, name=name, namespace=namespace, patch=patch)
+            log.info("copy priority updated", extra={"workload": f"{namespace}/{name}", "worker": cluster})
         if plan.deactivate is not None:
             client = self._client(plan.deactivate)
             await client.patch(WORKLOADS, name=name, namespace=namespace, patch={"spec": {"active": False}})

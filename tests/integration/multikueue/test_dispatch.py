@@ -22,7 +22,7 @@ from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER, ORIGIN_LABEL, PR
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
 from tests.fakeapi import FakeApiServer
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, is_true, serving_webhook
 from tests.support.replica import Replica, replica, start_replica
 from tests.support.worker_clusters import StaticWorkers
@@ -375,3 +375,45 @@ async def test_copies_left_in_a_worker_unreachable_when_their_job_was_deleted_ar
     clusters.stand_in.restore(first)
     await worker.wait_for(lambda: worker.get("workloads", name, "ml") is None)
     await worker.wait_for(lambda: worker.get("jobs", "train", "ml") is None)
+
+
+PRIORITIES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+"""
+
+
+async def test_a_priority_raised_on_the_manager_s_workload_reaches_its_running_copy(
+    clusters: Clusters,
+) -> None:
+    """Kueue's MultiKueue workload reconciler gives a changed WorkloadPriorityClass priority to the copies
+    instead of deleting them as out of sync: the Workload keeps running where it is."""
+    for api in (clusters.manager, *clusters.workers.values()):
+        await api.apply_manifests(PRIORITIES)
+    job = queued_job("ml", "train", queue="team", resources=gpu_limits(6), labels={PRIORITY_LABEL: "low"})
+    await clusters.manager.create(job, admit=True)
+    await clusters.manager.wait_for(lambda: is_true(manager_workload(clusters, "train"), "Admitted"))
+    local = manager_workload(clusters, "train")
+    assert local is not None and local["spec"]["priority"] == 10
+    name, worker = local["metadata"]["name"], clusters.workers[local["status"]["clusterName"]]
+    remote = worker.get("workloads", name, "ml")
+    assert remote is not None
+    uid = remote["metadata"]["uid"]
+    ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "urgent"}
+    await clusters.manager.patch(
+        "workloads", name, {"spec": {"priorityClassRef": ref, "priority": 1000}}, namespace="ml"
+    )
+    await worker.wait_for(
+        lambda: (worker.get("workloads", name, "ml") or {}).get("spec", {}).get("priority") == 1000
+    )
+    updated = worker.get("workloads", name, "ml")
+    assert updated is not None and updated["metadata"]["uid"] == uid
+    assert updated["spec"]["priorityClassRef"]["name"] == "urgent"
+    assert check(manager_workload(clusters, "train"))["state"] == "Ready"
