@@ -24,6 +24,17 @@ DEFAULT_ORIGIN = "multikueue"
 #: the label on a worker's job copy naming the Workload copy made for it before it (Kueue's prebuilt
 #: Workload)
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+#: the label a worker puts on the pods of a job it starts for a Workload copy (one with ``ORIGIN_LABEL``):
+#: Kueue's ``MultiKueueWorkerWorkloadPodLabel``, so the worker's pods can be told apart
+WORKER_POD_LABEL = "kueue.x-k8s.io/multikueue-worker-workload-pod"
+
+
+def worker_pod_labels(workload: Mapping[str, Any]) -> dict[str, str]:
+    """The labels a job started for ``workload`` puts on its pods as a MultiKueue worker's (none when the
+    Workload is not a manager's copy)."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    return {WORKER_POD_LABEL: "true"} if ORIGIN_LABEL in labels else {}
+
 
 _SPEC = ("spec", "managedBy")
 _RUN_POLICY = ("spec", "runPolicy", "managedBy")

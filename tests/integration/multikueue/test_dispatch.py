@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 
-from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER, ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from kueue_webhook.api.multikueue import (
+    MULTIKUEUE_CONTROLLER,
+    ORIGIN_LABEL,
+    PREBUILT_WORKLOAD_LABEL,
+    WORKER_POD_LABEL,
+)
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
 from tests.fakeapi import FakeApiServer
@@ -161,6 +166,8 @@ async def test_a_job_runs_in_the_first_worker_that_admits_it_and_finishes_on_the
     labels = remote_job["metadata"]["labels"]
     assert labels[ORIGIN_LABEL] == "multikueue" and labels[PREBUILT_WORKLOAD_LABEL] == name
     assert "managedBy" not in remote_job["spec"]
+    # its pods are labelled as a MultiKueue worker's (Kueue's MultiKueueWorkerWorkloadPodLabel)
+    assert remote_job["spec"]["template"]["metadata"]["labels"][WORKER_POD_LABEL] == "true"
     remote_workload = worker_b.get("workloads", name, "ml")
     assert remote_workload is not None and remote_workload["metadata"]["labels"][ORIGIN_LABEL] == "multikueue"
     assert remote_workload["metadata"]["ownerReferences"][0]["uid"] == remote_job["metadata"]["uid"]
