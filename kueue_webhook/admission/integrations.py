@@ -35,7 +35,7 @@ from kueue_webhook.api.integrations import Integration, engine
 from kueue_webhook.api.integrations.engine import QUEUE_NAME_LABEL
 from kueue_webhook.api.integrations.managed import is_managed
 from kueue_webhook.api.integrations.owners import Ancestry
-from kueue_webhook.api.multikueue import managed_by_default_ops
+from kueue_webhook.api.multikueue import managed_by_default_ops, with_default_ops
 
 __all__ = ["mutate_object", "mutate_queued", "validate_object", "validate_queued"]
 
@@ -121,7 +121,9 @@ def mutate_queued(
         return Verdict.allow(patch)
     if request.operation == "CREATE" and queue and view.dispatches_to_workers(request.namespace, queue):
         # Kueue's ApplyDefaultForManagedBy: the manager's copy is MultiKueue's, its own controller skips it
-        patch.extend(managed_by_default_ops(integration.group, integration.kind, obj))
+        managed_ops = managed_by_default_ops(integration.group, integration.kind, obj)
+        patch.extend(managed_ops)
+        obj = with_default_ops(obj, managed_ops)
     if queued and not rules.created_suspended(integration, obj):
         suspend = rules.suspend_ops(integration, obj)
         if integration.gate is not None:

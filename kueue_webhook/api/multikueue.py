@@ -11,6 +11,7 @@ kind's own controller (Kueue's jobframework ``ApplyDefaultForManagedBy`` with ea
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,17 @@ DEFAULT_ORIGIN = "multikueue"
 #: the label on a worker's job copy naming the Workload copy made for it before it (Kueue's prebuilt
 #: Workload)
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+#: the label a worker puts on the pods of a job it starts for a Workload copy (one with ``ORIGIN_LABEL``):
+#: Kueue's ``MultiKueueWorkerWorkloadPodLabel``, so the worker's pods can be told apart
+WORKER_POD_LABEL = "kueue.x-k8s.io/multikueue-worker-workload-pod"
+
+
+def worker_pod_labels(workload: Mapping[str, Any]) -> dict[str, str]:
+    """The labels a job started for ``workload`` puts on its pods as a MultiKueue worker's (none when the
+    Workload is not a manager's copy)."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    return {WORKER_POD_LABEL: "true"} if ORIGIN_LABEL in labels else {}
+
 
 _SPEC = ("spec", "managedBy")
 _RUN_POLICY = ("spec", "runPolicy", "managedBy")
@@ -37,9 +49,14 @@ MANAGED_BY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
     ("jobset.x-k8s.io", "JobSet"): (_SPEC, "jobset.sigs.k8s.io/jobset-controller"),
     ("kubeflow.org", "PyTorchJob"): _KUBEFLOW,
     ("kubeflow.org", "TFJob"): _KUBEFLOW,
+    ("kubeflow.org", "XGBoostJob"): _KUBEFLOW,
+    ("kubeflow.org", "PaddleJob"): _KUBEFLOW,
+    ("kubeflow.org", "JAXJob"): _KUBEFLOW,
     ("kubeflow.org", "MPIJob"): (_RUN_POLICY, "kubeflow.org/mpi-operator"),
     ("ray.io", "RayJob"): _KUBERAY,
     ("ray.io", "RayCluster"): _KUBERAY,
+    ("ray.io", "RayService"): _KUBERAY,
+    ("workload.codeflare.dev", "AppWrapper"): (_SPEC, "workload.codeflare.dev/appwrapper-controller"),
 }
 
 
@@ -83,6 +100,19 @@ def managed_by_default_ops(group: str, kind: str, obj: Mapping[str, Any]) -> lis
         parent = child
     op = "replace" if path[-1] in parent else "add"
     return [{"op": op, "path": "/" + "/".join(path), "value": MULTIKUEUE_CONTROLLER}]
+
+
+def with_default_ops(obj: Mapping[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """The object as ``managed_by_default_ops``' patch leaves it, for the webhook's ops computed after it
+    (a Kubeflow job's suspend goes into the same ``spec.runPolicy`` the patch may have added)."""
+    out = copy.deepcopy(dict(obj))
+    for op in ops:
+        *parents, last = str(op["path"]).split("/")[1:]
+        holder = out
+        for key in parents:
+            holder = holder[key]
+        holder[last] = copy.deepcopy(op["value"])
+    return out
 
 
 def cluster_queue_checks(cluster_queue: Mapping[str, Any]) -> list[str]:

@@ -135,7 +135,7 @@ def rayservice(name: str, namespace: str, queue: str) -> JSON:
         "apiVersion": "ray.io/v1",
         "kind": "RayService",
         "metadata": _meta(name, namespace, queue),
-        "spec": {"serveConfigV2": "applications: []\n", "rayClusterSpec": _ray_cluster_spec(3, 1)},
+        "spec": {"serveConfigV2": "applications: []\n", "rayClusterConfig": _ray_cluster_spec(3, 1)},
     }
 
 
@@ -358,9 +358,9 @@ SAMPLES: dict[str, Sample] = {
             "rayservices",
             "ray.io/rayservice",
             rayservice,
-            ("spec", "rayClusterSpec", "suspend"),
+            ("spec", "rayClusterConfig", "suspend"),
             [("head", 1), ("gpu", 3)],
-            [("spec", "rayClusterSpec", *_RAY_HEAD), ("spec", "rayClusterSpec", *_RAY_WORKERS)],
+            [("spec", "rayClusterConfig", *_RAY_HEAD), ("spec", "rayClusterConfig", *_RAY_WORKERS)],
             None,  # serves until deleted, as a RayCluster
         ),
         Sample(

@@ -191,7 +191,7 @@ GROWTH: dict[str, tuple[tuple[str | int, ...], str, int]] = {
     "JAXJob": (("spec", "jaxReplicaSpecs", "Worker", "replicas"), "worker", 1),
     "RayJob": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
     "RayCluster": (("spec", "workerGroupSpecs", 0, "replicas"), "gpu", 2),  # a replica is 2 hosts
-    "RayService": (("spec", "rayClusterSpec", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
+    "RayService": (("spec", "rayClusterConfig", "workerGroupSpecs", 0, "replicas"), "gpu", 1),
     "SparkApplication": (("spec", "executor", "instances"), "executor", 1),
     "AppWrapper": (("spec", "components", 1, "podSets", 1, "replicas"), "grow-2", 1),  # a declared pod set
 }

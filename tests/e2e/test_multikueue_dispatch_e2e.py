@@ -1,15 +1,15 @@
 """MultiKueue dispatch on three real control planes: a manager and two workers, each with its own
 controller (``KUEUE_E2E_KUBECONFIG`` is the manager, ``KUEUE_E2E_WORKER_KUBECONFIGS`` the two workers,
-comma-separated; all with the Kueue CRDs and the minimal JobSet CRD installed).
+comma-separated; all with the Kueue CRDs and the minimal JobSet and AppWrapper CRDs installed).
 
 The manager's ClusterQueue lists a MultiKueue check; a Job (``spec.managedBy`` MultiKueue's, so the
 manager's Job controller never makes its pods) is copied to the workers, runs in one, its pods are played
 Succeeded there by the test (no kubelet), and its completion comes back to the manager's Job and Workload.
-A JobSet goes the same way, its worker status played by the test. Where the control plane's scripts are
-at hand (``tests/e2e/workers.py``) a worker is stopped mid-run with ``down.sh``; after the (short)
-worker-lost timeout its Workload runs in the other worker, and the manager's quota is never exceeded; the
-stopped worker is started again (``up.sh``). The same through real ``MultiKueueCluster`` connections, where
-the stale copy left in the stopped worker is deleted once it is back.
+A JobSet and an AppWrapper go the same way, their worker status played by the test. Where the control
+plane's scripts are at hand (``tests/e2e/workers.py``) a worker is stopped mid-run with ``down.sh``; after
+the (short) worker-lost timeout its Workload runs in the other worker, and the manager's quota is never
+exceeded; the stopped worker is started again (``up.sh``). The same through real ``MultiKueueCluster``
+connections, where the stale copy left in the stopped worker is deleted once it is back.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
+from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER, WORKER_POD_LABEL
 from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import (
     ADMISSION_CHECKS,
@@ -58,9 +58,10 @@ pytestmark = [
 ]
 JSON = dict[str, Any]
 JOBSETS = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", namespaced=True)
+APPWRAPPERS = Kind("AppWrapper", "workload.codeflare.dev", "v1beta2", "appwrappers", namespaced=True)
 HANG = 180.0  # seconds: a bound on a hang, never a pace
 SETTINGS = DispatchSettings(worker_lost_timeout=3.0, gc_interval=1.0, poll_interval=0.5)
-CONFIG = "integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}"
+CONFIG = "integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset, workload.codeflare.dev/appwrapper]}"
 
 
 @dataclass
@@ -120,10 +121,11 @@ async def queues(client: KubeClient, name: str, quota: str, checks: list[str]) -
 
 @pytest.fixture(scope="module", autouse=True)
 def crds() -> None:
-    """Kueue's CRDs and the minimal JobSet CRD on the manager and on both workers."""
-    jobsets = REPO_ROOT / "tests" / "crds" / "minimal" / "jobsets.yaml"
-    for kubeconfig in (Path(KUBECONFIG), *WORKER_KUBECONFIGS):
-        install_crds(kubeconfig, jobsets)
+    """Kueue's CRDs and the minimal JobSet and AppWrapper CRDs on the manager and on both workers."""
+    for plural in ("jobsets", "appwrappers"):
+        crd = REPO_ROOT / "tests" / "crds" / "minimal" / f"{plural}.yaml"
+        for kubeconfig in (Path(KUBECONFIG), *WORKER_KUBECONFIGS):
+            install_crds(kubeconfig, crd)
 
 
 SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)
@@ -273,6 +275,9 @@ async def test_a_job_runs_in_a_worker_and_its_completion_comes_back(setup: Setup
         return bool(found and found["spec"].get("suspend") is False)
 
     await eventually(running_there, f"the Job runs in {worker}")
+    started = await get(remote, JOBS, "train", ns)
+    assert started is not None  # its pods are labelled as a MultiKueue worker's, as Kueue's worker does
+    assert started["spec"]["template"]["metadata"]["labels"][WORKER_POD_LABEL] == "true"
     other = next(w for w in setup.workers if w != worker)
     assert await get(setup.workers[other], JOBS, "train", ns) is None
     # the manager's Job controller left it alone: no pods on the manager
@@ -359,6 +364,44 @@ async def test_a_jobset_runs_in_a_worker_and_its_completion_comes_back(setup: Se
     await eventually(finished_on_manager, "the manager's Workload is Finished")
     mirrored = await get(setup.manager, JOBSETS, "sweep", ns)
     assert mirrored is not None and is_true(mirrored, "Completed")
+
+
+async def test_an_app_wrapper_runs_in_a_worker_and_its_completion_comes_back(setup: Setup) -> None:
+    ns = setup.name
+    wrapped = builders.queued_job(ns, "inner", queue="team", resources={"requests": {"cpu": "1"}})
+    wrapped["metadata"] = {"name": "inner"}
+    body = {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": {"name": "wrapped", "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+        "spec": {"suspend": True, "managedBy": MULTIKUEUE_CONTROLLER, "components": [{"template": wrapped}]},
+    }
+    await setup.manager.create(APPWRAPPERS, body, namespace=ns)
+
+    async def started_somewhere() -> tuple[str, KubeClient] | None:
+        workload = await workload_of(setup.manager, ns, "wrapped")
+        worker = str(((workload or {}).get("status") or {}).get("clusterName") or "")
+        found = await get(setup.workers[worker], APPWRAPPERS, "wrapped", ns) if worker else None
+        return (worker, setup.workers[worker]) if found and found["spec"].get("suspend") is False else None
+
+    worker, remote = await eventually(started_somewhere, "the AppWrapper starts in a worker")
+    copy = await get(remote, APPWRAPPERS, "wrapped", ns)
+    assert copy is not None and "managedBy" not in copy["spec"]  # the worker's AppWrapper controller runs it
+    # no AppWrapper controller runs here: the test plays its status in the worker
+    await remote.patch(
+        APPWRAPPERS,
+        name="wrapped",
+        namespace=ns,
+        patch={"status": {"phase": "Succeeded"}},
+        subresource="status",
+    )
+
+    async def finished_on_manager() -> bool:
+        return is_true(await workload_of(setup.manager, ns, "wrapped"), "Finished")
+
+    await eventually(finished_on_manager, f"the manager's Workload is Finished (run in {worker})")
+    mirrored = await get(setup.manager, APPWRAPPERS, "wrapped", ns)
+    assert mirrored is not None and mirrored["status"]["phase"] == "Succeeded"
 
 
 @pytest.mark.skipif(not CAN_STOP_WORKERS, reason=NO_SCRIPTS)

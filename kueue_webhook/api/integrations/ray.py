@@ -57,8 +57,8 @@ def raycluster_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 def rayservice_errors(obj: Mapping[str, Any]) -> list[FieldError]:
-    cluster = _spec(obj).get("rayClusterSpec")
-    return ray_cluster_errors(cluster if isinstance(cluster, Mapping) else {}, "spec.rayClusterSpec")
+    cluster = _spec(obj).get("rayClusterConfig")
+    return ray_cluster_errors(cluster if isinstance(cluster, Mapping) else {}, "spec.rayClusterConfig")
 
 
 def rayjob_errors(obj: Mapping[str, Any]) -> list[FieldError]:

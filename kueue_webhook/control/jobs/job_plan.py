@@ -59,6 +59,7 @@ from typing import Any
 from kueue_webhook.api.finalizers import has_finalizer, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import FlavorConflict
+from kueue_webhook.api.multikueue import worker_pod_labels
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from kueue_webhook.api.topology_pods import topology_starts
@@ -361,7 +362,12 @@ def plan_job(
                 # a partial admission runs the admitted counts (podSetAssignments[].count)
                 counts = _counts(admission.get("podSetAssignments") or [])
                 patch = engine.start_patch(
-                    it, job, assigned, counts=counts, topology=topology_starts(workload)
+                    it,
+                    job,
+                    assigned,
+                    counts=counts,
+                    topology=topology_starts(workload),
+                    pod_labels=worker_pod_labels(workload),
                 )
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))

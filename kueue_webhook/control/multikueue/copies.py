@@ -10,6 +10,9 @@ Pure functions over plain objects, Kueue's MultiKueue adapters' rules:
   runs it; a Job also loses ``spec.selector`` and
   the labels the API server put into its template, which the worker's API server makes anew (the batch/Job
   adapter's ``SyncJob``);
+* a RayService's ``spec.serveConfigV2`` edited on the manager is written into the running copy, a Ray
+  Serve update in place (Kueue's ``RemoteSpecSyncer`` for RayService, its ``MultiKueueRemoteSpecSync``
+  gate on by default);
 * the job's status flows back whole. For a Job only when the manager's copy is running, both are suspended,
   or the worker's finished (the batch/Job adapter's ``determineStatusUpdate``): a suspended Job given a
   running one's ``startTime`` could no longer be edited.
@@ -83,6 +86,27 @@ def job_copy(local_job: Mapping[str, Any], *, workload_name: str, origin: str) -
         "metadata": meta,
         "spec": spec,
     }
+
+
+#: spec fields kept in step on a running copy, per kind: the only manager edits a worker's copy follows
+_SYNCED_SPEC: dict[tuple[str, str], tuple[str, ...]] = {("ray.io", "RayService"): ("serveConfigV2",)}
+
+
+def remote_spec_ops(local_job: Mapping[str, Any], remote_job: Mapping[str, Any]) -> list[JSON]:
+    """The JSON Patch that brings the worker's copy's synced spec fields to the manager's values; empty
+    when they match or the kind syncs none."""
+    group = str(local_job.get("apiVersion", "")).rpartition("/")[0]
+    local_spec = local_job.get("spec") or {}
+    remote_spec = remote_job.get("spec") or {}
+    ops: list[JSON] = []
+    for key in _SYNCED_SPEC.get((group, str(local_job.get("kind", ""))), ()):
+        if local_spec.get(key) == remote_spec.get(key):
+            continue
+        if key in local_spec:
+            ops.append({"op": "add", "path": f"/spec/{key}", "value": copy.deepcopy(local_spec[key])})
+        else:
+            ops.append({"op": "remove", "path": f"/spec/{key}"})
+    return ops
 
 
 def owned_by_origin(remote: Mapping[str, Any] | None, origin: str) -> bool:

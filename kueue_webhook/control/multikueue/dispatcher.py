@@ -50,6 +50,7 @@ from kueue_webhook.control.multikueue.copies import (
     job_copy,
     mirrored_status,
     owned_by_origin,
+    remote_spec_ops,
     stale_start_time,
     without_pods,
     workload_copy,
@@ -322,6 +323,13 @@ class MultiKueueDispatcher:
         owner = controller_owner(local) or {}
         for cluster in plan.delete:
             await self._delete_copies(cluster, namespace, name, job_kind, str(owner.get("name", "")))
+        for cluster in plan.update_priority:
+            spec = local.get("spec") or {}
+            patch = {
+                "spec": {"priorityClassRef": spec.get("priorityClassRef"), "priority": spec.get("priority")}
+            }
+            await self._client(cluster).patch(WORKLOADS, name=name, namespace=namespace, patch=patch)
+            log.info("copy priority updated", extra={"workload": f"{namespace}/{name}", "worker": cluster})
         if plan.deactivate is not None:
             client = self._client(plan.deactivate)
             await client.patch(WORKLOADS, name=name, namespace=namespace, patch={"spec": {"active": False}})
@@ -421,9 +429,25 @@ class MultiKueueDispatcher:
                 f"({ORIGIN_LABEL}={self.settings.origin} is missing)"
             )
         status = mirrored_status(local_job, remote)
-        if status is None:
-            return
-        await self._write_job_status(kind, local_job, status)
+        if status is not None:
+            await self._write_job_status(kind, local_job, status)
+        ops = remote_spec_ops(local_job, remote)
+        if ops:
+            version = (remote.get("metadata") or {}).get("resourceVersion")
+            test = {"op": "test", "path": "/metadata/resourceVersion", "value": version}
+            try:
+                await client.patch(
+                    kind, name=name, namespace=namespace, patch=[test, *ops], patch_type="json"
+                )
+            except ApiError as exc:
+                if exc.status == 409 or failed_test(exc):
+                    raise RuntimeError(
+                        f"{kind.kind} {namespace}/{name} in worker {cluster} changed meanwhile"
+                    ) from exc
+                raise
+            log.info(
+                "job spec synced", extra={"job": f"{namespace}/{name}", "kind": kind.kind, "worker": cluster}
+            )
 
     async def _reset_activity(self, kind: Kind, local_job: JSON) -> None:
         """Zero the pod counts read back from a worker that can no longer say they ended."""

@@ -12,7 +12,9 @@ read back, and what to write on the manager's Workload. The rules, in Kueue's or
 3. a copy ``Evicted`` in its worker: if the manager evicted its Workload too, the job's status is read
    back (until the pods are gone); otherwise a ``Ready`` check goes to ``Retry`` ("Workload evicted on
    worker cluster ...") and the Workload is admitted again elsewhere;
-4. a copy whose pod sets no longer match the manager's is deleted;
+4. a copy whose pod sets no longer match the manager's is deleted; a copy whose priority no longer
+   matches a changed WorkloadPriorityClass priority of the manager's is given it (Kueue's
+   ``PriorityChanged``: ``spec.priorityClassRef`` and ``spec.priority``);
 5. the copy admitted first (``Admitted=True``, earliest transition) wins: every other copy is deleted,
    its job is created or read back, and the check turns ``Ready`` ("The workload was admitted on "w"")
    with ``status.clusterName`` set. Once ``clusterName`` is set only that worker's copy can win (a stale
@@ -67,6 +69,8 @@ class Plan:
     create: list[str] = field(default_factory=list)
     #: worker whose copy gets ``spec.active=false`` (the manager evicted the Workload)
     deactivate: str | None = None
+    #: workers whose copy gets the manager's ``spec.priorityClassRef`` and ``spec.priority``
+    update_priority: list[str] = field(default_factory=list)
     #: worker whose job is created (if missing) and read back
     sync_job: str | None = None
     #: new ``status.nominatedClusterNames`` of the manager's Workload
@@ -109,6 +113,29 @@ def _first_with(remotes: Mapping[str, Mapping[str, Any] | None], kind: str) -> t
 def _out_of_sync(local: Mapping[str, Any], remote: Mapping[str, Any]) -> bool:
     """The copy asks for other pods than the manager's Workload (Kueue's ``isRemoteSpecOutOfSync``)."""
     return (local.get("spec") or {}).get("podSets") != (remote.get("spec") or {}).get("podSets")
+
+
+#: Kueue's WorkloadPriorityClass and PriorityClass references (group, kind)
+_WORKLOAD_PRIORITY_CLASS = ("kueue.x-k8s.io", "WorkloadPriorityClass")
+_POD_PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+
+
+def _priority_ref(workload: Mapping[str, Any]) -> tuple[str, str, str]:
+    ref = (workload.get("spec") or {}).get("priorityClassRef") or {}
+    return (str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref.get("name") or ""))
+
+
+def priority_changed(local: Mapping[str, Any], remote: Mapping[str, Any]) -> bool:
+    """The manager's Workload has a priority its copy lacks (Kueue's ``PriorityChanged(local, remote)``):
+    only between WorkloadPriorityClass priorities (a pod PriorityClass's cannot change), when the class
+    was replaced or the priority differs."""
+    group, kind, name = _priority_ref(local)
+    if (group, kind) == _POD_PRIORITY_CLASS or _priority_ref(remote)[:2] != _WORKLOAD_PRIORITY_CLASS:
+        return False
+    remote_name = _priority_ref(remote)[2]
+    if remote_name and name != remote_name:
+        return True
+    return (local.get("spec") or {}).get("priority") != (remote.get("spec") or {}).get("priority")
 
 
 def plan_dispatch(group: Group, *, worker_lost_timeout: float, dispatcher: str = ALL_AT_ONCE) -> Plan:
@@ -165,6 +192,8 @@ def plan_dispatch(group: Group, *, worker_lost_timeout: float, dispatcher: str =
         if remote is not None and _out_of_sync(local, remote):
             plan.delete.append(worker)
             remotes[worker] = None
+        elif remote is not None and priority_changed(local, remote):
+            plan.update_priority.append(worker)
     admitted = _first_with(remotes, "Admitted")
     if admitted is None and state.get("state") == "Ready":
         if chosen and chosen in group.unreachable:

@@ -19,11 +19,16 @@ from typing import Any
 
 import pytest
 
-from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER, ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from kueue_webhook.api.multikueue import (
+    MULTIKUEUE_CONTROLLER,
+    ORIGIN_LABEL,
+    PREBUILT_WORKLOAD_LABEL,
+    WORKER_POD_LABEL,
+)
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
 from tests.fakeapi import FakeApiServer
-from tests.support.builders import gpu_limits, queued_job
+from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, is_true, serving_webhook
 from tests.support.replica import Replica, replica, start_replica
 from tests.support.worker_clusters import StaticWorkers
@@ -197,6 +202,8 @@ async def test_a_job_runs_in_the_first_worker_that_admits_it_and_finishes_on_the
     labels = remote_job["metadata"]["labels"]
     assert labels[ORIGIN_LABEL] == "multikueue" and labels[PREBUILT_WORKLOAD_LABEL] == name
     assert "managedBy" not in remote_job["spec"]
+    # its pods are labelled as a MultiKueue worker's (Kueue's MultiKueueWorkerWorkloadPodLabel)
+    assert remote_job["spec"]["template"]["metadata"]["labels"][WORKER_POD_LABEL] == "true"
     remote_workload = worker_b.get("workloads", name, "ml")
     assert remote_workload is not None and remote_workload["metadata"]["labels"][ORIGIN_LABEL] == "multikueue"
     assert remote_workload["metadata"]["ownerReferences"][0]["uid"] == remote_job["metadata"]["uid"]
@@ -412,3 +419,45 @@ async def test_copies_left_in_a_worker_unreachable_when_their_job_was_deleted_ar
     clusters.stand_in.restore(first)
     await worker.wait_for(lambda: worker.get("workloads", name, "ml") is None)
     await worker.wait_for(lambda: worker.get("jobs", "train", "ml") is None)
+
+
+PRIORITIES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+"""
+
+
+async def test_a_priority_raised_on_the_manager_s_workload_reaches_its_running_copy(
+    clusters: Clusters,
+) -> None:
+    """Kueue's MultiKueue workload reconciler gives a changed WorkloadPriorityClass priority to the copies
+    instead of deleting them as out of sync: the Workload keeps running where it is."""
+    for api in (clusters.manager, *clusters.workers.values()):
+        await api.apply_manifests(PRIORITIES)
+    job = queued_job("ml", "train", queue="team", resources=gpu_limits(6), labels={PRIORITY_LABEL: "low"})
+    await clusters.manager.create(job, admit=True)
+    await clusters.manager.wait_for(lambda: is_true(manager_workload(clusters, "train"), "Admitted"))
+    local = manager_workload(clusters, "train")
+    assert local is not None and local["spec"]["priority"] == 10
+    name, worker = local["metadata"]["name"], clusters.workers[local["status"]["clusterName"]]
+    remote = worker.get("workloads", name, "ml")
+    assert remote is not None
+    uid = remote["metadata"]["uid"]
+    ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "urgent"}
+    await clusters.manager.patch(
+        "workloads", name, {"spec": {"priorityClassRef": ref, "priority": 1000}}, namespace="ml"
+    )
+    await worker.wait_for(
+        lambda: (worker.get("workloads", name, "ml") or {}).get("spec", {}).get("priority") == 1000
+    )
+    updated = worker.get("workloads", name, "ml")
+    assert updated is not None and updated["metadata"]["uid"] == uid
+    assert updated["spec"]["priorityClassRef"]["name"] == "urgent"
+    assert check(manager_workload(clusters, "train"))["state"] == "Ready"

@@ -3,12 +3,16 @@ MultiKueue's."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import pytest
+
+from kueue_webhook.admission.integrations import mutate_object
 from kueue_webhook.admission.jobs import mutate_job
 from kueue_webhook.admission.view import StaticClusterView
-from kueue_webhook.api.config import Configuration
-from kueue_webhook.api.multikueue import managed_by_default_ops
+from kueue_webhook.api.config import Configuration, parse_configuration
+from kueue_webhook.api.multikueue import dispatchable, managed_by_default_ops
 from tests.unit.admission.golden import apply_patch, golden_review, request_of
 
 NS = "golden-hooked"
@@ -59,3 +63,66 @@ def test_each_kind_is_defaulted_where_it_keeps_managed_by_and_kinds_without_an_a
         {"op": "replace", "path": "/spec/managedBy", "value": mk}
     ]
     assert managed_by_default_ops("apps", "Deployment", {"spec": {}}) == []
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "path", "own"),
+    [
+        ("kubeflow.org", "XGBoostJob", "/spec/runPolicy/managedBy", "kubeflow.org/training-operator"),
+        ("kubeflow.org", "PaddleJob", "/spec/runPolicy/managedBy", "kubeflow.org/training-operator"),
+        ("kubeflow.org", "JAXJob", "/spec/runPolicy/managedBy", "kubeflow.org/training-operator"),
+        ("ray.io", "RayService", "/spec/managedBy", "ray.io/kuberay-operator"),
+        (
+            "workload.codeflare.dev",
+            "AppWrapper",
+            "/spec/managedBy",
+            "workload.codeflare.dev/appwrapper-controller",
+        ),
+    ],
+)
+def test_kinds_kueue_dispatches_are_made_multikueue_s_where_each_keeps_managed_by(
+    group: str, kind: str, path: str, own: str
+) -> None:
+    """Kueue's CanDefaultManagedBy for each: unset or its own controller's value becomes MultiKueue's,
+    another controller's is kept."""
+    mk = "kueue.x-k8s.io/multikueue"
+    parent, _, key = path.rpartition("/")
+    holder: dict[str, Any] = {key: own}
+    for part in reversed(parent.split("/")[2:]):
+        holder = {part: holder}
+    assert managed_by_default_ops(group, kind, {"spec": holder}) == [
+        {"op": "replace", "path": path, "value": mk}
+    ]
+    other = copy.deepcopy(holder)
+    inner = other
+    for part in parent.split("/")[2:]:
+        inner = inner[part]
+    inner[key] = "example.com/other"
+    assert managed_by_default_ops(group, kind, {"spec": other}) == []
+    assert dispatchable(group, kind)
+    unset = apply_patch(
+        {"spec": {"suspend": True}}, managed_by_default_ops(group, kind, {"spec": {"suspend": True}})
+    )
+    value: Any = unset
+    for part in path.split("/")[1:]:
+        value = value[part]
+    assert value == mk
+
+
+def test_a_kubeflow_job_without_a_run_policy_is_both_suspended_and_made_multikueue_s() -> None:
+    """Both defaults go into the ``spec.runPolicy`` the first one adds: neither overwrites the other."""
+    review = golden_review(0)
+    obj = review["request"]["object"]
+    obj["apiVersion"], obj["kind"] = "kubeflow.org/v1", "PyTorchJob"
+    obj["spec"] = {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": obj["spec"]["template"]}}}
+    review["request"]["kind"] = {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"}
+    review["request"]["resource"] = {"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"}
+    labels = {"kubernetes.io/metadata.name": NS}
+    view = StaticClusterView(namespaces={NS: labels}, local_queues={NS: {QUEUE}})
+    view.multikueue_queues.add((NS, QUEUE))
+    config = parse_configuration("integrations: {frameworks: [batch/job, kubeflow.org/pytorchjob]}")
+    assert isinstance(config, Configuration)
+    verdict = mutate_object(request_of(review), config=config, view=view)
+    assert verdict.allowed
+    result = apply_patch(obj, list(verdict.patch))
+    assert result["spec"]["runPolicy"] == {"managedBy": "kueue.x-k8s.io/multikueue", "suspend": True}

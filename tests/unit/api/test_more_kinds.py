@@ -103,7 +103,7 @@ def rayservice(**cluster: Any) -> JSON:
         "kind": "RayService",
         "metadata": {"name": "serve", "namespace": "ns", "uid": "u-1"},
         "spec": {
-            "rayClusterSpec": {
+            "rayClusterConfig": {
                 "headGroupSpec": {"template": pod(0)},
                 "workerGroupSpecs": [{"groupName": "GPU", "replicas": 2, "numOfHosts": 2, "template": pod()}],
                 **cluster,
@@ -113,22 +113,22 @@ def rayservice(**cluster: Any) -> JSON:
 
 
 def test_a_rayservice_is_queued_for_its_ray_cluster_and_suspended_through_it() -> None:
-    """Kueue's RayService: raycluster.BuildPodSets of spec.rayClusterSpec, suspend in that spec."""
+    """Kueue's RayService: raycluster.BuildPodSets of spec.rayClusterConfig, suspend in that spec."""
     service = rayservice()
     assert counts(RAYSERVICE, service) == [("head", 1), ("gpu", 4)]
     assert engine.suspend_ops(RAYSERVICE, service) == [
-        {"op": "add", "path": "/spec/rayClusterSpec/suspend", "value": True}
+        {"op": "add", "path": "/spec/rayClusterConfig/suspend", "value": True}
     ]
     suspended = rayservice(suspend=True)
     assert engine.is_suspended(RAYSERVICE, suspended)
     patch = engine.start_patch(RAYSERVICE, suspended, {"head": [gpu_flavor()], "gpu": [gpu_flavor()]})
     assert patch[:2] == [
-        {"op": "test", "path": "/spec/rayClusterSpec/suspend", "value": True},
-        {"op": "replace", "path": "/spec/rayClusterSpec/suspend", "value": False},
+        {"op": "test", "path": "/spec/rayClusterConfig/suspend", "value": True},
+        {"op": "replace", "path": "/spec/rayClusterConfig/suspend", "value": False},
     ]
     assert {
         "op": "add",
-        "path": "/spec/rayClusterSpec/workerGroupSpecs/0/template/spec/nodeSelector",
+        "path": "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/nodeSelector",
         "value": {"pool": "gpu"},
     } in patch
 
@@ -474,10 +474,10 @@ def test_a_queued_ray_cluster_may_not_autoscale_nor_name_a_worker_group_head() -
         "spec.enableInTreeAutoscaling",
         "spec.workerGroupSpecs[0].groupName",
     ]
-    as_service = {"metadata": {"labels": QUEUED}, "spec": {"rayClusterSpec": cluster}}
+    as_service = {"metadata": {"labels": QUEUED}, "spec": {"rayClusterConfig": cluster}}
     assert paths_of(KIND_RULES.value_errors(RAYSERVICE, as_service, None)) == [
-        "spec.rayClusterSpec.enableInTreeAutoscaling",
-        "spec.rayClusterSpec.workerGroupSpecs[0].groupName",
+        "spec.rayClusterConfig.enableInTreeAutoscaling",
+        "spec.rayClusterConfig.workerGroupSpecs[0].groupName",
     ]
     many = {"workerGroupSpecs": [{"groupName": f"g{i}", "template": pod()} for i in range(18)]}
     errors = KIND_RULES.value_errors(RAYCLUSTER, {"metadata": {"labels": QUEUED}, "spec": many}, None)

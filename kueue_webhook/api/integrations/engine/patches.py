@@ -14,6 +14,7 @@ from kueue_webhook.api.integrations.engine.reading import annotation, as_int, me
 from kueue_webhook.api.integrations.model import Integration
 from kueue_webhook.api.integrations.paths import FieldPath, pointer
 from kueue_webhook.api.integrations.suspension import set_ops, suspension_of
+from kueue_webhook.api.multikueue import WORKER_POD_LABEL
 from kueue_webhook.api.objects import ResourceFlavor
 from kueue_webhook.api.topology_pods import (
     PODSET_LABEL,
@@ -163,31 +164,39 @@ def _marked_map(current: Any, marks: Mapping[str, str]) -> dict[str, Any] | None
     return merged
 
 
-def _topology_ops(integration: Integration, element: Element, start: TopologyStart) -> list[JSON]:
+def _topology_ops(
+    integration: Integration,
+    element: Element,
+    start: TopologyStart | None,
+    pod_labels: Mapping[str, str],
+) -> list[JSON]:
     """A pod set placed by topology: its pods carry the pod set label, the Workload annotation and wait at
     the topology gate (Kueue's podset.Merge of a topology assignment's PodSetInfo). A pod got its gate when
-    it was created (a gate cannot be added later); a template gets it here."""
+    it was created (a gate cannot be added later); a template gets it here. ``pod_labels`` join the labels
+    (with no topology placement, they alone are added)."""
     root = element.value if integration.gate is not None else element.template() or {}
     meta = root.get("metadata") if isinstance(root.get("metadata"), Mapping) else None
-    labels = start.labels()
-    annotations = start.annotations()
+    labels = {**(start.labels() if start is not None else {}), **pod_labels}
+    annotations = start.annotations() if start is not None else {}
     ops: list[JSON] = []
     if meta is None:
         ops.append(
             {
                 "op": "add",
                 "path": element.template_pointer("metadata"),
-                "value": {"labels": labels, "annotations": annotations},
+                "value": {"labels": labels, **({"annotations": annotations} if annotations else {})},
             }
         )
     else:
         for field, marks in (("labels", labels), ("annotations", annotations)):
+            if not marks:
+                continue
             merged = _marked_map(meta.get(field), marks)
             if merged is not None:
                 ops.append(
                     {"op": "add", "path": element.template_pointer("metadata", field), "value": merged}
                 )
-    if integration.gate is None:
+    if integration.gate is None and start is not None:
         gates = _mapping(root.get("spec")).get("schedulingGates")
         if _topology_gate_index(gates) is None:
             ops.append(
@@ -220,12 +229,14 @@ def start_patch(
     *,
     counts: Mapping[str, int] | None = None,
     topology: Mapping[str, TopologyStart] | None = None,
+    pod_labels: Mapping[str, str] | None = None,
 ) -> list[JSON]:
     """JSON Patch starting an admitted object: suspend cleared, each pod set's template given the flavors
     assigned to it (``flavors`` by pod set name), and under partial admission the admitted ``counts`` (by
     pod set name: the Workload's ``podSetAssignments[].count``) written into the pod sets' count fields.
     The pod sets placed by topology (``topology`` by pod set name) get their marks and gate
-    (``kueue_webhook.api.topology_pods``); a pod of any other pod set loses its topology gate.
+    (``kueue_webhook.api.topology_pods``); a pod of any other pod set loses its topology gate. Every pod
+    template gets ``pod_labels`` (a MultiKueue worker's pod label), taken off again when it is suspended.
 
     The first op tests that the object is still suspended. Raises FlavorConflict when a flavor contradicts
     a template. A pod set without a template of its own (KubeRay's default submitter) gets nothing injected.
@@ -245,9 +256,10 @@ def start_patch(
         if pod_spec is None:
             continue
         start = topology.get(element.name)
-        if start is not None:
-            ops.extend(_topology_ops(integration, element, start))
-        elif integration.gate is not None:
+        marks = pod_labels if integration.gate is None and pod_labels else {}
+        if start is not None or marks:
+            ops.extend(_topology_ops(integration, element, start, marks))
+        if start is None and integration.gate is not None:
             ops.extend(_drop_topology_gate(integration, element.value))
         selector, tolerations = _flavor_injection(pod_spec, flavors.get(element.name, ()))
         if selector != (pod_spec.get("nodeSelector") or {}):
@@ -302,7 +314,7 @@ def _unmark_ops(element: Element, template: Mapping[str, Any], original: Mapping
     ops: list[JSON] = []
     meta, original_meta = _mapping(template.get("metadata")), _mapping(original.get("metadata"))
     for field, keys in (
-        ("labels", (PODSET_LABEL,)),
+        ("labels", (PODSET_LABEL, WORKER_POD_LABEL)),
         ("annotations", (WORKLOAD_ANNOTATION, UNCONSTRAINED_ANNOTATION)),
     ):
         current, kept = _mapping(meta.get(field)), _mapping(original_meta.get(field))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kueue_webhook.control.multikueue.copies import (
     job_copy,
     mirrored_status,
+    remote_spec_ops,
     stale_start_time,
     without_pods,
     workload_copy,
@@ -110,3 +111,45 @@ def test_a_kubeflow_job_copy_loses_the_managed_by_of_its_run_policy() -> None:
         "spec": {"runPolicy": {"suspend": True, "managedBy": "kueue.x-k8s.io/multikueue"}},
     }
     assert job_copy(local, workload_name="w", origin="o")["spec"] == {"runPolicy": {"suspend": True}}
+
+
+def test_new_dispatched_kinds_lose_their_managed_by_and_keep_the_rest_of_the_spec() -> None:
+    """Kueue's XGBoostJob, PaddleJob, JAXJob (kubeflowjob), RayService (ray) and AppWrapper adapters clear
+    ``managedBy`` so the worker's own controller runs the copy."""
+    mk = "kueue.x-k8s.io/multikueue"
+    cases = [
+        ("kubeflow.org/v1", "XGBoostJob", {"runPolicy": {"managedBy": mk}, "xgbReplicaSpecs": {}}),
+        ("kubeflow.org/v1", "PaddleJob", {"runPolicy": {"managedBy": mk}, "paddleReplicaSpecs": {}}),
+        ("kubeflow.org/v1", "JAXJob", {"runPolicy": {"managedBy": mk}, "jaxReplicaSpecs": {}}),
+        ("ray.io/v1", "RayService", {"managedBy": mk, "rayClusterConfig": {"suspend": True}}),
+        ("workload.codeflare.dev/v1beta2", "AppWrapper", {"managedBy": mk, "suspend": True}),
+    ]
+    for api_version, kind, spec in cases:
+        local = {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": "j", "namespace": "ml"},
+            "spec": spec,
+        }
+        remote = job_copy(local, workload_name="w", origin="o")
+        assert mk not in repr(remote["spec"]), kind
+        assert remote["kind"] == kind and remote["apiVersion"] == api_version
+        assert set(remote["spec"]) == set(spec) - {"managedBy"}, kind
+
+
+def test_an_app_wrapper_s_and_a_ray_service_s_status_flows_back_whole() -> None:
+    for api_version, kind in (("workload.codeflare.dev/v1beta2", "AppWrapper"), ("ray.io/v1", "RayService")):
+        local = {"apiVersion": api_version, "kind": kind, "spec": {"suspend": True}}
+        remote = {"apiVersion": api_version, "kind": kind, "status": {"phase": "Running", "conditions": []}}
+        assert mirrored_status(local, remote) == {"phase": "Running", "conditions": []}
+
+
+def test_a_ray_service_s_serve_config_edited_on_the_manager_is_written_into_its_copy() -> None:
+    """Kueue's RayService RemoteSpecSyncer: ``serveConfigV2`` alone follows the manager."""
+    local = {"apiVersion": "ray.io/v1", "kind": "RayService", "spec": {"serveConfigV2": "new", "x": 2}}
+    remote = {"apiVersion": "ray.io/v1", "kind": "RayService", "spec": {"serveConfigV2": "old", "x": 1}}
+    assert remote_spec_ops(local, remote) == [{"op": "add", "path": "/spec/serveConfigV2", "value": "new"}]
+    assert remote_spec_ops(local, {**remote, "spec": {"serveConfigV2": "new", "x": 1}}) == []
+    assert remote_spec_ops({**local, "spec": {}}, remote) == [{"op": "remove", "path": "/spec/serveConfigV2"}]
+    ray_job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {"serveConfigV2": "new"}}
+    assert remote_spec_ops(ray_job, {**ray_job, "spec": {}}) == []

@@ -176,3 +176,27 @@ def test_each_incremental_round_adds_the_next_workers_in_name_order() -> None:
     assert next_nomination([], ["c", "a", "d", "b"], 3) == ["a", "b", "c"]
     assert next_nomination(["a", "b", "c"], ["c", "a", "d", "b"], 3) == ["a", "b", "c", "d"]
     assert next_nomination(["a", "b", "c", "d"], ["c", "a", "d", "b"], 3) == []
+
+
+def _prioritised(workload: JSON, name: str, value: int, kind: str = "WorkloadPriorityClass") -> JSON:
+    group = "kueue.x-k8s.io" if kind == "WorkloadPriorityClass" else "scheduling.k8s.io"
+    ref = {"group": group, "kind": kind, "name": name}
+    return {**workload, "spec": {**workload["spec"], "priorityClassRef": ref, "priority": value}}
+
+
+def test_a_changed_workload_priority_is_given_to_the_copies_not_deleted_with_them() -> None:
+    """Kueue's MultiKueue workload reconciler, step 5: a priority change updates the copy in place."""
+    admitted = local("Ready", cond("Admitted"), cluster="b")
+    raised = _prioritised(admitted, "urgent", 1000)
+    decided = plan(raised, {"b": _prioritised(copy(cond("Admitted")), "low", 10)})
+    assert decided.update_priority == ["b"] and decided.delete == [] and decided.sync_job == "b"
+    # the class's value changed, its name did not
+    decided = plan(raised, {"b": _prioritised(copy(cond("Admitted")), "urgent", 10)})
+    assert decided.update_priority == ["b"]
+    assert plan(raised, {"b": _prioritised(copy(cond("Admitted")), "urgent", 1000)}).update_priority == []
+    # a pod PriorityClass's priority is never changed in the copies
+    pod_class = _prioritised(admitted, "p", 5, kind="PriorityClass")
+    assert (
+        plan(pod_class, {"b": _prioritised(copy(cond("Admitted")), "p", 1, "PriorityClass")}).update_priority
+        == []
+    )
