@@ -17,7 +17,8 @@ so e2e runs against different clusters of one host do not meet on it.
 
 Both stop the process and remove the webhook configurations and the visibility APIService on the way out:
 left behind, they would make the API server refuse every Job create in the cluster (``failurePolicy:
-Fail``) and leave every namespace deletion waiting on an unavailable API.
+Fail``) and leave every namespace deletion waiting on an unavailable API. The in-cluster install also
+deletes its Deployment and Service, which another install of the same names (the Helm chart) would inherit.
 """
 
 from __future__ import annotations
@@ -181,6 +182,18 @@ def in_cluster(cluster: Cluster, workdir: Path, *, port: int = PORT) -> Iterator
             running.stop()
     finally:
         remove_webhook_configurations(cluster)
+        # the Deployment and Service applied above: left behind, a later install of the same names (the Helm
+        # chart's) would be merged into them
+        cluster.kubectl(
+            "delete",
+            "-n",
+            "kueue-system",
+            "deployment,service",
+            "kueue-webhook",
+            "--ignore-not-found",
+            "--wait=false",
+            check=False,
+        )
 
 
 def url_config(hook: dict[str, object], port: int = PORT) -> dict[str, object]:

@@ -41,21 +41,16 @@ async def control_plane(script: str, kubeconfig: Path) -> None:
 
 
 def install_crds(kubeconfig: Path, *extra: Path) -> None:
-    """Kueue's CRDs (``manifests/crds``) and ``extra`` CRD files applied to the cluster of ``kubeconfig`` and
-    waited for until established, so its controller and the tests can use the kinds at once."""
+    """Kueue's CRDs (``manifests/crds``) and ``extra`` CRD files applied to the cluster of ``kubeconfig``, as
+    the other e2e modules apply them (client-side: an install's own conversion settings stay), and waited for
+    until established, so its controller and the tests can use the kinds at once."""
     kubectl = ["kubectl", f"--kubeconfig={kubeconfig}"]
-    crds = str(REPO_ROOT / "manifests" / "crds")
-    subprocess.run(
-        [*kubectl, "apply", "--server-side", "--force-conflicts", "-k", crds],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    for path in extra:
-        subprocess.run([*kubectl, "apply", "-f", str(path)], check=True, capture_output=True, timeout=120)
-    subprocess.run(
+    commands = [
+        [*kubectl, "apply", "-k", str(REPO_ROOT / "manifests" / "crds")],
+        *([*kubectl, "apply", "-f", str(path)] for path in extra),
         [*kubectl, "wait", "--for=condition=established", "crd", "--all", "--timeout=120s"],
-        check=True,
-        capture_output=True,
-        timeout=150,
-    )
+    ]
+    for command in commands:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=150)
+        if done.returncode:
+            raise AssertionError(f"{' '.join(command[1:])} exited {done.returncode}: {done.stderr}")
