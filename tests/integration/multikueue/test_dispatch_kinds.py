@@ -21,7 +21,13 @@ from kueue_webhook.control.kube.client import KubeClient
 from tests.crds import integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
-from tests.integration.multikueue.test_dispatch import QUEUES, SETTINGS, check, worker_queues
+from tests.integration.multikueue.test_dispatch import (
+    QUEUES,
+    SETTINGS,
+    check,
+    register_workers,
+    worker_queues,
+)
 from tests.support.fake_cluster import condition, controller_config, serving_webhook
 from tests.support.replica import replica
 from tests.support.worker_clusters import StaticWorkers
@@ -55,7 +61,9 @@ async def setup(
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: AdmissionCheck
 metadata: {name: workers}
-spec: {controllerName: kueue.x-k8s.io/multikueue}
+spec:
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: workers}
 ---
 """
         + QUEUES.replace("CHECKS", "admissionChecksStrategy: {admissionChecks: [{name: workers}]}").replace(
@@ -63,6 +71,7 @@ spec: {controllerName: kueue.x-k8s.io/multikueue}
         )
     )
     workers = {"worker-a": await make_fake_api(crds=crds), "worker-b": await make_fake_api(crds=crds)}
+    await register_workers(manager, workers)
     async with AsyncExitStack() as stack:
         clients = {}
         for name, worker in workers.items():
