@@ -1,4 +1,4 @@
-"""Kueue's own scheduler benchmark (test/performance/scheduler, ``baseline`` and ``large-scale``), end to end.
+"""Kueue's own scheduler benchmark (test/performance/scheduler: baseline, large-scale, tas), end to end.
 
 With ``--kubeconfig`` (an admin's) and ``--serve`` it installs the CRDs and RBAC on that real API server
 and runs ``kueue-webhook serve`` from here against it as its ServiceAccount: the figures users get, and the
@@ -7,10 +7,11 @@ apiserver_request_total).
 With ``--kubeconfig`` alone it runs against whatever that cluster runs (our controller or Kueue itself).
 Without it, it starts the fake API server and ``kueue-webhook serve`` as two processes (fast, but the fake
 costs a fraction of a real request: its figures overstate what users get). It writes
-``bench/results/kueue_baseline[-large][-real].json`` and ``.md`` with the server, the machine, the date and
+``bench/results/kueue_baseline[-<scale>][-real].json`` and ``.md`` with the server, the machine, the date and
 Kueue's figures side by side:
 
-    .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH [--serve]] [--scale baseline|large]
+    .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH [--serve]]
+        [--scale ...]     # baseline, large, tas (640 Nodes, a Topology, TAS flavor), tas-tenth, smoke
         [--profile]       # py-spy record the controller and the fake API server: where the time goes
         [--commit REV]    # measure that commit's controller, not the working tree being edited
 """
