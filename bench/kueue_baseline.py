@@ -1,4 +1,4 @@
-"""Kueue's own scheduler benchmark (test/performance/scheduler, ``baseline`` and ``large-scale``), end to end.
+"""Kueue's own scheduler benchmark (test/performance/scheduler: baseline, large-scale, tas), end to end.
 
 With ``--kubeconfig`` (an admin's) and ``--serve`` it installs the CRDs and RBAC on that real API server
 and runs ``kueue-webhook serve`` from here against it as its ServiceAccount: the figures users get, and the
@@ -7,10 +7,11 @@ apiserver_request_total).
 With ``--kubeconfig`` alone it runs against whatever that cluster runs (our controller or Kueue itself).
 Without it, it starts the fake API server and ``kueue-webhook serve`` as two processes (fast, but the fake
 costs a fraction of a real request: its figures overstate what users get). It writes
-``bench/results/kueue_baseline[-large][-real].json`` and ``.md`` with the server, the machine, the date and
+``bench/results/kueue_baseline[-<scale>][-real].json`` and ``.md`` with the server, the machine, the date and
 Kueue's figures side by side:
 
-    .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH [--serve]] [--scale baseline|large]
+    .venv/bin/python -m bench.kueue_baseline [--kubeconfig PATH [--serve]]
+        [--scale ...]     # baseline, large, tas (640 Nodes, a Topology, TAS flavor), tas-tenth, smoke
         [--profile]       # py-spy record the controller and the fake API server: where the time goes
         [--commit REV]    # measure that commit's controller, not the working tree being edited
 """
@@ -73,6 +74,24 @@ KUEUE_LARGE = {
     "wall_s": [1416],
     "usage_percent": [31.6],
     "mean_time_to_admission_s": {"small": [841], "medium": [308], "large": [128]},
+}
+
+#: Kueue's calibration for configs/tas (rangespec.yaml: the means of its 10 CI runs, 640 nodes)
+KUEUE_TAS = {
+    "label": "Kueue's CI mean (tas/rangespec.yaml; its limit is 1.2 x)",
+    "wall_s": [401.5],
+    "usage_percent": [62.41],
+    "mean_time_to_admission_s": {
+        "large-balanced-rack": [37.9],
+        "large-preferred-rack": [39.6],
+        "large-required-rack": [39.6],
+        "medium-balanced-rack": [106.3],
+        "medium-preferred-rack": [106.3],
+        "medium-required-rack": [107.1],
+        "small-balanced-rack": [237.8],
+        "small-preferred-rack": [246.1],
+        "small-required-rack": [246.8],
+    },
 }
 
 
@@ -221,6 +240,7 @@ def summarize(run: Run, plan: scenario.Plan, *, controller: JSON) -> JSON:
             "actor_writes": counters.actor_writes,
             "actor_retries": counters.actor_retries,
         },
+        "topology": run.topology_check.summary() if run.topology_check else None,
         "create_failures": counters.create_failures,
         "errors": counters.errors[:10],
         "controller": controller,
@@ -284,6 +304,20 @@ def _apiserver_lines(result: JSON, kueue: JSON) -> list[str]:
             f"{kueue.get('cpu_cores', '')} | controller <= 0.25 |"
         )
     return lines
+
+
+def _topology_lines(result: JSON) -> list[str]:
+    tas = result.get("topology")
+    if not tas:
+        return []
+    racks = "" if tas["hostnames_unique"] else " (hostnames repeat across racks: pod counts only)"
+    return [
+        f"| topology assignments checked{racks} | {tas['assignments_checked']:,}: required in one rack "
+        f"{tas['required_in_one_rack']:,}, balanced with whole slices per rack "
+        f"{tas['balanced_with_whole_slices_per_rack']:,}, preferred in one rack "
+        f"{tas['preferred_in_one_rack']} | | |",
+        f"| topology violations | {tas['violations']} {'; '.join(tas['first_violations'][:3])} | | 0 |",
+    ]
 
 
 def markdown(result: JSON, kueue: JSON) -> str:
@@ -358,6 +392,7 @@ def markdown(result: JSON, kueue: JSON) -> str:
         f"| CPU time during the run: controller / fake API server / benchmark | "
         f"{_fmt(controller.get('cpu_s'), ' s')} / {_fmt(controller.get('fake_api_cpu_s'), ' s')} / "
         f"{_fmt(controller.get('benchmark_process_cpu_s'), ' s')} | | |",
+        *_topology_lines(result),
         f"| creation span (last Workload created) | {_fmt(result['generation_s'], ' s')} | | |",
         f"| Kueue's end condition (generation done, no Active ClusterQueue pending or reserving) at | "
         f"{_fmt(result.get('kueue_end_after_s'), ' s')} | | |",
@@ -594,10 +629,14 @@ def main(argv: list[str] | None = None) -> int:
     suffix = ("" if args.scale == "baseline" else f"-{args.scale}") + ("-real" if args.serve else "")
     args.out = str(Path(args.out) if args.out else RESULTS / f"kueue_baseline{suffix}")
     if args.timeout is None:
-        args.timeout = {"baseline": 900.0, "large": 3600.0, "large-tenth": 1800.0}.get(args.scale, 300.0)
+        args.timeout = {"baseline": 900.0, "large": 3600.0, "large-tenth": 1800.0, "tas": 1200.0}.get(
+            args.scale, 300.0
+        )
     result = runtime.run(execute(args))
     kueue = (
-        KUEUE_REAL
+        KUEUE_TAS
+        if args.scale == "tas"
+        else KUEUE_REAL
         if args.serve and args.scale == "baseline"
         else KUEUE_BASELINE
         if args.scale == "baseline"
@@ -623,7 +662,8 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(result, kueue)
     out.with_suffix(".md").write_text(text)
     print(text)
-    return 0 if not result["timed_out"] and result["over_admission"]["violations"] == 0 else 1
+    topology_ok = not result.get("topology") or result["topology"]["violations"] == 0
+    return 0 if not result["timed_out"] and result["over_admission"]["violations"] == 0 and topology_ok else 1
 
 
 if __name__ == "__main__":

@@ -38,12 +38,15 @@ from bench.baseline import scenario
 from bench.baseline.actor import Conflict, KueueActor
 from bench.baseline.kueue_recorder import EXIT_CHECK_EVERY_S, KueueRecorder
 from bench.baseline.timeline import Change, Timeline, Transition
+from bench.baseline.topology_check import TopologyCheck
 from kueue_webhook.control.kube.client import ApiError
 from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     NAMESPACES,
+    NODES,
     RESOURCE_FLAVORS,
+    TOPOLOGIES,
     WORKLOADS,
     Kind,
 )
@@ -211,6 +214,11 @@ class Run:
         self.timeline = Timeline(class_label=scenario.CLASS_LABEL)
         self.kueue_recorder = KueueRecorder()
         self.counters = Counters()
+        topology = plan.shape.topology
+        self.topology_check = TopologyCheck(topology) if topology else None
+        self._templates = {
+            f"{w.namespace}/{w.name}": w.template for stream in plan.streams for w in stream.workloads
+        }
         self.t0 = time.monotonic()
         self.first_creation_at: float | None = None
         self.generation_done_at: float | None = None
@@ -261,12 +269,30 @@ class Run:
     async def setup(self) -> None:
         """ResourceFlavor, then per queue its ClusterQueue, Namespace and LocalQueue (Kueue's order)."""
         await self.wait_for_terminating_namespaces()
-        await self._create(RESOURCE_FLAVORS, scenario.resource_flavor())
         slots = asyncio.Semaphore(16)
+        topology = self.plan.shape.topology
+        if topology is not None:
+            # topology_generator.go via CreateNodesWithStatus: each Node created, its status written, then
+            # the API server's not-ready taint (TaintNodesByCondition) removed, as no node lifecycle
+            # controller will; then the Topology
+
+            async def node(body: JSON, status: JSON) -> None:
+                async with slots:
+                    await self._create(NODES, body)
+                    name = body["metadata"]["name"]
+                    await self.api.patch(NODES, name=name, patch=status, subresource="status")
+                    taints = ((await self.api.get(NODES, name=name)).get("spec") or {}).get("taints") or []
+                    kept = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"]
+                    if len(kept) != len(taints):
+                        await self.api.patch(NODES, name=name, patch={"spec": {"taints": kept or None}})
+
+            await asyncio.gather(*(node(body, status) for body, status in scenario.nodes(topology)))
+            await self._create(TOPOLOGIES, scenario.topology_object(topology))
+        await self._create(RESOURCE_FLAVORS, scenario.resource_flavor(self.plan.shape))
 
         async def one(queue: scenario.PlannedQueue) -> None:
             async with slots:
-                await self._create(CLUSTER_QUEUES, scenario.cluster_queue(queue))
+                await self._create(CLUSTER_QUEUES, scenario.cluster_queue(queue, self.plan.shape.flavor))
                 await self._create(NAMESPACES, scenario.namespace(queue))
                 await self._create(LOCAL_QUEUES, scenario.local_queue(queue), namespace=queue.name)
 
@@ -325,6 +351,8 @@ class Run:
             self.kueue_recorder.record_workload(obj, at=self.now())
             if self.actor == "kueue":
                 self.kueue_actor.observe(key, obj, created=event == "ADDED")
+        if self.topology_check is not None and not deleted:
+            self.topology_check.observe(key, obj, self._templates.get(key))
         for transition in self.timeline.observe(obj, at=self.now(), deleted=deleted):
             self._act(transition)
 
@@ -541,7 +569,11 @@ class Run:
 
         await asyncio.gather(*(delete(NAMESPACES, q.name) for q in self.plan.queues))
         await asyncio.gather(*(delete(CLUSTER_QUEUES, q.name) for q in self.plan.queues))
-        await delete(RESOURCE_FLAVORS, scenario.RESOURCE_FLAVOR)
+        await delete(RESOURCE_FLAVORS, self.plan.shape.flavor)
+        topology = self.plan.shape.topology
+        if topology is not None:
+            await delete(TOPOLOGIES, topology.name)
+            await asyncio.gather(*(delete(NODES, n["metadata"]["name"]) for n, _ in scenario.nodes(topology)))
 
     @property
     def end_at(self) -> float:

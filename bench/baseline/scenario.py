@@ -8,6 +8,14 @@ name ``<class>-<setIdx>-<idx>-<cohort>``, Workloads are ``<class>-<wlSetIdx>-<n>
 pod set ``main`` of count 1, the priority in ``spec.priority`` (no WorkloadPriorityClass) and the run time
 in a label. Creation is paced per workload set: each set waits its interval before every creation, all
 sets of all queues at once.
+
+The ``tas`` config (configs/tas) adds what the runner's topology_generator.go creates first: Nodes named
+``node-b<i>-r<j>-n<k>`` labelled with every level's value (``block-0``, ``rack-3``, ``node-17``: the
+hostname label repeats across racks, as there), ``tas-node-group: tas`` and the cleanup label, allocatable
+cpu, memory and 110 pods and ``Ready``; the Topology of those labels and the ResourceFlavor ``tas-flavor``
+selecting the nodes; and Workloads whose pod set ``main`` has ``podCount`` pods, each requesting the
+class's cpu over that count, with the ``topologyRequest`` the runner writes for ``required``,
+``preferred`` and ``balanced`` (the last: ``podSetSliceRequiredTopology`` with ``podSetSliceSize``, alone).
 """
 
 from __future__ import annotations
@@ -29,7 +37,15 @@ class WorkloadTemplate:
     class_name: str
     runtime_ms: int
     priority: int
-    cpu: int
+    cpu: int  # the whole Workload's cpu: ``pods`` pods of ``cpu / pods`` each
+    pods: int = 1
+    tas: str = ""  # "", "required", "preferred" or "balanced" (generator.yaml's tasConstraint)
+    tas_level: str = ""
+    slice_size: int = 0
+
+    @property
+    def pod_cpu_milli(self) -> int:
+        return self.cpu * 1000 // self.pods
 
 
 @dataclass(frozen=True)
@@ -58,9 +74,37 @@ class CohortSet:
 
 
 @dataclass(frozen=True)
+class TopologyLevel:
+    name: str
+    count: int
+    node_label: str
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """generator.yaml's ``topology`` and ``resourceFlavor`` sections."""
+
+    name: str
+    levels: tuple[TopologyLevel, ...]
+    node_cpu: str
+    node_memory: str
+    flavor: str
+    flavor_node_label: str
+    #: label ``kubernetes.io/hostname`` with the Node's name (as a kubelet does) instead of the runner's
+    #: ``node-<k>``, which repeats in every rack: an assignment names hosts only, so only unique hostnames
+    #: let a check tell which rack a pod set was given
+    unique_hostnames: bool = False
+
+
+@dataclass(frozen=True)
 class Shape:
     name: str
     cohort_sets: tuple[CohortSet, ...]
+    topology: TopologySpec | None = None
+
+    @property
+    def flavor(self) -> str:
+        return self.topology.flavor if self.topology else RESOURCE_FLAVOR
 
 
 def _shape(
@@ -107,7 +151,56 @@ SMOKE = _shape(
     queues=2,
     sets=((40, 50, "small", 200, 50, 1), (8, 250, "medium", 500, 100, 5), (4, 500, "large", 1000, 200, 20)),
 )
-SHAPES = {shape.name: shape for shape in (BASELINE, LARGE, LARGE_TENTH, SMOKE)}
+
+RACK = "cloud.provider.com/topology-rack"
+HOSTNAME = "kubernetes.io/hostname"
+#: test/performance/scheduler/configs/tas/generator.yaml: 1 block x 10 racks x 64 nodes of 96 cpu
+TAS_TOPOLOGY = TopologySpec(
+    name="default-topology",
+    levels=(
+        TopologyLevel("block", 1, "cloud.provider.com/topology-block"),
+        TopologyLevel("rack", 10, RACK),
+        TopologyLevel("node", 64, HOSTNAME),
+    ),
+    node_cpu="96",
+    node_memory="256Gi",
+    flavor="tas-flavor",
+    flavor_node_label="tas-node-group",
+)
+
+
+def _tas_shape(name: str, *, divide: int = 1, unique_hostnames: bool = False) -> Shape:
+    """configs/tas: the baseline's queues and cpu per class, each class split in three constraints;
+    ``divide`` scales every workload set's count down (a correctness check in a fraction of the time)."""
+    # (count, interval, class, runtime, priority, cpu of the Workload, pods, constraint, slice size)
+    rows = (
+        (120, 100, "small-required-rack", 200, 50, 1, 2, "required", 0),
+        (120, 100, "small-preferred-rack", 200, 50, 1, 2, "preferred", 0),
+        (110, 100, "small-balanced-rack", 200, 50, 1, 2, "balanced", 1),
+        (34, 500, "medium-required-rack", 500, 100, 5, 4, "required", 0),
+        (33, 500, "medium-preferred-rack", 500, 100, 5, 4, "preferred", 0),
+        (33, 500, "medium-balanced-rack", 500, 100, 5, 4, "balanced", 2),
+        (17, 1200, "large-required-rack", 1000, 200, 20, 8, "required", 0),
+        (17, 1200, "large-preferred-rack", 1000, 200, 20, 8, "preferred", 0),
+        (16, 1200, "large-balanced-rack", 1000, 200, 20, 8, "balanced", 4),
+    )
+    workload_sets = tuple(
+        WorkloadSet(
+            max(1, count // divide),
+            interval,
+            (WorkloadTemplate(cls, runtime, priority, cpu, pods, tas, RACK, size),),
+        )
+        for count, interval, cls, runtime, priority, cpu, pods, tas, size in rows
+    )
+    queue_set = QueueSet("cq", 6, 20, 100, "Any", "LowerPriority", workload_sets)
+    topology = TopologySpec(**{**TAS_TOPOLOGY.__dict__, "unique_hostnames": unique_hostnames})
+    return Shape(name, (CohortSet("cohort", 5, (queue_set,)),), topology)
+
+
+TAS = _tas_shape("tas")
+#: a tenth of the Workloads, hostnames unique: every assignment's rack can be checked
+TAS_TENTH = _tas_shape("tas-tenth", divide=10, unique_hostnames=True)
+SHAPES = {shape.name: shape for shape in (BASELINE, LARGE, LARGE_TENTH, SMOKE, TAS, TAS_TENTH)}
 
 
 @dataclass(frozen=True)
@@ -176,12 +269,65 @@ def plan(shape: Shape) -> Plan:
     return Plan(shape, tuple(queues), tuple(streams))
 
 
-def resource_flavor() -> JSON:
-    return {
+def resource_flavor(shape: Shape | None = None) -> JSON:
+    topology = shape.topology if shape else None
+    flavor: JSON = {
         "apiVersion": GROUP_VERSION,
         "kind": "ResourceFlavor",
         "metadata": {"name": RESOURCE_FLAVOR, "labels": {CLEANUP_LABEL: "true"}},
     }
+    if topology is not None:
+        flavor["metadata"]["name"] = topology.flavor
+        flavor["spec"] = {"nodeLabels": {topology.flavor_node_label: "tas"}, "topologyName": topology.name}
+    return flavor
+
+
+def topology_object(topology: TopologySpec) -> JSON:
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "Topology",
+        "metadata": {"name": topology.name, "labels": {CLEANUP_LABEL: "true"}},
+        "spec": {"levels": [{"nodeLabel": level.node_label} for level in topology.levels]},
+    }
+
+
+def _node_paths(levels: tuple[TopologyLevel, ...]) -> list[tuple[str, ...]]:
+    """Every leaf's label values, ``<level name>-<i>`` at each level, in the runner's recursion order."""
+    paths: list[tuple[str, ...]] = [()]
+    for level in levels:
+        paths = [(*path, f"{level.name}-{i}") for path in paths for i in range(level.count)]
+    return paths
+
+
+def nodes(topology: TopologySpec) -> list[tuple[JSON, JSON]]:
+    """(Node, its status) for every leaf: a Node's status is written through ``/status`` after creation."""
+    out: list[tuple[JSON, JSON]] = []
+    for path in _node_paths(topology.levels):
+        name = "node" + "".join(f"-{value[0]}{value.split('-')[1]}" for value in path)
+        labels = {CLEANUP_LABEL: "true", topology.flavor_node_label: "tas"}
+        for level, value in zip(topology.levels, path, strict=True):
+            labels[level.node_label] = value
+        if topology.unique_hostnames and labels.get(HOSTNAME) is not None:
+            labels[HOSTNAME] = name
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+        status = {
+            "status": {
+                "allocatable": {"cpu": topology.node_cpu, "memory": topology.node_memory, "pods": "110"},
+                "capacity": {"cpu": topology.node_cpu, "memory": topology.node_memory, "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            }
+        }
+        out.append((node, status))
+    return out
+
+
+def rack_of_host(topology: TopologySpec) -> dict[str, str]:
+    """Hostname label -> rack label of the Nodes (meaningful only with unique hostnames)."""
+    out: dict[str, str] = {}
+    for node, _ in nodes(topology):
+        labels = node["metadata"]["labels"]
+        out[labels[HOSTNAME]] = labels[RACK]
+    return out
 
 
 def namespace(queue: PlannedQueue) -> JSON:
@@ -192,7 +338,7 @@ def namespace(queue: PlannedQueue) -> JSON:
     }
 
 
-def cluster_queue(queue: PlannedQueue) -> JSON:
+def cluster_queue(queue: PlannedQueue, flavor: str = RESOURCE_FLAVOR) -> JSON:
     spec = queue.queue_set
     return {
         "apiVersion": GROUP_VERSION,
@@ -212,7 +358,7 @@ def cluster_queue(queue: PlannedQueue) -> JSON:
                     "coveredResources": ["cpu"],
                     "flavors": [
                         {
-                            "name": RESOURCE_FLAVOR,
+                            "name": flavor,
                             "resources": [
                                 {
                                     "name": "cpu",
@@ -237,9 +383,23 @@ def local_queue(queue: PlannedQueue) -> JSON:
     }
 
 
+def topology_request(template: WorkloadTemplate) -> JSON | None:
+    """What the runner's generator sets on the pod set for the class's ``tasConstraint``."""
+    if template.tas == "required":
+        return {"required": template.tas_level}
+    if template.tas == "preferred":
+        return {"preferred": template.tas_level}
+    if template.tas == "balanced":
+        request: JSON = {"podSetSliceRequiredTopology": template.tas_level}
+        if template.slice_size > 0:
+            request["podSetSliceSize"] = template.slice_size
+        return request
+    return None
+
+
 def workload(planned: PlannedWorkload) -> JSON:
     template = planned.template
-    return {
+    body = {
         "apiVersion": GROUP_VERSION,
         "kind": "Workload",
         "metadata": {
@@ -253,16 +413,23 @@ def workload(planned: PlannedWorkload) -> JSON:
             "podSets": [
                 {
                     "name": "main",
-                    "count": 1,
+                    "count": template.pods,
                     "template": {
                         "spec": {
                             "restartPolicy": "Never",
-                            "containers": [
-                                {"name": "c", "resources": {"requests": {"cpu": str(template.cpu)}}}
-                            ],
+                            "containers": [{"name": "c", "resources": {"requests": {"cpu": _cpu(template)}}}],
                         }
                     },
                 }
             ],
         },
     }
+    request = topology_request(template)
+    if request is not None:
+        body["spec"]["podSets"][0]["topologyRequest"] = request
+    return body
+
+
+def _cpu(template: WorkloadTemplate) -> str:
+    milli = template.pod_cpu_milli
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"

@@ -779,3 +779,74 @@ async def test_a_run_finishes_every_workload_after_its_run_time_and_acknowledges
     ]
     assert len(finishes) == 6
     assert check_over_admission(run.timeline.transitions, limits_of(plan)).violations == []
+
+
+def test_tas_plan_has_kueues_nodes_classes_and_topology_requests() -> None:
+    """configs/tas/generator.yaml as the runner's generator and topology_generator create it."""
+    plan = scenario.plan(scenario.TAS)
+    assert plan.workload_count == 15_000 and plan.nominal_cpu() == 600
+    assert plan.cpu_seconds() == scenario.plan(scenario.BASELINE).cpu_seconds()
+    topology = scenario.TAS.topology
+    assert topology is not None
+    nodes = scenario.nodes(topology)
+    assert len(nodes) == 640
+    node, status = nodes[75]
+    assert node["metadata"]["name"] == "node-b0-r1-n11"
+    assert node["metadata"]["labels"]["cloud.provider.com/topology-rack"] == "rack-1"
+    assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "node-11"  # repeats in every rack
+    assert status["status"]["allocatable"] == {"cpu": "96", "memory": "256Gi", "pods": "110"}
+    flavor = scenario.resource_flavor(scenario.TAS)
+    assert flavor["spec"] == {"nodeLabels": {"tas-node-group": "tas"}, "topologyName": "default-topology"}
+    queue = plan.queues[0]
+    assert (
+        scenario.cluster_queue(queue, scenario.TAS.flavor)["spec"]["resourceGroups"][0]["flavors"][0]["name"]
+        == "tas-flavor"
+    )
+    by_class = {w.template.class_name: w for s in plan.streams for w in s.workloads}
+    assert len(by_class) == 9
+    pod_set = scenario.workload(by_class["large-balanced-rack"])["spec"]["podSets"][0]
+    assert pod_set["count"] == 8
+    assert pod_set["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "2500m"}
+    assert pod_set["topologyRequest"] == {
+        "podSetSliceRequiredTopology": "cloud.provider.com/topology-rack",
+        "podSetSliceSize": 4,
+    }
+    medium = scenario.workload(by_class["medium-required-rack"])["spec"]["podSets"][0]
+    assert medium["topologyRequest"] == {"required": "cloud.provider.com/topology-rack"}
+    assert medium["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1250m"}
+    assert "topologyRequest" not in scenario.workload(plan_baseline_workload())["spec"]["podSets"][0]
+
+
+def plan_baseline_workload() -> scenario.PlannedWorkload:
+    return scenario.plan(scenario.SMOKE).streams[0].workloads[0]
+
+
+def _admitted(hosts: list[str], counts: list[int]) -> dict[str, Any]:
+    from kueue_webhook.api.topology_assignment import Domain, encode
+
+    domains = [Domain((host,), count) for host, count in zip(hosts, counts, strict=True)]
+    assignment = {"name": "main", "topologyAssignment": encode(["kubernetes.io/hostname"], domains)}
+    return {"status": {"admission": {"podSetAssignments": [assignment]}}}
+
+
+def test_topology_check_flags_a_required_pod_set_split_across_racks() -> None:
+    from bench.baseline.topology_check import TopologyCheck
+
+    check = TopologyCheck(scenario.TAS_TENTH.topology)  # type: ignore[arg-type]
+    by_class = {
+        w.template.class_name: w.template
+        for s in scenario.plan(scenario.TAS_TENTH).streams
+        for w in s.workloads
+    }
+    required, balanced = by_class["medium-required-rack"], by_class["medium-balanced-rack"]
+    check.observe("ns/a", _admitted(["node-b0-r1-n1", "node-b0-r1-n2"], [2, 2]), required)
+    check.observe("ns/b", _admitted(["node-b0-r1-n1", "node-b0-r2-n2"], [2, 2]), required)
+    check.observe("ns/c", _admitted(["node-b0-r1-n1", "node-b0-r2-n2"], [2, 2]), balanced)
+    check.observe("ns/d", _admitted(["node-b0-r1-n1", "node-b0-r2-n2"], [3, 1]), balanced)
+    check.observe("ns/e", _admitted(["node-b0-r1-n1"], [3]), required)
+    summary = check.summary()
+    assert summary["required_in_one_rack"] == 2 and summary["balanced_with_whole_slices_per_rack"] == 1
+    assert summary["violations"] == 3
+    assert any("ns/b" in v for v in summary["first_violations"])
+    assert any("ns/d" in v for v in summary["first_violations"])
+    assert any("ns/e: 3 pods assigned" in v for v in summary["first_violations"])
