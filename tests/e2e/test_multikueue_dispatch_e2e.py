@@ -109,6 +109,10 @@ async def queues(client: KubeClient, name: str, quota: str, checks: list[str]) -
     except ApiError as exc:
         if exc.status != 409:
             raise
+        # left by another module (an install's own ConfigMap): this module's frameworks must be on
+        await client.patch(
+            CONFIGMAPS, name="kueue-webhook-config", namespace="kueue-system", patch={"data": config["data"]}
+        )
     await client.create(NAMESPACES, builders.namespace(name))
     extra = {"admissionChecksStrategy": {"admissionChecks": [{"name": c} for c in checks]}} if checks else {}
     flavor, cluster_queue, local_queue = builders.own_queue(
