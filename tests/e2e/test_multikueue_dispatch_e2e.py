@@ -95,23 +95,27 @@ async def get(client: KubeClient, kind: Kind, name: str, namespace: str) -> JSON
         raise
 
 
-async def queues(client: KubeClient, name: str, quota: str, checks: list[str]) -> None:
+async def queues(
+    client: KubeClient, name: str, quota: str, checks: list[str], *, system: str = "kueue-system"
+) -> None:
+    """A flavor, ClusterQueue and LocalQueue ``name``, and this module's configuration in the ConfigMap of
+    ``system``, the namespace the cluster's controller runs in."""
     with contextlib.suppress(ApiError):
-        await client.create(NAMESPACES, builders.namespace("kueue-system"))
+        await client.create(NAMESPACES, builders.namespace(system))
     config = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": "kueue-webhook-config", "namespace": "kueue-system"},
+        "metadata": {"name": "kueue-webhook-config", "namespace": system},
         "data": {"config.yaml": CONFIG},
     }
     try:
-        await client.create(CONFIGMAPS, config, namespace="kueue-system")
+        await client.create(CONFIGMAPS, config, namespace=system)
     except ApiError as exc:
         if exc.status != 409:
             raise
         # left by another module (an install's own ConfigMap): this module's frameworks must be on
         await client.patch(
-            CONFIGMAPS, name="kueue-webhook-config", namespace="kueue-system", patch={"data": config["data"]}
+            CONFIGMAPS, name="kueue-webhook-config", namespace=system, patch={"data": config["data"]}
         )
     await client.create(NAMESPACES, builders.namespace(name))
     extra = {"admissionChecksStrategy": {"admissionChecks": [{"name": c} for c in checks]}} if checks else {}
@@ -194,7 +198,7 @@ async def setup() -> AsyncIterator[Setup]:
     registered = {f"{name}-{worker}": Path(path) for worker, path in kubeconfigs.items()}
     try:
         system = await register_workers(manager, name, registered)
-        await queues(manager, name, "2", [name])
+        await queues(manager, name, "2", [name], system=system)
         for worker, client in workers.items():
             await queues(client, name, "4", [])
             replicas.append(await start_replica(kubeconfigs[worker], identity=worker, leader_election=False))
@@ -484,7 +488,7 @@ async def test_zz_via_multikueue_clusters_a_stopped_worker_s_job_moves_and_its_s
     stopped: Path | None = None
     try:
         await register_workers(manager, name, {w: Path(p) for w, p in kubeconfigs.items()})
-        await queues(manager, name, "2", [name])
+        await queues(manager, name, "2", [name], system=system)
         for worker, client in workers.items():
             await queues(client, name, "4", [])
             replicas.append(await start_replica(kubeconfigs[worker], identity=worker, leader_election=False))
