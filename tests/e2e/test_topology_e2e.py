@@ -22,11 +22,10 @@ import yaml
 from kueue_webhook.api.topology_assignment import Domain, decode
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.topology import HOST, RACK, rack_queues
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
-HOST = "kubernetes.io/hostname"
-RACK = "cloud.example.com/rack"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 
 
@@ -58,39 +57,7 @@ def racks(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, Runnin
     name = f"e2e-tas-{uuid.uuid4().hex[:6]}"
     nodes = [(f"{name}-a1", "a"), (f"{name}-a2", "a"), (f"{name}-b1", "b"), (f"{name}-b2", "b")]
     documents: list[JSON] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Topology",
-            "metadata": {"name": name},
-            "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOST}]},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": name},
-            "spec": {"nodeLabels": {"e2e-pool": name}, "topologyName": name},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": name},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "8"}]}],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "q", "namespace": name},
-            "spec": {"clusterQueue": name},
-        },
+        *rack_queues(name, "8"),
         *(node(host, name, rack, "2") for host, rack in nodes),
     ]
     cluster.apply(yaml.safe_dump_all(documents))

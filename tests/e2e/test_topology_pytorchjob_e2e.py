@@ -35,10 +35,18 @@ from tests.crds import crd_file
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
-from tests.e2e.topology import GATE, HOST, NO_KUBELET_TOLERATIONS, gated, live_pods, set_ready
+from tests.e2e.topology import (
+    GATE,
+    HOST,
+    NO_KUBELET_TOLERATIONS,
+    RACK,
+    gated,
+    live_pods,
+    rack_queues,
+    set_ready,
+)
 
 JSON = dict[str, Any]
-RACK = "cloud.example.com/rack"
 INDEX = "training.kubeflow.org/replica-index"
 HANG = 180.0
 
@@ -75,39 +83,7 @@ def racks(controller: tuple[Cluster, Running]) -> Iterator[tuple[Cluster, Runnin
     cluster, running = controller
     name = f"e2e-tas-pt-{uuid.uuid4().hex[:6]}"
     documents: list[JSON] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Topology",
-            "metadata": {"name": name},
-            "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOST}]},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": name},
-            "spec": {"nodeLabels": {"e2e-pool": name}, "topologyName": name},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": name},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "10"}]}],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "q", "namespace": name},
-            "spec": {"clusterQueue": name},
-        },
+        *rack_queues(name, "10"),
     ]
     hosts = [f"{name}-{suffix}" for suffix in HOSTS]
     for host, (rack, _) in zip(hosts, HOSTS.values(), strict=True):

@@ -13,6 +13,7 @@ from tests.e2e.cluster import Cluster
 
 JSON = dict[str, object]
 HOST = "kubernetes.io/hostname"
+RACK = "cloud.example.com/rack"
 GATE = "kueue.x-k8s.io/topology"
 #: the taints the node lifecycle controller puts on Nodes whose kubelet never reports: a pod set placed on
 #: such Nodes tolerates them (any effect)
@@ -20,6 +21,42 @@ NO_KUBELET_TOLERATIONS = [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists"},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists"},
 ]
+
+
+def rack_queues(name: str, cpu: str) -> list[JSON]:
+    """Namespace, Topology (rack, host), its flavor selecting ``e2e-pool: <name>``, a ClusterQueue of ``cpu``
+    and LocalQueue ``q``, all named ``name``."""
+    flavors = [{"name": name, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOST}]},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {"nodeLabels": {"e2e-pool": name}, "topologyName": name},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}},
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q", "namespace": name},
+            "spec": {"clusterQueue": name},
+        },
+    ]
 
 
 def set_ready(cluster: Cluster, node: str, ready: bool, *, cpu: str = "8") -> None:
