@@ -17,8 +17,8 @@ so e2e runs against different clusters of one host do not meet on it.
 
 Both stop the process and remove the webhook configurations and the visibility APIService on the way out:
 left behind, they would make the API server refuse every Job create in the cluster (``failurePolicy:
-Fail``) and leave every namespace deletion waiting on an unavailable API. The in-cluster install also
-deletes its Deployment and Service, which another install of the same names (the Helm chart) would inherit.
+Fail``) and leave every namespace deletion waiting on an unavailable API. Both also delete the install's
+Service and Deployment, which another install of the same names (the Helm chart) would inherit.
 """
 
 from __future__ import annotations
@@ -118,6 +118,21 @@ def remove_webhook_configurations(cluster: Cluster) -> None:
         cluster.kubectl("delete", kind, name, "--ignore-not-found", check=False)
 
 
+def remove_service_and_deployment(cluster: Cluster) -> None:
+    """Delete the install's Service (an ExternalName one out of cluster) and Deployment: left behind, a later
+    install of the same names (the Helm chart's) would be merged into them."""
+    cluster.kubectl(
+        "delete",
+        "-n",
+        "kueue-system",
+        "deployment,service",
+        "kueue-webhook",
+        "--ignore-not-found",
+        "--wait=false",
+        check=False,
+    )
+
+
 def local_install(cluster: Cluster, port: int) -> str:
     """``manifests/controller/local`` as ``kubectl kustomize`` renders it, sending to ``port`` instead of
     9443 (every URL, and the visibility API's Service and APIService port)."""
@@ -153,6 +168,7 @@ def out_of_cluster(cluster: Cluster, workdir: Path, *, port: int | None = None) 
             running.stop()
     finally:
         remove_webhook_configurations(cluster)
+        remove_service_and_deployment(cluster)
 
 
 def can_mount_namespaces() -> bool:
@@ -182,18 +198,7 @@ def in_cluster(cluster: Cluster, workdir: Path, *, port: int = PORT) -> Iterator
             running.stop()
     finally:
         remove_webhook_configurations(cluster)
-        # the Deployment and Service applied above: left behind, a later install of the same names (the Helm
-        # chart's) would be merged into them
-        cluster.kubectl(
-            "delete",
-            "-n",
-            "kueue-system",
-            "deployment,service",
-            "kueue-webhook",
-            "--ignore-not-found",
-            "--wait=false",
-            check=False,
-        )
+        remove_service_and_deployment(cluster)
 
 
 def url_config(hook: dict[str, object], port: int = PORT) -> dict[str, object]:
