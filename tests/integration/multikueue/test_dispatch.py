@@ -62,9 +62,13 @@ metadata: {name: team, namespace: ml}
 spec: {clusterQueue: research}
 """
 
-MANAGER = (
-    controller_config("integrations: {frameworks: [batch/job]}")
-    + """---
+
+def manager_manifests(config: str) -> str:
+    """The manager's configuration, its MultiKueue check naming the MultiKueueConfig ``workers``, and the
+    ClusterQueue ``research`` (8 GPUs) with that check."""
+    return (
+        controller_config(config)
+        + """---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: AdmissionCheck
 metadata: {name: workers}
@@ -73,10 +77,13 @@ spec:
   parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: workers}
 ---
 """
-    + QUEUES.replace("CHECKS", "admissionChecksStrategy: {admissionChecks: [{name: workers}]}").replace(
-        "QUOTA", "8"
+        + QUEUES.replace("CHECKS", "admissionChecksStrategy: {admissionChecks: [{name: workers}]}").replace(
+            "QUOTA", "8"
+        )
     )
-)
+
+
+MANAGER = manager_manifests("integrations: {frameworks: [batch/job]}")
 
 
 async def register_workers(manager: FakeApiServer, workers: dict[str, FakeApiServer]) -> None:

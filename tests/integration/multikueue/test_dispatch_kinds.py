@@ -22,9 +22,9 @@ from tests.crds import integration_crds
 from tests.crds.samples import SAMPLES, Sample, dig
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.integration.multikueue.test_dispatch import (
-    QUEUES,
     SETTINGS,
     check,
+    manager_manifests,
     register_workers,
     worker_queues,
 )
@@ -55,21 +55,7 @@ async def setup(
     sample = SAMPLES[request.param]
     crds = load_crds(DEFAULT_CRDS) + integration_crds(sample.plural)
     manager = await make_fake_api(crds=crds)
-    await manager.apply_manifests(
-        controller_config(frameworks(sample))
-        + """---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: AdmissionCheck
-metadata: {name: workers}
-spec:
-  controllerName: kueue.x-k8s.io/multikueue
-  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: workers}
----
-"""
-        + QUEUES.replace("CHECKS", "admissionChecksStrategy: {admissionChecks: [{name: workers}]}").replace(
-            "QUOTA", "8"
-        )
-    )
+    await manager.apply_manifests(manager_manifests(frameworks(sample)))
     workers = {"worker-a": await make_fake_api(crds=crds), "worker-b": await make_fake_api(crds=crds)}
     await register_workers(manager, workers)
     async with AsyncExitStack() as stack:
