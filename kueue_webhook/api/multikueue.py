@@ -12,7 +12,7 @@ kind's own controller (Kueue's jobframework ``ApplyDefaultForManagedBy`` with ea
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 #: ``spec.controllerName`` of an AdmissionCheck served by MultiKueue, and the ``spec.managedBy`` it sets
@@ -60,9 +60,40 @@ MANAGED_BY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
 }
 
 
+#: kinds MultiKueue dispatches that have no ``managedBy``: the manager keeps its objects from running by
+#: never lifting their pods' scheduling gate while the Workload has a MultiKueue check (Kueue's
+#: ``ShouldSkipLocalExecution`` for its composable pod integration), and copies the pods themselves
+GATED: frozenset[tuple[str, str]] = frozenset({("", "Pod")})
+
+
 def dispatchable(group: str, kind: str) -> bool:
     """Whether objects of this kind can run in a worker (Kueue has a MultiKueue adapter for it)."""
-    return (group, kind) in MANAGED_BY
+    return (group, kind) in MANAGED_BY or (group, kind) in GATED
+
+
+def gated(group: str, kind: str) -> bool:
+    """Whether this kind is dispatched by keeping its manager pods gated rather than through ``managedBy``."""
+    return (group, kind) in GATED
+
+
+def runs_in_worker(workload: Mapping[str, Any] | None, multikueue_checks: Collection[str]) -> bool:
+    """Whether the Workload's status lists one of ``multikueue_checks`` (the names of AdmissionChecks served
+    by MultiKueue): its pods run in a worker and never on this cluster (Kueue's
+    ``ShouldSkipLocalExecution``)."""
+    states = ((workload or {}).get("status") or {}).get("admissionChecks") or []
+    return any(isinstance(s, Mapping) and s.get("name") in multikueue_checks for s in states)
+
+
+def prebuilt_workload_name(obj: Mapping[str, Any]) -> str:
+    """The Workload made beforehand for ``obj``: Kueue writes its name as an annotation (its
+    ``WorkloadIdentifierAnnotations`` gate, on by default) or a label, and reads the annotation first
+    (``PrebuiltWorkloadNameFor``); "" when none is named."""
+    meta = obj.get("metadata") or {}
+    for field in ("annotations", "labels"):
+        value = (meta.get(field) or {}).get(PREBUILT_WORKLOAD_LABEL)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def managed_by_path(obj: Mapping[str, Any]) -> tuple[str, ...]:

@@ -302,12 +302,14 @@ def plan_job(
     pods_ready: bool = False,
     integration: Integration = JOB,
     prebuilt: bool = False,
+    dispatched: bool = False,
 ) -> Step | None:
     """The next step for a managed object of ``integration`` and its Workload (None: they agree).
     ``pods_ready``: waitForPodsReady is on, so a running object's Workload carries PodsReady (Kueue's step
     "handle WaitForPodsReady"). ``prebuilt``: the Workload was made for the object beforehand (a MultiKueue
     worker's copy), so one it no longer matches is finished as ``OutOfSync`` rather than replaced (Kueue's
-    ``ensurePrebuiltWorkloadInSync``)."""
+    ``ensurePrebuiltWorkloadInSync``). ``dispatched``: a gated kind's Workload runs in a MultiKueue
+    worker, so its admission never starts the object here (Kueue's ``ShouldSkipLocalExecution``)."""
     it = integration
     finished, succeeded, message = job_finished(job, it)
     if finished and holds_finalizer(job, it) and (workload is None or is_true(workload, "Finished")):
@@ -355,6 +357,8 @@ def plan_job(
             # edited after its admission: it queues again as it is now
             return DeleteWorkload(workload, f"Deleted not matching Workload: {_key(workload)}")
         if is_true(workload, "Admitted") and has_quota_reservation(workload) and not evicted:
+            if dispatched:
+                return None  # its copy runs in the worker; this one keeps its scheduling gate
             assigned = assigned_flavors(admission, flavors, unnamed="main")
             if assigned is None:
                 return None  # a flavor is not in the store yet; its arrival re-triggers us

@@ -18,7 +18,8 @@ from kueue_webhook.api.integrations import Integration, engine
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
 from kueue_webhook.api.integrations.managed import ON_ITS_OWN, is_managed
 from kueue_webhook.api.integrations.owners import controller_reference
-from kueue_webhook.api.multikueue import PREBUILT_WORKLOAD_LABEL
+from kueue_webhook.api.multikueue import gated, runs_in_worker
+from kueue_webhook.api.multikueue import prebuilt_workload_name as multikueue_prebuilt_name
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.jobs.job_plan import (
     NOT_ADMITTED,
@@ -61,8 +62,9 @@ def queue_change(host: Host, change: Change, key: ObjectKey) -> None:
 
 
 def prebuilt_workload_name(obj: JSON) -> str:
-    """The Workload a MultiKueue manager made for this worker copy ("" for an object of its own)."""
-    return str(((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL) or "")
+    """The Workload a MultiKueue manager made for this worker copy ("" for an object of its own): a label
+    on a job, an annotation on a pod (``kueue_webhook.api.multikueue.prebuilt_workload_name``)."""
+    return multikueue_prebuilt_name(obj)
 
 
 class KindMode:
@@ -150,6 +152,8 @@ class OwnObjects(KindMode):
             pods_ready=inputs.pods_ready,
             integration=integration,
             prebuilt=bool(prebuilt_workload_name(job)),
+            dispatched=gated(integration.group, integration.kind)
+            and runs_in_worker(workload, inputs.multikueue_checks),
         )
         if step is not None:
             await host.execute(job, step, integration)

@@ -33,6 +33,7 @@ from kueue_webhook.api.integrations.pod_groups import (
     role_hash,
     terminated,
 )
+from kueue_webhook.api.multikueue import runs_in_worker
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from kueue_webhook.api.topology_pods import topology_starts
@@ -92,9 +93,12 @@ def plan_group(
     priorities: Mapping[str, int],
     pod_priorities: Mapping[str, int] | None = None,
     pods_ready: bool = False,
+    dispatched: bool = False,
 ) -> Step | None:
     """The next step for the group ``name`` (its pods, deleted ones included) and its Workload.
-    ``pods_ready``: waitForPodsReady is on, so an admitted group's Workload carries PodsReady."""
+    ``pods_ready``: waitForPodsReady is on, so an admitted group's Workload carries PodsReady.
+    ``dispatched``: the Workload runs in a MultiKueue worker, so its pods are never ungated here (Kueue's
+    ``ShouldSkipLocalExecution``); their status is the copies' read back."""
     live = [p for p in pods if not is_deleting(p)]
     finished, _, message = group_finished(live)
     done = workload is not None and is_true(workload, "Finished")
@@ -135,6 +139,8 @@ def plan_group(
             return ReleaseReservation(workload, evicted_message(workload))
         return None
     if not is_true(workload, "Admitted"):
+        return None
+    if dispatched:
         return None
     if (step := _start(live, workload, flavors)) is not None or not pods_ready:
         return step
@@ -244,6 +250,7 @@ async def reconcile_group(host: Host, integration: Integration, namespace: str, 
         priorities=inputs.priorities,
         pod_priorities=inputs.pod_priorities,
         pods_ready=inputs.pods_ready,
+        dispatched=runs_in_worker(workload, inputs.multikueue_checks),
     )
     # a StatefulSet's Workload outlives its pods (stopped, scaled to zero): it then speaks for the group
     subject = pods[0] if pods else workload

@@ -44,6 +44,9 @@ class PlanInputs:
     pod_priorities: dict[str, int]
     #: waitForPodsReady is on
     pods_ready: bool
+    #: the names of the AdmissionChecks served by MultiKueue: a Workload listing one runs in a worker, so
+    #: the pods of a gated kind (``kueue_webhook.api.multikueue.GATED``) are never ungated here
+    multikueue_checks: frozenset[str] = frozenset()
 
 
 class Host(Protocol):

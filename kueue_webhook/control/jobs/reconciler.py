@@ -24,6 +24,7 @@ from kueue_webhook.api.integrations import JOB, Integration
 from kueue_webhook.api.integrations.managed import ancestry_of
 from kueue_webhook.api.integrations.owners import Ancestry, controller_reference
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation, parse_resource_flavor
+from kueue_webhook.api.objects.multikueue import is_multikueue_check
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.jobs.executor import AnyStep, StepExecutor
@@ -34,6 +35,7 @@ from kueue_webhook.control.jobs.queueing import ObjectKey, PlanInputs, QueueingM
 from kueue_webhook.control.kube.backoff import Backoff
 from kueue_webhook.control.kube.client import ApiError
 from kueue_webhook.control.kube.kinds import (
+    ADMISSION_CHECKS,
     PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
@@ -187,6 +189,11 @@ class JobReconciler:
             priorities=self._priorities(),
             pod_priorities=self._priorities(PRIORITY_CLASSES),
             pods_ready=self.context.configuration().wait_for_pods_ready.enable,
+            multikueue_checks=frozenset(
+                key_of(check)[1]
+                for check in self.context.store.items(ADMISSION_CHECKS)
+                if is_multikueue_check(check)
+            ),
         )
 
     async def execute(self, obj: JSON, step: AnyStep, integration: Integration = JOB) -> None:

@@ -13,6 +13,12 @@ Pure functions over plain objects, Kueue's MultiKueue adapters' rules:
 * a RayService's ``spec.serveConfigV2`` edited on the manager is written into the running copy, a Ray
   Serve update in place (Kueue's ``RemoteSpecSyncer`` for RayService, its ``MultiKueueRemoteSpecSync``
   gate on by default);
+* a pod (Kueue's pod adapter; one pod, or every pod of a group) is copied with its name, namespace, labels,
+  annotations and whole spec (its scheduling gate included, which the worker lifts once the copy's
+  Workload is admitted there), labelled with the origin and annotated with the Workload copy's name (Kueue's
+  ``WorkloadIdentifierAnnotations`` default); its status flows back whole into the manager's pod, but
+  while the manager's pod is gated it keeps its own ``PodScheduled`` condition until the copy is
+  scheduled;
 * the job's status flows back whole. For a Job only when the manager's copy is running, both are suspended,
   or the worker's finished (the batch/Job adapter's ``determineStatusUpdate``): a suspended Job given a
   running one's ``startTime`` could no longer be edited.
@@ -24,7 +30,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
+from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.api.integrations.engine import JOB_UID_LABEL, is_suspended
 from kueue_webhook.api.multikueue import ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL, managed_by_path
 
 JSON = dict[str, Any]
@@ -86,6 +93,64 @@ def job_copy(local_job: Mapping[str, Any], *, workload_name: str, origin: str) -
         "metadata": meta,
         "spec": spec,
     }
+
+
+def pod_copy(local_pod: Mapping[str, Any], *, workload_name: str, origin: str) -> JSON:
+    """The pod to create in the worker whose Workload copy was admitted (Kueue's pod adapter's
+    ``syncLocalPodWithRemote``)."""
+    meta = _meta_for_creation(local_pod)
+    meta["labels"][ORIGIN_LABEL] = origin
+    meta["annotations"] = {**(meta.get("annotations") or {}), PREBUILT_WORKLOAD_LABEL: workload_name}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": copy.deepcopy(local_pod.get("spec") or {}),
+    }
+
+
+def _pod_condition(status: Mapping[str, Any], kind: str) -> JSON | None:
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return dict(condition)
+    return None
+
+
+def mirrored_pod_status(local_pod: Mapping[str, Any], remote_pod: Mapping[str, Any]) -> JSON | None:
+    """The status the manager's pod should show for its copy; None: it shows it already. A gated manager
+    pod keeps its own ``PodScheduled`` condition (the scheduler's "gated" one) while the copy is not
+    scheduled, as Kueue's pod adapter does."""
+    local_status = dict(local_pod.get("status") or {})
+    status = copy.deepcopy(dict(remote_pod.get("status") or {}))
+    local_scheduled = _pod_condition(local_status, "PodScheduled")
+    remote_scheduled = _pod_condition(status, "PodScheduled")
+    if (
+        is_suspended(POD, local_pod)
+        and local_scheduled is not None
+        and (remote_scheduled or {}).get("status") != "True"
+    ):
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        status["conditions"] = [*others, local_scheduled]
+    return None if status == local_status else status
+
+
+#: the phases of a pod that is over: its status no longer changes
+_TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def pod_without_activity(local_pod: Mapping[str, Any]) -> JSON | None:
+    """The manager's pod status once its copy is gone without finishing (its worker stopped it, or was
+    lost): ``Pending`` with only its own ``PodScheduled`` condition, so the group no longer counts it as
+    running; None when it already shows no activity, or it finished."""
+    status = dict(local_pod.get("status") or {})
+    phase = status.get("phase")
+    if phase in _TERMINAL_PHASES or (phase in (None, "Pending") and not status.get("containerStatuses")):
+        return None
+    scheduled = _pod_condition(status, "PodScheduled")
+    out: JSON = {"phase": "Pending"}
+    if scheduled is not None and scheduled.get("status") != "True":
+        out["conditions"] = [scheduled]
+    return out
 
 
 #: spec fields kept in step on a running copy, per kind: the only manager edits a worker's copy follows

@@ -36,9 +36,10 @@ from kueue_webhook.api.multikueue import (
     DEFAULT_ORIGIN,
     MULTIKUEUE_CONTROLLER,
     ORIGIN_LABEL,
-    PREBUILT_WORKLOAD_LABEL,
     dispatchable,
+    gated,
     managed_by,
+    prebuilt_workload_name,
 )
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
@@ -64,6 +65,13 @@ from kueue_webhook.control.multikueue.plan import (
     next_nomination,
     plan_dispatch,
     wants_nomination,
+)
+from kueue_webhook.control.multikueue.pod_copies import (
+    delete_pod_copies,
+    is_group_workload,
+    local_pods,
+    reset_pods,
+    sync_pods,
 )
 from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.conditions import check_state_status, finished_status, now_rfc3339
@@ -222,8 +230,8 @@ class MultiKueueDispatcher:
             return
         state = check_state(local, check) or {}
         owner = controller_owner(local)
-        group_kind = self._owner_kind(owner)
-        local_job: JSON | None = None
+        group_kind = self._workload_kind(local)
+        local_objects: list[JSON] | None = None
         if not deleted and state.get("state") != "Rejected":
             if group_kind is None:
                 kind = (
@@ -238,26 +246,33 @@ class MultiKueueDispatcher:
                 )
                 await self._set_check(local, check, "Rejected", message)
                 return
-            local_job = self.context.store.get(group_kind, str((owner or {}).get("name", "")), namespace)
-            if local_job is None or local_job["metadata"].get("uid") != (owner or {}).get("uid"):
-                return  # its job is not in the store (yet): its arrival does not matter, the Workload's does
-            if managed_by(local_job) != MULTIKUEUE_CONTROLLER:
-                found = managed_by(local_job)
-                message = (
-                    "The owner is not managed by Kueue: Expecting spec.managedBy to be "
-                    f'"{MULTIKUEUE_CONTROLLER}" not "{found}"' + (MANAGED_BY_HINT if not found else "")
-                )
-                await self._set_check(local, check, "Rejected", message)
-                return
+            if gated(group_kind.group, group_kind.kind):
+                # pods have no managedBy: they are Kueue's always (its pod adapter's IsJobManagedByKueue)
+                local_objects = local_pods(self.context.store, group_kind, local)
+                if local_objects is None:
+                    return  # its pod is not in the store (yet): the Workload's next change brings us back
+            else:
+                local_job = self.context.store.get(group_kind, str((owner or {}).get("name", "")), namespace)
+                if local_job is None or local_job["metadata"].get("uid") != (owner or {}).get("uid"):
+                    return  # its job is not in the store (yet): the Workload's next change brings us back
+                if managed_by(local_job) != MULTIKUEUE_CONTROLLER:
+                    found = managed_by(local_job)
+                    message = (
+                        "The owner is not managed by Kueue: Expecting spec.managedBy to be "
+                        f'"{MULTIKUEUE_CONTROLLER}" not "{found}"' + (MANAGED_BY_HINT if not found else "")
+                    )
+                    await self._set_check(local, check, "Rejected", message)
+                    return
+                local_objects = [local_job]
         if self.settings.dispatcher == INCREMENTAL and not deleted:
             local = await self._nominate_incrementally(key, local, check)
         group = await self._read_group(local, check, deleted)
         plan = plan_dispatch(
             group, worker_lost_timeout=self.settings.worker_lost_timeout, dispatcher=self.settings.dispatcher
         )
-        await self._carry_out(plan, local, check, group_kind, local_job)
-        if group_kind is not None and local_job is not None and not _running_here(local):
-            await self._clear_start_time(group_kind, local_job)
+        await self._carry_out(plan, local, check, group_kind, local_objects)
+        if group_kind is not None and local_objects and not _running_here(local):
+            await self._clear_start_time(group_kind, local_objects[0])
         if deleted and not plan.delete and not group.unreachable:
             self._deleted.pop(key, None)
         if plan.requeue_after is not None:
@@ -288,6 +303,13 @@ class MultiKueueDispatcher:
         log.info("workers nominated", extra={"workload": "/".join(key), "workers": wanted})
         return updated or local
 
+    def _workload_kind(self, workload: JSON) -> Kind | None:
+        """The dispatched kind the Workload is for: its controlling owner's, or the pods' for a pod group's
+        Workload (owned by all its pods, none the controller); None when Kueue has no adapter for it."""
+        if controller_owner(workload) is None and is_group_workload(workload):
+            return self._owner_kind({"apiVersion": "v1", "kind": "Pod"})
+        return self._owner_kind(controller_owner(workload))
+
     def _owner_kind(self, owner: JSON | None) -> Kind | None:
         if owner is None:
             return None
@@ -317,10 +339,12 @@ class MultiKueueDispatcher:
         return Group(local=local, check=check, remotes=remotes, unreachable=unreachable, deleted=deleted)
 
     async def _carry_out(
-        self, plan: Plan, local: JSON, check: str, job_kind: Kind | None, local_job: JSON | None
+        self, plan: Plan, local: JSON, check: str, job_kind: Kind | None, local_objects: list[JSON] | None
     ) -> None:
         namespace, name = key_of(local)
         owner = controller_owner(local) or {}
+        local_job = local_objects[0] if local_objects else None
+        pods = job_kind is not None and gated(job_kind.group, job_kind.kind)
         for cluster in plan.delete:
             await self._delete_copies(cluster, namespace, name, job_kind, str(owner.get("name", "")))
         for cluster in plan.update_priority:
@@ -352,9 +376,24 @@ class MultiKueueDispatcher:
                 log.info("workload dispatched", extra={"workload": f"{namespace}/{name}", "worker": cluster})
                 metrics = self.context.metrics
                 metrics.multikueue_dispatched.labels(_cluster_queue(local), cluster, metrics.role).inc()
-        if plan.sync_job is not None and job_kind is not None and local_job is not None:
+        if plan.sync_job is not None and job_kind is not None and pods and local_objects is not None:
+            await sync_pods(
+                self._client(plan.sync_job),
+                job_kind,
+                local_objects,
+                workload_name=name,
+                origin=self.settings.origin,
+                # only a Workload running there gets its pods: a stopped or finished one's are not made again
+                create=plan.finish is None and _running_here(local),
+                write_status=lambda pod, status: self._write_job_status(job_kind, pod, status),
+            )
+        elif plan.sync_job is not None and job_kind is not None and local_job is not None:
             await self._sync_job(plan.sync_job, job_kind, local_job, name)
-        if plan.reset_job_activity and job_kind is not None and local_job is not None:
+        if plan.reset_job_activity and job_kind is not None and pods and local_objects is not None:
+            await reset_pods(
+                local_objects, write_status=lambda pod, status: self._write_job_status(job_kind, pod, status)
+            )
+        elif plan.reset_job_activity and job_kind is not None and local_job is not None:
             await self._reset_activity(job_kind, local_job)
         if plan.check is not None:
             await self._set_check(local, check, *plan.check, cluster_name=plan.cluster_name)
@@ -504,7 +543,16 @@ class MultiKueueDispatcher:
         client = self.workers.client(cluster)
         if client is None:
             return  # the garbage collection deletes it once the worker is back
-        if job_kind is not None and job_name:
+        if job_kind is not None and gated(job_kind.group, job_kind.kind):
+            await delete_pod_copies(
+                client,
+                job_kind,
+                namespace=namespace,
+                workload_name=name,
+                origin=self.settings.origin,
+                delete=_delete,
+            )
+        elif job_kind is not None and job_name:
             job = await _get(client, job_kind, job_name, namespace)
             if job is not None and owned_by_origin(job, self.settings.origin):
                 await _delete(client, job_kind, job_name, namespace)
@@ -587,8 +635,7 @@ class MultiKueueDispatcher:
         if kind is WORKLOADS:
             self.queue.add((namespace, name))
             return
-        labels = (item.get("metadata") or {}).get("labels") or {}
-        workload = labels.get(PREBUILT_WORKLOAD_LABEL)
+        workload = prebuilt_workload_name(item)
         if workload:
             self.queue.add((namespace, str(workload)))
 
@@ -616,7 +663,7 @@ class MultiKueueDispatcher:
             if local is not None and not is_deleting(local):
                 continue
             owner = controller_owner(remote)
-            job_kind = self._owner_kind(owner)
+            job_kind = self._workload_kind(remote)
             await self._delete_copies(cluster, namespace, name, job_kind, str((owner or {}).get("name", "")))
             log.info("garbage collected", extra={"workload": f"{namespace}/{name}", "worker": cluster})
 

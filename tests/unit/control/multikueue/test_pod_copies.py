@@ -1,0 +1,121 @@
+"""Pods dispatched by MultiKueue, as Kueue's pod adapter and its jobframework treat them: the manager's pods
+of a Workload with a MultiKueue check are never ungated (``ShouldSkipLocalExecution``), their copies carry
+the origin and the prebuilt Workload's name, and the copies' status comes back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.api.integrations.pod_groups import group_workload
+from kueue_webhook.api.multikueue import (
+    PREBUILT_WORKLOAD_LABEL,
+    dispatchable,
+    gated,
+    prebuilt_workload_name,
+    runs_in_worker,
+)
+from kueue_webhook.control.jobs.job_plan import StartJob, StartPods, plan_job
+from kueue_webhook.control.jobs.pod_groups import plan_group
+from kueue_webhook.control.multikueue.copies import mirrored_pod_status, pod_copy, pod_without_activity
+from tests.unit.control.test_pod_group_plan import admitted, member
+
+JSON = dict[str, Any]
+SCHEDULED_GATED = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
+
+
+def with_check(workload: JSON, check: str) -> JSON:
+    status = dict(workload.get("status") or {})
+    status["admissionChecks"] = [{"name": check, "state": "Ready", "message": ""}]
+    return workload | {"status": status}
+
+
+def group_admitted() -> tuple[list[JSON], JSON]:
+    pods = [member("a"), member("b")]
+    built = group_workload("g", pods)
+    assert isinstance(built, dict)
+    return pods, admitted(built)
+
+
+def test_pods_are_dispatched_through_their_gate_jobs_through_managed_by() -> None:
+    assert dispatchable("", "Pod") and gated("", "Pod")
+    assert dispatchable("batch", "Job") and not gated("batch", "Job")
+    assert not dispatchable("apps", "Deployment")
+
+
+def test_a_workload_runs_in_a_worker_when_its_status_lists_a_multikueue_check() -> None:
+    _, workload = group_admitted()
+    assert not runs_in_worker(workload, {"workers"})
+    assert runs_in_worker(with_check(workload, "workers"), {"workers"})
+    assert not runs_in_worker(with_check(workload, "provisioning"), {"workers"})
+
+
+def test_an_admitted_group_with_a_multikueue_check_keeps_its_pods_gated() -> None:
+    pods, workload = group_admitted()
+    local = with_check(workload, "workers")
+    assert isinstance(plan_group("g", pods, local, flavors=lambda _: None, priorities={}), StartPods)
+    assert plan_group("g", pods, local, flavors=lambda _: None, priorities={}, dispatched=True) is None
+
+
+def test_an_admitted_pod_with_a_multikueue_check_keeps_its_gate() -> None:
+    single = member("solo")
+    del single["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]
+    built = group_workload("g", [member("a"), member("b")])
+    assert isinstance(built, dict)
+    workload = admitted(built | {"spec": built["spec"] | {"podSets": [built["spec"]["podSets"][0]]}})
+    workload["spec"]["podSets"][0] |= {"name": "main", "count": 1}
+    workload["status"]["admission"]["podSetAssignments"] = [{"name": "main", "flavors": {}, "count": 1}]
+
+    def plan(dispatched: bool) -> object:
+        return plan_job(
+            single, workload, flavors=lambda _: None, priorities={}, integration=POD, dispatched=dispatched
+        )
+
+    assert isinstance(plan(False), StartJob)
+    assert plan(True) is None
+
+
+def test_a_pod_copy_keeps_the_spec_with_its_gate_and_names_its_workload_copy() -> None:
+    local = member("a")
+    local["metadata"] |= {"resourceVersion": "3", "ownerReferences": [{"kind": "ReplicaSet"}]}
+    copied = pod_copy(local, workload_name="g", origin="mgr")
+    meta = copied["metadata"]
+    assert meta["labels"]["kueue.x-k8s.io/multikueue-origin"] == "mgr"
+    assert meta["annotations"][PREBUILT_WORKLOAD_LABEL] == "g"
+    assert prebuilt_workload_name(copied) == "g"
+    assert set(meta) == {"name", "namespace", "labels", "annotations"}
+    assert copied["spec"] == local["spec"] and copied["spec"]["schedulingGates"]
+    assert "status" not in copied
+
+
+def test_the_prebuilt_name_is_read_from_the_annotation_before_the_label() -> None:
+    both = {
+        "metadata": {"annotations": {PREBUILT_WORKLOAD_LABEL: "a"}, "labels": {PREBUILT_WORKLOAD_LABEL: "l"}}
+    }
+    assert prebuilt_workload_name(both) == "a"
+    assert prebuilt_workload_name({"metadata": {"labels": {PREBUILT_WORKLOAD_LABEL: "l"}}}) == "l"
+    assert prebuilt_workload_name({"metadata": {}}) == ""
+
+
+def test_a_gated_manager_pod_keeps_its_own_scheduled_condition_until_the_copy_is_scheduled() -> None:
+    local = member("a")
+    local["status"] = {"phase": "Pending", "conditions": [SCHEDULED_GATED]}
+    remote = {"status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}}
+    assert mirrored_pod_status(local, remote) is None
+    running = {
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+        }
+    }
+    assert mirrored_pod_status(local, running) == running["status"]
+    local["status"] = running["status"]
+    assert mirrored_pod_status(local, running) is None
+
+
+def test_a_manager_pod_whose_copy_went_without_finishing_shows_no_activity() -> None:
+    running = member("a", phase="Running")
+    running["status"]["conditions"] = [SCHEDULED_GATED, {"type": "Ready", "status": "True"}]
+    assert pod_without_activity(running) == {"phase": "Pending", "conditions": [SCHEDULED_GATED]}
+    assert pod_without_activity(member("a", phase="Succeeded")) is None
+    assert pod_without_activity(member("a", phase="Pending")) is None
