@@ -47,6 +47,7 @@ FRAMEWORKS = "integrations: {frameworks: [batch/job, pod]}"
 class Clusters:
     manager: FakeApiServer
     workers: dict[str, FakeApiServer]
+    stand_in: StaticWorkers
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ async def clusters(
         await stack.enter_async_context(
             serving_webhook(manager, tmp_path / "manager", workers=stand_in, multikueue=SETTINGS)
         )
-        yield Clusters(manager, workers)
+        yield Clusters(manager, workers, stand_in)
 
 
 def pod(name: str, gpus: int, *, group: str | None = None, total: int = 0) -> JSON:
@@ -216,3 +217,40 @@ async def test_deleting_a_manager_pod_group_deletes_its_copies(clusters: Cluster
         await chosen.wait_for(gone(chosen, name), timeout=HANG)
     await chosen.wait_for(lambda: chosen.get("workloads", "pair", "ml") is None, timeout=HANG)
     await manager.wait_for(lambda: research_usage(manager) == (0, 0), timeout=HANG)
+
+
+async def test_a_lost_worker_s_pod_group_runs_in_the_other_and_its_stale_copies_go_when_it_is_back(
+    clusters: Clusters,
+) -> None:
+    manager = clusters.manager
+    names = [f"pair-{index}" for index in range(2)]
+    for name in names:
+        await manager.create(pod(name, 1, group="pair", total=2), admit=True)
+    local, first = await dispatched(clusters, names, 2)
+    for name in names:
+        await set_phase(first, name, "Running")
+    for name in names:
+        await manager.wait_for(in_phase(manager, name, "Running"))
+    lost = local["status"]["clusterName"]
+    other_name = "worker-b" if lost == "worker-a" else "worker-a"
+    other = clusters.workers[other_name]
+    clusters.stand_in.lose(lost)
+    # after the worker-lost timeout the pods it ran no longer count, and the group runs in the other worker
+    await manager.wait_for(
+        lambda: (
+            ((manager.get("workloads", "pair", "ml") or {}).get("status") or {}).get("clusterName")
+            == other_name
+        ),
+        timeout=HANG,
+    )
+    for name in names:
+        await other.wait_for(ungated(other, name), timeout=HANG)
+    moved = manager.get("workloads", "pair", "ml")
+    evicted = condition(moved, "Evicted")
+    assert evicted is not None and "Admitting remote lost" in evicted["message"]
+    clusters.stand_in.restore(lost)
+    for name in names:
+        await manager.wait_for(gone(first, name), timeout=HANG)
+        assert gated(manager.get("pods", name, "ml"))
+    await manager.wait_for(lambda: first.get("workloads", "pair", "ml") is None, timeout=HANG)
+    await manager.wait_for(lambda: research_usage(manager) == (1, 2))
