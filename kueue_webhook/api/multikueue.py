@@ -60,10 +60,20 @@ MANAGED_BY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
 }
 
 
+#: what the manager copies into a worker for a gated kind: each of the Workload's pods, whose status is
+#: read back (Kueue's pod adapter), or the object alone, whose controller in the worker makes the pods and
+#: whose status is not read back (Kueue's StatefulSet adapter)
+COPY_PODS = "pods"
+COPY_OBJECT = "object"
+
 #: kinds MultiKueue dispatches that have no ``managedBy``: the manager keeps its objects from running by
 #: never lifting their pods' scheduling gate while the Workload has a MultiKueue check (Kueue's
-#: ``ShouldSkipLocalExecution`` for its composable pod integration), and copies the pods themselves
-GATED: frozenset[tuple[str, str]] = frozenset({("", "Pod")})
+#: ``ShouldSkipLocalExecution`` for its pod-based integrations), with what it copies for each
+GATED: dict[tuple[str, str], str] = {("", "Pod"): COPY_PODS, ("apps", "StatefulSet"): COPY_OBJECT}
+
+#: the annotation on a worker's copy of a StatefulSet naming the manager's object's uid, from which the
+#: worker derives the Workload's name as the manager did (Kueue's ``MultiKueueOriginUIDAnnotation``)
+ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
 
 
 def dispatchable(group: str, kind: str) -> bool:
@@ -74,6 +84,22 @@ def dispatchable(group: str, kind: str) -> bool:
 def gated(group: str, kind: str) -> bool:
     """Whether this kind is dispatched by keeping its manager pods gated rather than through ``managedBy``."""
     return (group, kind) in GATED
+
+
+def copies_pods(group: str, kind: str) -> bool:
+    """Whether the workers get copies of this gated kind's pods rather than of its objects."""
+    return GATED.get((group, kind)) == COPY_PODS
+
+
+def origin_uid(obj: Mapping[str, Any]) -> str:
+    """The uid an object's Workload name is derived from: the manager's object's on a worker's copy (its
+    origin label and ``ORIGIN_UID_ANNOTATION``), else its own (Kueue's statefulset ``GetOwnerUID``)."""
+    meta = obj.get("metadata") or {}
+    if ORIGIN_LABEL in (meta.get("labels") or {}):
+        value = (meta.get("annotations") or {}).get(ORIGIN_UID_ANNOTATION)
+        if isinstance(value, str) and value:
+            return value
+    return str(meta.get("uid") or "")
 
 
 def runs_in_worker(workload: Mapping[str, Any] | None, multikueue_checks: Collection[str]) -> bool:

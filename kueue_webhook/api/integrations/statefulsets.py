@@ -37,6 +37,7 @@ from kueue_webhook.api.integrations.pod_groups import (
     TOTAL_COUNT_ANNOTATION,
     group_name,
 )
+from kueue_webhook.api.multikueue import origin_uid
 
 __all__ = [
     "JOB_OWNER_GVK_ANNOTATION",
@@ -130,7 +131,7 @@ def awaits_group(pod: Mapping[str, Any]) -> bool:
 def group_metadata(sts: Mapping[str, Any], pod: Mapping[str, Any], *, managed: bool) -> JSON | None:
     """The merge patch that puts ``pod`` in its StatefulSet's group (Kueue's statefulset pod reconciler
     ``setDefault``), or that brings its queue label in line with the StatefulSet's; None when it is."""
-    name = statefulset_workload_name(str(_meta(sts).get("name") or ""), str(_meta(sts).get("uid") or ""))
+    name = statefulset_workload_name(str(_meta(sts).get("name") or ""), origin_uid(sts))
     queue = queue_name(sts)
     labels = _map(pod, "labels")
     if group_name(pod) == name:
@@ -177,6 +178,8 @@ def statefulset_workload(
         template = pod_set.get("template") or {}
         pod_set["template"] = {"spec": copy.deepcopy(template.get("spec") or {})}
     metadata = workload["metadata"]
+    # a MultiKueue worker's copy is named after the manager's StatefulSet, as the manager's Workload is
+    metadata["name"] = statefulset_workload_name(str(_meta(sts).get("name") or ""), origin_uid(sts))
     metadata["annotations"] = {
         IS_GROUP_WORKLOAD_ANNOTATION: "true",
         JOB_OWNER_GVK_ANNOTATION: f"{STATEFULSET.api_version}, Kind={STATEFULSET.kind}",

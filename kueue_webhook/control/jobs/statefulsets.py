@@ -37,6 +37,7 @@ from kueue_webhook.api.integrations.statefulsets import (
     statefulset_workload,
     statefulset_workload_name,
 )
+from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.cache.store import key_of
 from kueue_webhook.control.jobs.job_plan import CreateWorkload
@@ -241,7 +242,8 @@ class StatefulSets(KindMode):
         step = plan_statefulset(
             sts,
             pods,
-            context.store.get(WORKLOADS, statefulset_workload_name(name, uid), namespace),
+            # a MultiKueue worker's copy finds the Workload copy named after the manager's StatefulSet
+            context.store.get(WORKLOADS, statefulset_workload_name(name, origin_uid(sts)), namespace),
             managed=is_managed(
                 sts,
                 self.integration,

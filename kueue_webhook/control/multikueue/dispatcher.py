@@ -36,6 +36,7 @@ from kueue_webhook.api.multikueue import (
     DEFAULT_ORIGIN,
     MULTIKUEUE_CONTROLLER,
     ORIGIN_LABEL,
+    copies_pods,
     dispatchable,
     gated,
     managed_by,
@@ -48,6 +49,7 @@ from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import ADMISSION_CHECKS, JOBS, WORKLOADS, Kind, kind_of
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.multikueue.copies import (
+    gated_object_copy,
     job_copy,
     mirrored_status,
     owned_by_origin,
@@ -246,7 +248,7 @@ class MultiKueueDispatcher:
                 )
                 await self._set_check(local, check, "Rejected", message)
                 return
-            if gated(group_kind.group, group_kind.kind):
+            if copies_pods(group_kind.group, group_kind.kind):
                 # pods have no managedBy: they are Kueue's always (its pod adapter's IsJobManagedByKueue)
                 local_objects = local_pods(self.context.store, group_kind, local)
                 if local_objects is None:
@@ -255,8 +257,8 @@ class MultiKueueDispatcher:
                 local_job = self.context.store.get(group_kind, str((owner or {}).get("name", "")), namespace)
                 if local_job is None or local_job["metadata"].get("uid") != (owner or {}).get("uid"):
                     return  # its job is not in the store (yet): the Workload's next change brings us back
-                if managed_by(local_job) != MULTIKUEUE_CONTROLLER:
-                    found = managed_by(local_job)
+                found = managed_by(local_job)
+                if not gated(group_kind.group, group_kind.kind) and found != MULTIKUEUE_CONTROLLER:
                     message = (
                         "The owner is not managed by Kueue: Expecting spec.managedBy to be "
                         f'"{MULTIKUEUE_CONTROLLER}" not "{found}"' + (MANAGED_BY_HINT if not found else "")
@@ -344,7 +346,7 @@ class MultiKueueDispatcher:
         namespace, name = key_of(local)
         owner = controller_owner(local) or {}
         local_job = local_objects[0] if local_objects else None
-        pods = job_kind is not None and gated(job_kind.group, job_kind.kind)
+        pods = job_kind is not None and copies_pods(job_kind.group, job_kind.kind)
         for cluster in plan.delete:
             await self._delete_copies(cluster, namespace, name, job_kind, str(owner.get("name", "")))
         for cluster in plan.update_priority:
@@ -451,6 +453,8 @@ class MultiKueueDispatcher:
         remote = await _get(client, kind, name, namespace)
         if remote is None:
             body = job_copy(local_job, workload_name=workload_name, origin=self.settings.origin)
+            if gated(kind.group, kind.kind):
+                body = gated_object_copy(body, local_job)
             try:
                 await client.create(kind, body, namespace=namespace)
             except ApiError as exc:
@@ -467,7 +471,8 @@ class MultiKueueDispatcher:
                 f"{kind.kind} {namespace}/{name} in worker {cluster} is not a copy made by this manager "
                 f"({ORIGIN_LABEL}={self.settings.origin} is missing)"
             )
-        status = mirrored_status(local_job, remote)
+        # a gated object's status is its manager controller's (Kueue's StatefulSet adapter reads none back)
+        status = None if gated(kind.group, kind.kind) else mirrored_status(local_job, remote)
         if status is not None:
             await self._write_job_status(kind, local_job, status)
         ops = remote_spec_ops(local_job, remote)
@@ -543,7 +548,7 @@ class MultiKueueDispatcher:
         client = self.workers.client(cluster)
         if client is None:
             return  # the garbage collection deletes it once the worker is back
-        if job_kind is not None and gated(job_kind.group, job_kind.kind):
+        if job_kind is not None and copies_pods(job_kind.group, job_kind.kind):
             await delete_pod_copies(
                 client,
                 job_kind,

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from kueue_webhook.api.multikueue import ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
+from kueue_webhook.api.integrations.statefulsets import statefulset_workload_name
+from kueue_webhook.api.multikueue import ORIGIN_LABEL, ORIGIN_UID_ANNOTATION, PREBUILT_WORKLOAD_LABEL
 from kueue_webhook.control.kube.client import KubeClient
 from tests.fakeapi import FakeApiServer
 from tests.integration.multikueue.test_dispatch import (
@@ -32,7 +33,6 @@ from tests.integration.multikueue.test_dispatch import (
 from tests.support.builders import container, gpu_limits
 from tests.support.builders import pod as builders_pod
 from tests.support.fake_cluster import condition, controller_config, is_true, serving_webhook
-from tests.support.replica import replica
 from tests.support.worker_clusters import StaticWorkers
 
 JSON = dict[str, Any]
@@ -40,7 +40,7 @@ HANG = 30.0
 GATE = "kueue.x-k8s.io/admission"
 GROUP = "kueue.x-k8s.io/pod-group-name"
 TOTAL = "kueue.x-k8s.io/pod-group-total-count"
-FRAMEWORKS = "integrations: {frameworks: [batch/job, pod]}"
+FRAMEWORKS = "integrations: {frameworks: [batch/job, pod, statefulset]}"
 
 
 @dataclass
@@ -64,7 +64,8 @@ async def clusters(
         for name, worker in workers.items():
             gpus = 4 if name == "worker-a" else 8
             await worker.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + worker_queues(gpus))
-            await stack.enter_async_context(replica(worker.kubeconfig_path(), identity=name))
+            # each worker's controller serves its webhook, as a worker's Kueue does
+            await stack.enter_async_context(serving_webhook(worker, tmp_path / name, identity=name))
             clients[name] = await KubeClient.connect(kubeconfig=str(worker.kubeconfig_path()))
         stand_in = StaticWorkers(clients, checks={"workers": ("worker-a", "worker-b")})
         stack.push_async_callback(stand_in.close)
@@ -254,3 +255,89 @@ async def test_a_lost_worker_s_pod_group_runs_in_the_other_and_its_stale_copies_
         assert gated(manager.get("pods", name, "ml"))
     await manager.wait_for(lambda: first.get("workloads", "pair", "ml") is None, timeout=HANG)
     await manager.wait_for(lambda: research_usage(manager) == (1, 2))
+
+
+async def create_statefulset(api: FakeApiServer, name: str, replicas: int) -> JSON:
+    template = pod("x", 1)
+    return await api.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+            "spec": {
+                "replicas": replicas,
+                "serviceName": name,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": template["spec"]},
+            },
+        },
+        admit=True,
+    )
+
+
+async def make_statefulset_pods(api: FakeApiServer, sts: JSON) -> list[str]:
+    """The pods the StatefulSet controller makes from the template (none runs in the fake)."""
+    name, template = sts["metadata"]["name"], sts["spec"]["template"]
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "name": name,
+        "uid": sts["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    names = []
+    for index in range(sts["spec"]["replicas"]):
+        labels = {**template["metadata"].get("labels", {}), "apps.kubernetes.io/pod-index": str(index)}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-{index}",
+                "namespace": "ml",
+                "labels": labels,
+                "annotations": dict(template["metadata"].get("annotations", {})),
+                "ownerReferences": [owner],
+            },
+            "spec": template["spec"],
+        }
+        await api.create(body, admit=True)
+        names.append(f"{name}-{index}")
+    return names
+
+
+async def test_a_statefulset_runs_in_a_worker_whose_workload_copy_it_adopts_and_goes_with_the_manager_s(
+    clusters: Clusters,
+) -> None:
+    """Kueue's StatefulSet adapter: the StatefulSet is copied (the manager's uid in
+    ``kueue.x-k8s.io/multikueue-origin-uid``, so the worker names its Workload as the manager did), the
+    worker's own StatefulSet controller makes the pods, nothing is read back, and deleting the manager's
+    StatefulSet deletes the copies."""
+    manager = clusters.manager
+    sts = await create_statefulset(manager, "web", 2)
+    local_pods = await make_statefulset_pods(manager, sts)
+    workload_name = statefulset_workload_name("web", sts["metadata"]["uid"])
+    await manager.wait_for(
+        lambda: is_true(manager.get("workloads", workload_name, "ml"), "Admitted"), timeout=HANG
+    )
+    local = manager.get("workloads", workload_name, "ml") or {}
+    chosen = clusters.workers[local["status"]["clusterName"]]
+    await chosen.wait_for(lambda: chosen.get("statefulsets", "web", "ml") is not None, timeout=HANG)
+    remote = chosen.get("statefulsets", "web", "ml") or {}
+    assert remote["metadata"]["labels"][ORIGIN_LABEL] == "multikueue"
+    assert remote["metadata"]["annotations"][ORIGIN_UID_ANNOTATION] == sts["metadata"]["uid"]
+    assert remote["metadata"]["annotations"][PREBUILT_WORKLOAD_LABEL] == workload_name
+    remote_pods = await make_statefulset_pods(chosen, remote)
+    for name in remote_pods:
+        await chosen.wait_for(ungated(chosen, name), timeout=HANG)
+    adopted = chosen.get("workloads", workload_name, "ml") or {}
+    assert adopted["metadata"]["ownerReferences"][0]["uid"] == remote["metadata"]["uid"]
+    assert len(chosen.list("workloads", "ml")) == 1  # the copy, no Workload of the worker's own
+    await manager.wait_for(lambda: research_usage(manager) == (1, 2))
+    for name in local_pods:
+        assert gated(manager.get("pods", name, "ml"))
+
+    await manager.delete("statefulsets", "web", namespace="ml", propagation="Background")
+    await chosen.wait_for(lambda: chosen.get("statefulsets", "web", "ml") is None, timeout=HANG)
+    await chosen.wait_for(lambda: chosen.get("workloads", workload_name, "ml") is None, timeout=HANG)
+    await manager.wait_for(lambda: research_usage(manager) == (0, 0), timeout=HANG)

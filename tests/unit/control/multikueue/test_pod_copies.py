@@ -8,8 +8,12 @@ from typing import Any
 
 from kueue_webhook.api.integrations.builtin import POD
 from kueue_webhook.api.integrations.pod_groups import group_workload
+from kueue_webhook.api.integrations.statefulsets import group_metadata, statefulset_workload
 from kueue_webhook.api.multikueue import (
+    ORIGIN_LABEL,
+    ORIGIN_UID_ANNOTATION,
     PREBUILT_WORKLOAD_LABEL,
+    copies_pods,
     dispatchable,
     gated,
     prebuilt_workload_name,
@@ -17,7 +21,13 @@ from kueue_webhook.api.multikueue import (
 )
 from kueue_webhook.control.jobs.job_plan import StartJob, StartPods, plan_job
 from kueue_webhook.control.jobs.pod_groups import plan_group
-from kueue_webhook.control.multikueue.copies import mirrored_pod_status, pod_copy, pod_without_activity
+from kueue_webhook.control.multikueue.copies import (
+    gated_object_copy,
+    job_copy,
+    mirrored_pod_status,
+    pod_copy,
+    pod_without_activity,
+)
 from tests.unit.control.test_pod_group_plan import admitted, member
 
 JSON = dict[str, Any]
@@ -38,7 +48,9 @@ def group_admitted() -> tuple[list[JSON], JSON]:
 
 
 def test_pods_are_dispatched_through_their_gate_jobs_through_managed_by() -> None:
-    assert dispatchable("", "Pod") and gated("", "Pod")
+    assert dispatchable("", "Pod") and gated("", "Pod") and copies_pods("", "Pod")
+    assert dispatchable("apps", "StatefulSet") and gated("apps", "StatefulSet")
+    assert not copies_pods("apps", "StatefulSet")  # the worker's StatefulSet controller makes its pods
     assert dispatchable("batch", "Job") and not gated("batch", "Job")
     assert not dispatchable("apps", "Deployment")
 
@@ -119,3 +131,48 @@ def test_a_manager_pod_whose_copy_went_without_finishing_shows_no_activity() -> 
     assert pod_without_activity(running) == {"phase": "Pending", "conditions": [SCHEDULED_GATED]}
     assert pod_without_activity(member("a", phase="Succeeded")) is None
     assert pod_without_activity(member("a", phase="Pending")) is None
+
+
+def statefulset(uid: str, *, labels: JSON | None = None, annotations: JSON | None = None) -> JSON:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": "web",
+            "namespace": "ns",
+            "uid": uid,
+            "labels": {"kueue.x-k8s.io/queue-name": "q", **(labels or {})},
+            "annotations": annotations or {},
+        },
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}},
+        },
+    }
+
+
+def test_a_statefulset_copy_names_its_workload_by_annotation_and_carries_the_manager_s_uid() -> None:
+    local = statefulset("manager-uid")
+    name = statefulset_workload(local)["metadata"]["name"]
+    body = gated_object_copy(job_copy(local, workload_name=name, origin="mgr"), local)
+    meta = body["metadata"]
+    assert PREBUILT_WORKLOAD_LABEL not in meta["labels"]  # a StatefulSet's name may not fit a label value
+    assert meta["annotations"] == {PREBUILT_WORKLOAD_LABEL: name, ORIGIN_UID_ANNOTATION: "manager-uid"}
+    assert meta["labels"][ORIGIN_LABEL] == "mgr" and body["spec"] == local["spec"]
+
+
+def test_a_worker_names_a_statefulset_copy_s_workload_and_pod_group_after_the_manager_s_object() -> None:
+    """Kueue's statefulset ``GetOwnerUID``: the origin uid on a copy, the object's own uid otherwise."""
+    local = statefulset("manager-uid")
+    expected = statefulset_workload(local)["metadata"]["name"]
+    copied = statefulset(
+        "worker-uid", labels={ORIGIN_LABEL: "mgr"}, annotations={ORIGIN_UID_ANNOTATION: "manager-uid"}
+    )
+    assert statefulset_workload(copied)["metadata"]["name"] == expected
+    pod = {"metadata": {"name": "web-0", "labels": {}, "annotations": {}}, "spec": {}}
+    patch = group_metadata(copied, pod, managed=True)
+    assert patch is not None and patch["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-name"] == expected
+    # without the origin label the annotation is not trusted: the object's own uid names its Workload
+    forged = statefulset("worker-uid", annotations={ORIGIN_UID_ANNOTATION: "manager-uid"})
+    assert statefulset_workload(forged)["metadata"]["name"] != expected
