@@ -61,15 +61,22 @@ MANAGED_BY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
 
 
 #: what the manager copies into a worker for a gated kind: each of the Workload's pods, whose status is
-#: read back (Kueue's pod adapter), or the object alone, whose controller in the worker makes the pods and
-#: whose status is not read back (Kueue's StatefulSet adapter)
+#: read back (Kueue's pod adapter); the object alone, whose controller in the worker makes the pods and
+#: whose status is not read back (Kueue's StatefulSet adapter); or the object of several Workloads, one per
+#: group of its pods, all sent to the worker its lowest group went to (Kueue's LeaderWorkerSet adapter, a
+#: ``MultiKueueMultiWorkloadAdapter``)
 COPY_PODS = "pods"
 COPY_OBJECT = "object"
+COPY_GROUPS = "groups"
 
 #: kinds MultiKueue dispatches that have no ``managedBy``: the manager keeps its objects from running by
 #: never lifting their pods' scheduling gate while the Workload has a MultiKueue check (Kueue's
 #: ``ShouldSkipLocalExecution`` for its pod-based integrations), with what it copies for each
-GATED: dict[tuple[str, str], str] = {("", "Pod"): COPY_PODS, ("apps", "StatefulSet"): COPY_OBJECT}
+GATED: dict[tuple[str, str], str] = {
+    ("", "Pod"): COPY_PODS,
+    ("apps", "StatefulSet"): COPY_OBJECT,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): COPY_GROUPS,
+}
 
 #: the annotation on a worker's copy of a StatefulSet naming the manager's object's uid, from which the
 #: worker derives the Workload's name as the manager did (Kueue's ``MultiKueueOriginUIDAnnotation``)
@@ -91,9 +98,15 @@ def copies_pods(group: str, kind: str) -> bool:
     return GATED.get((group, kind)) == COPY_PODS
 
 
+def copies_groups(group: str, kind: str) -> bool:
+    """Whether one object of this kind has several Workloads, which must all run in one worker."""
+    return GATED.get((group, kind)) == COPY_GROUPS
+
+
 def origin_uid(obj: Mapping[str, Any]) -> str:
     """The uid an object's Workload name is derived from: the manager's object's on a worker's copy (its
-    origin label and ``ORIGIN_UID_ANNOTATION``), else its own (Kueue's statefulset ``GetOwnerUID``)."""
+    origin label and ``ORIGIN_UID_ANNOTATION``), else its own (Kueue's statefulset ``GetOwnerUID``, and
+    the uid its leaderworkerset adapter names a copy's Workloads from)."""
     meta = obj.get("metadata") or {}
     if ORIGIN_LABEL in (meta.get("labels") or {}):
         value = (meta.get("annotations") or {}).get(ORIGIN_UID_ANNOTATION)

@@ -44,6 +44,7 @@ from kueue_webhook.api.integrations.statefulsets import (
     JOB_OWNER_NAME_ANNOTATION,
     SUSPENDING_PARENT_ANNOTATION,
 )
+from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import API_VERSION, GROUP
 
 __all__ = [
@@ -208,7 +209,8 @@ def workload_of_group(
     if isinstance(priority_class, str) and priority_class:
         labels[PRIORITY_CLASS_LABEL] = priority_class
     metadata: JSON = {
-        "name": workload_name_of_group(name, uid, index),
+        # a MultiKueue worker's copy names its Workloads after the manager's LeaderWorkerSet, as it did
+        "name": workload_name_of_group(name, origin_uid(lws), index),
         "namespace": meta.get("namespace") or "default",
         "labels": labels,
         "annotations": {
@@ -277,7 +279,7 @@ def group_metadata(lws: Mapping[str, Any], pod: Mapping[str, Any]) -> JSON | Non
     if index is None:
         return None
     meta = _meta(lws)
-    name = workload_name_of_group(str(meta.get("name") or ""), str(meta.get("uid") or ""), index)
+    name = workload_name_of_group(str(meta.get("name") or ""), origin_uid(lws), index)
     if group_name(pod) == name:
         # a started pod's queue label is immutable (the pod webhook's rule): only gated ones move
         if queue and is_suspended(POD, pod) and labels.get(QUEUE_NAME_LABEL) != queue:

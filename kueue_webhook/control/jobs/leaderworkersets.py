@@ -28,8 +28,9 @@ from kueue_webhook.api.integrations.leaderworkersets import (
 )
 from kueue_webhook.api.integrations.managed import is_managed
 from kueue_webhook.api.integrations.pod_groups import terminated
+from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import has_quota_reservation
-from kueue_webhook.control.cache.store import key_of
+from kueue_webhook.control.cache.store import controller_owner, key_of
 from kueue_webhook.control.jobs.job_plan import CreateWorkload, DeleteWorkload
 from kueue_webhook.control.jobs.own_objects import KindMode
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
@@ -64,10 +65,29 @@ def plan_leaderworkerset(
     meta = lws.get("metadata") or {}
     name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
     by_name = {str((w.get("metadata") or {}).get("name") or ""): w for w in workloads if _owned_by(w, uid)}
+    # a MultiKueue worker's copy: the manager made its groups' Workloads beforehand, under the names the
+    # manager's object gives them (Kueue's leaderworkerset adapter); they are adopted, not made again
+    named = origin_uid(lws)
+    adoptable = {
+        str((w.get("metadata") or {}).get("name") or ""): w
+        for w in workloads
+        if named != uid and controller_owner(w) is None
+    }
     count = groups(lws)
     queue = queue_name(lws) or ""
     for index in range(count):
-        workload = by_name.pop(workload_name_of_group(name, uid, index), None)
+        expected = workload_name_of_group(name, named, index)
+        workload = by_name.pop(expected, None)
+        if workload is None and expected in adoptable:
+            owner = {
+                "apiVersion": LEADERWORKERSET.api_version,
+                "kind": LEADERWORKERSET.kind,
+                "name": name,
+                "uid": uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+            return AdoptWorkload(adoptable[expected], {"metadata": {"ownerReferences": [owner]}})
         if workload is None:
             return CreateWorkload(
                 workload_of_group(
@@ -119,7 +139,11 @@ class LeaderWorkerSets(KindMode):
             for pod in context.store.items(kind_of(pods_integration), namespace=namespace)
             if lws_of_pod(pod) == name
         ]
-        workloads = [w for w in context.store.items(WORKLOADS, namespace=namespace) if _owned_by(w, uid)]
+        workloads = [
+            w
+            for w in context.store.items(WORKLOADS, namespace=namespace)
+            if _owned_by(w, uid) or controller_owner(w) is None
+        ]
         inputs = host.inputs()
         step = plan_leaderworkerset(
             lws,

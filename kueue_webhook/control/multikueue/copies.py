@@ -19,9 +19,10 @@ Pure functions over plain objects, Kueue's MultiKueue adapters' rules:
   ``WorkloadIdentifierAnnotations`` default); its status flows back whole into the manager's pod, but
   while the manager's pod is gated it keeps its own ``PodScheduled`` condition until the copy is
   scheduled;
-* a StatefulSet (a gated kind copied whole: Kueue's StatefulSet adapter) is copied as a job is, with the
-  Workload copy's name as an annotation too and the manager's object's uid (``ORIGIN_UID_ANNOTATION``), from
-  which the worker names its Workload as the manager did; its status is not read back;
+* a StatefulSet or LeaderWorkerSet (a gated kind copied whole: Kueue's adapters for them) is copied as a
+  job is, with the manager's object's uid (``ORIGIN_UID_ANNOTATION``), from which the worker names its
+  Workloads as the manager did, and (a StatefulSet) the Workload copy's name as an annotation; its status
+  is not read back;
 * the job's status flows back whole. For a Job only when the manager's copy is running, both are suspended,
   or the worker's finished (the batch/Job adapter's ``determineStatusUpdate``): a suspended Job given a
   running one's ``startTime`` could no longer be edited.
@@ -117,14 +118,19 @@ def pod_copy(local_pod: Mapping[str, Any], *, workload_name: str, origin: str) -
     }
 
 
-def gated_object_copy(body: Mapping[str, Any], local: Mapping[str, Any]) -> JSON:
+def gated_object_copy(
+    body: Mapping[str, Any], local: Mapping[str, Any], *, names_workload: bool = True
+) -> JSON:
     """``job_copy``'s ``body`` for an object of a gated kind copied whole: the prebuilt Workload's name as
     an annotation rather than a label (Kueue's ``WorkloadIdentifierAnnotations`` default; a StatefulSet's
-    Workload name may be longer than a label value can be) and the manager's object's uid."""
+    Workload name may be longer than a label value can be), none for an object of several Workloads (a
+    LeaderWorkerSet's, as Kueue's adapter), and the manager's object's uid."""
     out = copy.deepcopy(dict(body))
     labels = out["metadata"]["labels"]
     annotations = dict(out["metadata"].get("annotations") or {})
-    annotations[PREBUILT_WORKLOAD_LABEL] = labels.pop(PREBUILT_WORKLOAD_LABEL)
+    workload_name = labels.pop(PREBUILT_WORKLOAD_LABEL)
+    if names_workload:
+        annotations[PREBUILT_WORKLOAD_LABEL] = workload_name
     annotations[ORIGIN_UID_ANNOTATION] = str((local.get("metadata") or {}).get("uid") or "")
     out["metadata"]["annotations"] = annotations
     return out

@@ -27,15 +27,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.finalizers import is_deleting
+from kueue_webhook.api.integrations.leaderworkersets import groups
 from kueue_webhook.api.multikueue import (
     DEFAULT_ORIGIN,
     MULTIKUEUE_CONTROLLER,
     ORIGIN_LABEL,
+    copies_groups,
     copies_pods,
     dispatchable,
     gated,
@@ -64,6 +66,8 @@ from kueue_webhook.control.multikueue.plan import (
     Group,
     Plan,
     check_state,
+    cluster_name,
+    component_binding,
     next_nomination,
     plan_dispatch,
     wants_nomination,
@@ -155,6 +159,10 @@ class MultiKueueDispatcher:
                     self.queue.add(change.key)
             elif change.new is not None and self._check_of(change.new) is not None:
                 self.queue.add(change.key)
+                if change.old is not None and cluster_name(change.old) != cluster_name(change.new):
+                    kind = self._workload_kind(change.new)
+                    if kind is not None and copies_groups(kind.group, kind.kind):
+                        self._queue_siblings(change.new)  # they go where this one went
         elif change.kind is ADMISSION_CHECKS:
             self.resync()
 
@@ -269,6 +277,8 @@ class MultiKueueDispatcher:
         if self.settings.dispatcher == INCREMENTAL and not deleted:
             local = await self._nominate_incrementally(key, local, check)
         group = await self._read_group(local, check, deleted)
+        if group_kind is not None and copies_groups(group_kind.group, group_kind.kind) and local_objects:
+            group = self._bind_to_siblings(group, local, local_objects[0])
         plan = plan_dispatch(
             group, worker_lost_timeout=self.settings.worker_lost_timeout, dispatcher=self.settings.dispatcher
         )
@@ -304,6 +314,26 @@ class MultiKueueDispatcher:
         self._requeue(key, self.settings.round_timeout)
         log.info("workers nominated", extra={"workload": "/".join(key), "workers": wanted})
         return updated or local
+
+    def _siblings(self, workload: JSON) -> list[JSON]:
+        """The other Workloads of the object controlling ``workload`` (a LeaderWorkerSet's groups)."""
+        uid = (controller_owner(workload) or {}).get("uid")
+        namespace, name = key_of(workload)
+        return [
+            other
+            for other in self.context.store.items(WORKLOADS, namespace=namespace)
+            if key_of(other)[1] != name and (controller_owner(other) or {}).get("uid") == uid
+        ]
+
+    def _bind_to_siblings(self, group: Group, local: JSON, owner: JSON) -> Group:
+        """Kueue's component Workloads: every Workload of one object runs in the worker the first of them
+        went to; none is sent before all exist and the one of the lowest group has gone first."""
+        bound, hold = component_binding(local, self._siblings(local), expected=groups(owner))
+        return replace(group, bound_to=bound, hold=hold)
+
+    def _queue_siblings(self, workload: JSON) -> None:
+        for sibling in self._siblings(workload):
+            self.queue.add(key_of(sibling))
 
     def _workload_kind(self, workload: JSON) -> Kind | None:
         """The dispatched kind the Workload is for: its controlling owner's, or the pods' for a pod group's
@@ -454,7 +484,8 @@ class MultiKueueDispatcher:
         if remote is None:
             body = job_copy(local_job, workload_name=workload_name, origin=self.settings.origin)
             if gated(kind.group, kind.kind):
-                body = gated_object_copy(body, local_job)
+                names_workload = not copies_groups(kind.group, kind.kind)
+                body = gated_object_copy(body, local_job, names_workload=names_workload)
             try:
                 await client.create(kind, body, namespace=namespace)
             except ApiError as exc:

@@ -26,7 +26,9 @@ read back, and what to write on the manager's Workload. The rules, in Kueue's or
    ("Admitting remote lost" / "Admitting remote no longer exists"), which re-queues the Workload;
 7. a ``Pending`` check with no cluster chosen nominates the workers (AllAtOnce: every reachable one, in
    name order, into ``status.nominatedClusterNames``) once every other check is ``Ready``, creates the
-   copy in each nominated worker that has none and deletes copies elsewhere.
+   copy in each nominated worker that has none and deletes copies elsewhere. A Workload of an object with
+   several (a LeaderWorkerSet's group) waits until all of them exist and the lowest group's has its worker,
+   then goes only there (Kueue's component Workloads).
 
 A Workload whose check goes to ``Retry`` is evicted by the scheduler; its manager job is suspended and its
 reservation released once the job shows no active pods. Only the worker's job had pods: when the worker
@@ -40,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kueue_webhook.api.integrations.leaderworkersets import workload_index
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.output.conditions import find, is_true
 
@@ -61,6 +64,12 @@ class Group:
     unreachable: Mapping[str, float] = field(default_factory=dict)
     #: the manager's Workload is gone or being deleted
     deleted: bool = False
+    #: the one worker it may be sent to: where the other Workloads of its object went (a LeaderWorkerSet's
+    #: groups run in one worker); None: any
+    bound_to: str | None = None
+    #: not to be sent anywhere yet: not all of its object's Workloads exist, or the lowest of them has not
+    #: found its worker (Kueue's primary component Workload nominates first)
+    hold: bool = False
 
 
 @dataclass(slots=True)
@@ -225,9 +234,11 @@ def plan_dispatch(group: Group, *, worker_lost_timeout: float, dispatcher: str =
         for s in (local.get("status") or {}).get("admissionChecks") or []
         if s.get("name") != group.check and s.get("state") != "Ready"
     ]
-    if others:
+    if others or group.hold:
         return plan
     nominated = _nominate(local, sorted(group.remotes), dispatcher)
+    if group.bound_to is not None:
+        nominated = [group.bound_to] if group.bound_to in group.remotes else []
     current = list((local.get("status") or {}).get("nominatedClusterNames") or [])
     if set(nominated) != set(current):
         plan.nominate = nominated
@@ -263,6 +274,21 @@ def _evicted_on_manager(
     plan.delete = sorted(set(plan.delete) | set(group.remotes))
     plan.reset_job_activity = True
     return plan
+
+
+def component_binding(
+    local: Mapping[str, Any], siblings: Sequence[Mapping[str, Any]], *, expected: int
+) -> tuple[str | None, bool]:
+    """``(bound_to, hold)`` for one of several Workloads of an object (a LeaderWorkerSet's groups, Kueue's
+    component Workloads): the worker any of the others went to, and whether to wait, while fewer than
+    ``expected`` of them exist or, with none gone anywhere, one of a lower group index (the primary, which
+    nominates first) exists."""
+    bound = next((cluster_name(s) for s in siblings if cluster_name(s)), None)
+    index = workload_index(local)
+    indices = [found for s in siblings if (found := workload_index(s)) is not None]
+    primary = index is not None and all(other >= index for other in indices)
+    hold = len(siblings) + 1 < expected or (bound is None and not primary)
+    return bound, hold
 
 
 def next_nomination(nominated: Sequence[str], clusters: Sequence[str], step: int) -> list[str]:

@@ -19,10 +19,12 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.api.integrations.leaderworkersets import workload_name_of_group
 from kueue_webhook.api.integrations.statefulsets import statefulset_workload_name
 from kueue_webhook.api.multikueue import ORIGIN_LABEL, ORIGIN_UID_ANNOTATION, PREBUILT_WORKLOAD_LABEL
 from kueue_webhook.control.kube.client import KubeClient
-from tests.fakeapi import FakeApiServer
+from tests.crds import integration_crds
+from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.integration.multikueue.test_dispatch import (
     SETTINGS,
     check,
@@ -40,7 +42,9 @@ HANG = 30.0
 GATE = "kueue.x-k8s.io/admission"
 GROUP = "kueue.x-k8s.io/pod-group-name"
 TOTAL = "kueue.x-k8s.io/pod-group-total-count"
-FRAMEWORKS = "integrations: {frameworks: [batch/job, pod, statefulset]}"
+FRAMEWORKS = (
+    "integrations: {frameworks: [batch/job, pod, statefulset, leaderworkerset.x-k8s.io/leaderworkerset]}"
+)
 
 
 @dataclass
@@ -54,10 +58,11 @@ class Clusters:
 async def clusters(
     make_fake_api: Callable[..., Awaitable[FakeApiServer]], tmp_path: Path
 ) -> AsyncIterator[Clusters]:
-    manager = await make_fake_api()
+    crds = load_crds(DEFAULT_CRDS) + integration_crds("leaderworkersets")
+    manager = await make_fake_api(crds=crds)
     await manager.apply_manifests(manager_manifests(FRAMEWORKS))
     # worker-a has 4 GPUs, worker-b 8: a 6-GPU Workload can only be admitted by worker-b
-    workers = {"worker-a": await make_fake_api(), "worker-b": await make_fake_api()}
+    workers = {"worker-a": await make_fake_api(crds=crds), "worker-b": await make_fake_api(crds=crds)}
     await register_workers(manager, workers)
     async with AsyncExitStack() as stack:
         clients = {}
@@ -340,4 +345,93 @@ async def test_a_statefulset_runs_in_a_worker_whose_workload_copy_it_adopts_and_
     await manager.delete("statefulsets", "web", namespace="ml", propagation="Background")
     await chosen.wait_for(lambda: chosen.get("statefulsets", "web", "ml") is None, timeout=HANG)
     await chosen.wait_for(lambda: chosen.get("workloads", workload_name, "ml") is None, timeout=HANG)
+    await manager.wait_for(lambda: research_usage(manager) == (0, 0), timeout=HANG)
+
+
+async def create_lws(api: FakeApiServer, name: str, replicas: int, size: int) -> JSON:
+    template = {"metadata": {"labels": {"app": name}}, "spec": pod("x", 1)["spec"]}
+    lwt = {"size": size, "leaderTemplate": template, "workerTemplate": template}
+    return await api.create(
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+            "spec": {"replicas": replicas, "leaderWorkerTemplate": lwt},
+        },
+        admit=True,
+    )
+
+
+async def make_lws_group(api: FakeApiServer, lws: JSON, group: int) -> list[str]:
+    """The pods the LeaderWorkerSet controller makes for one group (none runs in the fake)."""
+    name, lwt = lws["metadata"]["name"], lws["spec"]["leaderWorkerTemplate"]
+    leader = f"{name}-{group}"
+    names = []
+    for worker in range(lwt["size"]):
+        source = lwt["leaderTemplate"] if worker == 0 else lwt["workerTemplate"]
+        labels = {
+            **source["metadata"].get("labels", {}),
+            "leaderworkerset.sigs.k8s.io/name": name,
+            "leaderworkerset.sigs.k8s.io/group-index": str(group),
+            "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
+        }
+        annotations = dict(source["metadata"].get("annotations", {}))
+        if worker:
+            annotations["leaderworkerset.sigs.k8s.io/leader-name"] = leader
+        pod_name = leader if worker == 0 else f"{leader}-{worker}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod_name, "namespace": "ml", "labels": labels, "annotations": annotations},
+            "spec": source["spec"],
+        }
+        await api.create(body, admit=True)
+        names.append(pod_name)
+    return names
+
+
+async def test_a_leaderworkerset_s_groups_run_in_one_worker_that_adopts_their_workload_copies(
+    clusters: Clusters,
+) -> None:
+    """Kueue's LeaderWorkerSet adapter: a Workload per group, all sent to the worker the lowest group went
+    to; the LeaderWorkerSet is copied once (the manager's uid in ``kueue.x-k8s.io/multikueue-origin-uid``,
+    so the worker names its groups' Workloads as the manager did), nothing is read back, and deleting the
+    manager's LeaderWorkerSet deletes the copies."""
+    manager = clusters.manager
+    lws = await create_lws(manager, "serve", replicas=2, size=2)
+    local_pods = [name for group in (0, 1) for name in await make_lws_group(manager, lws, group)]
+    names = [workload_name_of_group("serve", lws["metadata"]["uid"], group) for group in (0, 1)]
+
+    def admitted() -> bool:
+        return all(is_true(manager.get("workloads", name, "ml"), "Admitted") for name in names)
+
+    await manager.wait_for(admitted, timeout=HANG)
+    clusters_of = {(manager.get("workloads", name, "ml") or {})["status"]["clusterName"] for name in names}
+    assert len(clusters_of) == 1  # both groups in one worker
+    chosen_name = clusters_of.pop()
+    chosen, other = (
+        clusters.workers[chosen_name],
+        next(w for n, w in clusters.workers.items() if n != chosen_name),
+    )
+    await chosen.wait_for(lambda: chosen.get("leaderworkersets", "serve", "ml") is not None, timeout=HANG)
+    remote = chosen.get("leaderworkersets", "serve", "ml") or {}
+    assert remote["metadata"]["labels"][ORIGIN_LABEL] == "multikueue"
+    assert remote["metadata"]["annotations"][ORIGIN_UID_ANNOTATION] == lws["metadata"]["uid"]
+    assert PREBUILT_WORKLOAD_LABEL not in remote["metadata"]["annotations"]
+    remote_pods = [name for group in (0, 1) for name in await make_lws_group(chosen, remote, group)]
+    for name in remote_pods:
+        await chosen.wait_for(ungated(chosen, name), timeout=HANG)
+    assert sorted(w["metadata"]["name"] for w in chosen.list("workloads", "ml")) == sorted(names)
+    for name in names:  # the copies adopted, none of the worker's own
+        copied = chosen.get("workloads", name, "ml") or {}
+        assert copied["metadata"]["ownerReferences"][0]["uid"] == remote["metadata"]["uid"]
+    await manager.wait_for(lambda: other.list("workloads", "ml") == [], timeout=HANG)
+    assert other.get("leaderworkersets", "serve", "ml") is None
+    await manager.wait_for(lambda: research_usage(manager) == (2, 4))
+    for name in local_pods:
+        assert gated(manager.get("pods", name, "ml"))
+
+    await manager.delete("leaderworkersets", "serve", namespace="ml", propagation="Background")
+    await chosen.wait_for(lambda: chosen.get("leaderworkersets", "serve", "ml") is None, timeout=HANG)
+    await chosen.wait_for(lambda: chosen.list("workloads", "ml") == [], timeout=HANG)
     await manager.wait_for(lambda: research_usage(manager) == (0, 0), timeout=HANG)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueue_webhook.control.multikueue.plan import Group, next_nomination, plan_dispatch
+from kueue_webhook.control.multikueue.plan import Group, component_binding, next_nomination, plan_dispatch
 
 JSON = dict[str, Any]
 TIMEOUT = 900.0
@@ -200,3 +200,29 @@ def test_a_changed_workload_priority_is_given_to_the_copies_not_deleted_with_the
         plan(pod_class, {"b": _prioritised(copy(cond("Admitted")), "p", 1, "PriorityClass")}).update_priority
         == []
     )
+
+
+def test_a_group_of_an_object_with_several_waits_then_goes_only_where_the_first_group_went() -> None:
+    """Kueue's component Workloads (a LeaderWorkerSet's groups): none is sent before all exist and the
+    lowest group has its worker; then the others go only there, and copies elsewhere are deleted."""
+    held = plan(local(), {"a": None, "b": None}, hold=True)
+    assert held.nominate is None and held.create == []
+    bound = plan(local(), {"a": copy(), "b": None}, bound_to="b")
+    assert bound.nominate == ["b"] and bound.create == ["b"] and bound.delete == ["a"]
+    unreachable = plan(local(), {"a": None}, unreachable={"b": 1.0}, bound_to="b")
+    assert unreachable.create == [] and not unreachable.nominate
+
+
+def group_workload(index: int, cluster: str = "") -> JSON:
+    workload = local(cluster=cluster)
+    workload["metadata"]["annotations"] = {"kueue.x-k8s.io/component-workload-index": str(index)}
+    return workload
+
+
+def test_the_lowest_group_picks_the_worker_once_all_groups_exist_and_the_others_follow_it() -> None:
+    """Kueue's ``isPrimaryComponentWorkload`` and ``allExpectedWorkloadsExist``."""
+    first, second = group_workload(0), group_workload(1)
+    assert component_binding(first, [], expected=2) == (None, True)  # the second group is not there yet
+    assert component_binding(first, [second], expected=2) == (None, False)
+    assert component_binding(second, [first], expected=2) == (None, True)
+    assert component_binding(second, [group_workload(0, cluster="b")], expected=2) == ("b", False)

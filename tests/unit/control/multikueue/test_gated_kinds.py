@@ -1,12 +1,14 @@
-"""Pods dispatched by MultiKueue, as Kueue's pod adapter and its jobframework treat them: the manager's pods
-of a Workload with a MultiKueue check are never ungated (``ShouldSkipLocalExecution``), their copies carry
-the origin and the prebuilt Workload's name, and the copies' status comes back."""
+"""Pods, StatefulSets and LeaderWorkerSets dispatched by MultiKueue, as Kueue's adapters for them and its
+jobframework treat them: the manager's pods of a Workload with a MultiKueue check are never ungated
+(``ShouldSkipLocalExecution``), pod copies carry the origin and the prebuilt Workload's name and their
+status comes back, and a worker names a copied object's Workloads after the manager's object."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.api.integrations.leaderworkersets import workload_of_group
 from kueue_webhook.api.integrations.pod_groups import group_workload
 from kueue_webhook.api.integrations.statefulsets import group_metadata, statefulset_workload
 from kueue_webhook.api.multikueue import (
@@ -19,8 +21,10 @@ from kueue_webhook.api.multikueue import (
     prebuilt_workload_name,
     runs_in_worker,
 )
-from kueue_webhook.control.jobs.job_plan import StartJob, StartPods, plan_job
+from kueue_webhook.control.jobs.job_plan import CreateWorkload, StartJob, StartPods, plan_job
+from kueue_webhook.control.jobs.leaderworkersets import plan_leaderworkerset
 from kueue_webhook.control.jobs.pod_groups import plan_group
+from kueue_webhook.control.jobs.statefulsets import AdoptWorkload
 from kueue_webhook.control.multikueue.copies import (
     gated_object_copy,
     job_copy,
@@ -176,3 +180,34 @@ def test_a_worker_names_a_statefulset_copy_s_workload_and_pod_group_after_the_ma
     # without the origin label the annotation is not trusted: the object's own uid names its Workload
     forged = statefulset("worker-uid", annotations={ORIGIN_UID_ANNOTATION: "manager-uid"})
     assert statefulset_workload(forged)["metadata"]["name"] != expected
+
+
+def leaderworkerset(uid: str, *, labels: JSON | None = None, annotations: JSON | None = None) -> JSON:
+    template = {"metadata": {"labels": {"app": "serve"}}, "spec": {"containers": [{"name": "c"}]}}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {
+            "name": "serve",
+            "namespace": "ns",
+            "uid": uid,
+            "labels": {"kueue.x-k8s.io/queue-name": "q", **(labels or {})},
+            "annotations": annotations or {},
+        },
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 1, "workerTemplate": template}},
+    }
+
+
+def test_a_worker_adopts_the_workload_copies_of_a_leaderworkerset_copy_instead_of_making_its_own() -> None:
+    local = leaderworkerset("manager-uid")
+    copies = [workload_of_group(local, index) for index in (0, 1)]
+    for made in copies:  # as the manager copies them: no owner
+        del made["metadata"]["ownerReferences"]
+    copied = leaderworkerset(
+        "worker-uid", labels={ORIGIN_LABEL: "mgr"}, annotations={ORIGIN_UID_ANNOTATION: "manager-uid"}
+    )
+    step = plan_leaderworkerset(copied, [], copies, managed=True, priorities={})
+    assert isinstance(step, AdoptWorkload) and step.workload is copies[0]
+    assert step.patch["metadata"]["ownerReferences"][0]["uid"] == "worker-uid"
+    # the manager's own LeaderWorkerSet never adopts a Workload it does not own: it makes its own
+    assert isinstance(plan_leaderworkerset(local, [], copies, managed=True, priorities={}), CreateWorkload)
