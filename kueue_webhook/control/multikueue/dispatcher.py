@@ -74,10 +74,10 @@ from kueue_webhook.control.multikueue.plan import (
 )
 from kueue_webhook.control.multikueue.pod_copies import (
     delete_pod_copies,
-    is_group_workload,
     local_pods,
     reset_pods,
     sync_pods,
+    workload_owner,
 )
 from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.conditions import check_state_status, finished_status, now_rfc3339
@@ -336,11 +336,9 @@ class MultiKueueDispatcher:
             self.queue.add(key_of(sibling))
 
     def _workload_kind(self, workload: JSON) -> Kind | None:
-        """The dispatched kind the Workload is for: its controlling owner's, or the pods' for a pod group's
-        Workload (owned by all its pods, none the controller); None when Kueue has no adapter for it."""
-        if controller_owner(workload) is None and is_group_workload(workload):
-            return self._owner_kind({"apiVersion": "v1", "kind": "Pod"})
-        return self._owner_kind(controller_owner(workload))
+        """The dispatched kind the Workload is for (``workload_owner``'s); None when Kueue has no adapter
+        for it."""
+        return self._owner_kind(workload_owner(workload))
 
     def _owner_kind(self, owner: JSON | None) -> Kind | None:
         if owner is None:
@@ -698,7 +696,7 @@ class MultiKueueDispatcher:
             local = self.context.store.get(WORKLOADS, name, namespace)
             if local is not None and not is_deleting(local):
                 continue
-            owner = controller_owner(remote)
+            owner = workload_owner(remote)  # a copy not adopted yet names its owner in annotations
             job_kind = self._workload_kind(remote)
             await self._delete_copies(cluster, namespace, name, job_kind, str((owner or {}).get("name", "")))
             log.info("garbage collected", extra={"workload": f"{namespace}/{name}", "worker": cluster})

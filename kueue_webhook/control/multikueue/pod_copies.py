@@ -25,6 +25,7 @@ from typing import Any
 
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
+from kueue_webhook.api.integrations.statefulsets import JOB_OWNER_GVK_ANNOTATION, JOB_OWNER_NAME_ANNOTATION
 from kueue_webhook.api.multikueue import ORIGIN_LABEL, prebuilt_workload_name
 from kueue_webhook.control.cache.store import Store, controller_owner, key_of
 from kueue_webhook.control.kube.client import ApiError, KubeClient
@@ -47,6 +48,22 @@ def is_group_workload(workload: Mapping[str, Any]) -> bool:
     """A pod group's Workload (owned by every pod of the group, none of them its controller)."""
     annotations = (workload.get("metadata") or {}).get("annotations") or {}
     return annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true"
+
+
+def workload_owner(workload: Mapping[str, Any]) -> JSON | None:
+    """What the Workload is for: its controlling owner; else, on a copy no worker object adopted yet, the
+    owner its annotations name (a StatefulSet's or LeaderWorkerSet's Workload); else the pods of a group
+    (owned by all its pods, none the controller). None for a Workload of nothing."""
+    if (owner := controller_owner(dict(workload))) is not None:
+        return owner
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    gvk, name = annotations.get(JOB_OWNER_GVK_ANNOTATION), annotations.get(JOB_OWNER_NAME_ANNOTATION)
+    if isinstance(gvk, str) and ", Kind=" in gvk and isinstance(name, str) and name:
+        api_version, kind = gvk.split(", Kind=", 1)
+        return {"apiVersion": api_version, "kind": kind, "name": name}
+    if is_group_workload(workload):
+        return {"apiVersion": "v1", "kind": "Pod"}
+    return None
 
 
 def local_pods(store: Store, kind: Kind, workload: Mapping[str, Any]) -> list[JSON] | None:

@@ -32,6 +32,7 @@ from kueue_webhook.control.multikueue.copies import (
     pod_copy,
     pod_without_activity,
 )
+from kueue_webhook.control.multikueue.pod_copies import workload_owner
 from tests.unit.control.test_pod_group_plan import admitted, member
 
 JSON = dict[str, Any]
@@ -211,3 +212,15 @@ def test_a_worker_adopts_the_workload_copies_of_a_leaderworkerset_copy_instead_o
     assert step.patch["metadata"]["ownerReferences"][0]["uid"] == "worker-uid"
     # the manager's own LeaderWorkerSet never adopts a Workload it does not own: it makes its own
     assert isinstance(plan_leaderworkerset(local, [], copies, managed=True, priorities={}), CreateWorkload)
+
+
+def test_a_workload_copy_not_adopted_yet_still_says_what_it_is_for() -> None:
+    """The garbage collection deletes a copy's object with it, even before the worker's object owns it."""
+    statefulset_copy = statefulset_workload(statefulset("manager-uid"))
+    del statefulset_copy["metadata"]["ownerReferences"]
+    assert workload_owner(statefulset_copy) == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web"}
+    _, workload = group_admitted()
+    assert workload_owner(workload) == {"apiVersion": "v1", "kind": "Pod"}  # a group's: owned by every pod
+    owned = {"metadata": {"ownerReferences": [{"kind": "Job", "name": "j", "controller": True}]}}
+    assert workload_owner(owned) == {"kind": "Job", "name": "j", "controller": True}
+    assert workload_owner({"metadata": {}}) is None
