@@ -14,7 +14,8 @@ the functions here, each about every pod of the Workload at once (one, or the wh
   prebuilt-workload name rather than by the manager's pods, which may be gone already (garbage collection).
 
 The manager's pods of a Workload are those the Workload names: its controlling pod, or every pod of the
-group named after it (``local_pods``).
+group named after it, and only while they carry Kueue's admission gate (``local_pods``): a pod put into
+someone else's group by its label alone is never copied.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kueue_webhook.api.finalizers import is_deleting
+from kueue_webhook.api.integrations.builtin import ADMISSION_GATE
 from kueue_webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
 from kueue_webhook.api.integrations.statefulsets import JOB_OWNER_GVK_ANNOTATION, JOB_OWNER_NAME_ANNOTATION
 from kueue_webhook.api.multikueue import ORIGIN_LABEL, prebuilt_workload_name
@@ -66,20 +68,28 @@ def workload_owner(workload: Mapping[str, Any]) -> JSON | None:
     return None
 
 
+def held(pod: Mapping[str, Any]) -> bool:
+    """The pod carries Kueue's admission gate: only such pods are copied, since a worker lifts the gate
+    only within its Workload's admitted count (a pod labelled into someone's group without being queued
+    would otherwise run in the worker outside any quota)."""
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return any(isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE for g in gates)
+
+
 def local_pods(store: Store, kind: Kind, workload: Mapping[str, Any]) -> list[JSON] | None:
-    """The manager's pods of ``workload``: the group's (by its name), or the one pod controlling it; None
-    while the controlling pod is not in the store (yet)."""
+    """The manager's gated pods of ``workload``: the group's (by its name), or the one pod controlling it;
+    None while the controlling pod is not in the store (yet)."""
     namespace, name = key_of(dict(workload))
     if is_group_workload(workload):
         return sorted(
-            (pod for pod in store.items(kind, namespace=namespace) if group_name(pod) == name),
+            (pod for pod in store.items(kind, namespace=namespace) if group_name(pod) == name and held(pod)),
             key=lambda pod: str(pod["metadata"].get("name")),
         )
     owner = controller_owner(dict(workload)) or {}
     pod = store.get(kind, str(owner.get("name", "")), namespace)
     if pod is None or (pod.get("metadata") or {}).get("uid") != owner.get("uid"):
         return None
-    return [pod]
+    return [pod] if held(pod) else []
 
 
 async def _get(client: KubeClient, kind: Kind, name: str, namespace: str) -> JSON | None:

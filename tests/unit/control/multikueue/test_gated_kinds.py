@@ -21,10 +21,12 @@ from kueue_webhook.api.multikueue import (
     prebuilt_workload_name,
     runs_in_worker,
 )
+from kueue_webhook.control.cache.store import Store
 from kueue_webhook.control.jobs.job_plan import CreateWorkload, StartJob, StartPods, plan_job
 from kueue_webhook.control.jobs.leaderworkersets import plan_leaderworkerset
 from kueue_webhook.control.jobs.pod_groups import plan_group
 from kueue_webhook.control.jobs.statefulsets import AdoptWorkload
+from kueue_webhook.control.kube.kinds import kind_of
 from kueue_webhook.control.multikueue.copies import (
     gated_object_copy,
     job_copy,
@@ -32,10 +34,11 @@ from kueue_webhook.control.multikueue.copies import (
     pod_copy,
     pod_without_activity,
 )
-from kueue_webhook.control.multikueue.pod_copies import workload_owner
+from kueue_webhook.control.multikueue.pod_copies import local_pods, workload_owner
 from tests.unit.control.test_pod_group_plan import admitted, member
 
 JSON = dict[str, Any]
+PODS = kind_of(POD)
 SCHEDULED_GATED = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
 
 
@@ -224,3 +227,18 @@ def test_a_workload_copy_not_adopted_yet_still_says_what_it_is_for() -> None:
     owned = {"metadata": {"ownerReferences": [{"kind": "Job", "name": "j", "controller": True}]}}
     assert workload_owner(owned) == {"kind": "Job", "name": "j", "controller": True}
     assert workload_owner({"metadata": {}}) is None
+
+
+def test_only_gated_pods_of_a_group_are_copied_to_a_worker() -> None:
+    """A pod labelled into someone's group without being queued (no gate) would run in the worker outside
+    any quota: it is never copied."""
+    store = Store()
+    pods, workload = group_admitted()
+    intruder = member("intruder", gated=False)
+    for pod in [*pods, intruder, member("other")]:
+        if pod["metadata"]["name"] == "other":
+            pod["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "another-group"
+        store.upsert(PODS, pod)
+    workload["metadata"] |= {"name": "g", "namespace": "ns"}
+    found = local_pods(store, PODS, workload)
+    assert found is not None and [p["metadata"]["name"] for p in found] == ["a", "b"]
