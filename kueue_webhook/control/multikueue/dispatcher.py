@@ -8,6 +8,11 @@ out the plan: copies created and deleted in the workers, the winner's job create
 read back into the manager's job (status subresource), the check's state, ``clusterName`` and
 ``nominatedClusterNames`` written on the manager's Workload, the Workload finished when its copy is.
 
+Kinds without ``managedBy`` (``kueue_webhook.api.multikueue.GATED``: Pods, StatefulSets, LeaderWorkerSets)
+keep their manager pods gated instead, and what is copied for them differs: each pod, with its status read
+back (``pod_copies``), or the object alone; a LeaderWorkerSet's Workloads all go to the worker its lowest
+group went to (``plan.component_binding``).
+
 Which workers a check may use, a client for each reachable one and since when one is unreachable come from
 ``WorkerClusters`` (the cluster side). Workers are not watched: every ``poll_interval`` each reachable
 worker is listed once for this manager's copies (Workloads and jobs, by the origin label) and the keys of
