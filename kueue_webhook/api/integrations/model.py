@@ -23,6 +23,7 @@ from kueue_webhook.api.integrations.paths import FieldPath
 __all__ = [
     "ActiveRule",
     "CountFactor",
+    "Dependency",
     "Expanded",
     "FieldIs",
     "FinishedRule",
@@ -32,6 +33,8 @@ __all__ = [
     "PodSetInfos",
     "PodSetSource",
     "PodsReadyRule",
+    "Resolver",
+    "RuntimeLookup",
     "SchedulingGate",
     "StagedStop",
 ]
@@ -219,6 +222,40 @@ class SchedulingGate:
 
 
 @dataclass(frozen=True, slots=True)
+class Dependency:
+    """A kind of object a queued kind's pod sets are read from (a TrainJob's training runtimes)."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+
+#: an object of a dependency kind by (kind, name, namespace: "" for a cluster-scoped one); None when absent
+RuntimeLookup = Callable[[Dependency, str, str], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolver:
+    """A kind whose pod sets are not all in the object itself: part of them is in another object it names
+    (a TrainJob's pods are described by the TrainingRuntime it refers to, with its own overrides).
+
+    ``resolve`` gives the object as the engine reads it, the other object's part merged in where the kind's
+    pod set sources look for it, or a message saying why that cannot be done (the referenced object is
+    missing). ``from_workload`` gives that view from the pod sets the object's Workload recorded, for an
+    object whose referenced object went away after its Workload was made: it can still be started, stopped
+    and finished. ``refers_to`` says whether an object names a given dependency object, so that a change of
+    the latter reconciles the former. Everything the object's patches write is in the object itself; the
+    view's extra part is only read."""
+
+    dependencies: tuple[Dependency, ...]
+    resolve: Callable[[Mapping[str, Any], RuntimeLookup], dict[str, Any] | str]
+    from_workload: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
+    refers_to: Callable[[Mapping[str, Any], Dependency, str, str], bool]
+
+
+@dataclass(frozen=True, slots=True)
 class Integration:
     """One suspendable kind, under the framework ``name`` Kueue's ``integrations.frameworks`` uses."""
 
@@ -248,6 +285,8 @@ class Integration:
     pod_templates: tuple[FieldPath, ...] = (FieldPath(("spec", "template")),)
     #: the kind takes its pod sets' flavors in fields of its own rather than in their templates
     pod_set_infos: PodSetInfos | None = None
+    #: the kind's pod sets are read with another object the queued one names (``Resolver``)
+    resolver: Resolver | None = None
     #: the kind's own rules on a queued object's fields (Kueue's webhook of that kind), every problem found
     value_rules: Callable[[Mapping[str, Any]], list[FieldError]] | None = None
     #: declared in the ConfigMap rather than built in
