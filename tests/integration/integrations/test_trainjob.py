@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from kueue_webhook.api.integrations.trainjob import ANCESTOR_LABEL, RUNTIME_PATCH_MANAGER
 from tests.crds import integration_crds
+from tests.crds.trainer import TRAINER_CRDS, cluster_runtime, complete, kueue_patch, trainjob
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.support.builders import PRIORITY_LABEL, gpu_limits, queued_job
 from tests.support.fake_cluster import condition, controller_config, events_of, running, serving_webhook
@@ -25,55 +25,6 @@ SETUP = preempting_research(
     "team", "gpus", gpus=8, node_labels={"node-pool": "gpu"}, tolerations=[GPU_TOLERATION]
 )
 FRAMEWORKS = "integrations:\n  frameworks: [batch/job, trainer.kubeflow.org/trainjob]"
-TRAINER_CRDS = ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
-
-
-def cluster_runtime(name: str) -> JSON:
-    """A torch ClusterTrainingRuntime: one node per default, each asking for one GPU."""
-    node = {"name": "node", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": name},
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
-                                "spec": {
-                                    "template": {"spec": {"restartPolicy": "Never", "containers": [node]}}
-                                },
-                            },
-                        }
-                    ]
-                }
-            },
-        },
-    }
-
-
-def trainjob(name: str, runtime: str, *, nodes: int) -> JSON:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
-        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": nodes}},
-    }
-
-
-def kueue_patch(obj: JSON | None) -> JSON:
-    """What Kueue's runtime patch says of the ``node`` pod spec ({} when nothing)."""
-    for patch in ((obj or {}).get("spec") or {}).get("runtimePatches") or []:
-        if patch.get("manager") == RUNTIME_PATCH_MANAGER:
-            jobs = patch["trainingRuntimeSpec"]["template"]["spec"].get("replicatedJobs") or []
-            for job in jobs:
-                if job["name"] == "node":
-                    return dict(job["template"]["spec"]["template"]["spec"])
-    return {}
 
 
 def trainjob_workloads(fake_api: FakeApiServer) -> list[JSON]:
@@ -91,7 +42,7 @@ async def test_a_trainjob_is_queued_for_its_runtimes_pods_started_with_the_flavo
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
     async with serving_webhook(fake_api, tmp_path):
         await fake_api.create(cluster_runtime("torch"))
-        created = await fake_api.create(trainjob("train", "torch", nodes=3), admit=True)
+        created = await fake_api.create(trainjob("train", "team", "gpus", "torch", nodes=3), admit=True)
         assert created["spec"]["suspend"] is True  # queued by the mutating webhook
 
         def started() -> bool:
@@ -131,18 +82,7 @@ async def test_a_trainjob_is_queued_for_its_runtimes_pods_started_with_the_flavo
         await fake_api.complete_job("team", "urgent")
         await fake_api.wait_for(started, timeout=HANG)
         assert kueue_patch(fake_api.get("trainjobs", "train", "team"))["nodeSelector"] == {"node-pool": "gpu"}
-        done = {
-            "conditions": [
-                {
-                    "type": "Complete",
-                    "status": "True",
-                    "reason": "JobsCompleted",
-                    "message": "jobset completed",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ],
-            "jobsStatus": [{"name": "node", "succeeded": 1, "active": 0, "ready": 0, "failed": 0}],
-        }
+        done = complete(3)
         await fake_api.patch("trainjobs", "train", {"status": done}, namespace="team", subresource="status")
 
         def finished() -> bool:
@@ -173,7 +113,7 @@ async def test_a_trainjob_naming_a_missing_runtime_waits_saying_so_and_is_queued
     fake_api = await make_fake_api(crds=load_crds(DEFAULT_CRDS) + integration_crds(*TRAINER_CRDS))
     await fake_api.apply_manifests(controller_config(FRAMEWORKS) + "---\n" + SETUP)
     async with serving_webhook(fake_api, tmp_path):
-        created = await fake_api.create(trainjob("early", "later", nodes=2), admit=True)
+        created = await fake_api.create(trainjob("early", "team", "gpus", "later", nodes=2), admit=True)
         assert created["spec"]["suspend"] is True
         message = (
             "ClusterTrainingRuntime 'later' not found (spec.runtimeRef): "
