@@ -76,5 +76,7 @@ def complete(nodes: int) -> JSON:
                 "lastTransitionTime": "2026-01-01T00:00:00Z",
             }
         ],
-        "jobsStatus": [{"name": "node", "succeeded": nodes, "active": 0, "ready": 0, "failed": 0}],
+        "jobsStatus": [
+            {"name": "node", "succeeded": nodes, "active": 0, "ready": 0, "failed": 0, "suspended": 0}
+        ],
     }
