@@ -374,6 +374,7 @@ TRAINJOB = Integration(
         total=(_p(f"{_TRAINJOB_JOBS}.*.replicas"),),
     ),
     pod_set_infos=PodSetInfos(trainjob.write_runtime_patch, trainjob.clear_runtime_patch),
+    admitted_rules=trainjob.admitted_changes,
     resolver=Resolver(
         dependencies=(trainjob.CLUSTER_TRAINING_RUNTIMES, trainjob.TRAINING_RUNTIMES),
         resolve=trainjob.resolve,

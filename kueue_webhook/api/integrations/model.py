@@ -289,6 +289,9 @@ class Integration:
     resolver: Resolver | None = None
     #: the kind's own rules on a queued object's fields (Kueue's webhook of that kind), every problem found
     value_rules: Callable[[Mapping[str, Any]], list[FieldError]] | None = None
+    #: what the kind lets no one but the controller change while the object runs, beside its pod templates'
+    #: flavors and resources (a TrainJob's runtime patch of Kueue's)
+    admitted_rules: Callable[[Mapping[str, Any], Mapping[str, Any]], list[FieldError]] | None = None
     #: declared in the ConfigMap rather than built in
     declared: bool = field(default=False, compare=False)
 

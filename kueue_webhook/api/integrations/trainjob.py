@@ -38,6 +38,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations.model import Dependency, RuntimeLookup
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "RUNTIME_PATCH_MANAGER",
     "RUNTIME_VIEW",
     "TRAINING_RUNTIMES",
+    "admitted_changes",
     "clear_runtime_patch",
     "from_workload",
     "refers_to",
@@ -368,3 +370,23 @@ def without_kueue_patch(spec: JSON) -> None:
         spec["runtimePatches"] = kept
     else:
         spec.pop("runtimePatches", None)
+
+
+def _kueue_patch(obj: Mapping[str, Any]) -> Any:
+    index = _kueue_patch_index(obj)
+    patches = _map(obj.get("spec")).get("runtimePatches")
+    return patches[index] if index is not None and isinstance(patches, list) else None
+
+
+def admitted_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """A running TrainJob's runtime patch of Kueue's holds the flavors its admission assigned: only the
+    controller may change it (a user moving the pods to other nodes would run them outside the flavor)."""
+    if _kueue_patch(old) == _kueue_patch(new):
+        return []
+    return [
+        FieldError.forbidden(
+            "spec.runtimePatches",
+            f"the runtime patch of manager {RUNTIME_PATCH_MANAGER} cannot be changed while the TrainJob is "
+            "admitted: the queueing controller writes it from the assigned ResourceFlavors",
+        )
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kueue_webhook.admission.kind_rules import KIND_RULES
 from kueue_webhook.api.integrations import BUILTIN, engine
 from kueue_webhook.api.integrations.model import Dependency
 from kueue_webhook.api.integrations.trainjob import (
@@ -275,3 +276,25 @@ def test_the_worker_copy_loses_kueues_runtime_patch_only() -> None:
     only_kueue: JSON = {"runtimePatches": [{"manager": RUNTIME_PATCH_MANAGER}]}
     without_kueue_patch(only_kueue)
     assert only_kueue == {}
+
+
+def test_a_running_trainjobs_kueue_runtime_patch_is_the_controllers_alone_to_change() -> None:
+    """Moving a running TrainJob's pods to other nodes than its flavor's would run them outside its quota;
+    another manager's patch may still change (a new shape is stopped and queued again by the controller)."""
+    old = json_patch(trainjob(), engine.start_patch(TRAINJOB, view(trainjob()), {"node": [gpu_flavor()]}))
+    moved = copy.deepcopy(old)
+    moved["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][1][
+        "template"
+    ]["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "cheap"}
+    errors = [str(e) for e in KIND_RULES.admitted_changes(TRAINJOB, old, moved)]
+    assert errors == [
+        "spec.runtimePatches: Forbidden: the runtime patch of manager kueue.x-k8s.io/manager cannot be "
+        "changed while the TrainJob is admitted: the queueing controller writes it from the assigned "
+        "ResourceFlavors"
+    ]
+    dropped = copy.deepcopy(old)
+    dropped["spec"]["runtimePatches"] = []
+    assert len(KIND_RULES.admitted_changes(TRAINJOB, old, dropped)) == 1
+    other = copy.deepcopy(old)
+    other["spec"]["runtimePatches"].insert(0, {"manager": "someone"})
+    assert KIND_RULES.admitted_changes(TRAINJOB, old, other) == []
