@@ -373,7 +373,11 @@ TRAINJOB = Integration(
         ready=(_p("status.jobsStatus.*.ready"), _p("status.jobsStatus.*.succeeded")),
         total=(_p(f"{_TRAINJOB_JOBS}.*.replicas"),),
     ),
-    pod_set_infos=PodSetInfos(trainjob.write_runtime_patch, trainjob.clear_runtime_patch),
+    pod_set_infos=PodSetInfos(
+        trainjob.write_runtime_patch,
+        trainjob.clear_runtime_patch,
+        write_marked=trainjob.write_marked_runtime_patch,
+    ),
     admitted_rules=trainjob.admitted_changes,
     resolver=Resolver(
         dependencies=(trainjob.CLUSTER_TRAINING_RUNTIMES, trainjob.TRAINING_RUNTIMES),

@@ -31,6 +31,7 @@ __all__ = [
     "MinCount",
     "PartialAdmission",
     "PodSetInfos",
+    "PodSetMarks",
     "PodSetSource",
     "PodsReadyRule",
     "Resolver",
@@ -100,6 +101,23 @@ class PodSetInfos:
         list[dict[str, Any]],
     ]
     clear: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+    #: when set, used instead of ``write`` with each pod set's marks too (``PodSetMarks``: a topology
+    #: placement's labels, annotations and gate, a MultiKueue worker's pod label), as Kueue's PodSetInfo
+    #: carries them to a TrainJob's runtime patch
+    write_marked: Callable[[Mapping[str, Any], Sequence[PodSetMarks]], list[dict[str, Any]]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetMarks:
+    """What starting one pod set hands over (Kueue's PodSetInfo): the flavors' nodeSelector and
+    tolerations, the labels and annotations its pods get, and the scheduling gates they are created with."""
+
+    segments: tuple[str | int, ...]
+    node_selector: Mapping[str, str]
+    tolerations: Sequence[Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    scheduling_gates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

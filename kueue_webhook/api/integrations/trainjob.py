@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kueue_webhook.api.errors import FieldError
-from kueue_webhook.api.integrations.model import Dependency, RuntimeLookup
+from kueue_webhook.api.integrations.model import Dependency, PodSetMarks, RuntimeLookup
 
 __all__ = [
     "ANCESTOR_LABEL",
@@ -57,6 +57,7 @@ __all__ = [
     "runtime_ref",
     "strategic_merge",
     "without_kueue_patch",
+    "write_marked_runtime_patch",
     "write_runtime_patch",
 ]
 
@@ -331,19 +332,36 @@ def write_runtime_patch(
 ) -> list[JSON]:
     """The JSON Patch writing each pod set's nodeSelector and tolerations into Kueue's runtime patch
     (``obj`` is the resolved view; ``infos`` in pod set order)."""
+    return write_marked_runtime_patch(obj, [PodSetMarks(*info) for info in infos])
+
+
+def write_marked_runtime_patch(obj: Mapping[str, Any], infos: Sequence[PodSetMarks]) -> list[JSON]:
+    """The JSON Patch writing into Kueue's runtime patch what each pod set's start hands over (Kueue's
+    ``RunWithPodSetsInfo``): nodeSelector and tolerations in the pod spec, with the pods' labels,
+    annotations and scheduling gates (a topology placement's, a MultiKueue worker's label)."""
     jobs: list[JSON] = []
-    for segments, selector, tolerations in infos:
-        job = _view_job(obj, segments)
+    for info in infos:
+        job = _view_job(obj, info.segments)
         pod_spec = _map(_map(job.get("template")).get("spec"))
         own = pod_spec.get("tolerations")
         merged = list(own) if isinstance(own, list) else []
-        merged += [t for t in tolerations if t not in merged]
+        merged += [t for t in info.tolerations if t not in merged]
         patch_spec: JSON = {}
-        if selector:
-            patch_spec["nodeSelector"] = dict(selector)
-        if tolerations:
+        if info.node_selector:
+            patch_spec["nodeSelector"] = dict(info.node_selector)
+        if info.tolerations:
             patch_spec["tolerations"] = copy.deepcopy(merged)
-        jobs.append({"name": job.get("name", ""), "template": {"spec": {"template": {"spec": patch_spec}}}})
+        if info.scheduling_gates:
+            patch_spec["schedulingGates"] = [{"name": gate} for gate in info.scheduling_gates]
+        pod_template: JSON = {"spec": patch_spec}
+        metadata = {
+            key: dict(value)
+            for key, value in (("labels", info.labels), ("annotations", info.annotations))
+            if value
+        }
+        if metadata:
+            pod_template = {"metadata": metadata, **pod_template}
+        jobs.append({"name": job.get("name", ""), "template": {"spec": {"template": pod_template}}})
     return _set_kueue_patch_ops(obj, _patch_entry(jobs))
 
 

@@ -19,6 +19,7 @@ from kueue_webhook.api.integrations.trainjob import (
     without_kueue_patch,
 )
 from kueue_webhook.api.objects import ResourceFlavor, parse_resource_flavor
+from kueue_webhook.api.topology_pods import TopologyStart
 from tests.fakeapi.patches import json_patch
 
 JSON = dict[str, Any]
@@ -298,3 +299,46 @@ def test_a_running_trainjobs_kueue_runtime_patch_is_the_controllers_alone_to_cha
     other = copy.deepcopy(old)
     other["spec"]["runtimePatches"].insert(0, {"manager": "someone"})
     assert KIND_RULES.admitted_changes(TRAINJOB, old, other) == []
+
+
+def test_a_topology_request_on_the_runtimes_template_reaches_the_workloads_pod_set() -> None:
+    """The runtime's JobSet template carries TAS annotations as a JobSet's would (Kueue's TrainJob reads its
+    pod sets from that JobSet, so the pods' completion index ranks them)."""
+    runtime = torch_runtime()
+    node = runtime["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]
+    node["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/rack"}}
+    workload = engine.workload_for(TRAINJOB, view(trainjob(), runtime))
+    initializer, trainer = workload["spec"]["podSets"]
+    assert "topologyRequest" not in initializer
+    assert trainer["topologyRequest"] == {
+        "required": "cloud.provider.com/rack",
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+    }
+
+
+def test_a_pod_set_placed_by_topology_gets_kueues_marks_and_gate_through_the_runtime_patch() -> None:
+    """Kueue's RunWithPodSetsInfo puts a topology assignment's pod set label, Workload annotation and
+    scheduling gate into its runtime patch, with a MultiKueue worker's pod label; the stop takes them back."""
+    obj = view(trainjob())
+    start = TopologyStart(workload="trainjob-train-abcde", pod_set="node")
+    patch = engine.start_patch(
+        TRAINJOB,
+        obj,
+        {"node": [gpu_flavor()]},
+        topology={"node": start},
+        pod_labels={"kueue.x-k8s.io/multikueue-worker-workload-pod": "true"},
+    )
+    started = json_patch(trainjob(), patch)
+    jobs = started["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert jobs[0]["template"]["spec"]["template"] == {
+        "metadata": {"labels": {"kueue.x-k8s.io/multikueue-worker-workload-pod": "true"}},
+        "spec": {},
+    }
+    node = jobs[1]["template"]["spec"]["template"]
+    assert node["metadata"] == {
+        "labels": {"kueue.x-k8s.io/podset": "node", "kueue.x-k8s.io/multikueue-worker-workload-pod": "true"},
+        "annotations": {"kueue.x-k8s.io/workload": "trainjob-train-abcde"},
+    }
+    assert node["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    stopped = json_patch(started, engine.stop_patches(TRAINJOB, view(started), [])[0])
+    assert stopped["spec"]["runtimePatches"][0]["trainingRuntimeSpec"] == {"template": {"spec": {}}}
