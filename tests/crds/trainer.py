@@ -16,9 +16,10 @@ JSON = dict[str, Any]
 TRAINER_CRDS = ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
 
 
-def cluster_runtime(name: str) -> JSON:
-    """A torch ClusterTrainingRuntime: one node unless the TrainJob says otherwise, each asking for a GPU."""
-    node = {"name": "node", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+def cluster_runtime(name: str, *, resources: JSON | None = None) -> JSON:
+    """A torch ClusterTrainingRuntime: one node unless the TrainJob says otherwise, each asking for a GPU
+    (or ``resources``)."""
+    node = {"name": "node", "image": "busybox", "resources": resources or {"limits": {"nvidia.com/gpu": "1"}}}
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "ClusterTrainingRuntime",
