@@ -342,3 +342,12 @@ def test_a_pod_set_placed_by_topology_gets_kueues_marks_and_gate_through_the_run
     assert node["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
     stopped = json_patch(started, engine.stop_patches(TRAINJOB, view(started), [])[0])
     assert stopped["spec"]["runtimePatches"][0]["trainingRuntimeSpec"] == {"template": {"spec": {}}}
+
+
+def test_a_runtime_of_another_group_or_kind_is_named_as_unsupported() -> None:
+    assert TRAINJOB.resolver is not None
+    other = trainjob(runtimeRef={"name": "torch", "apiGroup": "example.com", "kind": "Runtime"})
+    assert TRAINJOB.resolver.resolve(other, lookup_of(torch_runtime())) == (
+        "spec.runtimeRef: unsupported runtime example.com/Runtime: only TrainingRuntime and "
+        "ClusterTrainingRuntime of trainer.kubeflow.org"
+    )
