@@ -131,9 +131,13 @@ class KindRules:
         self, integration: Integration, old: Mapping[str, Any], new: Mapping[str, Any]
     ) -> list[FieldError]:
         """What a running object may not change: its pod templates' nodeSelector, tolerations and resources
-        (the controller sets them from the admission), and a partially admitted pod set's count."""
-        return _admitted_template_changes(integration, old, new) + _admitted_count_changes(
-            integration, old, new
+        (the controller sets them from the admission), a partially admitted pod set's count, and what the
+        kind's own rules add (``Integration.admitted_rules``)."""
+        own = integration.admitted_rules(old, new) if integration.admitted_rules is not None else []
+        return (
+            _admitted_template_changes(integration, old, new)
+            + _admitted_count_changes(integration, old, new)
+            + own
         )
 
 

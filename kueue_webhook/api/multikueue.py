@@ -57,6 +57,7 @@ MANAGED_BY: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
     ("ray.io", "RayCluster"): _KUBERAY,
     ("ray.io", "RayService"): _KUBERAY,
     ("workload.codeflare.dev", "AppWrapper"): (_SPEC, "workload.codeflare.dev/appwrapper-controller"),
+    ("trainer.kubeflow.org", "TrainJob"): (_SPEC, "trainer.kubeflow.org/trainjob-controller"),
 }
 
 

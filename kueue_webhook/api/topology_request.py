@@ -44,6 +44,8 @@ POD_INDEX_LABELS = {
     ("kubeflow.org", "JAXJob"): "training.kubeflow.org/replica-index",
     ("kubeflow.org", "MPIJob"): "training.kubeflow.org/replica-index",
     ("jobset.x-k8s.io", "JobSet"): "batch.kubernetes.io/job-completion-index",
+    # a TrainJob's pods are its JobSet's (Kueue's TrainJob reads its pod sets from that JobSet)
+    ("trainer.kubeflow.org", "TrainJob"): "batch.kubernetes.io/job-completion-index",
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.sigs.k8s.io/worker-index",
     ("apps", "StatefulSet"): "apps.kubernetes.io/pod-index",
 }

@@ -32,8 +32,9 @@ from kueue_webhook.api.config import (
     parse_configuration,
 )
 from kueue_webhook.api.errors import FieldError
-from kueue_webhook.api.integrations import JOB, Integration, engine
+from kueue_webhook.api.integrations import BUILTIN, JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
+from kueue_webhook.api.integrations.model import Dependency
 from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
 from kueue_webhook.api.nodes import NodeView, node_view
 from kueue_webhook.api.objects import (
@@ -175,6 +176,12 @@ class Scenario:
     multikueue_configs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the MultiKueueClusters of the input, in order
     multikueue_clusters: list[str] = field(default_factory=list)
+    #: objects queued kinds read their pod sets from (a TrainJob's training runtimes), by (group, kind,
+    #: namespace, name)
+    dependencies: dict[tuple[str, str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    #: queued objects whose pod sets are read with such an object, resolved once the whole input is read
+    #: (a runtime may come after the TrainJob naming it)
+    awaiting_dependencies: list[tuple[str, int, Mapping[str, Any], Integration]] = field(default_factory=list)
 
     @property
     def cluster_queues(self) -> list[ClusterQueue]:
@@ -251,9 +258,20 @@ def _timing(where: _Where, meta: Mapping[str, Any]) -> tuple[float, float | None
 
 
 def _object_submission(
-    where: _Where, integration: Integration, obj: Mapping[str, Any], index: int
+    where: _Where, integration: Integration, obj: Mapping[str, Any], index: int, scenario: Scenario
 ) -> Submission:
-    """A queued object (a Job, a JobSet, a declared kind ...) as the Workload the controller would create."""
+    """A queued object (a Job, a JobSet, a declared kind ...) as the Workload the controller would create;
+    a kind whose pod sets are partly in an object it names (a TrainJob) is read with that object of the
+    input."""
+    if integration.resolver is not None:
+
+        def lookup(dependency: Dependency, name: str, namespace: str) -> Mapping[str, Any] | None:
+            return scenario.dependencies.get((dependency.group, dependency.kind, namespace, name))
+
+        resolved = integration.resolver.resolve(obj, lookup)
+        if isinstance(resolved, str):
+            raise SimulationError(f"{where}: {resolved} in the input")
+        obj = resolved
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise SimulationError(f"{where}: metadata.name: Required value")
@@ -310,9 +328,28 @@ def _not_queued(where: _Where, doc: Mapping[str, Any]) -> SimulationError:
 
 
 def unresolved(scenario: Scenario) -> None:
-    """Raise for the first object of a kind the whole input never enabled or declared."""
+    """Raise for the first object of a kind the whole input never enabled or declared; queue the objects
+    that waited for the objects they name (a TrainJob for its runtime), raising for the first whose object
+    the input lacks."""
     for source, index, doc in scenario.deferred:
         raise _not_queued(_Where(source, index, doc), doc)
+    awaiting, scenario.awaiting_dependencies = scenario.awaiting_dependencies, []
+    for source, index, doc, integration in awaiting:
+        scenario.submissions.append(
+            _object_submission(_Where(source, index, doc), integration, doc, index, scenario)
+        )
+
+
+def _dependency_key(doc: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    """The key of an object a built-in kind reads its pod sets from (None for any other object)."""
+    group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+    for integration in BUILTIN.values():
+        for dependency in integration.resolver.dependencies if integration.resolver is not None else ():
+            if (dependency.group, dependency.kind) == (group, doc.get("kind")):
+                meta = doc.get("metadata") or {}
+                namespace = str(meta.get("namespace") or "default") if dependency.namespaced else ""
+                return group, dependency.kind, namespace, str(meta.get("name") or "")
+    return None
 
 
 def _workload_submission(where: _Where, doc: Mapping[str, Any]) -> Submission:
@@ -362,9 +399,16 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
             raise SimulationError(f"{where}: metadata.name: Required value")
         scenario.objects.append(view)
         return
+    dependency = _dependency_key(doc)
+    if dependency is not None:
+        scenario.dependencies[dependency] = doc
+        return
     integration = _queued_kind(scenario, doc)
+    if integration is not None and integration.resolver is not None:
+        scenario.awaiting_dependencies.append((source, index, doc, integration))
+        return
     if integration is not None:
-        scenario.submissions.append(_object_submission(where, integration, doc, index))
+        scenario.submissions.append(_object_submission(where, integration, doc, index, scenario))
         return
     if not str(doc.get("apiVersion", "")).startswith(f"{GROUP}/") and kind not in (
         "ConfigMap",

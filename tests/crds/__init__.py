@@ -23,6 +23,9 @@ PLURALS = (
     "sparkapplications",
     "appwrappers",
     "leaderworkersets",
+    "trainjobs",
+    "trainingruntimes",
+    "clustertrainingruntimes",
 )
 
 

@@ -1,4 +1,5 @@
-"""``simulate`` queues a kind the input's ConfigMap declares or enables, and names an unknown one."""
+"""``simulate`` queues a kind the input's ConfigMap declares or enables (a TrainJob with the runtime it
+names in the input), and names an unknown one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import yaml
 from kueue_webhook.simulate.replay import replay
 from kueue_webhook.simulate.scenario import SimulationError, scenario_from_documents
 from tests.crds.declared_kind import config_yaml, training_run
+from tests.crds.trainer import cluster_runtime, trainjob
 
 
 def configmap(text: str) -> dict[str, object]:
@@ -93,3 +95,21 @@ def test_a_declared_min_count_lets_simulate_admit_the_pods_that_fit() -> None:
     [record] = replay(scenario).records.values()
     assert record.admitted_at == 0
     assert dict(record.admitted_counts) == {"launcher": 1, "trainer": 4}
+
+
+def test_a_trainjob_is_simulated_with_the_runtime_it_names_wherever_the_runtime_is_in_the_input() -> None:
+    frameworks = configmap("integrations: {frameworks: [batch/job, trainer.kubeflow.org/trainjob]}")
+    job = trainjob("llm", "ml", "q", "torch", nodes=4)
+    scenario = scenario_from_documents(
+        [("in.yaml", 0, frameworks), ("in.yaml", 1, job), ("in.yaml", 2, cluster_runtime("torch"))]
+    )
+    [submission] = scenario.submissions
+    assert submission.workload.meta.name.startswith("trainjob-llm-")
+    assert [(p.name, p.count) for p in submission.workload.pod_sets] == [("node", 4)]
+
+    with pytest.raises(SimulationError) as failure:
+        scenario_from_documents([("in.yaml", 0, frameworks), ("in.yaml", 1, job)])
+    assert str(failure.value) == (
+        "in.yaml: document 2 (TrainJob/llm): ClusterTrainingRuntime 'torch' not found (spec.runtimeRef): "
+        "the TrainJob gets its Workload once it exists in the input"
+    )

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from kueue_webhook.api.errors import FieldError
-from kueue_webhook.api.integrations import appwrapper, ray, spark
+from kueue_webhook.api.integrations import appwrapper, ray, spark, trainjob
 from kueue_webhook.api.integrations.model import (
     ActiveRule,
     CountFactor,
@@ -29,6 +29,7 @@ from kueue_webhook.api.integrations.model import (
     PodSetInfos,
     PodSetSource,
     PodsReadyRule,
+    Resolver,
     SchedulingGate,
     StagedStop,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "SPARKAPPLICATION",
     "STATEFULSET",
     "TFJOB",
+    "TRAINJOB",
     "XGBOOSTJOB",
 ]
 
@@ -343,6 +345,48 @@ APPWRAPPER = Integration(
     pod_set_infos=PodSetInfos(appwrapper.write_pod_set_infos, appwrapper.clear_pod_set_infos),
 )
 
+#: a Kubeflow Trainer TrainJob's pod sets are the replicated jobs of the JobSet its training runtime and its
+#: overrides make (``kueue_webhook.api.integrations.trainjob``), read from the resolved view; the flavors go
+#: to the Trainer controller in Kueue's runtime patch; it is done with its Complete or Failed condition,
+#: running while a job has active pods, and ready once every replicated job's jobs are ready or succeeded
+#: (Kueue's ``trainjob``)
+_TRAINJOB_JOBS = f"{trainjob.RUNTIME_VIEW}.replicatedJobs"
+TRAINJOB = Integration(
+    name="trainer.kubeflow.org/trainjob",
+    group=trainjob.GROUP,
+    version="v1alpha1",
+    kind="TrainJob",
+    plural="trainjobs",
+    suspend=_SPEC_SUSPEND,
+    pod_sets=(
+        PodSetSource(
+            path=_p(_TRAINJOB_JOBS),
+            each="list",
+            name_field=_p("name"),
+            template=_p("template"),
+            count=(CountFactor(_p("count"), 1),),
+        ),
+    ),
+    finished=FinishedRule(succeeded=("Complete",), failed=("Failed",)),
+    active=ActiveRule(counts=(_p("status.jobsStatus.*.active"),)),
+    pods_ready=PodsReadyRule(
+        ready=(_p("status.jobsStatus.*.ready"), _p("status.jobsStatus.*.succeeded")),
+        total=(_p(f"{_TRAINJOB_JOBS}.*.replicas"),),
+    ),
+    pod_set_infos=PodSetInfos(
+        trainjob.write_runtime_patch,
+        trainjob.clear_runtime_patch,
+        write_marked=trainjob.write_marked_runtime_patch,
+    ),
+    admitted_rules=trainjob.admitted_changes,
+    resolver=Resolver(
+        dependencies=(trainjob.CLUSTER_TRAINING_RUNTIMES, trainjob.TRAINING_RUNTIMES),
+        resolve=trainjob.resolve,
+        from_workload=trainjob.from_workload,
+        refers_to=trainjob.refers_to,
+    ),
+)
+
 #: Kueue's scheduling gate, managed label and pod finalizer (``pkg/controller/jobs/pod/constants``)
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
@@ -442,6 +486,7 @@ BUILTIN: Mapping[str, Integration] = {
         RAYSERVICE,
         SPARKAPPLICATION,
         APPWRAPPER,
+        TRAINJOB,
         POD,
         DEPLOYMENT,
         STATEFULSET,
@@ -453,18 +498,13 @@ BUILTIN: Mapping[str, Integration] = {
 DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
 
 #: framework names Kueue knows but that are not implemented here (accepted in the list, with a warning)
-KUEUE_FRAMEWORKS: frozenset[str] = frozenset(
-    {
-        "trainer.kubeflow.org/trainjob",
-    }
-)
+KUEUE_FRAMEWORKS: frozenset[str] = frozenset()
 
 #: ``(apiVersion, kind)`` of the kinds Kueue integrates that are not built in here: Kueue walks up through
 #: them when looking for an object's queued owner (``isKnownOwner``), and so does this project (an external
 #: framework of that kind is queued)
 KUEUE_OWNER_TYPES: frozenset[tuple[str, str]] = frozenset(
     {
-        ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
         # Kueue's interim owner between a Deployment and its pods, known without being listed
         ("apps/v1", "ReplicaSet"),
     }

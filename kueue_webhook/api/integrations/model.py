@@ -23,6 +23,7 @@ from kueue_webhook.api.integrations.paths import FieldPath
 __all__ = [
     "ActiveRule",
     "CountFactor",
+    "Dependency",
     "Expanded",
     "FieldIs",
     "FinishedRule",
@@ -30,8 +31,11 @@ __all__ = [
     "MinCount",
     "PartialAdmission",
     "PodSetInfos",
+    "PodSetMarks",
     "PodSetSource",
     "PodsReadyRule",
+    "Resolver",
+    "RuntimeLookup",
     "SchedulingGate",
     "StagedStop",
 ]
@@ -97,6 +101,23 @@ class PodSetInfos:
         list[dict[str, Any]],
     ]
     clear: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+    #: when set, used instead of ``write`` with each pod set's marks too (``PodSetMarks``: a topology
+    #: placement's labels, annotations and gate, a MultiKueue worker's pod label), as Kueue's PodSetInfo
+    #: carries them to a TrainJob's runtime patch
+    write_marked: Callable[[Mapping[str, Any], Sequence[PodSetMarks]], list[dict[str, Any]]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetMarks:
+    """What starting one pod set hands over (Kueue's PodSetInfo): the flavors' nodeSelector and
+    tolerations, the labels and annotations its pods get, and the scheduling gates they are created with."""
+
+    segments: tuple[str | int, ...]
+    node_selector: Mapping[str, str]
+    tolerations: Sequence[Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    scheduling_gates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +240,40 @@ class SchedulingGate:
 
 
 @dataclass(frozen=True, slots=True)
+class Dependency:
+    """A kind of object a queued kind's pod sets are read from (a TrainJob's training runtimes)."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+
+#: an object of a dependency kind by (kind, name, namespace: "" for a cluster-scoped one); None when absent
+RuntimeLookup = Callable[[Dependency, str, str], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolver:
+    """A kind whose pod sets are not all in the object itself: part of them is in another object it names
+    (a TrainJob's pods are described by the TrainingRuntime it refers to, with its own overrides).
+
+    ``resolve`` gives the object as the engine reads it, the other object's part merged in where the kind's
+    pod set sources look for it, or a message saying why that cannot be done (the referenced object is
+    missing). ``from_workload`` gives that view from the pod sets the object's Workload recorded, for an
+    object whose referenced object went away after its Workload was made: it can still be started, stopped
+    and finished. ``refers_to`` says whether an object names a given dependency object, so that a change of
+    the latter reconciles the former. Everything the object's patches write is in the object itself; the
+    view's extra part is only read."""
+
+    dependencies: tuple[Dependency, ...]
+    resolve: Callable[[Mapping[str, Any], RuntimeLookup], dict[str, Any] | str]
+    from_workload: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
+    refers_to: Callable[[Mapping[str, Any], Dependency, str, str], bool]
+
+
+@dataclass(frozen=True, slots=True)
 class Integration:
     """One suspendable kind, under the framework ``name`` Kueue's ``integrations.frameworks`` uses."""
 
@@ -248,8 +303,13 @@ class Integration:
     pod_templates: tuple[FieldPath, ...] = (FieldPath(("spec", "template")),)
     #: the kind takes its pod sets' flavors in fields of its own rather than in their templates
     pod_set_infos: PodSetInfos | None = None
+    #: the kind's pod sets are read with another object the queued one names (``Resolver``)
+    resolver: Resolver | None = None
     #: the kind's own rules on a queued object's fields (Kueue's webhook of that kind), every problem found
     value_rules: Callable[[Mapping[str, Any]], list[FieldError]] | None = None
+    #: what the kind lets no one but the controller change while the object runs, beside its pod templates'
+    #: flavors and resources (a TrainJob's runtime patch of Kueue's)
+    admitted_rules: Callable[[Mapping[str, Any], Mapping[str, Any]], list[FieldError]] | None = None
     #: declared in the ConfigMap rather than built in
     declared: bool = field(default=False, compare=False)
 

@@ -17,6 +17,7 @@ from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations import Integration, engine
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
 from kueue_webhook.api.integrations.managed import ON_ITS_OWN, is_managed
+from kueue_webhook.api.integrations.model import Dependency
 from kueue_webhook.api.integrations.owners import controller_reference
 from kueue_webhook.api.multikueue import gated, runs_in_worker
 from kueue_webhook.api.multikueue import prebuilt_workload_name as multikueue_prebuilt_name
@@ -31,7 +32,7 @@ from kueue_webhook.control.jobs.job_plan import (
     plan_unmanaged,
 )
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
-from kueue_webhook.control.kube.kinds import WORKLOADS, kind_of
+from kueue_webhook.control.kube.kinds import WORKLOADS, dependency_kind, kind_of
 from kueue_webhook.control.output.conditions import is_true
 
 __all__ = ["KindMode", "OwnObjects", "owner_keys", "queue_change"]
@@ -142,6 +143,10 @@ class OwnObjects(KindMode):
             return False
         if self.waits_for_owner(job):
             return False
+        view = self._resolved(host, job, workload)
+        if view is None:
+            return True  # the object it names is missing: its arrival queues this key again
+        job = view
         inputs = host.inputs()
         step = plan_job(
             job,
@@ -158,6 +163,29 @@ class OwnObjects(KindMode):
         if step is not None:
             await host.execute(job, step, integration)
         return True
+
+    def _resolved(self, host: Host, job: JSON, workload: JSON | None) -> JSON | None:
+        """The object as its plan reads it: for a kind whose pod sets are partly in another object it names
+        (``Resolver``: a TrainJob's runtime), that object's part merged in. When it is missing, the
+        Workload's pod sets stand in for it (the object can still be started, stopped and finished); with no
+        Workload either, None, after a Warning Event on the object saying what it waits for (Kueue's
+        ``ErrWorkloadCompose``)."""
+        resolver = self.integration.resolver
+        if resolver is None:
+            return job
+        store = host.context.store
+
+        def lookup(dependency: Dependency, name: str, namespace: str) -> JSON | None:
+            return store.get(dependency_kind(dependency), name, namespace)
+
+        resolved = resolver.resolve(job, lookup)
+        if not isinstance(resolved, str):
+            return resolved
+        if workload is not None:
+            return resolver.from_workload(job, workload)
+        host.context.events.record(job, type="Warning", reason="ErrWorkloadCompose", message=resolved)
+        log.info("no Workload: %s", resolved, extra={"object": "/".join(key_of(job))})
+        return None
 
     async def _adopt_prebuilt(self, host: Host, job: JSON) -> None:
         """Kueue's ``ensureOneWorkload`` for an object naming a prebuilt Workload: that Workload, once it

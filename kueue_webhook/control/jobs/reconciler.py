@@ -41,6 +41,7 @@ from kueue_webhook.control.kube.kinds import (
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
     Kind,
+    dependency_kind,
     kind_of,
 )
 from kueue_webhook.control.kube.leader import NotLeader
@@ -114,6 +115,8 @@ class JobReconciler:
             self._queue_children_of(controller_owner(obj))
             if change.new is not None and deleted_and_held(change.new):
                 self.orphans.add(change.key)
+        elif self._dependents(change):
+            return
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
             # admitted Workloads may have waited for this flavor
             modes = self._modes().values()
@@ -122,6 +125,24 @@ class JobReconciler:
                     for mode in modes:
                         for key in mode.keys_for_workload(workload):
                             self.queue.add(key)
+
+    def _dependents(self, change: Change) -> bool:
+        """An object some queued kind reads its pod sets from changed (a TrainJob's runtime): queue the
+        objects that name it. False when ``change`` is of no such kind."""
+        found = False
+        obj = change.new if change.new is not None else change.old
+        meta = (obj or {}).get("metadata") or {}
+        name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+        for mode in self._modes().values():
+            resolver = mode.integration.resolver
+            for dependency in resolver.dependencies if resolver is not None else ():
+                if dependency_kind(dependency) != change.kind:
+                    continue
+                found = True
+                for item in self.context.store.items(kind_of(mode.integration), namespace=namespace or None):
+                    if resolver is not None and resolver.refers_to(item, dependency, name, namespace):
+                        self.queue.add(mode.key(item))
+        return found
 
     def resync(self) -> None:
         """Queue every queued object, and every deleted Workload still held (after becoming leader: finish

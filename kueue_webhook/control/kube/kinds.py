@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from kueue_webhook.api.integrations import Integration
+from kueue_webhook.api.integrations.model import Dependency
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,12 @@ def integration_kind(group: str, version: str, kind: str, plural: str) -> Kind:
     if (group, kind) == ("batch", "Job"):
         return JOBS
     return Kind(kind, group, version, plural, namespaced=True)
+
+
+def dependency_kind(dependency: Dependency) -> Kind:
+    """The REST resource of objects a queued kind reads its pod sets from (a TrainJob's runtimes)."""
+    d = dependency
+    return Kind(d.kind, d.group, d.version, d.plural, namespaced=d.namespaced)
 
 
 def kind_of(integration: Integration) -> Kind:

@@ -9,7 +9,8 @@ Pure functions over plain objects, Kueue's MultiKueue adapters' rules:
   loses its ``managedBy`` (Kubeflow's kinds keep it in ``spec.runPolicy``) so the worker's own controller
   runs it; a Job also loses ``spec.selector`` and
   the labels the API server put into its template, which the worker's API server makes anew (the batch/Job
-  adapter's ``SyncJob``);
+  adapter's ``SyncJob``); a TrainJob loses Kueue's runtime patch, holding the manager's flavors (the
+  TrainJob adapter's ``SyncJob``);
 * a RayService's ``spec.serveConfigV2`` edited on the manager is written into the running copy, a Ray
   Serve update in place (Kueue's ``RemoteSpecSyncer`` for RayService, its ``MultiKueueRemoteSpecSync``
   gate on by default);
@@ -36,6 +37,8 @@ from typing import Any
 
 from kueue_webhook.api.integrations.builtin import POD
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL, is_suspended
+from kueue_webhook.api.integrations.trainjob import GROUP as TRAINER
+from kueue_webhook.api.integrations.trainjob import without_kueue_patch
 from kueue_webhook.api.multikueue import (
     ORIGIN_LABEL,
     ORIGIN_UID_ANNOTATION,
@@ -96,6 +99,9 @@ def job_copy(local_job: Mapping[str, Any], *, workload_name: str, origin: str) -
         if isinstance(labels, dict):
             for key in _JOB_TEMPLATE_LABELS:
                 labels.pop(key, None)
+    if local_job.get("kind") == "TrainJob" and str(local_job.get("apiVersion", "")).startswith(TRAINER + "/"):
+        # the flavors the manager wrote are not the worker's: its own controller writes them there
+        without_kueue_patch(spec)
     return {
         "apiVersion": local_job.get("apiVersion"),
         "kind": local_job.get("kind"),

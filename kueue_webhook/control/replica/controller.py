@@ -48,6 +48,7 @@ from kueue_webhook.control.kube.kinds import (
     SECRETS,
     WATCHED,
     Kind,
+    dependency_kind,
     kind_of,
 )
 from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
@@ -441,6 +442,13 @@ class Controller:
             return
         # a Deployment has nothing to watch (its pods are queued one by one), a StatefulSet has its Workload
         wanted = {kind_of(i) for i in configuration.integrations if mode_of(i).has_objects} - {JOBS}
+        # and what some of them read their pod sets from (a TrainJob's training runtimes)
+        wanted |= {
+            dependency_kind(d)
+            for i in configuration.integrations
+            if i.resolver is not None
+            for d in i.resolver.dependencies
+        }
         for kind in list(self.integration_informers):
             if kind not in wanted:
                 _, task = self.integration_informers.pop(kind)

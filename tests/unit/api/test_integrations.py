@@ -254,11 +254,10 @@ def test_off_integrations_are_left_alone_and_children_of_real_queued_kinds_are_n
     )
 
 
-def test_unknown_frameworks_are_refused_and_kueue_ones_not_served_here_warned() -> None:
+def test_unknown_frameworks_are_refused_and_the_trainjob_framework_is_served() -> None:
     refused = parse_configuration("integrations: {frameworks: [batch/job, example.com/nope]}")
     assert str(refused).startswith("integrations.frameworks[1]: unknown framework 'example.com/nope'")
-    warned = parse_configuration("integrations: {frameworks: [batch/job, trainer.kubeflow.org/trainjob]}")
-    assert isinstance(warned, Configuration)
-    assert warned.warnings == (
-        "integrations.frameworks[1]: 'trainer.kubeflow.org/trainjob' is a Kueue framework not supported here",
-    )
+    served = parse_configuration("integrations: {frameworks: [batch/job, trainer.kubeflow.org/trainjob]}")
+    assert isinstance(served, Configuration)
+    assert served.warnings == ()
+    assert [i.name for i in served.integrations] == ["batch/job", "trainer.kubeflow.org/trainjob"]

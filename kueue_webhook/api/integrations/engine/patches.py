@@ -11,7 +11,7 @@ from typing import Any
 
 from kueue_webhook.api.integrations.engine.pod_sets import Element, accepts_partial_admission, elements
 from kueue_webhook.api.integrations.engine.reading import annotation, as_int, metadata_of, parse_go_bool
-from kueue_webhook.api.integrations.model import Integration
+from kueue_webhook.api.integrations.model import Integration, PodSetMarks
 from kueue_webhook.api.integrations.paths import FieldPath, pointer
 from kueue_webhook.api.integrations.suspension import set_ops, suspension_of
 from kueue_webhook.api.multikueue import WORKER_POD_LABEL
@@ -222,6 +222,24 @@ def _drop_topology_gate(integration: Integration, obj: Mapping[str, Any]) -> lis
     return [{"op": "test", "path": where, "value": dict(gates[index])}, {"op": "remove", "path": where}]
 
 
+def _marks(
+    element: Element,
+    flavors: Sequence[ResourceFlavor],
+    start: TopologyStart | None,
+    pod_labels: Mapping[str, str],
+) -> PodSetMarks:
+    """One pod set's flavors and marks, for a kind that takes them in fields of its own."""
+    selector, tolerations = _flavor_injection({}, flavors)
+    return PodSetMarks(
+        element.segments,
+        selector,
+        tolerations,
+        labels={**(start.labels() if start is not None else {}), **pod_labels},
+        annotations=start.annotations() if start is not None else {},
+        scheduling_gates=(TOPOLOGY_GATE,) if start is not None else (),
+    )
+
+
 def start_patch(
     integration: Integration,
     obj: Mapping[str, Any],
@@ -247,6 +265,12 @@ def start_patch(
     ops.extend(_count_ops(integration, obj, counts or {}))
     topology = topology or {}
     if integration.pod_set_infos is not None:
+        if integration.pod_set_infos.write_marked is not None:
+            marked = [
+                _marks(e, flavors.get(e.name, ()), topology.get(e.name), pod_labels or {})
+                for e in elements(integration, obj)
+            ]
+            return ops + integration.pod_set_infos.write_marked(obj, marked)
         infos = [
             (e.segments, *_flavor_injection({}, flavors.get(e.name, ()))) for e in elements(integration, obj)
         ]

@@ -153,3 +153,24 @@ def test_a_ray_service_s_serve_config_edited_on_the_manager_is_written_into_its_
     assert remote_spec_ops({**local, "spec": {}}, remote) == [{"op": "remove", "path": "/spec/serveConfigV2"}]
     ray_job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {"serveConfigV2": "new"}}
     assert remote_spec_ops(ray_job, {**ray_job, "spec": {}}) == []
+
+
+def test_a_trainjob_copy_loses_its_managed_by_and_kueues_runtime_patch_and_keeps_the_others() -> None:
+    """Kueue's TrainJob adapter: the worker's own Kueue writes its own flavors into a patch of its own."""
+    kueue_patch = {
+        "manager": "kueue.x-k8s.io/manager",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "node"}]}}},
+    }
+    local = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {
+            "runtimeRef": {"name": "torch"},
+            "managedBy": "kueue.x-k8s.io/multikueue",
+            "runtimePatches": [{"manager": "someone"}, kueue_patch],
+        },
+    }
+    copy = job_copy(local, workload_name="trainjob-train-1", origin="multikueue")
+    assert copy["spec"] == {"runtimeRef": {"name": "torch"}, "runtimePatches": [{"manager": "someone"}]}
+    assert local["spec"]["runtimePatches"] == [{"manager": "someone"}, kueue_patch]  # the manager's untouched
