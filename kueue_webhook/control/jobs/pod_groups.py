@@ -33,7 +33,7 @@ from kueue_webhook.api.integrations.pod_groups import (
     role_hash,
     terminated,
 )
-from kueue_webhook.api.multikueue import runs_in_worker
+from kueue_webhook.api.multikueue import runs_in_worker, worker_pod_labels
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from kueue_webhook.api.topology_pods import topology_starts
@@ -203,7 +203,13 @@ def _start(
         mine = assigned[name]
         try:
             start = starts.get(name)
-            patch = engine.start_patch(POD, pod, {"main": mine}, topology={"main": start} if start else None)
+            patch = engine.start_patch(
+                POD,
+                pod,
+                {"main": mine},
+                topology={"main": start} if start else None,
+                pod_labels=worker_pod_labels(workload),
+            )
         except FlavorConflict as exc:
             return FinishWorkload(workload, "FailedToStart", str(exc))
         patches.append((pod, patch))

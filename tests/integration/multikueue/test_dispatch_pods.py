@@ -21,7 +21,12 @@ import pytest
 
 from kueue_webhook.api.integrations.leaderworkersets import workload_name_of_group
 from kueue_webhook.api.integrations.statefulsets import statefulset_workload_name
-from kueue_webhook.api.multikueue import ORIGIN_LABEL, ORIGIN_UID_ANNOTATION, PREBUILT_WORKLOAD_LABEL
+from kueue_webhook.api.multikueue import (
+    ORIGIN_LABEL,
+    ORIGIN_UID_ANNOTATION,
+    PREBUILT_WORKLOAD_LABEL,
+    WORKER_POD_LABEL,
+)
 from kueue_webhook.control.kube.client import KubeClient
 from tests.crds import integration_crds
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
@@ -160,6 +165,7 @@ async def test_a_pod_runs_in_a_worker_its_status_comes_back_and_its_end_finishes
     assert remote is not None
     assert remote["metadata"]["labels"][ORIGIN_LABEL] == "multikueue"
     assert remote["metadata"]["annotations"][PREBUILT_WORKLOAD_LABEL] == name
+    assert remote["metadata"]["labels"][WORKER_POD_LABEL] == "true"  # ungated by the worker as a copy's pod
     remote_workload = chosen.get("workloads", name, "ml")
     assert remote_workload is not None  # adopted by the copy
     assert remote_workload["metadata"]["ownerReferences"][0]["uid"] == remote["metadata"]["uid"]
@@ -195,6 +201,8 @@ async def test_a_pod_group_runs_in_one_worker_and_finishes_when_all_its_pods_suc
         remote = chosen.get("pods", name, "ml")
         assert remote is not None and remote["metadata"]["annotations"][PREBUILT_WORKLOAD_LABEL] == "trio"
         assert remote["metadata"]["labels"][GROUP] == "trio"
+        # the worker ungated it as one of a MultiKueue copy's pods (Kueue's MultiKueueWorkerWorkloadPodLabel)
+        assert remote["metadata"]["labels"][WORKER_POD_LABEL] == "true"
         assert other.get("pods", name, "ml") is None
         await set_phase(chosen, name, "Running")
     for name in names:

@@ -280,7 +280,7 @@ def start_patch(
         if pod_spec is None:
             continue
         start = topology.get(element.name)
-        marks = pod_labels if integration.gate is None and pod_labels else {}
+        marks = pod_labels or {}
         if start is not None or marks:
             ops.extend(_topology_ops(integration, element, start, marks))
         if start is None and integration.gate is not None:
