@@ -15,9 +15,9 @@ Three phases, as in Kueue's TASFlavorSnapshot.findTopologyAssignment (KEP 2724):
    the pods land on as few domains as possible at every level.
 
 The result is the list of leaf domains with their pod counts, which the caller encodes as the Workload's
-``topologyAssignment``. Pod-set groups (a leader pod set placed with its workers), Kueue's balanced
-placement and the LeastFreeCapacity profile (both behind Kueue feature gates that are off by default) and
-multi-layer slice constraints are not implemented.
+``topologyAssignment``. A pod-set group (a leader pod set placed with its workers) is placed by
+:mod:`.group_placement`. Kueue's balanced placement and the LeastFreeCapacity profile (both behind Kueue
+feature gates that are off by default) and multi-layer slice constraints are not implemented.
 """
 
 from __future__ import annotations
