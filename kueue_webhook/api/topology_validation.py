@@ -20,6 +20,8 @@ from typing import Any
 
 from kueue_webhook.api.errors import ErrorType, FieldError, WordedError
 from kueue_webhook.api.integrations import Integration, engine
+from kueue_webhook.api.integrations.builtin import LEADERWORKERSET
+from kueue_webhook.api.integrations.leaderworkersets import group_size
 from kueue_webhook.api.topology_request import (
     GROUP_ANNOTATION,
     MAX_SLICE_LAYERS,
@@ -331,6 +333,8 @@ def topology_annotation_errors(
 def object_topology_errors(integration: Integration, obj: Mapping[str, Any]) -> list[FieldError]:
     """The topology-annotation errors of every pod template of a queued object (a pod's own metadata for
     a plain Pod); nothing to read when no template carries a ``kueue.x-k8s.io/podset-`` annotation."""
+    if (integration.group, integration.kind) == (LEADERWORKERSET.group, LEADERWORKERSET.kind):
+        return _leaderworkerset_errors(obj)
     templates: list[TemplateAnnotations] = []
     found = engine.elements(integration, obj)
     for element in found:
@@ -350,3 +354,27 @@ def object_topology_errors(integration: Integration, obj: Mapping[str, Any]) -> 
         templates.append(TemplateAnnotations(element.name, annotations, path, engine.element_count(element)))
     # a kind of one pod set (a Job, a Pod) has no group to check, as in Kueue's webhooks
     return topology_annotation_errors(templates, groups=len(found) > 1) if templates else []
+
+
+def _leaderworkerset_errors(lws: Mapping[str, Any]) -> list[FieldError]:
+    """A LeaderWorkerSet's leader and worker templates, as its group Workload's pod sets (Kueue's
+    leaderworkerset webhook): the leader of one pod, the workers of the rest of the group."""
+    spec = lws.get("spec")
+    lwt = spec.get("leaderWorkerTemplate") if isinstance(spec, Mapping) else None
+    if not isinstance(lwt, Mapping):
+        return []
+    size = group_size(lws)
+    path = "spec.leaderWorkerTemplate"
+    templates: list[TemplateAnnotations] = []
+    leader = lwt.get("leaderTemplate")
+    workers = lwt.get("workerTemplate")
+    for name, template, count in (
+        ("leader", leader, 1),
+        ("worker", workers, size - 1 if isinstance(leader, Mapping) else size),
+    ):
+        meta = template.get("metadata") if isinstance(template, Mapping) else None
+        annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+        if isinstance(annotations, Mapping):
+            where = f"{path}.{name}Template.metadata"
+            templates.append(TemplateAnnotations(name, annotations, where, count))
+    return topology_annotation_errors(templates, groups=isinstance(leader, Mapping)) if templates else []

@@ -12,7 +12,7 @@ import pytest
 from kueue_webhook.admission.jobs import validate_job
 from kueue_webhook.admission.view import StaticClusterView
 from kueue_webhook.api.config import Configuration
-from kueue_webhook.api.integrations.builtin import JOBSET
+from kueue_webhook.api.integrations.builtin import JOBSET, LEADERWORKERSET
 from kueue_webhook.api.topology_validation import object_topology_errors
 from tests.unit.admission.golden import golden_review, request_of
 
@@ -167,4 +167,25 @@ def test_a_group_of_two_multi_pod_sets_or_of_different_levels_is_refused_with_ku
         f"'{at.format(1)}' in group 'g'",
         f"{at.format(1)}: Invalid value: must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with "
         f"'{at.format(0)}' in group 'g'",
+    ]
+
+
+def test_a_leaderworkersets_leader_and_workers_must_ask_for_one_level_in_their_group() -> None:
+    def lws(worker_level: str) -> dict[str, Any]:
+        def template(level: str) -> dict[str, Any]:
+            return {"metadata": {"annotations": {REQUIRED: level, GROUP: "g"}}, "spec": {"containers": []}}
+
+        lwt = {"size": 4, "leaderTemplate": template("rack"), "workerTemplate": template(worker_level)}
+        return {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "spec": {"leaderWorkerTemplate": lwt},
+        }
+
+    assert object_topology_errors(LEADERWORKERSET, lws("rack")) == []
+    at = "spec.leaderWorkerTemplate.{}Template.metadata.annotations"
+    assert [str(e) for e in object_topology_errors(LEADERWORKERSET, lws("block"))] == [
+        f"{at.format(a)}: Invalid value: must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with "
+        f"'{at.format(b)}' in group 'g'"
+        for a, b in (("leader", "worker"), ("worker", "leader"))
     ]
