@@ -36,6 +36,7 @@ from kueue_webhook.api.integrations.engine import QUEUE_NAME_LABEL
 from kueue_webhook.api.integrations.managed import is_managed
 from kueue_webhook.api.integrations.owners import Ancestry
 from kueue_webhook.api.multikueue import managed_by_default_ops, with_default_ops
+from kueue_webhook.api.topology_validation import object_topology_errors
 
 __all__ = ["mutate_object", "mutate_queued", "validate_object", "validate_queued"]
 
@@ -173,6 +174,7 @@ def validate_queued(
     if rules.children_left_alone and left_to_owner:
         return Verdict.deny(aggregate_message(pod_errors)) if pod_errors else Verdict.allow()
     errors = rules.value_errors(integration, new, old)
+    errors += object_topology_errors(integration, new)  # Kueue's ValidateTASPodSetRequest and its kin
     queue = engine.queue_name(new) or ""
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     enforced = config.label_policy.is_enforced(namespace_labels)

@@ -8,6 +8,7 @@ Kueue's job integrations fill ``topologyRequest`` from pod-template annotations
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ __all__ = [
     "POD_INDEX_LABELS",
     "PREFERRED_ANNOTATION",
     "REQUIRED_ANNOTATION",
+    "SLICE_CONSTRAINTS_ANNOTATION",
     "SLICE_REQUIRED_ANNOTATION",
     "SLICE_SIZE_ANNOTATION",
     "UNCONSTRAINED_ANNOTATION",
@@ -31,6 +33,11 @@ UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 SLICE_REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE_ANNOTATION = "kueue.x-k8s.io/podset-slice-size"
 GROUP_ANNOTATION = "kueue.x-k8s.io/podset-group-name"
+#: multi-layer slices: a JSON list of ``{"topology": <level>, "size": <pods>}``, outermost first (1 to 3)
+SLICE_CONSTRAINTS_ANNOTATION = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+#: the Workload's field for them (``spec.podSets[].topologyRequest``), spelled as Kueue's v1beta2 API does
+SLICE_CONSTRAINTS_FIELD = "podsetSliceRequiredTopologyConstraints"
+MAX_SLICE_LAYERS = 3
 
 #: the pod label that numbers a pod within its pod set, per queued kind (Kueue's integrations pass it to
 #: NewPodSetTopologyRequest: job_controller.go, kubeflowjob, mpijob, jobset, leaderworkerset, statefulset):
@@ -54,7 +61,9 @@ POD_INDEX_LABELS = {
 @dataclass(frozen=True, slots=True)
 class TopologyRequest:
     """One pod set's request: at most one of ``required``/``preferred``/``unconstrained``, and optionally
-    slices of ``slice_size`` pods each required within one domain of ``slice_level``."""
+    slices of ``slice_size`` pods each required within one domain of ``slice_level``. With multi-layer
+    slices ``slice_layers`` lists every layer, outermost first (the first is ``slice_level``/``slice_size``),
+    each inner layer's slices within one domain of its finer level."""
 
     required: str | None = None
     preferred: str | None = None
@@ -62,6 +71,7 @@ class TopologyRequest:
     slice_level: str | None = None
     slice_size: int | None = None
     group: str | None = None
+    slice_layers: tuple[tuple[str, int], ...] = ()
 
     @property
     def explicit(self) -> bool:
@@ -79,15 +89,48 @@ def parse_topology_request(raw: Any) -> TopologyRequest | None:
         return value if isinstance(value, str) and value else None
 
     size = raw.get("podSetSliceSize")
+    slice_level = text("podSetSliceRequiredTopology")
+    slice_size = size if isinstance(size, int) and not isinstance(size, bool) else None
+    layers = slice_layers(raw.get(SLICE_CONSTRAINTS_FIELD))
+    if layers:  # the layers replace the single slice fields (Kueue's PodSetSliceRequiredTopologyConstraints)
+        slice_level, slice_size = layers[0]
     request = TopologyRequest(
         required=text("required"),
         preferred=text("preferred"),
         unconstrained=raw.get("unconstrained") is True,
-        slice_level=text("podSetSliceRequiredTopology"),
-        slice_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        slice_level=slice_level,
+        slice_size=slice_size,
         group=text("podSetGroupName"),
+        slice_layers=layers,
     )
     return request if request.explicit else None
+
+
+def slice_layers(raw: Any) -> tuple[tuple[str, int], ...]:
+    """The layers of ``podsetSliceRequiredTopologyConstraints`` (empty unless 1 to 3 well-formed ones)."""
+    if not isinstance(raw, list) or not 0 < len(raw) <= MAX_SLICE_LAYERS:
+        return ()
+    layers: list[tuple[str, int]] = []
+    for layer in raw:
+        if not isinstance(layer, Mapping):
+            return ()
+        topology, size = layer.get("topology"), layer.get("size")
+        if (
+            not isinstance(topology, str)
+            or not topology
+            or not isinstance(size, int)
+            or isinstance(size, bool)
+        ):
+            return ()
+        layers.append((topology, size))
+    return tuple(layers)
+
+
+def _json_list(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def template_topology_request(
@@ -123,7 +166,13 @@ def topology_request_from_annotations(annotations: Mapping[str, Any]) -> dict[st
         request["unconstrained"] = unconstrained.lower() in ("true", "1", "t")
     slice_level = annotations.get(SLICE_REQUIRED_ANNOTATION)
     slice_size = annotations.get(SLICE_SIZE_ANNOTATION)
-    if isinstance(slice_level, str) and isinstance(slice_size, str):
+    constraints = annotations.get(SLICE_CONSTRAINTS_ANNOTATION)
+    if isinstance(constraints, str):
+        # Kueue's NewPodSetTopologyRequest: the layers as written, in place of the single slice fields
+        layers = slice_layers(_json_list(constraints))
+        if layers:
+            request[SLICE_CONSTRAINTS_FIELD] = [{"topology": t, "size": n} for t, n in layers]
+    elif isinstance(slice_level, str) and isinstance(slice_size, str):
         try:
             size = int(slice_size)
         except ValueError:

@@ -51,7 +51,8 @@ from kueue_webhook.core.pending_queue import RetryCondition, may_fit
 from kueue_webhook.core.pending_queues import PendingQueues
 from kueue_webhook.core.preemption import Target, TargetSearch, preemption_message, queue_path
 from kueue_webhook.core.specs import QueueState, Specs
-from kueue_webhook.core.tas.preemption import topology_targets
+from kueue_webhook.core.tas.assign import placements_still_fit
+from kueue_webhook.core.tas.preemption import TopologyFit
 from kueue_webhook.core.workload_tracker import WorkloadTracker
 
 __all__ = ["run_cycle"]
@@ -191,22 +192,41 @@ class _Pass:
         tracker, ledger = self.tracker, self.specs.ledger
         tracked = tracker.workloads[info.key]
         name = queue.spec.name
+        if (
+            assignment.mode is Mode.FIT
+            and self.specs.tas.trees
+            and not placements_still_fit(assignment, info, self.specs.tas)
+        ):
+            # an admission before it in this cycle took the room its pods were placed in: placed again
+            # (Kueue's TASRecomputeAssignmentWithinSchedulingCycle, on by default)
+            assignment = partial_admission.assign(
+                self.assigner, info, queue.compiled, can_preempt=partial(self._can_preempt, name)
+            )
         mode = assignment.mode
         targets: list[Target] = []
+        block = assignment.topology_block
         if mode.needs_preemption and mode is not Mode.NO_CANDIDATES:
             targets = self.search.targets(
-                queue=name, workload=info, requests=assignment.usage, needs=assignment.needs
-            )
-        elif mode is Mode.NO_CANDIDATES and assignment.topology_block is not None and not assignment.needs:
-            # quota fits, the topology does not: room made by TAS workloads of its own ClusterQueue
-            targets = topology_targets(
-                tas=self.specs.tas,
                 queue=name,
-                preemptor=info,
-                block=assignment.topology_block,
-                policy=queue.spec.preemption,
-                holders=tracker.holders(name),
-                taken=self.preempted,
+                workload=info,
+                requests=assignment.usage,
+                needs=assignment.needs,
+                topology=None if block is None else TopologyFit(self.specs.tas, block.pod_sets),
+            )
+        elif (
+            mode is Mode.NO_CANDIDATES
+            and block is not None
+            and block.needs is not None
+            and not assignment.needs
+        ):
+            # quota fits, the topology does not: room made by TAS workloads of its ClusterQueue or, by
+            # reclaim, of the borrowers of its cohort (Kueue's Preempt mode for TAS)
+            targets = self.search.targets(
+                queue=name,
+                workload=info,
+                requests=assignment.usage,
+                needs=block.frs,
+                topology=TopologyFit(self.specs.tas, block.pod_sets),
             )
         if not targets:
             tracker.drop_claim(info.key)

@@ -77,11 +77,16 @@ class FairSharingPreemption(TargetSearch):
         finally:
             ledger.release(queue, requests)
         if not fits:
-            restore(ledger, (t.candidate for t in chosen))
+            self._put_back(chosen)
             return []
         kept = self._fill_back(node, requests, chosen)
-        restore(ledger, (t.candidate for t in kept))
+        self._put_back(kept)
         return kept
+
+    def _put_back(self, targets: list[Target]) -> None:
+        restore(self.holders.ledger, (t.candidate for t in targets))
+        for target in targets:
+            self._topology_restore(target.candidate)
 
     def _candidates(
         self, node: Node, workload: WorkloadInfo, policy: Preemption, needs: Needs
@@ -116,7 +121,9 @@ class FairSharingPreemption(TargetSearch):
         ledger = self.holders.ledger
         ledger.release(node.name, requests)
         try:
-            return all(amount <= available(node, fr) for fr, amount in requests.items())
+            return all(amount <= available(node, fr) for fr, amount in requests.items()) and (
+                self._topology_fits()
+            )
         finally:
             ledger.charge(node.name, requests)
 
@@ -194,6 +201,7 @@ class FairSharingPreemption(TargetSearch):
 
     def _take(self, candidate: Candidate, reason: str, chosen: list[Target]) -> None:
         remove(self.holders.ledger, (candidate,))
+        self._topology_remove(candidate)
         chosen.append(Target(candidate, reason))
 
     def _fill_back(self, node: Node, requests: Requests, chosen: list[Target]) -> list[Target]:
@@ -202,10 +210,15 @@ class FairSharingPreemption(TargetSearch):
         for index in range(len(chosen) - 2, -1, -1):
             candidate = chosen[index].candidate
             restore(self.holders.ledger, (candidate,))
-            if all(amount <= available(node, fr) for fr, amount in requests.items()):
+            self._topology_restore(candidate)
+            if (
+                all(amount <= available(node, fr) for fr, amount in requests.items())
+                and self._topology_fits()
+            ):
                 del chosen[index]
             else:
                 remove(self.holders.ledger, (candidate,))
+                self._topology_remove(candidate)
         return chosen
 
 

@@ -323,10 +323,19 @@ def search_flavors(
     no_fit_reason = ""
     shortfalls: list[tuple[tuple[tuple[FlavorResource, int], ...], ...]] = []
     needs: set[FlavorResource] = set()
+    # the pod sets of a TAS group (``podSetGroupName``) get the same flavors: the first is given them for
+    # the requests of the whole group, the others take its choice (Kueue's grouped flavor assignment)
+    groups = _tas_groups(workload)
+    first_of: dict[str, PodSetResult] = {}
     for pod_set in workload.pod_sets:
         result = PodSetResult(pod_set.name, pod_set.count)
         result.requests = {resource: amount * pod_set.count for resource, amount in pod_set.requests}
         results.append(result)
+        group_name = (pod_set.topology.group or "") if groups and pod_set.topology else ""
+        grouped = groups.get(group_name) if group_name else None
+        first = first_of.get(group_name) if grouped else None
+        if grouped and first is None:
+            first_of[group_name] = result
         group_min_reason: dict[int, str] = {}
         for resource in sorted(result.requests):
             if resource in result.flavors:
@@ -340,6 +349,15 @@ def search_flavors(
                 break
             covered, flavor_names = queue.groups[group_index]
             group_requests = {r: a for r, a in result.requests.items() if r in covered}
+            if first is not None:
+                chosen = next((first.flavors[r] for r in sorted(covered) if r in first.flavors), None)
+                flavor_names = (chosen,) if chosen is not None else flavor_names
+            elif grouped:
+                for other in grouped:
+                    if other is not pod_set:
+                        for r, a in other.requests:
+                            if r in covered:
+                                group_requests[r] = group_requests.get(r, 0) + a * other.count
             best: _Choice | None = None
             reasons: list[str] = []
             alternatives: list[tuple[tuple[FlavorResource, int], ...]] = []
@@ -402,6 +420,17 @@ def search_flavors(
         frozenset(needs),
         tuple(shortfalls) if known else None,
     )
+
+
+def _tas_groups(workload: WorkloadInfo) -> dict[str, list[PodSetInfo]]:
+    """The pod sets of each TAS group of two or more (empty when there is none, the common case)."""
+    if len(workload.pod_sets) < 2:
+        return {}
+    members: dict[str, list[PodSetInfo]] = {}
+    for pod_set in workload.pod_sets:
+        if pod_set.topology is not None and pod_set.topology.group:
+            members.setdefault(pod_set.topology.group, []).append(pod_set)
+    return {name: found for name, found in members.items() if len(found) > 1}
 
 
 def first_plain_fit(

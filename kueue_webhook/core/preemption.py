@@ -20,6 +20,11 @@ The ledger is always restored before returning: removal is simulated, never comm
 skipped when its ClusterQueue (or a cohort between it and the common ancestor) is no longer above its
 quota, which is what keeps a reclaim from taking more than the borrower borrowed.
 
+For a workload placed by topology the search also places its TAS pod sets again after every simulated
+removal (``topology``, a ``TopologyCheck``): it fits only when quota and topology both do, as Kueue's
+``workloadFits`` checks both, so the victims found anywhere in the cohort free room in one domain of the
+level it requires. Without it (every workload not placed by topology) the search costs what it did.
+
 The same search answers the flavor assigner's question ("could preemption make room for this much of
 this resource?") through ``simulate``, which is why ``ClassicalPreemption`` is the ``PreemptionOracle``.
 A ClusterQueue whose policies are all ``Never`` is answered at once without looking at any workload, so
@@ -55,6 +60,7 @@ __all__ = [
     "Requests",
     "Target",
     "TargetSearch",
+    "TopologyCheck",
     "candidate_order",
     "policy_allows",
     "preemption_message",
@@ -110,6 +116,17 @@ class Candidate:
 class Target:
     candidate: Candidate
     reason: str
+
+
+class TopologyCheck(Protocol):
+    """Whether a preemptor's TAS pod sets place with some workloads' TAS usage taken off the trees
+    (``tas.preemption.TopologyFit``)."""
+
+    def remove(self, key: str) -> None: ...
+
+    def restore(self, key: str) -> None: ...
+
+    def fits(self) -> bool: ...
 
 
 class QuotaHolders(Protocol):
@@ -210,15 +227,40 @@ class TargetSearch(ABC):
 
     holders: QuotaHolders
 
+    #: set for the length of one ``targets`` call whose preemptor is placed by topology
+    topology: TopologyCheck | None = None
+
     def targets(
-        self, *, queue: str, workload: WorkloadInfo, requests: Requests, needs: Needs
+        self,
+        *,
+        queue: str,
+        workload: WorkloadInfo,
+        requests: Requests,
+        needs: Needs,
+        topology: TopologyCheck | None = None,
     ) -> list[Target]:
         """The admitted workloads whose eviction lets ``requests`` fit in ``queue``, as few as the search
-        can do with (empty when none does). ``needs`` are the flavor/resources that lack room."""
+        can do with (empty when none does). ``needs`` are the flavor/resources that lack room;
+        ``topology``: the preemptor must also fit its flavors' topology."""
         node = self.holders.ledger.queues.get(queue)
         if node is None or not needs:
             return []
-        return self._find(node, workload, self.holders.preemption_policy(queue), requests, needs)
+        self.topology = topology
+        try:
+            return self._find(node, workload, self.holders.preemption_policy(queue), requests, needs)
+        finally:
+            self.topology = None
+
+    def _topology_remove(self, candidate: Candidate) -> None:
+        if self.topology is not None:
+            self.topology.remove(candidate.info.key)
+
+    def _topology_restore(self, candidate: Candidate) -> None:
+        if self.topology is not None:
+            self.topology.restore(candidate.info.key)
+
+    def _topology_fits(self) -> bool:
+        return self.topology is None or self.topology.fits()
 
     @abstractmethod
     def _find(
@@ -412,7 +454,15 @@ class ClassicalPreemption(TargetSearch):
                 return False
             if amount > available(node, fr):
                 return False
-        return True
+        return self._topology_fits()
+
+    def _remove(self, candidate: Candidate) -> None:
+        remove(self.ledger, (candidate,))
+        self._topology_remove(candidate)
+
+    def _restore(self, candidate: Candidate) -> None:
+        restore(self.ledger, (candidate,))
+        self._topology_restore(candidate)
 
     def _search(
         self,
@@ -427,7 +477,7 @@ class ClassicalPreemption(TargetSearch):
             for elem in ordered:
                 if not self._valid(elem, node.name, needs, allow_borrowing):
                     continue
-                remove(self.ledger, (elem.candidate,))
+                self._remove(elem.candidate)
                 chosen.append(elem)
                 if self._fits(node, requests, allow_borrowing):
                     return [
@@ -436,7 +486,8 @@ class ClassicalPreemption(TargetSearch):
                     ]
             return []
         finally:
-            restore(self.ledger, (e.candidate for e in chosen))
+            for elem in chosen:
+                self._restore(elem.candidate)
 
     def _fill_back(
         self, node: Node, chosen: list[_Elem], requests: Requests, allow_borrowing: bool
@@ -446,9 +497,9 @@ class ClassicalPreemption(TargetSearch):
         On return ``chosen`` holds exactly the removed targets (the caller restores them)."""
         for index in range(len(chosen) - 2, -1, -1):
             elem = chosen[index]
-            restore(self.ledger, (elem.candidate,))
+            self._restore(elem.candidate)
             if self._fits(node, requests, allow_borrowing):
                 del chosen[index]
             else:
-                remove(self.ledger, (elem.candidate,))
+                self._remove(elem.candidate)
         return list(chosen)

@@ -46,6 +46,7 @@ from kueue_webhook.api.integrations.statefulsets import (
 )
 from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import API_VERSION, GROUP
+from kueue_webhook.api.topology_request import POD_INDEX_LABELS, template_topology_request
 
 __all__ = [
     "GROUP_INDEX_LABEL",
@@ -151,18 +152,32 @@ def _template(raw: Any) -> JSON:
     return template
 
 
+#: the pod label ranking an LWS worker within its group (the leader is rank 0)
+WORKER_INDEX_LABEL = POD_INDEX_LABELS[(LEADERWORKERSET.group, LEADERWORKERSET.kind)]
+
+
 def _pod_sets(lws: Mapping[str, Any]) -> list[JSON]:
     """Kueue's ``podSets``: ``leader`` (1) and ``worker`` (size - 1), or ``main`` (size)."""
     lwt = _lwt(lws)
     size = group_size(lws)
     leader = lwt.get("leaderTemplate")
     out: list[JSON] = []
+    workers = lwt.get("workerTemplate")
     if isinstance(leader, Mapping):
-        out.append({"name": "leader", "count": 1, "template": _template(leader)})
-        out.append({"name": "worker", "count": size - 1, "template": _template(lwt.get("workerTemplate"))})
+        out.append(_pod_set("leader", 1, leader, None))
+        out.append(_pod_set("worker", size - 1, workers, WORKER_INDEX_LABEL))
     else:
-        out.append({"name": "main", "count": size, "template": _template(lwt.get("workerTemplate"))})
+        out.append(_pod_set("main", size, workers, WORKER_INDEX_LABEL))
     return out
+
+
+def _pod_set(name: str, count: int, raw: Any, index_label: str | None) -> JSON:
+    """One pod set, with the ``topologyRequest`` its template's annotations ask for (Kueue's ``newPodSet``:
+    the workers ranked by the worker index, the leader by none)."""
+    pod_set: JSON = {"name": name, "count": count, "template": _template(raw)}
+    if isinstance(raw, Mapping) and (topology := template_topology_request(raw, index_label)) is not None:
+        pod_set["topologyRequest"] = topology
+    return pod_set
 
 
 def _priority(

@@ -13,33 +13,92 @@ same flavor see each other's pods: each placement is charged to the tree until t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kueue_webhook.api.objects import ResourceFlavor
 from kueue_webhook.api.topology_assignment import Domain as AssignedDomain
-from kueue_webhook.api.topology_assignment import encode
+from kueue_webhook.api.topology_assignment import TopologyAssignmentError, decode, encode
 from kueue_webhook.core.tas.capacity import ONE_POD, PODS, FlavorTree, TopologyCapacity
+from kueue_webhook.core.tas.group_placement import place_group
 from kueue_webhook.core.tas.placement import Placement, PodSetNeeds, place
 
 if TYPE_CHECKING:
-    from kueue_webhook.core.flavors import Assignment, CompiledQueue
+    from kueue_webhook.core.flavors import Assignment, CompiledQueue, PodSetResult
     from kueue_webhook.core.model import PodSetInfo, WorkloadInfo
 
-__all__ = ["REASON_TOPOLOGY", "TopologyBlock", "place_topologies", "tas_only", "tas_problem"]
+__all__ = [
+    "REASON_TOPOLOGY",
+    "TopologyBlock",
+    "TopologyPodSet",
+    "place_topologies",
+    "placements_still_fit",
+    "tas_only",
+    "tas_problem",
+    "topology_fits",
+]
 
 REASON_TOPOLOGY = "TopologyPlacementFailed"
 
 
 @dataclass(frozen=True, slots=True)
-class TopologyBlock:
-    """A pod set that fits quota and would fit its flavor's nodes without some TAS workloads: what a
-    preemption search must make room for (Kueue's Preempt mode for TAS)."""
+class TopologyPodSet:
+    """One pod set of a workload as its flavor's topology sees it, or a pod-set group (workers in ``needs``
+    and their one-pod ``leader``, placed together: :mod:`.group_placement`): what the topology step places
+    and a preemption search places again after each simulated removal."""
 
     flavor: str
     needs: PodSetNeeds
     implied: bool
+    leader: PodSetNeeds | None = None
+
+    def place(self, tree: FlavorTree, *, empty: bool = False) -> tuple[Placement, Placement | None]:
+        """The placement of the pod set (of the workers and of the leader for a group)."""
+        if self.leader is None:
+            return place(tree, self.needs, implied=self.implied, empty=empty), None
+        return place_group(tree, self.needs, self.leader, implied=self.implied, empty=empty)
+
+    def charge(self, tree: FlavorTree, placed: tuple[Placement, Placement | None], sign: int) -> None:
+        _charge(tree, placed[0], self.needs.requests, sign)
+        if self.leader is not None and placed[1] is not None:
+            _charge(tree, placed[1], self.leader.requests, sign)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyBlock:
+    """A workload whose quota fits (or would, with preemption) and whose TAS pod sets would fit their
+    flavors' nodes without some TAS workloads: what a preemption search must make room for (Kueue's
+    Preempt mode for TAS). ``flavor``/``needs``/``implied`` name the first pod set that does not fit now
+    (none when quota is what is short); ``pod_sets`` are every TAS pod set of the workload, in order;
+    ``frs`` the flavor/resources of those pod sets (Kueue's frsNeedPreemption when TAS is what is short)."""
+
+    flavor: str
+    needs: PodSetNeeds | None
+    implied: bool
+    pod_sets: tuple[TopologyPodSet, ...] = ()
+    frs: frozenset[tuple[str, str]] = frozenset()
+
+
+def topology_fits(tas: TopologyCapacity, pod_sets: Sequence[TopologyPodSet]) -> bool:
+    """Whether every pod set places on its flavor's tree as it is now, each seeing the ones before it
+    (the trees are left as they were)."""
+    held: list[tuple[TopologyPodSet, FlavorTree, tuple[Placement, Placement | None]]] = []
+    try:
+        for pod_set in pod_sets:
+            tree = tas.trees.get(pod_set.flavor)
+            if tree is None:
+                return False
+            placed = pod_set.place(tree)
+            if placed[0].failure:
+                return False
+            if len(pod_sets) > 1:
+                pod_set.charge(tree, placed, 1)
+                held.append((pod_set, tree, placed))
+        return True
+    finally:
+        for pod_set, tree, placed in held:
+            pod_set.charge(tree, placed, -1)
 
 
 def tas_only(queue: CompiledQueue, flavors: Mapping[str, ResourceFlavor]) -> bool:
@@ -84,67 +143,152 @@ def place_topologies(
 
     if assignment.mode is Mode.NO_FIT:
         return assignment
-    held: list[tuple[FlavorTree, Placement, Mapping[str, int]]] = []
+    singles: list[tuple[PodSetResult, TopologyPodSet, PodSetInfo]] = []
+    for pod_set, result in zip(workload.pod_sets, assignment.pod_sets, strict=False):
+        if result.count == 0:
+            continue
+        named = sorted({f for f in result.flavors.values() if (fl := flavors.get(f)) and fl.topology_name})
+        missing = [name for name in named if name not in tas.trees]
+        if missing:
+            # its Topology is not there (yet): Kueue's TAS cache has no information for the flavor
+            result.mode = Mode.NO_FIT
+            result.reasons = [f'Flavor "{missing[0]}" information missing in TAS cache']
+            assignment.mode = Mode.NO_FIT
+            assignment.no_fit_reason = REASON_TOPOLOGY
+            assignment.shortfalls = None
+            return assignment
+        if len(named) != 1:
+            continue
+        flavor = flavors[named[0]]
+        needs = PodSetNeeds(
+            result.count,
+            dict(pod_set.requests),
+            pod_set.topology,
+            tolerations=(*pod_set.tolerations, *flavor.tolerations),
+            node_selector=pod_set.node_selector,
+        )
+        singles.append((result, TopologyPodSet(flavor.name, needs, pod_set.topology is None), pod_set))
+    if not singles:
+        return assignment
+    wanted = _grouped(singles)
+    held: list[tuple[TopologyPodSet, FlavorTree, tuple[Placement, Placement | None]]] = []
+    blocked: TopologyPodSet | None = None
     try:
-        for pod_set, result in zip(workload.pod_sets, assignment.pod_sets, strict=False):
-            if result.count == 0:
-                continue
-            named = sorted(
-                {f for f in result.flavors.values() if (fl := flavors.get(f)) and fl.topology_name}
-            )
-            missing = [name for name in named if name not in tas.trees]
-            if missing:
-                # its Topology is not there (yet): Kueue's TAS cache has no information for the flavor
-                result.mode = Mode.NO_FIT
-                result.reasons = [f'Flavor "{missing[0]}" information missing in TAS cache']
-                assignment.mode = Mode.NO_FIT
-                assignment.no_fit_reason = REASON_TOPOLOGY
-                assignment.shortfalls = None
-                return assignment
-            trees = {name: tas.trees[name] for name in named}
-            if len(trees) != 1:
-                continue
-            flavor_name, tree = next(iter(trees.items()))
-            flavor = flavors[flavor_name]
-            per_pod = dict(pod_set.requests)
-            needs = PodSetNeeds(
-                result.count,
-                per_pod,
-                pod_set.topology,
-                tolerations=(*pod_set.tolerations, *flavor.tolerations),
-                node_selector=pod_set.node_selector,
-            )
-            implied = pod_set.topology is None
+        for results, tas_pod_set in wanted:
+            tree = tas.trees[tas_pod_set.flavor]
             if assignment.mode is Mode.FIT:
-                placement = place(tree, needs, implied=implied)
-                if not placement.failure:
-                    result.topology = encode(
-                        placement.levels, [AssignedDomain(v, c) for v, c in placement.domains]
-                    )
-                    _charge(tree, placement, per_pod, 1)
-                    held.append((tree, placement, per_pod))
+                placed = tas_pod_set.place(tree)
+                if not placed[0].failure:
+                    for result, placement in zip(results, placed, strict=False):
+                        if placement is not None:
+                            result.topology = encode(
+                                placement.levels, [AssignedDomain(v, c) for v, c in placement.domains]
+                            )
+                    tas_pod_set.charge(tree, placed, 1)
+                    held.append((tas_pod_set, tree, placed))
                     continue
-                failure = placement.failure
+                failure = placed[0].failure
             else:
                 failure = ""
-            empty = place(tree, needs, implied=implied, empty=True)
+            empty = tas_pod_set.place(tree, empty=True)[0]
             if empty.failure:
-                result.mode = Mode.NO_FIT
-                result.reasons = [empty.failure if assignment.mode is not Mode.FIT else failure]
+                for result in results:
+                    result.mode = Mode.NO_FIT
+                    result.reasons = [empty.failure if assignment.mode is not Mode.FIT else failure]
                 assignment.mode = Mode.NO_FIT
                 assignment.no_fit_reason = REASON_TOPOLOGY
                 assignment.shortfalls = None
+                assignment.topology_block = None
                 return assignment
             if failure:
                 # fits on the flavor's nodes once TAS workloads leave: Kueue's Preempt mode; the cycle
-                # looks for those workloads in the ClusterQueue (``tas.preemption``), else it waits
-                result.mode = min(result.mode, Mode.NO_CANDIDATES)
-                result.reasons = [failure]
+                # looks for those workloads (``tas.preemption``), else it waits
+                for result in results:
+                    result.mode = min(result.mode, Mode.NO_CANDIDATES)
+                    result.reasons = [failure]
                 assignment.mode = min(assignment.mode, Mode.NO_CANDIDATES)
                 assignment.shortfalls = None
-                if assignment.topology_block is None:
-                    assignment.topology_block = TopologyBlock(flavor_name, needs, implied)
+                if blocked is None:
+                    blocked = tas_pod_set
+        if assignment.mode is not Mode.FIT:
+            # a preemption search places every TAS pod set again after each simulated removal
+            assignment.topology_block = TopologyBlock(
+                blocked.flavor if blocked is not None else "",
+                blocked.needs if blocked is not None else None,
+                blocked.implied if blocked is not None else False,
+                tuple(tas_pod_set for _, tas_pod_set in wanted),
+                frozenset(
+                    (tas_pod_set.flavor, resource)
+                    for results, tas_pod_set in wanted
+                    for result in results
+                    for resource, flavor in result.flavors.items()
+                    if flavor == tas_pod_set.flavor
+                ),
+            )
         return assignment
     finally:
-        for held_tree, held_placement, held_requests in held:
-            _charge(held_tree, held_placement, held_requests, -1)
+        for held_pod_set, held_tree, held_placed in held:
+            held_pod_set.charge(held_tree, held_placed, -1)
+
+
+def _grouped(
+    singles: list[tuple[PodSetResult, TopologyPodSet, PodSetInfo]],
+) -> list[tuple[tuple[PodSetResult, ...], TopologyPodSet]]:
+    """The TAS pod sets in order, the two pod sets of a group (``podSetGroupName``) on one flavor as one
+    unit: the workers, and the leader of one pod (the second pod set unless it has more pods than the
+    first, as Kueue's findLeaderAndWorkers picks them). A group Kueue's validation refuses (not two pod
+    sets, slices, no one-pod member, two flavors) is placed pod set by pod set."""
+    members: dict[str, list[int]] = {}
+    for index, (_, _, pod_set) in enumerate(singles):
+        group = pod_set.topology.group if pod_set.topology is not None else None
+        if group:
+            members.setdefault(group, []).append(index)
+    if not members:
+        return [((result,), tas_pod_set) for result, tas_pod_set, _ in singles]
+    out: list[tuple[tuple[PodSetResult, ...], TopologyPodSet]] = []
+    merged: set[int] = set()
+    for index, (result, tas_pod_set, pod_set) in enumerate(singles):
+        if index in merged:
+            continue
+        group = pod_set.topology.group if pod_set.topology is not None else None
+        indexes = members.get(group or "", [])
+        if len(indexes) == 2 and indexes[0] == index:
+            first, second = singles[indexes[0]], singles[indexes[1]]
+            workers, leader = (second, first) if second[0].count > first[0].count else (first, second)
+            if (
+                leader[0].count == 1
+                and workers[1].flavor == leader[1].flavor
+                and not any(m[1].needs.request and m[1].needs.request.slice_level for m in (first, second))
+            ):
+                unit = replace(workers[1], leader=leader[1].needs)
+                out.append(((workers[0], leader[0]), unit))
+                merged.add(indexes[1])
+                continue
+        out.append(((result,), tas_pod_set))
+    return out
+
+
+def placements_still_fit(assignment: Assignment, workload: WorkloadInfo, tas: TopologyCapacity) -> bool:
+    """Whether the domains an assignment's pod sets were placed in still have the room for them (Kueue's
+    TAS check in ``Fits``): an admission earlier in the same cycle may have taken it since."""
+    wanted: dict[tuple[str, tuple[str, ...]], dict[str, int]] = {}
+    for pod_set, result in zip(workload.pod_sets, assignment.pod_sets, strict=False):
+        if result.topology is None:
+            continue
+        flavor = next((f for f in sorted(set(result.flavors.values())) if f in tas.trees), None)
+        if flavor is None:
+            return False
+        try:
+            domains = decode(result.topology)
+        except TopologyAssignmentError:
+            return False
+        for domain in domains:
+            usage = wanted.setdefault((flavor, domain.values), {})
+            for resource, amount in pod_set.requests:
+                usage[resource] = usage.get(resource, 0) + amount * domain.count
+            usage[PODS] = usage.get(PODS, 0) + ONE_POD * domain.count
+    for (flavor, values), usage in wanted.items():
+        leaf = tas.trees[flavor].leaf_by_values(values)
+        if leaf is None or any(leaf.free.get(resource, 0) < amount for resource, amount in usage.items()):
+            return False
+    return True

@@ -38,11 +38,22 @@ def _add(into: Usage, other: Mapping[str, int], sign: int = 1) -> None:
 class Domain:
     """A node of the tree: its level values (the path from the root), children and summed free capacity.
 
-    ``pod_count`` and ``slice_count`` are scratch space for one placement (:mod:`.placement`): the core is
+    ``pod_count`` and ``slice_count`` (and, for a pod-set group, ``leader_count`` and ``pods_with_leader``)
+    are scratch space for one placement (:mod:`.placement`, :mod:`.group_placement`): the core is
     single-threaded and a placement fills them before it reads them.
     """
 
-    __slots__ = ("children", "free", "node", "parent", "pod_count", "slice_count", "values")
+    __slots__ = (
+        "children",
+        "free",
+        "leader_count",
+        "node",
+        "parent",
+        "pod_count",
+        "pods_with_leader",
+        "slice_count",
+        "values",
+    )
 
     def __init__(self, values: tuple[str, ...], parent: Domain | None) -> None:
         self.values = values
@@ -53,6 +64,8 @@ class Domain:
         self.node: NodeView | None = None
         self.pod_count = 0
         self.slice_count = 0
+        self.leader_count = 0
+        self.pods_with_leader = 0
 
     def __repr__(self) -> str:
         return f"Domain({'/'.join(self.values) or '<root>'})"

@@ -15,9 +15,11 @@ Three phases, as in Kueue's TASFlavorSnapshot.findTopologyAssignment (KEP 2724):
    the pods land on as few domains as possible at every level.
 
 The result is the list of leaf domains with their pod counts, which the caller encodes as the Workload's
-``topologyAssignment``. Pod-set groups (a leader pod set placed with its workers), Kueue's balanced
-placement and the LeastFreeCapacity profile (both behind Kueue feature gates that are off by default) and
-multi-layer slice constraints are not implemented.
+``topologyAssignment``. Multi-layer slices (``podsetSliceRequiredTopologyConstraints``) add inner layers:
+below the outermost slice level every domain counts and takes whole inner slices of its children's pods,
+down to the innermost layer's level. A pod-set group (a leader pod set placed with its workers) is placed
+by :mod:`.group_placement`. Kueue's balanced placement and the LeastFreeCapacity profile (both behind Kueue
+feature gates that are off by default) are not implemented.
 """
 
 from __future__ import annotations
@@ -114,9 +116,12 @@ def _fill_counts(
     stats: _Exclusions,
     empty: bool,
     skipped: set[int],
+    inner: Mapping[int, int] | None = None,
 ) -> None:
     """Phase 1: pods and slices per domain, leaves first. A leaf holds as many pods as its scarcest
-    resource allows; the resource that allows none is noted for the message (ties: the first by name)."""
+    resource allows; the resource that allows none is noted for the message (ties: the first by name).
+    ``inner``: the inner slice size at each level of multi-layer slices, where a domain counts only whole
+    inner slices of its children's pods."""
     items = tuple(sorted((resource, amount) for resource, amount in requests.items() if amount > 0))
     check_nodes = tree.hostname_leaves
     selector = needs.node_selector
@@ -151,12 +156,13 @@ def _fill_counts(
         leaf.pod_count = count
         leaf.slice_count = count // slice_size if leaf_is_slice_level else count
     for index in range(len(levels) - 2, -1, -1):
+        whole = inner.get(index + 1, 0) if inner else 0
         for domain in levels[index]:
             if skipped and id(domain) in skipped:
                 continue  # ruled out whole: its counts are already zero
             pods = slices = 0
             for child in domain.children.values():
-                pods += child.pod_count
+                pods += child.pod_count // whole * whole if whole else child.pod_count
                 slices += child.slice_count
             domain.pod_count = pods
             if index == slice_level:
@@ -212,6 +218,57 @@ def _level_index(tree: FlavorTree, label: str) -> int:
         return -1
 
 
+def _inner_layers(
+    tree: FlavorTree, layers: Sequence[tuple[str, int]], slice_level: int, slice_size: int
+) -> dict[int, int] | str:
+    """The inner slice size at every level below the outermost slice layer (Kueue's
+    buildSliceSizeAtLevel), or why the layers do not fit the topology."""
+    inner: dict[int, int] = {}
+    previous_size, previous_level = slice_size, slice_level
+    for topology, size in layers[1:]:
+        level = _level_index(tree, topology)
+        if level < 0:
+            return f"no requested topology level for additional slice layer: {topology}"
+        if level <= previous_level:
+            return (
+                f"additional slice layer topology {topology} must be at a lower level than "
+                f"{tree.levels[previous_level]}"
+            )
+        if size <= 0 or previous_size % size:
+            return f"additional slice layer size {size} must evenly divide parent layer size {previous_size}"
+        for between in range(previous_level + 1, level + 1):
+            inner[between] = size
+        previous_size, previous_level = size, level
+    return inner
+
+
+def _layers_no_fit(
+    tree: FlavorTree,
+    per_level: list[list[Domain]],
+    level: int,
+    count: int,
+    layers: Sequence[tuple[str, int]],
+    stats: _Exclusions,
+) -> str:
+    """Kueue's message for multi-layer slices that do not fit: for the domain of the searched level with
+    the most slices, how many slices of each layer it holds."""
+    text = f'topology "{tree.topology}" doesn\'t allow to fit'
+    domains = per_level[level]
+    if not domains:
+        return text
+    best = min(domains, key=lambda d: (-d.slice_count, d.values))
+    for topology, size in layers:
+        target = _level_index(tree, topology)
+        if target < 0 or size <= 0:
+            continue
+        below = [best]
+        for _ in range(level, target):
+            below = [child for domain in below for child in domain.children.values()]
+        fitting = sum(domain.pod_count // size for domain in below)
+        text += f"; {fitting}/{count // size} slice(s) fit on level {topology}"
+    return text + stats.text()
+
+
 def place(
     tree: FlavorTree,
     needs: PodSetNeeds,
@@ -255,13 +312,20 @@ def place(
         return Placement(
             failure=f"podset slice topology {slice_key} is above the podset topology {level_key}"
         )
+    inner: dict[int, int] = {}
+    if len(request.slice_layers) > 1:
+        found = _inner_layers(tree, request.slice_layers, slice_level, slice_size)
+        if isinstance(found, str):
+            return Placement(failure=found)
+        inner = found
     count = needs.count
     requests = dict(needs.requests)
     requests[PODS] = requests.get(PODS, 0) + ONE_POD
 
     # the tree's summed free capacity rules whole subtrees out: a domain short of one pod's worth of any
     # resource holds no pod, and nothing below it is read (with ``empty`` the sums do not apply)
-    items = tuple((resource, amount) for resource, amount in requests.items() if amount > 0)
+    # (not with multi-layer slices: a domain's count there is not the sum of its children's)
+    items = () if inner else tuple((resource, amount) for resource, amount in requests.items() if amount > 0)
     skipped: set[int] = set()
     per_level: list[list[Domain]] = []
     #: with ``within``: its path from the root, each level of it holding that one domain
@@ -287,7 +351,7 @@ def place(
                 below.extend(domain.children.values())
         current = below
     stats = _Exclusions()
-    _fill_counts(tree, per_level, needs, requests, slice_level, slice_size, stats, empty, skipped)
+    _fill_counts(tree, per_level, needs, requests, slice_level, slice_size, stats, empty, skipped, inner)
     for ancestor in reversed(path[:-1]):  # their other children are not part of the search
         child = path[len(ancestor.values)]
         ancestor.pod_count, ancestor.slice_count = child.pod_count, child.slice_count
@@ -295,6 +359,10 @@ def place(
     unit = "pod" if slice_size == 1 else "slice"
 
     def no_fit(fitting: int, needed: int) -> Placement:
+        if inner:
+            return Placement(
+                failure=_layers_no_fit(tree, per_level, search, count, request.slice_layers, stats)
+            )
         reasons = stats
         if skipped:  # the message counts every node: the ones ruled out with their subtree too
             reasons = _Exclusions()
@@ -350,7 +418,14 @@ def place(
         index += 1
     while index < levels_count - 1:
         chosen: list[Domain] = []
+        size = inner.get(index + 1, 1) if inner else 1
         for domain in current:
+            if size > 1:  # an inner slice layer: whole inner slices in each child
+                for child in domain.children.values():
+                    child.slice_count = child.pod_count // size
+                children = _sorted(list(domain.children.values()))
+                chosen += _take_minimum(children, domain.pod_count, size, True)
+                continue
             children = _sorted(list(domain.children.values()))
             chosen += _take_minimum(children, domain.pod_count, 1, False)
         current = chosen

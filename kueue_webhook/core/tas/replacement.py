@@ -13,8 +13,8 @@ its other pods where they run; only the pods assigned to the failed node move. A
 
 The tree already counts the Workload's remaining pods (its admission is charged) and no longer holds the
 failed node, so the search sees exactly the room left. A pod set with slices is placed without its slice
-constraint when the pods to move are not a whole number of slices (Kueue narrows to the innermost slice
-constraint that divides them; with one slice level that is no constraint).
+constraint when the pods to move are not a whole number of slices; with multi-layer slices, with the
+outermost layer whose slices they still make up (and the layers inside it).
 """
 
 from __future__ import annotations
@@ -84,10 +84,25 @@ def _replace_in_pod_set(
     if request is not None and request.required and remaining:
         within = _required_domain(tree, remaining, request.required)
     if request is not None and request.slice_level and request.slice_size and moving % request.slice_size:
-        alone = not request.required and not request.preferred
-        request = replace(
-            request, slice_level=None, slice_size=None, unconstrained=request.unconstrained or alone
+        # multi-layer slices: the outermost layer whose slices the moved pods still make up, with the
+        # layers inside it; else no slice constraint
+        layers = request.slice_layers
+        kept = next(
+            (index for index, (_, size) in enumerate(layers) if size > 0 and moving % size == 0), None
         )
+        if kept is not None:
+            request = replace(
+                request, slice_level=layers[kept][0], slice_size=layers[kept][1], slice_layers=layers[kept:]
+            )
+        else:
+            alone = not request.required and not request.preferred
+            request = replace(
+                request,
+                slice_level=None,
+                slice_size=None,
+                slice_layers=(),
+                unconstrained=request.unconstrained or alone,
+            )
     needs = PodSetNeeds(
         moving,
         dict(pod_set.requests),

@@ -74,3 +74,34 @@ def test_a_request_that_asks_for_nothing_reads_as_none() -> None:
     assert parse_topology_request({"podIndexLabel": "x"}) is None
     request = parse_topology_request({"required": "rack", "podSetSliceSize": 2})
     assert request is not None and request.required == "rack" and request.explicit
+
+
+CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+LAYERS = '[{"topology": "rack", "size": 4}, {"topology": "kubernetes.io/hostname", "size": 2}]'
+
+
+def test_multi_layer_slices_are_written_as_kueues_constraints_field_and_read_back_outermost_first() -> None:
+    written = topology_request_from_annotations({REQUIRED: "block", CONSTRAINTS: LAYERS})
+    assert written == {
+        "required": "block",
+        "podsetSliceRequiredTopologyConstraints": [
+            {"topology": "rack", "size": 4},
+            {"topology": "kubernetes.io/hostname", "size": 2},
+        ],
+    }
+    request = parse_topology_request(written)
+    assert request is not None
+    assert (request.slice_level, request.slice_size) == ("rack", 4)
+    assert request.slice_layers == (("rack", 4), ("kubernetes.io/hostname", 2))
+
+
+def test_multi_layer_slices_alone_ask_for_slices_anywhere() -> None:
+    written = topology_request_from_annotations({CONSTRAINTS: LAYERS})
+    assert written is not None and "required" not in written
+    request = parse_topology_request(written)
+    assert request is not None and request.explicit and request.slice_level == "rack"
+
+
+def test_malformed_constraints_ask_for_nothing_beyond_the_other_annotations() -> None:
+    for bad in ("not json", "[]", '{"topology": "rack", "size": 4}', '[{"topology": "rack", "size": "4"}]'):
+        assert topology_request_from_annotations({REQUIRED: "rack", CONSTRAINTS: bad}) == {"required": "rack"}

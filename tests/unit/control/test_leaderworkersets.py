@@ -77,6 +77,25 @@ def test_a_groups_workload_is_a_leader_and_its_workers_owned_by_the_leaderworker
     assert [(p["name"], p["count"]) for p in without_leader["spec"]["podSets"]] == [("main", 3)]
 
 
+def test_a_groups_leader_and_workers_ask_for_the_topology_their_templates_name_as_one_group() -> None:
+    """Kueue's newPodSet: each template's topology annotations become its pod set's ``topologyRequest``,
+    the workers ranked by the worker index, so a leader and workers grouped are placed together."""
+    annotations = {"kueue.x-k8s.io/podset-required-topology": "rack", "kueue.x-k8s.io/podset-group-name": "g"}
+    grouped = lws()
+    for which in ("leaderTemplate", "workerTemplate"):
+        grouped["spec"]["leaderWorkerTemplate"][which]["metadata"]["annotations"] = dict(annotations)
+    requests = [p.get("topologyRequest") for p in workload_of_group(grouped, 0)["spec"]["podSets"]]
+    assert requests == [
+        {"required": "rack", "podSetGroupName": "g"},
+        {
+            "required": "rack",
+            "podSetGroupName": "g",
+            "podIndexLabel": "leaderworkerset.sigs.k8s.io/worker-index",
+        },
+    ]
+    assert all("topologyRequest" not in p for p in workload_of_group(lws(), 0)["spec"]["podSets"])
+
+
 def test_a_pod_joins_its_groups_workload_in_its_role() -> None:
     """Kueue's setDefault: the group and prebuilt Workload of its group index, the group size, and the role
     leader (no leader named), worker, or main without a leader template."""

@@ -121,3 +121,36 @@ def test_a_flavor_without_a_known_topology_gets_no_answer_rather_than_an_evictio
     tas.upsert_flavor(flavors["tas-flavor"])
 
     assert find_replacement(info, "h2", tas, flavors) is None
+
+
+def test_multi_layer_slices_move_in_whole_inner_slices_when_the_outer_ones_break() -> None:
+    # slices of 4 in a rack, 2 on a host: h2 held one host slice, which moves whole (2 pods on one host)
+    # within the rack: onto h6, the one spare host there with room for a pair
+    tas = capacity(
+        node("h1", "r1", 2),
+        node("h2", "r1", 2),
+        node("h5", "r1", 1),
+        node("h6", "r1", 2),
+        node("h3", "r2", 8),
+    )
+    layers = (("rack", 4), (HOST, 2))
+    info = admitted(
+        {"h1": 2, "h2": 2}, required="rack", slice_level="rack", slice_size=4, slice_layers=layers
+    )
+    tas.charge_workload(info.key, topology_charges(info, tas))
+    tas.delete_node("h2")
+
+    assert replaced(find_replacement(info, "h2", tas, FLAVORS)) == [Domain(("h1",), 2), Domain(("h6",), 2)]
+
+
+def test_a_host_slice_that_no_spare_host_holds_whole_has_no_replacement() -> None:
+    tas = capacity(node("h1", "r1", 2), node("h2", "r1", 2), node("h5", "r1", 1), node("h6", "r1", 1))
+    layers = (("rack", 4), (HOST, 2))
+    info = admitted(
+        {"h1": 2, "h2": 2}, required="rack", slice_level="rack", slice_size=4, slice_layers=layers
+    )
+    tas.charge_workload(info.key, topology_charges(info, tas))
+    tas.delete_node("h2")
+
+    # two pods fit the rack (h5, h6) but not as a pair on one host
+    assert isinstance(find_replacement(info, "h2", tas, FLAVORS), NoReplacement)

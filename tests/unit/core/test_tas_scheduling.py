@@ -202,3 +202,23 @@ def test_a_tas_flavor_whose_topology_is_missing_admits_nobody() -> None:
     )
     state.upsert_topology(topology())  # the Topology arrives: the Workload is placed
     assert admitted(run_until_quiet(state)) == ["ns/one"]
+
+
+def test_two_queues_nominating_the_same_rack_in_one_cycle_admit_only_one_there() -> None:
+    # two ClusterQueues without a cohort share the flavor's nodes: both heads are placed on rack b (3 free,
+    # the best fit) when the cycle starts, the first admission takes it, and the second is placed again
+    # (Kueue's TASRecomputeAssignmentWithinSchedulingCycle) on rack a instead of on top of the first
+    state = tas_state(node("a1", "a", 2), node("a2", "a", 2), node("b1", "b", 2), node("b2", "b", 1))
+    state.upsert_cluster_queue(cluster_queue("cq2", {"tas-flavor": {"cpu": 100}}))
+    state.upsert_local_queue(local_queue("lq2", "cq2"))
+    state.upsert_workload(rack_job("one", count=3))
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    pod_set = {"name": "main", "count": 3, "template": template, "topologyRequest": {"required": "rack"}}
+    state.upsert_workload(workload("two", pod_sets=[pod_set], queue="lq2", created=1))
+    decisions = run_until_quiet(state)
+    hosts = {
+        d.workload: {domain.values[0][0] for domain in assignment_of(d)}
+        for d in decisions
+        if isinstance(d, Admit)
+    }
+    assert hosts == {"ns/one": {"b"}, "ns/two": {"a"}}
