@@ -14,12 +14,9 @@ back (``pod_copies``), or the object alone; a LeaderWorkerSet's Workloads all go
 group went to (``plan.component_binding``).
 
 Which workers a check may use, a client for each reachable one and since when one is unreachable come from
-``WorkerClusters`` (the cluster side). Workers are not watched: every ``poll_interval`` each reachable
-worker is listed once for this manager's copies (Workloads and jobs, by the origin label) and the keys of
-those that changed are reconciled, so status flows back within that interval at one request per worker
-and kind, whatever the number of Workloads. Every ``gc_interval`` the same lists feed the garbage
-collection: a copy whose manager Workload is gone (its job deleted) is deleted with its job (Kueue's
-``runGC``).
+``WorkerClusters`` (the cluster side). The workers' copies are watched (``worker_watch``): a copy that
+changes there queues its Workload here, so status flows back on the event. Every ``gc_interval`` the
+garbage collection (``garbage``) deletes copies whose manager Workload is gone (Kueue's ``runGC``).
 
 Nothing is remembered that the API objects do not hold: the chosen worker is the Workload's
 ``status.clusterName``, the copies carry the origin label, so a new leader continues where the last left.
@@ -35,6 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations.leaderworkersets import groups
 from kueue_webhook.api.multikueue import (
@@ -43,7 +41,6 @@ from kueue_webhook.api.multikueue import (
     copies_pods,
     gated,
     managed_by,
-    prebuilt_workload_name,
 )
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
@@ -68,8 +65,6 @@ from kueue_webhook.control.multikueue.plan import (
 from kueue_webhook.control.multikueue.pod_copies import local_pods, reset_pods, sync_pods
 from kueue_webhook.control.multikueue.scope import (
     check_of,
-    clusters_in_use,
-    copy_kinds,
     workload_kind,
 )
 from kueue_webhook.control.multikueue.settings import DEFAULT_SETTINGS, DispatchSettings
@@ -77,8 +72,8 @@ from kueue_webhook.control.multikueue.worker_objects import (
     WorkerUnreachable,
     delete_copies,
     get_object,
-    list_copies,
 )
+from kueue_webhook.control.multikueue.worker_watch import WorkerWatches
 from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.conditions import check_state_status, finished_status, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
@@ -120,10 +115,12 @@ class MultiKueueDispatcher:
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         #: the Incremental dispatcher's current round's start, by Workload
         self._rounds: dict[Key, float] = {}
-        #: (worker, kind, namespace, name) -> resourceVersion of the copies last listed
-        self._seen: dict[tuple[str, str, str, str], str] = {}
         self.mirror = JobMirror(context, origin=lambda: self.settings.origin)
         self.garbage = GarbageCollector(context, workers=workers, settings=self._settings)
+        #: the workers' copies, watched: a copy's change queues its Workload
+        self.watches = WorkerWatches(
+            context, workers=workers, origin=lambda: self.settings.origin, touched=self.queue.add
+        )
         workers.subscribe(self._worker_changed)
 
     @property
@@ -145,11 +142,29 @@ class MultiKueueDispatcher:
                     if kind is not None and copies_groups(kind.group, kind.kind):
                         self._queue_siblings(change.new)  # they go where this one went
         elif change.kind is ADMISSION_CHECKS:
+            self.watches.refresh()
             self.resync()
+        elif change.new is not None and not change.only_status_changed():
+            self._queue_owned(change.new)
+
+    def _queue_owned(self, obj: JSON) -> None:
+        """A manager job that started or stopped: what is read back from its worker depends on that (a
+        Job's status is mirrored once it runs here), so its Workload is looked at again."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        if not uid:
+            return
+        workload = self.context.store.workload_owned_by(namespace=key_of(obj)[0], owner_uid=str(uid))
+        if workload is not None and self._check_of(workload) is not None:
+            self.queue.add(key_of(workload))
 
     def _worker_changed(self, cluster: str) -> None:
+        self.watches.refresh()
         if self.context.is_leader():
             self.resync()
+
+    def reconfigure(self, configuration: Configuration) -> None:
+        """A new configuration may change the origin or the kinds copied: the watches follow."""
+        self.watches.refresh()
 
     def _check_of(self, workload: JSON) -> str | None:
         return check_of(self.context.store, workload)
@@ -168,7 +183,7 @@ class MultiKueueDispatcher:
 
         try:
             await asyncio.gather(
-                *(serve() for _ in range(self.concurrency)), self._poll(), self.garbage.run()
+                *(serve() for _ in range(self.concurrency)), self.watches.run(), self.garbage.run()
             )
         finally:
             for timer in self._timers.values():
@@ -256,7 +271,7 @@ class MultiKueueDispatcher:
         if deleted and not plan.delete and not group.unreachable:
             self._deleted.pop(key, None)
         if plan.requeue_after is not None:
-            self._requeue(key, min(plan.requeue_after, max(self.settings.poll_interval, 0.05) * 30))
+            self._requeue(key, min(plan.requeue_after, max(self.settings.longest_wait, 1.5)))
 
     async def _nominate_incrementally(self, key: Key, local: JSON, check: str) -> JSON:
         """Kueue's Incremental dispatcher: every ``round_timeout`` the next ``step_size`` workers of the
@@ -446,54 +461,6 @@ class MultiKueueDispatcher:
             log.info("multikueue check", extra={"workload": workload, "state": state, "detail": message})
             kind = "Warning" if state in ("Retry", "Rejected") else "Normal"
             self.context.events.record(local, type=kind, reason="MultiKueue", message=message)
-
-    # -- watching the workers, and their garbage ------------------------------------------------------------
-
-    async def _poll(self) -> None:
-        """Every ``poll_interval``: the copies that changed in a worker get their Workload reconciled."""
-        while True:
-            await asyncio.sleep(self.settings.poll_interval)
-            for cluster in clusters_in_use(self.context.store, self.workers):
-                client = self.workers.client(cluster)
-                if client is None:
-                    continue
-                try:
-                    await self._poll_one(cluster, client)
-                except (TimeoutError, ApiError, OSError) as exc:
-                    log.info("worker not listed: %r", exc, extra={"worker": cluster})
-
-    async def _poll_one(self, cluster: str, client: KubeClient) -> None:
-        seen_now: set[tuple[str, str, str, str]] = set()
-        for kind in copy_kinds(self.context.configuration()):
-            try:
-                items = await list_copies(client, kind, self.settings.origin)
-            except ApiError as exc:
-                if exc.status == 404:  # the kind is not served there
-                    continue
-                raise
-            for item in items:
-                namespace, name = key_of(item)
-                ident = (cluster, kind.plural, namespace, name)
-                seen_now.add(ident)
-                version = str((item.get("metadata") or {}).get("resourceVersion", ""))
-                if self._seen.get(ident) == version:
-                    continue
-                self._seen[ident] = version
-                self._queue_copy(kind, item)
-        for ident in [i for i in self._seen if i[0] == cluster and i not in seen_now]:
-            del self._seen[ident]
-            _, plural, namespace, name = ident
-            if plural == WORKLOADS.plural:
-                self.queue.add((namespace, name))
-
-    def _queue_copy(self, kind: Kind, item: JSON) -> None:
-        namespace, name = key_of(item)
-        if kind is WORKLOADS:
-            self.queue.add((namespace, name))
-            return
-        workload = prebuilt_workload_name(item)
-        if workload:
-            self.queue.add((namespace, str(workload)))
 
 
 def _running_here(workload: JSON) -> bool:

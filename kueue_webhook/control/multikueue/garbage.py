@@ -25,6 +25,9 @@ from kueue_webhook.control.output.context import ControlContext
 
 log = logging.getLogger("kueue_webhook.multikueue")
 
+#: while the collection is off (``gcInterval: 0``), how often the configuration is looked at again
+GC_OFF_RECHECK = 2.0
+
 
 class GarbageCollector:
     """Deletes orphaned copies in every reachable worker, every ``gc_interval``; runs while leading."""
@@ -42,7 +45,7 @@ class GarbageCollector:
         while True:
             settings = self._settings()
             interval = settings.gc_interval
-            await asyncio.sleep(interval if interval > 0 else settings.poll_interval)
+            await asyncio.sleep(interval if interval > 0 else GC_OFF_RECHECK)
             if interval <= 0:
                 continue  # Kueue's gcInterval 0: no garbage collection
             for cluster in clusters_in_use(self.context.store, self.workers):

@@ -10,7 +10,8 @@ from kueue_webhook.control.multikueue.plan import ALL_AT_ONCE
 #: Kueue's defaults (``multiKueue.workerLostTimeout``, ``gcInterval``, ``origin``, ``dispatcherName``)
 WORKER_LOST_TIMEOUT = 15 * 60.0
 GC_INTERVAL = 60.0
-POLL_INTERVAL = 2.0
+#: a Workload waiting on a timer (the worker-lost timeout) is looked at again at least this often
+LONGEST_WAIT = 60.0
 #: Kueue's incremental dispatcher's round (``incrementalDispatcherRoundTimeout``)
 ROUND_TIMEOUT = 5 * 60.0
 
@@ -20,7 +21,7 @@ class DispatchSettings:
     origin: str = DEFAULT_ORIGIN
     worker_lost_timeout: float = WORKER_LOST_TIMEOUT
     gc_interval: float = GC_INTERVAL
-    poll_interval: float = POLL_INTERVAL
+    longest_wait: float = LONGEST_WAIT
     dispatcher: str = ALL_AT_ONCE
     #: the Incremental dispatcher: workers added per round, and how long a round lasts (Kueue's 3, 5 min)
     step_size: int = 3
