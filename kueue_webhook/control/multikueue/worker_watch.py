@@ -171,6 +171,7 @@ class WorkerWatches:
                 sink=index,
                 label_selector=origin_selector(origin),
                 watch_timeout_seconds=self.watch_timeout_seconds,
+                cluster=cluster,
             )
             watched.informers.append(informer)
             name = f"multikueue-watch-{cluster}-{kind.plural}"
