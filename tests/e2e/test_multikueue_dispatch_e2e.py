@@ -60,7 +60,7 @@ JSON = dict[str, Any]
 JOBSETS = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", namespaced=True)
 APPWRAPPERS = Kind("AppWrapper", "workload.codeflare.dev", "v1beta2", "appwrappers", namespaced=True)
 HANG = 180.0  # seconds: a bound on a hang, never a pace
-SETTINGS = DispatchSettings(worker_lost_timeout=3.0, gc_interval=1.0, poll_interval=0.5)
+SETTINGS = DispatchSettings(worker_lost_timeout=3.0, gc_interval=1.0, longest_wait=15.0)
 CONFIG = (
     "integrations: {frameworks: [batch/job, pod, jobset.x-k8s.io/jobset, workload.codeflare.dev/appwrapper]}"
 )

@@ -68,8 +68,11 @@ class Informer:
         label_selector: str = "",
         backoff: Backoff | None = None,
         watch_timeout_seconds: int = 290,
+        cluster: str = "",
     ) -> None:
         self.client = client
+        #: logged with every message when set: which cluster's API server this informer reads (a worker's)
+        self._where = {"cluster": cluster} if cluster else {}
         self.kind = kind
         self.sink = sink
         self.namespace = namespace
@@ -93,7 +96,10 @@ class Informer:
                 raise
             except ApiError as exc:
                 if exc.status == 410:
-                    log.info("watch expired, relisting", extra={"kind": self.kind.kind, "error": exc.message})
+                    log.info(
+                        "watch expired, relisting",
+                        extra={"kind": self.kind.kind, "error": exc.message, **self._where},
+                    )
                     self.resource_version = ""
                     continue  # relist at once: nothing is wrong with the server
                 await self._pause(exc)
@@ -109,13 +115,18 @@ class Informer:
                 self._said_missing = True
                 log.info(
                     "kind not served by the API server (is its CRD installed?); looking again later",
-                    extra={"kind": self.kind.kind, "resource": self.kind.path()},
+                    extra={"kind": self.kind.kind, "resource": self.kind.path(), **self._where},
                 )
             await asyncio.sleep(delay)
             return
         log.warning(
             "informer error, retrying",
-            extra={"kind": self.kind.kind, "error": repr(exc), "retry_in_seconds": round(delay, 3)},
+            extra={
+                "kind": self.kind.kind,
+                "error": repr(exc),
+                "retry_in_seconds": round(delay, 3),
+                **self._where,
+            },
         )
         await asyncio.sleep(delay)
 
@@ -136,7 +147,7 @@ class Informer:
                 self.sink.upsert(self.kind, obj)
         self.relists += 1
         if self._said_missing:
-            log.info("kind now served: watching it", extra={"kind": self.kind.kind})
+            log.info("kind now served: watching it", extra={"kind": self.kind.kind, **self._where})
             self._said_missing = False
         self.sink.retain_only(self.kind, seen)
         self.resource_version = version

@@ -142,6 +142,10 @@ class KubeClient:
         view._fence = fence
         return view
 
+    def shares_connections(self, other: KubeClient) -> bool:
+        """Whether ``other`` is this client or a view of it (``fenced``): the same connections."""
+        return self._watch_session is other._watch_session
+
     @property
     def connections(self) -> int:
         """The most HTTP connections requests other than watches use at once."""

@@ -1,21 +1,11 @@
 """The worker-cluster connections: one client per ``MultiKueueCluster``, its ``Active`` condition kept true to
 whether the worker answers, and the ``WorkerClusters`` answers the dispatcher reads.
 
-Each MultiKueueCluster gets one task (``_Link.run``) that walks a small loop, as Kueue's cluster reconciler
-(``multikueuecluster.go``) does:
-
-1. read the kubeconfig: the ``kubeconfig`` key of a Secret in the controller's namespace (from the store,
-   which watches that namespace's Secrets), or a file under ``/etc/multikueue/kubeconfigs`` (polled for
-   changes); refuse one that is too large, malformed or unsafe, with Kueue's ``BadKubeConfig`` /
-   ``InsecureKubeConfig`` reason and a message naming what is wrong;
-2. connect and prove the worker works: list the Workloads this manager created there (the label
-   ``kueue.x-k8s.io/multikueue-origin``), which needs the address, the credentials, the TLS trust and the
-   Workload CRD on the worker all to be right, then keep a watch on them open; ``Active=True`` from then on;
-3. when the watch fails or the worker cannot be reached, ``Active=False`` with ``ClientConnectionFailed`` and
-   the attempt count and next attempt time in the message, retrying with exponential backoff (a watch the
-   server merely timed out is reopened at once, with no change in the condition);
-4. a changed Secret, file or spec closes the client and starts again at 1; a deleted cluster closes its
-   client and ends the task.
+Each MultiKueueCluster gets one task (``cluster_link.ClusterLink``) that reads its kubeconfig
+(``kubeconfig_source``), connects, keeps a watch open and writes its ``Active`` condition
+(``active_condition``). This module keeps the set of them equal to the MultiKueueClusters in the store, wakes
+the one whose Secret or spec changed, and tells the dispatcher when a cluster's state or config membership
+changes.
 
 All of this runs on the leader only (it writes status), started and cancelled with leadership; a replica
 that does not lead has no clients, so ``client`` answers None there.
@@ -24,57 +14,31 @@ that does not lead has no clients, so ``client`` answers None there.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import hashlib
 import logging
-import os
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from kueue_webhook.api.config import Configuration
-from kueue_webhook.api.multikueue import ORIGIN_LABEL
 from kueue_webhook.api.objects.multikueue import (
-    ACTIVE,
-    BAD_KUBECONFIG,
-    CONNECTION_FAILED,
-    INSECURE_KUBECONFIG,
-    KUBECONFIG_KEY,
     KUBECONFIG_PATH_PREFIX,
-    LOAD_FAILED,
-    MAX_KUBECONFIG_BYTES,
-    PATH,
-    Inactive,
-    KubeConfigSource,
-    cluster_source,
     config_clusters,
     is_multikueue_check,
-    kubeconfig_problem,
     parameters_config,
 )
 from kueue_webhook.control.cache.store import Change
-from kueue_webhook.control.kube.backoff import Backoff
-from kueue_webhook.control.kube.client import ApiError, Fence, KubeClient
-from kueue_webhook.control.kube.connection import from_selected
+from kueue_webhook.control.kube.client import Fence, KubeClient
 from kueue_webhook.control.kube.kinds import (
     ADMISSION_CHECKS,
     MULTIKUEUE_CLUSTERS,
     MULTIKUEUE_CONFIGS,
     SECRETS,
-    WORKLOADS,
 )
-from kueue_webhook.control.kube.kubeconfig import KubeconfigError, load_text, select
-from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.control.multikueue.cluster_link import ClusterLink
 from kueue_webhook.control.multikueue.workers import WorkerClusters
-from kueue_webhook.control.output.conditions import ConditionsEdit, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
-from kueue_webhook.logs import redact
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.multikueue")
@@ -90,15 +54,6 @@ CONNECT_TIMEOUT = 15.0
 WATCH_TIMEOUT_SECONDS = 290
 #: connections per worker client (the dispatcher's writes; watches have their own)
 WORKER_CONNECTIONS = 4
-
-
-class ClusterUnusable(Exception):
-    """The kubeconfig cannot be used: Kueue's reason and a message for the ``Active`` condition."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 class WorkerConnections:
@@ -129,7 +84,7 @@ class WorkerConnections:
         self.retry_cap = retry_cap
         self.file_poll = file_poll
         self.connect_timeout = connect_timeout
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, ClusterLink] = {}
         self._callbacks: list[Callable[[str], None]] = []
         self._running = False
         #: set while ``run`` owns the links; cleared when leadership ends
@@ -231,10 +186,10 @@ class WorkerConnections:
                 self.notify(link.name)
             self._loop = None
 
-    def _ensure(self, name: str) -> _Link:
+    def _ensure(self, name: str) -> ClusterLink:
         link = self._links.get(name)
         if link is None:
-            link = _Link(self, name)
+            link = ClusterLink(self, name)
             self._links[name] = link
             self._unknown_since.pop(name, None)
             link.start()
@@ -252,316 +207,6 @@ def _safely(callback: Callable[[str], None], cluster: str) -> None:
         callback(cluster)
     except Exception:  # one subscriber's bug must not stop the others' news
         log.exception("worker cluster subscriber failed", extra={"cluster": cluster})
-
-
-class _Link:
-    """One MultiKueueCluster's connection and its task."""
-
-    def __init__(self, owner: WorkerConnections, name: str) -> None:
-        self.owner = owner
-        self.name = name
-        self.client: KubeClient | None = None
-        self.active = False
-        self.inactive_since = time.monotonic()
-        #: the Secret this cluster reads (so its changes wake us), if any
-        self.secret: str | None = None
-        #: the kubeconfig the client was built from
-        self.fingerprint = ""
-        #: the kubeconfig the attempts are counted for
-        self.tried = ""
-        self.wake = asyncio.Event()
-        self.backoff = Backoff(base=owner.retry_base, cap=owner.retry_cap)
-        self.attempts = 0
-        self.task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.task = asyncio.get_running_loop().create_task(self.run(), name=f"multikueue-{self.name}")
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
-        await self._close()
-
-    # -- the loop --------------------------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        store = self.owner.context.store
-        while True:
-            self.wake.clear()
-            cluster = store.get(MULTIKUEUE_CLUSTERS, self.name)
-            if cluster is None:
-                return
-            try:
-                text, poll = self._read(cluster)
-                fingerprint = hashlib.sha256(text.encode()).hexdigest()
-                if fingerprint != self.tried:  # a new kubeconfig starts a new count, as in Kueue
-                    self.tried, self.attempts = fingerprint, 0
-                    self.backoff.reset()
-                if fingerprint != self.fingerprint or self.client is None:
-                    await self._close()
-                    self.client = await self._connect(text)
-                    self.fingerprint = fingerprint
-            except ClusterUnusable as unusable:
-                await self._set_inactive(cluster, unusable.reason, unusable.message)
-                await self._wait(self.owner.file_poll if self.secret is None else None)
-                continue
-            except (OSError, aiohttp.ClientError, ApiError, TimeoutError) as exc:
-                self.attempts += 1
-                delay = self.backoff.next_delay()
-                await self._set_inactive(
-                    cluster, CONNECTION_FAILED, self._attempt_message(_describe(exc), delay)
-                )
-                await self._wait(delay)
-                continue
-            self.attempts = 0
-            self.backoff.reset()
-            await self._set_active(cluster)
-            await self._watch_until_changed(poll)
-
-    def _read(self, cluster: JSON) -> tuple[str, bool]:
-        """The kubeconfig text, checked; and whether its source must be polled (a file)."""
-        source = cluster_source(cluster)
-        if isinstance(source, Inactive):
-            self.secret = None
-            raise ClusterUnusable(source.reason, source.message)
-        if source.location_type == PATH:
-            self.secret = None
-            raw = self._read_file(source)
-            poll = True
-        else:
-            self.secret, self._file = source.location, None
-            raw = self._read_secret(source)
-            poll = False
-        if len(raw) > MAX_KUBECONFIG_BYTES:
-            raise ClusterUnusable(
-                BAD_KUBECONFIG,
-                f"{LOAD_FAILED}: the kubeconfig is {len(raw)} bytes, "
-                f"more than the {MAX_KUBECONFIG_BYTES} allowed",
-            )
-        try:
-            return raw.decode("utf-8"), poll
-        except UnicodeDecodeError:
-            raise ClusterUnusable(
-                INSECURE_KUBECONFIG, f"{LOAD_FAILED}: the kubeconfig is not UTF-8 text"
-            ) from None
-
-    def _read_secret(self, source: KubeConfigSource) -> bytes:
-        namespace = self.owner.namespace
-        secret = self.owner.context.store.get(SECRETS, source.location, namespace)
-        if secret is None:
-            raise ClusterUnusable(BAD_KUBECONFIG, f'{LOAD_FAILED}: secrets "{source.location}" not found')
-        data = (secret.get("data") or {}).get(KUBECONFIG_KEY)
-        if not isinstance(data, str):
-            raise ClusterUnusable(
-                BAD_KUBECONFIG,
-                f'{LOAD_FAILED}: key "{KUBECONFIG_KEY}" not found in secret "{source.location}"',
-            )
-        try:
-            return base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            raise ClusterUnusable(
-                BAD_KUBECONFIG,
-                f'{LOAD_FAILED}: key "{KUBECONFIG_KEY}" of secret "{source.location}" is not base64',
-            ) from None
-
-    def _read_file(self, source: KubeConfigSource) -> bytes:
-        """A file under the allowed directory (after resolving links, so no link leads out of it), read up to
-        one byte past the limit (Kueue's ``validateKubeConfigPath``)."""
-        prefix = self.owner.path_prefix
-        path = Path(os.path.normpath(source.location))
-        if ".." in Path(source.location).parts or not path.is_absolute():
-            raise ClusterUnusable(
-                BAD_KUBECONFIG, f"{LOAD_FAILED}: kubeconfig path must be an absolute path with no '..'"
-            )
-        try:
-            resolved = path.resolve(strict=True)
-            allowed = prefix.resolve(strict=True)
-        except OSError as exc:
-            raise ClusterUnusable(BAD_KUBECONFIG, f"{LOAD_FAILED}: {path}: {exc.strerror or exc}") from None
-        if not resolved.is_relative_to(allowed):
-            raise ClusterUnusable(
-                BAD_KUBECONFIG, f'{LOAD_FAILED}: kubeconfig path "{path}" is not under "{prefix}"'
-            )
-        self._file = (path, _signature(path))
-        try:
-            with resolved.open("rb") as handle:
-                return handle.read(MAX_KUBECONFIG_BYTES + 1)
-        except OSError as exc:
-            raise ClusterUnusable(BAD_KUBECONFIG, f"{LOAD_FAILED}: {path}: {exc.strerror or exc}") from None
-
-    async def _connect(self, text: str) -> KubeClient:
-        """A client for the kubeconfig ``text``, once the worker has answered a list of our Workloads."""
-        origin = Path(f"MultiKueueCluster {self.name}")
-        try:
-            merged = load_text(text, origin=origin)
-            selected = select(merged)
-        except KubeconfigError as exc:
-            raise ClusterUnusable(
-                INSECURE_KUBECONFIG, f"{LOAD_FAILED}: {_without_origin(str(exc), origin)}"
-            ) from None
-        problem = kubeconfig_problem(
-            clusters={name: entry.body for name, entry in merged.clusters.items()},
-            users={name: entry.body for name, entry in merged.users.items()},
-            selected_cluster=selected.cluster.body,
-            selected_user=selected.user.body if selected.user else {},
-        )
-        if problem is not None:
-            raise ClusterUnusable(INSECURE_KUBECONFIG, f"{LOAD_FAILED}: {problem}")
-        try:
-            connection = await from_selected(selected)
-        except KubeconfigError as exc:
-            raise ClusterUnusable(
-                INSECURE_KUBECONFIG, f"{LOAD_FAILED}: {_without_origin(str(exc), origin)}"
-            ) from None
-        client = KubeClient(
-            host=connection.host,
-            ssl_context=connection.ssl_context,
-            auth=connection.auth,
-            proxy=connection.proxy,
-            server_hostname=connection.server_hostname,
-            connections=WORKER_CONNECTIONS,
-            user_agent="kueue-webhook-multikueue",
-        )
-        try:
-            listed = await client.request(
-                "GET",
-                WORKLOADS.path(),
-                query={"labelSelector": f"{ORIGIN_LABEL}={self._origin()}", "limit": 1},
-                timeout=self.owner.connect_timeout,
-            )
-        except BaseException:
-            await client.close()
-            raise
-        self._resource_version = str((listed.get("metadata") or {}).get("resourceVersion", ""))
-        return client
-
-    _resource_version = ""
-    #: the ``locationType: Path`` file read last, and its signature then
-    _file: tuple[Path, tuple[int, int, int] | None] | None = None
-
-    def _origin(self) -> str:
-        return self.owner.context.configuration().multi_kueue.origin
-
-    async def _watch_until_changed(self, poll: bool) -> None:
-        """Watch our Workloads on the worker until the watch fails (then the loop reconnects), the server
-        ends it (reopened here), or the source changes (the loop re-reads it): a Secret or spec change wakes
-        us through the store; a file is looked at every ``file_poll`` seconds."""
-        assert self.client is not None
-        client = self.client
-        while True:
-            watch = asyncio.ensure_future(self._drain(client))
-            woken = asyncio.ensure_future(self.wake.wait())
-            waiters: set[asyncio.Future[Any]] = {watch, woken}
-            if poll and self._file is not None:
-                waiters.add(asyncio.ensure_future(self._file_changed(self._file)))
-            try:
-                done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiter in waiters:
-                    waiter.cancel()
-                for waiter in waiters:
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await waiter
-            if watch not in done:
-                return  # woken, or the file changed: the loop reads the source again
-            if watch.exception() is None:
-                continue  # the server ended the watch: reopen it
-            # the worker stopped answering: mark it gone, reconnect at once (then with backoff)
-            log.info(
-                "worker cluster watch failed",
-                extra={"cluster": self.name, "error": _describe(watch.exception() or Exception())},
-            )
-            await self._close()
-            return
-
-    async def _file_changed(self, seen: tuple[Path, tuple[int, int, int] | None]) -> None:
-        """Return once the file's identity, size or modification time differ from ``seen``."""
-        path, signature = seen
-        while _signature(path) == signature:
-            await asyncio.sleep(self.owner.file_poll)
-
-    async def _drain(self, client: KubeClient) -> None:
-        async for event in client.watch(
-            WORKLOADS,
-            resource_version=self._resource_version,
-            label_selector=f"{ORIGIN_LABEL}={self._origin()}",
-            timeout_seconds=WATCH_TIMEOUT_SECONDS,
-        ):
-            version = ((event.get("object") or {}).get("metadata") or {}).get("resourceVersion")
-            if version:
-                self._resource_version = str(version)
-
-    async def _wait(self, seconds: float | None) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wake.wait(), timeout=seconds)
-
-    async def _close(self) -> None:
-        client, self.client = self.client, None
-        was_active, self.active = self.active, False
-        if was_active:
-            self.inactive_since = time.monotonic()
-        if client is not None:
-            await client.close()
-        if was_active or client is not None:
-            self.owner.notify(self.name)
-
-    def _attempt_message(self, error: str, delay: float) -> str:
-        at = (datetime.now(UTC) + timedelta(seconds=delay)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return f"{error}; connection attempts: {self.attempts}, next connection attempt: {at}"
-
-    # -- status --------------------------------------------------------------------------------------------
-
-    async def _set_active(self, cluster: JSON) -> None:
-        if not self.active:
-            self.active = True
-            self.owner.notify(self.name)
-            log.info("worker cluster connected", extra={"cluster": self.name})
-        await self._write(cluster, "True", ACTIVE, "Connected")
-
-    async def _set_inactive(self, cluster: JSON, reason: str, message: str) -> None:
-        await self._close()
-        await self._write(cluster, "False", reason, message)
-
-    async def _write(self, cluster: JSON, status: str, reason: str, message: str) -> None:
-        def build(current: JSON) -> JSON | None:
-            edit = ConditionsEdit.of(current, now_rfc3339())
-            return {"conditions": edit.conditions} if edit.set("Active", status, reason, message) else None
-
-        try:
-            await self.owner.context.writer.patch_status(MULTIKUEUE_CLUSTERS, cluster, build)
-        except NotLeader:
-            return  # leadership is ending: this task is cancelled next
-        except (ApiError, aiohttp.ClientError, TimeoutError) as exc:
-            log.warning(
-                "cannot write MultiKueueCluster status", extra={"cluster": self.name, "error": _describe(exc)}
-            )
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    """What changes when a file is replaced or rewritten (a mounted Secret is swapped through a symlink)."""
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return found.st_ino, found.st_size, found.st_mtime_ns
-
-
-def _describe(exc: BaseException) -> str:
-    """An error for a condition message anyone who may read MultiKueueClusters sees: credentials that an
-    error may carry (a proxy password, a token in a URL) are redacted as in the logs."""
-    if isinstance(exc, ApiError):
-        text = f"the worker answered {exc.status} {exc.reason}: {exc.message}".strip().rstrip(":")
-    elif isinstance(exc, TimeoutError):
-        text = "the worker's API server did not answer in time"
-    else:
-        text = str(exc) or type(exc).__name__
-    return redact(text)
-
-
-def _without_origin(message: str, origin: Path) -> str:
-    return message.removeprefix(f"{origin}: ")
 
 
 def as_worker_clusters(connections: WorkerConnections) -> WorkerClusters:

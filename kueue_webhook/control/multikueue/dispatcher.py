@@ -14,12 +14,9 @@ back (``pod_copies``), or the object alone; a LeaderWorkerSet's Workloads all go
 group went to (``plan.component_binding``).
 
 Which workers a check may use, a client for each reachable one and since when one is unreachable come from
-``WorkerClusters`` (the cluster side). Workers are not watched: every ``poll_interval`` each reachable
-worker is listed once for this manager's copies (Workloads and jobs, by the origin label) and the keys of
-those that changed are reconciled, so status flows back within that interval at one request per worker
-and kind, whatever the number of Workloads. Every ``gc_interval`` the same lists feed the garbage
-collection: a copy whose manager Workload is gone (its job deleted) is deleted with its job (Kueue's
-``runGC``).
+``WorkerClusters`` (the cluster side). The workers' copies are watched (``worker_watch``): a copy that
+changes there queues its Workload here, so status flows back on the event. Every ``gc_interval`` the
+garbage collection (``garbage``) deletes copies whose manager Workload is gone (Kueue's ``runGC``).
 
 Nothing is remembered that the API objects do not hold: the chosen worker is the Workload's
 ``status.clusterName``, the copies carry the origin label, so a new leader continues where the last left.
@@ -28,45 +25,33 @@ Nothing is remembered that the API objects do not hold: the chosen worker is the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations.leaderworkersets import groups
 from kueue_webhook.api.multikueue import (
-    DEFAULT_ORIGIN,
     MULTIKUEUE_CONTROLLER,
-    ORIGIN_LABEL,
     copies_groups,
     copies_pods,
-    dispatchable,
     gated,
     managed_by,
-    prebuilt_workload_name,
 )
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.kube.client import ApiError, KubeClient
-from kueue_webhook.control.kube.kinds import ADMISSION_CHECKS, JOBS, WORKLOADS, Kind, kind_of
+from kueue_webhook.control.kube.kinds import ADMISSION_CHECKS, WORKLOADS, Kind
 from kueue_webhook.control.kube.leader import NotLeader
-from kueue_webhook.control.multikueue.copies import (
-    gated_object_copy,
-    job_copy,
-    mirrored_status,
-    owned_by_origin,
-    remote_spec_ops,
-    stale_start_time,
-    without_pods,
-    workload_copy,
-)
+from kueue_webhook.control.multikueue.copies import workload_copy
+from kueue_webhook.control.multikueue.garbage import GarbageCollector
+from kueue_webhook.control.multikueue.job_mirror import JobMirror
 from kueue_webhook.control.multikueue.plan import (
-    ALL_AT_ONCE,
     INCREMENTAL,
     Group,
     Plan,
@@ -77,49 +62,33 @@ from kueue_webhook.control.multikueue.plan import (
     plan_dispatch,
     wants_nomination,
 )
-from kueue_webhook.control.multikueue.pod_copies import (
-    delete_pod_copies,
-    local_pods,
-    reset_pods,
-    sync_pods,
-    workload_owner,
+from kueue_webhook.control.multikueue.pod_copies import local_pods, reset_pods, sync_pods
+from kueue_webhook.control.multikueue.scope import (
+    check_of,
+    workload_kind,
 )
+from kueue_webhook.control.multikueue.settings import DEFAULT_SETTINGS, DispatchSettings
+from kueue_webhook.control.multikueue.worker_objects import (
+    WorkerUnreachable,
+    delete_copies,
+    get_object,
+)
+from kueue_webhook.control.multikueue.worker_watch import WorkerWatches
 from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.conditions import check_state_status, finished_status, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
-from kueue_webhook.control.output.writers import failed_test
+
+__all__ = ["DispatchSettings", "MultiKueueDispatcher", "WorkerUnreachable", "multikueue_workloads"]
 
 JSON = dict[str, Any]
 Key = tuple[str, str]
 log = logging.getLogger("kueue_webhook.multikueue")
 
-#: Kueue's defaults (``multiKueue.workerLostTimeout``, ``gcInterval``, ``origin``, ``dispatcherName``)
-WORKER_LOST_TIMEOUT = 15 * 60.0
-GC_INTERVAL = 60.0
-POLL_INTERVAL = 2.0
-#: Kueue's incremental dispatcher's round (``incrementalDispatcherRoundTimeout``)
-ROUND_TIMEOUT = 5 * 60.0
 #: what ``spec.managedBy`` must say on the manager's job, and why the API server may have dropped it
 MANAGED_BY_HINT = (
     " (the API server dropped spec.managedBy, or it was never set: Kubernetes v1.30+ with the JobManagedBy "
     "feature, on by default from v1.32, is needed for MultiKueue)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchSettings:
-    origin: str = DEFAULT_ORIGIN
-    worker_lost_timeout: float = WORKER_LOST_TIMEOUT
-    gc_interval: float = GC_INTERVAL
-    poll_interval: float = POLL_INTERVAL
-    dispatcher: str = ALL_AT_ONCE
-    #: the Incremental dispatcher: workers added per round, and how long a round lasts (Kueue's 3, 5 min)
-    step_size: int = 3
-    round_timeout: float = ROUND_TIMEOUT
-
-
-class WorkerUnreachable(Exception):
-    """A worker's API server did not answer: treated as unreachable for this pass."""
 
 
 class MultiKueueDispatcher:
@@ -130,7 +99,7 @@ class MultiKueueDispatcher:
         context: ControlContext,
         *,
         workers: WorkerClusters,
-        settings: DispatchSettings | Callable[[], DispatchSettings] = DispatchSettings(),
+        settings: DispatchSettings | Callable[[], DispatchSettings] = DEFAULT_SETTINGS,
         concurrency: int = 2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -146,8 +115,12 @@ class MultiKueueDispatcher:
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         #: the Incremental dispatcher's current round's start, by Workload
         self._rounds: dict[Key, float] = {}
-        #: (worker, kind, namespace, name) -> resourceVersion of the copies last listed
-        self._seen: dict[tuple[str, str, str, str], str] = {}
+        self.mirror = JobMirror(context, origin=lambda: self.settings.origin)
+        self.garbage = GarbageCollector(context, workers=workers, settings=self._settings)
+        #: the workers' copies, watched: a copy's change queues its Workload
+        self.watches = WorkerWatches(
+            context, workers=workers, origin=lambda: self.settings.origin, touched=self.queue.add
+        )
         workers.subscribe(self._worker_changed)
 
     @property
@@ -169,35 +142,38 @@ class MultiKueueDispatcher:
                     if kind is not None and copies_groups(kind.group, kind.kind):
                         self._queue_siblings(change.new)  # they go where this one went
         elif change.kind is ADMISSION_CHECKS:
+            self.watches.refresh()
             self.resync()
+        elif change.new is not None and not change.only_status_changed():
+            self._queue_owned(change.new)
+
+    def _queue_owned(self, obj: JSON) -> None:
+        """A manager job that started or stopped: what is read back from its worker depends on that (a
+        Job's status is mirrored once it runs here), so its Workload is looked at again."""
+        uid = (obj.get("metadata") or {}).get("uid")
+        if not uid:
+            return
+        workload = self.context.store.workload_owned_by(namespace=key_of(obj)[0], owner_uid=str(uid))
+        if workload is not None and self._check_of(workload) is not None:
+            self.queue.add(key_of(workload))
 
     def _worker_changed(self, cluster: str) -> None:
+        self.watches.refresh()
         if self.context.is_leader():
             self.resync()
+
+    def reconfigure(self, configuration: Configuration) -> None:
+        """A new configuration may change the origin or the kinds copied: the watches follow."""
+        self.watches.refresh()
+
+    def _check_of(self, workload: JSON) -> str | None:
+        return check_of(self.context.store, workload)
 
     def resync(self) -> None:
         """Every Workload with a MultiKueue check (on becoming leader, a worker's state changing)."""
         for workload in self.context.store.items(WORKLOADS):
             if self._check_of(workload) is not None:
                 self.queue.add(key_of(workload))
-
-    def _multikueue_checks(self) -> set[str]:
-        return {
-            key_of(check)[1]
-            for check in self.context.store.items(ADMISSION_CHECKS)
-            if (check.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER
-        }
-
-    def _check_of(self, workload: JSON) -> str | None:
-        """The name of the Workload's MultiKueue check, if its status lists one."""
-        states = (workload.get("status") or {}).get("admissionChecks") or []
-        if not states:
-            return None
-        checks = self._multikueue_checks()
-        for state in states:
-            if isinstance(state, dict) and state.get("name") in checks:
-                return str(state["name"])
-        return None
 
     # -- running -------------------------------------------------------------------------------------------
 
@@ -206,7 +182,9 @@ class MultiKueueDispatcher:
             await self.queue.serve(self.reconcile, on_error=self._failed)
 
         try:
-            await asyncio.gather(*(serve() for _ in range(self.concurrency)), self._poll(), self._collect())
+            await asyncio.gather(
+                *(serve() for _ in range(self.concurrency)), self.watches.run(), self.garbage.run()
+            )
         finally:
             for timer in self._timers.values():
                 timer.cancel()
@@ -289,11 +267,11 @@ class MultiKueueDispatcher:
         )
         await self._carry_out(plan, local, check, group_kind, local_objects)
         if group_kind is not None and local_objects and not _running_here(local):
-            await self._clear_start_time(group_kind, local_objects[0])
+            await self.mirror.clear_start_time(group_kind, local_objects[0])
         if deleted and not plan.delete and not group.unreachable:
             self._deleted.pop(key, None)
         if plan.requeue_after is not None:
-            self._requeue(key, min(plan.requeue_after, max(self.settings.poll_interval, 0.05) * 30))
+            self._requeue(key, min(plan.requeue_after, max(self.settings.longest_wait, 1.5)))
 
     async def _nominate_incrementally(self, key: Key, local: JSON, check: str) -> JSON:
         """Kueue's Incremental dispatcher: every ``round_timeout`` the next ``step_size`` workers of the
@@ -341,19 +319,7 @@ class MultiKueueDispatcher:
             self.queue.add(key_of(sibling))
 
     def _workload_kind(self, workload: JSON) -> Kind | None:
-        """The dispatched kind the Workload is for (``workload_owner``'s); None when Kueue has no adapter
-        for it."""
-        return self._owner_kind(workload_owner(workload))
-
-    def _owner_kind(self, owner: JSON | None) -> Kind | None:
-        if owner is None:
-            return None
-        api_version = str(owner.get("apiVersion", ""))
-        group = api_version.split("/")[0] if "/" in api_version else ""
-        if not dispatchable(group, str(owner.get("kind", ""))):
-            return None
-        integration = self.context.configuration().integrations.for_kind(group, str(owner.get("kind", "")))
-        return kind_of(integration) if integration is not None else None
+        return workload_kind(self.context.configuration(), workload)
 
     async def _read_group(self, local: JSON, check: str, deleted: bool) -> Group:
         namespace, name = key_of(local)
@@ -367,7 +333,7 @@ class MultiKueueDispatcher:
                 unreachable[cluster] = 0.0 if since is None else max(0.0, now - since)
                 continue
             try:
-                remotes[cluster] = await _get(client, WORKLOADS, name, namespace)
+                remotes[cluster] = await get_object(client, WORKLOADS, name, namespace)
             except WorkerUnreachable:
                 since = self.workers.inactive_since(cluster)
                 unreachable[cluster] = 0.0 if since is None else max(0.0, now - since)
@@ -380,6 +346,7 @@ class MultiKueueDispatcher:
         owner = controller_owner(local) or {}
         local_job = local_objects[0] if local_objects else None
         pods = job_kind is not None and copies_pods(job_kind.group, job_kind.kind)
+        write_status = self.mirror.write_job_status
         for cluster in plan.delete:
             await self._delete_copies(cluster, namespace, name, job_kind, str(owner.get("name", "")))
         for cluster in plan.update_priority:
@@ -420,16 +387,16 @@ class MultiKueueDispatcher:
                 origin=self.settings.origin,
                 # only a Workload running there gets its pods: a stopped or finished one's are not made again
                 create=plan.finish is None and _running_here(local),
-                write_status=lambda pod, status: self._write_job_status(job_kind, pod, status),
+                write_status=lambda pod, status: write_status(job_kind, pod, status),
             )
         elif plan.sync_job is not None and job_kind is not None and local_job is not None:
-            await self._sync_job(plan.sync_job, job_kind, local_job, name)
+            await self.mirror.sync_job(self._client(plan.sync_job), plan.sync_job, job_kind, local_job, name)
         if plan.reset_job_activity and job_kind is not None and pods and local_objects is not None:
             await reset_pods(
-                local_objects, write_status=lambda pod, status: self._write_job_status(job_kind, pod, status)
+                local_objects, write_status=lambda pod, status: write_status(job_kind, pod, status)
             )
         elif plan.reset_job_activity and job_kind is not None and local_job is not None:
-            await self._reset_activity(job_kind, local_job)
+            await self.mirror.reset_activity(job_kind, local_job)
         if plan.check is not None:
             await self._set_check(local, check, *plan.check, cluster_name=plan.cluster_name)
         if plan.finish is not None:
@@ -444,6 +411,22 @@ class MultiKueueDispatcher:
                     "workload finished in its worker",
                     extra={"workload": f"{namespace}/{name}", "reason": reason},
                 )
+
+    async def _delete_copies(
+        self, cluster: str, namespace: str, name: str, job_kind: Kind | None, job_name: str
+    ) -> None:
+        client = self.workers.client(cluster)
+        if client is None:
+            return  # the garbage collection deletes it once the worker is back
+        await delete_copies(
+            client,
+            cluster,
+            origin=self.settings.origin,
+            namespace=namespace,
+            name=name,
+            job_kind=job_kind,
+            job_name=job_name,
+        )
 
     def _client(self, cluster: str) -> KubeClient:
         client = self.workers.client(cluster)
@@ -479,233 +462,6 @@ class MultiKueueDispatcher:
             kind = "Warning" if state in ("Retry", "Rejected") else "Normal"
             self.context.events.record(local, type=kind, reason="MultiKueue", message=message)
 
-    async def _sync_job(self, cluster: str, kind: Kind, local_job: JSON, workload_name: str) -> None:
-        """Create the job in the winning worker, or read its status back (Kueue's adapters' ``SyncJob``)."""
-        client = self._client(cluster)
-        namespace, name = key_of(local_job)
-        remote = await _get(client, kind, name, namespace)
-        if remote is None:
-            body = job_copy(local_job, workload_name=workload_name, origin=self.settings.origin)
-            if gated(kind.group, kind.kind):
-                names_workload = not copies_groups(kind.group, kind.kind)
-                body = gated_object_copy(body, local_job, names_workload=names_workload)
-            try:
-                await client.create(kind, body, namespace=namespace)
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
-            else:
-                log.info(
-                    "job dispatched",
-                    extra={"job": f"{namespace}/{name}", "kind": kind.kind, "worker": cluster},
-                )
-            return
-        if not owned_by_origin(remote, self.settings.origin):
-            raise RuntimeError(
-                f"{kind.kind} {namespace}/{name} in worker {cluster} is not a copy made by this manager "
-                f"({ORIGIN_LABEL}={self.settings.origin} is missing)"
-            )
-        # a gated object's status is its manager controller's (Kueue's StatefulSet adapter reads none back)
-        status = None if gated(kind.group, kind.kind) else mirrored_status(local_job, remote)
-        if status is not None:
-            await self._write_job_status(kind, local_job, status)
-        ops = remote_spec_ops(local_job, remote)
-        if ops:
-            version = (remote.get("metadata") or {}).get("resourceVersion")
-            test = {"op": "test", "path": "/metadata/resourceVersion", "value": version}
-            try:
-                await client.patch(
-                    kind, name=name, namespace=namespace, patch=[test, *ops], patch_type="json"
-                )
-            except ApiError as exc:
-                if exc.status == 409 or failed_test(exc):
-                    raise RuntimeError(
-                        f"{kind.kind} {namespace}/{name} in worker {cluster} changed meanwhile"
-                    ) from exc
-                raise
-            log.info(
-                "job spec synced", extra={"job": f"{namespace}/{name}", "kind": kind.kind, "worker": cluster}
-            )
-
-    async def _reset_activity(self, kind: Kind, local_job: JSON) -> None:
-        """Zero the pod counts read back from a worker that can no longer say they ended."""
-        status = without_pods(local_job)
-        if status is None:
-            return
-        await self._write_job_status(kind, local_job, status)
-        log.info(
-            "pods of an unreachable worker no longer counted", extra={"job": "/".join(key_of(local_job))}
-        )
-
-    async def _clear_start_time(self, kind: Kind, local_job: JSON) -> None:
-        """Forget the worker's ``startTime`` on a suspended manager Job, so the next worker's can be read
-        back once it starts again (the Job controller would clear it, but it skips this Job)."""
-        namespace, name = key_of(local_job)
-        current = self.context.store.get(kind, name, namespace) or local_job
-        if not stale_start_time(current):
-            return
-        version = (current.get("metadata") or {}).get("resourceVersion")
-        patch = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
-            {"op": "remove", "path": "/status/startTime"},
-        ]
-        try:
-            await self.context.writer.client.patch(
-                kind, name=name, namespace=namespace, patch=patch, patch_type="json", subresource="status"
-            )
-        except ApiError as exc:
-            if exc.status == 409 or failed_test(exc):
-                raise RuntimeError(f"{kind.kind} {namespace}/{name} changed meanwhile") from exc
-            raise
-
-    async def _write_job_status(self, kind: Kind, local_job: JSON, status: JSON) -> None:
-        namespace, name = key_of(local_job)
-        version = (local_job.get("metadata") or {}).get("resourceVersion")
-        patch = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
-            {"op": "replace" if "status" in local_job else "add", "path": "/status", "value": status},
-        ]
-        try:
-            await self.context.writer.client.patch(
-                kind, name=name, namespace=namespace, patch=patch, patch_type="json", subresource="status"
-            )
-        except ApiError as exc:
-            if exc.status == 409 or failed_test(exc):  # changed meanwhile: read again, decide again
-                raise RuntimeError(f"{kind.kind} {namespace}/{name} changed meanwhile") from exc
-            raise
-
-    async def _delete_copies(
-        self, cluster: str, namespace: str, name: str, job_kind: Kind | None, job_name: str
-    ) -> None:
-        """The job copy first (with its pods), then the Workload copy, without its finalizer (Kueue's
-        ``RemoveRemoteObjects``); only objects carrying this manager's origin."""
-        client = self.workers.client(cluster)
-        if client is None:
-            return  # the garbage collection deletes it once the worker is back
-        if job_kind is not None and copies_pods(job_kind.group, job_kind.kind):
-            await delete_pod_copies(
-                client,
-                job_kind,
-                namespace=namespace,
-                workload_name=name,
-                origin=self.settings.origin,
-                delete=_delete,
-            )
-        elif job_kind is not None and job_name:
-            job = await _get(client, job_kind, job_name, namespace)
-            if job is not None and owned_by_origin(job, self.settings.origin):
-                await _delete(client, job_kind, job_name, namespace)
-        remote = await _get(client, WORKLOADS, name, namespace)
-        if remote is None or not owned_by_origin(remote, self.settings.origin):
-            return
-        if (remote.get("metadata") or {}).get("finalizers"):
-            version = remote["metadata"].get("resourceVersion")
-            with contextlib.suppress(ApiError):
-                await client.patch(
-                    WORKLOADS,
-                    name=name,
-                    namespace=namespace,
-                    patch={"metadata": {"finalizers": None, "resourceVersion": version}},
-                )
-        await _delete(client, WORKLOADS, name, namespace)
-        log.info("copy deleted", extra={"workload": f"{namespace}/{name}", "worker": cluster})
-
-    # -- watching the workers, and their garbage ------------------------------------------------------------
-
-    def _clusters(self) -> list[str]:
-        out: set[str] = set()
-        for check in self._multikueue_checks():
-            out.update(self.workers.clusters_for(check) or ())
-        return sorted(out)
-
-    def _copy_kinds(self) -> list[Kind]:
-        kinds = [WORKLOADS, JOBS]
-        for integration in self.context.configuration().integrations:
-            if dispatchable(integration.group, integration.kind) and kind_of(integration) not in kinds:
-                kinds.append(kind_of(integration))
-        return kinds
-
-    async def _list_copies(self, client: KubeClient, kind: Kind) -> list[JSON]:
-        items: list[JSON] = []
-        selector = f"{ORIGIN_LABEL}={self.settings.origin}"
-        async for page, _ in client.list_pages(kind, label_selector=selector):
-            items.extend(page)
-        return items
-
-    async def _poll(self) -> None:
-        """Every ``poll_interval``: the copies that changed in a worker get their Workload reconciled."""
-        while True:
-            await asyncio.sleep(self.settings.poll_interval)
-            for cluster in self._clusters():
-                client = self.workers.client(cluster)
-                if client is None:
-                    continue
-                try:
-                    await self._poll_one(cluster, client)
-                except (TimeoutError, ApiError, OSError) as exc:
-                    log.info("worker not listed: %r", exc, extra={"worker": cluster})
-
-    async def _poll_one(self, cluster: str, client: KubeClient) -> None:
-        seen_now: set[tuple[str, str, str, str]] = set()
-        for kind in self._copy_kinds():
-            try:
-                items = await self._list_copies(client, kind)
-            except ApiError as exc:
-                if exc.status == 404:  # the kind is not served there
-                    continue
-                raise
-            for item in items:
-                namespace, name = key_of(item)
-                ident = (cluster, kind.plural, namespace, name)
-                seen_now.add(ident)
-                version = str((item.get("metadata") or {}).get("resourceVersion", ""))
-                if self._seen.get(ident) == version:
-                    continue
-                self._seen[ident] = version
-                self._queue_copy(kind, item)
-        for ident in [i for i in self._seen if i[0] == cluster and i not in seen_now]:
-            del self._seen[ident]
-            _, plural, namespace, name = ident
-            if plural == WORKLOADS.plural:
-                self.queue.add((namespace, name))
-
-    def _queue_copy(self, kind: Kind, item: JSON) -> None:
-        namespace, name = key_of(item)
-        if kind is WORKLOADS:
-            self.queue.add((namespace, name))
-            return
-        workload = prebuilt_workload_name(item)
-        if workload:
-            self.queue.add((namespace, str(workload)))
-
-    async def _collect(self) -> None:
-        """Every ``gc_interval``: copies whose manager Workload is gone or being deleted go, with their
-        job."""
-        while True:
-            interval = self.settings.gc_interval
-            await asyncio.sleep(interval if interval > 0 else self.settings.poll_interval)
-            if interval <= 0:
-                continue  # Kueue's gcInterval 0: no garbage collection
-            for cluster in self._clusters():
-                client = self.workers.client(cluster)
-                if client is None or not self.context.is_leader():
-                    continue
-                try:
-                    await self.collect(cluster, client)
-                except (TimeoutError, ApiError, OSError) as exc:
-                    log.info("garbage collection of a worker failed: %r", exc, extra={"worker": cluster})
-
-    async def collect(self, cluster: str, client: KubeClient) -> None:
-        for remote in await self._list_copies(client, WORKLOADS):
-            namespace, name = key_of(remote)
-            local = self.context.store.get(WORKLOADS, name, namespace)
-            if local is not None and not is_deleting(local):
-                continue
-            owner = workload_owner(remote)  # a copy not adopted yet names its owner in annotations
-            job_kind = self._workload_kind(remote)
-            await self._delete_copies(cluster, namespace, name, job_kind, str((owner or {}).get("name", "")))
-            log.info("garbage collected", extra={"workload": f"{namespace}/{name}", "worker": cluster})
-
 
 def _running_here(workload: JSON) -> bool:
     """Holding its reservation and not being evicted: its job may be running in a worker."""
@@ -714,30 +470,6 @@ def _running_here(workload: JSON) -> bool:
 
 def _cluster_queue(workload: JSON) -> str:
     return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
-
-
-async def _get(client: KubeClient, kind: Kind, name: str, namespace: str) -> JSON | None:
-    try:
-        return await client.get(kind, name=name, namespace=namespace)
-    except ApiError as exc:
-        if exc.status == 404:
-            return None
-        raise
-    except (TimeoutError, OSError) as exc:
-        raise WorkerUnreachable(str(exc)) from exc
-
-
-async def _delete(client: KubeClient, kind: Kind, name: str, namespace: str) -> None:
-    """Delete with its dependents in the background (a Job's default would orphan its pods)."""
-    try:
-        await client.request(
-            "DELETE",
-            kind.path(namespace=namespace, name=name),
-            body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
-        )
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
 
 
 def multikueue_workloads(workloads: Iterable[JSON], checks: set[str]) -> list[JSON]:

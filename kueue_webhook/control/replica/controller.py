@@ -225,6 +225,7 @@ class Controller:
             workers=workers if workers is not None else self.worker_clusters,
             settings=self.dispatch_settings,
         )
+        self.live_config.subscribe(self.multikueue.reconfigure)
         self.informers = [
             Informer(client=client, kind=kind, sink=self.store, watch_timeout_seconds=watch_timeout)
             for kind in WATCHED

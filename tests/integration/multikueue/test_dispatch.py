@@ -122,7 +122,7 @@ def worker_queues(gpus: int) -> str:
     return QUEUES.replace("CHECKS", "").replace("QUOTA", str(gpus))
 
 
-SETTINGS = DispatchSettings(worker_lost_timeout=1.0, gc_interval=0.3, poll_interval=0.1)
+SETTINGS = DispatchSettings(worker_lost_timeout=1.0, gc_interval=0.3, longest_wait=3.0)
 
 
 @dataclass
@@ -296,7 +296,7 @@ INCREMENTAL = DispatchSettings(
     round_timeout=1.0,
     worker_lost_timeout=60.0,
     gc_interval=0.3,
-    poll_interval=0.1,
+    longest_wait=3.0,
 )
 
 
