@@ -111,6 +111,11 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self.leading.is_set()
 
+    def step_down(self) -> None:
+        """Stop leading now, the Lease kept as it is (the next tick campaigns again, and takes it back while
+        the record is still ours): for a term that could not start."""
+        self._set(False)
+
     def fence(self) -> float:
         """Seconds left before the renew deadline, read on the clock now; ``NotLeader`` when we do not lead.
 

@@ -396,6 +396,18 @@ class Controller:
         self._leader_tasks = [asyncio.get_running_loop().create_task(self._open_term(), name="term-start")]
 
     async def _open_term(self) -> None:
+        """``_start_term``; a start that fails steps down (said once, with its cause), so that the next
+        tick starts a whole term again instead of leaving a leader that never schedules."""
+        try:
+            await self._start_term()
+        except Exception:
+            log.exception("leading: the scheduling term could not start; stepping down")
+            if self.elector is not None:
+                self.elector.step_down()
+            else:
+                self._stop_leading()
+
+    async def _start_term(self) -> None:
         """Rebuild the core and queue everything a previous leader may have left half done, then start the
         term's tasks.
 

@@ -155,3 +155,24 @@ async def test_a_lease_lost_while_the_term_starts_ends_the_start_unwritten_and_t
     assert replica.transitions == [True, False, True]
     await asyncio.wait_for(replica.all_admitted.wait(), 30)
     assert workloads_written(replica.api) == {f"workloads/w{i}" for i in range(WORKLOADS)}
+
+
+async def test_a_start_that_fails_steps_down_and_the_next_term_starts_whole(
+    replica: Replica, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A leader that never schedules is the worst outcome: it holds the Lease, so no other replica may."""
+    failures = [RuntimeError("a Workload no controller expected")]
+
+    def fail_once() -> None:
+        if replica.read_during_start == 10 and failures:
+            raise failures.pop()
+
+    replica.on_read = fail_once
+    await asyncio.wait_for(replica.controller.leading.wait(), 30)
+    await asyncio.wait_for(replica.controller.following.wait(), 30)
+    assert replica.transitions == [True, False]
+    assert any("could not start" in r.message for r in caplog.records)
+    replica.clock.now += TIMINGS["retry_period"]  # the timer's next tick is due
+    await asyncio.wait_for(replica.controller.term_open.wait(), 30)
+    assert replica.transitions == [True, False, True]
+    await asyncio.wait_for(replica.all_admitted.wait(), 30)
