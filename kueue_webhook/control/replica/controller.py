@@ -491,9 +491,14 @@ class Controller:
     async def _rebuild_mirror(self) -> None:
         """The standby's queues from the store, in slices (as a term's start reads it): a replica that
         just lost the Lease must be ready to campaign again on time, not busy for seconds."""
-        await self.queues_mirror.rebuild_gradually(clock=self.slice_clock)
-        self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
-        self._mirror_rebuild = None
+        try:
+            await self.queues_mirror.rebuild_gradually(clock=self.slice_clock)
+            self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+        except Exception:  # the visibility API then answers from what was fed; said once, with the cause
+            log.exception("the standby's queues could not be rebuilt")
+        finally:
+            if self._mirror_rebuild is asyncio.current_task():  # not a later rebuild's
+                self._mirror_rebuild = None
 
     def _stop_mirror_rebuild(self) -> None:
         if self._mirror_rebuild is not None:

@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.control.kube.kinds import WORKLOADS as WORKLOADS_KIND
 from kueue_webhook.control.replica.controller import Controller, ControllerSettings
-from tests.unit.control.fakes import Clock
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from kueue_webhook.core import visibility as vis
+from tests.unit.control.fakes import Clock, control_context
 from tests.unit.control.small_cluster import RecordingApi, cluster, install
 
 JSON = dict[str, Any]
@@ -176,3 +179,26 @@ async def test_a_start_that_fails_steps_down_and_the_next_term_starts_whole(
     await asyncio.wait_for(replica.controller.term_open.wait(), 30)
     assert replica.transitions == [True, False, True]
     await asyncio.wait_for(replica.all_admitted.wait(), 30)
+
+
+async def test_after_a_step_down_the_standby_answers_from_whole_queues_only(replica: Replica) -> None:
+    """The standby's queues are rebuilt in slices too; until they are whole the visibility API says to
+    retry rather than rank a partial list."""
+    replica.controller.synced.set()  # as after the informers' first lists
+    await asyncio.wait_for(replica.controller.term_open.wait(), 30)
+    replica.elector.step_down()
+    assert replica.controller.pending_queues() is None
+    rebuilding = replica.controller._mirror_rebuild
+    assert rebuilding is not None
+    await rebuilding
+    mirror = replica.controller.pending_queues()
+    assert mirror is not None
+    fresh = SchedulerLoop(control_context(replica.controller.store))
+    fresh.rebuild()
+
+    def lookup(namespace: str, name: str) -> JSON | None:
+        return replica.controller.store.get(WORKLOADS_KIND, name, namespace)
+
+    ranked = vis.cluster_queue_pending(mirror, "cq", vis.Page(), lookup)
+    assert ranked == vis.cluster_queue_pending(fresh.state, "cq", vis.Page(), lookup)
+    assert ranked is not None and ranked["items"]  # ranked as a rebuild from the store ranks them
