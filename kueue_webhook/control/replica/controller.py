@@ -328,6 +328,8 @@ class Controller:
         self._leader_tasks: list[asyncio.Task[Any]] = []
         #: the standby's queues being rebuilt after a term (None: done, or not needed)
         self._mirror_rebuild: asyncio.Task[None] | None = None
+        #: whether the standby's queues hold every pending Workload (a rebuild cut short leaves them partial)
+        self._mirror_whole = False
         #: what the passes over the store measure their slices with (a test's clock can stand in)
         self.slice_clock: Callable[[], float] = time.monotonic
         self.metrics.leader.set_function(lambda: 1.0 if self.leading.is_set() else 0.0)
@@ -367,9 +369,7 @@ class Controller:
         if self.term_open.is_set():
             return self.scheduler.state
         # while a term starts the mirror, no longer fed, still answers: behind by a few seconds, but whole
-        if not self.synced.is_set() or self._mirror_rebuild is not None:
-            return None
-        return self.queues_mirror.state
+        return self.queues_mirror.state if self.synced.is_set() and self._mirror_whole else None
 
     def _core(self) -> SchedulerState:
         """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
@@ -442,6 +442,7 @@ class Controller:
         )
         self.scheduler.end_rebuild()
         self.queues_mirror.state = SchedulerState()  # the scheduler's own queues answer from now on
+        self._mirror_whole = False
         self._apply_fair_sharing(self.configuration())
         self.status.mark_all()
         self.fair_sharing.mark_all()
@@ -483,6 +484,7 @@ class Controller:
             task.cancel()
         self._leader_tasks = []
         if not shutting_down:  # the visibility API reads the standby's queues once they are rebuilt
+            self._mirror_whole = False
             self._mirror_rebuild = asyncio.get_running_loop().create_task(
                 self._rebuild_mirror(), name="queues-mirror-rebuild"
             )
@@ -494,7 +496,8 @@ class Controller:
         try:
             await self.queues_mirror.rebuild_gradually(clock=self.slice_clock)
             self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
-        except Exception:  # the visibility API then answers from what was fed; said once, with the cause
+            self._mirror_whole = True
+        except Exception:  # the visibility API says to retry until a later rebuild; said once, with the cause
             log.exception("the standby's queues could not be rebuilt")
         finally:
             if self._mirror_rebuild is asyncio.current_task():  # not a later rebuild's
@@ -590,6 +593,7 @@ class Controller:
             if self.elector is not None:  # without one this replica leads at once: no mirror needed
                 self.queues_mirror.rebuild()
                 self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+                self._mirror_whole = True
             self.synced.set()
             # Everything listed so far lives as long as its object does; moving it out of the collector's
             # reach keeps full collections (and their pauses) proportional to change, not to cluster size.
