@@ -8,13 +8,21 @@ CPU seconds (``time.process_time``: the machine is shared), wall seconds, and th
 went without a turn, which is what the Lease's renewal waits behind (a task yields every turn to measure
 it). No API server: the replica's client points nowhere, and nothing is sent before the term's tasks start.
 
-Results go to ``bench/results/term_start.json`` and ``.md``. Nothing here asserts.
+With ``--kubeconfig`` (an admin's) the same on a real API server: the config's Workloads are created in a
+namespace of their own (queued to a LocalQueue that does not exist, so they stay pending and nothing is
+admitted), then a replica runs in this process with leader election as ``serve`` does: its informers list
+them, it wins the Lease, and each term's start is measured from the moment it led to the moment its tasks
+run; then it steps down, takes the Lease back and starts again. The Workloads' namespace is deleted at
+the end.
+
+Results go to ``bench/results/term_start[-real].json`` and ``.md``. Nothing here asserts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -26,7 +34,7 @@ from typing import Any
 
 from bench.baseline import scenario
 from kueue_webhook.control.kube import kinds
-from kueue_webhook.control.kube.client import KubeClient
+from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.replica.controller import Controller
 
 RESULTS = Path(__file__).parent / "results"
@@ -81,6 +89,85 @@ class Turns:
             self._last = now
 
 
+NAMESPACE = "term-start-bench"
+
+
+async def create_workloads(api: KubeClient, shape: scenario.Shape) -> int:
+    """The config's Workloads in ``NAMESPACE``, queued to a LocalQueue that does not exist."""
+    with contextlib.suppress(ApiError):
+        await api.create(
+            kinds.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+    bodies = []
+    for stream in scenario.plan(shape).streams:
+        for planned in stream.workloads:
+            body = scenario.workload(planned)
+            body["metadata"].update(name=f"{planned.namespace}-{planned.name}", namespace=NAMESPACE)
+            body["spec"]["queueName"] = "nowhere"
+            bodies.append(body)
+    slots = asyncio.Semaphore(24)
+
+    async def create(body: JSON) -> None:
+        async with slots:
+            with contextlib.suppress(ApiError):  # already there from an interrupted run
+                await api.create(kinds.WORKLOADS, body, namespace=NAMESPACE)
+
+    await asyncio.gather(*(create(body) for body in bodies))
+    return len(bodies)
+
+
+async def measure_real(kubeconfig: str, scale: str, terms: int) -> JSON:
+    api = await KubeClient.connect(kubeconfig=kubeconfig)
+    created = await create_workloads(api, scenario.SHAPES[scale])
+    controller = Controller(client=api, namespace="kueue-system", identity="bench-term-start")
+    assert controller.elector is not None
+    elector = controller.elector
+    told = elector.on_change
+    assert told is not None
+    turns = Turns()
+    rows: list[JSON] = []
+    began: list[tuple[float, float]] = []
+
+    def transition(leading: bool) -> None:
+        if leading:
+            turns.reset()
+            began.append((time.process_time(), time.monotonic()))
+        assert told is not None
+        told(leading)
+
+    elector.on_change = transition
+    running = asyncio.create_task(controller.run())
+    watcher = asyncio.create_task(turns.run())
+    try:
+        for _ in range(terms):
+            await controller.term_open.wait()
+            cpu, wall = began[-1]
+            rows.append(
+                {
+                    "transition": "term start",
+                    "cpu_s": round(time.process_time() - cpu, 3),
+                    "wall_s": round(time.monotonic() - wall, 3),
+                    "longest_without_a_turn_ms": round(turns.longest * 1000, 1),
+                    "turns": turns.count,
+                }
+            )
+            elector.step_down()  # the next tick takes the Lease back: a new term
+    finally:
+        running.cancel()
+        watcher.cancel()
+        await asyncio.gather(running, watcher, return_exceptions=True)
+        with contextlib.suppress(ApiError):
+            await api.delete(kinds.NAMESPACES, name=NAMESPACE)
+        await api.close()
+    return {
+        "scale": scale,
+        "workloads": controller.store.count(kinds.WORKLOADS),
+        "created": created,
+        "server": "real kube-apiserver",
+        "transitions": rows,
+    }
+
+
 async def measure(scale: str, terms: int) -> JSON:
     shape = scenario.SHAPES[scale]
     client = KubeClient(host="http://127.0.0.1:9")
@@ -129,9 +216,13 @@ def main() -> None:
     )
     parser.add_argument("--scale", choices=sorted(scenario.SHAPES), default="tas")
     parser.add_argument("--terms", type=int, default=2)
+    parser.add_argument("--kubeconfig", help="an admin's: measure on that API server (see above)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    result = asyncio.run(measure(args.scale, args.terms))
+    if args.kubeconfig:
+        result = asyncio.run(measure_real(args.kubeconfig, args.scale, args.terms))
+    else:
+        result = asyncio.run(measure(args.scale, args.terms))
     result.update(
         date=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
@@ -139,11 +230,13 @@ def main() -> None:
         load_average=round(os.getloadavg()[0], 2),
     )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "term_start.json").write_text(json.dumps(result, indent=2) + "\n")
+    name = "term_start-real" if args.kubeconfig else "term_start"
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    where = "listed from a real kube-apiserver" if args.kubeconfig else "in the store"
     lines = [
         f"# A leadership term's start and end, `{args.scale}` ({result['date']})",
         "",
-        f"{result['workloads']:,} Workloads, all pending, in the store; {result['machine']}, Python "
+        f"{result['workloads']:,} Workloads, all pending, {where}; {result['machine']}, Python "
         f"{result['python']}, load average {result['load_average']} at the end (the wall times are the "
         "machine's; the CPU seconds are this process's).",
         "",
@@ -155,7 +248,7 @@ def main() -> None:
             for r in result["transitions"]
         ),
     ]
-    (RESULTS / "term_start.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
