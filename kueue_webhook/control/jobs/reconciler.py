@@ -147,13 +147,27 @@ class JobReconciler:
     def resync(self) -> None:
         """Queue every queued object, and every deleted Workload still held (after becoming leader: finish
         anything a previous leader left half done, such as a finalizer it did not get to remove)."""
-        for mode in self._modes().values():
-            if mode.has_objects:
-                for obj in self.context.store.items(kind_of(mode.integration)):
-                    self.queue.add(mode.key(obj))
+        for kind, consume in self.resync_consumers():
+            for obj in self.context.store.items(kind):
+                consume(obj)
         for workload in self.context.store.items(WORKLOADS):
-            if deleted_and_held(workload):
-                self.orphans.add(key_of(workload))
+            self.resync_workload(workload)
+
+    def resync_consumers(self) -> list[tuple[Kind, Callable[[JSON], None]]]:
+        """``resync`` as one consumer per queued kind, each to be handed every object of its kind (a term's
+        start passes over the store once per kind, in slices); the Workloads go to ``resync_workload``."""
+        return [
+            (kind_of(mode.integration), partial(self._queue_object, mode))
+            for mode in self._modes().values()
+            if mode.has_objects
+        ]
+
+    def _queue_object(self, mode: QueueingMode, obj: JSON) -> None:
+        self.queue.add(mode.key(obj))
+
+    def resync_workload(self, workload: JSON) -> None:
+        if deleted_and_held(workload):
+            self.orphans.add(key_of(workload))
 
     async def run(self) -> None:
         async def worker(queue: WorkQueue[Any], handler: Handler, tag: str) -> None:

@@ -98,6 +98,10 @@ class KubeClient:
         if server_hostname:
             self._via["server_hostname"] = server_hostname
         self._owns_session = session is None
+        #: the request pool of a view made by ``with_own_connections``, closed with the view
+        self._own_pool: aiohttp.ClientSession | None = None
+        #: every such pool of this client's views, closed with this client too (shared by the views)
+        self._view_pools: list[aiohttp.ClientSession] = []
         #: asked before every write (see ``fenced``); None: writes go out unchecked
         self._fence: Fence | None = None
 
@@ -116,6 +120,7 @@ class KubeClient:
         # read buffer: the request pool is sized for the writes in flight, no more.
         self._session = session or new_session(connections)
         self._watch_session = session or new_session(0)
+        self._new_session = new_session if session is None else None
 
     @classmethod
     async def connect(
@@ -146,6 +151,19 @@ class KubeClient:
         """Whether ``other`` is this client or a view of it (``fenced``): the same connections."""
         return self._watch_session is other._watch_session
 
+    def with_own_connections(self, connections: int) -> KubeClient:
+        """This client with a request pool of its own, ``connections`` wide, for requests that must not wait
+        behind everyone else's: the Lease's renewals, which a few hundred status writes queued for the shared
+        pool (each allowed 30 s) would otherwise hold up past the renew deadline. client-go reaches the same
+        end differently (HTTP/2 streams on one connection, no queue of its own in front of them). A client
+        given its session by the caller (a test's) has only that one: the view shares it."""
+        view = copy.copy(self)
+        view._owns_session = False
+        if self._new_session is not None:
+            view._own_pool = view._session = self._new_session(connections)
+            self._view_pools.append(view._own_pool)
+        return view
+
     @property
     def connections(self) -> int:
         """The most HTTP connections requests other than watches use at once."""
@@ -153,7 +171,11 @@ class KubeClient:
         return connector.limit if connector is not None else 0
 
     async def close(self) -> None:
+        if self._own_pool is not None:
+            await self._own_pool.close()
         if self._owns_session:
+            for pool in self._view_pools:
+                await pool.close()
             await self._session.close()
             await self._watch_session.close()
 

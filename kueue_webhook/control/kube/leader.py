@@ -16,6 +16,11 @@ the record steps it down at once. On shutdown the lease is released (holder clea
 deadline as client-go's ``release()`` is, so a rolling update fails over immediately instead of after a full
 lease duration, and a stalled API server cannot hold up the exit.
 
+A leader renews as client-go's fast path does: one write of the Lease as it last wrote it (its
+resourceVersion the precondition), the read only when that fails; and it sends each renewal a retry period
+after the previous one was sent, not after it was answered. Under load every request costs the API
+server's latency, and the renew deadline is counted in them.
+
 Stepping down happens at a tick, and a tick is a task like any other: an event loop stalled past the deadline
 (a long collection, a blocking call, a starved process) runs the tick late, and until then the ``leading``
 flag still says yes. So the flag does not decide whether a write may go out. ``fence`` does, on the
@@ -95,13 +100,21 @@ class LeaderElector:
         self.clock = clock or _loop_time
         self.leading = asyncio.Event()
         self._observed_spec: JSON | None = None
+        #: the Lease as our last successful write (or read) left it: a leader renews by replacing it
+        self._lease: JSON | None = None
         self._observed_at = 0.0
         self._last_renew = 0.0
+        self._attempt_started = 0.0
         self._rng = random.Random(identity)
 
     @property
     def is_leader(self) -> bool:
         return self.leading.is_set()
+
+    def step_down(self) -> None:
+        """Stop leading now, the Lease kept as it is (the next tick campaigns again, and takes it back while
+        the record is still ours): for a term that could not start."""
+        self._set(False)
 
     def fence(self) -> float:
         """Seconds left before the renew deadline, read on the clock now; ``NotLeader`` when we do not lead.
@@ -135,11 +148,14 @@ class LeaderElector:
                 await self._release()
 
     def _until_next_tick(self) -> float:
-        """A retry period (jittered while campaigning, as client-go's JitterUntil), but a leader wakes up no
-        later than its renew deadline, to step down on time even if every attempt before it failed fast."""
+        """A retry period (jittered while campaigning, as client-go's JitterUntil). A leader counts it from
+        when its last attempt *started*: the renew deadline runs from then too, so a renewal the API server
+        was slow to answer is followed by the next one at once, not a whole period later, and a slow API
+        leaves each renewal all the time the deadline allows. A leader also wakes up no later than its
+        renew deadline, to step down on time even if every attempt before it failed fast."""
         if not self.is_leader:
             return self.retry_period * self._rng.uniform(1.0, 1.2)
-        return max(0.0, min(self.retry_period, self._deadline() - self.clock()))
+        return max(0.0, min(self._attempt_started + self.retry_period, self._deadline()) - self.clock())
 
     def _deadline(self) -> float:
         """When a leader must have renewed by, or stop acting as leader."""
@@ -151,7 +167,7 @@ class LeaderElector:
         The attempt is bounded: a leader's by what is left of its renew deadline, a candidate's by a whole
         renew deadline (so a stalled request cannot hold up the campaign either).
         """
-        started = self.clock()
+        started = self._attempt_started = self.clock()
         budget = self._deadline() - started if self.is_leader else self.renew_deadline
         acquired = False
         if budget > 0:
@@ -193,6 +209,10 @@ class LeaderElector:
             "leaseDurationSeconds": math.ceil(self.lease_duration),
             "renewTime": micro_time(now_wall),
         }
+        lease_we_wrote = self._lease
+        if self.is_leader and lease_we_wrote is not None:  # noqa: SIM102 (the await only if both hold)
+            if await self._renew_optimistically(lease_we_wrote, spec_ours):
+                return True
         try:
             lease = await self.client.get(LEASES, name=self.name, namespace=self.namespace)
         except ApiError as exc:
@@ -211,6 +231,7 @@ class LeaderElector:
                     return False
                 raise
             self._observe(created.get("spec") or {})
+            self._lease = created
             return True
         spec = dict(lease.get("spec") or {})
         self._observe(spec)
@@ -236,6 +257,24 @@ class LeaderElector:
                 return False
             raise
         self._observe(updated.get("spec") or new_spec)
+        self._lease = updated
+        return True
+
+    async def _renew_optimistically(self, lease: JSON, spec_ours: JSON) -> bool:
+        """client-go's fast path for a leader: replace the Lease as we last wrote it, with its
+        resourceVersion as the precondition, in one request instead of a read and a write (under load each
+        costs the API server's latency, and the renew deadline is counted in them). A conflict (someone
+        else wrote it) or any other failure falls back to the read and the full algorithm, as client-go
+        does; the attempt's time still counts against the same deadline."""
+        body = {**lease, "spec": {**(lease.get("spec") or {}), **spec_ours}}
+        try:
+            updated = await self.client.replace(LEASES, body)
+        except Exception as exc:  # a cancellation (the attempt's deadline) is not caught: it ends the tick
+            log.info("lease renewal without a read failed, reading it: %r", exc, extra={"lease": self.name})
+            self._lease = None
+            return False
+        self._observe(updated.get("spec") or body["spec"])
+        self._lease = updated
         return True
 
     def _observe(self, spec: JSON) -> None:

@@ -172,8 +172,12 @@ class MultiKueueDispatcher:
     def resync(self) -> None:
         """Every Workload with a MultiKueue check (on becoming leader, a worker's state changing)."""
         for workload in self.context.store.items(WORKLOADS):
-            if self._check_of(workload) is not None:
-                self.queue.add(key_of(workload))
+            self.resync_workload(workload)
+
+    def resync_workload(self, workload: JSON) -> None:
+        """``resync`` for one Workload (a term's start hands each one to every controller in one pass)."""
+        if self._check_of(workload) is not None:
+            self.queue.add(key_of(workload))
 
     # -- running -------------------------------------------------------------------------------------------
 

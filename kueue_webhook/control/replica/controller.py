@@ -11,7 +11,9 @@ webhook entries, the serving certificate); and MultiKueue's worker connections (
 checks' ``Active`` condition. They
 share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration), built here once.
 Winning the lease rebuilds the core from the store and queues every Job, so whatever a previous leader
-left half done (a Workload admitted whose Job is still suspended) is finished first.
+left half done (a Workload admitted whose Job is still suspended) is finished first; that start reads each
+Workload once, in slices that leave the event loop its turns (``_open_term``), so that the Lease is renewed
+however long it takes, and the Lease's requests have connections of their own, never queued behind writes.
 Nothing leader-only runs before every informer has listed once, and nothing at all before the API server
 has said who the controller is (``kueue_webhook.control.kube.identity``): the webhook trusts that user to
 start
@@ -24,6 +26,8 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,7 @@ from kueue_webhook.api.config import CONFIGMAP_NAME, Configuration
 from kueue_webhook.api.objects.multikueue import KUBECONFIG_PATH_PREFIX
 from kueue_webhook.control.cache.informer import Informer
 from kueue_webhook.control.cache.store import Change, Listener, Store, listener_name
+from kueue_webhook.control.cache.store_pass import store_pass
 from kueue_webhook.control.jobs.modes import mode_of
 from kueue_webhook.control.jobs.owner_lookup import OwnerFetcher
 from kueue_webhook.control.jobs.reconciler import JobReconciler
@@ -47,6 +52,7 @@ from kueue_webhook.control.kube.kinds import (
     OPTIONAL_WATCHED,
     SECRETS,
     WATCHED,
+    WORKLOADS,
     Kind,
     dependency_kind,
     kind_of,
@@ -83,6 +89,8 @@ from kueue_webhook.core.scheduler import SchedulerState
 
 log = logging.getLogger("kueue_webhook.controller")
 LEASE_NAME = "kueue-webhook-leader"
+#: connections the Lease's requests have to themselves (a second one in case the first stalls)
+LEASE_CONNECTIONS = 2
 #: the least time between two queue status (or fair-sharing) passes, in seconds
 STATUS_INTERVAL = 1.0
 #: the server-side timeout of each watch request; the informer then resumes from where it was
@@ -135,9 +143,12 @@ class Controller:
         self.health = ApiHealth()
         client.observe_write = self.health.observe
         self.elector: LeaderElector | None = None
+        #: the Lease's requests have connections of their own: never queued behind the writes
+        self.lease_client: KubeClient | None = None
         if settings.leader_election:
+            self.lease_client = client.with_own_connections(LEASE_CONNECTIONS)
             self.elector = LeaderElector(
-                client=client,
+                client=self.lease_client,
                 namespace=namespace,
                 name=LEASE_NAME,
                 identity=identity,
@@ -314,7 +325,15 @@ class Controller:
         #: the complement of ``leading``, so both transitions can be awaited
         self.following = asyncio.Event()
         self.following.set()
+        #: set once a term's start (``_open_term``) is over and its tasks run; cleared when it ends
+        self.term_open = asyncio.Event()
         self._leader_tasks: list[asyncio.Task[Any]] = []
+        #: the standby's queues being rebuilt after a term (None: done, or not needed)
+        self._mirror_rebuild: asyncio.Task[None] | None = None
+        #: whether the standby's queues hold every pending Workload (a rebuild cut short leaves them partial)
+        self._mirror_whole = False
+        #: what the passes over the store measure their slices with (a test's clock can stand in)
+        self.slice_clock: Callable[[], float] = time.monotonic
         self.metrics.leader.set_function(lambda: 1.0 if self.leading.is_set() else 0.0)
 
     # -- read side (the webhook's callables) ------------------------------------------------------------
@@ -349,9 +368,10 @@ class Controller:
     def pending_queues(self) -> SchedulerState | None:
         """The visibility API's queues: the scheduler's while leading, the mirror's otherwise; None before
         the caches are synced (a partial list would rank Workloads wrongly)."""
-        if self.leading.is_set():
+        if self.term_open.is_set():
             return self.scheduler.state
-        return self.queues_mirror.state if self.synced.is_set() else None
+        # while a term starts the mirror, no longer fed, still answers: behind by a few seconds, but whole
+        return self.queues_mirror.state if self.synced.is_set() and self._mirror_whole else None
 
     def _core(self) -> SchedulerState:
         """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
@@ -373,21 +393,63 @@ class Controller:
             return
         self.leading.set()
         self.following.clear()
-        log.info("leading: scheduling task started", extra={"identity": self.identity})
-        self.scheduler.rebuild()
-        self.queues_mirror.state = SchedulerState()  # the scheduler's own queues answer now
-        self._apply_fair_sharing(self.configuration())
-        self.reconciler.resync()
-        self.pods_ready.resync()
-        self.execution_limits.resync()
-        self.checks.resync()
-        self.ungater.resync()
-        self.node_failures.resync()
+        self._stop_mirror_rebuild()
+        log.info("leading: scheduling term starting", extra={"identity": self.identity})
+        self._leader_tasks = [asyncio.get_running_loop().create_task(self._open_term(), name="term-start")]
+
+    async def _open_term(self) -> None:
+        """``_start_term``; a start that fails steps down (said once, with its cause), so that the next
+        tick starts a whole term again instead of leaving a leader that never schedules."""
+        try:
+            await self._start_term()
+        except Exception:
+            log.exception("leading: the scheduling term could not start; stepping down")
+            if self.elector is not None:
+                self.elector.step_down()
+            else:
+                self._stop_leading()
+
+    async def _start_term(self) -> None:
+        """Rebuild the core and queue everything a previous leader may have left half done, then start the
+        term's tasks.
+
+        Every Workload is read once and handed to the core and to each controller that looks for work in it
+        (``store_pass``), in slices that give the event loop its turns: a start with tens of thousands of
+        Workloads takes seconds of CPU, and the Lease must be renewed meanwhile. Store changes arriving
+        during the pass reach the same consumers through their listeners (this replica leads already), so
+        nothing is missed; the scheduler makes no decision before the core holds every admitted Workload.
+        Cancelled with the term, like any of its tasks.
+        """
+        started = time.monotonic()
+        self.scheduler.begin_rebuild()
+        self.checks.resync_checks()
+        self.node_failures.resync_nodes()
         self.multikueue_checks.resync()
+        for kind, consume in self.reconciler.resync_consumers():
+            await store_pass(self.store, kind, (consume,), clock=self.slice_clock)
+        workloads = await store_pass(
+            self.store,
+            WORKLOADS,
+            (
+                self.scheduler.rebuild_workload,
+                self.reconciler.resync_workload,
+                self.pods_ready.resync_workload,
+                self.execution_limits.resync_workload,
+                self.checks.resync_workload,
+                self.ungater.resync_workload,
+                self.node_failures.resync_workload,
+                self.multikueue.resync_workload,
+            ),
+            clock=self.slice_clock,
+        )
+        self.scheduler.end_rebuild()
+        self.queues_mirror.state = SchedulerState()  # the scheduler's own queues answer from now on
+        self._mirror_whole = False
+        self._apply_fair_sharing(self.configuration())
         self.status.mark_all()
         self.fair_sharing.mark_all()
         loop = asyncio.get_running_loop()
-        self._leader_tasks = [
+        self._leader_tasks += [
             loop.create_task(self.scheduler.run(), name="scheduler-loop"),
             loop.create_task(self.reconciler.run(), name="job-reconciler"),
             loop.create_task(self.pods_ready.run(), name="pods-ready-timers"),
@@ -401,23 +463,52 @@ class Controller:
             loop.create_task(self.node_failures.run(), name="topology-node-failures"),
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
             loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
+            loop.create_task(self.multikueue.run(), name="multikueue-dispatch"),
         ]
-        self.multikueue.resync()
-        self._leader_tasks.append(loop.create_task(self.multikueue.run(), name="multikueue-dispatch"))
+        self.term_open.set()
+        log.info(
+            "leading: scheduling task started",
+            extra={
+                "identity": self.identity,
+                "workloads": workloads,
+                "start_seconds": round(time.monotonic() - started, 3),
+            },
+        )
 
     def _stop_leading(self, *, shutting_down: bool = False) -> None:
         if not self.leading.is_set():
             return
         self.leading.clear()  # every write path checks this before writing: admitting stops now
         self.following.set()
+        self.term_open.clear()
         self.scheduler.abandon_writes()  # its write tasks are its own: cancel them before any resumes
         for task in self._leader_tasks:
             task.cancel()
         self._leader_tasks = []
-        if not shutting_down:  # the visibility API reads the standby's queues from now on
-            self.queues_mirror.rebuild()
-            self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+        if not shutting_down:  # the visibility API reads the standby's queues once they are rebuilt
+            self._mirror_whole = False
+            self._mirror_rebuild = asyncio.get_running_loop().create_task(
+                self._rebuild_mirror(), name="queues-mirror-rebuild"
+            )
         log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
+
+    async def _rebuild_mirror(self) -> None:
+        """The standby's queues from the store, in slices (as a term's start reads it): a replica that
+        just lost the Lease must be ready to campaign again on time, not busy for seconds."""
+        try:
+            await self.queues_mirror.rebuild_gradually(clock=self.slice_clock)
+            self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+            self._mirror_whole = True
+        except Exception:  # the visibility API says to retry until a later rebuild; said once, with the cause
+            log.exception("the standby's queues could not be rebuilt")
+        finally:
+            if self._mirror_rebuild is asyncio.current_task():  # not a later rebuild's
+                self._mirror_rebuild = None
+
+    def _stop_mirror_rebuild(self) -> None:
+        if self._mirror_rebuild is not None:
+            self._mirror_rebuild.cancel()
+            self._mirror_rebuild = None
 
     def _while_leading(self, handler: Listener) -> Listener:
         """``handler``, told store changes only while this replica leads; named as it is (in logs and
@@ -511,6 +602,7 @@ class Controller:
             if self.elector is not None:  # without one this replica leads at once: no mirror needed
                 self.queues_mirror.rebuild()
                 self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
+                self._mirror_whole = True
             self.synced.set()
             # Everything listed so far lives as long as its object does; moving it out of the collector's
             # reach keeps full collections (and their pauses) proportional to change, not to cluster size.
@@ -524,6 +616,7 @@ class Controller:
                 await self.elector.run()  # calls _leadership_changed on every transition
         finally:
             self._stop_leading(shutting_down=True)
+            self._stop_mirror_rebuild()
             self._running = False
             background.extend(task for _, task in self.integration_informers.values())
             self.integration_informers.clear()
@@ -532,6 +625,8 @@ class Controller:
             for task in background:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            if self.lease_client is not None:
+                await self.lease_client.close()
 
 
 def _apply_log_level(configuration: Configuration) -> None:

@@ -88,9 +88,17 @@ class AdmissionChecksController:
 
     def resync(self) -> None:
         """Everything once (on becoming leader)."""
+        self.resync_checks()
+        self._mark_reserved(lambda _workload: True)
+
+    def resync_checks(self) -> None:
+        """``resync`` but for the Workloads, which ``resync_workload`` takes one at a time."""
         for check in self.context.store.items(ADMISSION_CHECKS):
             self.checks.add(key_of(check)[1])
-        self._mark_reserved(lambda _workload: True)
+
+    def resync_workload(self, workload: JSON) -> None:
+        if has_quota_reservation(workload):
+            self.workloads.add(key_of(workload))
 
     def _mark_reserved(self, wanted: Callable[[JSON], bool]) -> None:
         for workload in self.context.store.items(WORKLOADS):

@@ -60,7 +60,11 @@ class DeadlineTimers:
 
     def resync(self) -> None:
         for workload in self.context.store.items(WORKLOADS):
-            self._arm(key_of(workload), workload)
+            self.resync_workload(workload)
+
+    def resync_workload(self, workload: JSON) -> None:
+        """``resync`` for one Workload (a term's start hands each one to every controller in one pass)."""
+        self._arm(key_of(workload), workload)
 
     def _arm(self, key: tuple[str, str], workload: JSON | None) -> None:
         previous = self._timers.pop(key, None)

@@ -52,6 +52,7 @@ from kueue_webhook.api.pods_ready import (
     tracks_pods_ready,
 )
 from kueue_webhook.control.cache.store import Change, key_of
+from kueue_webhook.control.cache.store_pass import store_pass
 from kueue_webhook.control.kube.kinds import (
     ADMISSION_CHECKS,
     CLUSTER_QUEUES,
@@ -175,11 +176,35 @@ class SchedulerLoop:
     # -- feeding ------------------------------------------------------------------------------------------
 
     def rebuild(self) -> None:
-        """A fresh core from everything the store holds (on becoming leader)."""
+        """A fresh core from everything the store holds, in one go."""
+        self.begin_rebuild()
+        for workload in self.store.items(WORKLOADS):
+            self.rebuild_workload(workload)
+        self.end_rebuild()
+
+    async def rebuild_gradually(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        """``rebuild``, giving the event loop a turn every few milliseconds (``store_pass``): with tens of
+        thousands of Workloads a rebuild takes seconds of CPU, which would otherwise hold up everything else
+        the loop runs (the Lease's renewal among them). Store changes that arrive meanwhile are fed as they
+        come (``on_change``), and each Workload is read from the store when its turn comes, so the result is
+        what ``rebuild`` would have made at the end."""
+        self.begin_rebuild()
+        await store_pass(self.store, WORKLOADS, (self.rebuild_workload,), clock=clock)
+        self.end_rebuild()
+
+    def begin_rebuild(self) -> None:
+        """A fresh core fed everything but the Workloads (capacity and routing: a few objects per queue);
+        ``rebuild_workload`` feeds each Workload, ``end_rebuild`` finishes."""
         self.state = SchedulerState()
         for kind in REBUILD_ORDER:
-            for obj in self.store.items(kind):
-                self._apply(kind, key_of(obj), obj)
+            if kind is not WORKLOADS:
+                for obj in self.store.items(kind):
+                    self._apply(kind, key_of(obj), obj)
+
+    def rebuild_workload(self, workload: JSON) -> None:
+        self._apply(WORKLOADS, key_of(workload), workload)
+
+    def end_rebuild(self) -> None:
         if self.topology is not None:
             self.topology.replay(self)
         self.kick()
@@ -255,7 +280,8 @@ class SchedulerLoop:
     async def run(self) -> None:
         """Cycle whenever kicked, until cancelled (cancelled at once when leadership is lost).
 
-        The caller rebuilds the state first (``rebuild``), while no change can slip in between.
+        The caller rebuilds the state first (``rebuild``, or ``rebuild_gradually`` fed changes as they come),
+        so no cycle runs before every admitted Workload is charged.
         """
         self.kick()
         loop = asyncio.get_running_loop()

@@ -112,13 +112,20 @@ class NodeFailures:
                 self.queue.add(node)
 
     def resync(self) -> None:
-        self._listed.clear()
+        self.resync_nodes()
         for workload in self.context.store.items(WORKLOADS):
-            for node in unhealthy_nodes(workload):
-                self._listed.setdefault(node, set()).add(key_of(workload))
-                self.queue.add(node)
+            self.resync_workload(workload)
+
+    def resync_nodes(self) -> None:
+        """``resync`` but for the Workloads, which ``resync_workload`` takes one at a time afterwards."""
+        self._listed.clear()
         for name in self.watch.store.keys(NODES):
             self.queue.add(name[1])
+
+    def resync_workload(self, workload: JSON) -> None:
+        for node in unhealthy_nodes(workload):
+            self._listed.setdefault(node, set()).add(key_of(workload))
+            self.queue.add(node)
 
     # -- deciding and writing -------------------------------------------------------------------------
 

@@ -125,9 +125,13 @@ class TopologyUngater:
 
     def resync(self) -> None:
         for workload in self.context.store.items(WORKLOADS):
-            if is_placed_by_topology(workload):
-                meta = workload.get("metadata") or {}
-                self.queue.add((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+            self.resync_workload(workload)
+
+    def resync_workload(self, workload: JSON) -> None:
+        """``resync`` for one Workload (a term's start hands each one to every controller in one pass)."""
+        if is_placed_by_topology(workload):
+            meta = workload.get("metadata") or {}
+            self.queue.add((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
 
     # -- deciding and writing -------------------------------------------------------------------------
 

@@ -60,6 +60,11 @@ async def test_a_leader_stalled_past_its_renew_deadline_sends_no_write_until_it_
                 time.sleep(STALL)  # the stall itself: blocks the event loop, no tick can run
                 timeline.append(STALL_OVER)
 
+        # the stall starts with none of the term's first writes still on its way: this server shares the
+        # replica's event loop, so one sent just before would only be read after the stall
+        await fake_api.wait_for(
+            lambda: "status" in (fake_api.get("localqueues", "team-a-gpu", "team-a") or {}), timeout=HANG
+        )
         controller.store.subscribe(stall_once_the_workload_is_queued)  # after the scheduler's own listener
         await fake_api.create(gpu_job("after-the-stall"))
         await fake_api.wait_for(lambda: running(fake_api, "after-the-stall"), timeout=HANG)

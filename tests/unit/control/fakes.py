@@ -31,6 +31,13 @@ class MemoryApi:
     def fenced(self, fence: Callable[[], float]) -> FencedApi:
         return FencedApi(self, fence)
 
+    def with_own_connections(self, connections: int) -> MemoryApi:
+        """No connections here to set apart: the Lease's requests go to the same objects."""
+        return self
+
+    async def close(self) -> None:
+        pass
+
     def _check(self) -> None:
         if self.down:
             raise OSError("connection refused")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -312,5 +314,77 @@ async def test_a_leader_whose_renewals_fail_fast_still_steps_down_at_the_deadlin
         api.down = True
         stepped_down = await timeline.until("a", False)
         assert stepped_down == pytest.approx(acquired + 1.0)
+    finally:
+        await stop(task)
+
+
+class CountingApi(MemoryApi):
+    """``MemoryApi`` that counts the Lease reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+        self.reads += 1
+        return await super().get(kind, name=name, namespace=namespace)
+
+
+async def test_a_leader_renews_in_one_write_and_reads_the_lease_only_when_that_write_conflicts() -> None:
+    """client-go's fast path: under load each request costs the API server's latency, and the renew
+    deadline is counted in them. The write carries the resourceVersion it last saw, so a Lease changed
+    by anyone else is never overwritten: the conflict sends the leader back to reading it."""
+    api, clock = CountingApi(), Clock()
+    a = elector(api, clock, "a")
+    await a.tick()  # a read (not found) and a create
+    for _ in range(3):
+        clock.now += KUEUE_TIMINGS["retry_period"]
+        await a.tick()
+    assert api.reads == 1  # renewed three times, never read again
+    assert a.is_leader
+
+    # someone else holds it now (an operator's edit, a replica that judged it expired)
+    taken = copy.deepcopy(api.objects[("leases", "kueue-system", "kueue-webhook-leader")])
+    taken["spec"]["holderIdentity"] = "b"
+    await api.replace(LEASES, taken)
+    clock.now += KUEUE_TIMINGS["retry_period"]
+    await a.tick()
+    assert api.reads == 2  # the renewal conflicted: read, and seeing "b" stepped down
+    assert not a.is_leader
+    assert lease(api)["holderIdentity"] == "b"
+
+
+class SlowWrites(MemoryApi):
+    """``MemoryApi`` whose Lease writes are each answered ``latency`` seconds after they are sent;
+    ``sent`` records when (the loop's clock)."""
+
+    def __init__(self, latency: float) -> None:
+        super().__init__()
+        self.latency = latency
+        self.sent: list[float] = []
+
+    async def replace(self, kind: Kind, body: JSON, *, subresource: str = "") -> JSON:
+        self.sent.append(asyncio.get_running_loop().time())
+        await asyncio.sleep(self.latency)
+        return await super().replace(kind, body, subresource=subresource)
+
+
+@pytest.mark.looptime
+async def test_a_leader_whose_renewals_take_half_the_renew_deadline_keeps_the_lease() -> None:
+    """Under load each renewal may take seconds to be answered. The deadline runs from when the last
+    successful one was sent, so the next one goes out a retry period after that, not after the answer:
+    with answers taking 45 % of the deadline, a leader waiting a period (20 %) after each answer would send
+    its next renewal with 35 % of the deadline left, and step down."""
+    latency = 0.45 * RENEW_DEADLINE
+    api, timeline = SlowWrites(latency), Timeline()
+    a = fast_elector(api, "a", timeline)  # type: ignore[arg-type]
+    task = asyncio.create_task(a.run())
+    try:
+        await timeline.until("a", True)
+        await asyncio.sleep(10 * RENEW_DEADLINE)
+        assert timeline.entries == [(timeline.at("a", True), "a", True)]  # never stepped down
+        gaps = [later - earlier for earlier, later in itertools.pairwise(api.sent)]
+        assert len(gaps) >= 10
+        assert all(gap == pytest.approx(latency) for gap in gaps)  # each sent as the last was answered
     finally:
         await stop(task)

@@ -203,3 +203,30 @@ async def test_a_leader_whose_loop_stalled_past_the_deadline_writes_nothing_unti
         assert sorted(set(api.patched)) == ["workloads/w0", "workloads/w1", "workloads/w2"]
     finally:
         controller._stop_leading()
+
+
+async def test_requests_with_their_own_connections_are_answered_while_every_shared_one_is_held(
+    recorder: tuple[Recorder, str],
+) -> None:
+    """The Lease's client (``with_own_connections``): the shared pool's one connection is held by a write
+    the server does not answer, and a renewal still goes out and comes back, as a Lease's must while
+    hundreds of status writes wait for the shared pool."""
+    server, url = recorder
+    client = KubeClient(host=url, connections=1)
+    lease_client = client.with_own_connections(1)
+    try:
+        busy = asyncio.create_task(client.patch(WORKLOADS, name="busy", namespace="ns", patch={}))
+        server.hold = True
+        await server.holding.wait()
+        queued = asyncio.create_task(client.get(WORKLOADS, name="queued", namespace="ns"))
+        await lease_client.replace(WORKLOADS, {"metadata": {"name": "renewed", "namespace": "ns"}})
+        assert not queued.done()  # still waiting for the shared connection
+        assert server.seen == [
+            "PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/busy",
+            "PUT /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/renewed",
+        ]
+        server.release.set()
+        await asyncio.gather(busy, queued)
+    finally:
+        await client.close()  # closes the view's connections too
+        assert lease_client._session.closed
