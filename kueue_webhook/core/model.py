@@ -227,15 +227,15 @@ def usage_of_admission(
     admitted for ``count`` pods with ``r`` reclaimable of its ``spec`` count ``n`` is charged
     ``resourceUsage / count * (n - r)`` while that is fewer than ``count``. A partial admission already
     charged for fewer pods than may run keeps its charge."""
-    sizes = {pod_set.name: pod_set.count for pod_set in pod_sets}
+    by_name = {pod_set.name: pod_set for pod_set in pod_sets} if reclaimable else {}
     usage: dict[FlavorResource, int] = {}
     for assignment in admission.pod_set_assignments:
+        pod_set = by_name.get(assignment.name)
         # an admission written without ``count`` is for the whole pod set (Kueue reads it so)
-        admitted = assignment.count or sizes.get(assignment.name, 0)
+        admitted = assignment.count or (pod_set.count if pod_set is not None else 0)
         running = admitted
-        if reclaimable and assignment.name in sizes and reclaimable.get(assignment.name, 0) > 0:
-            size = sizes[assignment.name]
-            running = size - min(reclaimable[assignment.name], size)
+        if reclaimable and pod_set is not None:
+            running = running_count(pod_set, reclaimable.get(assignment.name, 0))
         for resource, quantity in assignment.resource_usage.items():
             flavor = assignment.flavors.get(resource)
             if flavor is None or quantity.nanos == 0:
