@@ -9,8 +9,8 @@ name from being passed where a ClusterQueue name is expected.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, NewType
 
 from kueue_webhook.api.objects import Admission, ClusterQueue, PodSet, Workload, parse_timestamp
@@ -108,7 +108,8 @@ class WorkloadInfo:
 
     @classmethod
     def from_workload(cls, workload: Workload, *, priority: int | None = None) -> WorkloadInfo:
-        pod_sets = tuple(_pod_set_info(ps) for ps in workload.pod_sets)
+        reclaimable = workload.reclaimable_pods
+        pod_sets = tuple(_pod_set_info(ps, reclaimable.get(ps.name, 0)) for ps in workload.pod_sets)
         info = cls(
             key=WorkloadKey(workload.key),
             name=workload.name,
@@ -125,7 +126,7 @@ class WorkloadInfo:
         )
         if workload.has_quota_reservation and not workload.is_finished and workload.admission is not None:
             info.admission = workload.admission
-            info.usage = usage_of_admission(workload.admission)
+            info.usage = usage_of_admission(workload.admission, workload.pod_sets, reclaimable)
         return info
 
 
@@ -170,7 +171,19 @@ def _shape(namespace: str, pod_sets: tuple[PodSetInfo, ...]) -> Hashable:
     )
 
 
-def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
+def running_count(pod_set: PodSet, reclaimable: int) -> int:
+    """The pods of a pod set that may still run: its count less those its Workload reports reclaimable
+    (``status.reclaimablePods``), never below zero (Kueue's podSetsCountsAfterReclaim)."""
+    return pod_set.count - min(max(reclaimable, 0), pod_set.count)
+
+
+def _pod_set_info(pod_set: PodSet, reclaimable: int = 0) -> PodSetInfo:
+    """A pending Workload asks for the pods that may still run (Kueue's totalRequestsFromPodSets), so one
+    requeued after some of its pods succeeded queues for the rest only."""
+    if reclaimable > 0:
+        count = running_count(pod_set, reclaimable)
+        min_count = pod_set.min_count if pod_set.min_count is not None and pod_set.min_count < count else None
+        pod_set = replace(pod_set, count=count, min_count=min_count)
     spec = pod_set.template.get("spec") or {}
     if not isinstance(spec, Mapping):
         spec = {}
@@ -205,16 +218,35 @@ def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
     )
 
 
-def usage_of_admission(admission: Admission) -> dict[FlavorResource, int]:
-    """Quota charged by a recorded admission: each pod set's ``resourceUsage`` on its flavors."""
+def usage_of_admission(
+    admission: Admission, pod_sets: Iterable[PodSet] = (), reclaimable: Mapping[str, int] | None = None
+) -> dict[FlavorResource, int]:
+    """Quota charged by a recorded admission, the one place an admitted Workload's usage is computed: each
+    pod set's ``resourceUsage`` on its flavors, scaled down to the pods that may still run when its Workload
+    reports some reclaimable (``status.reclaimablePods``, Kueue's totalRequestsFromAdmission): a pod set
+    admitted for ``count`` pods with ``r`` reclaimable of its ``spec`` count ``n`` is charged
+    ``resourceUsage / count * (n - r)`` while that is fewer than ``count``. A partial admission already
+    charged for fewer pods than may run keeps its charge."""
+    by_name = {pod_set.name: pod_set for pod_set in pod_sets} if reclaimable else {}
     usage: dict[FlavorResource, int] = {}
     for assignment in admission.pod_set_assignments:
+        pod_set = by_name.get(assignment.name)
+        # an admission written without ``count`` is for the whole pod set (Kueue reads it so)
+        admitted = assignment.count or (pod_set.count if pod_set is not None else 0)
+        running = admitted
+        if reclaimable and pod_set is not None:
+            running = running_count(pod_set, reclaimable.get(assignment.name, 0))
         for resource, quantity in assignment.resource_usage.items():
             flavor = assignment.flavors.get(resource)
             if flavor is None or quantity.nanos == 0:
                 continue
+            amount = quantity.nanos
+            if running < admitted:
+                amount = amount // admitted * running
+                if amount == 0:
+                    continue
             key = (flavor, resource)
-            usage[key] = usage.get(key, 0) + quantity.nanos
+            usage[key] = usage.get(key, 0) + amount
     return usage
 
 

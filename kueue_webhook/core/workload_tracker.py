@@ -110,6 +110,12 @@ class WorkloadTracker:
                         self._move_topology(tracked, info)  # a failed node's pods given a new place
                     self._evict_on_failed_checks(tracked, workload)
                     return
+                if tracked.cluster_queue == info.admission.cluster_queue and _topologies(
+                    tracked.info
+                ) == _topologies(info):
+                    self._recharge(tracked, info)  # some of its pods became reclaimable
+                    self._evict_on_failed_checks(tracked, workload)
+                    return
                 self._release(tracked)
             if tracked is not None:
                 self.unqueue(tracked)
@@ -470,6 +476,26 @@ class WorkloadTracker:
                         claim.recharge(self.ledger, self.covered(claim))
                     if not claim.targets:
                         self._retry_preemptor(preemptor, claim)
+        self._wake_after_release(name)
+
+    def _recharge(self, tracked: Tracked, info: WorkloadInfo) -> None:
+        """An admitted workload reported pods it will not run again (``status.reclaimablePods``): it is
+        charged for the rest from now on, and what it gave back may admit others at once (Kueue's
+        ReclaimablePods). Its place in preemption order is kept. One being evicted keeps its charge: a
+        preemptor's claim counts on it, and all of it is released with the eviction."""
+        name = tracked.cluster_queue
+        if tracked.evicting:
+            return
+        self.ledger.release(name, tracked.info.usage)
+        tracked.info = info
+        self.ledger.charge(name, info.usage)
+        self.revisits.usage_moved(name)
+        self._holders_cache.pop(name, None)
+        self._wake_after_release(name)
+
+    def _wake_after_release(self, name: str) -> None:
+        """Quota was given back in ``name``: the workloads it may now admit are tried again."""
+        queue = self.specs.queues.get(name)
         self.pending.wake_tree(name, released=True)
         if queue is not None and queue.open and self.specs.may_preempt(queue) and queue.pending.wake():
             # Kueue retries inadmissible workloads on releases in their cohort. Here a release in the

@@ -14,10 +14,11 @@ Running (Kueue's ``Pod.IsActive``) and ready with its Ready condition; pod group
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Literal
 
 from kueue_webhook.api.errors import FieldError
-from kueue_webhook.api.integrations import appwrapper, ray, spark, trainjob
+from kueue_webhook.api.integrations import appwrapper, ray, reclaimable, spark, trainjob
 from kueue_webhook.api.integrations.model import (
     ActiveRule,
     CountFactor,
@@ -95,6 +96,7 @@ JOB = Integration(
         follow_fields=("completions",),
     ),
     staged_stop=StagedStop(annotation="kueue.x-k8s.io/stopping", start_time=_p("status.startTime")),
+    reclaimable=reclaimable.job_reclaimable,
 )
 
 JOBSET = Integration(
@@ -122,6 +124,7 @@ JOBSET = Integration(
         ready=(_p("status.replicatedJobsStatus.*.ready"), _p("status.replicatedJobsStatus.*.succeeded")),
         total=(_p("spec.replicatedJobs.*.replicas"),),
     ),
+    reclaimable=reclaimable.jobset_reclaimable,
 )
 
 
@@ -385,6 +388,7 @@ TRAINJOB = Integration(
         from_workload=trainjob.from_workload,
         refers_to=trainjob.refers_to,
     ),
+    reclaimable=partial(reclaimable.trainjob_reclaimable, runtime_key=trainjob.RUNTIME_VIEW),
 )
 
 #: Kueue's scheduling gate, managed label and pod finalizer (``pkg/controller/jobs/pod/constants``)

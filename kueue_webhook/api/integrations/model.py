@@ -310,6 +310,10 @@ class Integration:
     #: what the kind lets no one but the controller change while the object runs, beside its pod templates'
     #: flavors and resources (a TrainJob's runtime patch of Kueue's)
     admitted_rules: Callable[[Mapping[str, Any], Mapping[str, Any]], list[FieldError]] | None = None
+    #: the pods of each pod set that will never run again, by pod set name, from the object as its plan
+    #: reads it (Kueue's ``JobWithReclaimablePods``; ``kueue_webhook.api.integrations.reclaimable``); None:
+    #: the kind reports none
+    reclaimable: Callable[[Mapping[str, Any]], dict[str, int]] | None = None
     #: declared in the ConfigMap rather than built in
     declared: bool = field(default=False, compare=False)
 

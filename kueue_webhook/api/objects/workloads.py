@@ -151,6 +151,8 @@ class Workload(NamespacedByMeta):
     admission: Admission | None = None
     #: ``status.admissionChecks``: the state each admission check of its ClusterQueue reported
     admission_checks: tuple[AdmissionCheckState, ...] = ()
+    #: ``status.reclaimablePods``: pod set name -> pods of it that will never run again (zero left out)
+    reclaimable_pods: Mapping[str, int] = field(default_factory=dict)
 
     def condition(self, kind: str) -> Condition | None:
         for cond in self.conditions:
@@ -253,6 +255,7 @@ def parse_workload(obj: Mapping[str, Any]) -> Parsed[Workload]:
         conditions=parse_conditions(status.get("conditions"), errors),
         admission=_admission(status.get("admission"), errors),
         admission_checks=_check_states(status.get("admissionChecks"), errors),
+        reclaimable_pods=_reclaimable_pods(status.get("reclaimablePods"), errors),
     )
     return finish(workload, errors)
 
@@ -363,6 +366,20 @@ def _admission(raw: Any, errors: list[FieldError]) -> Admission | None:
             )
         )
     return Admission(cluster_queue, tuple(assignments))
+
+
+def _reclaimable_pods(raw: Any, errors: list[FieldError]) -> dict[str, int]:
+    """``status.reclaimablePods`` by pod set name; an entry that does not read is reported and left out."""
+    out: dict[str, int] = {}
+    for i, entry in enumerate(list_field(raw, "status.reclaimablePods", errors) or []):
+        path = f"status.reclaimablePods[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            errors.append(FieldError.required(f"{path}.name", "a pod set name"))
+            continue
+        count = int32_field(entry.get("count"), f"{path}.count", errors, minimum=0)
+        if count:
+            out[entry["name"]] = count
+    return out
 
 
 def _check_states(raw: Any, errors: list[FieldError]) -> tuple[AdmissionCheckState, ...]:

@@ -18,6 +18,7 @@ from typing import Any
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.api.integrations.reclaimable import recorded_reclaimable
 from kueue_webhook.api.integrations.statefulsets import SCALED_TO_ZERO_MESSAGE
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.cache.store import key_of
@@ -37,6 +38,8 @@ from kueue_webhook.control.jobs.job_plan import (
     SyncPodsReady,
     UpdatePodSets,
     UpdateQueueName,
+    UpdateReclaimablePods,
+    reclaimable_to_record,
 )
 from kueue_webhook.control.jobs.statefulsets import (
     AdoptWorkload,
@@ -95,6 +98,7 @@ class StepExecutor:
             RemoveFinalizer: self._remove_finalizer,
             UpdatePodSets: self._update_pod_sets,
             UpdateQueueName: self._update_queue_name,
+            UpdateReclaimablePods: self._update_reclaimable_pods,
             DeleteWorkload: self._delete_workload,
             SyncPodsReady: self._sync_pods_ready,
             ReleaseReservation: self._release_reservation,
@@ -171,6 +175,24 @@ class StepExecutor:
             log.info(
                 "job changed queue-name, workload updated",
                 extra={"workload": "/".join(key_of(moved)), "queue": step.queue_name},
+            )
+
+    async def _update_reclaimable_pods(self, _: JSON, step: UpdateReclaimablePods, __: Integration) -> None:
+        counts = dict(step.counts)
+
+        def reclaimable_status(current: JSON) -> JSON | None:
+            wanted = reclaimable_to_record(counts, current)
+            if wanted == recorded_reclaimable(current):
+                return None
+            # null removes the list (RFC 7386)
+            entries = [{"name": name, "count": count} for name, count in sorted(wanted.items())]
+            return {"reclaimablePods": entries or None}
+
+        updated = await self.context.writer.patch_status(WORKLOADS, step.workload, reclaimable_status)
+        if updated is not None:
+            log.info(
+                "updated reclaimable pods",
+                extra={"workload": "/".join(key_of(updated)), "reclaimable": counts},
             )
 
     async def _delete_workload(self, obj: JSON, step: DeleteWorkload, _: Integration) -> None:

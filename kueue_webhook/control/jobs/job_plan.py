@@ -59,6 +59,7 @@ from typing import Any
 from kueue_webhook.api.finalizers import has_finalizer, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import FlavorConflict
+from kueue_webhook.api.integrations.reclaimable import bounded_to_pod_sets, recorded_reclaimable
 from kueue_webhook.api.multikueue import worker_pod_labels
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
@@ -135,6 +136,16 @@ class UpdatePodSets:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateReclaimablePods:
+    """Some of the object's pods will never run again: its Workload's ``status.reclaimablePods`` says how
+    many per pod set (Kueue's jobframework step "update reclaimable counts"), so the scheduler charges it
+    for the rest only. ``counts``: what the object reports, bounded to the pod set sizes."""
+
+    workload: JSON
+    counts: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class UpdateQueueName:
     """A suspended Job moved to another LocalQueue (its queue label changed) while its Workload holds no
     quota: the Workload follows it (Kueue's QueueNameChange)."""
@@ -204,6 +215,7 @@ Step = (
     | ReleaseReservation
     | UpdatePodSets
     | UpdateQueueName
+    | UpdateReclaimablePods
     | DeleteWorkload
     | RemoveFinalizer
     | SyncPodsReady
@@ -343,6 +355,9 @@ def plan_job(
                 it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
             )
         )
+    reclaim = _reclaimable_step(job, workload, it)
+    if reclaim is not None:
+        return reclaim
     admission = (workload.get("status") or {}).get("admission") or {}
     evicted = is_true(workload, "Evicted")
     if is_suspended(job, it):
@@ -402,6 +417,28 @@ def plan_job(
         if (current.get("status"), current.get("reason")) != condition[:2]:
             return SyncPodsReady(workload, condition)
     return None
+
+
+def reclaimable_to_record(counts: Mapping[str, int], workload: JSON) -> dict[str, int]:
+    """What ``status.reclaimablePods`` should say given what the object reports (already bounded to the pod
+    set sizes): that, except that while the Workload holds quota no count goes down or away, as Kueue's
+    Workload webhook requires (the quota it gave back may be someone else's by now)."""
+    wanted = dict(counts)
+    if has_quota_reservation(workload):
+        for name, count in recorded_reclaimable(workload).items():
+            wanted[name] = max(wanted.get(name, 0), count)
+    return wanted
+
+
+def _reclaimable_step(job: JSON, workload: JSON, it: Integration) -> UpdateReclaimablePods | None:
+    """Kueue's step 4: the kind's reclaimable pods, bounded to the pod set sizes (Kueue's
+    ``LimitReclaimablePodsToPodSetSizes``), written only when they differ from the Workload's."""
+    if it.reclaimable is None or is_true(workload, "Finished"):
+        return None
+    counts = bounded_to_pod_sets(it.reclaimable(job), workload)
+    if reclaimable_to_record(counts, workload) == recorded_reclaimable(workload):
+        return None
+    return UpdateReclaimablePods(workload, tuple(sorted(counts.items())))
 
 
 def plan_unmanaged(job: JSON, workload: JSON | None, *, integration: Integration = JOB) -> Step | None:
