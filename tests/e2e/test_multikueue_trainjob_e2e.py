@@ -59,7 +59,7 @@ TRAINJOBS = Kind("TrainJob", "trainer.kubeflow.org", "v1alpha1", "trainjobs", na
 RUNTIMES = Kind(
     "ClusterTrainingRuntime", "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", namespaced=False
 )
-SETTINGS = DispatchSettings(worker_lost_timeout=3.0, gc_interval=1.0, poll_interval=0.5)
+SETTINGS = DispatchSettings(worker_lost_timeout=3.0, gc_interval=1.0, longest_wait=15.0)
 CONFIG = "integrations: {frameworks: [batch/job, trainer.kubeflow.org/trainjob]}"
 
 
