@@ -21,7 +21,10 @@ previous one was taken. The outcome is the one of retrying everything in queue o
 grows with the number of shapes instead of the number of parked workloads. So that the workloads behind a
 failed one of its shape do not keep an outdated pending message, a wake that retries for real (anything
 but a mere release) marks the shape *revisited*: the first of it that fails again tells the cycle which
-parked workloads share its shape (``revisited_alike``), and they are told the same.
+parked workloads share its shape (``revisited_alike``), and they are told the same. A head that goes back
+parked with an outcome its whole shape shares (it did not fit, or nobody could be preempted for it) takes
+back with it the next of its shape that its pop released: tried in the next cycle, that one would only
+fail the same way, and the cycle run for it would decide nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class PendingQueue:
         "_entries",
         "_following",
         "_heap",
+        "_last_pop",
         "_parked",
         "_parked_keys",
         "_retry_when",
@@ -86,6 +90,8 @@ class PendingQueue:
         #: per revisited shape, the parked workload released behind its first (see ``pop``)
         self._following: dict[Hashable, WorkloadKey] = {}
         self._stalled: _Key | None = None
+        #: the last head popped and the parked workload of its shape its pop released (see ``pop``)
+        self._last_pop: tuple[WorkloadKey, WorkloadKey] | None = None
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._parked)
@@ -142,25 +148,41 @@ class PendingQueue:
 
     def pop(self) -> WorkloadInfo | None:
         info = self.peek()
+        self._last_pop = None
         if info is not None:
             heapq.heappop(self._heap)
             del self._entries[info.key]
             if info.shape in self._awake:
                 following = self._release_next(info.shape)
-                if following is not None and info.shape in self._revisited:
-                    self._following[info.shape] = following
+                if following is not None:
+                    self._last_pop = (info.key, following)
+                    if info.shape in self._revisited:
+                        self._following[info.shape] = following
         return info
 
-    def requeue_failed(self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None) -> None:
+    def requeue_failed(
+        self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None, alike: bool = False
+    ) -> None:
         """A popped head could not be admitted: park it (BestEffortFIFO) or stall on it (StrictFIFO).
 
-        ``retry_when`` tells which releases of quota could make it fit (None: any release may).
+        ``retry_when`` tells which releases of quota could make it fit (None: any release may). ``alike``:
+        the rest of its shape would fail the same way now, so the next of its shape that its pop released,
+        not tried yet, is parked again with it.
         """
         if self.strict:
             self.push(info)
             self._stalled = info.sort_key
             return
         self._awake.discard(info.shape)
+        self._park(info, retry_when)
+        last_pop, self._last_pop = self._last_pop, None
+        if alike and last_pop is not None and last_pop[0] == info.key:
+            entry = self._entries.get(last_pop[1])
+            if entry is not None and entry[1].parked:  # released under a condition, still in the heap
+                del self._entries[last_pop[1]]  # its heap entry is now stale
+                self._park(entry[1], retry_when)
+
+    def _park(self, info: WorkloadInfo, retry_when: RetryCondition | None) -> None:
         self._retry_when[info.shape] = retry_when
         info.parked, info.retry_when = True, retry_when
         self._parked[info.key] = info
@@ -226,13 +248,18 @@ class PendingQueue:
                 woke = True
         return woke
 
-    def revisited_alike(self, info: WorkloadInfo) -> list[WorkloadKey]:
+    def revisited_alike(self, info: WorkloadInfo, *, collect: bool = True) -> list[WorkloadKey]:
         """The other parked workloads of ``info``'s shape, when ``info`` has just failed as the first of its
-        shape retried by a wake for real (once per wake; else nothing). They would fail the same way."""
+        shape retried by a wake for real (once per wake; else nothing). They would fail the same way.
+        ``collect=False``: its outcome does not hold for them; the wake's first failure is seen all the same.
+        """
         shape = info.shape
         if shape not in self._revisited:
             return []
         self._revisited.discard(shape)
+        if not collect:
+            self._following.pop(shape, None)
+            return []
         parked = self._parked
         alike = [
             key
