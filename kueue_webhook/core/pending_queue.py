@@ -24,7 +24,9 @@ but a mere release) marks the shape *revisited*: the first of it that fails agai
 parked workloads share its shape (``revisited_alike``), and they are told the same. A head that goes back
 parked with an outcome its whole shape shares (it did not fit, or nobody could be preempted for it) takes
 back with it the next of its shape that its pop released: tried in the next cycle, that one would only
-fail the same way, and the cycle run for it would decide nothing.
+fail the same way, and the cycle run for it would decide nothing. For the same reason a release finds
+nothing to do for a shape whose released workload is still in the heap, untried: its pop releases the
+next one anyway, and a second one in the heap would only be popped after it, in a cycle of its own.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class PendingQueue:
         "_last_pop",
         "_parked",
         "_parked_keys",
+        "_released",
         "_retry_when",
         "_revisited",
         "_stalled",
@@ -83,6 +86,9 @@ class PendingQueue:
         self._buckets: dict[Hashable, list[tuple[_Key, WorkloadKey]]] = {}
         #: shapes being retried since the last wake (and not failed again)
         self._awake: set[Hashable] = set()
+        #: per shape, the workload last released to the heap (``wake`` leaves an awake shape alone while
+        #: it is still there)
+        self._released: dict[Hashable, WorkloadKey] = {}
         #: per parked shape, the releases after which it may fit (see ``RetryCondition``)
         self._retry_when: dict[Hashable, RetryCondition | None] = {}
         #: shapes retried for real by a wake whose first failure has not been seen yet
@@ -179,6 +185,7 @@ class PendingQueue:
             self._stalled = info.sort_key
             return
         self._awake.discard(info.shape)
+        self._released.pop(info.shape, None)
         self._park(info, retry_when)
         last_pop, self._last_pop = self._last_pop, None
         if alike and last_pop is not None and last_pop[0] == info.key:
@@ -225,10 +232,12 @@ class PendingQueue:
                 info.parked = False
             self._entries[key] = (sort_key, info)
             heapq.heappush(self._heap, (sort_key, key))
+            self._released[shape] = key
             if not bucket:
                 del self._buckets[shape]
             return key
         self._buckets.pop(shape, None)
+        self._released.pop(shape, None)
         self._retry_when.pop(shape, None)
         self._awake.discard(shape)
         self._revisited.discard(shape)
@@ -244,6 +253,8 @@ class PendingQueue:
         woke = self._stalled is not None
         self._stalled = None
         for shape in list(self._buckets):
+            if available is not None and shape in self._awake and self._released.get(shape) in self._entries:
+                continue  # its released workload has not been tried yet; its pop releases the next
             if available is not None and not may_fit(self._retry_when.get(shape), available):
                 continue
             if self._release_next(shape, forget_condition=available is None):
@@ -302,6 +313,7 @@ class PendingQueue:
                 while self._release_next(shape, forget_condition=True):
                     pass
             self._awake.clear()
+            self._released.clear()
             self._revisited.clear()
             self._following.clear()
             self._stalled = None

@@ -200,3 +200,21 @@ def test_only_an_outcome_the_whole_shape_shares_sends_the_next_of_the_shape_back
     assert head is not None and head.name == "a"
     queue.requeue_failed(head, retry_when=None, alike=True)
     assert queue.peek() is None and queue.parked_count == 3
+
+
+def test_releases_in_a_row_put_one_workload_of_a_shape_in_the_heap_at_a_time() -> None:
+    """Several releases before the next cycle: the first of the shape is still untried in the heap, so the
+    others change nothing; each admission releases the next of the shape, in queue order."""
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 3}}))
+    for index in range(3):
+        state.upsert_workload(workload(f"holder-{index}", {"cpu": "1"}, created=index))
+    for index in range(4):
+        state.upsert_workload(workload(f"same-{index}", {"cpu": "1"}, created=10 + index))
+    assert len(admitted(run_until_quiet(state))) == 3
+    for index in range(3):
+        state.finish_workload(f"ns/holder-{index}")
+    assert (state.pending_count("cq"), state.inadmissible_count("cq")) == (4, 3)  # one in the heap
+    cycles, admissions = cycles_until_quiet(state)
+    assert admissions == ["ns/same-0", "ns/same-1", "ns/same-2"]
+    assert cycles == 4  # the last one: same-3, released behind same-2, finds no room and goes back
+    assert state.inadmissible_count("cq") == 1
