@@ -115,6 +115,11 @@ class PendingQueue:
     def __contains__(self, key: object) -> bool:
         return key in self._entries or key in self._parked
 
+    def get(self, key: WorkloadKey) -> WorkloadInfo | None:
+        """The pending workload ``key``, in the heap or parked; None when it is not in this queue."""
+        entry = self._entries.get(key)
+        return entry[1] if entry is not None else self._parked.get(key)
+
     def push(self, info: WorkloadInfo) -> None:
         """Add (or re-add after an update) a workload to the active heap."""
         self.remove(info.key)

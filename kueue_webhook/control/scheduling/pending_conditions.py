@@ -13,11 +13,14 @@ cohort. So there is one write (``_write``) and two paces at which it is called:
   (``kueue_webhook.control.kube.api_health``) allows; ``at_once`` skips both waits, for a wait the core did
   not
   decide (blockAdmission's);
-* paced (``run``, ``refresh_once``), for everything the first pace left: ClusterQueues are marked dirty,
-  and each pass (at most one a second) walks their queues front first, writing the latest reason and
-  message the scheduler decided wherever what a Workload shows differs, while the budget allows, leaving
-  the rest dirty for the next pass. On a quiet cluster a queue of 10,000 converges in seconds; on a
-  congested API server the writes wait and fold into fewer, never a write storm.
+* paced (``run``, ``refresh_once``), for everything the first pace left: each Workload whose latest wait
+  changed (a decision, or a wait the scheduler restated for its whole shape) is marked stale, and each
+  pass (at most one a second) looks at the stale ones, front of their queues first, writing the latest
+  reason and message the scheduler decided wherever what a Workload shows differs, while the budget
+  allows, leaving the rest stale for the next pass. A pass costs what changed, not the length of the
+  queues (most pending Workloads already show their message); a whole ClusterQueue can still be marked
+  when what changed is not known Workload by Workload. On a quiet cluster a queue of 10,000 converges in
+  seconds; on a congested API server the writes wait and fold into fewer, never a write storm.
 
 Every write re-reads the store and is declined for a Workload that holds a reservation, finished, is being
 deleted or is on hold (Kueue keeps the OnHold reason and message); the resourceVersion precondition settles
@@ -96,7 +99,8 @@ class PendingConditions:
         self.state = state
         self.debounce = debounce
         self._clock = clock
-        self._dirty: set[str] = set()  # ClusterQueues whose shown messages may be stale
+        self._dirty: set[str] = set()  # ClusterQueues whose shown messages may all be stale
+        self._stale_keys: dict[str, set[str]] = {}  # ClusterQueue -> Workloads whose message may be stale
         self._ready = asyncio.Event()
         self._shown: dict[str, Shown | None] = {}  # workload key -> its pending condition (None: none)
         self._waiting_since: dict[str, float] = {}  # workload key -> first decided to wait (no condition)
@@ -173,11 +177,16 @@ class PendingConditions:
 
     # -- paced: whatever the first pace left --------------------------------------------------------------
 
-    def mark(self, cluster_queue: str) -> None:
-        """Messages in ``cluster_queue`` may have moved; the paced pass will look."""
-        if cluster_queue:
+    def mark(self, cluster_queue: str, key: str | None = None) -> None:
+        """The message of Workload ``key`` in ``cluster_queue`` may have moved (without ``key``: any in it);
+        the paced pass will look."""
+        if not cluster_queue:
+            return
+        if key is None:
             self._dirty.add(cluster_queue)
-            self._ready.set()
+        else:
+            self._stale_keys.setdefault(cluster_queue, set()).add(key)
+        self._ready.set()
 
     def _stale(self, key: str) -> tuple[str, str] | None:
         """(reason, message) to write if what the Workload shows is behind the scheduler."""
@@ -194,37 +203,54 @@ class PendingConditions:
         while True:
             await self._ready.wait()
             self._ready.clear()
-            while self._dirty and self.context.is_leader():
+            while (self._dirty or self._stale_keys) and self.context.is_leader():
                 await self.refresh_once()
                 await asyncio.sleep(1.0)  # the pace of passes itself, not a synchronisation
 
     async def refresh_once(self) -> None:
-        """One pass over the dirty ClusterQueues: writes while the budget allows, the rest stay dirty."""
+        """One pass over the stale Workloads and dirty ClusterQueues: writes while the budget allows, the
+        rest stay stale."""
         queues, self._dirty = self._dirty, set()
+        marked, self._stale_keys = self._stale_keys, {}
         stale: list[tuple[int, str, str, str, str]] = []
         state = self.state()
-        for cluster_queue in sorted(queues):
+        for cluster_queue in sorted(queues | marked.keys()):
+            whole = cluster_queue in queues
+            if whole:
+                infos = state.pending_in(cluster_queue)
+            else:  # the marked ones still pending there, in queue order; the others are gone from it
+                pending_workload = state.pending_workload
+                infos = [
+                    info
+                    for key in marked[cluster_queue]
+                    if (info := pending_workload(cluster_queue, key)) is not None
+                ]
+                infos.sort(key=lambda info: info.sort_key)
             found = 0
-            for rank, info in enumerate(state.pending_in(cluster_queue)):
+            for rank, info in enumerate(infos):
                 key = str(info.key)
+                if found >= PASS_WRITES_AT_MOST:
+                    # a pass writes no more than this, front first: whatever is behind in this queue
+                    # cannot be among them; the next pass looks again from the front
+                    if whole:
+                        self._dirty.add(cluster_queue)
+                        break
+                    self.mark(cluster_queue, key)
+                    continue
                 wanted = self._stale(key)
                 if wanted is None:
                     continue
                 if self.shown(key) is None and not self.settled(key):
-                    self._dirty.add(cluster_queue)  # too soon to be worth a write: look again next pass
+                    self.mark(cluster_queue, key)  # too soon to be worth a write: look again next pass
                     continue
                 stale.append((rank, key, cluster_queue, *wanted))
                 found += 1
-                if found >= PASS_WRITES_AT_MOST:
-                    # a pass writes no more than this, front first: whatever is behind in this queue
-                    # cannot be among them; the next pass walks it again from the front
-                    self._dirty.add(cluster_queue)
-                    break
         stale.sort()
         writes = []
         for position, (_, key, _, reason, message) in enumerate(stale):
             if self.context.budget.take() > 0:
-                self._dirty.update(entry[2] for entry in stale[position:])  # the rest on the next pass
+                for _, rest, cluster_queue, _, _ in stale[position:]:
+                    self.mark(cluster_queue, rest)  # the rest on the next pass
                 break
             namespace, _, name = key.partition("/")
             workload = self.context.store.get(WORKLOADS, name, namespace)
