@@ -15,12 +15,14 @@ cohort. So there is one write (``_write``) and two paces at which it is called:
   decide (blockAdmission's);
 * paced (``run``, ``refresh_once``), for everything the first pace left: each Workload whose latest wait
   changed (a decision, or a wait the scheduler restated for its whole shape) is marked stale, and each
-  pass (at most one a second) looks at the stale ones, front of their queues first, writing the latest
-  reason and message the scheduler decided wherever what a Workload shows differs, while the budget
-  allows, leaving the rest stale for the next pass. A pass costs what changed, not the length of the
-  queues (most pending Workloads already show their message); a whole ClusterQueue can still be marked
-  when what changed is not known Workload by Workload. On a quiet cluster a queue of 10,000 converges in
-  seconds; on a congested API server the writes wait and fold into fewer, never a write storm.
+  pass (at most one a second) takes the stale ones front of their queues first (a heap per ClusterQueue,
+  by queue order when marked), writing the latest reason and message the scheduler decided wherever what
+  a Workload shows differs, while the budget allows, leaving the rest stale for the next pass. A pass
+  costs the writes it makes, not the length of the queues nor the number of stale Workloads behind them
+  (under a busy cohort thousands of messages move every second; a pass writes 50); a whole ClusterQueue
+  can still be marked when what changed is not known Workload by Workload. On a quiet cluster a queue of
+  10,000 converges in seconds; on a congested API server the writes wait and fold into fewer, never a
+  write storm.
 
 Every write re-reads the store and is declined for a Workload that holds a reservation, finished, is being
 deleted or is on hold (Kueue keeps the OnHold reason and message); the resourceVersion precondition settles
@@ -31,9 +33,10 @@ behind it): they are served, as Kueue serves them, by the visibility API (``kueu
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +103,9 @@ class PendingConditions:
         self.debounce = debounce
         self._clock = clock
         self._dirty: set[str] = set()  # ClusterQueues whose shown messages may all be stale
-        self._stale_keys: dict[str, set[str]] = {}  # ClusterQueue -> Workloads whose message may be stale
+        #: ClusterQueue -> Workloads whose message may be stale: a heap in queue order, and its members
+        self._stale_heaps: dict[str, list[tuple[tuple[int, float, str], str]]] = {}
+        self._stale_keys: dict[str, set[str]] = {}
         self._ready = asyncio.Event()
         self._shown: dict[str, Shown | None] = {}  # workload key -> its pending condition (None: none)
         self._waiting_since: dict[str, float] = {}  # workload key -> first decided to wait (no condition)
@@ -185,8 +190,25 @@ class PendingConditions:
         if key is None:
             self._dirty.add(cluster_queue)
         else:
-            self._stale_keys.setdefault(cluster_queue, set()).add(key)
+            members = self._stale_keys.setdefault(cluster_queue, set())
+            if key not in members:
+                info = self.state().pending_workload(cluster_queue, key)
+                if info is None:
+                    return  # not (or no longer) pending there: nothing to show
+                members.add(key)
+                heapq.heappush(self._stale_heaps.setdefault(cluster_queue, []), (info.sort_key, key))
         self._ready.set()
+
+    def _stale_in(self, cluster_queue: str) -> Iterator[str]:
+        """The stale Workloads of ``cluster_queue``, front first, each taken off its heap as it is read."""
+        heap = self._stale_heaps.get(cluster_queue)
+        members = self._stale_keys.get(cluster_queue)
+        while heap and members is not None:
+            _, key = heapq.heappop(heap)
+            members.discard(key)
+            if not heap:
+                del self._stale_heaps[cluster_queue], self._stale_keys[cluster_queue]
+            yield key
 
     def _stale(self, key: str) -> tuple[str, str] | None:
         """(reason, message) to write if what the Workload shows is behind the scheduler."""
@@ -211,40 +233,36 @@ class PendingConditions:
         """One pass over the stale Workloads and dirty ClusterQueues: writes while the budget allows, the
         rest stay stale."""
         queues, self._dirty = self._dirty, set()
-        marked, self._stale_keys = self._stale_keys, {}
         stale: list[tuple[int, str, str, str, str]] = []
+        later: list[tuple[str, str]] = []  # too soon to be worth a write: marked again after the pass
         state = self.state()
-        for cluster_queue in sorted(queues | marked.keys()):
+        for cluster_queue in sorted(queues | self._stale_heaps.keys()):
             whole = cluster_queue in queues
-            if whole:
-                infos = state.pending_in(cluster_queue)
-            else:  # the marked ones still pending there, in queue order; the others are gone from it
-                pending_workload = state.pending_workload
-                infos = [
-                    info
-                    for key in marked[cluster_queue]
-                    if (info := pending_workload(cluster_queue, key)) is not None
-                ]
-                infos.sort(key=lambda info: info.sort_key)
+            keys = (
+                [str(info.key) for info in state.pending_in(cluster_queue)]
+                if whole
+                else self._stale_in(cluster_queue)
+            )
             found = 0
-            for rank, info in enumerate(infos):
-                key = str(info.key)
-                if found >= PASS_WRITES_AT_MOST:
-                    # a pass writes no more than this, front first: whatever is behind in this queue
-                    # cannot be among them; the next pass looks again from the front
-                    if whole:
-                        self._dirty.add(cluster_queue)
-                        break
-                    self.mark(cluster_queue, key)
-                    continue
+            for rank, key in enumerate(keys):
+                if not whole and state.pending_workload(cluster_queue, key) is None:
+                    continue  # admitted or gone meanwhile
                 wanted = self._stale(key)
                 if wanted is None:
                     continue
                 if self.shown(key) is None and not self.settled(key):
-                    self.mark(cluster_queue, key)  # too soon to be worth a write: look again next pass
+                    later.append((cluster_queue, key))
                     continue
                 stale.append((rank, key, cluster_queue, *wanted))
                 found += 1
+                if found >= PASS_WRITES_AT_MOST:
+                    # a pass writes no more than this, front first: whatever is behind in this queue
+                    # cannot be among them and stays marked; a whole queue is walked again from the front
+                    if whole:
+                        self._dirty.add(cluster_queue)
+                    break
+        for cluster_queue, key in later:
+            self.mark(cluster_queue, key)
         stale.sort()
         writes = []
         for position, (_, key, _, reason, message) in enumerate(stale):

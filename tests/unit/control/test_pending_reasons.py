@@ -310,3 +310,28 @@ async def test_a_pass_looks_only_at_the_workloads_whose_wait_changed_front_first
     queue.asked.clear()
     await pending.refresh_once()
     assert queue.asked == [] and len(writer.messages) == 3
+
+
+async def test_stale_workloads_beyond_what_a_pass_writes_wait_for_the_next_pass_unread() -> None:
+    """When more messages moved than a pass may write, the pass reads only those it writes, front first;
+    the ones behind stay marked for the next pass, which writes them."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    names = [f"w{index:03d}" for index in range(PASS_WRITES_AT_MOST + 10)]
+    for name in names:
+        store.upsert(WORKLOADS, workload(name))
+        await pending.write(wait(name, FULL, 1))
+    queue.order = [f"team/{name}" for name in names]
+    reworded = FULL.replace("1 more", "2 more")
+    queue.waits = dict.fromkeys(queue.order, ("Pending", reworded))
+    writer.messages.clear()
+
+    for key in reversed(queue.order):
+        pending.mark("cq", key)
+    queue.asked.clear()
+    await pending.refresh_once()
+    assert writer.messages == [(name, reworded) for name in names[:PASS_WRITES_AT_MOST]]
+    assert len(queue.asked) == PASS_WRITES_AT_MOST
+    writer.messages.clear()
+    await pending.refresh_once()
+    assert writer.messages == [(name, reworded) for name in names[PASS_WRITES_AT_MOST:]]
