@@ -236,31 +236,40 @@ class PendingConditions:
         stale: list[tuple[int, str, str, str, str]] = []
         later: list[tuple[str, str]] = []  # too soon to be worth a write: marked again after the pass
         state = self.state()
-        for cluster_queue in sorted(queues | self._stale_heaps.keys()):
-            whole = cluster_queue in queues
-            keys = (
-                [str(info.key) for info in state.pending_in(cluster_queue)]
-                if whole
-                else self._stale_in(cluster_queue)
-            )
+        for cluster_queue in sorted(queues):  # a whole queue: walked from the front
             found = 0
-            for rank, key in enumerate(keys):
-                if not whole and state.pending_workload(cluster_queue, key) is None:
-                    continue  # admitted or gone meanwhile
-                wanted = self._stale(key)
+            for rank, info in enumerate(state.pending_in(cluster_queue)):
+                key = str(info.key)
+                wanted = self._wanted(cluster_queue, key, later)
                 if wanted is None:
-                    continue
-                if self.shown(key) is None and not self.settled(key):
-                    later.append((cluster_queue, key))
                     continue
                 stale.append((rank, key, cluster_queue, *wanted))
                 found += 1
                 if found >= PASS_WRITES_AT_MOST:
                     # a pass writes no more than this, front first: whatever is behind in this queue
-                    # cannot be among them and stays marked; a whole queue is walked again from the front
-                    if whole:
-                        self._dirty.add(cluster_queue)
+                    # cannot be among them; the next pass walks it again from the front
+                    self._dirty.add(cluster_queue)
                     break
+        # marked Workloads: the front of every queue in turn, until the pass holds what it may write; the
+        # rest stay marked, unread
+        chosen = {entry[1] for entry in stale}
+        streams = {queue: self._stale_in(queue) for queue in sorted(self._stale_heaps)}
+        rank = 0
+        while streams and len(stale) < PASS_WRITES_AT_MOST:
+            for cluster_queue in list(streams):
+                for key in streams[cluster_queue]:
+                    if key in chosen or state.pending_workload(cluster_queue, key) is None:
+                        continue  # admitted or gone meanwhile
+                    wanted = self._wanted(cluster_queue, key, later)
+                    if wanted is not None:
+                        stale.append((rank, key, cluster_queue, *wanted))
+                        chosen.add(key)
+                        break
+                else:
+                    del streams[cluster_queue]
+                if len(stale) >= PASS_WRITES_AT_MOST:
+                    break
+            rank += 1
         for cluster_queue, key in later:
             self.mark(cluster_queue, key)
         stale.sort()
@@ -275,6 +284,17 @@ class PendingConditions:
             if workload is not None:
                 writes.append(self._write(key, workload, reason, message))
         await asyncio.gather(*writes)
+
+    def _wanted(self, cluster_queue: str, key: str, later: list[tuple[str, str]]) -> tuple[str, str] | None:
+        """(reason, message) to write for ``key`` in this pass; None if it shows what it should, or if its
+        first condition is not worth a write yet (then it goes on ``later``)."""
+        wanted = self._stale(key)
+        if wanted is None:
+            return None
+        if self.shown(key) is None and not self.settled(key):
+            later.append((cluster_queue, key))
+            return None
+        return wanted
 
     # -- the one write ------------------------------------------------------------------------------------
 

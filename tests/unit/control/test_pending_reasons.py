@@ -63,6 +63,7 @@ class Queue:
         self.order: list[str] = []
         self.waits: dict[str, tuple[str, str]] = {}
         self.asked: list[str] = []  # whose latest wait the pass asked for
+        self.others: dict[str, list[str]] = {}  # the queue order of other ClusterQueues
 
     def pending_in(self, name: str) -> list[SimpleNamespace]:
         return (
@@ -72,9 +73,10 @@ class Queue:
         )
 
     def pending_workload(self, name: str, key: str) -> SimpleNamespace | None:
-        if name != "cq" or key not in self.order:
+        order = self.order if name == "cq" else self.others.get(name, [])
+        if key not in order:
             return None
-        return SimpleNamespace(key=key, sort_key=self.order.index(key))
+        return SimpleNamespace(key=key, sort_key=order.index(key))
 
     def last_wait(self, key: str) -> tuple[str, str] | None:
         self.asked.append(key)
@@ -335,3 +337,33 @@ async def test_stale_workloads_beyond_what_a_pass_writes_wait_for_the_next_pass_
     writer.messages.clear()
     await pending.refresh_once()
     assert writer.messages == [(name, reworded) for name in names[PASS_WRITES_AT_MOST:]]
+
+
+async def test_a_pass_shared_by_queues_takes_the_front_of_each_in_turn() -> None:
+    """Stale Workloads in two ClusterQueues, more than a pass writes: the pass reads the front of each queue
+    in turn until it holds what it may write, and the next pass goes on from there."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    per_queue = PASS_WRITES_AT_MOST // 2 + 5
+    names = {"cq": [f"a{index:03d}" for index in range(per_queue)]}
+    names["cq2"] = [f"b{index:03d}" for index in range(per_queue)]
+    for name in names["cq"] + names["cq2"]:
+        store.upsert(WORKLOADS, workload(name))
+        await pending.write(wait(name, FULL, 1))
+    queue.order = [f"team/{name}" for name in names["cq"]]
+    queue.others["cq2"] = [f"team/{name}" for name in names["cq2"]]
+    reworded = FULL.replace("1 more", "2 more")
+    queue.waits = dict.fromkeys(queue.order + queue.others["cq2"], ("Pending", reworded))
+    writer.messages.clear()
+
+    for cluster_queue, order in (("cq", queue.order), ("cq2", queue.others["cq2"])):
+        for key in order:
+            pending.mark(cluster_queue, key)
+    queue.asked.clear()
+    await pending.refresh_once()
+    half = PASS_WRITES_AT_MOST // 2
+    assert sorted(name for name, _ in writer.messages) == sorted(names["cq"][:half] + names["cq2"][:half])
+    assert len(queue.asked) == PASS_WRITES_AT_MOST
+    writer.messages.clear()
+    await pending.refresh_once()
+    assert sorted(name for name, _ in writer.messages) == sorted(names["cq"][half:] + names["cq2"][half:])
