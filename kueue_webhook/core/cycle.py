@@ -146,12 +146,13 @@ class _Pass:
             if info.parked and not may_fit(info.retry_when, partial(specs.ledger.available, name)):
                 # woken with others of its cohort, but what it needs was taken before its turn:
                 # back to the parked list without a new attempt (its pending message stands)
-                queue.pending.requeue_failed(info, retry_when=info.retry_when)
+                queue.pending.requeue_failed(info, retry_when=info.retry_when, alike=True)
                 workloads[info.key].queued = True
                 continue
             selector = queue.spec.namespace_selector
             if not _namespace_matches(selector, namespaces.get(info.namespace)):
-                queue.pending.requeue_failed(info, retry_when=((),))  # no release helps, labels do
+                # no release helps, labels do
+                queue.pending.requeue_failed(info, retry_when=((),), alike=True)
                 workloads[info.key].queued = True
                 self._wait(info, queue, REASON_MISCONFIGURED, NAMESPACE_MISMATCH)
                 continue
@@ -237,11 +238,12 @@ class _Pass:
                 self._set_aside(name, _reservable(self.specs.ledger, name, assignment))
             # parked until what it lacks may be free; in a queue that may preempt, also until any
             # release in its own ClusterQueue (``WorkloadTracker._release``)
-            queue.pending.requeue_failed(info, retry_when=assignment.shortfalls)
+            alike = self._shape_shares(mode)
+            queue.pending.requeue_failed(info, retry_when=assignment.shortfalls, alike=alike)
             tracked.queued = True
             reason, message = assignment.reason(), assignment.message()
             self._wait(info, queue, reason, message)
-            self._restate_alike(info, queue, assignment, reason, message)
+            self._restate_alike(info, queue, reason, message, alike=alike)
             return
         if targets:
             target_keys = {t.candidate.info.key for t in targets}
@@ -354,21 +356,22 @@ class _Pass:
             self.specs.ledger.charge(name, usage)
             self.set_aside.append((name, dict(usage)))
 
+    def _shape_shares(self, mode: Mode) -> bool:
+        """Whether a head that failed in ``mode`` fails for its whole shape: what it lacks does not hang on
+        preemption, so without preemption candidates the outcome depends on quota alone, the same for
+        every workload of the shape (a lower priority only has fewer candidates; fair sharing weighs
+        shares, so it is left out)."""
+        return mode is Mode.NO_FIT or (mode is Mode.NO_CANDIDATES and not self.specs.fair_sharing)
+
     def _restate_alike(
-        self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, reason: str, message: str
+        self, info: WorkloadInfo, queue: QueueState, reason: str, message: str, *, alike: bool
     ) -> None:
         """Tell the parked workloads of ``info``'s shape what it was just told, when it was retried by a
-        wake as the first of them and what it lacks does not hang on preemption: without preemption
-        candidates the outcome depends on quota alone, the same for the whole shape (a lower priority
-        only has fewer candidates; fair sharing weighs shares, so it is left out)."""
-        alike = queue.pending.revisited_alike(info)
-        if not alike:
-            return
-        mode = assignment.mode
-        if mode is Mode.NO_FIT or (mode is Mode.NO_CANDIDATES and not self.specs.fair_sharing):
-            restate, name = self.notices.restate, queue.spec.name
-            for key in alike:
-                restate(key, name, reason, message)
+        wake as the first of them and (``alike``) its outcome holds for its whole shape
+        (``_shape_shares``)."""
+        restate, name = self.notices.restate, queue.spec.name
+        for key in queue.pending.revisited_alike(info, collect=alike):
+            restate(key, name, reason, message)
 
     def _wait(self, info: WorkloadInfo, queue: QueueState, reason: str, message: str) -> None:
         position = queue.pending.position(info)

@@ -103,8 +103,8 @@ class Notices:
     def __init__(self) -> None:
         self._queued: list[Decision] = []
         self._last_wait: dict[WorkloadKey, tuple[str, str, int | None]] = {}
-        #: ClusterQueues with a wait restated since ``take_restated``
-        self._restated: set[str] = set()
+        #: workloads whose wait was restated since ``take_restated``, with their ClusterQueue
+        self._restated: dict[WorkloadKey, str] = {}
 
     def __bool__(self) -> bool:
         return bool(self._queued)
@@ -141,16 +141,16 @@ class Notices:
     def restate(self, key: WorkloadKey, cluster_queue: str, reason: str, message: str) -> None:
         """A parked workload would now be told this, found without trying it (another of its shape failed
         so): kept as its latest wait, with no decision of its own. Whoever shows messages learns which
-        ClusterQueues to look at from ``take_restated``, so a queue of thousands costs no decision each."""
+        workloads to look at from ``take_restated``, so a queue of thousands costs no decision each."""
         seen = self._last_wait.get(key)
         if seen is None or (seen[0], seen[1]) == (reason, message):
             return
         self._last_wait[key] = (reason, message, seen[2])
-        self._restated.add(cluster_queue)
+        self._restated[key] = cluster_queue
 
-    def take_restated(self) -> set[str]:
-        """The ClusterQueues with a wait restated since the last call."""
-        out, self._restated = self._restated, set()
+    def take_restated(self) -> dict[WorkloadKey, str]:
+        """The workloads whose wait was restated since the last call, with their ClusterQueues."""
+        out, self._restated = self._restated, {}
         return out
 
     def forget(self, key: WorkloadKey) -> None:

@@ -21,7 +21,12 @@ previous one was taken. The outcome is the one of retrying everything in queue o
 grows with the number of shapes instead of the number of parked workloads. So that the workloads behind a
 failed one of its shape do not keep an outdated pending message, a wake that retries for real (anything
 but a mere release) marks the shape *revisited*: the first of it that fails again tells the cycle which
-parked workloads share its shape (``revisited_alike``), and they are told the same.
+parked workloads share its shape (``revisited_alike``), and they are told the same. A head that goes back
+parked with an outcome its whole shape shares (it did not fit, or nobody could be preempted for it) takes
+back with it the next of its shape that its pop released: tried in the next cycle, that one would only
+fail the same way, and the cycle run for it would decide nothing. For the same reason a release finds
+nothing to do for a shape whose released workload is still in the heap, untried: its pop releases the
+next one anyway, and a second one in the heap would only be popped after it, in a cycle of its own.
 """
 
 from __future__ import annotations
@@ -60,8 +65,10 @@ class PendingQueue:
         "_entries",
         "_following",
         "_heap",
+        "_last_pop",
         "_parked",
         "_parked_keys",
+        "_released",
         "_retry_when",
         "_revisited",
         "_stalled",
@@ -79,6 +86,9 @@ class PendingQueue:
         self._buckets: dict[Hashable, list[tuple[_Key, WorkloadKey]]] = {}
         #: shapes being retried since the last wake (and not failed again)
         self._awake: set[Hashable] = set()
+        #: per shape, the workload last released to the heap (``wake`` leaves an awake shape alone while
+        #: it is still there)
+        self._released: dict[Hashable, WorkloadKey] = {}
         #: per parked shape, the releases after which it may fit (see ``RetryCondition``)
         self._retry_when: dict[Hashable, RetryCondition | None] = {}
         #: shapes retried for real by a wake whose first failure has not been seen yet
@@ -86,6 +96,8 @@ class PendingQueue:
         #: per revisited shape, the parked workload released behind its first (see ``pop``)
         self._following: dict[Hashable, WorkloadKey] = {}
         self._stalled: _Key | None = None
+        #: the last head popped and the parked workload of its shape its pop released (see ``pop``)
+        self._last_pop: tuple[WorkloadKey, WorkloadKey] | None = None
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._parked)
@@ -102,6 +114,11 @@ class PendingQueue:
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries or key in self._parked
+
+    def get(self, key: WorkloadKey) -> WorkloadInfo | None:
+        """The pending workload ``key``, in the heap or parked; None when it is not in this queue."""
+        entry = self._entries.get(key)
+        return entry[1] if entry is not None else self._parked.get(key)
 
     def push(self, info: WorkloadInfo) -> None:
         """Add (or re-add after an update) a workload to the active heap."""
@@ -142,25 +159,42 @@ class PendingQueue:
 
     def pop(self) -> WorkloadInfo | None:
         info = self.peek()
+        self._last_pop = None
         if info is not None:
             heapq.heappop(self._heap)
             del self._entries[info.key]
             if info.shape in self._awake:
                 following = self._release_next(info.shape)
-                if following is not None and info.shape in self._revisited:
-                    self._following[info.shape] = following
+                if following is not None:
+                    self._last_pop = (info.key, following)
+                    if info.shape in self._revisited:
+                        self._following[info.shape] = following
         return info
 
-    def requeue_failed(self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None) -> None:
+    def requeue_failed(
+        self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None, alike: bool = False
+    ) -> None:
         """A popped head could not be admitted: park it (BestEffortFIFO) or stall on it (StrictFIFO).
 
-        ``retry_when`` tells which releases of quota could make it fit (None: any release may).
+        ``retry_when`` tells which releases of quota could make it fit (None: any release may). ``alike``:
+        the rest of its shape would fail the same way now, so the next of its shape that its pop released,
+        not tried yet, is parked again with it.
         """
         if self.strict:
             self.push(info)
             self._stalled = info.sort_key
             return
         self._awake.discard(info.shape)
+        self._released.pop(info.shape, None)
+        self._park(info, retry_when)
+        last_pop, self._last_pop = self._last_pop, None
+        if alike and last_pop is not None and last_pop[0] == info.key:
+            entry = self._entries.get(last_pop[1])
+            if entry is not None and entry[1].parked:  # released under a condition, still in the heap
+                del self._entries[last_pop[1]]  # its heap entry is now stale
+                self._park(entry[1], retry_when)
+
+    def _park(self, info: WorkloadInfo, retry_when: RetryCondition | None) -> None:
         self._retry_when[info.shape] = retry_when
         info.parked, info.retry_when = True, retry_when
         self._parked[info.key] = info
@@ -198,10 +232,12 @@ class PendingQueue:
                 info.parked = False
             self._entries[key] = (sort_key, info)
             heapq.heappush(self._heap, (sort_key, key))
+            self._released[shape] = key
             if not bucket:
                 del self._buckets[shape]
             return key
         self._buckets.pop(shape, None)
+        self._released.pop(shape, None)
         self._retry_when.pop(shape, None)
         self._awake.discard(shape)
         self._revisited.discard(shape)
@@ -217,6 +253,8 @@ class PendingQueue:
         woke = self._stalled is not None
         self._stalled = None
         for shape in list(self._buckets):
+            if available is not None and shape in self._awake and self._released.get(shape) in self._entries:
+                continue  # its released workload has not been tried yet; its pop releases the next
             if available is not None and not may_fit(self._retry_when.get(shape), available):
                 continue
             if self._release_next(shape, forget_condition=available is None):
@@ -226,13 +264,18 @@ class PendingQueue:
                 woke = True
         return woke
 
-    def revisited_alike(self, info: WorkloadInfo) -> list[WorkloadKey]:
+    def revisited_alike(self, info: WorkloadInfo, *, collect: bool = True) -> list[WorkloadKey]:
         """The other parked workloads of ``info``'s shape, when ``info`` has just failed as the first of its
-        shape retried by a wake for real (once per wake; else nothing). They would fail the same way."""
+        shape retried by a wake for real (once per wake; else nothing). They would fail the same way.
+        ``collect=False``: its outcome does not hold for them; the wake's first failure is seen all the same.
+        """
         shape = info.shape
         if shape not in self._revisited:
             return []
         self._revisited.discard(shape)
+        if not collect:
+            self._following.pop(shape, None)
+            return []
         parked = self._parked
         alike = [
             key
@@ -270,6 +313,7 @@ class PendingQueue:
                 while self._release_next(shape, forget_condition=True):
                     pass
             self._awake.clear()
+            self._released.clear()
             self._revisited.clear()
             self._following.clear()
             self._stalled = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from kueue_webhook.core.decisions import REASON_SUSPENDED, Notices
-from kueue_webhook.core.model import FlavorResource, WorkloadInfo
+from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
 from kueue_webhook.core.specs import QueueState, Specs
 
 __all__ = ["PendingQueues"]
@@ -107,6 +107,11 @@ class PendingQueues:
         """Pending workloads of a ClusterQueue in queue order (for status and reports; O(n log n))."""
         queue = self.queues.get(name)
         return list(queue.pending) if queue is not None else []
+
+    def pending_workload(self, name: str, key: str) -> WorkloadInfo | None:
+        """The workload ``key`` if it is pending in ClusterQueue ``name`` (O(1))."""
+        queue = self.queues.get(name)
+        return queue.pending.get(WorkloadKey(key)) if queue is not None else None
 
     def pending_unordered(self, name: str) -> Iterator[WorkloadInfo]:
         """Pending workloads of a ClusterQueue in no particular order (for counting: O(n), no sort)."""

@@ -178,9 +178,10 @@ class SchedulerState:
         """When a cycle is next due for a revisit of parked workloads (None: none planned)."""
         return self.revisits.next_due()
 
-    def take_restated(self) -> set[str]:
-        """The ClusterQueues where a parked workload's latest wait was restated without a decision of its
-        own (``Notices.restate``): whoever shows pending messages should look there."""
+    def take_restated(self) -> dict[WorkloadKey, str]:
+        """The parked workloads whose latest wait was restated without a decision of their own
+        (``Notices.restate``), with their ClusterQueues: whoever shows pending messages should look at
+        them."""
         return self.notices.take_restated()
 
     # == read access for status and reports (``view.SchedulerView``) ===================================
@@ -194,6 +195,7 @@ class SchedulerState:
     check_references = _forward(_specs, Specs.check_references)
     local_queue_of = _forward(_specs, Specs.local_queue_of)
     pending_in = _forward(_pending, PendingQueues.pending_in)
+    pending_workload = _forward(_pending, PendingQueues.pending_workload)
     pending_unordered = _forward(_pending, PendingQueues.pending_unordered)
     pending_count = _forward(_pending, PendingQueues.pending_count)
     inadmissible_count = _forward(_pending, PendingQueues.inadmissible_count)

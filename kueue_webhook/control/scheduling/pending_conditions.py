@@ -13,11 +13,16 @@ cohort. So there is one write (``_write``) and two paces at which it is called:
   (``kueue_webhook.control.kube.api_health``) allows; ``at_once`` skips both waits, for a wait the core did
   not
   decide (blockAdmission's);
-* paced (``run``, ``refresh_once``), for everything the first pace left: ClusterQueues are marked dirty,
-  and each pass (at most one a second) walks their queues front first, writing the latest reason and
-  message the scheduler decided wherever what a Workload shows differs, while the budget allows, leaving
-  the rest dirty for the next pass. On a quiet cluster a queue of 10,000 converges in seconds; on a
-  congested API server the writes wait and fold into fewer, never a write storm.
+* paced (``run``, ``refresh_once``), for everything the first pace left: each Workload whose latest wait
+  changed (a decision, or a wait the scheduler restated for its whole shape) is marked stale, and each
+  pass (at most one a second) takes the stale ones front of their queues first (a heap per ClusterQueue,
+  by queue order when marked), writing the latest reason and message the scheduler decided wherever what
+  a Workload shows differs, while the budget allows, leaving the rest stale for the next pass. A pass
+  costs the writes it makes, not the length of the queues nor the number of stale Workloads behind them
+  (under a busy cohort thousands of messages move every second; a pass writes 50); a whole ClusterQueue
+  can still be marked when what changed is not known Workload by Workload. On a quiet cluster a queue of
+  10,000 converges in seconds; on a congested API server the writes wait and fold into fewer, never a
+  write storm.
 
 Every write re-reads the store and is declined for a Workload that holds a reservation, finished, is being
 deleted or is on hold (Kueue keeps the OnHold reason and message); the resourceVersion precondition settles
@@ -28,9 +33,10 @@ behind it): they are served, as Kueue serves them, by the visibility API (``kueu
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +102,10 @@ class PendingConditions:
         self.state = state
         self.debounce = debounce
         self._clock = clock
-        self._dirty: set[str] = set()  # ClusterQueues whose shown messages may be stale
+        self._dirty: set[str] = set()  # ClusterQueues whose shown messages may all be stale
+        #: ClusterQueue -> Workloads whose message may be stale: a heap in queue order, and its members
+        self._stale_heaps: dict[str, list[tuple[tuple[int, float, str], str]]] = {}
+        self._stale_keys: dict[str, set[str]] = {}
         self._ready = asyncio.Event()
         self._shown: dict[str, Shown | None] = {}  # workload key -> its pending condition (None: none)
         self._waiting_since: dict[str, float] = {}  # workload key -> first decided to wait (no condition)
@@ -173,11 +182,33 @@ class PendingConditions:
 
     # -- paced: whatever the first pace left --------------------------------------------------------------
 
-    def mark(self, cluster_queue: str) -> None:
-        """Messages in ``cluster_queue`` may have moved; the paced pass will look."""
-        if cluster_queue:
+    def mark(self, cluster_queue: str, key: str | None = None) -> None:
+        """The message of Workload ``key`` in ``cluster_queue`` may have moved (without ``key``: any in it);
+        the paced pass will look."""
+        if not cluster_queue:
+            return
+        if key is None:
             self._dirty.add(cluster_queue)
-            self._ready.set()
+        else:
+            members = self._stale_keys.setdefault(cluster_queue, set())
+            if key not in members:
+                info = self.state().pending_workload(cluster_queue, key)
+                if info is None:
+                    return  # not (or no longer) pending there: nothing to show
+                members.add(key)
+                heapq.heappush(self._stale_heaps.setdefault(cluster_queue, []), (info.sort_key, key))
+        self._ready.set()
+
+    def _stale_in(self, cluster_queue: str) -> Iterator[str]:
+        """The stale Workloads of ``cluster_queue``, front first, each taken off its heap as it is read."""
+        heap = self._stale_heaps.get(cluster_queue)
+        members = self._stale_keys.get(cluster_queue)
+        while heap and members is not None:
+            _, key = heapq.heappop(heap)
+            members.discard(key)
+            if not heap:
+                del self._stale_heaps[cluster_queue], self._stale_keys[cluster_queue]
+            yield key
 
     def _stale(self, key: str) -> tuple[str, str] | None:
         """(reason, message) to write if what the Workload shows is behind the scheduler."""
@@ -194,24 +225,23 @@ class PendingConditions:
         while True:
             await self._ready.wait()
             self._ready.clear()
-            while self._dirty and self.context.is_leader():
+            while (self._dirty or self._stale_keys) and self.context.is_leader():
                 await self.refresh_once()
                 await asyncio.sleep(1.0)  # the pace of passes itself, not a synchronisation
 
     async def refresh_once(self) -> None:
-        """One pass over the dirty ClusterQueues: writes while the budget allows, the rest stay dirty."""
+        """One pass over the stale Workloads and dirty ClusterQueues: writes while the budget allows, the
+        rest stay stale."""
         queues, self._dirty = self._dirty, set()
         stale: list[tuple[int, str, str, str, str]] = []
+        later: list[tuple[str, str]] = []  # too soon to be worth a write: marked again after the pass
         state = self.state()
-        for cluster_queue in sorted(queues):
+        for cluster_queue in sorted(queues):  # a whole queue: walked from the front
             found = 0
             for rank, info in enumerate(state.pending_in(cluster_queue)):
                 key = str(info.key)
-                wanted = self._stale(key)
+                wanted = self._wanted(cluster_queue, key, later)
                 if wanted is None:
-                    continue
-                if self.shown(key) is None and not self.settled(key):
-                    self._dirty.add(cluster_queue)  # too soon to be worth a write: look again next pass
                     continue
                 stale.append((rank, key, cluster_queue, *wanted))
                 found += 1
@@ -220,17 +250,51 @@ class PendingConditions:
                     # cannot be among them; the next pass walks it again from the front
                     self._dirty.add(cluster_queue)
                     break
+        # marked Workloads: the front of every queue in turn, until the pass holds what it may write; the
+        # rest stay marked, unread
+        chosen = {entry[1] for entry in stale}
+        streams = {queue: self._stale_in(queue) for queue in sorted(self._stale_heaps)}
+        rank = 0
+        while streams and len(stale) < PASS_WRITES_AT_MOST:
+            for cluster_queue in list(streams):
+                for key in streams[cluster_queue]:
+                    if key in chosen or state.pending_workload(cluster_queue, key) is None:
+                        continue  # admitted or gone meanwhile
+                    wanted = self._wanted(cluster_queue, key, later)
+                    if wanted is not None:
+                        stale.append((rank, key, cluster_queue, *wanted))
+                        chosen.add(key)
+                        break
+                else:
+                    del streams[cluster_queue]
+                if len(stale) >= PASS_WRITES_AT_MOST:
+                    break
+            rank += 1
+        for cluster_queue, key in later:
+            self.mark(cluster_queue, key)
         stale.sort()
         writes = []
         for position, (_, key, _, reason, message) in enumerate(stale):
             if self.context.budget.take() > 0:
-                self._dirty.update(entry[2] for entry in stale[position:])  # the rest on the next pass
+                for _, rest, cluster_queue, _, _ in stale[position:]:
+                    self.mark(cluster_queue, rest)  # the rest on the next pass
                 break
             namespace, _, name = key.partition("/")
             workload = self.context.store.get(WORKLOADS, name, namespace)
             if workload is not None:
                 writes.append(self._write(key, workload, reason, message))
         await asyncio.gather(*writes)
+
+    def _wanted(self, cluster_queue: str, key: str, later: list[tuple[str, str]]) -> tuple[str, str] | None:
+        """(reason, message) to write for ``key`` in this pass; None if it shows what it should, or if its
+        first condition is not worth a write yet (then it goes on ``later``)."""
+        wanted = self._stale(key)
+        if wanted is None:
+            return None
+        if self.shown(key) is None and not self.settled(key):
+            later.append((cluster_queue, key))
+            return None
+        return wanted
 
     # -- the one write ------------------------------------------------------------------------------------
 

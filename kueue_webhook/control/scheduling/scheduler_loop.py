@@ -343,8 +343,8 @@ class SchedulerLoop:
         started = time.perf_counter()
         loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
         decisions = self.state.cycle(loop.time())
-        for cluster_queue in self.state.take_restated():
-            self.pending.mark(cluster_queue)  # waits restated without a decision: the paced pass shows them
+        for key, cluster_queue in self.state.take_restated().items():
+            self.pending.mark(cluster_queue, key)  # restated without a decision: the paced pass shows it
         self.cycles += 1
         self.context.metrics.scheduling_cycles.inc()
         self._decided_since_collect += len(decisions)
@@ -366,7 +366,7 @@ class SchedulerLoop:
             elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
             else:
-                self.pending.mark(decision.cluster_queue)
+                self.pending.mark(decision.cluster_queue, str(decision.workload))
                 coroutine = self.pending.write(decision)
             task = loop.create_task(coroutine)
             self._tasks.add(task)

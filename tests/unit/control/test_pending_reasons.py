@@ -57,16 +57,29 @@ def workload(name: str) -> JSON:
 
 
 class Queue:
-    """The two things the messages pass asks the scheduler: queue order and each one's latest wait."""
+    """What the messages pass asks the scheduler: queue order and each one's latest wait."""
 
     def __init__(self) -> None:
         self.order: list[str] = []
         self.waits: dict[str, tuple[str, str]] = {}
+        self.asked: list[str] = []  # whose latest wait the pass asked for
+        self.others: dict[str, list[str]] = {}  # the queue order of other ClusterQueues
 
     def pending_in(self, name: str) -> list[SimpleNamespace]:
-        return [SimpleNamespace(key=key) for key in self.order] if name == "cq" else []
+        return (
+            [SimpleNamespace(key=key, sort_key=rank) for rank, key in enumerate(self.order)]
+            if name == "cq"
+            else []
+        )
+
+    def pending_workload(self, name: str, key: str) -> SimpleNamespace | None:
+        order = self.order if name == "cq" else self.others.get(name, [])
+        if key not in order:
+            return None
+        return SimpleNamespace(key=key, sort_key=order.index(key))
 
     def last_wait(self, key: str) -> tuple[str, str] | None:
+        self.asked.append(key)
         return self.waits.get(key)
 
 
@@ -271,3 +284,86 @@ async def test_a_pass_writes_at_most_a_full_budget_front_first_and_the_next_pass
     writer.messages.clear()
     await pending.refresh_once()  # the queue stayed marked: the rest, still front first
     assert writer.messages == [(name, reworded) for name in names[PASS_WRITES_AT_MOST:]]
+
+
+async def test_a_pass_looks_only_at_the_workloads_whose_wait_changed_front_first() -> None:
+    """A queue of thousands whose Workloads already show their message costs a pass nothing: only the
+    Workloads marked since (a new decision, or a wait restated for their shape) are looked at, and the
+    ones still pending are written in queue order."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    names = [f"w{index:03d}" for index in range(200)]
+    for name in names:
+        store.upsert(WORKLOADS, workload(name))
+        await pending.write(wait(name, FULL, 1))
+    queue.order = [f"team/{name}" for name in names]
+    queue.waits = dict.fromkeys(queue.order, ("Pending", FULL))
+    writer.messages.clear()
+
+    reworded = FULL.replace("1 more", "2 more")
+    for name in ("w150", "w007", "w099"):
+        queue.waits[f"team/{name}"] = ("Pending", reworded)
+        pending.mark("cq", f"team/{name}")
+    pending.mark("cq", "team/gone")  # admitted meanwhile: no longer in the queue
+    queue.asked.clear()
+    await pending.refresh_once()
+    assert writer.messages == [("w007", reworded), ("w099", reworded), ("w150", reworded)]
+    assert sorted(queue.asked) == ["team/w007", "team/w099", "team/w150"]
+    queue.asked.clear()
+    await pending.refresh_once()
+    assert queue.asked == [] and len(writer.messages) == 3
+
+
+async def test_stale_workloads_beyond_what_a_pass_writes_wait_for_the_next_pass_unread() -> None:
+    """When more messages moved than a pass may write, the pass reads only those it writes, front first;
+    the ones behind stay marked for the next pass, which writes them."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    names = [f"w{index:03d}" for index in range(PASS_WRITES_AT_MOST + 10)]
+    for name in names:
+        store.upsert(WORKLOADS, workload(name))
+        await pending.write(wait(name, FULL, 1))
+    queue.order = [f"team/{name}" for name in names]
+    reworded = FULL.replace("1 more", "2 more")
+    queue.waits = dict.fromkeys(queue.order, ("Pending", reworded))
+    writer.messages.clear()
+
+    for key in reversed(queue.order):
+        pending.mark("cq", key)
+    queue.asked.clear()
+    await pending.refresh_once()
+    assert writer.messages == [(name, reworded) for name in names[:PASS_WRITES_AT_MOST]]
+    assert len(queue.asked) == PASS_WRITES_AT_MOST
+    writer.messages.clear()
+    await pending.refresh_once()
+    assert writer.messages == [(name, reworded) for name in names[PASS_WRITES_AT_MOST:]]
+
+
+async def test_a_pass_shared_by_queues_takes_the_front_of_each_in_turn() -> None:
+    """Stale Workloads in two ClusterQueues, more than a pass writes: the pass reads the front of each queue
+    in turn until it holds what it may write, and the next pass goes on from there."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    per_queue = PASS_WRITES_AT_MOST // 2 + 5
+    names = {"cq": [f"a{index:03d}" for index in range(per_queue)]}
+    names["cq2"] = [f"b{index:03d}" for index in range(per_queue)]
+    for name in names["cq"] + names["cq2"]:
+        store.upsert(WORKLOADS, workload(name))
+        await pending.write(wait(name, FULL, 1))
+    queue.order = [f"team/{name}" for name in names["cq"]]
+    queue.others["cq2"] = [f"team/{name}" for name in names["cq2"]]
+    reworded = FULL.replace("1 more", "2 more")
+    queue.waits = dict.fromkeys(queue.order + queue.others["cq2"], ("Pending", reworded))
+    writer.messages.clear()
+
+    for cluster_queue, order in (("cq", queue.order), ("cq2", queue.others["cq2"])):
+        for key in order:
+            pending.mark(cluster_queue, key)
+    queue.asked.clear()
+    await pending.refresh_once()
+    half = PASS_WRITES_AT_MOST // 2
+    assert sorted(name for name, _ in writer.messages) == sorted(names["cq"][:half] + names["cq2"][:half])
+    assert len(queue.asked) == PASS_WRITES_AT_MOST
+    writer.messages.clear()
+    await pending.refresh_once()
+    assert sorted(name for name, _ in writer.messages) == sorted(names["cq"][half:] + names["cq2"][half:])

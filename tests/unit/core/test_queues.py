@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kueue_webhook.core.model import WorkloadInfo
 from kueue_webhook.core.pending_queue import PendingQueue
+from kueue_webhook.core.scheduler import SchedulerState
 
 from .builders import admitted, cluster_queue, last_wait, run_until_quiet, state_with, workload
 
@@ -146,3 +147,74 @@ def test_parked_workloads_count_as_inadmissible_until_they_are_woken() -> None:
     state.finish_workload("ns/a")
     assert state.inadmissible_count("cq") == 0  # woken: active again
     assert state.inadmissible_count("absent") == 0
+
+
+def cycles_until_quiet(state: SchedulerState) -> tuple[int, list[str]]:
+    """How many cycles the scheduler runs before it has nothing to decide, and what they admitted."""
+    cycles, decisions = 0, []
+    while state.has_work():
+        decisions.extend(state.cycle())
+        cycles += 1
+    return cycles, admitted(decisions)
+
+
+def test_a_woken_shape_whose_room_was_taken_first_goes_back_whole_in_one_cycle() -> None:
+    """A release wakes the first parked workload of a shape; a higher-priority arrival takes the room first.
+    When the woken one finds the room gone, the next of its shape (released behind it) goes back parked
+    with it: retrying it would only fail the same way, in a cycle of its own."""
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 2}}))
+    state.upsert_workload(workload("holder", {"cpu": "2"}, created=0))
+    for index in range(3):
+        state.upsert_workload(workload(f"same-{index}", {"cpu": "2"}, created=index + 1))
+    assert admitted(run_until_quiet(state)) == ["ns/holder"]
+    state.finish_workload("ns/holder")  # wakes same-0
+    state.upsert_workload(workload("vip", {"cpu": "1500m"}, priority=10, created=9))
+    cycles, admissions = cycles_until_quiet(state)
+    assert admissions == ["ns/vip"]
+    assert cycles == 2  # vip's, then same-0 found the room taken: same-1 is not tried on its own
+    assert state.inadmissible_count("cq") == 3
+    state.finish_workload("ns/vip")
+    assert admitted(run_until_quiet(state)) == ["ns/same-0"]
+
+
+def test_only_an_outcome_the_whole_shape_shares_sends_the_next_of_the_shape_back() -> None:
+    """A head whose failure says nothing about the rest of its shape (a preemption search that found nobody,
+    where candidates depend on priority) leaves the next one released behind it to be tried; a failure the
+    shape shares (``alike``) parks that one again with it."""
+    queue = PendingQueue()
+    for name in ("a", "b", "c"):
+        queue.push(info(name, created=ord(name)))
+    for _ in range(3):
+        head = queue.pop()
+        assert head is not None
+        queue.requeue_failed(head, retry_when=None)
+    assert queue.wake()
+    head = queue.pop()  # a, releasing b behind it
+    assert head is not None and head.name == "a"
+    queue.requeue_failed(head, retry_when=None)
+    head = queue.pop()
+    assert head is not None and head.name == "b"  # left to be tried
+    queue.requeue_failed(head, retry_when=None)
+    assert queue.wake()
+    head = queue.pop()  # a again, releasing b behind it
+    assert head is not None and head.name == "a"
+    queue.requeue_failed(head, retry_when=None, alike=True)
+    assert queue.peek() is None and queue.parked_count == 3
+
+
+def test_releases_in_a_row_put_one_workload_of_a_shape_in_the_heap_at_a_time() -> None:
+    """Several releases before the next cycle: the first of the shape is still untried in the heap, so the
+    others change nothing; each admission releases the next of the shape, in queue order."""
+    state = state_with(cluster_queue("cq", {"default": {"cpu": 3}}))
+    for index in range(3):
+        state.upsert_workload(workload(f"holder-{index}", {"cpu": "1"}, created=index))
+    for index in range(4):
+        state.upsert_workload(workload(f"same-{index}", {"cpu": "1"}, created=10 + index))
+    assert len(admitted(run_until_quiet(state))) == 3
+    for index in range(3):
+        state.finish_workload(f"ns/holder-{index}")
+    assert (state.pending_count("cq"), state.inadmissible_count("cq")) == (4, 3)  # one in the heap
+    cycles, admissions = cycles_until_quiet(state)
+    assert admissions == ["ns/same-0", "ns/same-1", "ns/same-2"]
+    assert cycles == 4  # the last one: same-3, released behind same-2, finds no room and goes back
+    assert state.inadmissible_count("cq") == 1

@@ -86,8 +86,8 @@ def test_parked_workloads_of_one_shape_are_all_restated_with_one_decision() -> N
     assert [w.workload for w in _waits(decisions)] == ["ns/parked"]
     for index in range(2, 5):
         assert state.last_wait(f"ns/alike-{index}") == ("WaitingForQuota", A_NEEDS.format(2))
-    assert state.take_restated() == {"team-a"}
-    assert state.take_restated() == set()
+    assert state.take_restated() == {f"ns/alike-{index}": "team-a" for index in range(2, 5)}
+    assert state.take_restated() == {}
 
 
 def test_without_a_clock_nothing_is_revisited() -> None:
