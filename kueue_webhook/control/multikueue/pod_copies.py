@@ -10,8 +10,7 @@ the functions here, each about every pod of the Workload at once (one, or the wh
   the manager's pod (status subresource). A pod whose copy is gone while the Workload is being stopped (the
   worker deleted it, or was lost) shows no activity any more (``pod_without_activity``), so the group's
   reservation can be released.
-* ``delete_pod_copies`` deletes every pod copy naming the Workload, found by the origin label and the
-  prebuilt-workload name rather than by the manager's pods, which may be gone already (garbage collection).
+* deleting them is ``worker_objects.delete_pod_copies``'s, with the worker's other deletes.
 
 The manager's pods of a Workload are those the Workload names: its controlling pod, or every pod of the
 group named after it, and only while they carry Kueue's admission gate (``local_pods``): a pod put into
@@ -28,7 +27,7 @@ from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations.builtin import ADMISSION_GATE
 from kueue_webhook.api.integrations.pod_groups import IS_GROUP_WORKLOAD_ANNOTATION, group_name
 from kueue_webhook.api.integrations.statefulsets import JOB_OWNER_GVK_ANNOTATION, JOB_OWNER_NAME_ANNOTATION
-from kueue_webhook.api.multikueue import ORIGIN_LABEL, prebuilt_workload_name
+from kueue_webhook.api.multikueue import ORIGIN_LABEL
 from kueue_webhook.control.cache.store import Store, controller_owner, key_of
 from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import Kind
@@ -38,6 +37,7 @@ from kueue_webhook.control.multikueue.copies import (
     pod_copy,
     pod_without_activity,
 )
+from kueue_webhook.control.multikueue.worker_objects import get_object
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.multikueue")
@@ -92,15 +92,6 @@ def local_pods(store: Store, kind: Kind, workload: Mapping[str, Any]) -> list[JS
     return [pod] if held(pod) else []
 
 
-async def _get(client: KubeClient, kind: Kind, name: str, namespace: str) -> JSON | None:
-    try:
-        return await client.get(kind, name=name, namespace=namespace)
-    except ApiError as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
 async def sync_pods(
     client: KubeClient,
     kind: Kind,
@@ -117,7 +108,7 @@ async def sync_pods(
         if is_deleting(pod):
             continue  # Kueue's adapter leaves a terminating manager pod alone
         namespace, name = key_of(pod)
-        remote = await _get(client, kind, name, namespace)
+        remote = await get_object(client, kind, name, namespace)
         if remote is None:
             if create:
                 body = pod_copy(pod, workload_name=workload_name, origin=origin)
@@ -146,24 +137,3 @@ async def reset_pods(pods: list[JSON], *, write_status: StatusWriter) -> None:
     for pod in pods:
         if (status := pod_without_activity(pod)) is not None:
             await write_status(pod, status)
-
-
-async def delete_pod_copies(
-    client: KubeClient,
-    kind: Kind,
-    *,
-    namespace: str,
-    workload_name: str,
-    origin: str,
-    delete: Callable[[KubeClient, Kind, str, str], Awaitable[None]],
-) -> int:
-    """Delete the worker's pod copies that name ``workload_name``; how many were found."""
-    found = 0
-    selector = f"{ORIGIN_LABEL}={origin}"
-    async for page, _ in client.list_pages(kind, namespace=namespace, label_selector=selector):
-        for remote in page:
-            if prebuilt_workload_name(remote) != workload_name:
-                continue
-            found += 1
-            await delete(client, kind, str(remote["metadata"]["name"]), namespace)
-    return found

@@ -13,11 +13,10 @@ import contextlib
 import logging
 from typing import Any
 
-from kueue_webhook.api.multikueue import ORIGIN_LABEL, copies_pods
+from kueue_webhook.api.multikueue import ORIGIN_LABEL, copies_pods, prebuilt_workload_name
 from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
 from kueue_webhook.control.multikueue.copies import owned_by_origin
-from kueue_webhook.control.multikueue.pod_copies import delete_pod_copies
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.multikueue")
@@ -56,6 +55,22 @@ async def delete_object(client: KubeClient, kind: Kind, name: str, namespace: st
             raise
 
 
+async def delete_pod_copies(
+    client: KubeClient, kind: Kind, *, namespace: str, workload_name: str, origin: str
+) -> int:
+    """Delete the worker's pod copies that name ``workload_name``, found by the origin label and the
+    prebuilt-workload name rather than by the manager's pods, which may be gone already (garbage
+    collection); how many were found."""
+    found = 0
+    async for page, _ in client.list_pages(kind, namespace=namespace, label_selector=origin_selector(origin)):
+        for remote in page:
+            if prebuilt_workload_name(remote) != workload_name:
+                continue
+            found += 1
+            await delete_object(client, kind, str(remote["metadata"]["name"]), namespace)
+    return found
+
+
 async def list_copies(client: KubeClient, kind: Kind, origin: str) -> list[JSON]:
     items: list[JSON] = []
     async for page, _ in client.list_pages(kind, label_selector=origin_selector(origin)):
@@ -82,7 +97,6 @@ async def delete_copies(
             namespace=namespace,
             workload_name=name,
             origin=origin,
-            delete=delete_object,
         )
     elif job_kind is not None and job_name:
         job = await get_object(client, job_kind, job_name, namespace)
