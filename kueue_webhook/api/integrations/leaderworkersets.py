@@ -46,6 +46,7 @@ from kueue_webhook.api.integrations.statefulsets import (
 )
 from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import API_VERSION, GROUP
+from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.api.topology_request import POD_INDEX_LABELS, template_topology_request
 
 __all__ = [
@@ -236,14 +237,7 @@ def workload_of_group(
         },
         "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": [
-            {
-                "apiVersion": LEADERWORKERSET.api_version,
-                "kind": LEADERWORKERSET.kind,
-                "name": name,
-                "uid": uid,
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
+            controller_owner_reference(LEADERWORKERSET.api_version, LEADERWORKERSET.kind, name, uid)
         ],
     }
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata, "spec": spec}

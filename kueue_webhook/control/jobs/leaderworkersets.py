@@ -30,6 +30,7 @@ from kueue_webhook.api.integrations.managed import is_managed
 from kueue_webhook.api.integrations.pod_groups import terminated
 from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import has_quota_reservation
+from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import controller_owner, key_of
 from kueue_webhook.control.jobs.job_plan import CreateWorkload, DeleteWorkload
 from kueue_webhook.control.jobs.own_objects import KindMode
@@ -79,14 +80,7 @@ def plan_leaderworkerset(
         expected = workload_name_of_group(name, named, index)
         workload = by_name.pop(expected, None)
         if workload is None and expected in adoptable:
-            owner = {
-                "apiVersion": LEADERWORKERSET.api_version,
-                "kind": LEADERWORKERSET.kind,
-                "name": name,
-                "uid": uid,
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
+            owner = controller_owner_reference(LEADERWORKERSET.api_version, LEADERWORKERSET.kind, name, uid)
             return AdoptWorkload(adoptable[expected], {"metadata": {"ownerReferences": [owner]}})
         if workload is None:
             return CreateWorkload(

@@ -21,6 +21,7 @@ from kueue_webhook.api.integrations.model import Dependency
 from kueue_webhook.api.integrations.owners import controller_reference
 from kueue_webhook.api.multikueue import gated, runs_in_worker
 from kueue_webhook.api.multikueue import prebuilt_workload_name as multikueue_prebuilt_name
+from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.jobs.job_plan import (
     NOT_ADMITTED,
@@ -212,16 +213,9 @@ class OwnObjects(KindMode):
                     extra={"workload": f"{namespace}/{name}", "controller": str(owner.get("name"))},
                 )
             return
-        reference = {
-            "apiVersion": f"{integration.group}/{integration.version}"
-            if integration.group
-            else integration.version,
-            "kind": integration.kind,
-            "name": meta.get("name"),
-            "uid": meta.get("uid"),
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        reference = controller_owner_reference(
+            integration.api_version, integration.kind, meta.get("name"), meta.get("uid")
+        )
         version = (workload.get("metadata") or {}).get("resourceVersion")
         patch: list[JSON] = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}]
         references = (workload.get("metadata") or {}).get("ownerReferences")

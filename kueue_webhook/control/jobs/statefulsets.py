@@ -39,6 +39,7 @@ from kueue_webhook.api.integrations.statefulsets import (
 )
 from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import has_quota_reservation
+from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import key_of
 from kueue_webhook.control.jobs.job_plan import CreateWorkload
 from kueue_webhook.control.jobs.own_objects import KindMode
@@ -142,14 +143,9 @@ def plan_statefulset(
     if count > 0 and not _owned_by(workload, sts):
         owners = list((workload.get("metadata") or {}).get("ownerReferences") or [])
         owners.append(
-            {
-                "apiVersion": STATEFULSET.api_version,
-                "kind": STATEFULSET.kind,
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
+            controller_owner_reference(
+                STATEFULSET.api_version, STATEFULSET.kind, meta.get("name"), meta.get("uid")
+            )
         )
         edit["metadata"] = {
             "ownerReferences": owners,

@@ -24,6 +24,7 @@ from kueue_webhook.api.integrations.engine.reading import (
 from kueue_webhook.api.integrations.model import Integration, PodSetSource
 from kueue_webhook.api.integrations.paths import FieldPath, pointer
 from kueue_webhook.api.objects import API_VERSION, GROUP, PodSet
+from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.api.pods import pod_requests
 from kueue_webhook.api.topology_request import POD_INDEX_LABELS, template_topology_request
 
@@ -288,14 +289,9 @@ def workload_for(
         "labels": {JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {},
         "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": [
-            {
-                "apiVersion": str(obj.get("apiVersion") or integration.api_version),
-                "kind": integration.kind,
-                "name": name,
-                "uid": uid,
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
+            controller_owner_reference(
+                str(obj.get("apiVersion") or integration.api_version), integration.kind, name, uid
+            )
         ],
     }
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata, "spec": spec}
