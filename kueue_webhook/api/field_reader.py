@@ -4,7 +4,7 @@ field, collecting every problem instead of stopping at the first.
 Both documents are reloaded live and refused whole when anything is wrong, so the admin is told all that
 is wrong at once, one ``path: reason`` per problem, and one edit can fix them all. ``FieldReader`` holds
 that list and the checks both documents make the same way (a mapping of known fields, a string, a list of
-strings, a number, a Go duration); ``config.ConfigurationReader`` and
+strings, a number, a Go duration); ``config_reader.ConfigurationReader`` and
 ``integrations.declare.DeclarationReader`` add what each document means.
 """
 
