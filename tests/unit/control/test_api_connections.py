@@ -20,7 +20,7 @@ from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.kinds import WATCHED, WORKLOADS
 from kueue_webhook.control.replica.main import add_arguments, api_connections, build_replica
 from kueue_webhook.control.replica.wiring import API_CONNECTIONS
-from kueue_webhook.control.scheduling.scheduler_loop import DECISION_WRITES_IN_FLIGHT
+from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_FLIGHT
 from tests.unit.control.kubeconfigs import write
 
 #: every watched kind, the ConfigMap and a few integrations' kinds
