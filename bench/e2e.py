@@ -48,7 +48,8 @@ from kueue_webhook.control.kube.kinds import (
     NAMESPACES,
     RESOURCE_FLAVORS,
 )
-from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.replica.controller import Controller
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from kueue_webhook.control.replica.wiring import API_CONNECTIONS
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -20,7 +20,7 @@ from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import NAMESPACES
 from kueue_webhook.control.multikueue.dispatcher import DispatchSettings
 from kueue_webhook.control.multikueue.workers import WorkerClusters
-from kueue_webhook.control.replica.controller import ControllerSettings
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from kueue_webhook.control.replica.wiring import Listen, Replica, build
 from kueue_webhook.http.certs import CertificateSet, ca_bundle, ensure_certificates
 

@@ -8,16 +8,13 @@ the Job reconciler, the queue status reporter, the admission-check controller an
 reporter, the topology ungater and node-failure controller, and the upkeep of our own objects (declared
 webhook entries, the serving certificate); and MultiKueue's worker connections (``worker_clusters``, the
 ``WorkerClusters`` the dispatcher reads: a replica that does not lead holds no worker client) with its
-checks' ``Active`` condition. They
-share one ``ControlContext`` (store, writer, Events, metrics, leadership, configuration), built here once.
-Winning the lease rebuilds the core from the store and queues every Job, so whatever a previous leader
-left half done (a Workload admitted whose Job is still suspended) is finished first; that start reads each
-Workload once, in slices that leave the event loop its turns (``_open_term``), so that the Lease is renewed
-however long it takes, and the Lease's requests have connections of their own, never queued behind writes.
+checks' ``Active`` condition. They share one ``ControlContext`` (store, writer, Events, metrics,
+leadership, configuration), built here once, as are the informers and the store listeners. How a term
+starts and stops is ``leadership_term``'s; the Lease's requests have connections of their own, never
+queued behind writes.
 Nothing leader-only runs before every informer has listed once, and nothing at all before the API server
 has said who the controller is (``kueue_webhook.control.kube.identity``): the webhook trusts that user to
-start
-queued Jobs.
+start queued Jobs.
 """
 
 from __future__ import annotations
@@ -28,15 +25,11 @@ import gc
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kueue_webhook.api.config import CONFIGMAP_NAME, Configuration
-from kueue_webhook.api.objects.multikueue import KUBECONFIG_PATH_PREFIX
 from kueue_webhook.control.cache.informer import Informer
-from kueue_webhook.control.cache.store import Change, Listener, Store, listener_name
-from kueue_webhook.control.cache.store_pass import store_pass
+from kueue_webhook.control.cache.store import Store
 from kueue_webhook.control.jobs.modes import mode_of
 from kueue_webhook.control.jobs.owner_lookup import OwnerFetcher
 from kueue_webhook.control.jobs.reconciler import JobReconciler
@@ -52,17 +45,13 @@ from kueue_webhook.control.kube.kinds import (
     OPTIONAL_WATCHED,
     SECRETS,
     WATCHED,
-    WORKLOADS,
     Kind,
     dependency_kind,
     kind_of,
 )
-from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD, LeaderElector
+from kueue_webhook.control.kube.leader import LeaderElector
 from kueue_webhook.control.multikueue.checks import MultiKueueChecks
 from kueue_webhook.control.multikueue.clusters import (
-    FILE_POLL_SECONDS,
-    RETRY_BASE,
-    RETRY_CAP,
     WorkerConnections,
 )
 from kueue_webhook.control.multikueue.dispatcher import DispatchSettings, MultiKueueDispatcher
@@ -72,7 +61,9 @@ from kueue_webhook.control.output.events import Recorder
 from kueue_webhook.control.output.metrics import Metrics
 from kueue_webhook.control.output.writers import Writer
 from kueue_webhook.control.replica.cert_rotation import CertificateRotation
+from kueue_webhook.control.replica.controller_settings import DEFAULT_SETTINGS, ControllerSettings
 from kueue_webhook.control.replica.declared_webhooks import DeclaredWebhooks
+from kueue_webhook.control.replica.leadership_term import LeadershipTerm
 from kueue_webhook.control.replica.live_config import LiveConfiguration
 from kueue_webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
 from kueue_webhook.control.scheduling.execution_limits import ExecutionTimeLimits
@@ -91,36 +82,9 @@ log = logging.getLogger("kueue_webhook.controller")
 LEASE_NAME = "kueue-webhook-leader"
 #: connections the Lease's requests have to themselves (a second one in case the first stalls)
 LEASE_CONNECTIONS = 2
-#: the least time between two queue status (or fair-sharing) passes, in seconds
-STATUS_INTERVAL = 1.0
-#: the server-side timeout of each watch request; the informer then resumes from where it was
-WATCH_TIMEOUT_SECONDS = 290
 
 
-@dataclass(frozen=True, slots=True)
-class ControllerSettings:
-    """How a replica campaigns for the Lease and paces its work; the defaults are ``serve``'s."""
-
-    leader_election: bool = True
-    lease_duration: float = LEASE_DURATION
-    renew_deadline: float = RENEW_DEADLINE
-    retry_period: float = RETRY_PERIOD
-    status_interval: float = STATUS_INTERVAL
-    watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS
-    #: MultiKueue: the first delay before reconnecting to a worker (doubling up to the cap, jittered)
-    multikueue_retry_base: float = RETRY_BASE
-    multikueue_retry_cap: float = RETRY_CAP
-    #: MultiKueue: where ``locationType: Path`` kubeconfigs must be, and how often they are looked at
-    multikueue_kubeconfig_dir: Path = Path(KUBECONFIG_PATH_PREFIX)
-    multikueue_file_poll: float = FILE_POLL_SECONDS
-    #: MultiKueue dispatch timings and names; None: the configuration's ``multiKueue`` (live)
-    multikueue: DispatchSettings | None = None
-
-
-DEFAULT_SETTINGS = ControllerSettings()
-
-
-class Controller:
+class Controller(LeadershipTerm):
     """Wire the pieces for one replica; ``run`` until cancelled."""
 
     def __init__(
@@ -377,156 +341,6 @@ class Controller:
         """The scheduler loop's scheduler state, as it is now (each leadership term rebuilds it)."""
         return self.scheduler.state
 
-    # -- leadership ----------------------------------------------------------------------------------------
-
-    def _leadership_changed(self, leading: bool) -> None:
-        self.metrics.role = "leader" if leading else "follower"
-        if not leading:
-            self.metrics.forget_role("leader")
-        if leading:
-            self._start_leading()
-        else:
-            self._stop_leading()
-
-    def _start_leading(self) -> None:
-        if self.leading.is_set():
-            return
-        self.leading.set()
-        self.following.clear()
-        self._stop_mirror_rebuild()
-        log.info("leading: scheduling term starting", extra={"identity": self.identity})
-        self._leader_tasks = [asyncio.get_running_loop().create_task(self._open_term(), name="term-start")]
-
-    async def _open_term(self) -> None:
-        """``_start_term``; a start that fails steps down (said once, with its cause), so that the next
-        tick starts a whole term again instead of leaving a leader that never schedules."""
-        try:
-            await self._start_term()
-        except Exception:
-            log.exception("leading: the scheduling term could not start; stepping down")
-            if self.elector is not None:
-                self.elector.step_down()
-            else:
-                self._stop_leading()
-
-    async def _start_term(self) -> None:
-        """Rebuild the core and queue everything a previous leader may have left half done, then start the
-        term's tasks.
-
-        Every Workload is read once and handed to the core and to each controller that looks for work in it
-        (``store_pass``), in slices that give the event loop its turns: a start with tens of thousands of
-        Workloads takes seconds of CPU, and the Lease must be renewed meanwhile. Store changes arriving
-        during the pass reach the same consumers through their listeners (this replica leads already), so
-        nothing is missed; the scheduler makes no decision before the core holds every admitted Workload.
-        Cancelled with the term, like any of its tasks.
-        """
-        started = time.monotonic()
-        self.scheduler.begin_rebuild()
-        self.checks.resync_checks()
-        self.node_failures.resync_nodes()
-        self.multikueue_checks.resync()
-        for kind, consume in self.reconciler.resync_consumers():
-            await store_pass(self.store, kind, (consume,), clock=self.slice_clock)
-        workloads = await store_pass(
-            self.store,
-            WORKLOADS,
-            (
-                self.scheduler.rebuild_workload,
-                self.reconciler.resync_workload,
-                self.pods_ready.resync_workload,
-                self.execution_limits.resync_workload,
-                self.checks.resync_workload,
-                self.ungater.resync_workload,
-                self.node_failures.resync_workload,
-                self.multikueue.resync_workload,
-            ),
-            clock=self.slice_clock,
-        )
-        self.scheduler.end_rebuild()
-        self.queues_mirror.state = SchedulerState()  # the scheduler's own queues answer from now on
-        self._mirror_whole = False
-        self._apply_fair_sharing(self.configuration())
-        self.status.mark_all()
-        self.fair_sharing.mark_all()
-        loop = asyncio.get_running_loop()
-        self._leader_tasks += [
-            loop.create_task(self.scheduler.run(), name="scheduler-loop"),
-            loop.create_task(self.reconciler.run(), name="job-reconciler"),
-            loop.create_task(self.pods_ready.run(), name="pods-ready-timers"),
-            loop.create_task(self.execution_limits.run(), name="execution-time-limits"),
-            loop.create_task(self.status.run(), name="queue-status"),
-            loop.create_task(self.checks.run(), name="admission-checks"),
-            loop.create_task(self.worker_clusters.run(), name="multikueue-clusters"),
-            loop.create_task(self.multikueue_checks.run(), name="multikueue-checks"),
-            loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
-            loop.create_task(self.ungater.run(), name="topology-ungater"),
-            loop.create_task(self.node_failures.run(), name="topology-node-failures"),
-            loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
-            loop.create_task(self.cert_rotation.run(), name="certificate-rotation"),
-            loop.create_task(self.multikueue.run(), name="multikueue-dispatch"),
-        ]
-        self.term_open.set()
-        log.info(
-            "leading: scheduling task started",
-            extra={
-                "identity": self.identity,
-                "workloads": workloads,
-                "start_seconds": round(time.monotonic() - started, 3),
-            },
-        )
-
-    def _stop_leading(self, *, shutting_down: bool = False) -> None:
-        if not self.leading.is_set():
-            return
-        self.leading.clear()  # every write path checks this before writing: admitting stops now
-        self.following.set()
-        self.term_open.clear()
-        self.scheduler.abandon_writes()  # its write tasks are its own: cancel them before any resumes
-        for task in self._leader_tasks:
-            task.cancel()
-        self._leader_tasks = []
-        if not shutting_down:  # the visibility API reads the standby's queues once they are rebuilt
-            self._mirror_whole = False
-            self._mirror_rebuild = asyncio.get_running_loop().create_task(
-                self._rebuild_mirror(), name="queues-mirror-rebuild"
-            )
-        log.info("lost leadership: scheduling task stopped", extra={"identity": self.identity})
-
-    async def _rebuild_mirror(self) -> None:
-        """The standby's queues from the store, in slices (as a term's start reads it): a replica that
-        just lost the Lease must be ready to campaign again on time, not busy for seconds."""
-        try:
-            await self.queues_mirror.rebuild_gradually(clock=self.slice_clock)
-            self._configure_fair_sharing(self.queues_mirror.state, self.configuration())
-            self._mirror_whole = True
-        except Exception:  # the visibility API says to retry until a later rebuild; said once, with the cause
-            log.exception("the standby's queues could not be rebuilt")
-        finally:
-            if self._mirror_rebuild is asyncio.current_task():  # not a later rebuild's
-                self._mirror_rebuild = None
-
-    def _stop_mirror_rebuild(self) -> None:
-        if self._mirror_rebuild is not None:
-            self._mirror_rebuild.cancel()
-            self._mirror_rebuild = None
-
-    def _while_leading(self, handler: Listener) -> Listener:
-        """``handler``, told store changes only while this replica leads; named as it is (in logs and
-        the listener-error metric)."""
-
-        def listener(change: Change) -> None:
-            if self.leading.is_set():
-                handler(change)
-
-        listener.__qualname__ = listener_name(handler)
-        return listener
-
-    def _while_following(self, change: Change) -> None:
-        """The standby's queues follow store changes while this replica does not lead (before the first
-        sync, the rebuild at sync feeds them everything at once)."""
-        if not self.leading.is_set() and self.synced.is_set():
-            self.queues_mirror.on_change(change)
-
     def _watch_integrations(self, configuration: Configuration) -> None:
         """Watch every enabled integration's kind (Jobs are always watched); stop watching, and forget the
         objects of, kinds turned off. A kind whose CRD is missing is looked for again by its informer."""
@@ -556,24 +370,6 @@ class Controller:
             task = loop.create_task(informer.run(), name=f"informer-{kind.plural}.{kind.group}")
             self.integration_informers[kind] = (informer, task)
             log.info("integration on: watching kind", extra={"kind": kind.kind, "group": kind.group})
-
-    def _rearm_pods_ready(self, configuration: Configuration) -> None:
-        """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""
-        if self.leading.is_set():
-            self.pods_ready.resync()
-
-    def _apply_fair_sharing(self, configuration: Configuration) -> None:
-        """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
-        self._configure_fair_sharing(self.scheduler.state, configuration)
-        self._configure_fair_sharing(self.queues_mirror.state, configuration)
-        self.scheduler.kick()
-        self.status.mark_all()
-        self.fair_sharing.mark_all()
-
-    @staticmethod
-    def _configure_fair_sharing(state: SchedulerState, configuration: Configuration) -> None:
-        fair = configuration.fair_sharing
-        state.configure_fair_sharing(enabled=fair.enable, strategies=fair.preemption_strategies)
 
     # -- running -----------------------------------------------------------------------------------------
 

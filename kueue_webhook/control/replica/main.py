@@ -23,7 +23,7 @@ from pathlib import Path
 from kueue_webhook import runtime
 from kueue_webhook.control.kube.kubeconfig import KubeconfigError
 from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
-from kueue_webhook.control.replica.controller import ControllerSettings
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from kueue_webhook.control.replica.wiring import API_CONNECTIONS, Listen, Replica, build
 from kueue_webhook.logs import RedactSecrets, redact
 

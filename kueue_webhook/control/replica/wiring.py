@@ -19,7 +19,8 @@ from kueue_webhook.control.jobs.owner_lookup import AdmissionOwners
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.multikueue.workers import WorkerClusters
-from kueue_webhook.control.replica.controller import DEFAULT_SETTINGS, Controller, ControllerSettings
+from kueue_webhook.control.replica.controller import Controller
+from kueue_webhook.control.replica.controller_settings import DEFAULT_SETTINGS, ControllerSettings
 from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_FLIGHT
 from kueue_webhook.core.recent_decisions import RecentDecisions
 from kueue_webhook.http.app import create_app, create_metrics_app

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kueue_webhook.control.replica.controller import ControllerSettings
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from kueue_webhook.control.replica.wiring import Listen, build
 from tests.fakeapi import FakeApiServer
 from tests.front_proxy import ClientPair

@@ -9,7 +9,8 @@ import asyncio
 import pytest
 from prometheus_client import CollectorRegistry
 
-from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.replica.controller import Controller
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from tests.unit.control.fakes import MemoryApi
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 1.5, 1.0, 0.2

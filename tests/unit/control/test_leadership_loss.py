@@ -20,7 +20,8 @@ from kueue_webhook.control.kube.kinds import (
     Kind,
 )
 from kueue_webhook.control.kube.verbs import PatchType
-from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.replica.controller import Controller
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from tests.support import builders
 from tests.unit.control.small_cluster import RecordingApi, queue
 

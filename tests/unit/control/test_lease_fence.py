@@ -18,7 +18,8 @@ from aiohttp import web
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.kube.leader import LeaderElector, NotLeader
-from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.replica.controller import Controller
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from tests.unit.control.fakes import Clock, MemoryApi
 from tests.unit.control.small_cluster import RecordingApi, cluster, install
 

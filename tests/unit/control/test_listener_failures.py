@@ -19,7 +19,8 @@ from kueue_webhook.control.cache.store import Change, Store
 from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, NAMESPACES, WORKLOADS, Kind
 from kueue_webhook.control.output.metrics import Metrics
 from kueue_webhook.control.output.writers import Writer
-from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.replica.controller import Controller
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from tests.unit.control.fakes import control_context
 from tests.unit.control.small_cluster import RecordingApi, cluster, install

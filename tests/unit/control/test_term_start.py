@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from kueue_webhook.control.kube.kinds import WORKLOADS as WORKLOADS_KIND
-from kueue_webhook.control.replica.controller import Controller, ControllerSettings
+from kueue_webhook.control.replica.controller import Controller
+from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from kueue_webhook.core import visibility as vis
 from tests.unit.control.fakes import Clock, control_context
