@@ -102,9 +102,13 @@ class WorkloadInfo:
     parked: bool = False
     retry_when: Any = None
 
-    @property
-    def sort_key(self) -> tuple[int, float, str]:
-        return order_key(self.priority, self.created, self.key)
+    #: queue order (``order_key``), computed once: ``key``, ``priority`` and ``created`` are never changed
+    #: on a WorkloadInfo (an update of the Workload builds a new one), and the pending queues read it on
+    #: every push, pop, park and rank
+    sort_key: tuple[int, float, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.sort_key = order_key(self.priority, self.created, self.key)
 
     @classmethod
     def from_workload(cls, workload: Workload, *, priority: int | None = None) -> WorkloadInfo:
