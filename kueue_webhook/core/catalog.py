@@ -138,7 +138,7 @@ class Catalog:
             queue = QueueState(
                 spec,
                 compile_queue(spec, fair_sharing=specs.fair_sharing),
-                PendingQueue(strict=spec.queueing_strategy == "StrictFIFO"),
+                PendingQueue(strict=spec.queueing_strategy == "StrictFIFO", notices=self.pending.notices),
             )
             queue.missing_flavors, queue.checks = missing, checks
             specs.queues[name] = queue

@@ -368,10 +368,13 @@ class _Pass:
     ) -> None:
         """Tell the parked workloads of ``info``'s shape what it was just told, when it was retried by a
         wake as the first of them and (``alike``) its outcome holds for its whole shape
-        (``_shape_shares``)."""
-        restate, name = self.notices.restate, queue.spec.name
-        for key in queue.pending.revisited_alike(info, collect=alike):
-            restate(key, name, reason, message)
+        (``_shape_shares``): said once for the shape, however many it holds."""
+        group, following = queue.pending.revisited_alike(info, collect=alike)
+        name = queue.spec.name
+        if group is not None:
+            self.notices.restate_parked(group, name, reason, message)
+        if following is not None:
+            self.notices.restate(following, name, reason, message)
 
     def _wait(self, info: WorkloadInfo, queue: QueueState, reason: str, message: str) -> None:
         position = queue.pending.position(info)

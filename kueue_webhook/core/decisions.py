@@ -24,6 +24,7 @@ What the controller does with each decision:
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from kueue_webhook.api.objects import Admission
@@ -98,12 +99,27 @@ Decision = Admit | Wait | Evict
 
 class Notices:
     """Decisions reached between cycles (delivered with the next one), and the last ``Wait`` said to
-    each pending workload, so that the same wait is not written twice."""
+    each pending workload, so that the same wait is not written twice.
+
+    A failure that holds for a whole *shape* of parked workloads (``PendingQueue.revisited_alike``) is
+    kept once for the shape (``restate_parked``), not once per member: a parked workload reads it through
+    its shape while it stays parked (``last_wait``), and takes it as its own when it leaves the parked
+    list (``unparked``). So a shape of thousands costs the same as a shape of one. Whether the shape's
+    word or a workload's own is the latest is told by ``_tick``, which every wait and restatement moves.
+    """
 
     def __init__(self) -> None:
         self._queued: list[Decision] = []
-        self._last_wait: dict[WorkloadKey, tuple[str, str, int | None]] = {}
-        #: workloads whose wait was restated since ``take_restated``, with their ClusterQueue
+        #: per workload: reason, message, position and the tick it was said at
+        self._last_wait: dict[WorkloadKey, tuple[str, str, int | None, int]] = {}
+        self._tick = 0
+        #: per parked workload: its parked group (a ClusterQueue's shape) and the tick it was parked at
+        self._parked: dict[WorkloadKey, tuple[Hashable, int]] = {}
+        #: per parked group: the tick, reason and message of its latest restatement
+        self._said: dict[Hashable, tuple[int, str, str]] = {}
+        #: ClusterQueues with a restated group, and single workloads restated (with their ClusterQueue),
+        #: since ``take_restated``
+        self._restated_queues: set[str] = set()
         self._restated: dict[WorkloadKey, str] = {}
 
     def __bool__(self) -> bool:
@@ -132,31 +148,77 @@ class Notices:
         position: int | None,
     ) -> None:
         """Add a ``Wait`` to ``out`` unless it says what the workload was last told."""
-        seen = (reason, message, position)
-        if self._last_wait.get(key) == seen:
+        if self._told(key) == (reason, message, position):
             return
-        self._last_wait[key] = seen
+        self._tick += 1
+        self._last_wait[key] = (reason, message, position, self._tick)
         out.append(Wait(key, cluster_queue, reason, message, position))
 
     def restate(self, key: WorkloadKey, cluster_queue: str, reason: str, message: str) -> None:
-        """A parked workload would now be told this, found without trying it (another of its shape failed
-        so): kept as its latest wait, with no decision of its own. Whoever shows messages learns which
-        workloads to look at from ``take_restated``, so a queue of thousands costs no decision each."""
-        seen = self._last_wait.get(key)
+        """A workload would now be told this, found without trying it (another of its shape failed so):
+        kept as its latest wait, with no decision of its own (``take_restated`` names it)."""
+        seen = self._told(key)
         if seen is None or (seen[0], seen[1]) == (reason, message):
             return
-        self._last_wait[key] = (reason, message, seen[2])
+        self._tick += 1
+        self._last_wait[key] = (reason, message, seen[2], self._tick)
         self._restated[key] = cluster_queue
 
-    def take_restated(self) -> dict[WorkloadKey, str]:
-        """The workloads whose wait was restated since the last call, with their ClusterQueues."""
-        out, self._restated = self._restated, {}
+    def restate_parked(self, group: Hashable, cluster_queue: str, reason: str, message: str) -> None:
+        """Every workload parked in ``group`` now would be told this (``restate`` for each, in O(1)): the
+        ones that were told something before keep their position and read this instead, until they are
+        told anything newer. ``take_restated`` names ``cluster_queue``."""
+        self._tick += 1
+        self._said[group] = (self._tick, reason, message)
+        self._restated_queues.add(cluster_queue)
+
+    def parked(self, key: WorkloadKey, group: Hashable) -> None:
+        """``key`` was parked in ``group``: a later ``restate_parked`` of the group speaks for it."""
+        self._tick += 1
+        self._parked[key] = (group, self._tick)
+
+    def unparked(self, key: WorkloadKey) -> None:
+        """``key`` left the parked list: what its group said for it becomes its own."""
+        parked = self._parked.pop(key, None)
+        if parked is None:
+            return
+        said = self._said.get(parked[0])
+        if said is None or said[0] < parked[1]:
+            return
+        seen = self._last_wait.get(key)
+        if seen is not None and seen[3] < said[0]:
+            self._last_wait[key] = (said[1], said[2], seen[2], said[0])
+
+    def group_emptied(self, group: Hashable) -> None:
+        """Nothing is parked in ``group`` any more: its restatement speaks for nobody."""
+        self._said.pop(group, None)
+
+    def take_restated(self) -> list[tuple[str, WorkloadKey | None]]:
+        """What was restated since the last call: ``(ClusterQueue, workload)`` for a single workload,
+        ``(ClusterQueue, None)`` for a ClusterQueue where a whole parked shape was."""
+        out: list[tuple[str, WorkloadKey | None]] = [(name, None) for name in sorted(self._restated_queues)]
+        out.extend((name, key) for key, name in self._restated.items() if name not in self._restated_queues)
+        self._restated_queues, self._restated = set(), {}
         return out
 
     def forget(self, key: WorkloadKey) -> None:
-        """The workload was admitted, requeued or is gone: its next wait is news."""
+        """The workload was admitted, requeued or is gone (so not parked): its next wait is news."""
         self._last_wait.pop(key, None)
+        self._parked.pop(key, None)  # left behind by a ClusterQueue deleted while it was parked there
+
+    def _told(self, key: WorkloadKey) -> tuple[str, str, int | None] | None:
+        """What the workload was last told (reason, message, position): its own latest wait, or what its
+        parked group said after it, if later."""
+        seen = self._last_wait.get(key)
+        if seen is None:
+            return None
+        parked = self._parked.get(key)
+        if parked is not None:
+            said = self._said.get(parked[0])
+            if said is not None and said[0] > parked[1] and said[0] > seen[3]:
+                return (said[1], said[2], seen[2])
+        return (seen[0], seen[1], seen[2])
 
     def last_wait(self, key: WorkloadKey) -> tuple[str, str] | None:
-        seen = self._last_wait.get(key)
-        return (seen[0], seen[1]) if seen is not None else None
+        told = self._told(key)
+        return (told[0], told[1]) if told is not None else None

@@ -20,8 +20,10 @@ wake returns the first parked workload of each shape, and the next one of a shap
 previous one was taken. The outcome is the one of retrying everything in queue order, at a cost that
 grows with the number of shapes instead of the number of parked workloads. So that the workloads behind a
 failed one of its shape do not keep an outdated pending message, a wake that retries for real (anything
-but a mere release) marks the shape *revisited*: the first of it that fails again tells the cycle which
-parked workloads share its shape (``revisited_alike``), and they are told the same. A head that goes back
+but a mere release) marks the shape *revisited*: the first of it that fails again tells the cycle that the
+parked workloads of its shape share its outcome (``revisited_alike``), and they are told the same, once
+for the shape (``Notices.restate_parked``: the queue tells ``Notices`` who is parked in which shape, so
+the cost does not grow with the number of parked workloads). A head that goes back
 parked with an outcome its whole shape shares (it did not fit, or nobody could be preempted for it) takes
 back with it the next of its shape that its pop released: tried in the next cycle, that one would only
 fail the same way, and the cycle run for it would decide nothing. For the same reason a release finds
@@ -35,6 +37,7 @@ import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Hashable, Iterator
 
+from kueue_webhook.core.decisions import Notices
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
 
 __all__ = ["PendingQueue", "RetryCondition", "may_fit"]
@@ -66,6 +69,7 @@ class PendingQueue:
         "_following",
         "_heap",
         "_last_pop",
+        "_notices",
         "_parked",
         "_parked_keys",
         "_released",
@@ -75,8 +79,10 @@ class PendingQueue:
         "strict",
     )
 
-    def __init__(self, *, strict: bool = False) -> None:
+    def __init__(self, *, strict: bool = False, notices: Notices | None = None) -> None:
         self.strict = strict
+        #: told who is parked in which shape, so that a shape's restatement speaks for its members
+        self._notices = notices
         self._heap: list[tuple[_Key, WorkloadKey]] = []
         #: workloads in the heap -> the key they were pushed with (stale heap entries differ)
         self._entries: dict[WorkloadKey, tuple[_Key, WorkloadInfo]] = {}
@@ -138,6 +144,8 @@ class PendingQueue:
         info = self._parked.pop(key, None)
         if info is not None:
             del self._parked_keys[bisect_left(self._parked_keys, info.sort_key)]
+            if self._notices is not None:
+                self._notices.unparked(key)
         return info
 
     def _top(self) -> tuple[_Key, WorkloadInfo] | None:
@@ -200,6 +208,8 @@ class PendingQueue:
         self._parked[info.key] = info
         insort(self._parked_keys, info.sort_key)
         heapq.heappush(self._buckets.setdefault(info.shape, []), (info.sort_key, info.key))
+        if self._notices is not None:
+            self._notices.parked(info.key, (self, info.shape))
 
     def retry(self, key: WorkloadKey) -> bool:
         """Put one parked workload back in the heap to be tried for real, whatever its shape waits for
@@ -242,6 +252,8 @@ class PendingQueue:
         self._awake.discard(shape)
         self._revisited.discard(shape)
         self._following.pop(shape, None)
+        if self._notices is not None:
+            self._notices.group_emptied((self, shape))
         return None
 
     def wake(self, *, available: Callable[[FlavorResource], int] | None = None) -> bool:
@@ -264,29 +276,24 @@ class PendingQueue:
                 woke = True
         return woke
 
-    def revisited_alike(self, info: WorkloadInfo, *, collect: bool = True) -> list[WorkloadKey]:
-        """The other parked workloads of ``info``'s shape, when ``info`` has just failed as the first of its
-        shape retried by a wake for real (once per wake; else nothing). They would fail the same way.
-        ``collect=False``: its outcome does not hold for them; the wake's first failure is seen all the same.
+    def revisited_alike(
+        self, info: WorkloadInfo, *, collect: bool = True
+    ) -> tuple[Hashable | None, WorkloadKey | None]:
+        """Who shares the outcome of ``info``, when it has just failed as the first of its shape retried by a
+        wake for real (once per wake; else nobody): the group of the parked workloads of its shape (for
+        ``Notices.restate_parked``), and the one released behind it that is back in the heap, untried
+        (None when there is none). They would fail the same way. ``collect=False``: its outcome does not
+        hold for them; the wake's first failure is seen all the same.
         """
         shape = info.shape
         if shape not in self._revisited:
-            return []
+            return None, None
         self._revisited.discard(shape)
-        if not collect:
-            self._following.pop(shape, None)
-            return []
-        parked = self._parked
-        alike = [
-            key
-            for sort_key, key in self._buckets.get(shape, ())
-            if key != info.key and key in parked and parked[key].sort_key == sort_key
-        ]
         following = self._following.pop(shape, None)  # released behind it, to be put back untried
+        if not collect:
+            return None, None
         entry = self._entries.get(following) if following is not None else None
-        if entry is not None and entry[1].parked:
-            alike.append(entry[1].key)
-        return alike
+        return (self, shape), entry[1].key if entry is not None and entry[1].parked else None
 
     def position(self, info: WorkloadInfo) -> int:
         """1-based rank of a workload that just failed as head: parked workloads that sort before it,

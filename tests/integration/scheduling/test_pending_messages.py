@@ -108,3 +108,30 @@ async def test_a_parked_workload_is_told_two_more_are_needed_once_another_queue_
         admitted = condition(workload_of(fake_api, "team-a", "a-waiting"), "Admitted")
         assert reserved is not None and admitted is not None
         assert (admitted["status"], admitted["reason"]) == ("False", "NoReservation")
+
+
+async def test_every_parked_workload_of_one_shape_shows_the_message_restated_for_it(
+    fake_api: FakeApiServer,
+) -> None:
+    await fake_api.apply_manifests(SETUP)
+    waiting = [f"a-waiting-{index}" for index in range(12)]
+    async with replica(fake_api.kubeconfig_path()):
+        await fake_api.create(cpu_job("team-a", "a-running", 2))
+        await fake_api.wait_for(lambda: running(fake_api, "team-a", "a-running"))
+        for name in waiting:
+            await fake_api.create(cpu_job("team-a", name, 3))
+        await fake_api.wait_for(
+            lambda: all(
+                shown(fake_api, "team-a", n) == ("WaitingForQuota", NEEDS.format(1)) for n in waiting
+            ),
+            timeout=20,
+        )
+        # one borrower in the cohort: the first of the shape is tried again, the rest are told alike
+        await fake_api.create(cpu_job("team-b", "b-borrower", 1))
+        await fake_api.wait_for(lambda: running(fake_api, "team-b", "b-borrower"))
+        await fake_api.wait_for(
+            lambda: all(
+                shown(fake_api, "team-a", n) == ("WaitingForQuota", NEEDS.format(2)) for n in waiting
+            ),
+            timeout=20,
+        )

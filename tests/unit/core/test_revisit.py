@@ -4,6 +4,8 @@ nothing is decided for a workload whose message did not move."""
 
 from __future__ import annotations
 
+from kueue_webhook.core.decisions import Notices
+from kueue_webhook.core.model import WorkloadKey
 from kueue_webhook.core.revisits import REVISIT_AFTER
 from kueue_webhook.core.scheduler import SchedulerState, Wait
 
@@ -86,8 +88,9 @@ def test_parked_workloads_of_one_shape_are_all_restated_with_one_decision() -> N
     assert [w.workload for w in _waits(decisions)] == ["ns/parked"]
     for index in range(2, 5):
         assert state.last_wait(f"ns/alike-{index}") == ("WaitingForQuota", A_NEEDS.format(2))
-    assert state.take_restated() == {f"ns/alike-{index}": "team-a" for index in range(2, 5)}
-    assert state.take_restated() == {}
+    # whoever shows messages learns to look at the ClusterQueue, once
+    assert state.take_restated() == [("team-a", None)]
+    assert state.take_restated() == []
 
 
 def test_without_a_clock_nothing_is_revisited() -> None:
@@ -111,3 +114,47 @@ def test_a_tree_without_changes_is_left_alone() -> None:
     assert admitted(run_until_quiet(state, now=10.0)) == ["ns/elsewhere"]
     assert _waits(run_until_quiet(state, now=10.0 + REVISIT_AFTER)) == []
     assert state.last_wait("ns/parked") == ("WaitingForQuota", A_NEEDS.format(1))
+
+
+def test_every_member_of_a_large_parked_shape_is_told_the_restated_message() -> None:
+    state = _cohort()
+    alike = [f"ns/many-{index}" for index in range(300)]
+    for index in range(300):
+        state.upsert_workload(workload(f"many-{index}", {"cpu": "3"}, created=2 + index))
+    run_until_quiet(state, now=1.0)
+    assert {state.last_wait(key) for key in alike} == {("WaitingForQuota", A_NEEDS.format(1))}
+    state.take_restated()
+    state.upsert_workload(workload("borrower", {"cpu": "1"}, queue="lq-b", created=1000))
+    run_until_quiet(state, now=1000.0)
+    decisions = run_until_quiet(state, now=1000.0 + REVISIT_AFTER)
+    # one decision for the shape's first; all 300 behind it read the new message
+    assert [w.workload for w in _waits(decisions)] == ["ns/parked"]
+    assert {state.last_wait(key) for key in alike} == {("WaitingForQuota", A_NEEDS.format(2))}
+    # the visibility API and ``kubectl describe`` read the same message
+    assert [state.last_wait(str(info.key)) for info in state.pending_in("team-a")] == [
+        ("WaitingForQuota", A_NEEDS.format(2))
+    ] * 301
+
+
+def test_a_workload_keeps_what_its_shape_was_told_once_it_leaves_the_parked_list() -> None:
+    notices = Notices()
+    out: list[object] = []
+    key, later = WorkloadKey("ns/a"), WorkloadKey("ns/b")
+    notices.wait(out, key, "cq", "WaitingForQuota", "old", 3)
+    notices.parked(key, "shape")
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "new")
+    notices.wait(out, later, "cq", "WaitingForQuota", "own", 4)
+    notices.parked(later, "shape")  # parked after the restatement: it keeps its own message
+    assert (notices.last_wait(key), notices.last_wait(later)) == (
+        ("WaitingForQuota", "new"),
+        ("WaitingForQuota", "own"),
+    )
+    notices.unparked(key)
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "newer")  # speaks for the parked only
+    assert (notices.last_wait(key), notices.last_wait(later)) == (
+        ("WaitingForQuota", "new"),
+        ("WaitingForQuota", "newer"),
+    )
+    # what it was told, position included, is not decided again
+    notices.wait(out, key, "cq", "WaitingForQuota", "new", 3)
+    assert len(out) == 2
