@@ -47,7 +47,7 @@ from kueue_webhook.core.fair_sharing import Contender, pick_fairest
 from kueue_webhook.core.flavors import Assignment, CompiledQueue, FlavorAssigner, Mode
 from kueue_webhook.core.ledger import Ledger
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount_quantity
-from kueue_webhook.core.pending_queue import RetryCondition, may_fit
+from kueue_webhook.core.pending_queue import RetryCondition
 from kueue_webhook.core.pending_queues import PendingQueues
 from kueue_webhook.core.preemption import Target, TargetSearch, preemption_message, queue_path
 from kueue_webhook.core.specs import QueueState, Specs
@@ -138,17 +138,15 @@ class _Pass:
         heads: list[tuple[WorkloadInfo, QueueState]] = []
         for name in sorted(ready):
             queue = queues[name]
+            if queue.pending.park_unfit_head(partial(specs.ledger.available, name)):
+                # woken with others of its cohort, but what it needs was taken before its turn:
+                # back to the parked list without a new attempt (its pending message stands)
+                continue
             info = queue.pending.pop()
             if info is None:
                 ready.discard(name)
                 continue
             workloads[info.key].queued = False
-            if info.parked and not may_fit(info.retry_when, partial(specs.ledger.available, name)):
-                # woken with others of its cohort, but what it needs was taken before its turn:
-                # back to the parked list without a new attempt (its pending message stands)
-                queue.pending.requeue_failed(info, retry_when=info.retry_when, alike=True)
-                workloads[info.key].queued = True
-                continue
             selector = queue.spec.namespace_selector
             if not _namespace_matches(selector, namespaces.get(info.namespace)):
                 # no release helps, labels do

@@ -179,6 +179,45 @@ class PendingQueue:
                         self._following[info.shape] = following
         return info
 
+    def park_unfit_head(self, available: Callable[[FlavorResource], int]) -> bool:
+        """Put the head back on the parked list, untried, if it was released parked and what it needs is
+        not ``available`` any more (``may_fit`` of its retry condition): True when it did.
+
+        The same as popping it and ``requeue_failed(alike=True)`` with its own condition, without the work
+        of that round trip: the next of its shape stays parked instead of being released and parked again.
+        """
+        head = self.peek()
+        if head is None or self.strict or not head.parked or may_fit(head.retry_when, available):
+            return False
+        heapq.heappop(self._heap)
+        del self._entries[head.key]
+        shape, retry_when = head.shape, head.retry_when
+        if shape in self._awake:
+            following = self._first_parked(shape)
+            if following is None:  # as ``_release_next`` finding none: the shape's bookkeeping ends
+                self._release_next(shape)
+            else:  # as if released behind the head and parked again with it
+                following.retry_when = retry_when
+                if shape in self._revisited:
+                    self._following[shape] = following.key
+        self._awake.discard(shape)
+        self._released.pop(shape, None)
+        self._last_pop = None
+        self._park(head, retry_when)
+        return True
+
+    def _first_parked(self, shape: Hashable) -> WorkloadInfo | None:
+        """The first parked workload of ``shape`` (stale bucket entries on top are dropped)."""
+        bucket = self._buckets.get(shape)
+        parked = self._parked
+        while bucket:
+            sort_key, key = bucket[0]
+            info = parked.get(key)
+            if info is not None and info.sort_key == sort_key:
+                return info
+            heapq.heappop(bucket)
+        return None
+
     def requeue_failed(
         self, info: WorkloadInfo, *, retry_when: RetryCondition | None = None, alike: bool = False
     ) -> None:

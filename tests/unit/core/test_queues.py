@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kueue_webhook.core.model import WorkloadInfo
-from kueue_webhook.core.pending_queue import PendingQueue
+from kueue_webhook.core.pending_queue import PendingQueue, RetryCondition
 from kueue_webhook.core.scheduler import SchedulerState
 
 from .builders import admitted, cluster_queue, last_wait, run_until_quiet, state_with, workload
@@ -218,3 +218,29 @@ def test_releases_in_a_row_put_one_workload_of_a_shape_in_the_heap_at_a_time() -
     assert admissions == ["ns/same-0", "ns/same-1", "ns/same-2"]
     assert cycles == 4  # the last one: same-3, released behind same-2, finds no room and goes back
     assert state.inadmissible_count("cq") == 1
+
+
+def test_a_released_head_whose_room_is_gone_goes_back_parked_untried_with_its_shape() -> None:
+    queue = PendingQueue()
+    #: one resource group, one flavor, 2 cpu of it
+    needs_two: RetryCondition = ((((("default", "cpu"), 2000),),),)
+    same = [info(f"same-{index}", created=index) for index in range(3)]
+    for item in same:
+        queue.push(item)
+    for _ in same:
+        head = queue.pop()
+        assert head is not None
+        queue.requeue_failed(head, retry_when=needs_two, alike=True)
+    assert queue.wake(available=lambda fr: 2000)  # the room is there: the first of the shape returns
+    assert not queue.park_unfit_head(lambda fr: 2000)  # still there: it is tried
+    assert queue.park_unfit_head(lambda fr: 1000)  # taken meanwhile: back, untried
+    assert queue.peek() is None and queue.parked_count == 3
+    assert queue.wake(available=lambda fr: 2000)
+    assert [queue.pop().name for _ in range(2)] == ["same-0", "same-1"]  # type: ignore[union-attr]
+
+
+def test_a_fresh_head_is_never_parked_untried() -> None:
+    queue = PendingQueue()
+    queue.push(info("new"))
+    assert not queue.park_unfit_head(lambda fr: 0)
+    assert queue.pop() is not None
