@@ -370,7 +370,8 @@ class _Pass:
         group, following = queue.pending.revisited_alike(info, collect=alike)
         name = queue.spec.name
         if group is not None:
-            self.notices.restate_parked(group, name, reason, message)
+            members = partial(queue.pending.parked_in, info.shape)
+            self.notices.restate_parked(group, name, reason, message, members)
         if following is not None:
             self.notices.restate(following, name, reason, message)
 

@@ -24,7 +24,7 @@ What the controller does with each decision:
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from kueue_webhook.api.objects import Admission
@@ -104,8 +104,10 @@ class Notices:
     A failure that holds for a whole *shape* of parked workloads (``PendingQueue.revisited_alike``) is
     kept once for the shape (``restate_parked``), not once per member: a parked workload reads it through
     its shape while it stays parked (``last_wait``), and takes it as its own when it leaves the parked
-    list (``unparked``). So a shape of thousands costs the same as a shape of one. Whether the shape's
-    word or a workload's own is the latest is told by ``_tick``, which every wait and restatement moves.
+    list (``unparked``). Whether the shape's word or a workload's own is the latest is told by ``_tick``,
+    which every wait and restatement moves. Whoever shows messages still learns which workloads' message
+    moved (``take_restated``), but a restatement that repeats the shape's last one looks only at the
+    workloads parked since: a revisit that changes nothing costs nothing per parked workload.
     """
 
     def __init__(self) -> None:
@@ -117,9 +119,9 @@ class Notices:
         self._parked: dict[WorkloadKey, tuple[Hashable, int]] = {}
         #: per parked group: the tick, reason and message of its latest restatement
         self._said: dict[Hashable, tuple[int, str, str]] = {}
-        #: ClusterQueues with a restated group, and single workloads restated (with their ClusterQueue),
-        #: since ``take_restated``
-        self._restated_queues: set[str] = set()
+        #: per group with a restatement: the workloads parked in it since (some may have left)
+        self._parked_since: dict[Hashable, list[WorkloadKey]] = {}
+        #: workloads whose wait was restated since ``take_restated``, with their ClusterQueue
         self._restated: dict[WorkloadKey, str] = {}
 
     def __bool__(self) -> bool:
@@ -152,6 +154,7 @@ class Notices:
             return
         self._tick += 1
         self._last_wait[key] = (reason, message, position, self._tick)
+        self._moved(key)
         out.append(Wait(key, cluster_queue, reason, message, position))
 
     def restate(self, key: WorkloadKey, cluster_queue: str, reason: str, message: str) -> None:
@@ -162,20 +165,42 @@ class Notices:
             return
         self._tick += 1
         self._last_wait[key] = (reason, message, seen[2], self._tick)
+        self._moved(key)
         self._restated[key] = cluster_queue
 
-    def restate_parked(self, group: Hashable, cluster_queue: str, reason: str, message: str) -> None:
-        """Every workload parked in ``group`` now would be told this (``restate`` for each, in O(1)): the
-        ones that were told something before keep their position and read this instead, until they are
-        told anything newer. ``take_restated`` names ``cluster_queue``."""
+    def restate_parked(
+        self,
+        group: Hashable,
+        cluster_queue: str,
+        reason: str,
+        message: str,
+        members: Callable[[], Iterable[WorkloadKey]],
+    ) -> None:
+        """Every workload parked in ``group`` now (``members``) would be told this: ``restate`` for each,
+        in O(1) for what it records. ``take_restated`` names those whose message moved; when the group was
+        last told the same, only those parked since can have moved, and ``members`` is not called."""
+        said = self._said.get(group)
+        since = self._parked_since.get(group, [])
+        candidates = since if said is not None and (said[1], said[2]) == (reason, message) else members()
+        restated, told, parked = self._restated, self._told, self._parked
+        for key in candidates:
+            where = parked.get(key)
+            if where is None or where[0] != group:
+                continue  # left the group since
+            seen = told(key)
+            if seen is not None and (seen[0], seen[1]) != (reason, message):
+                restated[key] = cluster_queue
         self._tick += 1
         self._said[group] = (self._tick, reason, message)
-        self._restated_queues.add(cluster_queue)
+        self._parked_since[group] = []
 
     def parked(self, key: WorkloadKey, group: Hashable) -> None:
         """``key`` was parked in ``group``: a later ``restate_parked`` of the group speaks for it."""
         self._tick += 1
         self._parked[key] = (group, self._tick)
+        since = self._parked_since.get(group)
+        if since is not None:
+            since.append(key)
 
     def unparked(self, key: WorkloadKey) -> None:
         """``key`` left the parked list: what its group said for it becomes its own."""
@@ -189,16 +214,23 @@ class Notices:
         if seen is not None and seen[3] < said[0]:
             self._last_wait[key] = (said[1], said[2], seen[2], said[0])
 
+    def _moved(self, key: WorkloadKey) -> None:
+        """``key`` was told something of its own: if it is parked, its group's next restatement, even one
+        that repeats the last, must look at it."""
+        where = self._parked.get(key)
+        if where is not None:
+            since = self._parked_since.get(where[0])
+            if since is not None:
+                since.append(key)
+
     def group_emptied(self, group: Hashable) -> None:
         """Nothing is parked in ``group`` any more: its restatement speaks for nobody."""
         self._said.pop(group, None)
+        self._parked_since.pop(group, None)
 
-    def take_restated(self) -> list[tuple[str, WorkloadKey | None]]:
-        """What was restated since the last call: ``(ClusterQueue, workload)`` for a single workload,
-        ``(ClusterQueue, None)`` for a ClusterQueue where a whole parked shape was."""
-        out: list[tuple[str, WorkloadKey | None]] = [(name, None) for name in sorted(self._restated_queues)]
-        out.extend((name, key) for key, name in self._restated.items() if name not in self._restated_queues)
-        self._restated_queues, self._restated = set(), {}
+    def take_restated(self) -> dict[WorkloadKey, str]:
+        """The workloads whose wait was restated since the last call, with their ClusterQueues."""
+        out, self._restated = self._restated, {}
         return out
 
     def forget(self, key: WorkloadKey) -> None:

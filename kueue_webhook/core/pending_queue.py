@@ -334,6 +334,15 @@ class PendingQueue:
         entry = self._entries.get(following) if following is not None else None
         return (self, shape), entry[1].key if entry is not None and entry[1].parked else None
 
+    def parked_in(self, shape: Hashable) -> list[WorkloadKey]:
+        """The parked workloads of ``shape``, in no particular order (O(parked of the shape))."""
+        parked = self._parked
+        return [
+            key
+            for sort_key, key in self._buckets.get(shape, ())
+            if key in parked and parked[key].sort_key == sort_key
+        ]
+
     def position(self, info: WorkloadInfo) -> int:
         """1-based rank of a workload that just failed as head: parked workloads that sort before it,
         plus itself (everything still in the heap sorts after a head)."""

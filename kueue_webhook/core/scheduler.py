@@ -178,10 +178,10 @@ class SchedulerState:
         """When a cycle is next due for a revisit of parked workloads (None: none planned)."""
         return self.revisits.next_due()
 
-    def take_restated(self) -> list[tuple[str, WorkloadKey | None]]:
-        """Where waits were restated without a decision of their own since the last call
-        (``Notices.take_restated``): ``(ClusterQueue, workload)``, or ``(ClusterQueue, None)`` where a
-        whole parked shape was. Whoever shows pending messages should look there."""
+    def take_restated(self) -> dict[WorkloadKey, str]:
+        """The parked workloads whose latest wait was restated without a decision of their own
+        (``Notices.restate``), with their ClusterQueues: whoever shows pending messages should look at
+        them."""
         return self.notices.take_restated()
 
     # == read access for status and reports (``view.SchedulerView``) ===================================

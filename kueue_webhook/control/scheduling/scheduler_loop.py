@@ -324,9 +324,8 @@ class SchedulerLoop(DecisionWrites):
         started = time.perf_counter()
         loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
         decisions = self.state.cycle(loop.time())
-        for cluster_queue, key in self.state.take_restated():
-            # restated without a decision (a workload, or a whole ClusterQueue): the paced pass shows it
-            self.pending.mark(cluster_queue, key)
+        for key, cluster_queue in self.state.take_restated().items():
+            self.pending.mark(cluster_queue, key)  # restated without a decision: the paced pass shows it
         self.cycles += 1
         self.context.metrics.scheduling_cycles.inc()
         self._decided_since_collect += len(decisions)

@@ -88,9 +88,8 @@ def test_parked_workloads_of_one_shape_are_all_restated_with_one_decision() -> N
     assert [w.workload for w in _waits(decisions)] == ["ns/parked"]
     for index in range(2, 5):
         assert state.last_wait(f"ns/alike-{index}") == ("WaitingForQuota", A_NEEDS.format(2))
-    # whoever shows messages learns to look at the ClusterQueue, once
-    assert state.take_restated() == [("team-a", None)]
-    assert state.take_restated() == []
+    assert state.take_restated() == {f"ns/alike-{index}": "team-a" for index in range(2, 5)}
+    assert state.take_restated() == {}
 
 
 def test_without_a_clock_nothing_is_revisited() -> None:
@@ -142,7 +141,7 @@ def test_a_workload_keeps_what_its_shape_was_told_once_it_leaves_the_parked_list
     key, later = WorkloadKey("ns/a"), WorkloadKey("ns/b")
     notices.wait(out, key, "cq", "WaitingForQuota", "old", 3)
     notices.parked(key, "shape")
-    notices.restate_parked("shape", "cq", "WaitingForQuota", "new")
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "new", lambda: [key])
     notices.wait(out, later, "cq", "WaitingForQuota", "own", 4)
     notices.parked(later, "shape")  # parked after the restatement: it keeps its own message
     assert (notices.last_wait(key), notices.last_wait(later)) == (
@@ -150,11 +149,30 @@ def test_a_workload_keeps_what_its_shape_was_told_once_it_leaves_the_parked_list
         ("WaitingForQuota", "own"),
     )
     notices.unparked(key)
-    notices.restate_parked("shape", "cq", "WaitingForQuota", "newer")  # speaks for the parked only
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "newer", lambda: [later])
     assert (notices.last_wait(key), notices.last_wait(later)) == (
-        ("WaitingForQuota", "new"),
+        ("WaitingForQuota", "new"),  # the restatement speaks for the parked only
         ("WaitingForQuota", "newer"),
     )
     # what it was told, position included, is not decided again
     notices.wait(out, key, "cq", "WaitingForQuota", "new", 3)
     assert len(out) == 2
+
+
+def test_a_restatement_that_repeats_the_last_looks_only_at_workloads_parked_since() -> None:
+    notices = Notices()
+    out: list[object] = []
+    old, new = WorkloadKey("ns/old"), WorkloadKey("ns/new")
+    notices.wait(out, old, "cq", "WaitingForQuota", "1 more needed", 1)
+    notices.parked(old, "shape")
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "2 more needed", lambda: [old])
+    assert notices.take_restated() == {old: "cq"}
+    notices.wait(out, new, "cq", "WaitingForQuota", "1 more needed", 2)
+    notices.parked(new, "shape")
+
+    def every_member() -> list[WorkloadKey]:
+        raise AssertionError("the shape's members are not listed again")
+
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "2 more needed", every_member)
+    assert notices.take_restated() == {new: "cq"}
+    assert notices.last_wait(old) == notices.last_wait(new) == ("WaitingForQuota", "2 more needed")
