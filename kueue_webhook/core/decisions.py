@@ -41,6 +41,8 @@ REASON_WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
 OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"
 #: the Evicted condition reason of a preemption (Kueue's WorkloadEvictedByPreemption)
 EVICTED_BY_PREEMPTION = "Preempted"
+#: the most workloads noted per parked group between two restatements (``Notices._since``)
+SINCE_AT_MOST = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +182,9 @@ class Notices:
         in O(1) for what it records. ``take_restated`` names those whose message moved; when the group was
         last told the same, only those parked since can have moved, and ``members`` is not called."""
         said = self._said.get(group)
-        since = self._parked_since.get(group, [])
-        candidates = since if said is not None and (said[1], said[2]) == (reason, message) else members()
+        since = self._parked_since.get(group)
+        repeated = said is not None and since is not None and (said[1], said[2]) == (reason, message)
+        candidates = since if repeated and since is not None else members()
         restated, told, parked = self._restated, self._told, self._parked
         for key in candidates:
             where = parked.get(key)
@@ -198,9 +201,7 @@ class Notices:
         """``key`` was parked in ``group``: a later ``restate_parked`` of the group speaks for it."""
         self._tick += 1
         self._parked[key] = (group, self._tick)
-        since = self._parked_since.get(group)
-        if since is not None:
-            since.append(key)
+        self._since(group, key)
 
     def unparked(self, key: WorkloadKey) -> None:
         """``key`` left the parked list: what its group said for it becomes its own."""
@@ -219,9 +220,18 @@ class Notices:
         that repeats the last, must look at it."""
         where = self._parked.get(key)
         if where is not None:
-            since = self._parked_since.get(where[0])
-            if since is not None:
-                since.append(key)
+            self._since(where[0], key)
+
+    def _since(self, group: Hashable, key: WorkloadKey) -> None:
+        """Note ``key`` among those a repeated restatement of ``group`` must look at; past
+        ``SINCE_AT_MOST`` of them, the next restatement lists the group's members instead."""
+        since = self._parked_since.get(group)
+        if since is None:
+            return
+        if len(since) >= SINCE_AT_MOST:
+            del self._parked_since[group]
+        else:
+            since.append(key)
 
     def group_emptied(self, group: Hashable) -> None:
         """Nothing is parked in ``group`` any more: its restatement speaks for nobody."""

@@ -23,7 +23,7 @@ failed one of its shape do not keep an outdated pending message, a wake that ret
 but a mere release) marks the shape *revisited*: the first of it that fails again tells the cycle that the
 parked workloads of its shape share its outcome (``revisited_alike``), and they are told the same, once
 for the shape (``Notices.restate_parked``: the queue tells ``Notices`` who is parked in which shape, so
-the cost does not grow with the number of parked workloads). A head that goes back
+a restatement that repeats the last costs nothing per parked workload). A head that goes back
 parked with an outcome its whole shape shares (it did not fit, or nobody could be preempted for it) takes
 back with it the next of its shape that its pop released: tried in the next cycle, that one would only
 fail the same way, and the cycle run for it would decide nothing. For the same reason a release finds

@@ -4,6 +4,9 @@ nothing is decided for a workload whose message did not move."""
 
 from __future__ import annotations
 
+import pytest
+
+from kueue_webhook.core import decisions
 from kueue_webhook.core.decisions import Notices
 from kueue_webhook.core.model import WorkloadKey
 from kueue_webhook.core.revisits import REVISIT_AFTER
@@ -176,3 +179,19 @@ def test_a_restatement_that_repeats_the_last_looks_only_at_workloads_parked_sinc
     notices.restate_parked("shape", "cq", "WaitingForQuota", "2 more needed", every_member)
     assert notices.take_restated() == {new: "cq"}
     assert notices.last_wait(old) == notices.last_wait(new) == ("WaitingForQuota", "2 more needed")
+
+
+def test_past_the_bound_of_noted_workloads_a_repeated_restatement_lists_the_members(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(decisions, "SINCE_AT_MOST", 1)
+    notices = Notices()
+    out: list[object] = []
+    keys = [WorkloadKey(f"ns/w{index}") for index in range(3)]
+    notices.parked(keys[0], "shape")
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "same", lambda: [keys[0]])
+    for key in keys[1:]:  # two told and parked since: more than noted
+        notices.wait(out, key, "cq", "WaitingForQuota", "own", 1)
+        notices.parked(key, "shape")
+    notices.restate_parked("shape", "cq", "WaitingForQuota", "same", lambda: keys)
+    assert notices.take_restated() == {keys[1]: "cq", keys[2]: "cq"}
