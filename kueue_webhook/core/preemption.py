@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Protocol
 
@@ -299,10 +299,16 @@ def _rank(candidate: Candidate) -> _Rank:
 
 @dataclass(slots=True)
 class _RankedHolders:
-    """A ClusterQueue's candidates in preemption order, and the holders object they were ranked from."""
+    """A ClusterQueue's candidates in preemption order, and the holders object they were ranked from.
+
+    ``offered`` keeps what searches made of them, by question (policy, the preemptor's priority and
+    age as far as the policy reads them, what it lacks, how a candidate would be preempted): every head
+    of the cohort asks the same few questions until the holders change, and then all of it goes."""
 
     source: Iterable[Candidate]
     ranked: _Ranked
+    keys: frozenset[str]
+    offered: dict[tuple[object, ...], list[tuple[_Rank, _Elem]]] = field(default_factory=dict)
 
 
 def _eligible(ranked: _Ranked, needs: Needs, rule: str, workload: WorkloadInfo) -> _Ranked:
@@ -409,27 +415,67 @@ class ClassicalPreemption(TargetSearch):
                 return False
         return True
 
-    def _ranked_holders(self, queue: str) -> _Ranked:
+    def _ranked_holders(self, queue: str) -> _RankedHolders:
         """``queue``'s candidates in preemption order, ranked again only when its holders changed."""
         source = self.holders.holders(queue)
         cached = self._ranked.get(queue)
         if cached is not None and cached.source is source:
-            return cached.ranked
+            return cached
         ranked = sorted(((_rank(c), c) for c in source), key=_by_rank)
+        holders = _RankedHolders(source, ranked, frozenset(c.info.key for _, c in ranked))
         if queue in self.ledger.queues:
-            self._ranked[queue] = _RankedHolders(source, ranked)
+            self._ranked[queue] = holders
         else:
             self._ranked.pop(queue, None)
-        return ranked
+        return holders
+
+    def _offered(
+        self,
+        queue: str,
+        workload: WorkloadInfo,
+        rule: str,
+        needs: Needs,
+        variant: int | None,
+        meeting: Node | None,
+        threshold: int | None = None,
+    ) -> list[tuple[_Rank, _Elem]]:
+        """The candidates of ``queue`` that a search may try, in order, each with how it would be
+        preempted (``variant``; ``None``: by ``_reclaim`` with ``threshold``). Not the
+        preemptor itself. Asked again with the same question, the same list is returned until the
+        holders of ``queue`` change."""
+        holders = self._ranked_holders(queue)
+        # the preemptor holding quota there itself (being admitted elsewhere) is never its own candidate
+        itself = workload.key in holders.keys
+        question = (
+            rule,
+            workload.priority if rule != "Any" or variant is None else None,
+            workload.created if rule == "LowerOrNewerEqualPriority" else None,
+            needs,
+            variant,
+            meeting,
+            threshold,
+        )
+        found = None if itself else holders.offered.get(question)
+        if found is None:
+            eligible = _eligible(holders.ranked, needs, rule, workload)
+            if itself:
+                eligible = [entry for entry in eligible if entry[1].info.key != workload.key]
+            if variant is not None:
+                found = [(rank, _Elem(c, variant, meeting)) for rank, c in eligible]
+            else:
+                found = [
+                    (rank, _Elem(c, self._reclaim(c, workload, threshold), meeting)) for rank, c in eligible
+                ]
+            if not itself:
+                holders.offered[question] = found
+        return found
 
     def _same_queue(
         self, queue: str, workload: WorkloadInfo, policy: Preemption, needs: Needs
     ) -> list[tuple[_Rank, _Elem]]:
         if policy.within_cluster_queue == "Never":
             return []
-        key = workload.key
-        eligible = _eligible(self._ranked_holders(queue), needs, policy.within_cluster_queue, workload)
-        return [(rank, _Elem(c, _WITHIN_CQ, None)) for rank, c in eligible if c.info.key != key]
+        return self._offered(queue, workload, policy.within_cluster_queue, needs, _WITHIN_CQ, None)
 
     def _cohort_candidates(
         self,
@@ -480,20 +526,18 @@ class ClassicalPreemption(TargetSearch):
             if child.is_cohort:
                 self._collect(child, meeting, skip, preemptor_node, workload, policy, needs, advantage, into)
                 continue
-            eligible = _eligible(self._ranked_holders(child.name), needs, rule, workload)
             if advantage or policy.borrow_within_cohort == "Never":
                 variant = _HIERARCHICAL if advantage else _RECLAIM_NO_BORROW
-                into.extend((rank, _Elem(c, variant, meeting)) for rank, c in eligible)
-                continue
-            for rank, c in eligible:
-                into.append((rank, _Elem(c, self._borrowing_variant(c, workload, policy), meeting)))
+                into.extend(self._offered(child.name, workload, rule, needs, variant, meeting))
+            else:
+                threshold = policy.max_priority_threshold
+                into.extend(self._offered(child.name, workload, rule, needs, None, meeting, threshold))
 
     @staticmethod
-    def _borrowing_variant(candidate: Candidate, workload: WorkloadInfo, policy: Preemption) -> int:
+    def _reclaim(candidate: Candidate, workload: WorkloadInfo, threshold: int | None) -> int:
         """How a candidate of another ClusterQueue is reclaimed by a preemptor that would borrow:
-        ``borrowWithinCohort`` lets it go only below the preemptor's priority and the threshold."""
+        ``borrowWithinCohort`` lets it go only below the preemptor's priority and ``maxPriorityThreshold``."""
         priority = candidate.info.priority
-        threshold = policy.max_priority_threshold
         if priority >= workload.priority or (threshold is not None and priority > threshold):
             return _RECLAIM_NO_BORROW
         return _RECLAIM_WHILE_BORROWING
