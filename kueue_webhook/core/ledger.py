@@ -57,6 +57,8 @@ class Node:
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     #: a cohort object exists for this node (implicit cohorts are dropped when they empty)
     explicit: bool = False
+    #: ``height`` as of the last change to the tree below (-1: not known, counted when asked)
+    known_height: int = -1
 
     def local_quota(self, fr: FlavorResource) -> int:
         """The private part of the subtree quota (what is not lent to the parent)."""
@@ -181,6 +183,8 @@ def height(node: Node) -> int:
     1 for a cohort of ClusterQueues."""
     if not node.is_cohort:
         return 0
+    if node.known_height >= 0:  # kept by the ledger: asked for every head that would borrow
+        return node.known_height
     return max((height(child) + 1 for child in node.children), default=0)
 
 
@@ -213,8 +217,16 @@ class Ledger:
             node = self.cohorts[name] = Node(name, is_cohort=True)
         return node
 
+    @staticmethod
+    def _forget_heights(node: Node | None) -> None:
+        """The tree above ``node`` changes shape: its heights are counted again."""
+        while node is not None:
+            node.known_height = -1
+            node = node.parent
+
     def _detach(self, node: Node) -> Node | None:
         self._trees.clear()
+        self._forget_heights(node)
         parent = node.parent
         if parent is not None:
             parent.children.remove(node)
@@ -233,6 +245,7 @@ class Ledger:
             ancestor = ancestor.parent
         node.parent = parent
         parent.children.append(node)
+        self._forget_heights(parent)
 
     def _prune(self, node: Node | None) -> None:
         while node is not None and node.is_cohort and not node.explicit and not node.children:
@@ -302,6 +315,7 @@ class Ledger:
             return
         node.subtree = {fr: quota.nominal for fr, quota in node.quotas.items()}
         node.usage = {}
+        node.known_height = -1
         for child in node.children:
             self._recompute_tree(child)
             for fr, child_quota in child.subtree.items():
@@ -310,6 +324,7 @@ class Ledger:
                 above = max(0, child_usage - child.local_quota(fr))
                 if above:
                     node.usage[fr] = node.usage.get(fr, 0) + above
+        node.known_height = height(node)
 
     # -- usage ----------------------------------------------------------------------------------------
     def charge(self, queue: str, usage: Mapping[FlavorResource, int]) -> None:

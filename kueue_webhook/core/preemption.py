@@ -40,7 +40,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Protocol
 
 from kueue_webhook.api.objects import Preemption
@@ -137,7 +138,10 @@ class QuotaHolders(Protocol):
 
     def preemption_policy(self, cluster_queue: str) -> Preemption: ...
 
-    def holders(self, cluster_queue: str) -> Iterable[Candidate]: ...
+    def holders(self, cluster_queue: str) -> Iterable[Candidate]:
+        """The candidates of a ClusterQueue: a new object whenever they change (preemption keeps what
+        it derives from them, their order, for as long as it is handed the same object)."""
+        ...
 
 
 def preemption_message(
@@ -164,7 +168,11 @@ def queue_path(ledger: Ledger, cluster_queue: str) -> str:
 def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
     """Whether ``node`` uses no more than its own subtree quota of each of ``frs`` (it lends, or uses
     what it lent, but does not borrow): nothing there is to be reclaimed."""
-    return all(node.usage.get(fr, 0) <= node.subtree.get(fr, 0) for fr in frs)
+    usage, subtree = node.usage, node.subtree
+    for fr in frs:  # noqa: SIM110 (a loop, not all() over a generator: asked for every node a search walks)
+        if usage.get(fr, 0) > subtree.get(fr, 0):
+            return False
+    return True
 
 
 def uses_any(candidate: Candidate, needs: Needs) -> bool:
@@ -277,6 +285,56 @@ class _Elem:
     meeting: Node | None
 
 
+#: a candidate's place in ``candidate_order`` less the "preemptor's own ClusterQueue" part, which is the
+#: same for every candidate of one group (its own ClusterQueue's, or the cohort's)
+_Rank = tuple[bool, int, float, int, str]
+_Ranked = list[tuple[_Rank, Candidate]]
+_by_rank = itemgetter(0)
+
+
+def _rank(candidate: Candidate) -> _Rank:
+    at, seq = candidate.reserved_at
+    return (not candidate.evicting, candidate.info.priority, -at, -seq, candidate.info.uid)
+
+
+@dataclass(slots=True)
+class _RankedHolders:
+    """A ClusterQueue's candidates in preemption order, and the holders object they were ranked from.
+
+    ``offered`` keeps what searches made of them, by question (policy, the preemptor's priority and
+    age as far as the policy reads them, what it lacks, how a candidate would be preempted): every head
+    of the cohort asks the same few questions until the holders change, and then all of it goes."""
+
+    source: Iterable[Candidate]
+    ranked: _Ranked
+    keys: frozenset[str]
+    offered: dict[tuple[object, ...], list[tuple[_Rank, _Elem]]] = field(default_factory=dict)
+
+
+def _eligible(ranked: _Ranked, needs: Needs, rule: str, workload: WorkloadInfo) -> _Ranked:
+    """The candidates of ``ranked`` (order kept) that free something the preemptor needs and that the
+    ``rule`` (``policy_allows``) lets it preempt, filtered without a call per candidate."""
+    if rule == "Any":
+        allowed = ranked
+    elif rule == "LowerPriority":
+        priority = workload.priority
+        allowed = [entry for entry in ranked if entry[1].info.priority < priority]
+    elif rule == "LowerOrNewerEqualPriority":
+        priority, created = workload.priority, workload.created
+        allowed = [
+            entry
+            for entry in ranked
+            if entry[1].info.priority < priority
+            or (entry[1].info.priority == priority and created < entry[1].info.created)
+        ]
+    else:
+        return []
+    if len(needs) == 1:
+        (fr,) = needs
+        return [entry for entry in allowed if fr in entry[1].frs or uses_any(entry[1], needs)]
+    return [entry for entry in allowed if uses_any(entry[1], needs)]
+
+
 class ClassicalPreemption(TargetSearch):
     """Kueue's classical preemption over the live ledger (removals are simulated and undone)."""
 
@@ -284,6 +342,9 @@ class ClassicalPreemption(TargetSearch):
         self.holders = holders
         #: set while fair sharing is on: the flavor assigner's question is then answered by it
         self.fair: TargetSearch | None = None
+        #: each ClusterQueue's candidates in preemption order, ranked once per change of its holders
+        #: (every head of its cohort asks for them, cycle after cycle)
+        self._ranked: dict[str, _RankedHolders] = {}
 
     @property
     def ledger(self) -> Ledger:
@@ -317,20 +378,24 @@ class ClassicalPreemption(TargetSearch):
     ) -> list[Target]:
         """The minimal set: candidates removed in order until the preemptor fits, then put back."""
         same = self._same_queue(node.name, workload, policy, needs)
-        hierarchy, by_priority = self._cohort_candidates(node, workload, policy, requests, needs)
+        forbidden = policy.borrow_within_cohort == "Never"
+        # borrowing forbidden and no room under its nominal quota: it is searched only as borrowing,
+        # where a reclaim that needs the preemptor not to borrow is never valid, so none is collected
+        borrowing_only = forbidden and not self._under_nominal(node, needs)
+        hierarchy, by_priority = self._cohort_candidates(
+            node, workload, policy, requests, needs, borrowing_only=borrowing_only
+        )
+        # each ClusterQueue's candidates come ranked: sorting their concatenation merges sorted runs
+        hierarchy.sort(key=_by_rank)
+        by_priority.sort(key=_by_rank)
         ordered: list[_Elem] = []
-        groups = [
-            sorted(g, key=lambda e: candidate_order(e.candidate, node.name))
-            for g in (hierarchy, by_priority, same)
-        ]
         for want_evicting in (True, False):
-            for group in groups:
-                ordered.extend(e for e in group if e.candidate.evicting is want_evicting)
+            for group in (hierarchy, by_priority, same):
+                ordered.extend(e for _, e in group if e.candidate.evicting is want_evicting)
         if not ordered:
             return []
-        forbidden = policy.borrow_within_cohort == "Never"
         attempts: tuple[bool, ...]
-        if (not hierarchy and not by_priority) or (forbidden and not self._under_nominal(node, needs)):
+        if (not hierarchy and not by_priority) or borrowing_only:
             attempts = (True,)
         elif forbidden and not hierarchy:
             attempts = (False, True)
@@ -350,18 +415,67 @@ class ClassicalPreemption(TargetSearch):
                 return False
         return True
 
+    def _ranked_holders(self, queue: str) -> _RankedHolders:
+        """``queue``'s candidates in preemption order, ranked again only when its holders changed."""
+        source = self.holders.holders(queue)
+        cached = self._ranked.get(queue)
+        if cached is not None and cached.source is source:
+            return cached
+        ranked = sorted(((_rank(c), c) for c in source), key=_by_rank)
+        holders = _RankedHolders(source, ranked, frozenset(c.info.key for _, c in ranked))
+        if queue in self.ledger.queues:
+            self._ranked[queue] = holders
+        else:
+            self._ranked.pop(queue, None)
+        return holders
+
+    def _offered(
+        self,
+        queue: str,
+        workload: WorkloadInfo,
+        rule: str,
+        needs: Needs,
+        variant: int | None,
+        meeting: Node | None,
+        threshold: int | None = None,
+    ) -> list[tuple[_Rank, _Elem]]:
+        """The candidates of ``queue`` that a search may try, in order, each with how it would be
+        preempted (``variant``; ``None``: by ``_reclaim`` with ``threshold``). Not the
+        preemptor itself. Asked again with the same question, the same list is returned until the
+        holders of ``queue`` change."""
+        holders = self._ranked_holders(queue)
+        # the preemptor holding quota there itself (being admitted elsewhere) is never its own candidate
+        itself = workload.key in holders.keys
+        question = (
+            rule,
+            workload.priority if rule != "Any" or variant is None else None,
+            workload.created if rule == "LowerOrNewerEqualPriority" else None,
+            needs,
+            variant,
+            meeting,
+            threshold,
+        )
+        found = None if itself else holders.offered.get(question)
+        if found is None:
+            eligible = _eligible(holders.ranked, needs, rule, workload)
+            if itself:
+                eligible = [entry for entry in eligible if entry[1].info.key != workload.key]
+            if variant is not None:
+                found = [(rank, _Elem(c, variant, meeting)) for rank, c in eligible]
+            else:
+                found = [
+                    (rank, _Elem(c, self._reclaim(c, workload, threshold), meeting)) for rank, c in eligible
+                ]
+            if not itself:
+                holders.offered[question] = found
+        return found
+
     def _same_queue(
         self, queue: str, workload: WorkloadInfo, policy: Preemption, needs: Needs
-    ) -> list[_Elem]:
+    ) -> list[tuple[_Rank, _Elem]]:
         if policy.within_cluster_queue == "Never":
             return []
-        return [
-            _Elem(c, _WITHIN_CQ, None)
-            for c in self.holders.holders(queue)
-            if c.info.key != workload.key
-            and uses_any(c, needs)
-            and policy_allows(policy.within_cluster_queue, workload, c.info)
-        ]
+        return self._offered(queue, workload, policy.within_cluster_queue, needs, _WITHIN_CQ, None)
 
     def _cohort_candidates(
         self,
@@ -370,17 +484,23 @@ class ClassicalPreemption(TargetSearch):
         policy: Preemption,
         requests: Requests,
         needs: Needs,
-    ) -> tuple[list[_Elem], list[_Elem]]:
-        hierarchy: list[_Elem] = []
-        by_priority: list[_Elem] = []
+        *,
+        borrowing_only: bool,
+    ) -> tuple[list[tuple[_Rank, _Elem]], list[tuple[_Rank, _Elem]]]:
+        """The candidates of the cohort tree: reclaimed while the preemptor fits in the subtree it shares
+        with them (``hierarchy``), or otherwise (``by_priority``; left out when ``borrowing_only``:
+        reclaiming them without borrowing is ``_RECLAIM_NO_BORROW``, never valid when it must borrow)."""
+        hierarchy: list[tuple[_Rank, _Elem]] = []
+        by_priority: list[tuple[_Rank, _Elem]] = []
         if node.parent is None or policy.reclaim_within_cohort == "Never":
             return hierarchy, by_priority
         advantage, remaining = _fits_in_quota(node, requests)
         previous: Node | None = None
         current: Node | None = node.parent
         while current is not None:
-            into = hierarchy if advantage else by_priority
-            self._collect(current, current, previous, node, workload, policy, needs, advantage, into)
+            if advantage or not borrowing_only:
+                into = hierarchy if advantage else by_priority
+                self._collect(current, current, previous, node, workload, policy, needs, advantage, into)
             fits, remaining = _fits_in_quota(current, remaining)
             advantage = advantage or fits
             previous = current
@@ -397,37 +517,27 @@ class ClassicalPreemption(TargetSearch):
         policy: Preemption,
         needs: Needs,
         advantage: bool,
-        into: list[_Elem],
+        into: list[tuple[_Rank, _Elem]],
     ) -> None:
+        rule = policy.reclaim_within_cohort
         for child in cohort.children:
             if child is skip or child is preemptor_node or within_nominal(child, needs):
                 continue
             if child.is_cohort:
                 self._collect(child, meeting, skip, preemptor_node, workload, policy, needs, advantage, into)
                 continue
-            for candidate in self.holders.holders(child.name):
-                variant = self._variant(candidate, workload, policy, needs, advantage)
-                if variant is not None:
-                    into.append(_Elem(candidate, variant, meeting))
+            if advantage or policy.borrow_within_cohort == "Never":
+                variant = _HIERARCHICAL if advantage else _RECLAIM_NO_BORROW
+                into.extend(self._offered(child.name, workload, rule, needs, variant, meeting))
+            else:
+                threshold = policy.max_priority_threshold
+                into.extend(self._offered(child.name, workload, rule, needs, None, meeting, threshold))
 
-    def _variant(
-        self,
-        candidate: Candidate,
-        workload: WorkloadInfo,
-        policy: Preemption,
-        needs: Needs,
-        advantage: bool,
-    ) -> int | None:
-        if not uses_any(candidate, needs):
-            return None
-        if not policy_allows(policy.reclaim_within_cohort, workload, candidate.info):
-            return None
-        if advantage:
-            return _HIERARCHICAL
-        if policy.borrow_within_cohort == "Never":
-            return _RECLAIM_NO_BORROW
+    @staticmethod
+    def _reclaim(candidate: Candidate, workload: WorkloadInfo, threshold: int | None) -> int:
+        """How a candidate of another ClusterQueue is reclaimed by a preemptor that would borrow:
+        ``borrowWithinCohort`` lets it go only below the preemptor's priority and ``maxPriorityThreshold``."""
         priority = candidate.info.priority
-        threshold = policy.max_priority_threshold
         if priority >= workload.priority or (threshold is not None and priority > threshold):
             return _RECLAIM_NO_BORROW
         return _RECLAIM_WHILE_BORROWING

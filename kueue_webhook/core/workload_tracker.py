@@ -59,6 +59,8 @@ class Tracked:
     evicting: bool = False
     #: when its quota was reserved (QuotaReserved time, then our own sequence), for preemption order
     reserved_at: tuple[float, int] = (0.0, 0)
+    #: how preemption last saw it (``holders``), reused while its info, eviction and reservation stand
+    candidate: Candidate | None = None
 
 
 class WorkloadTracker:
@@ -287,10 +289,24 @@ class WorkloadTracker:
         queue = self.specs.queues.get(cluster_queue)
         if queue is None:
             return []
-        out = [
-            Candidate(t.info, cluster_queue, t.evicting, t.reserved_at, frozenset(t.info.usage))
-            for t in self._reserving(queue)
-        ]
+        out: list[Candidate] = []
+        for tracked in self._reserving(queue):
+            candidate = tracked.candidate
+            if (
+                candidate is None
+                or candidate.info is not tracked.info
+                or candidate.evicting != tracked.evicting
+                or candidate.reserved_at != tracked.reserved_at
+                or candidate.cluster_queue != cluster_queue
+            ):
+                candidate = tracked.candidate = Candidate(
+                    tracked.info,
+                    cluster_queue,
+                    tracked.evicting,
+                    tracked.reserved_at,
+                    frozenset(tracked.info.usage),
+                )
+            out.append(candidate)
         self._holders_cache[cluster_queue] = out
         return out
 
@@ -408,6 +424,7 @@ class WorkloadTracker:
         self.revisits.usage_moved(tracked.cluster_queue)
         queue.reserving.add(tracked.info.key)
         self._holders_cache.pop(tracked.cluster_queue, None)
+        tracked.candidate = None  # a new reservation: its usage may differ from the last one's
         tracked.charged = True
         self._drain_if_stopped(tracked)
 

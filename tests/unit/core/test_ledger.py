@@ -123,3 +123,19 @@ def test_borrowing_level_is_the_height_of_the_nearest_cohort_that_holds_the_requ
     assert ledger.borrowing_height("in-team", CPU, 6 * G) == 2  # only the root's does
     assert ledger.borrowing_height("top", CPU, 2 * G) == 2  # borrowing from the root, one level up
     assert ledger.borrowing_height("top", CPU, 50 * G) == 2  # held nowhere: the root's height
+
+
+def test_borrowing_level_follows_the_tree_when_a_sub_cohort_comes_and_goes() -> None:
+    """The heights the ledger keeps are those of the tree as it is now: a ClusterQueue borrowing from its
+    root ranks at height 1 while the root holds only ClusterQueues, 2 once a sub-cohort with a
+    ClusterQueue hangs below it, and 1 again when that sub-cohort's last member leaves."""
+    root = cohort("root", {"default": {"cpu": 4}})
+    ledger = ledger_with(("top", "root", 1), cohorts=(root,))
+    assert ledger.borrowing_height("top", CPU, 2 * G) == 1
+    team = cluster_queue("in-team", {"default": {"cpu": 1}}, cohortName="team")
+    ledger.set_cohort("team", parent="root", groups=())
+    ledger.set_cluster_queue("in-team", cohort="team", groups=team.resource_groups)
+    assert ledger.borrowing_height("top", CPU, 2 * G) == 2
+    ledger.delete_cluster_queue("in-team")
+    ledger.delete_cohort("team")
+    assert ledger.borrowing_height("top", CPU, 2 * G) == 1
