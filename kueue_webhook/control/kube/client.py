@@ -28,6 +28,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 import orjson
+from yarl import URL
 
 from kueue_webhook.control.kube.connection import describe, resolve
 from kueue_webhook.control.kube.kinds import Kind
@@ -179,9 +180,11 @@ class KubeClient:
             await self._session.close()
             await self._watch_session.close()
 
-    def _url(self, path: str, query: Mapping[str, str | int] | None) -> str:
+    def _url(self, path: str, query: Mapping[str, str | int] | None) -> URL:
+        """The request's URL, already encoded (paths come quoted from ``Kind.path``, queries through
+        ``urlencode``), so the HTTP client does not parse and re-encode it on every request."""
         clean = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
-        return self.host + path + (("?" + urlencode(clean)) if clean else "")
+        return URL(self.host + path + (("?" + urlencode(clean)) if clean else ""), encoded=True)
 
     async def request(
         self,

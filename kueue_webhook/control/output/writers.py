@@ -62,10 +62,16 @@ class Writer:
         self.metrics = metrics
         self.attempts = attempts
         self.writes = 0
+        #: the counter's series per (kind, verb), looked up once: a label lookup costs more than the count
+        self._write_counters: dict[tuple[str, str], Any] = {}
 
     def _count(self, kind: Kind, verb: str) -> None:
         self.writes += 1
-        self.metrics.api_writes.labels(kind.kind, verb).inc()
+        labels = (kind.kind, verb)
+        counter = self._write_counters.get(labels)
+        if counter is None:
+            counter = self._write_counters[labels] = self.metrics.api_writes.labels(*labels)
+        counter.inc()
 
     def _remember(self, kind: Kind, obj: JSON) -> JSON:
         """The server's answer, made self-describing and put into the store at once.
