@@ -62,16 +62,10 @@ class Writer:
         self.metrics = metrics
         self.attempts = attempts
         self.writes = 0
-        #: the counter's series per (kind, verb), looked up once: a label lookup costs more than the count
-        self._write_counters: dict[tuple[str, str], Any] = {}
 
     def _count(self, kind: Kind, verb: str) -> None:
         self.writes += 1
-        labels = (kind.kind, verb)
-        counter = self._write_counters.get(labels)
-        if counter is None:
-            counter = self._write_counters[labels] = self.metrics.api_writes.labels(*labels)
-        counter.inc()
+        self.metrics.series(self.metrics.api_writes, kind.kind, verb).inc()
 
     def _remember(self, kind: Kind, obj: JSON) -> JSON:
         """The server's answer, made self-describing and put into the store at once.
