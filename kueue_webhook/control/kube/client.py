@@ -71,9 +71,11 @@ class ApiError(Exception):
 
 @functools.lru_cache(maxsize=256)
 def _query_string(items: tuple[tuple[str, str | int], ...]) -> str:
-    """``items`` URL-encoded, without the empty ones; the few queries every write repeats (the field
-    manager) are encoded once."""
-    return urlencode([(k, v) for k, v in items if v is not None and v != ""])
+    """``items`` URL-encoded, without the empty ones, exactly as they went on the wire when each URL was
+    parsed from a string (``/`` and ``,`` left as they are); the few queries every write repeats (the
+    field manager) are encoded once."""
+    clean = [(k, v) for k, v in items if v is not None and v != ""]
+    return URL("?" + urlencode(clean)).raw_query_string if clean else ""
 
 
 async def _no_auth() -> dict[str, str]:
