@@ -141,6 +141,17 @@ def only_messages_changed(old: JSON | None, new: JSON | None) -> bool:
     message, so such a change cannot alter a decision."""
     if old is None or new is None:
         return False
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    old_conditions, new_conditions = old_status.get("conditions"), new_status.get("conditions")
+    # most changes fail here, at no cost: a condition added (admitted, finished) or an admission written
+    if not isinstance(old_conditions, list) or not isinstance(new_conditions, list):
+        return False
+    if len(old_conditions) != len(new_conditions) or old_status.get("admission") != new_status.get(
+        "admission"
+    ):
+        return False
+    if _without(old_status, _CONDITIONS) != _without(new_status, _CONDITIONS):
+        return False
     if _without(old, _METADATA_SPEC_STATUS) != _without(new, _METADATA_SPEC_STATUS):
         return False
     if old.get("spec") != new.get("spec"):
@@ -149,15 +160,7 @@ def only_messages_changed(old: JSON | None, new: JSON | None) -> bool:
         new.get("metadata") or {}, _WRITE_BOOKKEEPING
     ):
         return False
-    old_status, new_status = old.get("status") or {}, new.get("status") or {}
-    if _without(old_status, _CONDITIONS) != _without(new_status, _CONDITIONS):
-        return False
-    old_conditions, new_conditions = old_status.get("conditions"), new_status.get("conditions")
-    if old_conditions == new_conditions:
-        return True
-    if not isinstance(old_conditions, list) or not isinstance(new_conditions, list):
-        return False
-    return len(old_conditions) == len(new_conditions) and all(
+    return all(
         isinstance(before, dict)
         and isinstance(after, dict)
         and _without(before, _MESSAGE) == _without(after, _MESSAGE)
