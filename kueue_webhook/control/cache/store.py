@@ -16,9 +16,10 @@ kind share most of their bytes, so a 1.5 KB Workload shrinks to a few hundred by
 (a few microseconds). Every reader gets its own fresh dict, so no caller can corrupt the mirror by
 mutating what it got.
 
-Deflating is the expensive half (a compressor primed with a 32 KiB dictionary costs ~0.2 ms per object,
-while inflating costs microseconds), and the objects that change are few and change several times in a row
-(a Workload is created, marked pending, admitted, finished within seconds). So the most recently written
+Deflating is the expensive half (priming a compressor with the dictionary costs ~0.2 ms, so each kind's
+codec primes one once and copies it per object; inflating costs microseconds), and the objects that change
+are few and change several times in a row (a Workload is created, marked pending, admitted, finished within
+seconds). So the most recently written
 objects, up to ``HOT_BYTES`` of JSON, are kept plain and deflated only when they drop out of that window: an
 object rewritten while hot is never deflated at all, and the memory cost is a fixed ~1.5 MB whatever the
 number of objects.
@@ -34,7 +35,6 @@ import sys
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -55,14 +55,53 @@ JSON = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
 
-@dataclass(frozen=True, slots=True)
 class Change:
-    """An observed transition of one object; ``new`` None means deleted, ``old`` None means added."""
+    """An observed transition of one object; ``new`` None means deleted, ``old`` None means added.
 
-    kind: Kind
-    key: Key
-    old: JSON | None
-    new: JSON | None
+    ``old`` is decoded from the bytes the store held only when a listener first reads it (then kept for
+    the others): most listeners look at ``new`` alone, and most changes are told to no listener that
+    reads ``old``. ``added`` says whether there was an ``old`` without decoding it."""
+
+    __slots__ = ("_old", "_old_raw", "key", "kind", "new")
+
+    def __init__(self, kind: Kind, key: Key, old: JSON | None, new: JSON | None) -> None:
+        self.kind = kind
+        self.key = key
+        self.new = new
+        self._old = old
+        self._old_raw: bytes | None = None
+
+    @classmethod
+    def from_held(cls, kind: Kind, key: Key, old_raw: bytes | None, new: JSON | None) -> Change:
+        """A change whose ``old`` is the JSON the store held (None: nothing was), decoded on first read."""
+        change = cls(kind, key, None, new)
+        change._old_raw = old_raw
+        return change
+
+    @property
+    def old(self) -> JSON | None:
+        raw = self._old_raw
+        if raw is not None:
+            self._old = orjson.loads(raw)
+            self._old_raw = None
+        return self._old
+
+    @property
+    def added(self) -> bool:
+        """There was no ``old``: the object is new to the store."""
+        return self._old_raw is None and self._old is None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Change):
+            return NotImplemented
+        return (self.kind, self.key, self.old, self.new) == (other.kind, other.key, other.old, other.new)
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts: compared, never hashed
+
+    def __repr__(self) -> str:
+        return (
+            f"Change(kind={self.kind.kind}, key={self.key!r}, added={self.added}, deleted={self.new is None})"
+        )
 
     def only_status_changed(self) -> bool:
         """An update that left everything but ``status`` (and the resourceVersion) as it was: for a queue
@@ -119,21 +158,26 @@ def slim(obj: JSON) -> JSON:
     return {**obj, "metadata": meta}
 
 
-def _is_stale(incoming: JSON, held_version: int) -> bool:
-    incoming_version = resource_version(incoming)
+def _is_stale(incoming_version: int, held_version: int) -> bool:
     return incoming_version >= 0 and held_version >= 0 and incoming_version <= held_version
 
 
 class _Codec:
-    """Raw deflate with a preset dictionary; entries encoded with it are decoded with it."""
+    """Raw deflate with a preset dictionary; entries encoded with it are decoded with it.
 
-    __slots__ = ("zdict",)
+    Loading the dictionary into a compressor (hashing every byte of it) is most of the cost of deflating
+    one object, so it is done once: each object is deflated by a copy of that primed compressor. The
+    compressor's hash table is kept small (``memLevel`` 4): these objects are a few KiB, the output is the
+    same size as with the default table, and a copy has a fraction of the state to duplicate."""
+
+    __slots__ = ("_primed", "zdict")
 
     def __init__(self, sample: bytes) -> None:
         self.zdict = sample[-32768:]  # deflate looks back 32 KiB at most
+        self._primed = zlib.compressobj(6, zlib.DEFLATED, -15, 4, zlib.Z_DEFAULT_STRATEGY, self.zdict)
 
     def encode(self, raw: bytes) -> bytes:
-        compressor = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, self.zdict)
+        compressor = self._primed.copy()
         return compressor.compress(raw) + compressor.flush()
 
     def decode_raw(self, data: bytes | memoryview) -> bytes:
@@ -165,7 +209,9 @@ class Store:
         self._samples: dict[Kind, list[bytes]] = {}  # recent encodings, until the kind's dictionary is final
         self._tombstones: dict[Kind, dict[Key, int]] = {}
         self._owned: dict[str, Key] = {}  # owner uid -> key of the Workload it controls
-        self._listeners: list[Listener] = []
+        self._owner_of: dict[Key, str] = {}  # the reverse: Workload key -> its controller's uid
+        #: each listener with the gate it is told changes under (None: always)
+        self._listeners: list[tuple[Listener, Callable[[], bool] | None]] = []
         #: told (change, listener name) when a listener raised; the other listeners were told regardless
         self.on_listener_error: Callable[[Change, str], None] | None = None
         self._synced: set[Kind] = set()
@@ -284,17 +330,20 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------------------
 
-    def subscribe(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+    def subscribe(self, listener: Listener, *, when: Callable[[], bool] | None = None) -> None:
+        """Tell ``listener`` every change from now on; with ``when``, only the changes made while it
+        answers True (asked for each change, as the listener's turn comes)."""
+        self._listeners.append((listener, when))
 
     def upsert(self, kind: Kind, obj: JSON) -> bool:
         """Add or update ``obj`` unless we hold something as new; True if the store changed."""
         key = key_of(obj)
         objects = self._objects.setdefault(kind, {})
         held = objects.get(key)
-        if held is not None and _is_stale(obj, _version_of(held)):
-            return False
-        if held is None and _is_stale(obj, self._tombstones.get(kind, {}).get(key, -1)):
+        version = resource_version(obj)
+        if held is not None and _is_stale(version, _version_of(held)):
+            return False  # the echo of a write whose answer we hold, or a replay: one compare, no decoding
+        if held is None and _is_stale(version, self._tombstones.get(kind, {}).get(key, -1)):
             return False
         self._tombstones.get(kind, {}).pop(key, None)
         obj = slim(obj)
@@ -303,16 +352,15 @@ class Store:
         if old_raw is not None and old_raw == raw:
             return False
         self._codec_for(kind, raw)
-        objects[key] = _VERSION.pack(resource_version(obj))
+        objects[key] = _VERSION.pack(version)
         hot_key = (kind, key)
         replaced = self._hot.pop(hot_key, None)
         self._hot_bytes += len(raw) - (len(replaced) if replaced is not None else 0)
         self._hot[hot_key] = raw
         self._cool()
-        old: JSON | None = orjson.loads(old_raw) if old_raw is not None else None
         if kind is WORKLOADS:
-            self._index_owner(key, old, obj)
-        self._notify(Change(kind, key, old, obj))
+            self._index_owner(key, obj)
+        self._notify(Change.from_held(kind, key, old_raw, obj))
         return True
 
     def remove(self, kind: Kind, obj: JSON) -> bool:
@@ -327,13 +375,13 @@ class Store:
         tombstones[key] = max(version, tombstones.get(key, -1), _version_of(held) if held is not None else -1)
         if held is None:
             return False
-        old = self._decode(kind, key, held)
+        old_raw = self._raw(kind, key, held)
         del objects[key]
         dropped = self._hot.pop((kind, key), None)
         self._hot_bytes -= len(dropped) if dropped is not None else 0
         if kind is WORKLOADS:
-            self._index_owner(key, old, None)
-        self._notify(Change(kind, key, old, None))
+            self._index_owner(key, None)
+        self._notify(Change.from_held(kind, key, old_raw, None))
         return True
 
     def replace(self, kind: Kind, objects: Iterable[JSON]) -> None:
@@ -378,16 +426,22 @@ class Store:
         self._codecs[kind] = trained
         return trained
 
-    def _index_owner(self, key: Key, old: JSON | None, new: JSON | None) -> None:
-        old_owner = controller_owner(old) if old is not None else None
-        if old_owner is not None and self._owned.get(str(old_owner.get("uid"))) == key:
-            del self._owned[str(old_owner.get("uid"))]
+    def _index_owner(self, key: Key, new: JSON | None) -> None:
+        """Point the owner index at ``new``'s controller (the entry of the owner it had before goes), so
+        the index needs no decoding of what the store held."""
+        old_uid = self._owner_of.pop(key, None)
+        if old_uid is not None and self._owned.get(old_uid) == key:
+            del self._owned[old_uid]
         new_owner = controller_owner(new) if new is not None else None
         if new_owner is not None and new_owner.get("uid"):
-            self._owned[str(new_owner["uid"])] = key
+            uid = str(new_owner["uid"])
+            self._owned[uid] = key
+            self._owner_of[key] = uid
 
     def _notify(self, change: Change) -> None:
-        for listener in self._listeners:
+        for listener, when in self._listeners:
+            if when is not None and not when():
+                continue
             try:
                 listener(change)
             except Exception as exc:

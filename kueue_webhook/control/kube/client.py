@@ -19,6 +19,7 @@ Errors surface as ``ApiError`` carrying the Status body's code, reason and messa
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import ssl
 import time
@@ -28,6 +29,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 import orjson
+from yarl import URL
 
 from kueue_webhook.control.kube.connection import describe, resolve
 from kueue_webhook.control.kube.kinds import Kind
@@ -67,6 +69,15 @@ class ApiError(Exception):
         )
 
 
+@functools.lru_cache(maxsize=256)
+def _query_string(items: tuple[tuple[str, str | int], ...]) -> str:
+    """``items`` URL-encoded, without the empty ones, exactly as they went on the wire when each URL was
+    parsed from a string (``/`` and ``,`` left as they are); the few queries every write repeats (the
+    field manager) are encoded once."""
+    clean = [(k, v) for k, v in items if v is not None and v != ""]
+    return URL("?" + urlencode(clean)).raw_query_string if clean else ""
+
+
 async def _no_auth() -> dict[str, str]:
     return {}
 
@@ -87,6 +98,9 @@ class KubeClient:
         server_hostname: str | None = None,
     ) -> None:
         self.host = host.rstrip("/")
+        self._base = URL(self.host)
+        #: a path the server is reached under (a proxy's, ``https://host/k8s/clusters/c-1``), or ""
+        self._base_path = self._base.raw_path.rstrip("/")
         self._auth = auth
         #: told the latency (seconds) and HTTP status of every write answered, or 0 for a write that got no
         #: answer: how busy the API server is (``kueue_webhook.control.kube.api_health``)
@@ -179,9 +193,18 @@ class KubeClient:
             await self._session.close()
             await self._watch_session.close()
 
-    def _url(self, path: str, query: Mapping[str, str | int] | None) -> str:
-        clean = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
-        return self.host + path + (("?" + urlencode(clean)) if clean else "")
+    def _url(self, path: str, query: Mapping[str, str | int] | None) -> URL:
+        """The request's URL, built already encoded (paths come quoted from ``Kind.path``, queries through
+        ``urlencode``) on the server's address parsed once: neither this client nor aiohttp parses or
+        re-encodes a URL string on every request."""
+        base = self._base
+        return URL.build(
+            scheme=base.scheme,
+            authority=base.raw_authority,
+            path=self._base_path + path,
+            query_string=_query_string(tuple((query or {}).items())),
+            encoded=True,
+        )
 
     async def request(
         self,

@@ -40,9 +40,9 @@ def record_quota_reserved(context: ControlContext, workload: JSON, *, cluster_qu
     waited = queued_for(workload)
     priority_class = priority_class_of(workload)
     metrics, role = context.metrics, context.metrics.role
-    metrics.admission_attempts.labels("success", role).inc()
-    metrics.quota_reserved_workloads.labels(cluster_queue, priority_class, role).inc()
-    metrics.quota_reserved_wait_time.labels(cluster_queue, priority_class, role).observe(waited)
+    metrics.series(metrics.admission_attempts, "success", role).inc()
+    metrics.series(metrics.quota_reserved_workloads, cluster_queue, priority_class, role).inc()
+    metrics.series(metrics.quota_reserved_wait_time, cluster_queue, priority_class, role).observe(waited)
     context.events.record(
         workload,
         type="Normal",
@@ -58,8 +58,10 @@ def record_admitted(
     was reserved (0 when both happen in one write)."""
     priority_class = priority_class_of(workload)
     metrics, role = context.metrics, context.metrics.role
-    metrics.admitted_workloads.labels(cluster_queue, priority_class, role).inc()
-    metrics.admission_wait_time.labels(cluster_queue, priority_class, role).observe(queued_for(workload))
+    metrics.series(metrics.admitted_workloads, cluster_queue, priority_class, role).inc()
+    metrics.series(metrics.admission_wait_time, cluster_queue, priority_class, role).observe(
+        queued_for(workload)
+    )
     message = (
         f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {since_reservation:.0f}s"
     )

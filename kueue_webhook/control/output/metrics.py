@@ -246,6 +246,17 @@ class Metrics:
         for attr, row in vars(Metrics).items():
             if isinstance(row, _Metric):
                 setattr(self, attr, row.on(self.registry))
+        self._series: dict[tuple[Counter | Histogram, tuple[str, ...]], Any] = {}
+
+    def series(self, metric: Counter | Histogram, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once: on the paths that count every write or admission the
+        lookup costs more than the count. Only counters and histograms, whose series are never removed
+        (a gauge's may be, by ``forget_role`` or ``forget_cluster_queue``)."""
+        key = (metric, labels)
+        child = self._series.get(key)
+        if child is None:
+            child = self._series[key] = metric.labels(*labels)
+        return child
 
     def set_cluster_queue_state(self, *, cluster_queue: str, state: str) -> None:
         """One-hot the queue's state, as Kueue reports it."""

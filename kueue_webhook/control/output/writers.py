@@ -65,7 +65,7 @@ class Writer:
 
     def _count(self, kind: Kind, verb: str) -> None:
         self.writes += 1
-        self.metrics.api_writes.labels(kind.kind, verb).inc()
+        self.metrics.series(self.metrics.api_writes, kind.kind, verb).inc()
 
     def _remember(self, kind: Kind, obj: JSON) -> JSON:
         """The server's answer, made self-describing and put into the store at once.

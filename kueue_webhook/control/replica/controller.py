@@ -267,7 +267,9 @@ class Controller(LeadershipTerm):
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
         self.live_config.subscribe(self._rearm_pods_ready)
-        # each of the leader's consumers is its own listener: one that fails does not starve the others
+        self.leading = asyncio.Event()
+        # each of the leader's consumers is its own listener, told changes only while this replica leads:
+        # one that fails does not starve the others
         for handler in (
             self.scheduler.on_change,
             self.reconciler.on_change,
@@ -281,11 +283,10 @@ class Controller(LeadershipTerm):
             self.worker_clusters.on_change,
             self.multikueue_checks.on_change,
         ):
-            self.store.subscribe(self._while_leading(handler))
-        self.store.subscribe(self._while_leading(self.multikueue.on_change))
+            self.store.subscribe(handler, when=self.leading.is_set)
+        self.store.subscribe(self.multikueue.on_change, when=self.leading.is_set)
         self.store.subscribe(self._while_following)
         self.synced = asyncio.Event()
-        self.leading = asyncio.Event()
         #: the complement of ``leading``, so both transitions can be awaited
         self.following = asyncio.Event()
         self.following.set()

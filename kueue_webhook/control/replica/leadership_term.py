@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kueue_webhook.api.config import Configuration
-from kueue_webhook.control.cache.store import Change, Listener, Store, listener_name
+from kueue_webhook.control.cache.store import Change, Store
 from kueue_webhook.control.cache.store_pass import store_pass
 from kueue_webhook.control.jobs.reconciler import JobReconciler
 from kueue_webhook.control.kube.kinds import WORKLOADS
@@ -203,17 +203,6 @@ class LeadershipTerm:
         if self._mirror_rebuild is not None:
             self._mirror_rebuild.cancel()
             self._mirror_rebuild = None
-
-    def _while_leading(self, handler: Listener) -> Listener:
-        """``handler``, told store changes only while this replica leads; named as it is (in logs and
-        the listener-error metric)."""
-
-        def listener(change: Change) -> None:
-            if self.leading.is_set():
-                handler(change)
-
-        listener.__qualname__ = listener_name(handler)
-        return listener
 
     def _while_following(self, change: Change) -> None:
         """The standby's queues follow store changes while this replica does not lead (before the first

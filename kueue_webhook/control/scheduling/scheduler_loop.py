@@ -120,6 +120,54 @@ def intern_workload_strings(workload: JSON) -> None:
                     flavors[resource] = sys.intern(flavor)
 
 
+#: metadata that changes with every write and that no decision reads
+_WRITE_BOOKKEEPING = frozenset(("resourceVersion", "managedFields"))
+
+
+def _without(mapping: JSON, keys: frozenset[str]) -> JSON:
+    return {k: v for k, v in mapping.items() if k not in keys}
+
+
+_MESSAGE = frozenset(("message",))
+_CONDITIONS = frozenset(("conditions",))
+_METADATA_SPEC_STATUS = frozenset(("metadata", "spec", "status"))
+
+
+def only_messages_changed(old: JSON | None, new: JSON | None) -> bool:
+    """Whether ``new`` differs from ``old`` in nothing but conditions' messages and the write's bookkeeping
+    (resourceVersion, managedFields): what a pending reason's write changes (QuotaReserved=False keeps its
+    status, reason and lastTransitionTime while its message follows the queue, as Kueue's
+    SetConditionAndUpdate does). The core reads a condition's type, status, reason and time, never its
+    message, so such a change cannot alter a decision."""
+    if old is None or new is None:
+        return False
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    old_conditions, new_conditions = old_status.get("conditions"), new_status.get("conditions")
+    # most changes fail here, at no cost: a condition added (admitted, finished) or an admission written
+    if not isinstance(old_conditions, list) or not isinstance(new_conditions, list):
+        return False
+    if len(old_conditions) != len(new_conditions) or old_status.get("admission") != new_status.get(
+        "admission"
+    ):
+        return False
+    if _without(old_status, _CONDITIONS) != _without(new_status, _CONDITIONS):
+        return False
+    if _without(old, _METADATA_SPEC_STATUS) != _without(new, _METADATA_SPEC_STATUS):
+        return False
+    if old.get("spec") != new.get("spec"):
+        return False
+    if _without(old.get("metadata") or {}, _WRITE_BOOKKEEPING) != _without(
+        new.get("metadata") or {}, _WRITE_BOOKKEEPING
+    ):
+        return False
+    return all(
+        isinstance(before, dict)
+        and isinstance(after, dict)
+        and _without(before, _MESSAGE) == _without(after, _MESSAGE)
+        for before, after in zip(old_conditions, new_conditions, strict=True)
+    )
+
+
 class SchedulerLoop(DecisionWrites):
     """Feeds the core, runs cycles while leading, and writes the decisions."""
 
@@ -210,6 +258,10 @@ class SchedulerLoop(DecisionWrites):
         if change.kind in STATUS_ONLY_IRRELEVANT and change.only_status_changed():
             # the echo of our own queue status write: re-reading an unchanged spec would wake every
             # parked workload of the cohort for nothing (each status flush retried them all)
+            return
+        if change.kind is WORKLOADS and only_messages_changed(change.old, change.new):
+            # the answer (or echo) of a pending reason's write: the core reads no condition's message, so
+            # parsing the Workload again would change nothing but cost a parse and a requeue check
             return
         if change.kind in REBUILD_ORDER:
             self._apply(change.kind, change.key, change.new)

@@ -203,3 +203,54 @@ def test_objects_read_back_exactly_whether_recently_written_or_long_since(
     store.remove(JOBS, written["job-7"])
     assert changes[-1].old == written.pop("job-7") and changes[-1].new is None
     assert {o["metadata"]["name"]: o for o in store.items(JOBS)} == written
+
+
+def test_a_changed_owner_moves_the_owner_index_and_a_deletion_clears_it() -> None:
+    store = Store()
+    first = {"apiVersion": "batch/v1", "kind": "Job", "name": "a", "uid": "uid-a", "controller": True}
+    second = {**first, "name": "b", "uid": "uid-b"}
+    store.upsert(WORKLOADS, obj("wl", 3, ownerReferences=[first]))
+    store.upsert(WORKLOADS, obj("wl", 4, ownerReferences=[second]))
+    assert store.workload_owned_by(namespace="ns", owner_uid="uid-a") is None
+    found = store.workload_owned_by(namespace="ns", owner_uid="uid-b")
+    assert found is not None and found["metadata"]["resourceVersion"] == "4"
+    store.remove(WORKLOADS, obj("wl", 5))
+    assert store.workload_owned_by(namespace="ns", owner_uid="uid-b") is None
+
+
+def test_listeners_read_the_previous_object_as_it_was_held() -> None:
+    store, seen = recording_store()
+    store.upsert(JOBS, obj("a", 1, labels={"v": "1"}))
+    store.upsert(JOBS, obj("a", 2, labels={"v": "2"}))
+    store.remove(JOBS, obj("a", 3))
+    added, updated, deleted = seen
+    assert added.added and added.old is None
+    assert not updated.added
+    assert updated.old == obj("a", 1, labels={"v": "1"})
+    assert updated.new == obj("a", 2, labels={"v": "2"})
+    assert deleted.new is None and deleted.old == obj("a", 2, labels={"v": "2"})
+    assert updated.old is updated.old  # decoded once, then shared by every listener
+
+
+def test_the_echo_of_a_stored_write_answer_tells_no_listener() -> None:
+    """Our write's answer is stored at once; the watch then delivers the same resourceVersion again."""
+    store, seen = recording_store()
+    store.upsert(WORKLOADS, obj("wl", 7))
+    answer = obj("wl", 8, labels={"admitted": "yes"})
+    assert store.upsert(WORKLOADS, answer)
+    assert not store.upsert(WORKLOADS, obj("wl", 8, labels={"admitted": "yes"}))
+    assert len(seen) == 2
+
+
+def test_a_gated_listener_hears_only_the_changes_made_while_its_gate_is_open() -> None:
+    store = Store()
+    open_gate = [False]
+    heard: list[str] = []
+    always: list[str] = []
+    store.subscribe(lambda change: heard.append(change.key[1]), when=lambda: open_gate[0])
+    store.subscribe(lambda change: always.append(change.key[1]))
+    store.upsert(JOBS, obj("before", 1))
+    open_gate[0] = True
+    store.upsert(JOBS, obj("while", 2))
+    assert heard == ["while"]
+    assert always == ["before", "while"]
