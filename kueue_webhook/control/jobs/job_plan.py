@@ -239,6 +239,25 @@ def job_finished(job: JSON, integration: Integration = JOB) -> tuple[bool, bool,
     return engine.finished(integration, job)
 
 
+#: a batch/v1 Job's conditions set once its success or failure is decided, before its pods are gone and
+#: ``Complete`` or ``Failed`` follows
+OUTCOME_DECIDED = ("SuccessCriteriaMet", "FailureTarget")
+
+
+def outcome_decided(job: JSON, integration: Integration = JOB) -> bool:
+    """A Job whose outcome the Job controller has decided (``SuccessCriteriaMet`` or ``FailureTarget``),
+    waiting only for its pods to be gone before it is ``Complete`` or ``Failed``.
+
+    Its PodsReady condition is not written any more: the next step is its Workload's Finished write, and a
+    PodsReady write still in flight when ``Complete`` arrives would hold that step (and the quota release)
+    back by a round trip. Kueue's reconciler writes PodsReady only when it sees the Job running and not
+    finished, so when it sees both updates at once it writes Finished alone too (the finished-job step
+    comes before the WaitForPodsReady step in its ``ReconcileGenericJob``)."""
+    if (integration.group, integration.kind) != ("batch", "Job"):
+        return False
+    return any(is_true(job, condition) for condition in OUTCOME_DECIDED)
+
+
 def is_suspended(job: JSON, integration: Integration = JOB) -> bool:
     """Suspended, and not half-way through a stop whose restore is still to be written (Kueue's
     IsSuspended, with a Job's stopping annotation)."""
@@ -411,7 +430,7 @@ def plan_job(
     if not matches_workload(job, workload, it, reserved=True):
         # edited while running (more pods, bigger requests): stopped now, its Workload replaced next
         return _stop(job, workload, NO_MATCHING_WORKLOAD, it, "NoMatchingWorkload")
-    if pods_ready and it.pods_ready is not None:
+    if pods_ready and it.pods_ready is not None and not outcome_decided(job, it):
         condition = desired_pods_ready(workload, pods_ready=engine.pods_ready(it, job))
         current = find(((workload.get("status") or {}).get("conditions")), PODS_READY) or {}
         if (current.get("status"), current.get("reason")) != condition[:2]:

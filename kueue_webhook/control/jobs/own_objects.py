@@ -33,6 +33,7 @@ from kueue_webhook.control.jobs.job_plan import (
     plan_unmanaged,
 )
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
+from kueue_webhook.control.jobs.urgency import object_change_is_urgent
 from kueue_webhook.control.kube.kinds import WORKLOADS, dependency_kind, kind_of
 from kueue_webhook.control.output.conditions import is_true
 
@@ -49,9 +50,10 @@ def owner_keys(integration: Integration, workload: JSON) -> Iterable[ObjectKey]:
         yield (integration.name, key_of(workload)[0], str(owner.get("name", "")))
 
 
-def queue_change(host: Host, change: Change, key: ObjectKey) -> None:
-    """Queue the changed object's ``key``; a deleted one's Workload is deleted when it is reconciled, and a
-    Workload its finalizer still holds is let go once nothing needs it."""
+def queue_change(host: Host, change: Change, key: ObjectKey, *, urgent: bool = False) -> None:
+    """Queue the changed object's ``key`` (``urgent``: ahead of routine keys); a deleted one's Workload is
+    deleted when it is reconciled, and a Workload its finalizer still holds is let go once nothing needs
+    it."""
     if change.new is None and change.old is not None:
         host.remember_deleted(key, str((change.old.get("metadata") or {}).get("uid", "")))
     if change.new is None or is_deleting(change.new):
@@ -60,7 +62,7 @@ def queue_change(host: Host, change: Change, key: ObjectKey) -> None:
         workload = host.context.store.workload_owned_by(namespace=change.key[0], owner_uid=uid)
         if workload is not None and deleted_and_held(workload):
             host.queue_orphan(workload)
-    host.queue_key(key)
+    host.queue_key(key, urgent=urgent)
 
 
 def prebuilt_workload_name(obj: JSON) -> str:
@@ -86,7 +88,7 @@ class KindMode:
     def on_change(self, host: Host, change: Change) -> None:
         current = change.new if change.new is not None else change.old
         key = self.key(current) if current is not None else (self.integration.name, *change.key)
-        queue_change(host, change, key)
+        queue_change(host, change, key, urgent=object_change_is_urgent(self.integration, change))
 
     def keys_for_workload(self, workload: JSON) -> Iterable[ObjectKey]:
         return owner_keys(self.integration, workload)

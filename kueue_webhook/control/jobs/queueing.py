@@ -55,8 +55,8 @@ class Host(Protocol):
     @property
     def context(self) -> ControlContext: ...
 
-    def queue_key(self, key: ObjectKey) -> None:
-        """Reconcile ``key`` (soon, once)."""
+    def queue_key(self, key: ObjectKey, *, urgent: bool = False) -> None:
+        """Reconcile ``key`` (soon, once); ``urgent``: before routine keys (``urgency``)."""
 
     def queue_orphan(self, workload: JSON) -> None:
         """Let a deleted Workload go once nothing needs it (``JobReconciler.release_orphan``)."""

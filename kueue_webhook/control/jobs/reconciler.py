@@ -4,11 +4,11 @@ reconcile per key, retried with backoff.
 The scheduling task only ever writes Workloads; everything that touches a queued object (a Job, a JobSet,
 a pod group...) happens here. A change of an object, of a Workload or of a ResourceFlavor becomes keys
 (each kind's queueing mode says which: ``kueue_webhook.control.jobs.queueing``); a key is reconciled by its
-kind's
-mode, which plans one step for the object and its Workload and has it written by the one executor
+kind's mode, which plans one step for the object and its Workload and has it written by the one executor
 (``kueue_webhook.control.jobs.executor``). Keys come from a de-duplicating work queue, so a step that fails
-(or
-races another writer) is simply planned again; a key in a namespace being deleted is not retried.
+(or races another writer) is simply planned again; a key in a namespace being deleted is not retried. The
+changes a user waits on (an object finished, a Workload admitted: ``kueue_webhook.control.jobs.urgency``)
+are served first, by a worker kept for them.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from kueue_webhook.control.jobs.job_plan import deleted_and_held
 from kueue_webhook.control.jobs.modes import mode_of
 from kueue_webhook.control.jobs.owner_lookup import OwnerFetcher
 from kueue_webhook.control.jobs.queueing import ObjectKey, PlanInputs, QueueingMode
+from kueue_webhook.control.jobs.urgency import workload_change_is_urgent
 from kueue_webhook.control.kube.backoff import Backoff
 from kueue_webhook.control.kube.client import ApiError
 from kueue_webhook.control.kube.kinds import (
@@ -49,6 +50,8 @@ from kueue_webhook.control.output.context import ControlContext
 
 JSON = dict[str, Any]
 Handler = Callable[[Any], Awaitable[None]]
+#: workers that serve only urgent keys, beside the ``workers`` that serve every key urgent ones first
+URGENT_WORKERS = 1
 log = logging.getLogger("kueue_webhook.reconciler")
 
 
@@ -109,9 +112,10 @@ class JobReconciler:
             self._modes()[integration.name].on_change(self, change)
         elif change.kind is WORKLOADS:
             obj = change.new if change.new is not None else change.old
+            urgent = workload_change_is_urgent(change)
             for mode in self._modes().values():
                 for key in mode.keys_for_workload(obj or {}):
-                    self.queue.add(key)
+                    self.queue.add(key, urgent=urgent)
             self._queue_children_of(controller_owner(obj))
             if change.new is not None and deleted_and_held(change.new):
                 self.orphans.add(change.key)
@@ -170,11 +174,15 @@ class JobReconciler:
             self.orphans.add(key_of(workload))
 
     async def run(self) -> None:
-        async def worker(queue: WorkQueue[Any], handler: Handler, tag: str) -> None:
-            await queue.serve(handler, on_error=partial(self._failed, queue, tag))
+        async def worker(
+            queue: WorkQueue[Any], handler: Handler, tag: str, *, urgent_only: bool = False
+        ) -> None:
+            await queue.serve(handler, on_error=partial(self._failed, queue, tag), urgent_only=urgent_only)
 
         await asyncio.gather(
             *(worker(self.queue, self.reconcile, "job") for _ in range(self.workers)),
+            # kept free of routine keys: a finished or admitted object is not served behind them (``urgency``)
+            *(worker(self.queue, self.reconcile, "job", urgent_only=True) for _ in range(URGENT_WORKERS)),
             # as many for finalizers: a namespace being deleted waits on every one of its Workloads
             *(worker(self.orphans, self.release_orphan, "workload") for _ in range(self.workers)),
         )
@@ -201,8 +209,8 @@ class JobReconciler:
     # -- what a queueing mode uses (``kueue_webhook.control.jobs.queueing.Host``)
     # ------------------------------
 
-    def queue_key(self, key: ObjectKey) -> None:
-        self.queue.add(key)
+    def queue_key(self, key: ObjectKey, *, urgent: bool = False) -> None:
+        self.queue.add(key, urgent=urgent)
 
     def queue_orphan(self, workload: JSON) -> None:
         self.orphans.add(key_of(workload))

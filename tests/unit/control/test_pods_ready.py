@@ -69,6 +69,26 @@ def test_a_running_jobs_ready_pods_turn_pods_ready_true() -> None:
     assert step.condition[:2] == ("True", "Started")
 
 
+def test_a_job_whose_success_is_decided_gets_no_pods_ready_write_its_finished_write_comes_next() -> None:
+    """Pods that succeed without having been reported ready (a short Job): the Job controller first sets
+    SuccessCriteriaMet with the pod uncounted, then Complete. A PodsReady write planned in between would
+    still be in flight when Complete arrives and hold back the Finished write that releases the quota;
+    Kueue's reconciler, seeing both updates at once, writes Finished alone too."""
+    waiting = with_pods_ready(admitted(), "False", "WaitForStart")
+    succeeding = running_job(ready=0)
+    succeeding["status"]["uncountedTerminatedPods"] = {"succeeded": ["pod-uid"]}
+    failing = copy.deepcopy(succeeding)
+    decided = {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"}
+    succeeding["status"]["conditions"] = [decided]
+    failing["status"]["conditions"] = [
+        {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"}
+    ]
+    assert plan(succeeding, waiting) is None
+    assert plan(failing, waiting) is None
+    ready = running_job(ready=1)  # a Job still running: its ready pods are still recorded
+    assert isinstance(plan(ready, waiting), SyncPodsReady)
+
+
 def test_without_wait_for_pods_ready_the_reconciler_never_writes_pods_ready() -> None:
     assert plan(running_job(ready=1), admitted(), enabled=False) is None
 
