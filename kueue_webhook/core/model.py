@@ -16,6 +16,7 @@ from typing import Any, NewType
 from kueue_webhook.api.objects import Admission, ClusterQueue, PodSet, Workload, parse_timestamp
 from kueue_webhook.api.quantity import Format, Quantity
 from kueue_webhook.api.topology_request import TopologyRequest, parse_topology_request
+from kueue_webhook.core.shared_shapes import NO_USAGE, SharedValues, shared_admission, shared_usage
 
 __all__ = [
     "ClusterQueueName",
@@ -92,8 +93,8 @@ class WorkloadInfo:
     job_uid: str = ""
     active: bool = True
     admission: Admission | None = None
-    #: ``(flavor, resource) -> nanos`` charged while admitted
-    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    #: ``(flavor, resource) -> nanos`` charged while admitted; read-only, shared by Workloads of one shape
+    usage: Mapping[FlavorResource, int] = field(default_factory=lambda: NO_USAGE)
     finished: bool = False
     #: workloads of one shape (namespace and pod sets) fit or fail together against the same quota
     shape: Hashable = None
@@ -110,6 +111,7 @@ class WorkloadInfo:
     def from_workload(cls, workload: Workload, *, priority: int | None = None) -> WorkloadInfo:
         reclaimable = workload.reclaimable_pods
         pod_sets = tuple(_pod_set_info(ps, reclaimable.get(ps.name, 0)) for ps in workload.pod_sets)
+        shape, pod_sets = _shared_shape(workload.namespace, pod_sets)
         info = cls(
             key=WorkloadKey(workload.key),
             name=workload.name,
@@ -122,11 +124,11 @@ class WorkloadInfo:
             job_uid=workload.meta.labels.get("kueue.x-k8s.io/job-uid", ""),
             active=workload.active,
             finished=workload.is_finished,
-            shape=_shape(workload.namespace, pod_sets),
+            shape=shape,
         )
         if workload.has_quota_reservation and not workload.is_finished and workload.admission is not None:
-            info.admission = workload.admission
-            info.usage = usage_of_admission(workload.admission, workload.pod_sets, reclaimable)
+            info.admission = shared_admission(workload.admission)
+            info.usage = shared_usage(usage_of_admission(workload.admission, workload.pod_sets, reclaimable))
         return info
 
 
@@ -169,6 +171,19 @@ def _shape(namespace: str, pod_sets: tuple[PodSetInfo, ...]) -> Hashable:
             for ps in pod_sets
         ),
     )
+
+
+#: one shape key and one tuple of pod set records per shape, however many Workloads have it
+_SHAPES: SharedValues[tuple[Hashable, tuple[PodSetInfo, ...]]] = SharedValues()
+
+
+def _shared_shape(
+    namespace: str, pod_sets: tuple[PodSetInfo, ...]
+) -> tuple[Hashable, tuple[PodSetInfo, ...]]:
+    """The shape of ``pod_sets`` in ``namespace`` and pod set records equal to them, both shared with
+    every Workload of that shape (equal shapes mean equal records: the shape covers every field)."""
+    shape = _shape(namespace, pod_sets)
+    return _SHAPES.get(shape, lambda: (shape, pod_sets))
 
 
 def running_count(pod_set: PodSet, reclaimable: int) -> int:
