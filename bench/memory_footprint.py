@@ -18,6 +18,8 @@ import sys
 import tracemalloc
 from typing import Any
 
+import orjson
+
 from bench.e2e import job
 
 JSON = dict[str, Any]
@@ -162,7 +164,11 @@ def main() -> None:
 
     first = tracemalloc.take_snapshot()
     start = traced_mib()
-    infos = [WorkloadInfo.from_workload(parse_workload(pair(i)[1])) for i in range(args.jobs)]
+    # through JSON, as the controller reads them from the store: every string is then its own object
+    infos = [
+        WorkloadInfo.from_workload(parse_workload(orjson.loads(orjson.dumps(pair(i)[1]))))
+        for i in range(args.jobs)
+    ]
     held = traced_mib() - start
     print(
         f"scheduler, {len(infos):,} admitted WorkloadInfo: {held:.1f} MiB "

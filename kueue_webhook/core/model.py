@@ -9,6 +9,7 @@ name from being passed where a ClusterQueue name is expected.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NewType
@@ -115,8 +116,9 @@ class WorkloadInfo:
         info = cls(
             key=WorkloadKey(workload.key),
             name=workload.name,
-            namespace=workload.namespace,
-            queue_name=workload.queue_name,
+            # one string per namespace and queue name, not one per Workload parsed from JSON
+            namespace=sys.intern(workload.namespace),
+            queue_name=sys.intern(workload.queue_name),
             priority=priority if priority is not None else (workload.priority or 0),
             created=_queue_order_time(workload),
             pod_sets=pod_sets,
