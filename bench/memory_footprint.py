@@ -154,8 +154,13 @@ def main() -> None:
     store = Store()
     for index in range(args.jobs):
         the_job, workload = pair(index)
-        store.upsert(JOBS, the_job)
-        store.upsert(WORKLOADS, workload)
+        # as the watches deliver them (through JSON): the Workload created, then admitted
+        created = orjson.loads(orjson.dumps(workload))
+        del created["status"]
+        created["metadata"]["resourceVersion"] = str(int(workload["metadata"]["resourceVersion"]) - 1)
+        store.upsert(JOBS, orjson.loads(orjson.dumps(the_job)))
+        store.upsert(WORKLOADS, created)
+        store.upsert(WORKLOADS, orjson.loads(orjson.dumps(workload)))
     stored = traced_mib() - start
     print(
         f"store, {args.jobs:,} Jobs + admitted Workloads: {stored:.1f} MiB "

@@ -380,11 +380,14 @@ class Store:
 
     def _index_owner(self, key: Key, old: JSON | None, new: JSON | None) -> None:
         old_owner = controller_owner(old) if old is not None else None
-        if old_owner is not None and self._owned.get(str(old_owner.get("uid"))) == key:
-            del self._owned[str(old_owner.get("uid"))]
         new_owner = controller_owner(new) if new is not None else None
-        if new_owner is not None and new_owner.get("uid"):
-            self._owned[str(new_owner["uid"])] = key
+        new_uid = str(new_owner["uid"]) if new_owner is not None and new_owner.get("uid") else None
+        old_uid = str(old_owner.get("uid")) if old_owner is not None else None
+        if old_uid is not None and old_uid != new_uid and self._owned.get(old_uid) == key:
+            del self._owned[old_uid]
+        if new_uid is not None and self._owned.get(new_uid) != key:
+            # an unchanged owner keeps its entry: the key tuple the objects' map holds, not one per update
+            self._owned[new_uid] = key
 
     def _notify(self, change: Change) -> None:
         for listener in self._listeners:
