@@ -21,6 +21,12 @@ from typing import Any
 import orjson
 
 from bench.e2e import job
+from kueue_webhook import runtime
+from kueue_webhook.api.config import Configuration
+from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.api_health import ApiHealth
+from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 
 JSON = dict[str, Any]
 UID = "f4b010df-781d-4f31-bb58-5ba0725ca65c"
@@ -135,7 +141,6 @@ def main() -> None:
     args = parser.parse_args()
     print(f"serve's modules imported, a fresh interpreter: {import_rss_mib():.1f} MiB RSS")
     from kueue_webhook.api.objects.workloads import parse_workload
-    from kueue_webhook.control.cache.store import Store
     from kueue_webhook.control.kube.kinds import JOBS, WORKLOADS
     from kueue_webhook.core.model import WorkloadInfo
 
@@ -181,6 +186,29 @@ def main() -> None:
     )
     for stat in tracemalloc.take_snapshot().compare_to(first, "lineno")[: args.top]:
         print(f"  {stat}")
+    armed = runtime.run(armed_deadlines(store))
+    print(
+        f"pods-ready deadlines, {args.jobs:,} admitted Workloads not ready yet: {armed:.1f} MiB "
+        f"({armed * 2**20 / args.jobs:,.0f} B each)"
+    )
+
+
+async def armed_deadlines(store: Store) -> float:
+    """What the pods-ready timers hold while every admitted Workload waits for its pods (waitForPodsReady
+    is on by default; on the benchmark's cluster no Pod ever runs)."""
+    context = ControlContext(
+        store=store,
+        writer=None,  # type: ignore[arg-type]  # arming writes nothing
+        events=None,  # type: ignore[arg-type]
+        metrics=None,  # type: ignore[arg-type]
+        is_leader=lambda: True,
+        configuration=Configuration,
+        budget=ApiHealth(),
+    )
+    timers = PodsReadyTimers(context)
+    start = traced_mib()
+    timers.resync()
+    return traced_mib() - start
 
 
 if __name__ == "__main__":

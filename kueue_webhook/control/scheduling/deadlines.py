@@ -3,10 +3,11 @@ requeue backoff, a time limit).
 
 For every Workload the store reports changed, the next moment something is due (``due``) is armed,
 re-armed on each change and dropped when nothing is due. The armed deadlines wait in one heap under a
-single event-loop timer set for the earliest: a loop timer per Workload (with its handle, context and
-bound method, ~450 bytes) cost 4.5 MB at 10,000 admitted Workloads under ``waitForPodsReady``, a heap
-entry costs a tenth of it. A re-armed Workload leaves its old entry in the heap, skipped when it comes up
-(and the heap is rebuilt once such leftovers outnumber the live entries).
+single event-loop timer set for the earliest: a loop timer per Workload (its handle, context and bound
+method) held 4.5 MiB at 10,000 admitted Workloads under ``waitForPodsReady``, the heap and its index 2.3 MiB
+(``python -m bench.memory_footprint``, the Workloads' keys included in both). A re-armed Workload leaves
+its old entry in the heap, skipped when it comes up (and the heap is rebuilt once such leftovers outnumber
+the live entries).
 Deadlines are wall-clock instants (condition timestamps); they are converted to the loop's clock once, so a
 test that drives the loop's clock (looptime) drives these timers. A timer only queues the Workload: ``act``
 runs on the Workload as the store shows it then, after ``due`` is derived again, so a timer that fires late
