@@ -82,16 +82,20 @@ class DeadlineTimers:
         self._arm(key_of(workload), workload)
 
     def _arm(self, key: Key, workload: JSON | None) -> None:
-        self._armed.pop(key, None)  # its heap entry, if any, is now a leftover
         due = self.due(workload) if workload is not None else None
         if due is None:
+            self._armed.pop(key, None)  # its heap entry, if any, is now a leftover
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # fed before the loop runs (a test building state): resync arms it later
+            self._armed.pop(key, None)
             return
         at = loop.time() + max(0.0, due - self._now())
-        self._armed[key] = at
+        held = self._armed.get(key)
+        if held is not None and abs(held - at) < _EARLY:
+            return  # most changes of a Workload leave its deadline where it was: its entry stands
+        self._armed[key] = at  # the old entry, if any, is now a leftover
         heapq.heappush(self._heap, (at, key))
         if len(self._heap) > 2 * len(self._armed) + 64:
             self._heap = [(moment, k) for k, moment in self._armed.items()]

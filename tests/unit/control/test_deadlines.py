@@ -59,12 +59,15 @@ async def test_each_workload_is_acted_on_once_at_its_latest_deadline() -> None:
         store.upsert(WORKLOADS, workload("later", now + 30, version=2))  # re-armed later
         store.upsert(WORKLOADS, workload("sooner", now + 40))
         store.upsert(WORKLOADS, workload("sooner", now + 20, version=2))  # re-armed sooner
+        for version in range(1, 6):  # changes that leave its deadline where it was
+            store.upsert(WORKLOADS, workload("steady", now + 25, version=version))
         store.upsert(WORKLOADS, workload("dropped", now + 5))
         store.upsert(WORKLOADS, workload("dropped", None, version=2))  # nothing due any more
         await asyncio.sleep(60)
-        assert [(name, at - start) for name, at in timers.acted] == [("sooner", 20), ("later", 30)]
+        first = [(name, at - start) for name, at in timers.acted]
+        assert first == [("sooner", 20), ("steady", 25), ("later", 30)]
         await asyncio.sleep(100)
-        bulk = [(name, at - start) for name, at in timers.acted[2:]]
+        bulk = [(name, at - start) for name, at in timers.acted[3:]]
         assert len(bulk) == 1000 and len({name for name, _ in bulk}) == 1000
         assert all(at == 100 + (int(name[5:]) * 7) % 50 for name, at in bulk)
         assert [at for _, at in bulk] == sorted(at for _, at in bulk)
