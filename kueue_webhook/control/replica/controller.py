@@ -77,7 +77,6 @@ from kueue_webhook.control.topology.replacement import CoreReplacement
 from kueue_webhook.control.topology.ungater import TopologyUngater
 from kueue_webhook.control.topology.watch import TopologyWatch
 from kueue_webhook.core.scheduler import SchedulerState
-from kueue_webhook.memory import trim_when_freed
 
 log = logging.getLogger("kueue_webhook.controller")
 LEASE_NAME = "kueue-webhook-leader"
@@ -392,8 +391,6 @@ class Controller(LeadershipTerm):
         # not part of readiness: a cluster without topology-aware Workloads needs no list of their pods (the
         # Node informer, shared with the feed, is among ``self.informers``)
         background.append(loop.create_task(self.topology.pod_informer.run(), name="topology-pods"))
-        # what a burst of writes and events allocated goes back to the system once it is freed
-        background.append(loop.create_task(trim_when_freed(), name="memory-trim"))
         self._running = True
         self._watch_integrations(self.configuration())
         try:
