@@ -9,6 +9,7 @@ name from being passed where a ClusterQueue name is expected.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NewType
@@ -16,6 +17,7 @@ from typing import Any, NewType
 from kueue_webhook.api.objects import Admission, ClusterQueue, PodSet, Workload, parse_timestamp
 from kueue_webhook.api.quantity import Format, Quantity
 from kueue_webhook.api.topology_request import TopologyRequest, parse_topology_request
+from kueue_webhook.core.shared_shapes import NO_USAGE, SharedValues, shared_admission, shared_usage
 
 __all__ = [
     "ClusterQueueName",
@@ -92,8 +94,8 @@ class WorkloadInfo:
     job_uid: str = ""
     active: bool = True
     admission: Admission | None = None
-    #: ``(flavor, resource) -> nanos`` charged while admitted
-    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    #: ``(flavor, resource) -> nanos`` charged while admitted; read-only, shared by Workloads of one shape
+    usage: Mapping[FlavorResource, int] = field(default_factory=lambda: NO_USAGE)
     finished: bool = False
     #: workloads of one shape (namespace and pod sets) fit or fail together against the same quota
     shape: Hashable = None
@@ -114,11 +116,13 @@ class WorkloadInfo:
     def from_workload(cls, workload: Workload, *, priority: int | None = None) -> WorkloadInfo:
         reclaimable = workload.reclaimable_pods
         pod_sets = tuple(_pod_set_info(ps, reclaimable.get(ps.name, 0)) for ps in workload.pod_sets)
+        shape, pod_sets = _shared_shape(workload.namespace, pod_sets)
         info = cls(
             key=WorkloadKey(workload.key),
             name=workload.name,
-            namespace=workload.namespace,
-            queue_name=workload.queue_name,
+            # one string per namespace and queue name, not one per Workload parsed from JSON
+            namespace=sys.intern(workload.namespace),
+            queue_name=sys.intern(workload.queue_name),
             priority=priority if priority is not None else (workload.priority or 0),
             created=_queue_order_time(workload),
             pod_sets=pod_sets,
@@ -126,11 +130,11 @@ class WorkloadInfo:
             job_uid=workload.meta.labels.get("kueue.x-k8s.io/job-uid", ""),
             active=workload.active,
             finished=workload.is_finished,
-            shape=_shape(workload.namespace, pod_sets),
+            shape=shape,
         )
         if workload.has_quota_reservation and not workload.is_finished and workload.admission is not None:
-            info.admission = workload.admission
-            info.usage = usage_of_admission(workload.admission, workload.pod_sets, reclaimable)
+            info.admission = shared_admission(workload.admission)
+            info.usage = shared_usage(usage_of_admission(workload.admission, workload.pod_sets, reclaimable))
         return info
 
 
@@ -173,6 +177,19 @@ def _shape(namespace: str, pod_sets: tuple[PodSetInfo, ...]) -> Hashable:
             for ps in pod_sets
         ),
     )
+
+
+#: one shape key and one tuple of pod set records per shape, however many Workloads have it
+_SHAPES: SharedValues[tuple[Hashable, tuple[PodSetInfo, ...]]] = SharedValues()
+
+
+def _shared_shape(
+    namespace: str, pod_sets: tuple[PodSetInfo, ...]
+) -> tuple[Hashable, tuple[PodSetInfo, ...]]:
+    """The shape of ``pod_sets`` in ``namespace`` and pod set records equal to them, both shared with
+    every Workload of that shape (equal shapes mean equal records: the shape covers every field)."""
+    shape = _shape(namespace, pod_sets)
+    return _SHAPES.get(shape, lambda: (shape, pod_sets))
 
 
 def running_count(pod_set: PodSet, reclaimable: int) -> int:

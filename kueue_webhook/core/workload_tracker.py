@@ -35,6 +35,7 @@ from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
 from kueue_webhook.core.pending_queues import PendingQueues
 from kueue_webhook.core.preemption import Candidate
 from kueue_webhook.core.revisits import Revisits
+from kueue_webhook.core.shared_shapes import NO_USAGE, shared_admission, shared_usage
 from kueue_webhook.core.specs import QueueState, Specs
 from kueue_webhook.core.tas.charges import topology_charges
 
@@ -198,7 +199,7 @@ class WorkloadTracker:
         self._release(tracked)
         tracked.assumed = tracked.admitted = False
         tracked.info.admission = None
-        tracked.info.usage = {}
+        tracked.info.usage = NO_USAGE
         self.notices.forget(tracked.info.key)
         self._route(tracked)
 
@@ -209,8 +210,8 @@ class WorkloadTracker:
         """Charge a workload the cycle admits, before the API server has seen the admission (``admitted``:
         at once, no admission check to wait for)."""
         tracked = self.workloads[info.key]
-        info.admission = admission
-        info.usage = dict(usage)
+        info.admission = shared_admission(admission)  # one copy per shape (``shared_shapes``)
+        info.usage = shared_usage(usage)
         tracked.cluster_queue = admission.cluster_queue
         tracked.assumed, tracked.admitted = True, admitted
         tracked.reserved_at = (float("inf"), self._next_sequence())

@@ -428,15 +428,20 @@ class Store:
 
     def _index_owner(self, key: Key, new: JSON | None) -> None:
         """Point the owner index at ``new``'s controller (the entry of the owner it had before goes), so
-        the index needs no decoding of what the store held."""
-        old_uid = self._owner_of.pop(key, None)
-        if old_uid is not None and self._owned.get(old_uid) == key:
-            del self._owned[old_uid]
+        the index needs no decoding of what the store held. An unchanged owner keeps its entries: the key
+        tuple first indexed, not a fresh one per update."""
         new_owner = controller_owner(new) if new is not None else None
-        if new_owner is not None and new_owner.get("uid"):
-            uid = str(new_owner["uid"])
-            self._owned[uid] = key
-            self._owner_of[key] = uid
+        new_uid = str(new_owner["uid"]) if new_owner is not None and new_owner.get("uid") else None
+        old_uid = self._owner_of.get(key)
+        if old_uid == new_uid and (new_uid is None or self._owned.get(new_uid) == key):
+            return
+        if old_uid is not None:
+            del self._owner_of[key]
+            if self._owned.get(old_uid) == key:
+                del self._owned[old_uid]
+        if new_uid is not None:
+            self._owned[new_uid] = key
+            self._owner_of[key] = new_uid
 
     def _notify(self, change: Change) -> None:
         for listener, when in self._listeners:

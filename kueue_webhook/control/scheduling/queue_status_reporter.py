@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kueue_webhook.api.conditions import is_true
@@ -45,7 +45,7 @@ from kueue_webhook.core.status import cluster_queue_status, local_queue_status
 from kueue_webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
-Reservation = tuple[dict[FlavorResource, int], bool]
+Reservation = tuple[Mapping[FlavorResource, int], bool]
 log = logging.getLogger("kueue_webhook.status")
 
 

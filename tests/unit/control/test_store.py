@@ -85,6 +85,21 @@ def test_workload_found_by_its_owner_job_uid() -> None:
     assert store.workload_owned_by(namespace="ns", owner_uid="job-uid") is None
 
 
+def test_a_workload_stays_found_by_its_owner_through_updates_and_an_owner_change() -> None:
+    store = Store()
+    first = {"apiVersion": "batch/v1", "kind": "Job", "name": "job-a", "uid": "first", "controller": True}
+    second = {**first, "uid": "second"}
+    store.upsert(WORKLOADS, obj("job-a-123", 3, ownerReferences=[first]))
+    store.upsert(WORKLOADS, obj("job-a-123", 4, ownerReferences=[first], labels={"changed": "yes"}))
+    found = store.workload_owned_by(namespace="ns", owner_uid="first")
+    assert found is not None and found["metadata"]["resourceVersion"] == "4"
+    store.upsert(WORKLOADS, obj("job-a-123", 5, ownerReferences=[second]))
+    assert store.workload_owned_by(namespace="ns", owner_uid="first") is None
+    assert store.workload_owned_by(namespace="ns", owner_uid="second") is not None
+    store.upsert(WORKLOADS, obj("job-a-123", 6))
+    assert store.workload_owned_by(namespace="ns", owner_uid="second") is None
+
+
 def test_cluster_view_answers_namespace_labels_and_local_queues() -> None:
     store = Store()
     assert store.namespace_labels("team-a") is None
