@@ -491,7 +491,11 @@ class Run:
                 f"admitted {admitted} finished {self._finished}"
             )
 
-    async def execute(self, *, wait_active: float = 60.0, idle_grace: float = 10.0) -> None:
+    async def execute(self, *, wait_active: float = 60.0, idle_grace: float = 120.0) -> None:
+        """Run the scenario to its end. After the last Workload finished, wait up to ``idle_grace`` for
+        Kueue's end condition (every Active ClusterQueue's status without pending or reserving Workloads),
+        as Kueue's runner waits for its recorder: at 1,000 ClusterQueues their last status writes take
+        longer than a few seconds, and a short grace would report the end condition as never reached."""
         # The actor stands in for the kubelets, so it must not lag: with the run's records alive, the
         # collector's full passes held its loop for up to a few hundred ms in the tail (finishes came late
         # and the jobs seemed to run longer). Reference counting frees nearly everything; the few cycles
