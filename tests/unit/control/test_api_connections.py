@@ -21,6 +21,7 @@ from kueue_webhook.control.kube.kinds import WATCHED, WORKLOADS
 from kueue_webhook.control.replica.main import add_arguments, api_connections, build_replica
 from kueue_webhook.control.replica.wiring import API_CONNECTIONS
 from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_FLIGHT
+from tests.support.local_http import serving
 from tests.unit.control.kubeconfigs import write
 
 #: every watched kind, the ConfigMap and a few integrations' kinds
@@ -62,15 +63,10 @@ async def slow_server() -> AsyncIterator[tuple[SlowServer, str]]:
     app.router.add_route(
         "*", "/apis/{group}/{version}/namespaces/{ns}/workloads/{name}/status", server.handle
     )
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    yield server, f"http://127.0.0.1:{port}"
-    server.stop.set()
-    server.enough_writes.set()
-    await runner.cleanup()
+    async with serving(app) as url:
+        yield server, url
+        server.stop.set()
+        server.enough_writes.set()
 
 
 async def _watch(client: KubeClient) -> None:

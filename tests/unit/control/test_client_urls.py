@@ -13,6 +13,7 @@ from aiohttp import web
 
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.kinds import WORKLOADS
+from tests.support.local_http import serving
 
 
 @pytest.fixture
@@ -26,13 +27,8 @@ async def recording_server() -> AsyncIterator[tuple[list[tuple[str, str, str]], 
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    yield seen, f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serving(app) as url:
+        yield seen, url
 
 
 @pytest.mark.parametrize("prefix", ["", "/k8s/clusters/c-1"])

@@ -138,15 +138,21 @@ def test_every_member_of_a_large_parked_shape_is_told_the_restated_message() -> 
     ] * 301
 
 
+def _told_then_parked(
+    notices: Notices, out: list[object], key: WorkloadKey, message: str, position: int
+) -> None:
+    """A workload told ``message`` at ``position`` in ClusterQueue ``cq``, then parked as ``shape``."""
+    notices.wait(out, key, "cq", "WaitingForQuota", message, position)
+    notices.parked(key, "shape")
+
+
 def test_a_workload_keeps_what_its_shape_was_told_once_it_leaves_the_parked_list() -> None:
     notices = Notices()
     out: list[object] = []
     key, later = WorkloadKey("ns/a"), WorkloadKey("ns/b")
-    notices.wait(out, key, "cq", "WaitingForQuota", "old", 3)
-    notices.parked(key, "shape")
+    _told_then_parked(notices, out, key, "old", 3)
     notices.restate_parked("shape", "cq", "WaitingForQuota", "new", lambda: [key])
-    notices.wait(out, later, "cq", "WaitingForQuota", "own", 4)
-    notices.parked(later, "shape")  # parked after the restatement: it keeps its own message
+    _told_then_parked(notices, out, later, "own", 4)  # parked after the restatement: it keeps its own message
     assert (notices.last_wait(key), notices.last_wait(later)) == (
         ("WaitingForQuota", "new"),
         ("WaitingForQuota", "own"),
@@ -166,12 +172,10 @@ def test_a_restatement_that_repeats_the_last_looks_only_at_workloads_parked_sinc
     notices = Notices()
     out: list[object] = []
     old, new = WorkloadKey("ns/old"), WorkloadKey("ns/new")
-    notices.wait(out, old, "cq", "WaitingForQuota", "1 more needed", 1)
-    notices.parked(old, "shape")
+    _told_then_parked(notices, out, old, "1 more needed", 1)
     notices.restate_parked("shape", "cq", "WaitingForQuota", "2 more needed", lambda: [old])
     assert notices.take_restated() == {old: "cq"}
-    notices.wait(out, new, "cq", "WaitingForQuota", "1 more needed", 2)
-    notices.parked(new, "shape")
+    _told_then_parked(notices, out, new, "1 more needed", 2)
 
     def every_member() -> list[WorkloadKey]:
         raise AssertionError("the shape's members are not listed again")
@@ -191,7 +195,6 @@ def test_past_the_bound_of_noted_workloads_a_repeated_restatement_lists_the_memb
     notices.parked(keys[0], "shape")
     notices.restate_parked("shape", "cq", "WaitingForQuota", "same", lambda: [keys[0]])
     for key in keys[1:]:  # two told and parked since: more than noted
-        notices.wait(out, key, "cq", "WaitingForQuota", "own", 1)
-        notices.parked(key, "shape")
+        _told_then_parked(notices, out, key, "own", 1)
     notices.restate_parked("shape", "cq", "WaitingForQuota", "same", lambda: keys)
     assert notices.take_restated() == {keys[1]: "cq", keys[2]: "cq"}
