@@ -116,6 +116,18 @@ def wait(name: str, message: str, position: int, reason: str = "Pending") -> Wai
     return Wait(WorkloadKey(f"team/{name}"), "cq", reason, message, position)
 
 
+async def showing_full(count: int) -> tuple[Queue, RecordingWriter, PendingConditions, list[str]]:
+    """A queue of ``count`` pending Workloads (``w000``...), in name order, each already showing ``FULL``."""
+    queue = Queue()
+    store, writer, _, pending = setup(queue)
+    names = [f"w{index:03d}" for index in range(count)]
+    for name in names:
+        store.upsert(WORKLOADS, workload(name))
+        await pending.write(wait(name, FULL, 1))
+    queue.order = [f"team/{name}" for name in names]
+    return queue, writer, pending, names
+
+
 async def test_the_first_reason_and_a_new_reason_are_written_at_once_a_reworded_message_is_not() -> None:
     store, writer, events, pending = setup()
     store.upsert(WORKLOADS, workload("b"))
@@ -267,13 +279,7 @@ async def test_a_busy_api_server_defers_even_a_new_reason_to_the_pass() -> None:
 
 
 async def test_a_pass_writes_at_most_a_full_budget_front_first_and_the_next_pass_the_rest() -> None:
-    queue = Queue()
-    store, writer, _, pending = setup(queue)
-    names = [f"w{index:03d}" for index in range(PASS_WRITES_AT_MOST + 7)]
-    for name in names:
-        store.upsert(WORKLOADS, workload(name))
-        await pending.write(wait(name, FULL, 1))
-    queue.order = [f"team/{name}" for name in names]
+    queue, writer, pending, names = await showing_full(PASS_WRITES_AT_MOST + 7)
     reworded = FULL.replace("1 more", "2 more")
     queue.waits = dict.fromkeys(queue.order, ("Pending", reworded))
     writer.messages.clear()
@@ -290,13 +296,7 @@ async def test_a_pass_looks_only_at_the_workloads_whose_wait_changed_front_first
     """A queue of thousands whose Workloads already show their message costs a pass nothing: only the
     Workloads marked since (a new decision, or a wait restated for their shape) are looked at, and the
     ones still pending are written in queue order."""
-    queue = Queue()
-    store, writer, _, pending = setup(queue)
-    names = [f"w{index:03d}" for index in range(200)]
-    for name in names:
-        store.upsert(WORKLOADS, workload(name))
-        await pending.write(wait(name, FULL, 1))
-    queue.order = [f"team/{name}" for name in names]
+    queue, writer, pending, _ = await showing_full(200)
     queue.waits = dict.fromkeys(queue.order, ("Pending", FULL))
     writer.messages.clear()
 
@@ -317,13 +317,7 @@ async def test_a_pass_looks_only_at_the_workloads_whose_wait_changed_front_first
 async def test_stale_workloads_beyond_what_a_pass_writes_wait_for_the_next_pass_unread() -> None:
     """When more messages moved than a pass may write, the pass reads only those it writes, front first;
     the ones behind stay marked for the next pass, which writes them."""
-    queue = Queue()
-    store, writer, _, pending = setup(queue)
-    names = [f"w{index:03d}" for index in range(PASS_WRITES_AT_MOST + 10)]
-    for name in names:
-        store.upsert(WORKLOADS, workload(name))
-        await pending.write(wait(name, FULL, 1))
-    queue.order = [f"team/{name}" for name in names]
+    queue, writer, pending, names = await showing_full(PASS_WRITES_AT_MOST + 10)
     reworded = FULL.replace("1 more", "2 more")
     queue.waits = dict.fromkeys(queue.order, ("Pending", reworded))
     writer.messages.clear()
