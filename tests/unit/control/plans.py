@@ -20,6 +20,9 @@ def job(
     conditions: list[JSON] | None = None,
     node_selector: JSON | None = None,
     active: int = 0,
+    succeeded: int = 0,
+    parallelism: int = 1,
+    completions: int = 1,
 ) -> JSON:
     pod_spec: JSON = {
         "containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]
@@ -32,10 +35,14 @@ def job(
         queue="gpu",
         metadata={"uid": "job-uid"},
         suspend=suspend,
-        parallelism=1,
-        completions=1,
+        parallelism=parallelism,
+        completions=completions,
         pod_spec=pod_spec,
-        status={"conditions": conditions or [], **({"active": active} if active else {})},
+        status={
+            "conditions": conditions or [],
+            **({"active": active} if active else {}),
+            **({"succeeded": succeeded} if succeeded else {}),
+        },
     )
 
 

@@ -13,7 +13,7 @@ from kueue_webhook.control.jobs.job_plan import (
     reclaimable_to_record,
 )
 from kueue_webhook.control.output.conditions import admitted_status
-from tests.support import builders
+from tests.unit.control import plans
 from tests.unit.control.plans import NOW, flavor_lookup
 
 JSON = dict[str, Any]
@@ -32,17 +32,7 @@ ADMISSION = {
 
 
 def job(*, succeeded: int, suspend: bool = False) -> JSON:
-    return builders.job(
-        "train",
-        "team-a",
-        queue="gpu",
-        metadata={"uid": "job-uid"},
-        suspend=suspend,
-        parallelism=2,
-        completions=4,
-        pod_spec=POD,
-        status={"succeeded": succeeded, "active": 2},
-    )
+    return plans.job(suspend=suspend, parallelism=2, completions=4, active=2, succeeded=succeeded)
 
 
 def workload(*, reclaimable: int = 0, reserved: bool = True) -> JSON:
