@@ -9,6 +9,9 @@ no cap, unset ``lendingLimit`` = lend everything). Amounts are plain ``int`` nan
 
 Usage is updated incrementally on every admit/release (a walk up the tree, O(depth)); subtree quotas
 are recomputed only for the tree that changed when a ClusterQueue or Cohort spec changes, which is rare.
+Every change is stamped (``Ledger.stamp``: the structure's epoch and the version of the changed tree), so
+what is derived from one tree's usage (preemption answers, ``available``) can be kept until that tree
+changes; a simulated change that is undone exactly puts its tree's stamp back (``Ledger.rewind``).
 A cohort named by a ClusterQueue but never created as an object exists implicitly with no quota of its
 own, as in Kueue.
 """
@@ -59,6 +62,10 @@ class Node:
     explicit: bool = False
     #: ``height`` as of the last change to the tree below (-1: not known, counted when asked)
     known_height: int = -1
+    #: on a root: the ledger's clock at the last change of usage in its tree (``Ledger.stamp``)
+    version: int = 0
+    #: ``available`` per flavor/resource, with the root and its version it was counted at
+    known_available: dict[FlavorResource, tuple[Node, int, int]] = field(default_factory=dict)
 
     def local_quota(self, fr: FlavorResource) -> int:
         """The private part of the subtree quota (what is not lent to the parent)."""
@@ -111,6 +118,10 @@ def available(node: Node, fr: FlavorResource) -> int:
         while current.parent is not None:
             chain.append(current)
             current = current.parent
+    # ``current`` is the root: the answer holds until its tree changes (every head of a queue asks)
+    known = node.known_available.get(fr)
+    if known is not None and known[0] is current and known[1] == current.version:
+        return known[2]
     offered = current.subtree.get(fr, 0) - current.usage.get(fr, 0)
     for level in reversed(chain):
         usage = level.usage.get(fr, 0)
@@ -123,6 +134,7 @@ def available(node: Node, fr: FlavorResource) -> int:
             used_in_parent = max(0, usage - local)
             offered = min(subtree - local - used_in_parent + quota.borrowing_limit, offered)
         offered += max(0, local - usage)
+    node.known_available[fr] = (current, current.version, offered)
     return offered
 
 
@@ -209,6 +221,10 @@ class Ledger:
         self.cohorts: dict[str, Node] = {}
         #: ClusterQueues per tree root, rebuilt lazily after any structural change
         self._trees: dict[int, list[str]] = {}
+        #: bumped by every structural change (a spec, a ClusterQueue or cohort added or removed)
+        self.epoch = 0
+        #: a new value for every change of usage, never handed out twice (``Node.version``)
+        self._clock = 0
 
     # -- structure ----------------------------------------------------------------------------------
     def _cohort(self, name: str) -> Node:
@@ -225,6 +241,7 @@ class Ledger:
             node = node.parent
 
     def _detach(self, node: Node) -> Node | None:
+        self.epoch += 1
         self._trees.clear()
         self._forget_heights(node)
         parent = node.parent
@@ -234,6 +251,7 @@ class Ledger:
         return parent
 
     def _attach(self, node: Node, parent_name: str) -> None:
+        self.epoch += 1
         self._trees.clear()
         if not parent_name:
             return
@@ -305,11 +323,15 @@ class Ledger:
         self._recompute_if_alive(node)
 
     def _recompute(self, node: Node) -> None:
+        self.epoch += 1
         self._trees.clear()
         self._recompute_tree(node)
+        self._clock += 1
+        node.version = self._clock
 
     def _recompute_tree(self, node: Node) -> None:
         """Rebuild subtree quotas and cohort usage of the tree under ``node`` from its leaves."""
+        node.known_available = {}
         if not node.is_cohort:
             node.subtree = {fr: quota.nominal for fr, quota in node.quotas.items()}
             return
@@ -329,6 +351,7 @@ class Ledger:
     # -- usage ----------------------------------------------------------------------------------------
     def charge(self, queue: str, usage: Mapping[FlavorResource, int]) -> None:
         node = self.queues[queue]
+        self._touch(node)
         for fr, amount in usage.items():
             add_usage(node, fr, amount)
 
@@ -336,8 +359,30 @@ class Ledger:
         node = self.queues.get(queue)
         if node is None:
             return
+        self._touch(node)
         for fr, amount in usage.items():
             remove_usage(node, fr, amount)
+
+    def _touch(self, node: Node) -> None:
+        while node.parent is not None:
+            node = node.parent
+        self._clock += 1
+        node.version = self._clock
+
+    def stamp(self, node: Node) -> tuple[int, int]:
+        """What the usage of ``node``'s tree is as of now: equal stamps, equal usage (and structure)."""
+        while node.parent is not None:
+            node = node.parent
+        return self.epoch, node.version
+
+    def rewind(self, node: Node, stamp: tuple[int, int]) -> None:
+        """Changes made to ``node``'s tree since ``stamp`` were all undone (a simulated removal put
+        back): the tree gets its stamp back, so what was derived from it before still holds."""
+        if stamp[0] != self.epoch:
+            return
+        while node.parent is not None:
+            node = node.parent
+        node.version = stamp[1]
 
     def available(self, queue: str, fr: FlavorResource) -> int:
         return available(self.queues[queue], fr)
