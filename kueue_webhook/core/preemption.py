@@ -335,6 +335,43 @@ def _eligible(ranked: _Ranked, needs: Needs, rule: str, workload: WorkloadInfo) 
     return [entry for entry in allowed if uses_any(entry[1], needs)]
 
 
+@dataclass(slots=True)
+class _Answers:
+    """The targets found for one ClusterQueue's preemptors, kept while what they were found in holds:
+    the usage of its cohort tree (``Ledger.stamp``), its policy, and the holders of every ClusterQueue of
+    the tree. A head that fails to find targets is followed, cycle after cycle, by heads asking the same
+    question (same requests, same priority) until a release, an admission or an eviction in the tree."""
+
+    stamp: tuple[int, int]
+    policy: Preemption
+    #: the candidates of the ClusterQueues the searches looked at, as ranked when they did
+    ranked: dict[str, _RankedHolders] = field(default_factory=dict)
+    #: by (requests, needs, priority, creation time when the policy reads it)
+    found: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
+    reads_age: bool = False
+
+    def __post_init__(self) -> None:
+        self.reads_age = "LowerOrNewerEqualPriority" in (
+            self.policy.within_cluster_queue,
+            self.policy.reclaim_within_cohort,
+        )
+
+    def holds(self, stamp: tuple[int, int], policy: Preemption, holders: QuotaHolders) -> bool:
+        if stamp != self.stamp or policy != self.policy:
+            return False
+        for queue, ranked in self.ranked.items():  # noqa: SIM110 (asked for every preemptor: no generator)
+            if holders.holders(queue) is not ranked.source:
+                return False
+        return True
+
+    def held_by(self, key: str) -> bool:
+        """Whether the preemptor holds quota where the searches looked (its answer is then its own)."""
+        for ranked in self.ranked.values():  # noqa: SIM110
+            if key in ranked.keys:
+                return True
+        return False
+
+
 class ClassicalPreemption(TargetSearch):
     """Kueue's classical preemption over the live ledger (removals are simulated and undone)."""
 
@@ -345,6 +382,10 @@ class ClassicalPreemption(TargetSearch):
         #: each ClusterQueue's candidates in preemption order, ranked once per change of its holders
         #: (every head of its cohort asks for them, cycle after cycle)
         self._ranked: dict[str, _RankedHolders] = {}
+        #: per preemptor's ClusterQueue, the answers found since its tree last changed
+        self._answers: dict[str, _Answers] = {}
+        #: during a search kept for others: the ClusterQueues whose candidates it looked at
+        self._consulted: dict[str, _RankedHolders] | None = None
 
     @property
     def ledger(self) -> Ledger:
@@ -361,19 +402,56 @@ class ClassicalPreemption(TargetSearch):
         targets = search.targets(
             queue=queue, workload=workload, requests={fr: amount}, needs=frozenset((fr,))
         )
+        ledger = self.ledger
         if not targets:
-            return Mode.NO_CANDIDATES, self.ledger.borrowing_height(queue, fr, amount)
-        remove(self.ledger, (t.candidate for t in targets))
+            return Mode.NO_CANDIDATES, ledger.borrowing_height(queue, fr, amount)
+        node = ledger.queues[queue]
+        stamp = ledger.stamp(node)
+        remove(ledger, (t.candidate for t in targets))
         try:
-            borrow = self.ledger.borrowing_height(queue, fr, amount)
+            borrow = ledger.borrowing_height(queue, fr, amount)
         finally:
-            restore(self.ledger, (t.candidate for t in targets))
+            restore(ledger, (t.candidate for t in targets))
+            ledger.rewind(node, stamp)
         if any(t.candidate.cluster_queue == queue for t in targets):
             return Mode.PREEMPT, borrow
         return Mode.RECLAIM, borrow
 
     # -- the targets ----------------------------------------------------------------------------------
     def _find(
+        self, node: Node, workload: WorkloadInfo, policy: Preemption, requests: Requests, needs: Needs
+    ) -> list[Target]:
+        """The answer kept for the same question while the tree's usage and holders stay the same, else
+        the search (which leaves the ledger as it found it, stamp included)."""
+        if self.topology is not None:
+            return self._find_minimal(node, workload, policy, requests, needs)
+        ledger = self.ledger
+        stamp = ledger.stamp(node)
+        answers = self._answers.get(node.name)
+        if answers is None or not answers.holds(stamp, policy, self.holders):
+            answers = self._answers[node.name] = _Answers(stamp, policy)
+        question = (
+            tuple(requests.items()),
+            needs,
+            workload.priority,
+            workload.created if answers.reads_age else None,
+        )
+        found = None if answers.held_by(workload.key) else answers.found.get(question)
+        if found is None:
+            consulted: dict[str, _RankedHolders] = {}
+            self._consulted = consulted
+            try:
+                found = self._find_minimal(node, workload, policy, requests, needs)
+            finally:
+                self._consulted = None
+            ledger.rewind(node, stamp)
+            # its own quota elsewhere is never its candidate: such an answer is its alone
+            if not any(workload.key in ranked.keys for ranked in consulted.values()):
+                answers.found[question] = found
+                answers.ranked.update(consulted)
+        return list(found)
+
+    def _find_minimal(
         self, node: Node, workload: WorkloadInfo, policy: Preemption, requests: Requests, needs: Needs
     ) -> list[Target]:
         """The minimal set: candidates removed in order until the preemptor fits, then put back."""
@@ -444,6 +522,8 @@ class ClassicalPreemption(TargetSearch):
         preemptor itself. Asked again with the same question, the same list is returned until the
         holders of ``queue`` change."""
         holders = self._ranked_holders(queue)
+        if self._consulted is not None:
+            self._consulted[queue] = holders
         # the preemptor holding quota there itself (being admitted elsewhere) is never its own candidate
         itself = workload.key in holders.keys
         question = (
