@@ -43,8 +43,8 @@ __all__ = [
     "NoPreemption",
     "PodSetResult",
     "PreemptionOracle",
+    "assign_one_group",
     "compile_queue",
-    "first_plain_fit",
     "search_flavors",
 ]
 
@@ -296,9 +296,9 @@ class FlavorAssigner:
         """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
         tas = self.tas
         if tas is None or not tas.flavors:
-            plain = first_plain_fit(workload, queue, self.flavors, self.ledger)
-            if plain is not None:
-                return plain
+            common = assign_one_group(workload, queue, self.flavors, self.ledger, self.oracle)
+            if common is not None:
+                return common
         assignment = search_flavors(
             workload=workload, queue=queue, flavors=self.flavors, ledger=self.ledger, oracle=self.oracle
         )
@@ -433,48 +433,104 @@ def _tas_groups(workload: WorkloadInfo) -> dict[str, list[PodSetInfo]]:
     return {name: found for name, found in members.items() if len(found) > 1}
 
 
-def first_plain_fit(
-    workload: WorkloadInfo, queue: CompiledQueue, flavors: Mapping[str, ResourceFlavor], ledger: Ledger
+def assign_one_group(
+    workload: WorkloadInfo,
+    queue: CompiledQueue,
+    flavors: Mapping[str, ResourceFlavor],
+    ledger: Ledger,
+    oracle: PreemptionOracle,
 ) -> Assignment | None:
     """What ``search_flavors`` answers in its most common case, without its bookkeeping: one pod set
-    whose resources share one group, and a first flavor that fits, borrowing or not. Flavors before it
-    that do not fit, or fit only by preempting, are passed over by the search too (``whenCanPreempt:
-    TryNextFlavor``, the only case taken here), and it stops at a fit unless the fit borrows under
-    ``whenCanBorrow: TryNextFlavor``. ``None``: the full search decides."""
-    if len(workload.pod_sets) != 1 or queue.fungibility.when_can_preempt != "TryNextFlavor":
+    whose resources all belong to one resource group, outside topology-aware scheduling. The group's
+    flavors are tried in the same order with the same rules, so the answer is the search's, reasons,
+    shortfalls and preemption verdicts included. ``None``: the full search decides."""
+    if len(workload.pod_sets) != 1:
         return None
     pod_set = workload.pod_sets[0]
-    if not pod_set.requests:
+    if not pod_set.requests or pod_set.topology is not None:
         return None
     group_of = queue.group_of
     group = group_of.get(pod_set.requests[0][0])
-    if group is None or any(group_of.get(resource) != group for resource, _ in pod_set.requests):
+    if group is None:
         return None
+    for resource, _ in pod_set.requests:
+        if group_of.get(resource) != group:
+            return None
     count = pod_set.count
     requests = {resource: amount * count for resource, amount in pod_set.requests}
     node = ledger.queues[queue.name]
     usage, subtree, nominal = node.usage, node.subtree, queue.nominal
-    may_stop_borrowing = queue.fungibility.when_can_borrow == "MayStopSearch"
+    fungibility = queue.fungibility
+    best: _Choice | None = None
+    reasons: list[str] = []
+    alternatives: list[tuple[tuple[FlavorResource, int], ...]] = []
+    least_severe = ""  # the no-fit reason of the flavor that came closest (``_note``)
     for flavor_name in queue.groups[group][1]:
         flavor = flavors.get(flavor_name)
-        if flavor is None or flavor_incompatibility(pod_set, flavor):
+        problem = (
+            f"flavor {flavor_name} not found"
+            if flavor is None
+            else flavor_incompatibility(pod_set, flavor) or tas_problem(pod_set, flavor, queue, flavors)
+        )
+        if problem:
+            reasons.append(problem)
+            least_severe = _less_severe(least_severe, REASON_NO_FLAVOR)
             continue
-        fits, borrows = True, 0
+        borrows = 0
         for resource, wanted in requests.items():
             fr = (flavor_name, resource)
             if fr not in nominal or wanted > available(node, fr):
-                fits = False
+                choice, flavor_reasons, flavor_no_fit, short = _check_flavor(
+                    workload, queue, ledger, oracle, flavor_name, requests, _NOTHING_ASSIGNED
+                )
+                reasons.extend(flavor_reasons)
+                if short is not None:
+                    alternatives.append(short)
+                if choice.mode is Mode.NO_FIT:
+                    least_severe = _less_severe(least_severe, flavor_no_fit)
                 break
             if usage.get(fr, 0) + wanted > subtree.get(fr, 0):
                 borrows = max(borrows, borrowing_height(node, fr, wanted))
-        if not fits:
-            continue
-        if borrows and not may_stop_borrowing:
-            return None  # the search goes on looking for a flavor without borrowing, then compares
-        result = PodSetResult(pod_set.name, count, dict.fromkeys(requests, flavor_name), requests)
-        used = {(flavor_name, resource): amount for resource, amount in requests.items()}
-        return Assignment([result], used, Mode.FIT, borrows, shortfalls=())
-    return None
+        else:
+            choice = _Choice(flavor_name, Mode.FIT, borrows)
+            alternatives.append(())  # as the search records a flavor that fits: nothing short
+        if not _try_next(choice, fungibility):
+            best = choice
+            break
+        if _better(choice, best, fungibility):
+            best = choice
+    if best is None or best.mode is Mode.NO_FIT:
+        failed = PodSetResult(pod_set.name, count, {}, requests, reasons, Mode.NO_FIT)
+        return Assignment(
+            [failed],
+            {},
+            Mode.NO_FIT,
+            0,
+            _most_severe("", least_severe or REASON_NO_FLAVOR),
+            frozenset(),
+            (tuple(alternatives),),
+        )
+    chosen = best.flavor
+    result = PodSetResult(pod_set.name, count, dict.fromkeys(requests, chosen), requests)
+    used = {(chosen, resource): amount for resource, amount in requests.items()}
+    if best.mode is Mode.FIT:
+        return Assignment([result], used, Mode.FIT, best.borrow, shortfalls=())
+    result.mode = best.mode
+    result.reasons = reasons
+    return Assignment(
+        [result], used, best.mode, best.borrow, "", frozenset(best.short), (tuple(alternatives),)
+    )
+
+
+#: what earlier pod sets took, for a workload of one pod set
+_NOTHING_ASSIGNED: Mapping[FlavorResource, int] = {}
+
+
+def _less_severe(existing: str, reason: str) -> str:
+    """``_note`` for one group: the least severe failure among its flavors ("": none yet)."""
+    if not existing or _SEVERITY.get(reason, 0) < _SEVERITY.get(existing, 0):
+        return reason
+    return existing
 
 
 def _note(group_min_reason: dict[int, str], group: int, reason: str) -> None:
