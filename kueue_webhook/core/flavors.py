@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 from typing import Any, Protocol
 
 from kueue_webhook.api.objects import ClusterQueue, FlavorFungibility, ResourceFlavor
@@ -52,6 +53,10 @@ REASON_WAITING = "WaitingForQuota"
 REASON_EXCEEDS = "ExceedsMaxQuota"
 REASON_NO_FLAVOR = "NoMatchingFlavor"
 _SEVERITY = {"": 0, REASON_WAITING: 2, REASON_EXCEEDS: 3, REASON_NO_FLAVOR: 4}
+
+
+#: amounts as a user reads them in reasons: the same few amounts are worded for head after head
+_amount_text = lru_cache(maxsize=4096)(format_amount)
 
 
 def _most_severe(a: str, b: str) -> str:
@@ -574,12 +579,12 @@ def _check_flavor(
         else:  # a flavor that does not quote a resource of its group can never provide any of it
             free = capacity = 0
         if wanted > capacity:
-            previous, current = format_amount(resource, before), format_amount(resource, amount)
+            previous, current = _amount_text(resource, before), _amount_text(resource, amount)
             reasons.append(
                 f"insufficient quota for {resource} in flavor {flavor}, "
                 f"previously considered podsets requests ({previous}) + current podset request ({current}) "
                 "> maximum capacity "
-                f"({format_amount(resource, capacity)})"
+                f"({_amount_text(resource, capacity)})"
             )
             mode = Mode.NO_FIT
             no_fit_reason = _most_severe(no_fit_reason, REASON_EXCEEDS)
@@ -587,7 +592,7 @@ def _check_flavor(
             continue
         reasons.append(
             f"insufficient unused quota for {resource} in flavor {flavor}, "
-            f"{format_amount(resource, wanted - free)} more needed"
+            f"{_amount_text(resource, wanted - free)} more needed"
         )
         short.append((fr, wanted))
         if (
