@@ -39,6 +39,7 @@ preemption sees them, who may preempt whom (``policy_allows``), the order candid
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -297,6 +298,37 @@ def _rank(candidate: Candidate) -> _Rank:
     return (not candidate.evicting, candidate.info.priority, -at, -seq, candidate.info.uid)
 
 
+def _ranked(source: Iterable[Candidate]) -> _Ranked:
+    return sorted(((_rank(c), c) for c in source), key=_by_rank)
+
+
+#: more new candidates than this at once: sorted afresh rather than inserted one by one
+_FEW = 8
+
+
+def _rerank(previous: _Ranked, source: Iterable[Candidate]) -> _Ranked:
+    """``source`` in preemption order, from the order of the same ClusterQueue's holders before: an
+    admission, a release or an eviction changes a few candidates (the tracker hands the others over as
+    the same objects), so the others keep their places and the new ones are inserted. The result is the
+    full sort's, ties included (a tie with a new candidate is sorted afresh)."""
+    present = {id(c) for c in source}
+    ranked = [entry for entry in previous if id(entry[1]) in present]
+    if len(ranked) == len(present):
+        return ranked
+    if len(present) - len(ranked) > _FEW:
+        return _ranked(source)
+    kept = {id(entry[1]) for entry in ranked}
+    for candidate in source:
+        if id(candidate) in kept:
+            continue
+        rank = _rank(candidate)
+        index = bisect_right(ranked, rank, key=_by_rank)
+        if (index and ranked[index - 1][0] == rank) or (index < len(ranked) and ranked[index][0] == rank):
+            return _ranked(source)
+        ranked.insert(index, (rank, candidate))
+    return ranked
+
+
 @dataclass(slots=True)
 class _RankedHolders:
     """A ClusterQueue's candidates in preemption order, and the holders object they were ranked from.
@@ -499,7 +531,7 @@ class ClassicalPreemption(TargetSearch):
         cached = self._ranked.get(queue)
         if cached is not None and cached.source is source:
             return cached
-        ranked = sorted(((_rank(c), c) for c in source), key=_by_rank)
+        ranked = _rerank(cached.ranked, source) if cached is not None else _ranked(source)
         holders = _RankedHolders(source, ranked, frozenset(c.info.key for _, c in ranked))
         if queue in self.ledger.queues:
             self._ranked[queue] = holders
