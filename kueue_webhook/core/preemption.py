@@ -25,6 +25,10 @@ removal (``topology``, a ``TopologyCheck``): it fits only when quota and topolog
 ``workloadFits`` checks both, so the victims found anywhere in the cohort free room in one domain of the
 level it requires. Without it (every workload not placed by topology) the search costs what it did.
 
+An answer is kept per question (the preemptor's ClusterQueue, requests, priority) until the cohort
+tree's usage, the policy or the holders of a ClusterQueue the search looked at change, so the heads that
+ask it again, cycle after cycle, and the cycle asking again for a head that can preempt, cost a lookup.
+
 The same search answers the flavor assigner's question ("could preemption make room for this much of
 this resource?") through ``simulate``, which is why ``ClassicalPreemption`` is the ``PreemptionOracle``.
 A ClusterQueue whose policies are all ``Never`` is answered at once without looking at any workload, so
@@ -370,9 +374,10 @@ def _eligible(ranked: _Ranked, needs: Needs, rule: str, workload: WorkloadInfo) 
 @dataclass(slots=True)
 class _Answers:
     """The targets found for one ClusterQueue's preemptors, kept while what they were found in holds:
-    the usage of its cohort tree (``Ledger.stamp``), its policy, and the holders of every ClusterQueue of
-    the tree. A head that fails to find targets is followed, cycle after cycle, by heads asking the same
-    question (same requests, same priority) until a release, an admission or an eviction in the tree."""
+    the usage of its cohort tree (``Ledger.stamp``), its policy, and the holders of every ClusterQueue the
+    searches looked at (which ones a search looks at follows from the usage and the policy alone). A head
+    that fails to find targets is followed, cycle after cycle, by heads asking the same question (same
+    requests, same priority) until a release, an admission or an eviction in the tree."""
 
     stamp: tuple[int, int]
     policy: Preemption
