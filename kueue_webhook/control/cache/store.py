@@ -162,35 +162,76 @@ def _is_stale(incoming_version: int, held_version: int) -> bool:
     return incoming_version >= 0 and held_version >= 0 and incoming_version <= held_version
 
 
+#: log2 of deflate's window: how far back it finds a match, in the dictionary or the object
+_WINDOW_BITS = 13
+
+
 class _Codec:
     """Raw deflate with a preset dictionary; entries encoded with it are decoded with it.
 
     Loading the dictionary into a compressor (hashing every byte of it) is most of the cost of deflating
     one object, so it is done once: each object is deflated by a copy of that primed compressor. The
-    compressor's hash table is kept small (``memLevel`` 4): these objects are a few KiB, the output is the
-    same size as with the default table, and a copy has a fraction of the state to duplicate."""
+    compressor's hash table is kept small (``memLevel`` 4), and so is its window (8 KiB, ``_WINDOW_BITS``):
+    these objects are a few KiB and the dictionary a few of them, so the output is the same size as with
+    deflate's defaults (32 KiB), while a copy has a third of the state to duplicate (a quarter less time
+    per object)."""
 
     __slots__ = ("_primed", "zdict")
 
     def __init__(self, sample: bytes) -> None:
-        self.zdict = sample[-32768:]  # deflate looks back 32 KiB at most
-        self._primed = zlib.compressobj(6, zlib.DEFLATED, -15, 4, zlib.Z_DEFAULT_STRATEGY, self.zdict)
+        self.zdict = sample[-(1 << _WINDOW_BITS) :]  # deflate looks back one window at most
+        self._primed = zlib.compressobj(
+            6, zlib.DEFLATED, -_WINDOW_BITS, 4, zlib.Z_DEFAULT_STRATEGY, self.zdict
+        )
 
     def encode(self, raw: bytes) -> bytes:
         compressor = self._primed.copy()
         return compressor.compress(raw) + compressor.flush()
 
     def decode_raw(self, data: bytes | memoryview) -> bytes:
-        decompressor = zlib.decompressobj(-15, zdict=self.zdict)
+        decompressor = zlib.decompressobj(-_WINDOW_BITS, zdict=self.zdict)
         return decompressor.decompress(data) + decompressor.flush()
 
 
 #: an entry is one bytes object: the resourceVersion (8 bytes) then the deflated JSON, no per-entry object
 _VERSION = struct.Struct(">q")
-#: after this many objects of a kind, its dictionary is rebuilt once from recent objects (which by then
-#: carry the status fields a freshly created first object lacks), and the kind re-encoded
+#: after this many objects of a kind, its dictionary is rebuilt once from recent objects, and the kind
+#: re-encoded: objects as they were created and, as much, as they were updated (these carry the status a
+#: freshly created object lacks, and most of what is held is in that state). Created objects alone, as a
+#: burst of creations leaves them, made the dictionary of a Workload kind one without conditions and
+#: admissions: every Workload then deflated to five times its size with a full one, and took longer to.
 RETRAIN_AT = 256
 _SAMPLES = 6
+#: retrained from creations alone, once this many objects exist and none was updated yet
+_RETRAIN_WITHOUT_UPDATES_AT = 4 * RETRAIN_AT
+
+
+class _Samples:
+    """Recent encodings of one kind, created and updated, until its dictionary is final."""
+
+    __slots__ = ("created", "updated")
+
+    def __init__(self) -> None:
+        self.created: list[bytes] = []
+        self.updated: list[bytes] = []
+
+    def add(self, raw: bytes, *, updated: bool) -> None:
+        recent = self.updated if updated else self.created
+        recent.append(bytes(raw))
+        del recent[:-_SAMPLES]
+
+    def ready(self, objects: int) -> bool:
+        if objects < RETRAIN_AT:
+            return False
+        return len(self.updated) >= _SAMPLES // 2 or objects >= _RETRAIN_WITHOUT_UPDATES_AT
+
+    def dictionary(self) -> bytes:
+        """Half created, half updated objects, as far as there are; the updated last (nearest)."""
+        updated = self.updated[-(_SAMPLES // 2) :]
+        created = self.created[-(_SAMPLES - len(updated)) :]
+        return b"".join(created + updated)
+
+
 #: bytes of recently written objects kept as plain JSON (their entry then holds only the version); the
 #: oldest are deflated beyond it
 HOT_BYTES = 1536 * 1024
@@ -206,7 +247,7 @@ class Store:
     def __init__(self) -> None:
         self._objects: dict[Kind, dict[Key, bytes]] = {}
         self._codecs: dict[Kind, _Codec] = {}
-        self._samples: dict[Kind, list[bytes]] = {}  # recent encodings, until the kind's dictionary is final
+        self._samples: dict[Kind, _Samples] = {}
         self._tombstones: dict[Kind, dict[Key, int]] = {}
         self._owned: dict[str, Key] = {}  # owner uid -> key of the Workload it controls
         self._owner_of: dict[Key, str] = {}  # the reverse: Workload key -> its controller's uid
@@ -260,6 +301,14 @@ class Store:
 
     def count(self, kind: Kind) -> int:
         return len(self._objects.get(kind, {}))
+
+    def held_bytes(self, kind: Kind) -> int:
+        """The bytes ``kind``'s objects are held in: deflated, or as JSON while recently written."""
+        hot = self._hot
+        return sum(
+            len(entry) + len(hot[(kind, key)]) if len(entry) == _VERSION.size else len(entry)
+            for key, entry in self._objects.get(kind, {}).items()
+        )
 
     def workload_owned_by(self, *, namespace: str, owner_uid: str) -> JSON | None:
         """The Workload whose controller ownerReference points at ``owner_uid`` (a Job), if any."""
@@ -351,7 +400,7 @@ class Store:
         old_raw = self._raw(kind, key, held) if held is not None else None
         if old_raw is not None and old_raw == raw:
             return False
-        self._codec_for(kind, raw)
+        self._codec_for(kind, raw, updated=old_raw is not None)
         objects[key] = _VERSION.pack(version)
         hot_key = (kind, key)
         replaced = self._hot.pop(hot_key, None)
@@ -399,23 +448,22 @@ class Store:
                 self.remove(kind, self._decode(kind, key, held))
         self._tombstones.pop(kind, None)
 
-    def _codec_for(self, kind: Kind, raw: bytes) -> _Codec:
-        """The kind's codec: the first object is the dictionary until ``RETRAIN_AT`` objects exist, then
-        recent objects are, once (every entry of the kind is re-encoded then)."""
+    def _codec_for(self, kind: Kind, raw: bytes, *, updated: bool) -> _Codec:
+        """The kind's codec: the first object is the dictionary until ``RETRAIN_AT`` objects exist and
+        some were updated, then recent objects are, once (every entry of the kind is re-encoded then)."""
         codec = self._codecs.get(kind)
         if codec is None:
-            self._samples[kind] = []
+            self._samples[kind] = _Samples()
             codec = self._codecs[kind] = _Codec(bytes(raw))
             return codec
         samples = self._samples.get(kind)
         if samples is None:
             return codec
-        samples.append(bytes(raw))
-        del samples[:-_SAMPLES]
+        samples.add(raw, updated=updated)
         objects = self._objects.get(kind, {})
-        if len(objects) < RETRAIN_AT:
+        if not samples.ready(len(objects)):
             return codec
-        trained = _Codec(b"".join(samples))
+        trained = _Codec(samples.dictionary())
         for key, entry in objects.items():
             if len(entry) == _VERSION.size:
                 continue  # hot: deflated later, with the new dictionary

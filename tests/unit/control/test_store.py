@@ -180,16 +180,70 @@ def test_every_object_reads_back_exactly_after_the_kind_dictionary_is_retrained(
     written: dict[str, dict[str, object]] = {}
     for index in range(RETRAIN_AT + 50):
         job = obj(f"job-{index}", index + 1, uid=f"uid-{index}", labels={"n": str(index) * (index % 7)})
-        if index % 3:
-            job["status"] = {
-                "conditions": [{"type": "Complete", "status": "True", "message": f"done {index}"}]
-            }
+        store.upsert(JOBS, job)
+        written[f"job-{index}"] = job
+    for index in range(0, RETRAIN_AT + 50, 3):  # updates: the dictionary is retrained with some of them
+        job = obj(f"job-{index}", RETRAIN_AT + 100 + index, uid=f"uid-{index}")
+        job["status"] = {"conditions": [{"type": "Complete", "status": "True", "message": f"done {index}"}]}
         store.upsert(JOBS, job)
         written[f"job-{index}"] = job
     assert {o["metadata"]["name"]: o for o in store.items(JOBS)} == written
     held = store.get(JOBS, "job-3", "ns")
     assert held == written["job-3"]
     assert held is not store.get(JOBS, "job-3", "ns")  # every read is a fresh copy
+
+
+def test_workloads_created_in_a_burst_and_then_admitted_are_held_in_few_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kueue_webhook.control.cache.store as store_module
+
+    monkeypatch.setattr(store_module, "HOT_BYTES", 4096)  # a few objects: nearly all are held deflated
+
+    def workload(index: int, version: int, *, admitted: bool) -> dict[str, Any]:
+        held = obj(f"w-{index}", version, uid=f"uid-{index:06d}", creationTimestamp="2026-01-01T00:00:00Z")
+        held["spec"] = {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+                    },
+                }
+            ],
+        }
+        if admitted:
+            condition = {
+                "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:01Z",
+                "message": "admitted",
+            }
+            held["status"] = {
+                "conditions": [
+                    {"type": "QuotaReserved", "reason": "QuotaReserved", **condition},
+                    {"type": "Admitted", "reason": "Admitted", **condition},
+                ],
+                "admission": {
+                    "clusterQueue": "cq",
+                    "podSetAssignments": [
+                        {"name": "main", "flavors": {"cpu": "rf"}, "resourceUsage": {"cpu": "1"}, "count": 1}
+                    ],
+                },
+            }
+        return held
+
+    count = 2 * store_module.RETRAIN_AT
+    store = Store()
+    for index in range(count):  # a burst of creations: the first retraining sees no update yet
+        store.upsert(WORKLOADS, workload(index, index + 1, admitted=False))
+    for index in range(count):
+        store.upsert(WORKLOADS, workload(index, count + index + 1, admitted=True))
+    assert store.get(WORKLOADS, "w-7", "ns") == workload(7, count + 8, admitted=True)
+    # a dictionary of created Workloads alone held each admitted one in ~200 bytes, one with admitted
+    # Workloads in it holds each in less than half that
+    assert store.held_bytes(WORKLOADS) < 100 * count
 
 
 def test_objects_read_back_exactly_whether_recently_written_or_long_since(
