@@ -32,6 +32,7 @@ from kueue_webhook.control.jobs.job_plan import deleted_and_held
 from kueue_webhook.control.jobs.modes import mode_of
 from kueue_webhook.control.jobs.owner_lookup import OwnerFetcher
 from kueue_webhook.control.jobs.queueing import ObjectKey, PlanInputs, QueueingMode
+from kueue_webhook.control.jobs.reconcile_queue import ReconcileQueue
 from kueue_webhook.control.jobs.urgency import workload_change_is_urgent
 from kueue_webhook.control.kube.backoff import Backoff
 from kueue_webhook.control.kube.client import ApiError
@@ -75,7 +76,7 @@ class JobReconciler:
     ) -> None:
         self.context = context
         self.workers = workers
-        self.queue: WorkQueue[ObjectKey] = WorkQueue()
+        self.queue = ReconcileQueue()
         #: keys of deleted Workloads that may have no object left to speak for them (``release_orphan``)
         self.orphans: WorkQueue[tuple[str, str]] = WorkQueue()
         self.executor = StepExecutor(context)
@@ -186,6 +187,22 @@ class JobReconciler:
             # as many for finalizers: a namespace being deleted waits on every one of its Workloads
             *(worker(self.orphans, self.release_orphan, "workload") for _ in range(self.workers)),
         )
+
+    async def start_admitted(self, workload: JSON) -> None:
+        """Reconcile the object of a Workload whose admission has just been answered, at once and in the
+        caller's task (the admission write's): the object is started from the write's answer, with no turn
+        of the event loop to wait for (``reconcile_queue``). A key a worker is on already is left to the
+        queue, which reconciles it again after; a failure is retried as a worker's is."""
+        for mode in self._modes().values():
+            for key in mode.keys_for_workload(workload):
+                if not self.queue.claim(key):
+                    continue
+                try:
+                    await self.reconcile(key)
+                except Exception as exc:
+                    self._failed(self.queue, "job", key, exc)
+                finally:
+                    self.queue.done(key)
 
     def _failed(self, queue: WorkQueue[Any], tag: str, key: tuple[str, ...], exc: BaseException) -> None:
         """Retry a failed key with its own exponential backoff (a conflict storm must not spin); not when
