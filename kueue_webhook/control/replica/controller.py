@@ -156,6 +156,8 @@ class Controller(LeadershipTerm):
         #: looks up owners the store does not watch, for the reconciler and the webhook alike
         self.owner_fetcher = OwnerFetcher(client)
         self.reconciler = JobReconciler(self.context, owners=self.owner_fetcher)
+        # an admitted Job is started from its admission write's answer, in that write's task
+        self.scheduler.start_admitted = self.reconciler.start_admitted
         self.pods_ready = PodsReadyTimers(self.context)
         self.execution_limits = ExecutionTimeLimits(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds

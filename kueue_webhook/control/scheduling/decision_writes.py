@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kueue_webhook.api.conditions import is_true
@@ -50,6 +50,9 @@ class DecisionWrites:
     _tasks: set[asyncio.Task[None]]
     #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
     _admitting: set[str]
+    #: starts the object of a Workload from its admission write's answer, in that write's task (the job
+    #: reconciler's ``start_admitted``); None leaves it to the reconciler's workers
+    start_admitted: Callable[[JSON], Awaitable[None]] | None = None
 
     def kick(self) -> None:
         self._kick.set()
@@ -141,6 +144,8 @@ class DecisionWrites:
         )
         if updated is not None:
             self._record_admission(updated, decision)
+            if self.start_admitted is not None:
+                await self.start_admitted(updated)
 
     async def _write_decision(
         self,
