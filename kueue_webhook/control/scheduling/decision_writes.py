@@ -144,7 +144,9 @@ class DecisionWrites:
         )
         if updated is not None:
             self._record_admission(updated, decision)
-            if self.start_admitted is not None:
+            if self.start_admitted is not None and not self._slots.locked():
+                # from here, unless every write slot is taken (a burst): then the reconciler's workers
+                # start it, and the slot goes back to the admissions waiting for it
                 await self.start_admitted(updated)
 
     async def _write_decision(
