@@ -5,7 +5,9 @@ the write runs here as a task, at most ``DECISION_WRITES_IN_FLIGHT`` at a time. 
 refused, or is no longer ours to send (leadership lost) hands the decision back to the core (``forget``,
 ``eviction_failed``) and kicks the loop, so the quota returns and the Workload is decided again; the
 tasks are cancelled together the moment leadership is lost. Kept apart from the cycle driver so each reads
-as one concern: when to decide, and how a decision reaches the API server.
+as one concern: when to decide, and how a decision reaches the API server. An admission's task goes on to
+start the admitted Job from the write's answer (``start_admitted``, the job reconciler's) while a write slot
+is free, so the Job's start waits for no other task.
 """
 
 from __future__ import annotations

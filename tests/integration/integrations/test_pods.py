@@ -169,8 +169,10 @@ async def test_a_running_pod_preempted_by_a_higher_priority_one_is_deleted(clust
         return True
 
     await cluster.wait_for(high_started_after_low_is_gone, timeout=HANG)
+    # Events are written once the next Job has started (the release window): wait for it
+    await cluster.wait_for(lambda: "Stopped" in events_of(cluster, "team", "low"), timeout=HANG)
     stopped = events_of(cluster, "team", "low")
-    assert "Stopped" in stopped and "Preempted" in stopped["Stopped"], stopped
+    assert "Preempted" in stopped["Stopped"], stopped
 
 
 async def test_only_the_controller_may_remove_the_gate(cluster: FakeApiServer) -> None:
