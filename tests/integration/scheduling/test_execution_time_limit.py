@@ -58,7 +58,12 @@ async def test_a_job_past_its_time_limit_is_stopped_and_its_workload_deactivated
             "DeactivatedDueToMaximumExecutionTimeExceeded",
             "The workload is deactivated due to exceeding the maximum execution time",
         )
-        events = events_of(api, "team-a", found["metadata"]["name"])
+        name = found["metadata"]["name"]
+        # Events are written after the writes a user waits on (the release window): wait for it
+        await api.wait_for(
+            lambda: "MaximumExecutionTimeExceeded" in events_of(api, "team-a", name), timeout=HANG
+        )
+        events = events_of(api, "team-a", name)
         assert events["MaximumExecutionTimeExceeded"] == "The maximum execution time (1s) exceeded"
         # its quota is released and it does not queue again while inactive
         await api.wait_for(lambda: not is_true(workload(api, "short"), "QuotaReserved"), timeout=HANG)
