@@ -127,12 +127,15 @@ class PendingConditions:
         since = self._waiting_since.setdefault(key, now)
         return now - since >= self.debounce
 
-    def shown(self, key: str) -> Shown | None:
-        """The pending condition the Workload shows now (remembered, or read once from the store)."""
+    def shown(self, key: str, workload: JSON | None = None) -> Shown | None:
+        """The pending condition the Workload shows now (remembered, or read once from ``workload`` or the
+        store)."""
         if key in self._shown:
             return self._shown[key]
-        namespace, _, name = key.partition("/")
-        condition = quota_condition(self.context.store.get(WORKLOADS, name, namespace) or {})
+        if workload is None:
+            namespace, _, name = key.partition("/")
+            workload = self.context.store.get(WORKLOADS, name, namespace)
+        condition = quota_condition(workload or {})
         shown = None
         if condition is not None and condition.get("status") == "False":
             shown = Shown(str(condition.get("reason", "")), str(condition.get("message", "")))
@@ -143,33 +146,58 @@ class PendingConditions:
 
     async def write(self, decision: Wait, *, at_once: bool = False) -> None:
         """Show ``decision`` on its Workload, now or (unless ``at_once``) when it is worth a write; the
-        scheduler has marked its ClusterQueue for the paced pass."""
+        scheduler has marked its ClusterQueue for the paced pass.
+
+        A cycle decides a wait for every head it could not admit, and most such decisions need no write
+        (the Workload already shows the reason, is not settled yet, or the budget says wait): they are
+        judged on what the Workload shows as remembered (``shown``), and the Workload is read from the
+        store only for a write, which judges again on what it shows then."""
         key = str(decision.workload)
-        namespace, _, name = key.partition("/")
-        workload = self.context.store.get(WORKLOADS, name, namespace)
-        if workload is None or not self.context.is_leader():
+        if not self.context.is_leader():
             return
         reason = decision.reason or "Pending"
-        shown = shown_message(workload, reason=reason)
-        if shown is not None:
-            # the wording alone moved: the paced pass brings the Workload up to date, but a new message is
-            # still a decision, counted and logged once like any other
-            if shown != decision.message:
+        if self._decided_without_write(key, decision, reason, self.shown(key), at_once=at_once):
+            return
+        namespace, _, name = key.partition("/")
+        workload = self.context.store.get(WORKLOADS, name, namespace)
+        if workload is None:
+            return
+        self._shown.pop(key, None)
+        showing = self.shown(key, workload)  # what it shows now, remembered afresh
+        if showing is not None and showing.reason == reason:
+            if showing.message != decision.message:
                 self._decided(key, decision)
             return
-        if not at_once:
-            first = (quota_condition(workload) or {}).get("status") != "False"
-            if first and not self.settled(key):
-                self._decided(key, decision)
-                return  # admitted within a second, as most are, it never needs this write
-            if self.context.budget.take() > 0:
-                self._decided(key, decision)
-                return  # the API server is busy: the paced pass writes it when the budget allows
+        if showing is None and not at_once and not self.settled(key):
+            self._decided(key, decision)
+            return
         if await self._write(key, workload, reason, decision.message):
             self._decided(key, decision)
 
+    def _decided_without_write(
+        self, key: str, decision: Wait, reason: str, shown: Shown | None, *, at_once: bool
+    ) -> bool:
+        """Whether ``decision`` needs no write now, as the Workload ``shown`` it (counted and logged when
+        it is a decision all the same)."""
+        if shown is not None and shown.reason == reason:
+            # the wording alone moved: the paced pass brings the Workload up to date, but a new message is
+            # still a decision, counted and logged once like any other
+            if shown.message != decision.message:
+                self._decided(key, decision)
+            return True
+        if at_once:
+            return False
+        if shown is None and not self.settled(key):
+            self._decided(key, decision)
+            return True  # admitted within a second, as most are, it never needs this write
+        if self.context.budget.take() > 0:
+            self._decided(key, decision)
+            return True  # the API server is busy: the paced pass writes it when the budget allows
+        return False
+
     def _decided(self, key: str, decision: Wait) -> None:
-        self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
+        metrics = self.context.metrics
+        metrics.series(metrics.admission_attempts, "inadmissible", metrics.role).inc()
         decisions_log.info(
             "pending",
             extra={

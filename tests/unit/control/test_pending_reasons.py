@@ -146,6 +146,23 @@ async def test_the_first_reason_and_a_new_reason_are_written_at_once_a_reworded_
     assert attempts == 3
 
 
+async def test_a_new_reason_the_workload_already_shows_from_another_writer_is_not_written_at_once() -> None:
+    """A wait is judged on the condition remembered from the last write; before writing, on what the store
+    shows now: here another writer (a previous leader) already showed the new reason."""
+    store, writer, events, pending = setup()
+    store.upsert(WORKLOADS, workload("b"))
+    await pending.write(wait("b", FULL, 1))
+    shown = store.get(WORKLOADS, "b", "team")
+    assert shown is not None
+    shown["metadata"]["resourceVersion"] = "500"
+    shown["status"]["conditions"][0].update(reason="WaitingForPreemptedWorkloads", message="preempting")
+    store.upsert(WORKLOADS, shown)
+    # the same reason, reworded: the messages pass's business, as for a reason this replica wrote
+    await pending.write(wait("b", "preempting again", 1, reason="WaitingForPreemptedWorkloads"))
+    assert writer.messages == [("b", FULL)]
+    assert events.reasons == ["Warning Pending"]
+
+
 async def test_the_messages_pass_writes_the_latest_message_front_first_and_ignores_moved_ranks() -> None:
     queue = Queue()
     store, writer, _, pending = setup(queue)
