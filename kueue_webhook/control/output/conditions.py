@@ -65,8 +65,13 @@ class ConditionsEdit:
 
     @classmethod
     def of(cls, obj: JSON, now: str) -> ConditionsEdit:
-        """A copy of ``obj``'s conditions (``obj`` is left as it is), observing its generation."""
-        conditions = copy.deepcopy(list((obj.get("status") or {}).get("conditions") or []))
+        """A copy of ``obj``'s conditions (``obj`` is left as it is), observing its generation. Each condition
+        is copied one level deep: an edit replaces a condition's fields, never edits inside one (a
+        condition's fields are strings and numbers), and this runs for every status write."""
+        conditions = [
+            dict(condition) if isinstance(condition, dict) else copy.deepcopy(condition)
+            for condition in (obj.get("status") or {}).get("conditions") or []
+        ]
         return cls(conditions, observed_generation(obj), now)
 
     def set(self, kind: str, status: str, reason: str, message: str) -> bool:

@@ -125,3 +125,21 @@ def test_quota_is_released_only_once_the_job_has_no_active_pods() -> None:
     assert plan(stopping, evicted("Preempted")) is None
     stopping["status"]["active"] = 0
     assert isinstance(plan(stopping, evicted("Preempted")), ReleaseReservation)
+
+
+def test_a_readmission_resets_the_eviction_in_its_status_and_leaves_the_read_workload_as_it_was() -> None:
+    """The status written is a new one; the Workload it was derived from (the store's copy, or the one a
+    conflict's retry derives from again) still shows the eviction."""
+    evicted = with_status(
+        evicted_status(
+            admitted_with_checks(), reason="Preempted", message=MESSAGE, preemption_reason="", now=NOW
+        )
+    )
+    before = {
+        kind: dict(find(evicted["status"]["conditions"], kind) or {}) for kind in ("Evicted", "Admitted")
+    }
+    status = admitted_status(evicted, admission=ADMISSION, now=LATER)
+    assert (find(status["conditions"], "Evicted") or {}).get("status") == "False"
+    assert (find(status["conditions"], "Admitted") or {}).get("status") == "True"
+    after = {kind: find(evicted["status"]["conditions"], kind) for kind in ("Evicted", "Admitted")}
+    assert after == before
