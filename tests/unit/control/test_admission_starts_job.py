@@ -10,17 +10,11 @@ import copy
 from typing import Any
 
 from kueue_webhook.control.cache.store import Change, Store, key_of
-from kueue_webhook.control.kube.kinds import (
-    CLUSTER_QUEUES,
-    LOCAL_QUEUES,
-    NAMESPACES,
-    RESOURCE_FLAVORS,
-    WORKLOADS,
-    Kind,
-)
+from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from tests.support import builders
 from tests.unit.control.fakes import control_context
+from tests.unit.control.small_cluster import queue
 
 JSON = dict[str, Any]
 
@@ -65,14 +59,7 @@ async def admitted_and_started(slots: int) -> tuple[list[str], list[str]]:
         started.append(workload["metadata"]["name"])
 
     loop.start_admitted = start_admitted
-    for kind, obj in (
-        (NAMESPACES, builders.namespace("team")),
-        (RESOURCE_FLAVORS, builders.resource_flavor("default")),
-        (CLUSTER_QUEUES, builders.cluster_queue("cq", {"default": {"cpu": 4}}, namespace_selector={})),
-        (LOCAL_QUEUES, builders.local_queue("lq", "team", "cq")),
-        (WORKLOADS, pending("first")),
-        (WORKLOADS, pending("second")),
-    ):
+    for kind, obj in (*queue(cpus=4), (WORKLOADS, pending("first")), (WORKLOADS, pending("second"))):
         store.upsert(kind, obj)
         loop.on_change(Change(kind, key_of(obj), None, copy.deepcopy(obj)))
     running = asyncio.create_task(loop.run())
