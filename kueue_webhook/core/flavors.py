@@ -532,7 +532,7 @@ _NOTHING_ASSIGNED: Mapping[FlavorResource, int] = {}
 
 
 def _less_severe(existing: str, reason: str) -> str:
-    """``_note`` for one group: the least severe failure among its flavors ("": none yet)."""
+    """The least severe failure among one group's flavors ("": none yet)."""
     if not existing or _SEVERITY.get(reason, 0) < _SEVERITY.get(existing, 0):
         return reason
     return existing
@@ -540,9 +540,7 @@ def _less_severe(existing: str, reason: str) -> str:
 
 def _note(group_min_reason: dict[int, str], group: int, reason: str) -> None:
     """Alternative flavors of one group: the least severe failure is the one that matters."""
-    existing = group_min_reason.get(group)
-    if existing is None or _SEVERITY.get(reason, 0) < _SEVERITY.get(existing, 0):
-        group_min_reason[group] = reason
+    group_min_reason[group] = _less_severe(group_min_reason.get(group, ""), reason)
 
 
 def _check_flavor(
