@@ -120,6 +120,18 @@ def intern_workload_strings(workload: JSON) -> None:
                     flavors[resource] = sys.intern(flavor)
 
 
+def _says_finished(workload: JSON) -> bool:
+    """Whether the Workload's first Finished condition is True (``is_true`` on JSON decoded from the API,
+    whose objects are dicts: asked of every change, so without the generic Mapping checks)."""
+    status = workload.get("status")
+    if not isinstance(status, dict):
+        return False
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "Finished":
+            return condition.get("status") == "True"
+    return False
+
+
 #: metadata that changes with every write and that no decision reads
 _WRITE_BOOKKEEPING = frozenset(("resourceVersion", "managedFields"))
 
@@ -295,11 +307,17 @@ class SchedulerLoop(DecisionWrites):
                 state.delete_workload(f"{namespace}/{name}")
                 self.pending.forget(f"{namespace}/{name}")
             return
-        if kind is WORKLOADS and is_deleting(obj) and not has_quota_reservation(obj):
-            # deleted while pending: the core stops queueing it (a reservation would stay counted until
-            # the finalizer goes)
-            self.pending.forget(f"{namespace}/{name}")
         if kind is WORKLOADS:
+            if is_deleting(obj) and not has_quota_reservation(obj):
+                # deleted while pending: the core stops queueing it (a reservation would stay counted until
+                # the finalizer goes)
+                self.pending.forget(f"{namespace}/{name}")
+            if _says_finished(obj):
+                # all the core does with a finished Workload is let it go (its quota freed, its place in
+                # the queue given up), whatever else it says, as Kueue's WorkloadReconciler drops a
+                # finished Workload from its queues and cache: nothing else of it needs reading
+                state.finish_workload(f"{namespace}/{name}")
+                return
             intern_workload_strings(obj)  # equal values, shared: harmless to other listeners of this change
         parser = _PARSERS[kind]
         parsed = parser(obj)

@@ -117,3 +117,16 @@ def test_a_completed_job_frees_its_quota_only_once_its_workload_is_finished() ->
     finished = [{"type": "QuotaReserved"}, {"type": "Admitted"}, {"type": "Finished", "reason": "Succeeded"}]
     feed(loop, store, WORKLOADS, workload("running", 12, owner=True, conditions=finished))
     assert admitted(loop) == ["team/waiting"]
+
+
+def test_a_finished_workload_frees_its_quota_even_when_the_rest_of_it_no_longer_reads() -> None:
+    # Kueue's WorkloadReconciler.Update: a Finished Workload leaves the queues and the cache, whatever
+    # else it says
+    loop, store = new_loop()
+    for kind, obj in SETUP:
+        feed(loop, store, kind, obj)
+    finished = [{"type": "QuotaReserved"}, {"type": "Admitted"}, {"type": "Finished", "reason": "Succeeded"}]
+    damaged = workload("running", 12, owner=True, conditions=finished)
+    damaged["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["cpu"] = "lots"
+    feed(loop, store, WORKLOADS, damaged)
+    assert admitted(loop) == ["team/waiting"]
