@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
@@ -125,18 +126,6 @@ def intern_workload_strings(workload: JSON) -> None:
             for resource, flavor in flavors.items():
                 if isinstance(flavor, str):
                     flavors[resource] = sys.intern(flavor)
-
-
-def _says_finished(workload: JSON) -> bool:
-    """Whether the Workload's first Finished condition is True (``is_true`` on JSON decoded from the API,
-    whose objects are dicts: asked of every change, so without the generic Mapping checks)."""
-    status = workload.get("status")
-    if not isinstance(status, dict):
-        return False
-    for condition in status.get("conditions") or ():
-        if isinstance(condition, dict) and condition.get("type") == "Finished":
-            return condition.get("status") == "True"
-    return False
 
 
 #: metadata that changes with every write and that no decision reads
@@ -326,7 +315,7 @@ class SchedulerLoop(DecisionWrites):
                 # deleted while pending: the core stops queueing it (a reservation would stay counted until
                 # the finalizer goes)
                 self.pending.forget(f"{namespace}/{name}")
-            if _says_finished(obj):
+            if is_true(obj, "Finished"):
                 # all the core does with a finished Workload is let it go (its quota freed, its place in
                 # the queue given up), whatever else it says, as Kueue's WorkloadReconciler drops a
                 # finished Workload from its queues and cache: nothing else of it needs reading
@@ -404,7 +393,8 @@ class SchedulerLoop(DecisionWrites):
         self._idle_cycle_at = started if busy and not admitted else None
 
     async def _pause_after_idle_cycle(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Until ``IDLE_CYCLE_PAUSE`` has passed since the last cycle began, if it admitted nothing."""
+        """Until ``IDLE_CYCLE_PAUSE`` has passed since the last cycle began, if ``_note_cycle`` asked for a
+        pause."""
         if self._idle_cycle_at is not None:
             pause = self._idle_cycle_at + self._idle_cycle_pause - loop.time()
             if pause > 0:
