@@ -74,11 +74,10 @@ from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.scheduler")
 COLLECT_AFTER_DECISIONS = 2000
-#: seconds from the start of a cycle that admitted nothing to the next cycle, while cycles come close
-#: together: under load every release, arrival and answer would otherwise run a cycle of its own, most of
-#: them only to find the heads they woke still do not fit; pausing lets the changes of those milliseconds
-#: be looked at together. A cycle that admits is followed at once, so a queue's admissions are never held
-#: back; nor is the first change after a quiet spell (a lone release is served at once). 50 ms: on Kueue's
+#: seconds from the start of a cycle that admitted nothing to the next cycle: under load every release,
+#: arrival and answer would otherwise run a cycle of its own, most of them only to find the heads they
+#: woke still do not fit; pausing lets the changes of those milliseconds be looked at together. A cycle
+#: that admits is followed at once, so a queue's admissions are never held back by it. 50 ms: on Kueue's
 #: baseline scenario 0.4 cycles per admission (2.4 without a pause, 0.8 with 20 ms; docs/benchmarks.md).
 IDLE_CYCLE_PAUSE = 0.05
 UNFREEZE_EVERY = 1800.0
@@ -199,11 +198,8 @@ class SchedulerLoop(DecisionWrites):
         self.admitted = 0
         self.cycles = 0
         self._idle_cycle_pause = idle_cycle_pause
-        #: when the last cycle began, if it admitted nothing and followed another closely (see
-        #: ``IDLE_CYCLE_PAUSE``)
+        #: when the last cycle began, if it admitted nothing (see ``IDLE_CYCLE_PAUSE``)
         self._idle_cycle_at: float | None = None
-        #: when the last cycle began
-        self._last_cycle_at: float | None = None
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
         self.on_admitted: list[Callable[[str], None]] = []
@@ -357,7 +353,7 @@ class SchedulerLoop(DecisionWrites):
                         break
                     started = loop.time()
                     admitted = await self._cycle()
-                    self._note_cycle(started, admitted=admitted)
+                    self._idle_cycle_at = None if admitted else started
                     if self._admission_blocked():
                         break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
@@ -384,13 +380,6 @@ class SchedulerLoop(DecisionWrites):
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._kick.wait(), delay)
-
-    def _note_cycle(self, started: float, *, admitted: bool) -> None:
-        """Remember a cycle: the next one pauses if this one admitted nothing and began within two pauses
-        of the one before (the loop is busy; a quiet loop's first change is not held back)."""
-        previous, self._last_cycle_at = self._last_cycle_at, started
-        busy = previous is not None and started - previous < 2 * self._idle_cycle_pause
-        self._idle_cycle_at = started if busy and not admitted else None
 
     async def _pause_after_idle_cycle(self, loop: asyncio.AbstractEventLoop) -> None:
         """Until ``IDLE_CYCLE_PAUSE`` has passed since the last cycle began, if ``_note_cycle`` asked for a

@@ -94,15 +94,3 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
         await until(lambda: loop.admitted == 3)
         assert admitted(store) == ["first", "holder", "second"]  # holder finished with its admission
         assert loop.cycles == cycles + 2  # one head of a ClusterQueue per cycle: no cycle in between
-
-
-def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_admitted_nothing() -> None:
-    loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
-    loop._note_cycle(100.0, admitted=False)  # the first cycle in a while: a lone change is served at once
-    assert loop._idle_cycle_at is None
-    loop._note_cycle(100.01, admitted=False)  # close behind another, admitting nothing: pause
-    assert loop._idle_cycle_at == 100.01
-    loop._note_cycle(100.02, admitted=True)  # admitted: the next follows at once
-    assert loop._idle_cycle_at is None
-    loop._note_cycle(100.5, admitted=False)  # after a quiet spell (more than two pauses): no pause
-    assert loop._idle_cycle_at is None
