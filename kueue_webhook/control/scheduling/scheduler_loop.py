@@ -77,9 +77,8 @@ COLLECT_AFTER_DECISIONS = 2000
 #: seconds from the start of a cycle that admitted nothing to the next cycle: under load every release,
 #: arrival and answer would otherwise run a cycle of its own, most of them only to find the heads they
 #: woke still do not fit; pausing lets the changes of those milliseconds be looked at together. A cycle
-#: that admits is followed at once, so a queue's admissions are never held back by it. 50 ms: on Kueue's
-#: baseline scenario 0.4 cycles per admission (2.4 without a pause, 0.8 with 20 ms; docs/benchmarks.md).
-IDLE_CYCLE_PAUSE = 0.05
+#: that admits is followed at once, so a queue's admissions are never held back by it.
+IDLE_CYCLE_PAUSE = 0.02
 UNFREEZE_EVERY = 1800.0
 #: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
 STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
