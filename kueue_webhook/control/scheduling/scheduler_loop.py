@@ -74,11 +74,6 @@ from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.scheduler")
 COLLECT_AFTER_DECISIONS = 2000
-#: seconds from the start of a cycle that admitted nothing to the next cycle: under load every release,
-#: arrival and answer would otherwise run a cycle of its own, most of them only to find the heads they
-#: woke still do not fit; pausing lets the changes of those milliseconds be looked at together. A cycle
-#: that admits is followed at once, so a queue's admissions are never held back by it.
-IDLE_CYCLE_PAUSE = 0.02
 UNFREEZE_EVERY = 1800.0
 #: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
 STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
@@ -183,7 +178,6 @@ class SchedulerLoop(DecisionWrites):
         *,
         max_in_flight: int = DECISION_WRITES_IN_FLIGHT,
         pending_debounce: float = PENDING_DEBOUNCE,
-        idle_cycle_pause: float = IDLE_CYCLE_PAUSE,
     ) -> None:
         self.context = context
         self.store = context.store  # the core mirrors it: read on every change
@@ -196,9 +190,6 @@ class SchedulerLoop(DecisionWrites):
         self.pending = PendingConditions(context, state=lambda: self.state, debounce=pending_debounce)
         self.admitted = 0
         self.cycles = 0
-        self._idle_cycle_pause = idle_cycle_pause
-        #: when the last cycle began, if it admitted nothing (see ``IDLE_CYCLE_PAUSE``)
-        self._idle_cycle_at: float | None = None
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
         self.on_admitted: list[Callable[[str], None]] = []
@@ -347,12 +338,7 @@ class SchedulerLoop(DecisionWrites):
                 await self._kicked_or_revisit_due()
                 self._kick.clear()
                 while self.context.is_leader() and self.state.has_work(loop.time()):
-                    await self._pause_after_idle_cycle(loop)
-                    if not self.context.is_leader():
-                        break
-                    started = loop.time()
-                    admitted = await self._cycle()
-                    self._idle_cycle_at = None if admitted else started
+                    await self._cycle()
                     if self._admission_blocked():
                         break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
@@ -380,14 +366,6 @@ class SchedulerLoop(DecisionWrites):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._kick.wait(), delay)
 
-    async def _pause_after_idle_cycle(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Until ``IDLE_CYCLE_PAUSE`` has passed since the last cycle began, if ``_note_cycle`` asked for a
-        pause."""
-        if self._idle_cycle_at is not None:
-            pause = self._idle_cycle_at + self._idle_cycle_pause - loop.time()
-            if pause > 0:
-                await asyncio.sleep(pause)
-
     def _collect_while_idle(self) -> None:
         """A burst leaves many long-lived survivors (one per Workload); a later full collection would scan
         them all inside some latency-sensitive cycle. So collect now, while idle, and freeze the survivors
@@ -401,8 +379,7 @@ class SchedulerLoop(DecisionWrites):
         gc.collect()
         gc.freeze()
 
-    async def _cycle(self) -> bool:
-        """One cycle and its writes; True when it admitted a Workload."""
+    async def _cycle(self) -> None:
         started = time.perf_counter()
         loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
         decisions = self.state.cycle(loop.time())
@@ -418,7 +395,7 @@ class SchedulerLoop(DecisionWrites):
             if not self.context.is_leader():
                 # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
                 self._slots.release()
-                return False
+                return
             if isinstance(decision, Admit) and admissions_blocked:
                 self.state.forget(str(decision.workload))  # undone at once: the Workload queues again
                 coroutine = self._tell_blocked(decision)
@@ -440,7 +417,6 @@ class SchedulerLoop(DecisionWrites):
                 extra={"decisions": len(decisions), "ms": round((time.perf_counter() - started) * 1e3, 3)},
             )
         await asyncio.sleep(0)  # let write tasks and watch events in between cycles
-        return any(isinstance(decision, Admit) for decision in decisions)
 
     def _admission_blocked(self) -> bool:
         """waitForPodsReady.blockAdmission: an admission is in flight, or a Workload holding a reservation is
