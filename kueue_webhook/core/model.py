@@ -57,7 +57,9 @@ def format_amount(resource: str, nanos: int) -> str:
 
 
 def order_key(priority: int, timestamp: float, name: str) -> tuple[int, float, str]:
-    """Queue order: higher priority first, then older, then name (so ties are deterministic)."""
+    """Queue order: higher priority first, then older, then name. Kueue breaks a tie of creation seconds
+    by UID (baseCompareFunc), which users see as chance; by name, the same objects queue the same way on
+    every run."""
     return (-priority, timestamp, name)
 
 

@@ -10,6 +10,12 @@ streams' resourceVersions: one etcd orders every write, so a smaller version was
 Everything lives in a fresh namespace with a uniquely named ClusterQueue and ResourceFlavor; the
 controller is stopped and every Workload's finalizer stripped before the namespace is deleted, so nothing
 is left behind waiting for a controller that is gone.
+
+Deleting A's Workload while A exists makes the controller suspend A and give it a new Workload, which queues
+beside B. Kueue orders Workloads of one priority by creation time, a second's precision, then by UID
+(baseCompareFunc in pkg/cache/queue/cluster_queue.go; this controller by name). So that B is the older of
+the two whatever their UIDs and names, A's Workload is deleted only once the API server's clock has left
+the second B's was created in.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import pytest
 
 from kueue_webhook.control.kube.client import KubeClient
 from kueue_webhook.control.kube.kinds import (
+    CONFIGMAPS,
     JOBS,
     WORKLOADS,
     Kind,
@@ -37,6 +44,7 @@ JSON = dict[str, Any]
 PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
 FINALIZER = "kueue.x-k8s.io/resource-in-use"
 HANG = 120.0  # seconds: a bound on a hang, never a pace
+CLOCK_PROBE_EVERY = 0.2  # seconds between reads of the API server's clock while waiting for a second to end
 
 
 class Recorded:
@@ -97,6 +105,21 @@ def cpu_job(name: str, namespace: str) -> JSON:
     )
 
 
+async def after_the_second_of(client: KubeClient, namespace: str, timestamp: str) -> None:
+    """Return once an object created now gets a later creationTimestamp than ``timestamp``: the API
+    server's clock, read from ConfigMaps created to read it (its seconds are the only clock a test shares
+    with it)."""
+    async with asyncio.timeout(HANG):
+        while True:
+            probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "clock-"}}
+            created = await client.create(CONFIGMAPS, probe, namespace=namespace)
+            await client.delete(CONFIGMAPS, name=created["metadata"]["name"], namespace=namespace)
+            # RFC 3339 in UTC, to the second: text order is time order
+            if created["metadata"]["creationTimestamp"] > timestamp:
+                return
+            await asyncio.sleep(CLOCK_PROBE_EVERY)  # a clock to pass, not an event to await
+
+
 @pytest.fixture
 async def cluster() -> AsyncIterator[tuple[KubeClient, Replica, str]]:
     async with leading_team_queue(Path(KUBECONFIG), "e2e-finalizer") as found:
@@ -118,6 +141,8 @@ async def test_deleted_workload_holds_its_quota_until_the_jobs_pod_is_gone(
         await pods.first(lambda kind, pod: kind == "ADDED" and pod["metadata"]["name"].startswith("a-"))
         await client.create(JOBS, cpu_job("b", ns), namespace=ns)
         await workloads.first(lambda kind, w: owned_by(w, "b"))
+        b_workload = next(w for _, _, w in workloads.events if owned_by(w, "b"))
+        await after_the_second_of(client, ns, b_workload["metadata"]["creationTimestamp"])
 
         held = next(w for _, kind, w in workloads.events if owned_by(w, "a") and reserved(w))
         assert held["metadata"]["finalizers"] == [FINALIZER]
