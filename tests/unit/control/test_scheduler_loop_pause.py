@@ -1,0 +1,108 @@
+"""After a cycle that admitted nothing the loop lets the changes of the next few milliseconds gather and
+decides them in one cycle (under load most changes only wake heads that still do not fit); a cycle that
+admits is followed at once, so a queue's admissions are never held back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+from typing import Any
+
+from kueue_webhook.control.cache.store import Change, Store, key_of
+from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from tests.support import builders
+from tests.unit.control.fakes import control_context
+from tests.unit.control.small_cluster import queue
+from tests.unit.control.test_admission_starts_job import AnsweringWriter
+
+JSON = dict[str, Any]
+
+
+def pending(name: str, cpus: int, created: int) -> JSON:
+    return builders.workload(
+        name,
+        pod_sets=[builders.pod_set(requests={"cpu": str(cpus)})],
+        uid=f"uid-{name}",
+        resourceVersion="1",
+        creationTimestamp=f"2026-01-01T00:00:{created:02d}Z",
+    )
+
+
+def feed(loop: SchedulerLoop, store: Store, kind: Kind, obj: JSON) -> None:
+    old = store.get(kind, key_of(obj)[1], key_of(obj)[0])
+    store.upsert(kind, obj)
+    loop.on_change(Change(kind, key_of(obj), old, copy.deepcopy(obj)))
+
+
+def admitted(store: Store) -> list[str]:
+    return sorted(
+        w["metadata"]["name"] for w in store.items(WORKLOADS) if (w.get("status") or {}).get("admission")
+    )
+
+
+async def until(condition: Any) -> None:
+    async def polled() -> None:
+        while not condition():
+            await asyncio.sleep(0.001)
+
+    await asyncio.wait_for(polled(), 10)  # bounds a hang only
+
+
+@contextlib.asynccontextmanager
+async def running(cpus: int, pause: float) -> Any:
+    store = Store()
+    loop = SchedulerLoop(control_context(store, writer=AnsweringWriter(store)), idle_cycle_pause=pause)
+    for kind, obj in queue(cpus=cpus):
+        feed(loop, store, kind, obj)
+    task = asyncio.create_task(loop.run())
+    try:
+        yield loop, store
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_cycles_that_admit_follow_one_another_without_a_pause() -> None:
+    # one head per ClusterQueue per cycle: five admissions are five cycles, none of them paused
+    async with running(cpus=5, pause=3600) as (loop, store):
+        for i in range(5):
+            feed(loop, store, WORKLOADS, pending(f"w{i}", 1, i))
+        await until(lambda: loop.admitted == 5)
+        assert admitted(store) == ["w0", "w1", "w2", "w3", "w4"]
+
+
+async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_decided_together() -> None:
+    async with running(cpus=2, pause=0.5) as (loop, store):
+        feed(loop, store, WORKLOADS, pending("holder", 2, 0))
+        await until(lambda: loop.admitted == 1)
+        feed(loop, store, WORKLOADS, pending("first", 1, 1))  # no room: a cycle that admits nothing
+        await until(lambda: loop.state.last_wait("team/first") is not None)
+        cycles = loop.cycles
+        finished = copy.deepcopy(store.get(WORKLOADS, "holder", "team"))
+        finished["metadata"]["resourceVersion"] = "9999"
+        finished["status"]["conditions"].append(
+            {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+        )
+        feed(loop, store, WORKLOADS, finished)  # room for both, told on separate turns of the loop
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert (loop.cycles, loop.admitted) == (cycles, 1)  # unpaused, "first" would be admitted by now
+        feed(loop, store, WORKLOADS, pending("second", 1, 2))
+        await until(lambda: loop.admitted == 3)
+        assert admitted(store) == ["first", "holder", "second"]  # holder finished with its admission
+        assert loop.cycles == cycles + 2  # one head of a ClusterQueue per cycle: no cycle in between
+
+
+def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_admitted_nothing() -> None:
+    loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
+    loop._note_cycle(100.0, admitted=False)  # the first cycle in a while: a lone change is served at once
+    assert loop._idle_cycle_at is None
+    loop._note_cycle(100.01, admitted=False)  # close behind another, admitting nothing: pause
+    assert loop._idle_cycle_at == 100.01
+    loop._note_cycle(100.02, admitted=True)  # admitted: the next follows at once
+    assert loop._idle_cycle_at is None
+    loop._note_cycle(100.5, admitted=False)  # after a quiet spell (more than two pauses): no pause
+    assert loop._idle_cycle_at is None
