@@ -40,6 +40,7 @@ from kueue_webhook.control.multikueue.kubeconfig_source import (
     signature,
 )
 from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.runtime import wait_until_set
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.multikueue")
@@ -228,8 +229,7 @@ class ClusterLink:
                 self._resource_version = str(version)
 
     async def _wait(self, seconds: float | None) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wake.wait(), timeout=seconds)
+        await wait_until_set(self.wake, seconds)
 
     async def _close(self) -> None:
         client, self.client = self.client, None

@@ -60,6 +60,7 @@ from kueue_webhook.http.ca_bundles import (
 )
 from kueue_webhook.http.cert_renewal import renew_secret, renewal_decision
 from kueue_webhook.http.certs import KUEUE_CRDS, VISIBILITY_APISERVICES, service_dns_names
+from kueue_webhook.runtime import wait_until_set
 
 __all__ = ["RESYNC_SECONDS", "CertificateRotation"]
 
@@ -170,8 +171,7 @@ class CertificateRotation:
                 log.exception(
                     "serving certificate check failed, retrying", extra={"retry_seconds": round(wait, 1)}
                 )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wanted.wait(), wait)
+            await wait_until_set(self._wanted, wait)
 
     async def sync(self) -> None:
         """One pass: renew the Secret if due (caBundles first), else repair caBundles that lack its CA."""

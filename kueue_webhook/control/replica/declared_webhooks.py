@@ -12,7 +12,6 @@ may prefer to add the rule by hand.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from kueue_webhook.api.integrations.webhook_entries import ENTRIES, declared_rul
 from kueue_webhook.control.kube.client import ApiError, KubeClient
 from kueue_webhook.control.kube.kinds import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, Kind
 from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.runtime import wait_until_set
 
 __all__ = ["DEFAULT_NAMES", "DeclaredWebhooks"]
 
@@ -66,8 +66,7 @@ class DeclaredWebhooks:
                 pass  # said once by the elector; a new term syncs again
             except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:  # unreachable: try later
                 log.warning("declared kinds' webhook entries not synced", extra={"error": str(exc)})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wanted.wait(), self.resync_seconds)
+            await wait_until_set(self._wanted, self.resync_seconds)
 
     async def sync(self) -> None:
         rules = declared_rules(self.integrations())

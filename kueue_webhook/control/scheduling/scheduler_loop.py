@@ -24,7 +24,6 @@ Workloads charge the ledger before any pending one is considered, so a restart c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import sys
@@ -70,6 +69,7 @@ from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_
 from kueue_webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
 from kueue_webhook.control.scheduling.topology_feed import TopologyFeed
 from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
+from kueue_webhook.runtime import wait_until_set
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.scheduler")
@@ -382,8 +382,7 @@ class SchedulerLoop(DecisionWrites):
         if delay <= 0:
             await asyncio.sleep(0)
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._kick.wait(), delay)
+        await wait_until_set(self._kick, delay)
 
     def _note_cycle(self, started: float, *, admitted: bool) -> None:
         """Remember a cycle: the next one pauses if this one admitted nothing and began within two pauses
