@@ -42,18 +42,35 @@ def admitted(store: Store) -> list[str]:
     )
 
 
-async def until(condition: Any) -> None:
-    async def polled() -> None:
-        while not condition():
-            await asyncio.sleep(0.001)
+class ObservedLoop(SchedulerLoop):
+    """The loop, telling the test each time a cycle ends or an admission is recorded."""
 
-    await asyncio.wait_for(polled(), 10)  # bounds a hang only
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.moved = asyncio.Event()
+        self.on_admitted.append(lambda _key: self.moved.set())
+
+    async def _cycle(self) -> bool:
+        admitted = await super()._cycle()
+        self.moved.set()
+        return admitted
+
+
+async def until(loop: ObservedLoop, condition: Any) -> None:
+    """Once ``condition()`` holds, checked again each time the loop ends a cycle or records an admission."""
+
+    async def watched() -> None:
+        while not condition():
+            loop.moved.clear()
+            await loop.moved.wait()
+
+    await asyncio.wait_for(watched(), 10)  # bounds a hang only
 
 
 @contextlib.asynccontextmanager
 async def running(cpus: int, pause: float) -> Any:
     store = Store()
-    loop = SchedulerLoop(control_context(store, writer=AnsweringWriter(store)), idle_cycle_pause=pause)
+    loop = ObservedLoop(control_context(store, writer=AnsweringWriter(store)), idle_cycle_pause=pause)
     for kind, obj in queue(cpus=cpus):
         feed(loop, store, kind, obj)
     task = asyncio.create_task(loop.run())
@@ -61,8 +78,8 @@ async def running(cpus: int, pause: float) -> Any:
         yield loop, store
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        done, _ = await asyncio.wait({task}, timeout=10)  # bounds a hang only
+        assert done, "the loop ran on after it was cancelled"
 
 
 async def test_cycles_that_admit_follow_one_another_without_a_pause() -> None:
@@ -70,16 +87,16 @@ async def test_cycles_that_admit_follow_one_another_without_a_pause() -> None:
     async with running(cpus=5, pause=3600) as (loop, store):
         for i in range(5):
             feed(loop, store, WORKLOADS, pending(f"w{i}", 1, i))
-        await until(lambda: loop.admitted == 5)
+        await until(loop, lambda: loop.admitted == 5)
         assert admitted(store) == ["w0", "w1", "w2", "w3", "w4"]
 
 
 async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_decided_together() -> None:
     async with running(cpus=2, pause=0.5) as (loop, store):
         feed(loop, store, WORKLOADS, pending("holder", 2, 0))
-        await until(lambda: loop.admitted == 1)
+        await until(loop, lambda: loop.admitted == 1)
         feed(loop, store, WORKLOADS, pending("first", 1, 1))  # no room: a cycle that admits nothing
-        await until(lambda: loop.state.last_wait("team/first") is not None)
+        await until(loop, lambda: loop.state.last_wait("team/first") is not None)
         cycles = loop.cycles
         finished = copy.deepcopy(store.get(WORKLOADS, "holder", "team"))
         finished["metadata"]["resourceVersion"] = "9999"
@@ -91,7 +108,7 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
             await asyncio.sleep(0)
         assert (loop.cycles, loop.admitted) == (cycles, 1)  # unpaused, "first" would be admitted by now
         feed(loop, store, WORKLOADS, pending("second", 1, 2))
-        await until(lambda: loop.admitted == 3)
+        await until(loop, lambda: loop.admitted == 3)
         assert admitted(store) == ["first", "holder", "second"]  # holder finished with its admission
         assert loop.cycles == cycles + 2  # one head of a ClusterQueue per cycle: no cycle in between
 
