@@ -199,11 +199,10 @@ class SchedulerLoop(DecisionWrites):
         self.admitted = 0
         self.cycles = 0
         self._idle_cycle_pause = idle_cycle_pause
-        #: when the last cycle began, if it admitted nothing and followed another closely (see
-        #: ``IDLE_CYCLE_PAUSE``)
-        self._idle_cycle_at: float | None = None
         #: when the last cycle began
         self._last_cycle_at: float | None = None
+        #: the last cycle admitted nothing and followed another closely: the next waits (``IDLE_CYCLE_PAUSE``)
+        self._pause_next = False
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
         self.on_admitted: list[Callable[[str], None]] = []
@@ -389,13 +388,13 @@ class SchedulerLoop(DecisionWrites):
         of the one before (the loop is busy; a quiet loop's first change is not held back)."""
         previous, self._last_cycle_at = self._last_cycle_at, started
         busy = previous is not None and started - previous < 2 * self._idle_cycle_pause
-        self._idle_cycle_at = started if busy and not admitted else None
+        self._pause_next = busy and not admitted
 
     async def _pause_after_idle_cycle(self, loop: asyncio.AbstractEventLoop) -> None:
         """Until ``IDLE_CYCLE_PAUSE`` has passed since the last cycle began, if ``_note_cycle`` asked for a
         pause."""
-        if self._idle_cycle_at is not None:
-            pause = self._idle_cycle_at + self._idle_cycle_pause - loop.time()
+        if self._pause_next and self._last_cycle_at is not None:
+            pause = self._last_cycle_at + self._idle_cycle_pause - loop.time()
             if pause > 0:
                 await asyncio.sleep(pause)
 

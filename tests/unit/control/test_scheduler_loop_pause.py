@@ -116,10 +116,10 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
 def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_admitted_nothing() -> None:
     loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
     loop._note_cycle(100.0, admitted=False)  # the first cycle in a while: a lone change is served at once
-    assert loop._idle_cycle_at is None
+    assert loop._pause_next is False
     loop._note_cycle(100.01, admitted=False)  # close behind another, admitting nothing: pause
-    assert loop._idle_cycle_at == 100.01
+    assert (loop._pause_next, loop._last_cycle_at) == (True, 100.01)
     loop._note_cycle(100.02, admitted=True)  # admitted: the next follows at once
-    assert loop._idle_cycle_at is None
+    assert loop._pause_next is False
     loop._note_cycle(100.5, admitted=False)  # after a quiet spell (more than two pauses): no pause
-    assert loop._idle_cycle_at is None
+    assert loop._pause_next is False
