@@ -296,6 +296,10 @@ class Store:
             return [decode(kind, key, entry) for key, entry in objects.items()]
         return [decode(kind, key, entry) for key, entry in objects.items() if key[0] == namespace]
 
+    def contains(self, kind: Kind, name: str, namespace: str = "") -> bool:
+        """Whether the object is held, without decoding it."""
+        return (namespace, name) in self._objects.get(kind, {})
+
     def keys(self, kind: Kind) -> list[Key]:
         return list(self._objects.get(kind, {}))
 

@@ -10,6 +10,12 @@ with the numbers of then. Quiet periods therefore cost nothing, a burst costs at
 interval, and on a congested API server far fewer. The same pass refreshes Kueue's per-queue gauges and adds
 GPU-seconds for chargeback.
 
+Computing a status costs as much as writing it is worth only when the write can go: with a thousand queues
+busy and the budget letting ten writes a second through, recomputing every deferred queue on every pass
+took most of the controller's CPU. So once the budget refuses a write, the rest of the pass defers its queues
+without computing them, oldest first for the next pass; the gauges, which cost no write, are refreshed for
+every queue marked since the previous pass, deferred or not.
+
 Routing a change to the queues it touches must not read the store: decoding every LocalQueue on each
 ClusterQueue event (most of them echoes of our own status writes) would cost in proportion to the number of
 queues on every event. So the reporter keeps its own LocalQueue -> ClusterQueue index, built once from the
@@ -25,7 +31,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.quantity import NANO
 from kueue_webhook.control.cache.store import Change, key_of
 from kueue_webhook.control.kube.kinds import (
@@ -41,7 +46,7 @@ from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.paced import PacedReporter
 from kueue_webhook.control.output.queue_status import merge_status, status_differs
 from kueue_webhook.core.model import FlavorResource
-from kueue_webhook.core.status import cluster_queue_status, local_queue_status
+from kueue_webhook.core.status import cluster_queue_active, cluster_queue_status, local_queue_status
 from kueue_webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
@@ -60,6 +65,9 @@ class QueueStatusReporter(PacedReporter):
         #: when the budget defers writes the longest-waiting queue is written first on the next pass
         self._dirty_cq: dict[str, None] = {}
         self._dirty_lq: dict[tuple[str, str], None] = {}
+        #: queues whose status write the budget deferred, not recomputed until it can go; first in a pass
+        self._deferred_cq: dict[str, None] = {}
+        self._deferred_lq: dict[tuple[str, str], None] = {}
         #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
         self._cq_of_lq: dict[tuple[str, str], str] | None = None
         self._lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
@@ -126,40 +134,49 @@ class QueueStatusReporter(PacedReporter):
         self._dirty_lq.update(dict.fromkeys(sorted(self._lqs_of_cq.get(cluster_queue, ()))))
 
     async def flush(self) -> None:
-        cluster_queues, self._dirty_cq = self._dirty_cq, {}
-        local_queues, self._dirty_lq = self._dirty_lq, {}
+        marked_cq, self._dirty_cq = self._dirty_cq, {}
+        marked_lq, self._dirty_lq = self._dirty_lq, {}
+        cluster_queues = {**self._deferred_cq, **marked_cq}
+        local_queues = {**self._deferred_lq, **marked_lq}
+        self._deferred_cq, self._deferred_lq = {}, {}
         state = self.state()
-        now = now_rfc3339()
         self._tick_gpu_seconds(state)
+        for name in marked_cq:
+            self._report_metrics(name, state)
+        now = now_rfc3339()
+        refused = False
         for name in (n for n in cluster_queues if n):
+            if refused:
+                self._deferred_cq[name] = None
+                continue
             cq = self.context.store.get(CLUSTER_QUEUES, name)
             if cq is None or state.cluster_queue(name) is None:
-                if cq is None:
-                    self.context.metrics.forget_cluster_queue(cluster_queue=name)
                 continue
             computed = cluster_queue_status(state, name)
             status = merge_status(cq.get("status"), computed, generation=observed_generation(cq), now=now)
-            reserving: list[Reservation] = [
-                (info.usage, admitted) for info, admitted in state.reserving_in(name)
-            ]
-            self._report_metrics(name, cq, status, reserving, state)
             if status_differs(cq.get("status"), status):
-                if self.context.budget.take() > 0:
-                    self._dirty_cq.setdefault(name)  # deferred: a later pass writes the numbers of then
+                refused = self.context.budget.take() > 0
+                if refused:
+                    self._deferred_cq[name] = None  # a later pass writes the numbers of then
                 else:
                     await self._write(CLUSTER_QUEUES, cq, status)
-        for namespace, name in local_queues:
+        for key in local_queues:
+            if refused:
+                self._deferred_lq[key] = None
+                continue
+            namespace, name = key
             lq = self.context.store.get(LOCAL_QUEUES, name, namespace)
             if lq is None or f"{namespace}/{name}" not in state.local_queues:
                 continue
             computed = local_queue_status(state, namespace, name)
             status = merge_status(lq.get("status"), computed, generation=observed_generation(lq), now=now)
             if status_differs(lq.get("status"), status):
-                if self.context.budget.take() > 0:
-                    self._dirty_lq.setdefault((namespace, name))
+                refused = self.context.budget.take() > 0
+                if refused:
+                    self._deferred_lq[key] = None
                 else:
                     await self._write(LOCAL_QUEUES, lq, status)
-        if self._dirty_cq or self._dirty_lq:
+        if self._deferred_cq or self._deferred_lq:
             self.kick()
 
     async def _write(self, kind: Any, obj: JSON, status: JSON) -> None:
@@ -170,18 +187,23 @@ class QueueStatusReporter(PacedReporter):
         except Exception as exc:  # the next change marks it dirty again
             log.warning("queue status write failed", extra={"kind": kind.kind, "error": repr(exc)})
 
-    def _report_metrics(
-        self, name: str, cq: JSON, status: JSON, reserving: list[Reservation], state: SchedulerView
-    ) -> None:
+    def _report_metrics(self, name: str, state: SchedulerView) -> None:
+        """Kueue's per-queue gauges from the core's state (no status computed: they cost no write)."""
         metrics = self.context.metrics
+        if not self.context.store.contains(CLUSTER_QUEUES, name):
+            metrics.forget_cluster_queue(cluster_queue=name)
+            return
+        spec = state.cluster_queue(name)
+        if spec is None:
+            return
         role = metrics.role
-        cohort = str((cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort") or "")
+        reserving: list[Reservation] = [(info.usage, admitted) for info, admitted in state.reserving_in(name)]
         inadmissible = state.inadmissible_count(name)
         metrics.pending_workloads.labels(name, "active", role).set(state.pending_count(name) - inadmissible)
         metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
         metrics.reserving_active_workloads.labels(name, role).set(len(reserving))
         metrics.admitted_active_workloads.labels(name, role).set(sum(1 for _, a in reserving if a))
-        active = is_true({"status": status}, "Active")
+        active = cluster_queue_active(state, name)[0] == "True"
         metrics.set_cluster_queue_state(cluster_queue=name, state="active" if active else "pending")
         usage: dict[tuple[str, str], int] = {}
         reserved: dict[tuple[str, str], int] = {}
@@ -190,9 +212,7 @@ class QueueStatusReporter(PacedReporter):
                 reserved[fr] = reserved.get(fr, 0) + nanos
                 if admitted:
                     usage[fr] = usage.get(fr, 0) + nanos
-        spec = state.cluster_queue(name)
-        if spec is None:
-            return
+        cohort = spec.cohort_name
         for group in spec.resource_groups:
             for flavor in group.flavors:
                 for quota in flavor.resources:
@@ -212,6 +232,11 @@ class QueueStatusReporter(PacedReporter):
         now = time.monotonic()
         elapsed, self._last_gpu_tick = now - self._last_gpu_tick, now
         for name in state.cluster_queue_names():
+            spec = state.cluster_queue(name)
+            if spec is None or not any(
+                "gpu" in resource for group in spec.resource_groups for resource in group.covered_resources
+            ):
+                continue  # a Workload reserves only what its ClusterQueue covers
             totals: dict[str, int] = {}
             for info, _ in state.reserving_in(name):
                 for (_, resource), nanos in info.usage.items():

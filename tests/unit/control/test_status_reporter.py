@@ -158,3 +158,133 @@ async def test_pending_workloads_metric_splits_active_and_inadmissible() -> None
         )
 
     assert (pending("active"), pending("inadmissible")) == (1.0, 1.0)
+
+
+class CountedBudget:
+    """Lets ``allowed`` writes through per pass (reset by the test), then refuses."""
+
+    def __init__(self, allowed: int) -> None:
+        self.allowed = allowed
+        self.asked = 0
+
+    def take(self, *, keep: float = 0.0) -> float:
+        self.asked += 1
+        if self.allowed > 0:
+            self.allowed -= 1
+            return 0.0
+        return 1.0
+
+
+def budgeted_world(budget: CountedBudget) -> World:
+    world = World()
+    world.reporter = QueueStatusReporter(
+        control_context(world.store, writer=world.writer, metrics=world.metrics, budget=budget),
+        state=lambda: world.state,
+    )
+    world.store.subscribe(world.reporter.on_change)
+    return world
+
+
+def workload(name: str, *, queue: str, cpu: str, second: int) -> JSON:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z",
+        },
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def written_names(world: World) -> list[str]:
+    return [name for kind, name, _ in world.writer.written if kind == "ClusterQueue"]
+
+
+async def test_a_deferred_queue_status_is_written_first_next_time_with_the_numbers_of_then() -> None:
+    """Under a refusing write budget the queues left over are written on a later pass, oldest first, and
+    what is written is the state of that pass, not of the pass that deferred it."""
+    budget = CountedBudget(allowed=1)
+    world = budgeted_world(budget)
+    world.put_cq(cluster_queue("a", version=2))
+    world.put_cq(cluster_queue("b", version=3))
+    world.put_lq(local_queue("to-b", to="b", version=4))
+    await world.reporter.flush()
+    assert written_names(world) == ["a"]  # b (and its LocalQueue) wait for the budget
+
+    world.state.upsert_workload(parse_workload(workload("w0", queue="to-b", cpu="1", second=0)))  # type: ignore[arg-type]
+    world.state.cycle()  # w0 takes 1 cpu of b
+    world.put_cq(cluster_queue("a", version=5, stop_policy="Hold"))  # a changes again
+    budget.allowed = 1
+    await world.reporter.flush()
+    assert written_names(world) == ["a", "b"]  # the deferred queue before the newly changed one
+    b_status = world.writer.written[-1][2]
+    assert b_status["reservingWorkloads"] == 1
+    assert b_status["flavorsReservation"][0]["resources"][0]["total"] == "1"
+
+    budget.allowed = 5
+    await world.reporter.flush()
+    assert written_names(world) == ["a", "b", "a"]
+    assert world.lq_reason("to-b") == "Ready"
+
+
+async def test_queues_deferred_by_the_budget_keep_current_gauges_without_a_status_computed_per_pass() -> None:
+    """A refused write defers the rest of the pass: the budget is asked once, not once per queue, and
+    every queue's gauges still follow its changes."""
+    budget = CountedBudget(allowed=0)
+    world = budgeted_world(budget)
+    for index, name in enumerate(("a", "b", "c")):
+        world.put_cq(cluster_queue(name, version=2 + index))
+    world.put_lq(local_queue("to-c", to="c", version=9))
+    world.state.upsert_workload(parse_workload(workload("w0", queue="to-c", cpu="1", second=0)))  # type: ignore[arg-type]
+    world.state.cycle()
+    world.reporter.mark_all()
+    await world.reporter.flush()
+    assert world.writer.written == []
+    assert budget.asked == 1  # the first queue's write was refused: the others were deferred uncomputed
+
+    def reserving(queue: str) -> float | None:
+        return world.metrics.registry.get_sample_value(
+            "kueue_reserving_active_workloads", {"cluster_queue": queue, "replica_role": "follower"}
+        )
+
+    assert (reserving("a"), reserving("c")) == (0.0, 1.0)
+    await world.reporter.flush()  # nothing changed: the deferred queues wait, uncomputed
+    assert budget.asked == 2
+
+
+async def test_gpu_seconds_are_charged_to_queues_holding_gpus_only() -> None:
+    world = World()
+    flavor = {"kind": "ResourceFlavor", "metadata": {"name": "rf", "resourceVersion": "1"}, "spec": {}}
+    world.store.upsert(RESOURCE_FLAVORS, flavor)
+    world.put_cq(builders.cluster_queue("gpus", {"rf": {"nvidia.com/gpu": "8"}}, metadata={"generation": 1}))
+    world.put_cq(cluster_queue("cpus", version=3))
+    world.put_lq(local_queue("train", to="gpus", version=4))
+    world.put_lq(local_queue("build", to="cpus", version=5))
+    gpu_job = workload("g", queue="train", cpu="1", second=0)
+    gpu_job["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
+        "nvidia.com/gpu": "2"
+    }
+    world.state.upsert_workload(parse_workload(gpu_job))  # type: ignore[arg-type]
+    world.state.upsert_workload(parse_workload(workload("c", queue="build", cpu="1", second=1)))  # type: ignore[arg-type]
+    world.state.cycle()
+    await world.reporter.flush()
+    await world.reporter.flush()
+
+    def charged(queue: str, resource: str) -> float | None:
+        return world.metrics.registry.get_sample_value(
+            "kueue_webhook_cluster_queue_gpu_seconds_total", {"cluster_queue": queue, "resource": resource}
+        )
+
+    assert (charged("gpus", "nvidia.com/gpu") or 0) > 0
+    assert charged("cpus", "cpu") is None
