@@ -69,10 +69,11 @@ def run_cycle(
     *,
     assigner: FlavorAssigner,
     search: TargetSearch,
-) -> list[Decision]:
+) -> tuple[list[Decision], int]:
     """One scheduling pass over the heads of every open ClusterQueue (the notices found since the last
-    one come first)."""
-    return _Pass(specs, pending, pending.notices, tracker, assigner, search).run()
+    one come first): its decisions, and how many heads it tried."""
+    cycle = _Pass(specs, pending, pending.notices, tracker, assigner, search)
+    return cycle.run(), cycle.tried
 
 
 @dataclass(slots=True)
@@ -88,11 +89,13 @@ class _Pass:
     decisions: list[Decision] = field(default_factory=list)
     preempted: set[WorkloadKey] = field(default_factory=set)
     set_aside: list[tuple[str, dict[FlavorResource, int]]] = field(default_factory=list)
+    tried: int = 0
 
     def run(self) -> list[Decision]:
         tracker, ledger = self.tracker, self.specs.ledger
         self.decisions = self.notices.take()
         heads = self._heads()
+        self.tried = len(heads)
         if not heads:
             return self.decisions
         claimed: list[Claim] = []

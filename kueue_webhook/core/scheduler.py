@@ -87,6 +87,8 @@ class SchedulerState:
             holders=self.tracker, share=self.specs.share_of, strategies=()
         )
         self.assigner = FlavorAssigner(self.specs.flavors, self.specs.ledger, self.oracle, self.specs.tas)
+        #: how many heads the last cycle tried (admitted or not)
+        self.last_cycle_tried = 0
 
     # == what the state holds ==========================================================================
     @property
@@ -162,7 +164,9 @@ class SchedulerState:
         if now is not None:
             self.revisits.revisit(now)
         search = self.fair_preemption if self.fair_sharing else self.preemption
-        decisions = run_cycle(self.specs, self.pending, self.tracker, assigner=self.assigner, search=search)
+        decisions, self.last_cycle_tried = run_cycle(
+            self.specs, self.pending, self.tracker, assigner=self.assigner, search=search
+        )
         self.revisits.schedule(now)
         return decisions
 

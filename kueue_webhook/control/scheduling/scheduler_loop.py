@@ -74,12 +74,13 @@ from kueue_webhook.runtime import wait_until_set
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.scheduler")
 COLLECT_AFTER_DECISIONS = 2000
-#: seconds from the start of a cycle that admitted nothing to the next cycle, while cycles come close
-#: together: under load every release, arrival and answer would otherwise run a cycle of its own, most of
-#: them only to find the heads they woke still do not fit; pausing lets the changes of those milliseconds
-#: be looked at together. A cycle that admits is followed at once, so a queue's admissions are never held
-#: back; nor is the first change after a quiet spell (a lone release is served at once). 50 ms: on Kueue's
-#: baseline scenario 0.4 cycles per admission (2.4 without a pause, 0.8 with 20 ms; docs/benchmarks.md).
+#: seconds from the start of a cycle that mostly found no room (it admitted fewer than half the heads it
+#: tried, or nothing) to the next cycle, while cycles come close together: under load every release,
+#: arrival and answer would otherwise run a cycle of its own, most of them only to find the heads they woke
+#: still do not fit; pausing lets the changes of those milliseconds be looked at together. A cycle that
+#: admits most of its heads is followed at once, so a queue's run of admissions is not held back; nor is
+#: the first change after a quiet spell (a lone release is served at once). 50 ms: on Kueue's baseline
+#: scenario 0.4 cycles per admission (2.4 without a pause, 0.8 with 20 ms; docs/benchmarks.md).
 IDLE_CYCLE_PAUSE = 0.05
 UNFREEZE_EVERY = 1800.0
 #: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
@@ -201,7 +202,8 @@ class SchedulerLoop(DecisionWrites):
         self._idle_cycle_pause = idle_cycle_pause
         #: when the last cycle began
         self._last_cycle_at: float | None = None
-        #: the last cycle admitted nothing and followed another closely: the next waits (``IDLE_CYCLE_PAUSE``)
+        #: the last cycle mostly found no room and followed another closely: the next waits
+        #: (``IDLE_CYCLE_PAUSE``)
         self._pause_next = False
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
@@ -355,8 +357,8 @@ class SchedulerLoop(DecisionWrites):
                     if not self.context.is_leader():
                         break
                     started = loop.time()
-                    admitted = await self._cycle()
-                    self._note_cycle(started, admitted=admitted)
+                    productive = await self._cycle()
+                    self._note_cycle(started, productive=productive)
                     if self._admission_blocked():
                         break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
@@ -383,12 +385,13 @@ class SchedulerLoop(DecisionWrites):
             return
         await wait_until_set(self._kick, delay)
 
-    def _note_cycle(self, started: float, *, admitted: bool) -> None:
-        """Remember a cycle: the next one pauses if this one admitted nothing and began within two pauses
-        of the one before (the loop is busy; a quiet loop's first change is not held back)."""
+    def _note_cycle(self, started: float, *, productive: bool) -> None:
+        """Remember a cycle: the next one pauses if this one was not productive (``_cycle``) and began
+        within two pauses of the one before (the loop is busy; a quiet loop's first change is not held
+        back)."""
         previous, self._last_cycle_at = self._last_cycle_at, started
         busy = previous is not None and started - previous < 2 * self._idle_cycle_pause
-        self._pause_next = busy and not admitted
+        self._pause_next = busy and not productive
 
     async def _pause_after_idle_cycle(self, loop: asyncio.AbstractEventLoop) -> None:
         """Until ``IDLE_CYCLE_PAUSE`` has passed since the last cycle began, if ``_note_cycle`` asked for a
@@ -412,7 +415,9 @@ class SchedulerLoop(DecisionWrites):
         gc.freeze()
 
     async def _cycle(self) -> bool:
-        """One cycle and its writes; True when it admitted a Workload."""
+        """One cycle and its writes; True when it was productive: it admitted something, and at least half
+        the heads it tried (with a thousand ClusterQueues, a cycle of a hundred woken heads that admits two
+        costs as much as one that admits none)."""
         started = time.perf_counter()
         loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
         decisions = self.state.cycle(loop.time())
@@ -450,7 +455,8 @@ class SchedulerLoop(DecisionWrites):
                 extra={"decisions": len(decisions), "ms": round((time.perf_counter() - started) * 1e3, 3)},
             )
         await asyncio.sleep(0)  # let write tasks and watch events in between cycles
-        return any(isinstance(decision, Admit) for decision in decisions)
+        admitted = sum(1 for decision in decisions if isinstance(decision, Admit))
+        return admitted > 0 and 2 * admitted >= self.state.last_cycle_tried
 
     def _admission_blocked(self) -> bool:
         """waitForPodsReady.blockAdmission: an admission is in flight, or a Workload holding a reservation is

@@ -1,6 +1,7 @@
-"""After a cycle that admitted nothing the loop lets the changes of the next few milliseconds gather and
-decides them in one cycle (under load most changes only wake heads that still do not fit); a cycle that
-admits is followed at once, so a queue's admissions are never held back."""
+"""After a cycle that mostly found no room (it admitted nothing, or fewer than half the heads it tried) the
+loop lets the changes of the next few milliseconds gather and decides them in one cycle (under load most
+changes only wake heads that still do not fit); a cycle that admits most of its heads is followed at once,
+so a queue's run of admissions is not held back."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import copy
 from typing import Any
 
 from kueue_webhook.control.cache.store import Change, Store, key_of
-from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
+from kueue_webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from tests.support import builders
 from tests.unit.control.fakes import control_context
@@ -113,13 +121,49 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
         assert loop.cycles == cycles + 2  # one head of a ClusterQueue per cycle: no cycle in between
 
 
-def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_admitted_nothing() -> None:
+def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_was_not_productive() -> None:
     loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
-    loop._note_cycle(100.0, admitted=False)  # the first cycle in a while: a lone change is served at once
+    loop._note_cycle(100.0, productive=False)  # the first cycle in a while: a lone change is served at once
     assert loop._pause_next is False
-    loop._note_cycle(100.01, admitted=False)  # close behind another, admitting nothing: pause
+    loop._note_cycle(100.01, productive=False)  # close behind another, mostly no room: pause
     assert (loop._pause_next, loop._last_cycle_at) == (True, 100.01)
-    loop._note_cycle(100.02, admitted=True)  # admitted: the next follows at once
+    loop._note_cycle(100.02, productive=True)  # admitted most of its heads: the next follows at once
     assert loop._pause_next is False
-    loop._note_cycle(100.5, admitted=False)  # after a quiet spell (more than two pauses): no pause
+    loop._note_cycle(100.5, productive=False)  # after a quiet spell (more than two pauses): no pause
     assert loop._pause_next is False
+
+
+def three_queues(*, room_in_c: int) -> list[tuple[Kind, JSON]]:
+    """ClusterQueues a, b (1 cpu each) and c (``room_in_c``), a LocalQueue each, and a Workload each: 1 cpu
+    in a, 2 in b, 2 in c."""
+    objects: list[tuple[Kind, JSON]] = [
+        (NAMESPACES, builders.namespace("team")),
+        (RESOURCE_FLAVORS, builders.resource_flavor("rf")),
+    ]
+    for name, cpus in (("a", 1), ("b", 1), ("c", room_in_c)):
+        objects.append(
+            (
+                CLUSTER_QUEUES,
+                builders.cluster_queue(name, {"rf": {"cpu": str(cpus)}}, metadata={"generation": 1}),
+            )
+        )
+        objects.append((LOCAL_QUEUES, builders.local_queue(f"to-{name}", "team", name)))
+    for index, (name, cpus) in enumerate((("a", 1), ("b", 2), ("c", 2))):
+        workload = pending(f"w-{name}", cpus, index)
+        workload["spec"]["queueName"] = f"to-{name}"
+        objects.append((WORKLOADS, workload))
+    return objects
+
+
+async def test_a_cycle_that_admits_fewer_than_half_its_heads_is_not_productive() -> None:
+    """With many ClusterQueues a cycle that tries a hundred woken heads and admits two costs as much as one
+    that admits none: it is followed after the pause too."""
+    for room_in_c, admitted_heads, productive in ((1, ["w-a"], False), (2, ["w-a", "w-c"], True)):
+        store = Store()
+        loop = SchedulerLoop(control_context(store, writer=AnsweringWriter(store)))
+        for kind, obj in three_queues(room_in_c=room_in_c):
+            feed(loop, store, kind, obj)
+        assert await loop._cycle() is productive
+        assert loop.state.last_cycle_tried == 3
+        await asyncio.gather(*loop._tasks)  # the admissions' writes
+        assert admitted(store) == admitted_heads
