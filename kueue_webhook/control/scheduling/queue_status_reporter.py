@@ -141,7 +141,7 @@ class QueueStatusReporter(PacedReporter):
         self._deferred_cq, self._deferred_lq = {}, {}
         state = self.state()
         self._tick_gpu_seconds(state)
-        for name in marked_cq:
+        for name in (n for n in marked_cq if n):  # "": a LocalQueue that names no ClusterQueue
             self._report_metrics(name, state)
         now = now_rfc3339()
         refused = False
