@@ -61,11 +61,11 @@ class QueueStatusReporter(PacedReporter):
         self, context: ControlContext, *, state: Callable[[], SchedulerView], min_interval: float = 1.0
     ) -> None:
         super().__init__(context, state=state, min_interval=min_interval)
-        #: queues to recompute, in the order they were first marked (dict keys: an ordered set), so that
-        #: when the budget defers writes the longest-waiting queue is written first on the next pass
+        #: queues marked since the last pass, in the order they were first marked (dict keys: ordered sets)
         self._dirty_cq: dict[str, None] = {}
         self._dirty_lq: dict[tuple[str, str], None] = {}
-        #: queues whose status write the budget deferred, not recomputed until it can go; first in a pass
+        #: queues whose status write the budget deferred, not recomputed until it can go: first in the next
+        #: pass, so the longest-waiting queue is written first
         self._deferred_cq: dict[str, None] = {}
         self._deferred_lq: dict[tuple[str, str], None] = {}
         #: LocalQueue -> its ClusterQueue, and the reverse; None until first needed (built from the store)
