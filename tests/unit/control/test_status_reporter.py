@@ -11,6 +11,7 @@ from kueue_webhook.api.objects import (
     parse_workload,
 )
 from kueue_webhook.control.cache.store import Store
+from kueue_webhook.control.kube.api_health import WriteBudget
 from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
 from kueue_webhook.control.output.metrics import Metrics
 from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
@@ -56,13 +57,14 @@ def local_queue(name: str, *, to: str, version: int) -> JSON:
 
 
 class World:
-    def __init__(self) -> None:
+    def __init__(self, budget: WriteBudget | None = None) -> None:
         self.store = Store()
         self.state = SchedulerState()
         self.writer = RecordingWriter(self.store)
         self.metrics = Metrics()
         self.reporter = QueueStatusReporter(
-            control_context(self.store, writer=self.writer, metrics=self.metrics), state=lambda: self.state
+            control_context(self.store, writer=self.writer, metrics=self.metrics, budget=budget),
+            state=lambda: self.state,
         )
         self.store.subscribe(self.reporter.on_change)
         flavor = {"kind": "ResourceFlavor", "metadata": {"name": "rf", "resourceVersion": "1"}, "spec": {}}
@@ -175,16 +177,6 @@ class CountedBudget:
         return 1.0
 
 
-def budgeted_world(budget: CountedBudget) -> World:
-    world = World()
-    world.reporter = QueueStatusReporter(
-        control_context(world.store, writer=world.writer, metrics=world.metrics, budget=budget),
-        state=lambda: world.state,
-    )
-    world.store.subscribe(world.reporter.on_change)
-    return world
-
-
 def workload(name: str, *, queue: str, cpu: str, second: int) -> JSON:
     return {
         "metadata": {
@@ -215,7 +207,7 @@ async def test_a_deferred_queue_status_is_written_first_next_time_with_the_numbe
     """Under a refusing write budget the queues left over are written on a later pass, oldest first, and
     what is written is the state of that pass, not of the pass that deferred it."""
     budget = CountedBudget(allowed=1)
-    world = budgeted_world(budget)
+    world = World(budget)
     world.put_cq(cluster_queue("a", version=2))
     world.put_cq(cluster_queue("b", version=3))
     world.put_lq(local_queue("to-b", to="b", version=4))
@@ -242,7 +234,7 @@ async def test_queues_deferred_by_the_budget_keep_current_gauges_without_a_statu
     """A refused write defers the rest of the pass: the budget is asked once, not once per queue, and
     every queue's gauges still follow its changes."""
     budget = CountedBudget(allowed=0)
-    world = budgeted_world(budget)
+    world = World(budget)
     for index, name in enumerate(("a", "b", "c")):
         world.put_cq(cluster_queue(name, version=2 + index))
     world.put_lq(local_queue("to-c", to="c", version=9))
