@@ -89,6 +89,28 @@ class World:
         return next(str(c["reason"]) for c in conditions if c["type"] == "Active")
 
 
+def workload(name: str, *, queue: str, cpu: str, second: int) -> JSON:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z",
+        },
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+                    },
+                }
+            ],
+        },
+    }
+
+
 async def test_stopping_a_cluster_queue_reaches_the_local_queues_that_moved_to_it() -> None:
     world = World()
     world.put_cq(cluster_queue("a", version=2))
@@ -129,25 +151,7 @@ async def test_pending_workloads_metric_splits_active_and_inadmissible() -> None
     world.put_cq(cluster_queue("a", version=2))
     world.put_lq(local_queue("research", to="a", version=3))
     for index, cpu in enumerate(("4", "4", "1")):
-        body = {
-            "metadata": {
-                "name": f"w{index}",
-                "namespace": "team",
-                "creationTimestamp": f"2026-01-01T00:00:0{index}Z",
-            },
-            "spec": {
-                "queueName": "research",
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": 1,
-                        "template": {
-                            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-                        },
-                    }
-                ],
-            },
-        }
+        body = workload(f"w{index}", queue="research", cpu=cpu, second=index)
         world.state.upsert_workload(parse_workload(body))  # type: ignore[arg-type]
         if index < 2:  # w0 takes the whole quota; w1 cannot fit and is parked; w2 is not tried yet
             world.state.cycle()
@@ -175,28 +179,6 @@ class CountedBudget:
             self.allowed -= 1
             return 0.0
         return 1.0
-
-
-def workload(name: str, *, queue: str, cpu: str, second: int) -> JSON:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "creationTimestamp": f"2026-01-01T00:00:{second:02d}Z",
-        },
-        "spec": {
-            "queueName": queue,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-                    },
-                }
-            ],
-        },
-    }
 
 
 def written_names(world: World) -> list[str]:
