@@ -180,16 +180,29 @@ class WorkloadTracker:
         self.mark_evicting(tracked, False)
         self.pending.wake_tree(tracked.cluster_queue)
 
-    def confirm(self, key: str) -> None:
+    def confirm(
+        self, key: str, *, cluster_queue: str | None = None, reserved_at: float = 0.0, admitted: bool = False
+    ) -> bool:
         """The API server now shows the admission of an assumed workload, as when its status write has
         been observed; from here on an event without a reservation means the reservation was cleared.
+        False (and nothing changed) unless the workload is assumed (in ``cluster_queue``, when given).
 
-        The controller needs no call: the watch event carrying ``status.admission`` does the same. A
-        replay whose writes land at once (``simulate``) calls this instead of feeding that event back.
+        The watch event carrying ``status.admission`` does the same when parsed. The controller calls this
+        instead for the answer of its own admission write when nothing else in it is new, with the
+        QuotaReserved time it shows (``reserved_at``) and whether Admitted is True: what that parse would
+        take from it. A replay whose writes land at once (``simulate``) calls it without them.
         """
         tracked = self.workloads.get(WorkloadKey(key))
-        if tracked is not None and tracked.charged:
-            tracked.assumed = False
+        if tracked is None or not tracked.charged or not tracked.assumed:
+            return False
+        if cluster_queue is not None and cluster_queue != tracked.cluster_queue:
+            return False
+        tracked.assumed = False
+        tracked.admitted = admitted or tracked.admitted
+        if reserved_at and reserved_at != tracked.reserved_at[0]:
+            tracked.reserved_at = (reserved_at, tracked.reserved_at[1])
+            self._holders_cache.pop(tracked.cluster_queue, None)
+        return True
 
     def forget(self, key: str) -> None:
         """Undo an assumed admission whose status write failed; the workload queues again."""

@@ -52,6 +52,8 @@ class DecisionWrites:
     _tasks: set[asyncio.Task[None]]
     #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
     _admitting: set[str]
+    #: the ``status.admission`` of each admission write in flight, by Workload (its answer needs no parse)
+    _written_admissions: dict[str, JSON]
     #: starts the object of a Workload from its admission write's answer, in that write's task (the job
     #: reconciler's ``start_admitted``); None leaves it to the reconciler's workers
     start_admitted: Callable[[JSON], Awaitable[None]] | None = None
@@ -135,15 +137,19 @@ class DecisionWrites:
         def write_failed() -> None:
             self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
 
-        updated = await self._write_decision(
-            key,
-            workload,
-            build,
-            what="admission",
-            landed=has_quota_reservation,
-            undo=self.state.forget,
-            on_error=write_failed,
-        )
+        self._written_admissions[key] = admission
+        try:
+            updated = await self._write_decision(
+                key,
+                workload,
+                build,
+                what="admission",
+                landed=has_quota_reservation,
+                undo=self.state.forget,
+                on_error=write_failed,
+            )
+        finally:
+            self._written_admissions.pop(key, None)
         if updated is not None:
             self._record_admission(updated, decision)
             if self.start_admitted is not None and not self._slots.locked():

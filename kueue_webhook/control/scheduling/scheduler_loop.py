@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.conditions import condition_of, is_true
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
@@ -41,6 +41,7 @@ from kueue_webhook.api.objects import (
     parse_cohort,
     parse_local_queue,
     parse_resource_flavor,
+    parse_timestamp,
     parse_topology,
     parse_workload,
     parse_workload_priority_class,
@@ -68,6 +69,7 @@ from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_FLIGHT, DecisionWrites
 from kueue_webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
 from kueue_webhook.control.scheduling.topology_feed import TopologyFeed
+from kueue_webhook.control.scheduling.unparsed_changes import answers_own_admission, only_messages_changed
 from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
 from kueue_webhook.runtime import wait_until_set
 
@@ -129,54 +131,6 @@ def intern_workload_strings(workload: JSON) -> None:
                     flavors[resource] = sys.intern(flavor)
 
 
-#: metadata that changes with every write and that no decision reads
-_WRITE_BOOKKEEPING = frozenset(("resourceVersion", "managedFields"))
-
-
-def _without(mapping: JSON, keys: frozenset[str]) -> JSON:
-    return {k: v for k, v in mapping.items() if k not in keys}
-
-
-_MESSAGE = frozenset(("message",))
-_CONDITIONS = frozenset(("conditions",))
-_METADATA_SPEC_STATUS = frozenset(("metadata", "spec", "status"))
-
-
-def only_messages_changed(old: JSON | None, new: JSON | None) -> bool:
-    """Whether ``new`` differs from ``old`` in nothing but conditions' messages and the write's bookkeeping
-    (resourceVersion, managedFields): what a pending reason's write changes (QuotaReserved=False keeps its
-    status, reason and lastTransitionTime while its message follows the queue, as Kueue's
-    SetConditionAndUpdate does). The core reads a condition's type, status, reason and time, never its
-    message, so such a change cannot alter a decision."""
-    if old is None or new is None:
-        return False
-    old_status, new_status = old.get("status") or {}, new.get("status") or {}
-    old_conditions, new_conditions = old_status.get("conditions"), new_status.get("conditions")
-    # most changes fail here, at no cost: a condition added (admitted, finished) or an admission written
-    if not isinstance(old_conditions, list) or not isinstance(new_conditions, list):
-        return False
-    if len(old_conditions) != len(new_conditions) or old_status.get("admission") != new_status.get(
-        "admission"
-    ):
-        return False
-    if _without(old_status, _CONDITIONS) != _without(new_status, _CONDITIONS):
-        return False
-    if _without(old, _METADATA_SPEC_STATUS) != _without(new, _METADATA_SPEC_STATUS):
-        return False
-    if old.get("spec") != new.get("spec"):
-        return False
-    if _without(old.get("metadata") or {}, _WRITE_BOOKKEEPING) != _without(
-        new.get("metadata") or {}, _WRITE_BOOKKEEPING
-    ):
-        return False
-    return all(
-        isinstance(before, dict)
-        and isinstance(after, dict)
-        and _without(before, _MESSAGE) == _without(after, _MESSAGE)
-        for before, after in zip(old_conditions, new_conditions, strict=True)
-    )
-
-
 class SchedulerLoop(DecisionWrites):
     """Feeds the core, runs cycles while leading, and writes the decisions."""
 
@@ -196,6 +150,7 @@ class SchedulerLoop(DecisionWrites):
         self._tasks: set[asyncio.Task[None]] = set()
         #: Workloads whose admission write is in flight (blockAdmission counts them as not ready)
         self._admitting: set[str] = set()
+        self._written_admissions: dict[str, JSON] = {}
         self.pending = PendingConditions(context, state=lambda: self.state, debounce=pending_debounce)
         self.admitted = 0
         self.cycles = 0
@@ -275,6 +230,9 @@ class SchedulerLoop(DecisionWrites):
             # the echo of our own queue status write: re-reading an unchanged spec would wake every
             # parked workload of the cohort for nothing (each status flush retried them all)
             return
+        if change.kind is WORKLOADS and self._confirmed_own_admission(change):
+            self.kick()  # a preemptor may wait for its targets' reservations to be seen
+            return
         if change.kind is WORKLOADS and only_messages_changed(change.old, change.new):
             # the answer (or echo) of a pending reason's write: the core reads no condition's message, so
             # parsing the Workload again would change nothing but cost a parse and a requeue check
@@ -282,6 +240,22 @@ class SchedulerLoop(DecisionWrites):
         if change.kind in REBUILD_ORDER:
             self._apply(change.kind, change.key, change.new)
             self.kick()
+
+    def _confirmed_own_admission(self, change: Change) -> bool:
+        """The answer (or echo) of an admission write in flight, showing nothing but that admission: the
+        core, which assumed it, is told it landed (``confirm``) instead of parsing the Workload again."""
+        namespace, name = change.key
+        key = f"{namespace}/{name}"
+        written = self._written_admissions.get(key)
+        if written is None or not answers_own_admission(change.old, change.new, written):
+            return False
+        reserved = condition_of(change.new, "QuotaReserved")
+        return self.state.confirm(
+            key,
+            cluster_queue=str(written.get("clusterQueue", "")),
+            reserved_at=parse_timestamp(reserved.get("lastTransitionTime") if reserved is not None else None),
+            admitted=is_true(change.new, "Admitted"),
+        )
 
     def _apply(self, kind: Kind, key: tuple[str, str], obj: JSON | None) -> None:
         namespace, name = key

@@ -18,7 +18,7 @@ from kueue_webhook.control.kube.kinds import (
     RESOURCE_FLAVORS,
     WORKLOADS,
 )
-from kueue_webhook.control.scheduling.scheduler_loop import only_messages_changed
+from kueue_webhook.control.scheduling.unparsed_changes import only_messages_changed
 from tests.support import builders
 from tests.unit.control.scheduler_loops import admitted, feed, new_loop
 
