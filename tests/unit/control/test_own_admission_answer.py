@@ -28,7 +28,9 @@ from tests.unit.control.small_cluster import RecordingApi, install, queue
 JSON = dict[str, Any]
 ADMISSION = {
     "clusterQueue": "cq",
-    "podSetAssignments": [{"name": "main", "flavors": {"cpu": "rf"}, "resourceUsage": {"cpu": "1"}, "count": 1}],
+    "podSetAssignments": [
+        {"name": "main", "flavors": {"cpu": "rf"}, "resourceUsage": {"cpu": "1"}, "count": 1}
+    ],
 }
 
 
@@ -146,7 +148,7 @@ async def test_the_answer_of_an_admission_confirms_the_core_without_a_parse() ->
 
 
 async def test_an_answer_with_another_change_is_parsed() -> None:
-    loop, store, parsed = await admit_one(label_on_answer=True)
+    loop, _, parsed = await admit_one(label_on_answer=True)
     assert len(parsed) == 1
     tracked = loop.state.tracker.workloads[WorkloadKey("team/w")]
     assert (tracked.assumed, tracked.admitted) == (False, True)
