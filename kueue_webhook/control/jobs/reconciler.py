@@ -113,9 +113,11 @@ class JobReconciler:
             self._modes()[integration.name].on_change(self, change)
         elif change.kind is WORKLOADS:
             obj = change.new if change.new is not None else change.old
-            urgent = workload_change_is_urgent(change)
+            urgent: bool | None = None  # asked only of a Workload some queued object owns
             for mode in self._modes().values():
                 for key in mode.keys_for_workload(obj or {}):
+                    if urgent is None:
+                        urgent = workload_change_is_urgent(change)
                     self.queue.add(key, urgent=urgent)
             self._queue_children_of(controller_owner(obj))
             if change.new is not None and deleted_and_held(change.new):
