@@ -26,6 +26,7 @@ from kueue_webhook.control.kube.leader import LEASE_DURATION, RENEW_DEADLINE, RE
 from kueue_webhook.control.replica.controller_settings import ControllerSettings
 from kueue_webhook.control.replica.wiring import API_CONNECTIONS, Listen, Replica, build
 from kueue_webhook.logs import RedactSecrets, redact
+from kueue_webhook.memory import collect_less_often
 
 
 def api_connections(value: str) -> int:
@@ -172,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
     # the JSON lines carry no process or thread: spare a system call per record (each decision logs one)
     logging.logProcesses = logging.logThreads = logging.logMultiprocessing = False
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler], force=True)
+    collect_less_often()
     try:
         runtime.run(serve(args))
     except KeyboardInterrupt:
