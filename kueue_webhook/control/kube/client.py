@@ -88,9 +88,8 @@ WATCH_EVENT_LIMIT = 8 * 2**20
 
 async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
     """The non-blank lines of a watch stream: each read takes whatever has arrived and every complete line
-    in it is handed on at once (a read per line costs a turn of the loop per event, and with thousands of
-    events a second that turn was a large share of the controller's CPU). A line longer than
-    ``WATCH_EVENT_LIMIT`` ends the watch with ``ValueError``; a last line without its newline is kept."""
+    in it is handed on at once, rather than a read per line. A line longer than ``WATCH_EVENT_LIMIT`` ends
+    the watch with ``ValueError``; a last line without its newline is kept."""
     pending = bytearray()
     while True:
         chunk = await content.readany()
