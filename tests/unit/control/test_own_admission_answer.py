@@ -5,7 +5,6 @@ leaves it: the reservation counts as seen, so a later event without it gives the
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import time
 from typing import Any
@@ -14,8 +13,7 @@ import pytest
 
 from kueue_webhook.api.objects import parse_timestamp
 from kueue_webhook.control.cache.store import Store
-from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
-from kueue_webhook.control.kube.verbs import PatchType
+from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.output.metrics import Metrics
 from kueue_webhook.control.output.writers import Writer
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
@@ -91,28 +89,9 @@ def test_a_workload_that_held_an_admission_before_is_parsed() -> None:
     assert not answers_own_admission(before, after, ADMISSION)
 
 
-class CountingApi(RecordingApi):
-    """Status patches answered at once, with the QuotaReserved time as the patch set it."""
-
-    async def patch(
-        self,
-        kind: Kind,
-        *,
-        name: str,
-        patch: Any,
-        namespace: str | None = None,
-        patch_type: PatchType = "merge",
-        subresource: str = "",
-    ) -> JSON:
-        await asyncio.sleep(0)  # answered on a later turn, as by the API server
-        return await super().patch(
-            kind, name=name, patch=patch, namespace=namespace, patch_type=patch_type, subresource=subresource
-        )
-
-
 async def admit_one(*, label_on_answer: bool = False) -> tuple[SchedulerLoop, Store, list[Any]]:
     """One Workload admitted through the real writer; the objects the core parsed from then on."""
-    api, store = CountingApi(), Store()
+    api, store = RecordingApi(), Store()
     writer = Writer(client=api, store=store, metrics=Metrics())
     loop = SchedulerLoop(control_context(store, writer=writer))
     install(api, store, [*queue(cpus=1), (WORKLOADS, workload())])
