@@ -101,13 +101,9 @@ class WorkloadTracker:
             reserved = workload.condition("QuotaReserved")
             reserved_time = parse_timestamp(reserved.last_transition_time) if reserved is not None else 0.0
             if tracked is not None and tracked.charged and tracked.info.admission is not None:
-                tracked.assumed = False
-                tracked.admitted = workload.is_admitted or tracked.admitted
+                self._reservation_seen(tracked, reserved_time, admitted=workload.is_admitted)
                 if workload.is_evicted and not tracked.evicting:
                     self.mark_evicting(tracked, True)
-                if reserved_time and reserved_time != tracked.reserved_at[0]:
-                    tracked.reserved_at = (reserved_time, tracked.reserved_at[1])
-                    self._holders_cache.pop(tracked.cluster_queue, None)
                 if tracked.info.usage == info.usage and tracked.cluster_queue == info.admission.cluster_queue:
                     if _topologies(tracked.info) != _topologies(info):
                         self._move_topology(tracked, info)  # a failed node's pods given a new place
@@ -197,12 +193,17 @@ class WorkloadTracker:
             return False
         if cluster_queue is not None and cluster_queue != tracked.cluster_queue:
             return False
+        self._reservation_seen(tracked, reserved_at, admitted=admitted)
+        return True
+
+    def _reservation_seen(self, tracked: Tracked, reserved_at: float, *, admitted: bool) -> None:
+        """The API server shows the reservation the core charged: no longer assumed, Admitted once True
+        stays so, and its QuotaReserved time (0: not shown) orders it for preemption."""
         tracked.assumed = False
         tracked.admitted = admitted or tracked.admitted
         if reserved_at and reserved_at != tracked.reserved_at[0]:
             tracked.reserved_at = (reserved_at, tracked.reserved_at[1])
             self._holders_cache.pop(tracked.cluster_queue, None)
-        return True
 
     def forget(self, key: str) -> None:
         """Undo an assumed admission whose status write failed; the workload queues again."""
