@@ -30,6 +30,17 @@ _CONDITIONS = frozenset(("conditions",))
 _METADATA_SPEC_STATUS = frozenset(("metadata", "spec", "status"))
 
 
+def _same_apart_from_status(old: JSON, new: JSON) -> bool:
+    """Whether ``old`` and ``new`` agree on everything but ``status`` and the write's bookkeeping."""
+    if _without(old, _METADATA_SPEC_STATUS) != _without(new, _METADATA_SPEC_STATUS):
+        return False
+    if old.get("spec") != new.get("spec"):
+        return False
+    return _without(old.get("metadata") or {}, _WRITE_BOOKKEEPING) == _without(
+        new.get("metadata") or {}, _WRITE_BOOKKEEPING
+    )
+
+
 def only_messages_changed(old: JSON | None, new: JSON | None) -> bool:
     """Whether ``new`` differs from ``old`` in nothing but conditions' messages and the write's bookkeeping
     (resourceVersion, managedFields): what a pending reason's write changes (QuotaReserved=False keeps its
@@ -49,13 +60,7 @@ def only_messages_changed(old: JSON | None, new: JSON | None) -> bool:
         return False
     if _without(old_status, _CONDITIONS) != _without(new_status, _CONDITIONS):
         return False
-    if _without(old, _METADATA_SPEC_STATUS) != _without(new, _METADATA_SPEC_STATUS):
-        return False
-    if old.get("spec") != new.get("spec"):
-        return False
-    if _without(old.get("metadata") or {}, _WRITE_BOOKKEEPING) != _without(
-        new.get("metadata") or {}, _WRITE_BOOKKEEPING
-    ):
+    if not _same_apart_from_status(old, new):
         return False
     return all(
         isinstance(before, dict)
@@ -98,10 +103,4 @@ def answers_own_admission(old: JSON | None, new: JSON | None, written: JSON) -> 
         return False
     if _other_conditions(old_status) != _other_conditions(new_status):
         return False
-    if old.get("spec") != new.get("spec"):
-        return False
-    if _without(old, _METADATA_SPEC_STATUS) != _without(new, _METADATA_SPEC_STATUS):
-        return False
-    return _without(old.get("metadata") or {}, _WRITE_BOOKKEEPING) == _without(
-        new.get("metadata") or {}, _WRITE_BOOKKEEPING
-    )
+    return _same_apart_from_status(old, new)
