@@ -264,7 +264,10 @@ class PendingQueue:
 
     def requeue_retry(self, info: WorkloadInfo) -> None:
         """A popped head should be tried again in the next cycle (it failed only because of another
-        admission in the same cycle)."""
+        admission in the same cycle). Tried for real, even when it was released parked and what it needs
+        is gone again: it has been told that it no longer fits, and only a new attempt tells it why it
+        waits now (``park_unfit_head`` would put it back with that message standing)."""
+        info.parked = False
         self.push(info)
 
     def _release_next(self, shape: Hashable, *, forget_condition: bool = False) -> WorkloadKey | None:

@@ -11,6 +11,7 @@ from kueue_webhook.api.objects import (
     parse_workload_priority_class,
 )
 from kueue_webhook.api.objects.multikueue import MultiKueueConfig, parse_multikueue_config
+from kueue_webhook.core.decisions import Wait
 from kueue_webhook.core.scheduler import Admit, SchedulerState
 
 from .builders import (
@@ -185,6 +186,29 @@ def test_two_heads_in_one_cohort_cannot_take_the_same_capacity() -> None:
     assert admitted(run_until_quiet(state)) == []
     state.finish_workload("ns/wa")  # the room comes back: wb gets it at once
     assert admitted(run_until_quiet(state)) == ["ns/wb"]
+
+
+def test_a_woken_head_that_lost_its_room_in_the_cycle_is_retried_and_told_why_it_waits() -> None:
+    """Kueue requeues a head that no longer fits after another admission (RequeueReasonFailedAfterNomination:
+    back in the heap), so the next cycle nominates it again and its condition ends on the no-fit reason
+    of that attempt, not on "no longer fits". Here both heads were parked and woken by one release."""
+    queues = [cluster_queue(name, {"default": {"cpu": 2}}, cohortName="org") for name in ("a", "b", "c")]
+    state = state_with(*queues, local_queues={"lq-a": "a", "lq-b": "b", "lq-c": "c"})
+    state.upsert_workload(workload("x", {"cpu": "4"}, queue="lq-c", created=0))
+    assert admitted(run_until_quiet(state)) == ["ns/x"]
+    state.upsert_workload(workload("wa", {"cpu": "4"}, queue="lq-a", created=1))
+    state.upsert_workload(workload("wb", {"cpu": "4"}, queue="lq-b", created=2))
+    run_until_quiet(state)
+    state.finish_workload("ns/x")  # 6 cpu free: room for one of them
+    decisions = run_until_quiet(state)
+    assert admitted(decisions) == ["ns/wa"]
+    told = [wait.message for wait in decisions if isinstance(wait, Wait) and wait.workload == "ns/wb"]
+    assert told == [
+        "Workload no longer fits after processing another workload",
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, "
+        "2 more needed",
+    ]
+    assert state.last_wait("ns/wb") == ("WaitingForQuota", told[-1])
 
 
 def test_non_borrowing_heads_go_first_then_priority() -> None:
