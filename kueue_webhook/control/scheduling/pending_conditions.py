@@ -11,8 +11,8 @@ cohort. So there is one write (``_write``) and two paces at which it is called:
 * at once (``write``), for a decision the scheduler just made: a new reason, or a first condition once the
   Workload has waited ``debounce`` seconds, while the informational write budget
   (``kueue_webhook.control.kube.api_health``) allows; ``at_once`` skips both waits, for a wait the core did
-  not
-  decide (blockAdmission's);
+  not decide (blockAdmission's). The scheduler asks ``judge`` as it decides, and starts a task (``show``)
+  only for the few waits that may need a write;
 * paced (``run``, ``refresh_once``), for everything the first pace left: each Workload whose latest wait
   changed (a decision, or a wait the scheduler restated for its whole shape) is marked stale, and each
   pass (at most one a second) takes the stale ones front of their queues first (a heap per ClusterQueue,
@@ -145,19 +145,32 @@ class PendingConditions:
     # -- at once: the decision just made ------------------------------------------------------------------
 
     async def write(self, decision: Wait, *, at_once: bool = False) -> None:
-        """Show ``decision`` on its Workload, now or (unless ``at_once``) when it is worth a write; the
-        scheduler has marked its ClusterQueue for the paced pass.
+        """Show ``decision`` on its Workload, now or (unless ``at_once``) when it is worth a write: ``judge``,
+        then ``show`` when it asks for one."""
+        if self.judge(decision, at_once=at_once):
+            await self.show(decision, at_once=at_once)
+
+    def judge(self, decision: Wait, *, at_once: bool = False) -> bool:
+        """Whether ``decision`` may need a write now (then ``show`` reads the Workload and decides); False
+        when it needs none, the decision counted and logged all the same.
 
         A cycle decides a wait for every head it could not admit, and most such decisions need no write
         (the Workload already shows the reason, is not settled yet, or the budget says wait): they are
-        judged on what the Workload shows as remembered (``shown``), and the Workload is read from the
-        store only for a write, which judges again on what it shows then."""
+        judged here, at once, on what the Workload shows as remembered (``shown``), so the scheduler
+        starts no task for them; the scheduler has marked the ClusterQueue for the paced pass."""
+        if not self.context.is_leader():
+            return False
+        key = str(decision.workload)
+        reason = decision.reason or "Pending"
+        return not self._decided_without_write(key, decision, reason, self.shown(key), at_once=at_once)
+
+    async def show(self, decision: Wait, *, at_once: bool = False) -> None:
+        """Write ``decision`` if the Workload, read from the store now, still shows something else (judged
+        again on what it shows then)."""
         key = str(decision.workload)
         if not self.context.is_leader():
             return
         reason = decision.reason or "Pending"
-        if self._decided_without_write(key, decision, reason, self.shown(key), at_once=at_once):
-            return
         namespace, _, name = key.partition("/")
         workload = self.context.store.get(WORKLOADS, name, namespace)
         if workload is None:

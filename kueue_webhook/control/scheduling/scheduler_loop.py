@@ -70,7 +70,7 @@ from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_
 from kueue_webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
 from kueue_webhook.control.scheduling.topology_feed import TopologyFeed
 from kueue_webhook.control.scheduling.unparsed_changes import answers_own_admission, only_messages_changed
-from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
+from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 from kueue_webhook.runtime import wait_until_set
 
 JSON = dict[str, Any]
@@ -403,6 +403,10 @@ class SchedulerLoop(DecisionWrites):
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
         admissions_blocked = self._admission_blocked()
         for decision in decisions:
+            if isinstance(decision, Wait):
+                self.pending.mark(decision.cluster_queue, str(decision.workload))
+                if not self.pending.judge(decision):
+                    continue  # nothing to write now (most waits): no task, no write slot
             await self._slots.acquire()
             if not self.context.is_leader():
                 # leadership went while waiting for a slot: write nothing more (the next term rebuilds)
@@ -418,8 +422,7 @@ class SchedulerLoop(DecisionWrites):
             elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
             else:
-                self.pending.mark(decision.cluster_queue, str(decision.workload))
-                coroutine = self.pending.write(decision)
+                coroutine = self.pending.show(decision)
             task = loop.create_task(coroutine)
             self._tasks.add(task)
             task.add_done_callback(self._finished)

@@ -1,0 +1,105 @@
+"""A wait that needs no write (most: the Workload already shows the reason, or has not waited a second
+yet) is judged as the cycle decides it: no task, no write slot. So cycles go on deciding while every slot
+is taken by admissions in flight, and a wait that does need a write still gets one."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+from kueue_webhook.control.cache.store import Change, Store, key_of
+from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
+from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
+from tests.support import builders
+from tests.unit.control.fakes import control_context
+from tests.unit.control.small_cluster import queue
+
+JSON = dict[str, Any]
+
+
+class HeldWriter:
+    """Holds every status write until ``go`` is set; answers as built, into the store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.go = asyncio.Event()
+        self.started: list[str] = []
+        self.version = 100
+
+    async def patch_status(self, kind: Kind, obj: JSON, build: Any) -> JSON | None:
+        self.started.append(obj["metadata"]["name"])
+        await self.go.wait()
+        current = self.store.get(kind, obj["metadata"]["name"], obj["metadata"]["namespace"]) or obj
+        status = build(current)
+        if status is None:
+            return None
+        self.version += 1
+        updated = copy.deepcopy(current)
+        updated["metadata"]["resourceVersion"] = str(self.version)
+        updated["status"] = {**(current.get("status") or {}), **status}
+        self.store.upsert(kind, updated)
+        return updated
+
+
+def pending(name: str, created: str) -> JSON:
+    return builders.workload(
+        name,
+        pod_sets=[builders.pod_set(requests={"cpu": "1"})],
+        uid=f"uid-{name}",
+        resourceVersion="1",
+        creationTimestamp=created,
+    )
+
+
+def loop_with_one_slot() -> tuple[SchedulerLoop, HeldWriter, Metrics]:
+    """A ClusterQueue of one cpu, Workloads ``first`` and ``second`` of one cpu each; one write slot."""
+    store = Store()
+    writer = HeldWriter(store)
+    metrics = Metrics()
+    loop = SchedulerLoop(control_context(store, writer=writer, metrics=metrics), max_in_flight=1)
+    workloads = [
+        (WORKLOADS, pending("first", "2026-01-01T00:00:00Z")),
+        (WORKLOADS, pending("second", "2026-01-01T00:00:01Z")),
+    ]
+    for kind, obj in (*queue(cpus=1), *workloads):
+        store.upsert(kind, obj)
+        loop.on_change(Change(kind, key_of(obj), None, copy.deepcopy(obj)))
+    return loop, writer, metrics
+
+
+def inadmissible(metrics: Metrics) -> float | None:
+    """Waits decided, as Kueue counts them: inadmissible admission attempts."""
+    return metrics.registry.get_sample_value(
+        "kueue_admission_attempts_total", {"result": "inadmissible", "replica_role": metrics.role}
+    )
+
+
+async def test_a_cycle_whose_waits_need_no_write_goes_on_while_every_write_slot_is_taken() -> None:
+    loop, writer, metrics = loop_with_one_slot()
+    await loop._cycle()  # admits ``first``: its write takes the only slot and is held
+    await asyncio.sleep(0)  # the write task's first turn
+    assert writer.started == ["first"] and loop.in_flight == 1
+    # ``second`` waits; it has not waited a second yet, so its condition is not worth a write: the cycle
+    # neither waits for the slot nor starts a task (before, it waited here until ``first`` was answered)
+    await asyncio.wait_for(loop._cycle(), 5)  # bounds a hang only
+    assert loop.in_flight == 1
+    assert inadmissible(metrics) == 1  # the wait is still a decision, counted once
+    writer.go.set()
+    await loop.wait_writes()
+    assert writer.started == ["first"]
+
+
+async def test_a_wait_that_needs_a_write_still_gets_one() -> None:
+    loop, writer, metrics = loop_with_one_slot()
+    loop.pending.debounce = 0.0  # every wait is worth its first condition at once
+    writer.go.set()
+    await loop._cycle()  # admits ``first``
+    await loop._cycle()  # ``second`` waits, and is told why
+    await loop.wait_writes()
+    assert writer.started == ["first", "second"]
+    shown = loop.context.store.get(WORKLOADS, "second", "team") or {}
+    condition = next(c for c in shown["status"]["conditions"] if c["type"] == "QuotaReserved")
+    assert (condition["status"], condition["reason"]) == ("False", "WaitingForQuota")
+    assert inadmissible(metrics) == 1
