@@ -15,32 +15,23 @@ from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from tests.support import builders
 from tests.unit.control.fakes import control_context
 from tests.unit.control.small_cluster import queue
+from tests.unit.control.test_admission_starts_job import AnsweringWriter
 
 JSON = dict[str, Any]
 
 
-class HeldWriter:
-    """Holds every status write until ``go`` is set; answers as built, into the store."""
+class HeldWriter(AnsweringWriter):
+    """Holds every status write until ``go`` is set, then answers it into the store."""
 
     def __init__(self, store: Store) -> None:
-        self.store = store
+        super().__init__(store)
         self.go = asyncio.Event()
         self.started: list[str] = []
-        self.version = 100
 
     async def patch_status(self, kind: Kind, obj: JSON, build: Any) -> JSON | None:
         self.started.append(obj["metadata"]["name"])
         await self.go.wait()
-        current = self.store.get(kind, obj["metadata"]["name"], obj["metadata"]["namespace"]) or obj
-        status = build(current)
-        if status is None:
-            return None
-        self.version += 1
-        updated = copy.deepcopy(current)
-        updated["metadata"]["resourceVersion"] = str(self.version)
-        updated["status"] = {**(current.get("status") or {}), **status}
-        self.store.upsert(kind, updated)
-        return updated
+        return await super().patch_status(kind, obj, build)
 
 
 def pending(name: str, created: str) -> JSON:
