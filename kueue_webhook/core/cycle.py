@@ -137,11 +137,12 @@ class _Pass:
     def _heads(self) -> list[tuple[WorkloadInfo, QueueState]]:
         """The head of every ready ClusterQueue; heads that cannot be tried now go back at once."""
         specs, ready, workloads = self.specs, self.pending.ready, self.tracker.workloads
+        claims = self.tracker.claims
         queues, namespaces = specs.queues, specs.namespaces
         heads: list[tuple[WorkloadInfo, QueueState]] = []
         for name in sorted(ready):
             queue = queues[name]
-            if queue.pending.park_unfit_head(partial(specs.ledger.available, name)):
+            if queue.pending.park_unfit_head(partial(specs.ledger.available, name), claimed=claims):
                 # woken with others of its cohort, but what it needs was taken before its turn:
                 # back to the parked list without a new attempt (its pending message stands)
                 continue

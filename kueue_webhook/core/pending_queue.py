@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Container, Hashable, Iterator
 
 from kueue_webhook.core.decisions import Notices
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
@@ -179,15 +179,22 @@ class PendingQueue:
                         self._following[info.shape] = following
         return info
 
-    def park_unfit_head(self, available: Callable[[FlavorResource], int]) -> bool:
+    def park_unfit_head(
+        self, available: Callable[[FlavorResource], int], *, claimed: Container[WorkloadKey] = ()
+    ) -> bool:
         """Put the head back on the parked list, untried, if it was released parked and what it needs is
         not ``available`` any more (``may_fit`` of its retry condition): True when it did.
 
         The same as popping it and ``requeue_failed(alike=True)`` with its own condition, without the work
         of that round trip: the next of its shape stays parked instead of being released and parked again.
+        A head in ``claimed`` (a preemptor holding a claim) is always tried: the room it lacks may be the
+        room claimed for it, which ``available`` counts as taken until the cycle releases the claim to try
+        it, so judged here it would be parked again for as long as it holds the claim.
         """
         head = self.peek()
-        if head is None or self.strict or not head.parked or may_fit(head.retry_when, available):
+        if head is None or self.strict or not head.parked or head.key in claimed:
+            return False
+        if may_fit(head.retry_when, available):
             return False
         heapq.heappop(self._heap)
         del self._entries[head.key]

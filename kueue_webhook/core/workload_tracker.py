@@ -174,6 +174,9 @@ class WorkloadTracker:
         if tracked is None or not tracked.evicting:
             return
         self.mark_evicting(tracked, False)
+        # it is not leaving: no claim waits for it (a claim waiting for a target that is not evicted would
+        # keep its room, and its ClusterQueue, from everyone until the target happened to finish)
+        self._target_gone(tracked.info.key)
         self.pending.wake_tree(tracked.cluster_queue)
 
     def confirm(
@@ -500,15 +503,21 @@ class WorkloadTracker:
         tracked.charged = False
         if tracked.evicting:
             self.mark_evicting(tracked, False)
-            for preemptor, claim in self.claims.items():
-                if tracked.info.key in claim.targets:
-                    claim.targets.discard(tracked.info.key)
-                    if claim.need and claim.cluster_queue == name:
-                        # what the target held in the preemptor's ClusterQueue passes to the claim at once
-                        claim.recharge(self.ledger, self.covered(claim))
-                    if not claim.targets:
-                        self._retry_preemptor(preemptor, claim)
+        # evicted or not (its eviction refused, it finished or was deleted first), a target that gave its
+        # quota back is gone for the preemptors waiting for it
+        self._target_gone(tracked.info.key)
         self._wake_after_release(name)
+
+    def _target_gone(self, key: WorkloadKey) -> None:
+        """No preemptor waits for ``key`` any more: what it held in a preemptor's ClusterQueue passes to the
+        claim, and a preemptor left without targets is tried in the next cycle."""
+        for preemptor, claim in self.claims.items():
+            if key in claim.targets:
+                claim.targets.discard(key)
+                if claim.need:
+                    claim.recharge(self.ledger, self.covered(claim))
+                if not claim.targets:
+                    self._retry_preemptor(preemptor, claim)
 
     def _recharge(self, tracked: Tracked, info: WorkloadInfo) -> None:
         """An admitted workload reported pods it will not run again (``status.reclaimablePods``): it is

@@ -146,6 +146,23 @@ def test_failed_eviction_write_is_issued_again() -> None:
     assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
 
 
+def test_a_target_whose_eviction_failed_is_no_longer_waited_for() -> None:
+    """The eviction could not be written (the target did not show its reservation yet): the target stays,
+    so the preemptor's claim waits for nobody. Its room is claimed in full until the preemptor is tried
+    again, and the target ending on its own releases only the target's quota. Before, the claim went on
+    waiting for a target that was never evicted, and held its room until the target happened to finish."""
+    c = cluster(cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("low", 4)
+    c.settle()
+    c.add("high", 4, priority=10, created=1)
+    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+    c.state.eviction_failed("ns/low")
+    assert [str(key) for key, claim in c.state.tracker.claims.items() if claim.targets] == []
+    c.state.finish_workload("ns/low")  # it runs to its end before the preemptor is tried again
+    assert admitted(run_until_quiet(c.state)) == ["ns/high"]
+    assert c.state.ledger.usage("cq")[CPU] == 4 * G  # high's, charged once
+
+
 def test_targets_are_minimal_the_smaller_victim_is_put_back() -> None:
     # candidates in order: tiny (priority 0), big (priority 1); removing tiny is not enough, removing big
     # is, and with big gone tiny can stay

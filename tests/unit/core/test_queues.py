@@ -46,6 +46,23 @@ def test_best_effort_parks_the_failed_head_until_woken() -> None:
     assert queue.peek().name == "a"  # type: ignore[union-attr]
 
 
+def test_a_head_released_parked_goes_back_untried_when_its_room_is_gone_unless_it_holds_a_claim() -> None:
+    """A release woke the shape, then others took the room before its turn: parked again without an
+    attempt. Not a preemptor holding a claim: the room it lacks is the room claimed for it, counted as
+    taken until the cycle releases the claim to try it, so it would be parked again for as long as it
+    holds the claim (a ClusterQueue of Kueue's baseline admitted nothing for a minute that way)."""
+    needs_two: RetryCondition = ((((("default", "cpu"), 2),),),)  # one group, one flavor: 2 cpu
+    for claimed, parked_again in (((), True), ({info("a").key}, False)):
+        queue = PendingQueue()
+        queue.push(info("a", created=1))
+        head = queue.pop()
+        assert head is not None
+        queue.requeue_failed(head, retry_when=needs_two)
+        assert queue.wake(available=lambda _: 2)  # room for it: released, still under its condition
+        assert queue.park_unfit_head(lambda _: 0, claimed=claimed) is parked_again
+        assert (queue.peek() is None) is parked_again
+
+
 def test_strict_fifo_stalls_on_the_head_and_a_higher_priority_arrival_unstalls_it() -> None:
     queue = PendingQueue(strict=True)
     queue.push(info("a", created=1))
