@@ -77,6 +77,17 @@ def cpu_queue(name: str, nominal: Any, **spec: Any) -> Any:
     return cluster_queue(name, {"default": {"cpu": nominal}}, **spec)
 
 
+def low_being_evicted_for_high(cpu: int, *, priority: int = 10) -> Cluster:
+    """A ClusterQueue of ``cpu`` (LowerPriority) full with ``low``, and ``high`` of ``priority`` that has just
+    had it evicted; the eviction is not acknowledged yet."""
+    c = cluster(cpu_queue("cq", cpu, preemption={"withinClusterQueue": "LowerPriority"}))
+    c.add("low", cpu)
+    c.settle()
+    c.add("high", cpu, priority=priority, created=1)
+    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+    return c
+
+
 # -- within a ClusterQueue -----------------------------------------------------------------------------
 
 
@@ -125,11 +136,7 @@ def test_a_preemptor_is_admitted_when_its_target_leaves_even_behind_a_parked_twi
     """A same-shaped workload that failed after the preemptor parks the shape on needing the whole room;
     the room is held for the preemptor, so no release ever shows it free. The preemptor must still be
     tried when its last target is gone (a deadlock otherwise: every queue of a cohort held by claims)."""
-    c = cluster(cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}))
-    c.add("low", 4)
-    c.settle()
-    c.add("high", 4, priority=10, created=1)
-    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+    c = low_being_evicted_for_high(4)
     c.add("twin", 4, priority=10, created=2)
     assert not [d for d in c.settle(acknowledge=False) if isinstance(d, Evict | Admit)]
     c.state.upsert_workload(c.workloads["ns/low"])  # the owner clears the reservation
@@ -137,11 +144,7 @@ def test_a_preemptor_is_admitted_when_its_target_leaves_even_behind_a_parked_twi
 
 
 def test_failed_eviction_write_is_issued_again() -> None:
-    c = cluster(cpu_queue("cq", 2, preemption={"withinClusterQueue": "LowerPriority"}))
-    c.add("low", 2)
-    c.settle()
-    c.add("high", 2, priority=5, created=1)
-    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+    c = low_being_evicted_for_high(2, priority=5)
     c.state.eviction_failed("ns/low")
     assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
 
@@ -151,11 +154,7 @@ def test_a_target_whose_eviction_failed_is_no_longer_waited_for() -> None:
     so the preemptor's claim waits for nobody. Its room is claimed in full until the preemptor is tried
     again, and the target ending on its own releases only the target's quota. Before, the claim went on
     waiting for a target that was never evicted, and held its room until the target happened to finish."""
-    c = cluster(cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}))
-    c.add("low", 4)
-    c.settle()
-    c.add("high", 4, priority=10, created=1)
-    assert [d.workload for d in c.settle(acknowledge=False) if isinstance(d, Evict)] == ["ns/low"]
+    c = low_being_evicted_for_high(4)
     c.state.eviction_failed("ns/low")
     assert [str(key) for key, claim in c.state.tracker.claims.items() if claim.targets] == []
     c.state.finish_workload("ns/low")  # it runs to its end before the preemptor is tried again
