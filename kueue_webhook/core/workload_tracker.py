@@ -176,7 +176,7 @@ class WorkloadTracker:
         self.mark_evicting(tracked, False)
         # it is not leaving: no claim waits for it (a claim waiting for a target that is not evicted would
         # keep its room, and its ClusterQueue, from everyone until the target happened to finish)
-        self._target_gone(tracked.info.key)
+        self._target_gone(tracked.info.key, tracked.cluster_queue)
         self.pending.wake_tree(tracked.cluster_queue)
 
     def confirm(
@@ -505,16 +505,16 @@ class WorkloadTracker:
             self.mark_evicting(tracked, False)
         # evicted or not (its eviction refused, it finished or was deleted first), a target that gave its
         # quota back is gone for the preemptors waiting for it
-        self._target_gone(tracked.info.key)
+        self._target_gone(tracked.info.key, tracked.cluster_queue)
         self._wake_after_release(name)
 
-    def _target_gone(self, key: WorkloadKey) -> None:
-        """No preemptor waits for ``key`` any more: what it held in a preemptor's ClusterQueue passes to the
-        claim, and a preemptor left without targets is tried in the next cycle."""
+    def _target_gone(self, key: WorkloadKey, cluster_queue: str) -> None:
+        """No preemptor waits for ``key`` (of ``cluster_queue``) any more: what it held in a preemptor's
+        ClusterQueue passes to the claim, and a preemptor left without targets is tried in the next cycle."""
         for preemptor, claim in self.claims.items():
             if key in claim.targets:
                 claim.targets.discard(key)
-                if claim.need:
+                if claim.need and claim.cluster_queue == cluster_queue:
                     claim.recharge(self.ledger, self.covered(claim))
                 if not claim.targets:
                     self._retry_preemptor(preemptor, claim)
