@@ -11,8 +11,7 @@ from kueue_webhook.api.objects import (
     parse_workload_priority_class,
 )
 from kueue_webhook.api.objects.multikueue import MultiKueueConfig, parse_multikueue_config
-from kueue_webhook.core.decisions import Wait
-from kueue_webhook.core.scheduler import Admit, SchedulerState
+from kueue_webhook.core.scheduler import Admit, SchedulerState, Wait
 
 from .builders import (
     admitted,
