@@ -45,7 +45,7 @@ from bench.e2e import job, p99
 from bench.kueue_baseline import machine, parse_writes
 from bench.real_cluster import PODS
 from kueue_webhook.control.kube.client import ApiError, KubeClient
-from kueue_webhook.control.kube.kinds import EVENTS, JOBS
+from kueue_webhook.control.kube.kinds import EVENTS, JOBS, WORKLOADS
 from kueue_webhook.control.output.events import COMPONENT as EVENTS_COMPONENT
 
 JSON = dict[str, Any]
@@ -99,13 +99,15 @@ class Cluster:
         self.order: list[str] = []
         self.complete: dict[str, float] = {}  # Job -> its Complete condition first seen
         self.pod_succeeded: dict[str, float] = {}  # Job -> its Pod reported Succeeded (request sent)
+        self.finished: dict[str, float] = {}  # Job -> its Workload's Finished condition first seen
+        self.reserved: dict[str, float] = {}  # Job -> its Workload's QuotaReserved condition first seen
         self.pods_seen: set[str] = set()
         self.own_writes: Counter[str] = Counter()  # what this process sent, as apiserver_request_total keys
         self.changed = asyncio.Event()
         self.tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        for kind, handle in ((JOBS, self.on_job), (PODS, self.on_pod)):
+        for kind, handle in ((JOBS, self.on_job), (PODS, self.on_pod), (WORKLOADS, self.on_workload)):
             self.tasks.append(
                 asyncio.create_task(real_cluster.watch(self.api, kind, handle, namespace=NAMESPACE))
             )
@@ -123,6 +125,18 @@ class Cluster:
         if condition_true(obj, "Complete") and name not in self.complete:
             self.complete[name] = now
         self.changed.set()
+
+    def on_workload(self, event: str, obj: JSON) -> None:
+        """When each Job's Workload was first seen reserved and finished: the release's steps between the
+        Job's Complete and the next Job's start."""
+        now = time.perf_counter()
+        owners = obj["metadata"].get("ownerReferences") or [{}]
+        job_name = str(owners[0].get("name", ""))
+        if event == "DELETED" or not job_name:
+            return
+        for condition, seen in (("QuotaReserved", self.reserved), ("Finished", self.finished)):
+            if condition_true(obj, condition) and job_name not in seen:
+                seen[job_name] = now
 
     def on_pod(self, event: str, obj: JSON) -> None:
         meta = obj["metadata"]
@@ -258,6 +272,32 @@ async def events_written(api: KubeClient) -> int:
     return sum(int(e.get("count") or 1) for e in ours)
 
 
+#: the release's steps, each from what the benchmark's watches saw: the finished Job's Workload written
+#: Finished (the reconciler's write), the next Workload given its reservation (the scheduler's write), the
+#: next Job unsuspended (the reconciler's write)
+RELEASE_STEPS = (
+    "Job Complete -> its Workload Finished",
+    "-> next Workload QuotaReserved",
+    "-> next Job unsuspended",
+)
+
+
+def release_steps(cluster: Cluster, running: str, following: str) -> dict[str, float]:
+    """How long each of ``RELEASE_STEPS`` took when ``running`` completed and ``following`` started (a step
+    whose start or end no watch saw is left out)."""
+    marks = (
+        cluster.complete.get(running),
+        cluster.finished.get(running),
+        cluster.reserved.get(following),
+        cluster.started.get(following),
+    )
+    return {
+        name: end - begin
+        for name, begin, end in zip(RELEASE_STEPS, marks, marks[1:], strict=False)
+        if begin is not None and end is not None
+    }
+
+
 def latency_figures(values: list[float]) -> JSON:
     ordered = sorted(v * 1000 for v in values)
     return {
@@ -274,6 +314,7 @@ async def serial_phase(cluster: Cluster, serve: Serve, admin: Path, samples: int
     await cluster.create_jobs("serial-", "serial", samples + 1, concurrency=4)
     from_complete: list[float] = []
     from_pod: list[float] = []
+    steps: dict[str, list[float]] = {name: [] for name in RELEASE_STEPS}
     for index in range(samples + 1):
         await cluster.until(
             lambda i=index: len(cluster.started_with("serial-")) > i, timeout, f"serial Job {index}"
@@ -286,6 +327,8 @@ async def serial_phase(cluster: Cluster, serve: Serve, admin: Path, samples: int
         following = cluster.order_of("serial-")[index + 1]
         from_complete.append(cluster.started[following] - cluster.complete[running])
         from_pod.append(cluster.started[following] - cluster.pod_succeeded[running])
+        for name, seconds in release_steps(cluster, running, following).items():
+            steps[name].append(seconds)
     await serve.settle()
     own = Counter(cluster.own_writes)
     own.subtract(own_before)
@@ -296,6 +339,7 @@ async def serial_phase(cluster: Cluster, serve: Serve, admin: Path, samples: int
         "events_written": await events_written(cluster.api),
         "from_complete_ms": latency_figures(from_complete),
         "from_pod_succeeded_ms": latency_figures(from_pod),
+        "steps_ms": {name: latency_figures(values) for name, values in steps.items() if values},
         "controller_writes": writes,
         "controller_writes_per_job": round(sum(writes.values()) / (samples + 1), 2),
     }
@@ -438,6 +482,7 @@ async def run(admin: Path, *, jobs: int, samples: int, run_seconds: float, timeo
         **bulk,
         "release_latency_ms": serial["from_complete_ms"],
         "release_latency_from_pod_succeeded_ms": serial["from_pod_succeeded_ms"],
+        "release_steps_ms": serial["steps_ms"],
         "serial_phase": {
             "jobs": samples + 1,
             "controller_writes": serial["controller_writes"],
@@ -482,6 +527,11 @@ def markdown(result: JSON) -> str:
             f"{serial['controller_writes_per_job_whole_life']} | |",
             f"| Job Complete -> next Job unsuspended, p50 / p99 / max (ms, {latency['samples']} samples) | "
             f"{latency['p50']} / {latency['p99']} / {latency['max']} | p99 <= 50 |",
+            *(
+                f"| &nbsp; step: {name}, p50 / p99 / max (ms, as this process's watches saw them) | "
+                f"{step['p50']} / {step['p99']} / {step['max']} | |"
+                for name, step in (result.get("release_steps_ms") or {}).items()
+            ),
             "| Pod reported Succeeded -> next Job unsuspended (adds the Job controller, which batches Pod "
             f"updates for 1 s), p50 / p99 / max (ms) | "
             f"{pod['p50']} / {pod['p99']} / {pod['max']} | |",

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 import yaml
 
-from bench.e2e_real import NAMESPACE, controller_writes, latency_figures, setup_manifests
+from bench.e2e_real import (
+    NAMESPACE,
+    RELEASE_STEPS,
+    Cluster,
+    controller_writes,
+    latency_figures,
+    release_steps,
+    setup_manifests,
+)
 from bench.real_cluster import succeeded_status
 
 
@@ -59,3 +68,37 @@ def test_latency_figures_are_milliseconds_with_the_nearest_rank_p99() -> None:
     figures = latency_figures([i / 1000 for i in range(1, 101)])
 
     assert figures == {"samples": 100, "p50": 51.0, "p99": 99.0, "max": 100.0}
+
+
+def workload(job: str, *conditions: str) -> dict[str, object]:
+    return {
+        "metadata": {"name": f"job-{job}-abcde", "ownerReferences": [{"kind": "Job", "name": job}]},
+        "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]},
+    }
+
+
+def test_a_release_splits_into_the_finished_write_the_next_reservation_and_the_next_start() -> None:
+    cluster = Cluster(api=None, run_seconds=1.0)
+    cluster.complete["serial-0"] = 10.0
+    cluster.on_workload("MODIFIED", workload("serial-0", "QuotaReserved", "Admitted", "Finished"))
+    cluster.on_workload("MODIFIED", workload("serial-1", "QuotaReserved"))
+    cluster.started["serial-1"] = cluster.reserved["serial-1"] + 0.004
+    # the first sighting counts: a later event of the same condition does not move it
+    first = dict(cluster.finished)
+    cluster.on_workload("MODIFIED", workload("serial-0", "Finished"))
+    assert cluster.finished == first
+
+    steps = release_steps(cluster, "serial-0", "serial-1")
+
+    assert list(steps) == list(RELEASE_STEPS)
+    assert steps[RELEASE_STEPS[0]] == cluster.finished["serial-0"] - 10.0
+    assert steps[RELEASE_STEPS[2]] == pytest.approx(0.004)
+    assert sum(steps.values()) == pytest.approx(cluster.started["serial-1"] - 10.0)
+
+
+def test_a_step_no_watch_saw_is_left_out_of_the_release() -> None:
+    cluster = Cluster(api=None, run_seconds=1.0)
+    cluster.complete["serial-0"] = 10.0
+    cluster.started["serial-1"] = 10.05
+
+    assert release_steps(cluster, "serial-0", "serial-1") == {}
