@@ -417,6 +417,12 @@ def main() -> None:
         "--run-seconds", type=float, default=0.1, help="with --kubeconfig: how long each timed Pod runs"
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="with --kubeconfig: longest wait")
+    parser.add_argument(
+        "--trace-release",
+        action="store_true",
+        help="with --kubeconfig: split the release latency into the controller's time and its writes' "
+        "round trips, from a trace the controller writes (bench/release_trace)",
+    )
     parser.add_argument("--out", type=Path, help="result path without extension (default bench/results/...)")
     args = parser.parse_args()
     if args.create:  # helper mode: the users' side, in its own process
@@ -434,6 +440,7 @@ def main() -> None:
                 samples=args.latency_samples,
                 run_seconds=args.run_seconds,
                 timeout=args.timeout,
+                trace=args.trace_release,
             )
         )
         text, name = e2e_real.markdown(result), "e2e-real"

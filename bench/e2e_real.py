@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from collections import Counter
@@ -52,6 +53,8 @@ JSON = dict[str, Any]
 NAMESPACE = "e2e-bench"
 NAMES = {"bulk": "e2e-bench-bulk", "serial": "e2e-bench-serial", "flavor": "e2e-bench-gpu"}
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+#: the folder put on the controller's PYTHONPATH by ``--trace-release``
+TRACE_HOOKS = Path(__file__).parent / "release_trace"
 #: the resources only the controller writes here (the Job controller writes jobs/status, Pods and Events)
 CONTROLLER_RESOURCES = frozenset(
     {"workloads", "workloads/status", "jobs", "clusterqueues/status", "localqueues/status"}
@@ -190,16 +193,22 @@ class Cluster:
 class Serve:
     """``kueue-webhook serve`` as installed: default flags, the ServiceAccount's kubeconfig."""
 
-    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, *, trace: Path | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.workdir = workdir
         self.process: processes.Controller | None = None
         self.spawned_at = 0.0
+        #: where the controller writes its release trace (``bench/release_trace``), if asked
+        self.trace = trace
 
     def start(self) -> processes.Controller:
         self.spawned_at = time.perf_counter()
+        env = None
+        if self.trace is not None:
+            path = os.pathsep.join(p for p in (str(TRACE_HOOKS), os.environ.get("PYTHONPATH", "")) if p)
+            env = {**os.environ, "PYTHONPATH": path, "KUEUE_BENCH_TRACE": str(self.trace)}
         self.process = processes.start_controller(
-            kubeconfig=self.kubeconfig, workdir=self.workdir, profile=None, flags=[]
+            kubeconfig=self.kubeconfig, workdir=self.workdir, profile=None, flags=[], env=env
         )
         return self.process
 
@@ -298,6 +307,50 @@ def release_steps(cluster: Cluster, running: str, following: str) -> dict[str, f
     }
 
 
+#: one release as the controller itself saw it (``--trace-release``): its own time between the change it
+#: reacts to and the write it sends, and each write's round trip to the API server
+TRACE_PARTS = (
+    "controller: Job Complete seen -> Finished write sent",
+    "API server: the Finished write",
+    "controller: Finished answered -> admission write sent",
+    "API server: the admission write",
+    "controller: admission answered -> Job start write sent",
+    "API server: the Job start write",
+)
+
+
+def release_trace(records: list[JSON], pairs: list[tuple[str, str]]) -> dict[str, list[float]]:
+    """Each of ``TRACE_PARTS`` (seconds) for every (finished Job, next Job) of ``pairs`` whose writes all
+    show in the controller's trace (``bench/release_trace``)."""
+    complete: dict[str, float] = {}
+    for record in records:
+        if record["event"] == "job" and "Complete" in record["true"]:
+            complete.setdefault(record["name"], record["at"])
+    writes = sorted((r for r in records if r["event"] == "write"), key=lambda r: r["sent"])
+
+    def first(after: float, wanted: Callable[[JSON], bool]) -> JSON | None:
+        return next((w for w in writes if w["sent"] >= after and wanted(w)), None)
+
+    parts: dict[str, list[float]] = {name: [] for name in TRACE_PARTS}
+    for running, following in pairs:
+        seen = complete.get(running)
+        if seen is None:
+            continue
+        finish = first(seen, lambda w, r=running: f"/workloads/job-{r}-" in w["path"])
+        admit = finish and first(
+            finish["answered"], lambda w, f=following: f"/workloads/job-{f}-" in w["path"] and w["admits"]
+        )
+        start = admit and first(admit["answered"], lambda w, f=following: w["path"].endswith(f"/jobs/{f}"))
+        if not (finish and admit and start):
+            continue
+        marks = [seen]
+        for write in (finish, admit, start):
+            marks += [write["sent"], write["answered"]]
+        for name, begin, end in zip(TRACE_PARTS, marks, marks[1:], strict=False):
+            parts[name].append(end - begin)
+    return parts
+
+
 def latency_figures(values: list[float]) -> JSON:
     ordered = sorted(v * 1000 for v in values)
     return {
@@ -315,6 +368,7 @@ async def serial_phase(cluster: Cluster, serve: Serve, admin: Path, samples: int
     from_complete: list[float] = []
     from_pod: list[float] = []
     steps: dict[str, list[float]] = {name: [] for name in RELEASE_STEPS}
+    pairs: list[tuple[str, str]] = []
     for index in range(samples + 1):
         await cluster.until(
             lambda i=index: len(cluster.started_with("serial-")) > i, timeout, f"serial Job {index}"
@@ -327,6 +381,7 @@ async def serial_phase(cluster: Cluster, serve: Serve, admin: Path, samples: int
         following = cluster.order_of("serial-")[index + 1]
         from_complete.append(cluster.started[following] - cluster.complete[running])
         from_pod.append(cluster.started[following] - cluster.pod_succeeded[running])
+        pairs.append((running, following))
         for name, seconds in release_steps(cluster, running, following).items():
             steps[name].append(seconds)
     await serve.settle()
@@ -340,6 +395,7 @@ async def serial_phase(cluster: Cluster, serve: Serve, admin: Path, samples: int
         "from_complete_ms": latency_figures(from_complete),
         "from_pod_succeeded_ms": latency_figures(from_pod),
         "steps_ms": {name: latency_figures(values) for name, values in steps.items() if values},
+        "pairs": pairs,
         "controller_writes": writes,
         "controller_writes_per_job": round(sum(writes.values()) / (samples + 1), 2),
     }
@@ -437,7 +493,9 @@ async def clean_up(api: KubeClient, admin: Path, *, timeout: float) -> None:
     )
 
 
-async def run(admin: Path, *, jobs: int, samples: int, run_seconds: float, timeout: float) -> JSON:
+async def run(
+    admin: Path, *, jobs: int, samples: int, run_seconds: float, timeout: float, trace: bool = False
+) -> JSON:
     load_at_start = os.getloadavg()
     await real_cluster.wait_namespace_gone(admin, NAMESPACE, timeout=900)
     real_cluster.install(admin)
@@ -451,7 +509,11 @@ async def run(admin: Path, *, jobs: int, samples: int, run_seconds: float, timeo
     version = real_cluster.server_version(admin)
     real_cluster.kubectl(admin, "apply", "-f", "-", input=setup_manifests(jobs))
     workdir = Path(mkdtemp(prefix="kueue-e2e-real-"))
-    serve = Serve(real_cluster.service_account_kubeconfig(admin, workdir / "kubeconfig"), workdir)
+    serve = Serve(
+        real_cluster.service_account_kubeconfig(admin, workdir / "kubeconfig"),
+        workdir,
+        trace=workdir / "release-trace.jsonl" if trace else None,
+    )
     api = await KubeClient.connect(kubeconfig=str(admin), connections=24)
     cluster = Cluster(api, run_seconds)
     try:
@@ -461,6 +523,10 @@ async def run(admin: Path, *, jobs: int, samples: int, run_seconds: float, timeo
         await wait_for_leader(api, not_holder="", timeout=60)
         serial = await serial_phase(cluster, serve, admin, samples, timeout)
         print(f"release latency: {serial['from_complete_ms']}", flush=True)
+        if serve.trace is not None:
+            records = [json.loads(line) for line in serve.trace.read_text().splitlines() if line]
+            parts = release_trace(records, serial["pairs"])
+            serial["trace_ms"] = {name: latency_figures(v) for name, v in parts.items() if v}
         bulk = await bulk_phase(cluster, serve, admin, jobs, timeout)
     finally:
         cluster.stop()
@@ -483,6 +549,7 @@ async def run(admin: Path, *, jobs: int, samples: int, run_seconds: float, timeo
         "release_latency_ms": serial["from_complete_ms"],
         "release_latency_from_pod_succeeded_ms": serial["from_pod_succeeded_ms"],
         "release_steps_ms": serial["steps_ms"],
+        "release_trace_ms": serial.get("trace_ms"),
         "serial_phase": {
             "jobs": samples + 1,
             "controller_writes": serial["controller_writes"],
@@ -531,6 +598,11 @@ def markdown(result: JSON) -> str:
                 f"| &nbsp; step: {name}, p50 / p99 / max (ms, as this process's watches saw them) | "
                 f"{step['p50']} / {step['p99']} / {step['max']} | |"
                 for name, step in (result.get("release_steps_ms") or {}).items()
+            ),
+            *(
+                f"| &nbsp; part: {name}, p50 / p99 / max (ms, the controller's trace) | "
+                f"{part['p50']} / {part['p99']} / {part['max']} | |"
+                for name, part in (result.get("release_trace_ms") or {}).items()
             ),
             "| Pod reported Succeeded -> next Job unsuspended (adds the Job controller, which batches Pod "
             f"updates for 1 s), p50 / p99 / max (ms) | "

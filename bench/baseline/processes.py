@@ -19,6 +19,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,9 +121,19 @@ class Spawned:
                 os.kill(self.pid, signal.SIGKILL)
 
 
-def _spawn(command: list[str], *, root: Path, profile: Path | None, log: Path, stdout: int) -> Spawned:
+def _spawn(
+    command: list[str],
+    *,
+    root: Path,
+    profile: Path | None,
+    log: Path,
+    stdout: int,
+    env: Mapping[str, str] | None = None,
+) -> Spawned:
     with log.open("ab") as handle:
-        process = subprocess.Popen(_under_py_spy(command, profile), cwd=root, stdout=stdout, stderr=handle)
+        process = subprocess.Popen(
+            _under_py_spy(command, profile), cwd=root, stdout=stdout, stderr=handle, env=env
+        )
     pid = _child_pid(process.pid, timeout=10.0) if profile is not None else process.pid
     return Spawned(process, pid, profile)
 
@@ -197,8 +208,10 @@ def start_controller(
     profile: Path | None,
     root: Path = ROOT,
     flags: list[str] = FAKE_API_FLAGS,
+    env: Mapping[str, str] | None = None,
 ) -> Controller:
-    """``kueue-webhook serve`` (modules from ``root``: ``python -m`` puts the working directory first)."""
+    """``kueue-webhook serve`` (modules from ``root``: ``python -m`` puts the working directory first), in
+    ``env`` if given (else this process's environment)."""
     certs = workdir / "certs"
     subprocess.run(
         [sys.executable, "-m", "kueue_webhook", "certs", "--dir", str(certs), "--ip", "127.0.0.1"],
@@ -218,7 +231,7 @@ def start_controller(
     ]
     serve += ["--tls-dir", str(certs), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     log = workdir / "controller.log"
-    spawned = _spawn(serve, root=root, profile=profile, log=log, stdout=subprocess.DEVNULL)
+    spawned = _spawn(serve, root=root, profile=profile, log=log, stdout=subprocess.DEVNULL, env=env)
     return Controller(
         spawned.process, spawned.pid, profile, port, certs / "ca.crt", kubeconfig_token(kubeconfig)
     )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
@@ -10,10 +15,13 @@ import yaml
 from bench.e2e_real import (
     NAMESPACE,
     RELEASE_STEPS,
+    TRACE_HOOKS,
+    TRACE_PARTS,
     Cluster,
     controller_writes,
     latency_figures,
     release_steps,
+    release_trace,
     setup_manifests,
 )
 from bench.real_cluster import succeeded_status
@@ -102,3 +110,53 @@ def test_a_step_no_watch_saw_is_left_out_of_the_release() -> None:
     cluster.started["serial-1"] = 10.05
 
     assert release_steps(cluster, "serial-0", "serial-1") == {}
+
+
+def write(path: str, sent: float, answered: float, *, admits: bool = False) -> dict[str, object]:
+    return {
+        "event": "write",
+        "method": "PATCH",
+        "path": path,
+        "admits": admits,
+        "sent": sent,
+        "answered": answered,
+    }
+
+
+def test_the_controllers_trace_splits_a_release_into_its_own_time_and_each_writes_round_trip() -> None:
+    workloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/e2e-bench/workloads"
+    records = [
+        {"event": "job", "name": "serial-1", "true": [], "at": 0.5},
+        {"event": "job", "name": "serial-1", "true": ["Complete"], "at": 1.000},
+        write(f"{workloads}/job-serial-1-abcde/status", 1.001, 1.011),  # Finished
+        write(f"{workloads}/job-serial-2-fghij/status", 1.012, 1.015),  # a pending reason: not the admission
+        write(f"{workloads}/job-serial-2-fghij/status", 1.013, 1.028, admits=True),
+        write("/apis/batch/v1/namespaces/e2e-bench/jobs/serial-2", 1.030, 1.042),
+        {"event": "job", "name": "serial-1", "true": ["Complete"], "at": 1.5},  # seen again: the first counts
+    ]
+
+    parts = release_trace(records, [("serial-1", "serial-2"), ("serial-2", "serial-3")])
+
+    assert [round(v[0] * 1000, 3) for v in parts.values()] == [1.0, 10.0, 2.0, 15.0, 2.0, 12.0]
+    assert list(parts) == list(TRACE_PARTS)
+
+
+def test_the_trace_hooks_record_a_serial_jobs_change_only_in_a_controller_started_with_them(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    script = (
+        "import sys; from kueue_webhook.control.cache.store import Store;"
+        "from kueue_webhook.control.kube.kinds import JOBS; store = Store();"
+        "job = lambda name: {'metadata': {'name': name, 'namespace': 'e2e-bench', 'resourceVersion': '1'},"
+        "'status': {'conditions': [{'type': 'Complete', 'status': 'True'}]}};"
+        "store.upsert(JOBS, job('serial-00001')); store.upsert(JOBS, job('bulk-00001'))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(TRACE_HOOKS), "KUEUE_BENCH_TRACE": str(trace)}
+    root = Path(__file__).resolve().parents[2]
+
+    for argv in (["serve"], ["simulate"]):  # only ``serve`` is traced
+        subprocess.run([sys.executable, "-c", script, *argv], env=env, cwd=root, check=True)
+
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [(r["event"], r["name"], r["true"]) for r in records] == [("job", "serial-00001", ["Complete"])]
