@@ -9,8 +9,12 @@ namespace ``e2e-bench``, two phases, each figure as a user sees it:
   with room for one Job and ``--latency-samples`` + 1 Jobs behind it. The played kubelet reports each Pod
   Succeeded ``--run-seconds`` after it appears, the Job controller completes the Job, and the clock runs
   from the Job's ``Complete`` condition (what ``kubectl get job`` shows as finished) to the next Job
-  unsuspended, both seen on one Job watch. The time from the Pod reported Succeeded, which adds the Job
-  controller's reaction, is given beside it; so are the controller's writes per Job over a whole life;
+  unsuspended, both seen on one Job watch. A Workload watch splits it into its three writes (the Workload
+  Finished, the next one's reservation, the next Job's start), and with ``--trace-release`` the controller
+  itself says when it sent each write and had its answer (``bench/release_trace``), which parts the
+  controller's own time from the API server's round trips. The time from the Pod reported Succeeded, which
+  adds the Job controller's reaction, is given beside it; so are the controller's writes per Job over a
+  whole life;
 * **throughput** then: the controller is stopped (it releases its Lease), ``--jobs`` Jobs are created in
   front of a ClusterQueue with room for all of them, and a fresh controller process starts, as in the fake
   API server mode; from the moment it holds the Lease, how many Jobs per second end up running. Their Pods
@@ -93,7 +97,7 @@ metadata: {{name: {NAMES["flavor"]}}}
 
 
 class Cluster:
-    """This process's view of the namespace (one Job and one Pod watch) and the kubelet it plays."""
+    """This process's view of the namespace (a Job, a Pod and a Workload watch) and the kubelet it plays."""
 
     def __init__(self, api: KubeClient, run_seconds: float) -> None:
         self.api = api
