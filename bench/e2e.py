@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.e2e_common import job, p99
 from kueue_webhook import runtime
 from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.kube.client import KubeClient
@@ -105,25 +106,6 @@ def local_queue(name: str, cq: str) -> JSON:
         "kind": "LocalQueue",
         "metadata": {"name": name, "namespace": "bench"},
         "spec": {"clusterQueue": cq},
-    }
-
-
-def job(name: str, queue: str, namespace: str = "bench") -> JSON:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-        "spec": {
-            "suspend": True,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-                    ],
-                }
-            },
-        },
     }
 
 
@@ -346,10 +328,6 @@ async def settle(controller: Controller) -> None:
             break
         await asyncio.sleep(0.05)  # a benchmark waiting for background work to drain
     gc.collect()
-
-
-def p99(ordered: list[float]) -> float:
-    return ordered[max(0, round(0.99 * len(ordered)) - 1)]
 
 
 def _writes(controller: Controller) -> dict[tuple[str, str], int]:

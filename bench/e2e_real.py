@@ -46,7 +46,7 @@ from typing import Any
 from bench import real_cluster
 from bench.baseline import processes
 from bench.baseline.timeline import condition_true
-from bench.e2e import job, p99
+from bench.e2e_common import job, p99
 from bench.kueue_baseline import machine, parse_writes
 from bench.real_cluster import PODS
 from kueue_webhook.control.kube.client import ApiError, KubeClient

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from bench.e2e import job
+from bench.e2e_common import job
 from kueue_webhook import runtime
 from kueue_webhook.api.config import Configuration
 from kueue_webhook.control.cache.store import Store
