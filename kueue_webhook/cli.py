@@ -27,7 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "replay manifests and a job trace through the scheduler; --from-cluster: what-if of quota edits",
     ),
     "certs": (
-        "kueue_webhook.http.certs",
+        "kueue_webhook.http.certs_command",
         "generate the CA and serving certificate; print or patch the caBundle",
     ),
     "doctor": (

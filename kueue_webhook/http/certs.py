@@ -1,24 +1,23 @@
-"""``kueue-webhook certs``: a private CA and the webhook's serving certificate, and where to put the CA.
+"""A private CA and the webhook's serving certificate: made once, checked, renewed, and handed out.
 
 kube-apiserver calls admission webhooks over HTTPS and trusts exactly the ``caBundle`` written in the
 webhook configurations, so an install needs three things: a CA, a serving certificate for the Service's DNS
-names signed by it, and that CA in both webhook configurations. This command does all three, idempotently:
+names signed by it, and that CA in both webhook configurations. ``ensure_certificates`` makes the first two,
+idempotently:
 
 * the CA (``ca.crt``/``ca.key``, 10 years) is created once and reused, so the caBundle already in the
   cluster stays valid across renewals of the serving certificate;
-* the serving certificate (``tls.crt``/``tls.key``, 1 year, ECDSA P-256 unless ``--key-type rsa-2048``) is
-  issued when missing, when it expires within ``--renew-before-days`` (30), when its SANs no longer cover
-  the requested names, or when its CA changed; otherwise it is left alone, so the command can run on every
-  deploy. The running server picks a new one up without a restart;
+* the serving certificate (``tls.crt``/``tls.key``, 1 year, ECDSA P-256 unless ``rsa-2048`` is asked for) is
+  issued when missing, when it expires within the renewal window (30 days), when its SANs no longer cover
+  the requested names, or when its CA changed; otherwise it is left alone, so it can run on every deploy.
+  The running server picks a new one up without a restart;
 * the SANs are ``<svc>``, ``<svc>.<ns>``, ``<svc>.<ns>.svc``, ``<svc>.<ns>.svc.cluster.local`` plus every
-  ``--host`` and ``--ip`` (``--ip 127.0.0.1`` for a webhook running on the host).
+  extra host and IP (127.0.0.1 for a webhook running on the host).
 
 Private keys are written with mode 0600 (files are created with that mode, never chmod-ed after the fact).
-``--print-ca-bundle`` / ``--ca-bundle-file`` give the base64 caBundle, ``--secret`` writes the
-``kubernetes.io/tls`` Secret manifest for in-cluster use, and ``--patch-webhook-configurations`` fills the
-caBundle of every webhook in ``kueue-webhook-mutating`` and ``kueue-webhook-validating``, of the
-conversion webhook of the kueue.x-k8s.io CRDs and of the visibility APIService through the API
-(``kueue_webhook.http.ca_bundles``).
+``ca_bundle`` gives the base64 caBundle and ``secret_manifest`` the ``kubernetes.io/tls`` Secret for
+in-cluster use; ``kueue_webhook.http.ca_bundles`` puts the caBundle where the API server reads it, and
+``kueue_webhook.http.certs_command`` is the ``kueue-webhook certs`` command over all of them.
 
 In the cluster the leader renews the Secret itself (``internalCertManagement``,
 ``kueue_webhook.control.replica.cert_rotation``) with the same rules (``kueue_webhook.http.cert_renewal``).
@@ -26,20 +25,16 @@ In the cluster the leader renews the Secret itself (``internalCertManagement``,
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import base64
 import contextlib
 import datetime as dt
 import ipaddress
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
@@ -50,17 +45,16 @@ __all__ = [
     "KUEUE_CRDS",
     "VISIBILITY_APISERVICES",
     "CertificateSet",
-    "add_arguments",
     "ca_bundle",
     "cert_pem",
     "ensure_certificates",
     "generate_ca",
     "issue_serving_certificate",
     "key_pem",
-    "run",
     "secret_manifest",
     "service_dns_names",
     "serving_needs_renewal",
+    "write_private",
 ]
 
 DEFAULT_SERVICE = "kueue-webhook"
@@ -136,7 +130,7 @@ def _new_key(key_type: str) -> PrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` with mode 0600 from the first byte, replacing the file atomically."""
     tmp = path.with_name(f".{path.name}.tmp")
     with contextlib.suppress(FileNotFoundError):
@@ -310,8 +304,8 @@ def ensure_certificates(
     created_ca = ca is None
     if ca is None:
         ca = generate_ca(days=ca_days, key_type=key_type)
-        _write_private(certs.ca_key, key_pem(ca[0]))
-        _write_private(certs.ca_cert, cert_pem(ca[1]))
+        write_private(certs.ca_key, key_pem(ca[0]))
+        write_private(certs.ca_cert, cert_pem(ca[1]))
     ca_key, ca_cert = ca
     dns_names = [*service_dns_names(service, namespace), *hosts]
     serving = _load_pair(certs.cert, certs.key)
@@ -332,8 +326,8 @@ def ensure_certificates(
         ca_key=ca_key, ca_cert=ca_cert, dns_names=dns_names, ips=ips, days=days, key_type=key_type
     )
     # key first: the server reloads only a matching pair, so a reader between the writes keeps the old one
-    _write_private(certs.key, key_pem(key))
-    _write_private(certs.cert, cert_pem(cert))
+    write_private(certs.key, key_pem(key))
+    write_private(certs.cert, cert_pem(cert))
     return CertificateSet(certs.directory, created_ca=created_ca, issued_serving=True)
 
 
@@ -359,118 +353,3 @@ def secret_manifest(
         "type": "kubernetes.io/tls",
         "data": {"tls.crt": b64(certs.cert), "tls.key": b64(certs.key), "ca.crt": b64(certs.ca_cert)},
     }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dir", default="certs", help="where ca.crt, ca.key, tls.crt, tls.key live (default certs/)"
-    )
-    parser.add_argument("--service", default=DEFAULT_SERVICE, help="the webhook Service name")
-    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="the webhook Service namespace")
-    parser.add_argument(
-        "--host", action="append", default=[], help="extra DNS name for the certificate (repeatable)"
-    )
-    parser.add_argument(
-        "--ip", action="append", default=[], help="extra IP address, e.g. 127.0.0.1 (repeatable)"
-    )
-    parser.add_argument("--days", type=int, default=SERVING_DAYS, help="serving certificate validity in days")
-    parser.add_argument("--ca-days", type=int, default=CA_DAYS, help="CA validity in days (new CA only)")
-    parser.add_argument(
-        "--renew-before-days", type=int, default=RENEW_BEFORE_DAYS, help="reissue this close to expiry"
-    )
-    parser.add_argument("--key-type", choices=("ecdsa-p256", "rsa-2048"), default="ecdsa-p256")
-    parser.add_argument(
-        "--force", action="store_true", help="reissue the serving certificate even if still good"
-    )
-    parser.add_argument("--print-ca-bundle", action="store_true", help="print the base64 caBundle on stdout")
-    parser.add_argument("--ca-bundle-file", help="write the base64 caBundle to this file")
-    parser.add_argument(
-        "--secret", metavar="PATH", help="write the kubernetes.io/tls Secret manifest here ('-' = stdout)"
-    )
-    parser.add_argument("--secret-name", default=DEFAULT_SECRET)
-    parser.add_argument(
-        "--patch-webhook-configurations",
-        action="store_true",
-        help="set caBundle in the webhook configurations, the kueue.x-k8s.io CRDs' conversion webhook and "
-        "the visibility APIService",
-    )
-    parser.add_argument(
-        "--mutating-webhook-configuration", action="append", help=f"default {DEFAULT_MUTATING}"
-    )
-    parser.add_argument(
-        "--validating-webhook-configuration", action="append", help=f"default {DEFAULT_VALIDATING}"
-    )
-    parser.add_argument(
-        "--kubeconfig", help="kubeconfig for --patch-webhook-configurations (default: as kubectl, like serve)"
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.days <= 0 or args.ca_days <= 0 or args.renew_before_days < 0:
-        print(
-            "kueue-webhook certs: --days and --ca-days must be positive, --renew-before-days >= 0",
-            file=sys.stderr,
-        )
-        return 2
-    if args.renew_before_days >= args.days:
-        print("kueue-webhook certs: --renew-before-days must be less than --days", file=sys.stderr)
-        return 2
-    try:
-        certs = ensure_certificates(
-            args.dir,
-            service=args.service,
-            namespace=args.namespace,
-            hosts=args.host,
-            ips=args.ip,
-            days=args.days,
-            ca_days=args.ca_days,
-            renew_before_days=args.renew_before_days,
-            key_type=args.key_type,
-            force=args.force,
-        )
-    except ValueError as exc:
-        print(f"kueue-webhook certs: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"kueue-webhook certs: cannot write certificates: {exc}", file=sys.stderr)
-        return 1
-    print(
-        f"{'created' if certs.created_ca else 'reused'} CA {certs.ca_cert}; "
-        f"{'issued' if certs.issued_serving else 'kept'} serving certificate {certs.cert}",
-        file=sys.stderr,
-    )
-    bundle = ca_bundle(certs)
-    if args.print_ca_bundle:
-        print(bundle)
-    if args.ca_bundle_file:
-        Path(args.ca_bundle_file).write_text(bundle + "\n")
-    if args.secret:
-        manifest = yaml.safe_dump(
-            secret_manifest(certs, name=args.secret_name, namespace=args.namespace), sort_keys=False
-        )
-        if args.secret == "-":
-            sys.stdout.write(manifest)
-        else:
-            _write_private(Path(args.secret), manifest.encode())
-    if args.patch_webhook_configurations:
-        from kueue_webhook.http.ca_bundles import patch_webhook_configurations  # it builds on this module
-
-        try:
-            lines = asyncio.run(
-                patch_webhook_configurations(
-                    bundle,
-                    mutating=args.mutating_webhook_configuration or [DEFAULT_MUTATING],
-                    validating=args.validating_webhook_configuration or [DEFAULT_VALIDATING],
-                    crds=KUEUE_CRDS,
-                    apiservices=VISIBILITY_APISERVICES,
-                    service=args.service,
-                    namespace=args.namespace,
-                    kubeconfig=args.kubeconfig,
-                )
-            )
-        except Exception as exc:  # API, connection and kubeconfig errors all mean the same to the user
-            print(f"kueue-webhook certs: patching the webhook configurations failed: {exc}", file=sys.stderr)
-            return 1
-        for line in lines:
-            print(line, file=sys.stderr)
-    return 0
