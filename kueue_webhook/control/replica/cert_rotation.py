@@ -2,11 +2,10 @@
 install keeps working past the certificate's year without anyone running ``kueue-webhook certs`` again.
 
 When leadership starts, when the configuration changes and every hour, the leader reads the Secret and
-asks ``kueue_webhook.http.certs.renewal_decision`` whether to issue a serving certificate again (expiring
-within
-30 days, not for the Service's names, not signed by the Secret's CA, missing). The CA is the Secret's own
-when it holds ``ca.key``; otherwise (a Secret written by ``certs --secret``) or when it is expiring, a new
-CA is made. The order of the writes is what keeps the webhook answering throughout:
+asks ``kueue_webhook.http.cert_renewal.renewal_decision`` whether to issue a serving certificate again
+(expiring within 30 days, not for the Service's names, not signed by the Secret's CA, missing). The CA is
+the Secret's own when it holds ``ca.key``; otherwise (a Secret written by ``certs --secret``) or when it is
+expiring, a new CA is made. The order of the writes is what keeps the webhook answering throughout:
 
 1. every caBundle that must trust the serving certificate (both webhook configurations, the kueue.x-k8s.io
    CRDs' conversion webhook, the visibility APIService) is made to hold the new CA *and* the one it
