@@ -23,7 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "run the admission webhook and the controller against a cluster",
     ),
     "simulate": (
-        "kueue_webhook.simulate",
+        "kueue_webhook.simulate.cli",
         "replay manifests and a job trace through the scheduler; --from-cluster: what-if of quota edits",
     ),
     "certs": (

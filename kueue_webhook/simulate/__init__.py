@@ -36,18 +36,16 @@ simulated clock), and ``scheduling.k8s.io`` PriorityClasses give Jobs their pod 
 
 The package in four steps, each its own module: ``scenario`` (documents -> Scenario: objects, durations,
 submissions), ``replay`` (the simulated clock through ``kueue_webhook.core``), ``report`` (text, JSON, plot)
-and
-``cli`` (``add_arguments``/``run``, which ``kueue_webhook.cli`` calls). ``--from-cluster`` replays the live
-cluster instead, as it is and with proposed quota edits: ``whatif`` (the edits and the comparison, pure)
-and ``from_cluster`` (reading the cluster, the command). The rules themselves (parsing, a Job's
-Workload and priority, scheduling) are the controller's, imported from ``kueue_webhook.api`` and
+and ``cli`` (the command: ``add_arguments``/``run``, which ``kueue_webhook.cli`` loads; this package's face
+leaves it out, so the parts read by ``kubectl kueue`` do not bring the command along). ``--from-cluster``
+replays the live cluster instead, as it is and with proposed quota edits: ``whatif`` (the edits and the
+comparison, pure) and ``from_cluster`` (reading the cluster, the command). The rules themselves (parsing, a
+Job's Workload and priority, scheduling) are the controller's, imported from ``kueue_webhook.api`` and
 ``kueue_webhook.core``.
 """
 
 from __future__ import annotations
 
-from kueue_webhook.simulate.cli import _Progress as _Progress
-from kueue_webhook.simulate.cli import add_arguments, run
 from kueue_webhook.simulate.replay import (
     DEFAULT_RESOLUTION,
     PreemptionRecord,
@@ -80,7 +78,6 @@ __all__ = [
     "Snapshot",
     "Submission",
     "WorkloadRecord",
-    "add_arguments",
     "add_document",
     "load_scenario",
     "parse_duration",
@@ -88,6 +85,5 @@ __all__ = [
     "replay",
     "report_json",
     "report_text",
-    "run",
     "scenario_from_documents",
 ]

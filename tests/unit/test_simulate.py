@@ -160,7 +160,7 @@ def test_bad_resolution_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 def test_progress_bar_draws_on_one_line() -> None:
     from io import StringIO
 
-    from kueue_webhook.simulate import _Progress
+    from kueue_webhook.simulate.cli import _Progress
 
     stream = StringIO()
     progress = _Progress(stream)
