@@ -26,8 +26,8 @@ from kueue_webhook.api.objects import (
     Workload,
     WorkloadPriorityClass,
 )
+from kueue_webhook.core.assignment import compile_queue
 from kueue_webhook.core.check_references import check_references
-from kueue_webhook.core.flavors import compile_queue
 from kueue_webhook.core.pending_queue import PendingQueue
 from kueue_webhook.core.pending_queues import PendingQueues
 from kueue_webhook.core.specs import QueueState, Specs

@@ -29,6 +29,7 @@ from functools import partial
 from kueue_webhook.api.objects import Admission, PodSetAssignment
 from kueue_webhook.api.selectors import LabelSelector
 from kueue_webhook.core import partial as partial_admission
+from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode
 from kueue_webhook.core.claims import Claim
 from kueue_webhook.core.decisions import (
     EVICTED_BY_PREEMPTION,
@@ -44,7 +45,7 @@ from kueue_webhook.core.decisions import (
     Notices,
 )
 from kueue_webhook.core.fair_sharing import Contender, pick_fairest
-from kueue_webhook.core.flavors import Assignment, CompiledQueue, FlavorAssigner, Mode
+from kueue_webhook.core.flavors import FlavorAssigner
 from kueue_webhook.core.ledger import Ledger
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey, amount_quantity
 from kueue_webhook.core.pending_queue import RetryCondition

@@ -24,7 +24,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from kueue_webhook.core.flavors import Assignment, CompiledQueue, FlavorAssigner, Mode
+from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode
+from kueue_webhook.core.flavors import FlavorAssigner
 from kueue_webhook.core.model import WorkloadInfo
 
 __all__ = [

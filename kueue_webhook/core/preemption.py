@@ -50,7 +50,7 @@ from operator import itemgetter
 from typing import Protocol
 
 from kueue_webhook.api.objects import Preemption
-from kueue_webhook.core.flavors import Mode
+from kueue_webhook.core.assignment import Mode
 from kueue_webhook.core.ledger import Ledger, Node, available
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo
 

@@ -27,9 +27,9 @@ from kueue_webhook.api.objects import (
     ResourceFlavor,
     Workload,
 )
+from kueue_webhook.core.assignment import CompiledQueue
 from kueue_webhook.core.check_references import NO_PROBLEMS, CheckReferences
 from kueue_webhook.core.fair_sharing import Share, dominant_resource_share
-from kueue_webhook.core.flavors import CompiledQueue
 from kueue_webhook.core.ledger import Ledger, Node
 from kueue_webhook.core.model import WorkloadInfo, WorkloadKey
 from kueue_webhook.core.pending_queue import PendingQueue

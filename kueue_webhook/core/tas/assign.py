@@ -14,24 +14,22 @@ same flavor see each other's pods: each placement is charged to the tree until t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kueue_webhook.api.objects import ResourceFlavor
 from kueue_webhook.api.topology_assignment import Domain as AssignedDomain
 from kueue_webhook.api.topology_assignment import TopologyAssignmentError, decode, encode
+from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode, PodSetResult
+from kueue_webhook.core.tas.block import TopologyBlock, TopologyPodSet
 from kueue_webhook.core.tas.capacity import ONE_POD, PODS, FlavorTree, TopologyCapacity
-from kueue_webhook.core.tas.group_placement import place_group
-from kueue_webhook.core.tas.placement import Placement, PodSetNeeds, place
+from kueue_webhook.core.tas.placement import Placement, PodSetNeeds
 
 if TYPE_CHECKING:
-    from kueue_webhook.core.flavors import Assignment, CompiledQueue, PodSetResult
     from kueue_webhook.core.model import PodSetInfo, WorkloadInfo
 
 __all__ = [
     "REASON_TOPOLOGY",
-    "TopologyBlock",
-    "TopologyPodSet",
     "place_topologies",
     "placements_still_fit",
     "tas_only",
@@ -40,44 +38,6 @@ __all__ = [
 ]
 
 REASON_TOPOLOGY = "TopologyPlacementFailed"
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyPodSet:
-    """One pod set of a workload as its flavor's topology sees it, or a pod-set group (workers in ``needs``
-    and their one-pod ``leader``, placed together: :mod:`.group_placement`): what the topology step places
-    and a preemption search places again after each simulated removal."""
-
-    flavor: str
-    needs: PodSetNeeds
-    implied: bool
-    leader: PodSetNeeds | None = None
-
-    def place(self, tree: FlavorTree, *, empty: bool = False) -> tuple[Placement, Placement | None]:
-        """The placement of the pod set (of the workers and of the leader for a group)."""
-        if self.leader is None:
-            return place(tree, self.needs, implied=self.implied, empty=empty), None
-        return place_group(tree, self.needs, self.leader, implied=self.implied, empty=empty)
-
-    def charge(self, tree: FlavorTree, placed: tuple[Placement, Placement | None], sign: int) -> None:
-        _charge(tree, placed[0], self.needs.requests, sign)
-        if self.leader is not None and placed[1] is not None:
-            _charge(tree, placed[1], self.leader.requests, sign)
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyBlock:
-    """A workload whose quota fits (or would, with preemption) and whose TAS pod sets would fit their
-    flavors' nodes without some TAS workloads: what a preemption search must make room for (Kueue's
-    Preempt mode for TAS). ``flavor``/``needs``/``implied`` name the first pod set that does not fit now
-    (none when quota is what is short); ``pod_sets`` are every TAS pod set of the workload, in order;
-    ``frs`` the flavor/resources of those pod sets (Kueue's frsNeedPreemption when TAS is what is short)."""
-
-    flavor: str
-    needs: PodSetNeeds | None
-    implied: bool
-    pod_sets: tuple[TopologyPodSet, ...] = ()
-    frs: frozenset[tuple[str, str]] = frozenset()
 
 
 def topology_fits(tas: TopologyCapacity, pod_sets: Sequence[TopologyPodSet]) -> bool:
@@ -125,13 +85,6 @@ def tas_problem(
     return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
 
 
-def _charge(tree: FlavorTree, placement: Placement, per_pod: Mapping[str, int], sign: int) -> None:
-    for values, count in placement.domains:
-        usage = {resource: amount * count for resource, amount in per_pod.items()}
-        usage[PODS] = usage.get(PODS, 0) + ONE_POD * count
-        tree.charge(values, usage, sign)
-
-
 def place_topologies(
     assignment: Assignment,
     workload: WorkloadInfo,
@@ -139,8 +92,6 @@ def place_topologies(
     tas: TopologyCapacity,
 ) -> Assignment:
     """Give each TAS pod set of a quota assignment its topology assignment, or make the assignment wait."""
-    from kueue_webhook.core.flavors import Mode
-
     if assignment.mode is Mode.NO_FIT:
         return assignment
     singles: list[tuple[PodSetResult, TopologyPodSet, PodSetInfo]] = []

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kueue_webhook.core.tas.assign import TopologyPodSet, topology_fits
+from kueue_webhook.core.tas.assign import topology_fits
+from kueue_webhook.core.tas.block import TopologyPodSet
 from kueue_webhook.core.tas.capacity import TopologyCapacity, Usage
 
 __all__ = ["TopologyFit"]

@@ -27,7 +27,7 @@ from kueue_webhook.api.objects import PodSetAssignment, ResourceFlavor
 from kueue_webhook.api.topology_assignment import Domain as AssignedDomain
 from kueue_webhook.api.topology_assignment import TopologyAssignmentError, decode, encode
 from kueue_webhook.core.model import PodSetInfo, WorkloadInfo
-from kueue_webhook.core.tas.assign import _charge
+from kueue_webhook.core.tas.block import charge_placement
 from kueue_webhook.core.tas.capacity import Domain, FlavorTree, TopologyCapacity
 from kueue_webhook.core.tas.placement import Placement, PodSetNeeds, place
 
@@ -119,7 +119,7 @@ def _replace_in_pod_set(
     for values, count in placement.domains:
         merged[values] = merged.get(values, 0) + count
     # held while the next pod set is searched, so two pod sets never take the same room
-    _charge(tree, placement, needs.requests, 1)
+    charge_placement(tree, placement, needs.requests, 1)
     held.append((tree, placement, needs.requests))
     return encode(levels, [AssignedDomain(values, count) for values, count in sorted(merged.items())])
 
@@ -138,7 +138,7 @@ def find_replacement(
         return _replace_all(admission.pod_set_assignments, pod_sets, node, tas, flavors, held)
     finally:
         for tree, placement, requests in held:
-            _charge(tree, placement, requests, -1)
+            charge_placement(tree, placement, requests, -1)
 
 
 def _replace_all(

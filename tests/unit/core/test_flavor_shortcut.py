@@ -14,7 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kueue_webhook.core.flavors import Assignment, Mode, assign_one_group, search_flavors
+from kueue_webhook.core.assignment import Assignment, Mode
+from kueue_webhook.core.flavors import assign_one_group, search_flavors
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo
 
 from .builders import cluster_queue, flavor, state_with, workload
