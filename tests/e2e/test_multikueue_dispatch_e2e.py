@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from tests.e2e.workers import (
     WORKER_KUBECONFIGS,
     control_plane,
     install_crds,
+    remove_crds,
 )
 from tests.support import builders
 from tests.support.replica import Replica, start_replica
@@ -130,12 +131,16 @@ async def queues(
 
 
 @pytest.fixture(scope="module", autouse=True)
-def crds() -> None:
-    """Kueue's CRDs and the minimal JobSet and AppWrapper CRDs on the manager and on both workers."""
-    for plural in ("jobsets", "appwrappers"):
-        crd = REPO_ROOT / "tests" / "crds" / "minimal" / f"{plural}.yaml"
-        for kubeconfig in (Path(KUBECONFIG), *WORKER_KUBECONFIGS):
-            install_crds(kubeconfig, crd)
+def crds() -> Iterator[None]:
+    """Kueue's CRDs and the minimal JobSet and AppWrapper CRDs on the manager and on both workers; the
+    JobSet and AppWrapper CRDs this module created are deleted when it is done."""
+    folder = REPO_ROOT / "tests" / "crds" / "minimal"
+    minimal = [folder / f"{kind}.yaml" for kind in ("jobsets", "appwrappers")]
+    clusters = (Path(KUBECONFIG), *WORKER_KUBECONFIGS)
+    created = {kubeconfig: install_crds(kubeconfig, *minimal) for kubeconfig in clusters}
+    yield
+    for kubeconfig, names in created.items():
+        remove_crds(kubeconfig, names)
 
 
 SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from tests.e2e.test_multikueue_dispatch_e2e import (
     unregister_workers,
     workload_of,
 )
-from tests.e2e.workers import NO_WORKERS, WORKER_KUBECONFIGS, install_crds
+from tests.e2e.workers import NO_WORKERS, WORKER_KUBECONFIGS, install_crds, remove_crds
 from tests.support import builders
 from tests.support.replica import Replica, start_replica
 from tests.support.worker_clusters import StaticWorkers
@@ -71,9 +71,15 @@ class Setup:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def crds() -> None:
-    for kubeconfig in (Path(KUBECONFIG), *WORKER_KUBECONFIGS):
-        install_crds(kubeconfig, *(crd_file(plural) for plural in TRAINER_CRDS))
+def crds() -> Iterator[None]:
+    """Kueue's CRDs and the Trainer's on the manager and on both workers; the Trainer's CRDs this module
+    created are deleted when it is done."""
+    clusters = (Path(KUBECONFIG), *WORKER_KUBECONFIGS)
+    trainer = [crd_file(plural) for plural in TRAINER_CRDS]
+    created = {kubeconfig: install_crds(kubeconfig, *trainer) for kubeconfig in clusters}
+    yield
+    for kubeconfig, names in created.items():
+        remove_crds(kubeconfig, names)
 
 
 async def queues(client: KubeClient, name: str, checks: list[str], *, system: str, pool: str) -> None:

@@ -40,17 +40,37 @@ async def control_plane(script: str, kubeconfig: Path) -> None:
     )
 
 
-def install_crds(kubeconfig: Path, *extra: Path) -> None:
+def install_crds(kubeconfig: Path, *extra: Path) -> list[str]:
     """Kueue's CRDs (``manifests/crds``) and ``extra`` CRD files applied to the cluster of ``kubeconfig``, as
     the other e2e modules apply them (client-side: an install's own conversion settings stay), and waited for
-    until established, so its controller and the tests can use the kinds at once."""
+    until established, so its controller and the tests can use the kinds at once. Returns the names of the
+    ``extra`` CRDs that were not there before, for ``remove_crds`` once the module is done: a JobSet CRD left
+    behind changes what later runs see (the garbage collector then deletes a Job whose JobSet is absent)."""
     kubectl = ["kubectl", f"--kubeconfig={kubeconfig}"]
+    present = set(_run([*kubectl, "get", "crd", "-o", "name"]).split())
+    created = []
+    for path in extra:
+        name = _run([*kubectl, "create", "--dry-run=client", "-o", "name", "-f", str(path)]).strip()
+        if name not in present:
+            created.append(name.removeprefix("customresourcedefinition.apiextensions.k8s.io/"))
     commands = [
         [*kubectl, "apply", "-k", str(REPO_ROOT / "manifests" / "crds")],
         *([*kubectl, "apply", "-f", str(path)] for path in extra),
         [*kubectl, "wait", "--for=condition=established", "crd", "--all", "--timeout=120s"],
     ]
     for command in commands:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=150)
-        if done.returncode:
-            raise AssertionError(f"{' '.join(command[1:])} exited {done.returncode}: {done.stderr}")
+        _run(command)
+    return created
+
+
+def remove_crds(kubeconfig: Path, names: list[str]) -> None:
+    """Delete the CRDs ``install_crds`` created (and with them their objects), leaving the cluster's own."""
+    if names:
+        _run(["kubectl", f"--kubeconfig={kubeconfig}", "delete", "crd", "--ignore-not-found", *names])
+
+
+def _run(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=150)
+    if done.returncode:
+        raise AssertionError(f"{' '.join(command[1:])} exited {done.returncode}: {done.stderr}")
+    return done.stdout
