@@ -32,7 +32,8 @@ from kueue_webhook.admission.view import ClusterView, namespace_labels_or_defaul
 from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations import Integration, engine
-from kueue_webhook.api.integrations.engine import QUEUE_NAME_LABEL
+from kueue_webhook.api.integrations.engine import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from kueue_webhook.api.integrations.engine.priority import DEFAULT_WORKLOAD_PRIORITY_CLASS
 from kueue_webhook.api.integrations.managed import is_managed
 from kueue_webhook.api.integrations.owners import Ancestry
 from kueue_webhook.api.multikueue import managed_by_default_ops, with_default_ops
@@ -114,11 +115,19 @@ def mutate_queued(
         if default_queue in view.local_queue_names(request.namespace):
             queue = default_queue
             patch.append(add_label_op(obj, QUEUE_NAME_LABEL, queue))
+            obj = _labelled(obj, QUEUE_NAME_LABEL, queue)
+    if (
+        request.operation == "CREATE"
+        and not _label(obj, PRIORITY_CLASS_LABEL)
+        and view.has_workload_priority_class(DEFAULT_WORKLOAD_PRIORITY_CLASS)
+    ):
+        # Kueue's ApplyDefaultWorkloadPriorityClass (WorkloadPriorityClassDefaulting, on by default)
+        patch.append(add_label_op(obj, PRIORITY_CLASS_LABEL, DEFAULT_WORKLOAD_PRIORITY_CLASS))
+        obj = _labelled(obj, PRIORITY_CLASS_LABEL, DEFAULT_WORKLOAD_PRIORITY_CLASS)
     queued = bool(queue or (config.manage_jobs_without_queue_name and managed))
     if integration.through_pods:
         if queued:
-            patched = _labelled(obj, queue, bool(patch))
-            patch.extend(mark_template(patched, integration, queue))
+            patch.extend(mark_template(obj, integration, queue))
         return Verdict.allow(patch)
     if request.operation == "CREATE" and queue and view.dispatches_to_workers(request.namespace, queue):
         # Kueue's ApplyDefaultForManagedBy: the manager's copy is MultiKueue's, its own controller skips it
@@ -128,19 +137,23 @@ def mutate_queued(
     if queued and not rules.created_suspended(integration, obj):
         suspend = rules.suspend_ops(integration, obj)
         if integration.gate is not None:
-            patch.extend(mark_pod(_labelled(obj, queue, bool(patch)), suspend, integration))
+            patch.extend(mark_pod(obj, suspend, integration))
         else:
             patch.extend(suspend)
     return Verdict.allow(patch)
 
 
-def _labelled(obj: Mapping[str, Any], queue: str | None, defaulted: bool) -> Mapping[str, Any]:
-    """The object as the defaulted queue label leaves it, for the ops computed after that one."""
-    if not defaulted or not queue:
-        return obj
+def _labelled(obj: Mapping[str, Any], key: str, value: str) -> Mapping[str, Any]:
+    """The object as a defaulted label leaves it, for the ops computed after that one."""
     out = copy.deepcopy(dict(obj))
-    out.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
+    out.setdefault("metadata", {}).setdefault("labels", {})[key] = value
     return out
+
+
+def _label(obj: Mapping[str, Any], key: str) -> str:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    value = labels.get(key) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def validate_object(request: AdmissionRequest, *, config: Configuration, view: ClusterView) -> Verdict:

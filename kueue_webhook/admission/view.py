@@ -52,6 +52,10 @@ class ClusterView(Protocol):
         in worker clusters), as last seen; False when any of them is not known."""
         ...
 
+    def has_workload_priority_class(self, name: str) -> bool:
+        """Whether the WorkloadPriorityClass ``name`` exists, as last seen."""
+        ...
+
 
 def namespace_labels_or_default(view: ClusterView, namespace: str) -> Mapping[str, str]:
     labels = view.namespace_labels(namespace)
@@ -75,9 +79,14 @@ class StaticClusterView:
     unresolved: set[tuple[str, str]] = field(default_factory=set)
     #: (namespace, LocalQueue) pairs whose ClusterQueue has a MultiKueue check
     multikueue_queues: set[tuple[str, str]] = field(default_factory=set)
+    #: the names of the WorkloadPriorityClasses
+    workload_priority_classes: set[str] = field(default_factory=set)
 
     def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
         return (namespace, local_queue) in self.multikueue_queues
+
+    def has_workload_priority_class(self, name: str) -> bool:
+        return name in self.workload_priority_classes
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)

@@ -130,6 +130,9 @@ class _LoopView:
     def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
         return bool(self._on_loop(lambda: self._view.dispatches_to_workers(namespace, local_queue)))
 
+    def has_workload_priority_class(self, name: str) -> bool:
+        return bool(self._on_loop(lambda: self._view.has_workload_priority_class(name)))
+
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         found: Mapping[str, Any] | None = self._on_loop(lambda: self._view.workload(namespace, name))
         return found

@@ -170,16 +170,12 @@ def _replay(
     copies: dict[str, tuple[str, str]] = {}
     copy_workloads: dict[str, Workload] = {}
     worker_queues: set[tuple[str, str]] = set()
-    workload_classes = scenario.workload_priority_classes
+    classes = scenario.priority_classes
     records: dict[str, WorkloadRecord] = {}
     events: list[tuple[float, int, int, str]] = []
     workloads: dict[str, Workload] = {}
     for seq, submission in enumerate(scenario.submissions):
-        workload = with_job_priority(
-            submission,
-            workload_priority_classes=workload_classes,
-            pod_priority_classes=scenario.pod_priority_classes,
-        )
+        workload = with_job_priority(submission, classes)
         key = workload.key
         if key in workloads:
             raise SimulationError(f"two submissions share the Workload name {key}")

@@ -34,6 +34,7 @@ from kueue_webhook.api.config import (
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations import BUILTIN, JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import JOB_UID_LABEL
+from kueue_webhook.api.integrations.engine.priority import class_priority
 from kueue_webhook.api.integrations.model import Dependency
 from kueue_webhook.api.multikueue import MULTIKUEUE_CONTROLLER
 from kueue_webhook.api.nodes import NodeView, node_view
@@ -149,11 +150,14 @@ class Submission:
     workload: Workload
     arrival: float
     runtime: float | None
-    #: the object it stands for when its priority names a class: resolved when the replay starts, with the
+    #: the object it stands for when it names a priority class: resolved when the replay starts, with the
     #: priority classes of the whole input (``with_job_priority``)
     job: Mapping[str, Any] | None = None
     #: the queued kind of ``job`` (a Job when None)
     integration: Integration | None = None
+    #: made from a queued object (not a Workload of the input): naming no class, it gets the input's
+    #: default PriorityClass, if any
+    from_object: bool = False
 
 
 @dataclass(slots=True)
@@ -165,6 +169,8 @@ class Scenario:
     objects: list[ConfigObject] = field(default_factory=list)
     #: ``scheduling.k8s.io`` PriorityClasses: name -> value
     pod_priority_classes: dict[str, int] = field(default_factory=dict)
+    #: (name, value) of the PriorityClass with ``globalDefault: true`` (the lowest value when several are)
+    pod_priority_default: tuple[str, int] | None = None
     submissions: list[Submission] = field(default_factory=list)
     #: the controller's ConfigMap when the input has one (fair sharing and its strategies)
     configuration: Configuration = field(default_factory=Configuration)
@@ -192,25 +198,27 @@ class Scenario:
         """WorkloadPriorityClasses: name -> value (the last one of a name wins, as on a cluster)."""
         return {obj.name: obj.value for obj in self.objects if isinstance(obj, WorkloadPriorityClass)}
 
+    @property
+    def priority_classes(self) -> engine.PriorityClasses:
+        """Every priority class of the input, as a Workload's priority reads them."""
+        return engine.PriorityClasses(
+            self.workload_priority_classes, self.pod_priority_classes, self.pod_priority_default
+        )
 
-def with_job_priority(
-    submission: Submission,
-    *,
-    workload_priority_classes: Mapping[str, int],
-    pod_priority_classes: Mapping[str, int],
-) -> Workload:
+
+def with_job_priority(submission: Submission, classes: engine.PriorityClasses) -> Workload:
     """The submission's Workload with the priority the controller would give its object, once every
     priority class of the input is known (``engine.priority``: the WorkloadPriorityClass label, else the
-    kind's or the pod template's PriorityClass, else its ``priority``)."""
+    kind's or the pod template's PriorityClass, else the default PriorityClass). A class the input does not
+    define counts as 0: the controller would make no Workload until it exists, a what-if shows the object
+    queued anyway."""
     job = submission.job
-    if job is None:
+    if job is not None:
+        priority, class_name, class_group = engine.priority(submission.integration or JOB, job, classes)
+    elif submission.from_object:
+        priority, class_name, class_group = class_priority(None, classes)
+    else:
         return submission.workload
-    priority, class_name, class_group = engine.priority(
-        submission.integration or JOB,
-        job,
-        workload_priority_classes=workload_priority_classes,
-        pod_priority_classes=pod_priority_classes,
-    )
     return replace(
         submission.workload,
         priority=priority,
@@ -290,9 +298,7 @@ def _object_submission(
     namespace = str(meta.get("namespace") or "default")
     labels = meta.get("labels") or {}
     # the classes are not all read yet: a named class is looked up again when the replay starts
-    priority, class_name, class_group = engine.priority(
-        integration, obj, workload_priority_classes={}, pod_priority_classes={}
-    )
+    priority, class_name, class_group = engine.priority(integration, obj, engine.NO_CLASSES)
     workload = Workload(
         meta=Meta(
             name=engine.workload_name(name, uid, kind=integration.kind, group=integration.group),
@@ -309,7 +315,7 @@ def _object_submission(
         priority_class_group=class_group,
     )
     job = obj if class_name else None
-    return Submission(workload, arrival, runtime, job=job, integration=integration)
+    return Submission(workload, arrival, runtime, job=job, integration=integration, from_object=True)
 
 
 def _queued_kind(scenario: Scenario, doc: Mapping[str, Any]) -> Integration | None:
@@ -422,6 +428,9 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         if not isinstance(value, int) or isinstance(value, bool):
             raise SimulationError(f"{where}: value: Required value: a 32-bit integer")
         scenario.pod_priority_classes[name] = value
+        default = scenario.pod_priority_default
+        if doc.get("globalDefault") is True and (default is None or value < default[1]):
+            scenario.pod_priority_default = (name, value)
         return
     if kind == "ConfigMap":
         meta = doc.get("metadata") or {}

@@ -67,6 +67,14 @@ def condition(obj: JSON, kind: str) -> JSON:
     return {}
 
 
+def workload_of(cluster: Cluster, namespace: str, owner: str) -> JSON:
+    """The Workload in ``namespace`` whose ownerReferences name ``owner``, {} while there is none."""
+    for item in cluster.items("workloads", "-n", namespace):
+        if owner in {ref.get("name") for ref in item["metadata"].get("ownerReferences") or []}:
+            return dict(item)
+    return {}
+
+
 @dataclass(frozen=True)
 class Cluster:
     kubeconfig: Path

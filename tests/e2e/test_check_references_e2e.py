@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
 from tests.support import builders
@@ -19,13 +19,6 @@ from tests.support import builders
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 HANG = 120.0
-
-
-def workload_of(cluster: Cluster, namespace: str, job: str) -> JSON:
-    for workload in cluster.items("workloads", "-n", namespace):
-        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or []):
-            return workload
-    return {}
 
 
 def test_a_missing_check_keeps_the_queue_inactive_until_it_is_created(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.install import Running, out_of_cluster
 from tests.e2e.queues import team_queue
 
@@ -42,13 +42,6 @@ spec:
 """)
 
 
-def workload_of(cluster: Cluster, namespace: str, job: str) -> JSON:
-    for item in cluster.items("workloads", "-n", namespace):
-        if job in {ref.get("name") for ref in item["metadata"].get("ownerReferences") or []}:
-            return dict(item)
-    return {}
-
-
 def suspended(cluster: Cluster, namespace: str, job: str) -> bool:
     return bool(cluster.get("job", job, "-n", namespace)["spec"].get("suspend"))
 
@@ -62,7 +55,7 @@ def test_a_job_past_its_time_limit_is_stopped_deactivated_and_its_quota_goes_to_
         until(lambda: not suspended(cluster, ns, "short"), "the limited Job to start", timeout=60)
         create_job(cluster, ns, "next")
         until(
-            lambda: (workload_of(cluster, ns, "short").get("spec") or {}).get("active") is False,  # type: ignore[union-attr]
+            lambda: (workload_of(cluster, ns, "short").get("spec") or {}).get("active") is False,
             "the limited Job's Workload to be deactivated",
             timeout=60,
         )
@@ -76,7 +69,7 @@ def test_a_job_past_its_time_limit_is_stopped_deactivated_and_its_quota_goes_to_
         until(
             lambda: not suspended(cluster, ns, "next"), "the next Job to start in the freed quota", timeout=60
         )
-        name = final["metadata"]["name"]  # type: ignore[index]
+        name = final["metadata"]["name"]
         events = json.loads(
             cluster.kubectl(
                 "get", "events", "-n", ns, "-o", "json", "--field-selector", f"involvedObject.name={name}"

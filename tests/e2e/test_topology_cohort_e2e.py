@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from kueue_webhook.api.topology_assignment import decode
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.install import Running, out_of_cluster
 from tests.e2e.topology import HOST, NO_KUBELET_TOLERATIONS, RACK
 
@@ -133,13 +133,6 @@ def rack_job(cluster: Cluster, namespace: str, name: str, pods: int, *, rack: st
         },
     }
     cluster.apply(yaml.safe_dump(job))
-
-
-def workload_of(cluster: Cluster, namespace: str, job: str) -> JSON:
-    for item in cluster.items("workloads", "-n", namespace):
-        if job in {ref.get("name") for ref in item["metadata"].get("ownerReferences") or []}:
-            return dict(item)
-    return {}
 
 
 def admitted(cluster: Cluster, namespace: str, job: str) -> bool:

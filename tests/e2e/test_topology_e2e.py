@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from kueue_webhook.api.topology_assignment import Domain, decode
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.install import Running, out_of_cluster
 from tests.e2e.topology import HOST, RACK, rack_queues
 
@@ -107,13 +107,6 @@ spec:
       restartPolicy: Never
       containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
 """)
-
-
-def workload_of(cluster: Cluster, namespace: str, job: str) -> JSON:
-    for item in cluster.items("workloads", "-n", namespace):
-        if job in {ref.get("name") for ref in item["metadata"].get("ownerReferences") or []}:
-            return dict(item)
-    return {}
 
 
 def reserved(workload: JSON) -> JSON | None:

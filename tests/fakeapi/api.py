@@ -229,6 +229,10 @@ class Api:
             pods.validate_pod(obj)
             if old is not None:
                 pods.validate_pod_update(old, obj)
+        elif (
+            rtype.kind == "PriorityClass" and rtype.group == "scheduling.k8s.io" and obj.get("globalDefault")
+        ):
+            self._one_default_priority_class(name)
         elif rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
             causes = []
             for index, version in enumerate((obj.get("spec") or {}).get("versions") or []):
@@ -237,6 +241,22 @@ class Api:
                     causes += schema.structural_errors(root, f"spec.versions[{index}].schema.openAPIV3Schema")
             if causes:
                 raise invalid(kind=rtype.kind, group=rtype.group, name=name, causes=causes)
+
+    def _one_default_priority_class(self, name: str) -> None:
+        """kube-apiserver's Priority admission plugin: a second ``globalDefault`` PriorityClass is refused,
+        on create and on update (403, worded as v1.36.2 words it)."""
+        for other in self.store.list(("scheduling.k8s.io", "priorityclasses")):
+            default = other["metadata"]["name"]
+            if other.get("globalDefault") and default != name:
+                raise ApiError(
+                    code=403,
+                    reason="Forbidden",
+                    message=(
+                        f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: PriorityClass '
+                        f"{default} is already marked as default. Only one default can exist"
+                    ),
+                    details={"name": name, "group": "scheduling.k8s.io", "kind": "priorityclasses"},
+                )
 
     # ---- namespaces --------------------------------------------------------------------------------------
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str, *, creating: bool) -> None:

@@ -39,6 +39,9 @@ class FakeApiView:
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.api.get("workloads", name, namespace)
 
+    def has_workload_priority_class(self, name: str) -> bool:
+        return self.api.get("workloadpriorityclasses", name) is not None
+
     def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
         queue = self.api.get("localqueues", local_queue, namespace) or {}
         cluster_queue = self.api.get("clusterqueues", str((queue.get("spec") or {}).get("clusterQueue", "")))

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kueue_webhook.api.integrations import JOB
-from kueue_webhook.api.integrations.engine import workload_for
+from kueue_webhook.api.integrations.engine import PriorityClasses, workload_for
 from kueue_webhook.api.objects import Workload
 from kueue_webhook.core.scheduler import SchedulerState
 from kueue_webhook.simulate import Scenario, add_document, replay
@@ -101,6 +101,17 @@ def scenario(*docs: Any) -> Scenario:
     return out
 
 
+def _priorities(jobs: list[dict[str, Any]], *docs: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """Each Job's Workload priority as ``simulate`` replays it, and as the controller writes it."""
+    RecordingState.upserted.clear()
+    replayed = scenario(*yaml.safe_load_all(CLUSTER), *jobs, *docs)
+    replay(replayed)
+    simulated = {w.name.removeprefix("job-").rsplit("-", 1)[0]: w.priority for w in RecordingState.upserted}
+    classes = replayed.priority_classes
+    controller = {j["metadata"]["name"]: workload_for(JOB, j, classes)["spec"]["priority"] for j in jobs}
+    return simulated, controller
+
+
 def test_a_jobs_priority_in_simulate_is_the_one_the_controller_writes(upserted: list[Workload]) -> None:
     jobs = [
         job("labelled", labels={"kueue.x-k8s.io/priority-class": "low"}, priorityClassName="critical-pods"),
@@ -110,26 +121,53 @@ def test_a_jobs_priority_in_simulate_is_the_one_the_controller_writes(upserted: 
         job("pod-priority", priority=5),
         job("plain"),
     ]
-    replay(scenario(*yaml.safe_load_all(CLUSTER), *jobs, *yaml.safe_load_all(CLASSES)))
-    simulated = {w.name.removeprefix("job-").rsplit("-", 1)[0]: w.priority for w in upserted}
-    controller = {
-        j["metadata"]["name"]: workload_for(
-            JOB,
-            j,
-            workload_priority_classes={"low": 10, "high": 100},
-            pod_priority_classes={"critical-pods": 1000},
-        )["spec"]["priority"]
-        for j in jobs
-    }
+    simulated, controller = _priorities(jobs, *yaml.safe_load_all(CLASSES))
     assert simulated == controller
-    # the label wins over the pod's class; an unknown or empty class name counts for nothing
+    # the label wins over the pod's class; a class named but absent counts 0 (the controller makes no
+    # Workload for it until it exists); a template's bare ``priority`` is not read, as Kueue's
+    # ExtractPriority reads class names only
     assert controller == {
         "labelled": 10,
         "pod-class": 1000,
         "unknown-class": 0,
-        "empty-label": 7,
-        "pod-priority": 5,
+        "empty-label": 0,
+        "pod-priority": 0,
         "plain": 0,
+    }
+
+
+DEFAULTS = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: cluster-default}
+value: 300
+globalDefault: true
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: lower-default}
+value: 200
+globalDefault: true
+"""
+
+
+def test_a_job_naming_no_class_gets_the_clusters_default_priority_class_in_simulate_as_in_the_controller(
+    upserted: list[Workload],
+) -> None:
+    """Kueue's getDefaultPriority: a Job naming no class gets the globalDefault PriorityClass, the lowest of
+    several; one naming a class keeps its own."""
+    jobs = [
+        job("plain"),
+        job("pod-class", priorityClassName="critical-pods"),
+        job("labelled", labels={"kueue.x-k8s.io/priority-class": "high"}),
+    ]
+    simulated, controller = _priorities(jobs, *yaml.safe_load_all(CLASSES), *yaml.safe_load_all(DEFAULTS))
+    assert simulated == controller == {"plain": 200, "pod-class": 1000, "labelled": 100}
+    classes = PriorityClasses.from_objects([], yaml.safe_load_all(DEFAULTS))
+    assert workload_for(JOB, job("plain"), classes)["spec"]["priorityClassRef"] == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "lower-default",
     }
 
 

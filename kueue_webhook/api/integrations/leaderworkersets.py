@@ -25,12 +25,15 @@ from kueue_webhook.api.finalizers import RESOURCE_IN_USE
 from kueue_webhook.api.integrations.builtin import LEADERWORKERSET, MANAGED_LABEL, POD
 from kueue_webhook.api.integrations.engine import (
     JOB_UID_LABEL,
+    NO_CLASSES,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
+    PriorityClasses,
     is_suspended,
     queue_name,
     workload_name,
 )
+from kueue_webhook.api.integrations.engine.priority import POD_PRIORITY_GROUP, class_priority
 from kueue_webhook.api.integrations.pod_groups import (
     GROUP_NAME_LABEL,
     IS_GROUP_WORKLOAD_ANNOTATION,
@@ -181,45 +184,36 @@ def _pod_set(name: str, count: int, raw: Any, index_label: str | None) -> JSON:
     return pod_set
 
 
-def _priority(
-    lws: Mapping[str, Any],
-    pod_sets: list[JSON],
-    workload_classes: Mapping[str, int],
-    pod_classes: Mapping[str, int],
-) -> tuple[int, str, str]:
-    """Kueue's ``PrepareWorkloadPriority`` with no class of the kind's own: the WorkloadPriorityClass label,
-    else the first pod template naming a PriorityClass, else 0."""
+def _named_class(lws: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Kueue's ``ExtractPriority`` with no class of the kind's own: (API group, name) of the
+    WorkloadPriorityClass label, else of the first pod template naming a PriorityClass, else None."""
     label = _map(lws, "labels").get(PRIORITY_CLASS_LABEL)
     if isinstance(label, str) and label:
-        return workload_classes.get(label, 0), label, GROUP
-    for pod_set in pod_sets:
+        return GROUP, label
+    for pod_set in _pod_sets(lws):
         spec = pod_set["template"].get("spec")
         name = spec.get("priorityClassName") if isinstance(spec, Mapping) else None
         if isinstance(name, str) and name:
-            return pod_classes.get(name, 0), name, "scheduling.k8s.io"
-    return 0, "", ""
+            return POD_PRIORITY_GROUP, name
+    return None
 
 
 def workload_of_group(
     lws: Mapping[str, Any],
     index: int,
-    *,
-    workload_priority_classes: Mapping[str, int] | None = None,
-    pod_priority_classes: Mapping[str, int] | None = None,
+    classes: PriorityClasses = NO_CLASSES,
 ) -> JSON:
     """The Workload of group ``index`` (Kueue's ``constructWorkload``): a group Workload owned by the
     LeaderWorkerSet, its priority from the WorkloadPriorityClass label or the first template's class."""
     meta = _meta(lws)
     name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
     pod_sets = _pod_sets(lws)
-    class_priority, class_name, class_group = _priority(
-        lws, pod_sets, workload_priority_classes or {}, pod_priority_classes or {}
-    )
+    value, class_name, class_group = class_priority(_named_class(lws), classes)
     spec: JSON = {"active": True, "podSets": pod_sets, "queueName": queue_name(lws) or ""}
     if class_name:
         kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
         spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
-    spec["priority"] = class_priority
+    spec["priority"] = value
     labels = {JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {}
     priority_class = _map(lws, "labels").get(PRIORITY_CLASS_LABEL)
     if isinstance(priority_class, str) and priority_class:

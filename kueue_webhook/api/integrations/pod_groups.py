@@ -18,7 +18,9 @@ from typing import Any
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE
 from kueue_webhook.api.integrations.builtin import MANAGED_LABEL, POD
 from kueue_webhook.api.integrations.engine import (
+    NO_CLASSES,
     PRIORITY_CLASS_LABEL,
+    PriorityClasses,
     is_suspended,
     maximum_execution_time,
     parse_go_int,
@@ -125,9 +127,7 @@ def _runnable(pod: Mapping[str, Any]) -> bool:
 def group_workload(
     name: str,
     pods: Sequence[Mapping[str, Any]],
-    *,
-    workload_priority_classes: Mapping[str, int] | None = None,
-    pod_priority_classes: Mapping[str, int] | None = None,
+    classes: PriorityClasses = NO_CLASSES,
 ) -> JSON | str | None:
     """The group's Workload, None while pods are still to come or when the pods' owner makes it (a
     StatefulSet's, Kueue's prebuilt Workload), or why the group is malformed."""
@@ -155,12 +155,7 @@ def group_workload(
         only = pod_sets[role_hash(first).lower()]
         only["count"] = total
         pod_sets = {only["name"]: only}
-    value, class_name, class_group = priority(
-        POD,
-        first,
-        workload_priority_classes=workload_priority_classes or {},
-        pod_priority_classes=pod_priority_classes,
-    )
+    value, class_name, class_group = priority(POD, first, classes)
     spec: JSON = {
         "active": True,
         "podSets": [pod_sets[key] for key in sorted(pod_sets)],

@@ -20,8 +20,10 @@ from typing import Any
 
 from kueue_webhook.api.integrations.builtin import MANAGED_LABEL, POD, STATEFULSET
 from kueue_webhook.api.integrations.engine import (
+    NO_CLASSES,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
+    PriorityClasses,
     is_suspended,
     queue_name,
     workload_for,
@@ -162,18 +164,11 @@ def group_metadata(sts: Mapping[str, Any], pod: Mapping[str, Any], *, managed: b
 
 def statefulset_workload(
     sts: Mapping[str, Any],
-    *,
-    workload_priority_classes: Mapping[str, int] | None = None,
-    pod_priority_classes: Mapping[str, int] | None = None,
+    classes: PriorityClasses = NO_CLASSES,
 ) -> JSON:
     """The StatefulSet's Workload (Kueue's ``constructWorkload``): owned by the StatefulSet, a group
     Workload with one pod set ``main`` of ``replicas`` pods."""
-    workload = workload_for(
-        STATEFULSET,
-        sts,
-        workload_priority_classes=workload_priority_classes,
-        pod_priority_classes=pod_priority_classes,
-    )
+    workload = workload_for(STATEFULSET, sts, classes)
     for pod_set in workload["spec"]["podSets"]:
         template = pod_set.get("template") or {}
         pod_set["template"] = {"spec": copy.deepcopy(template.get("spec") or {})}

@@ -47,6 +47,7 @@ from kueue_webhook.control.kube.kinds import (
     JOBS,
     LOCAL_QUEUES,
     NAMESPACES,
+    WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
     Kind,
 )
@@ -358,6 +359,9 @@ class Store:
             if watched.kind == kind and watched.api_version == api_version and watched.namespaced:
                 return self.get(watched, name, namespace)
         return Unresolved(f"{kind} objects ({api_version}) are not watched")
+
+    def has_workload_priority_class(self, name: str) -> bool:
+        return self.get(WORKLOAD_PRIORITY_CLASSES, name) is not None
 
     def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
         """Whether the LocalQueue's ClusterQueue lists an AdmissionCheck whose controller is MultiKueue."""

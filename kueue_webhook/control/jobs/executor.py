@@ -20,9 +20,10 @@ from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.builtin import POD
 from kueue_webhook.api.integrations.reclaimable import recorded_reclaimable
 from kueue_webhook.api.integrations.statefulsets import SCALED_TO_ZERO_MESSAGE
-from kueue_webhook.api.objects import has_quota_reservation
+from kueue_webhook.api.objects import GROUP, has_quota_reservation
 from kueue_webhook.control.cache.store import key_of
 from kueue_webhook.control.jobs.job_plan import (
+    AwaitPriorityClass,
     CreateWorkload,
     DeleteObjects,
     DeleteWorkload,
@@ -88,6 +89,7 @@ class StepExecutor:
         self.context = context
         self._handlers: Mapping[type[Any], Callable[[JSON, Any, Integration], Awaitable[None]]] = {
             CreateWorkload: self._create_workload,
+            AwaitPriorityClass: self._await_priority_class,
             FinishWorkload: self._finish_workload,
             StartJob: self._start_job,
             StopJob: self._stop_job,
@@ -128,6 +130,19 @@ class StepExecutor:
             self._on_object(
                 obj, "CreatedWorkload", f"Created Workload: {namespace}/{created['metadata']['name']}"
             )
+
+    async def _await_priority_class(self, obj: JSON, step: AwaitPriorityClass, _: Integration) -> None:
+        """Nothing to write: Kueue says so on the object for a WorkloadPriorityClass (a Warning, folded with
+        its repeats) and only in its log for a PriorityClass."""
+        if step.group == GROUP:
+            message = f'WorkloadPriorityClass "{step.name}" not found'
+            self.context.events.record(
+                obj, type="Warning", reason="WorkloadPriorityClassNotFound", message=message
+            )
+        kind = "WorkloadPriorityClass" if step.group == GROUP else "PriorityClass"
+        log.info(
+            "no Workload until its %s %s exists", kind, step.name, extra={"object": "/".join(key_of(obj))}
+        )
 
     async def _finish_workload(self, obj: JSON, step: FinishWorkload, _: Integration) -> None:
         reason, message = step.reason, step.message

@@ -79,6 +79,15 @@ class CreateWorkload:
 
 
 @dataclass(frozen=True, slots=True)
+class AwaitPriorityClass:
+    """No Workload yet: the object names a priority class that does not exist (Kueue's reconciler fails to
+    build the Workload and retries); the class's arrival reconciles the object again."""
+
+    group: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class FinishWorkload:
     workload: JSON
     reason: str
@@ -205,6 +214,7 @@ class StartPods:
 
 Step = (
     CreateWorkload
+    | AwaitPriorityClass
     | StartPods
     | DeleteObjects
     | RemoveExcessPods
@@ -328,8 +338,7 @@ def plan_job(
     workload: JSON | None,
     *,
     flavors: Callable[[str], ResourceFlavor | None],
-    priorities: dict[str, int],
-    pod_priorities: dict[str, int] | None = None,
+    classes: engine.PriorityClasses = engine.NO_CLASSES,
     pods_ready: bool = False,
     integration: Integration = JOB,
     prebuilt: bool = False,
@@ -369,11 +378,9 @@ def plan_job(
             return StopJob(suspend, NOT_ADMITTED)
         if has_active_pods(job, it):
             return None  # stopped, but its pods still hold what a new Workload would queue for
-        return CreateWorkload(
-            engine.workload_for(
-                it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-            )
-        )
+        body = engine.workload_for(it, job, classes)
+        missing = engine.missing_class(body, classes)
+        return AwaitPriorityClass(*missing) if missing is not None else CreateWorkload(body)
     reclaim = _reclaimable_step(job, workload, it)
     if reclaim is not None:
         return reclaim
@@ -411,9 +418,7 @@ def plan_job(
                 return FinishWorkload(workload, "FailedToStart", str(exc))
             return StartJob(patch, str(admission.get("clusterQueue", "")), workload)
         if not has_quota_reservation(workload) and not matches_workload(job, workload, it, reserved=False):
-            desired = engine.workload_for(
-                it, job, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-            )["spec"]
+            desired = engine.workload_for(it, job, classes)["spec"]
             return UpdatePodSets(workload, desired["podSets"], desired.get("maximumExecutionTimeSeconds"))
         queue = engine.queue_name(job) or ""
         if not has_quota_reservation(workload) and (workload.get("spec") or {}).get("queueName", "") != queue:

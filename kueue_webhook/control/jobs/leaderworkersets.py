@@ -17,7 +17,7 @@ from typing import Any
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations import Integrations
 from kueue_webhook.api.integrations.builtin import LEADERWORKERSET, POD
-from kueue_webhook.api.integrations.engine import queue_name
+from kueue_webhook.api.integrations.engine import NO_CLASSES, PriorityClasses, missing_class, queue_name
 from kueue_webhook.api.integrations.leaderworkersets import (
     group_metadata,
     groups,
@@ -32,7 +32,7 @@ from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import controller_owner, key_of
-from kueue_webhook.control.jobs.job_plan import CreateWorkload, DeleteWorkload
+from kueue_webhook.control.jobs.job_plan import AwaitPriorityClass, CreateWorkload, DeleteWorkload
 from kueue_webhook.control.jobs.own_objects import KindMode
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
 from kueue_webhook.control.jobs.statefulsets import AdoptWorkload, LabelPods
@@ -42,7 +42,7 @@ __all__ = ["LeaderWorkerSetStep", "LeaderWorkerSets", "leaderworkerset_key_of", 
 
 JSON = dict[str, Any]
 
-LeaderWorkerSetStep = CreateWorkload | DeleteWorkload | AdoptWorkload | LabelPods
+LeaderWorkerSetStep = CreateWorkload | AwaitPriorityClass | DeleteWorkload | AdoptWorkload | LabelPods
 
 
 def _owned_by(workload: Mapping[str, Any], uid: str) -> bool:
@@ -56,8 +56,7 @@ def plan_leaderworkerset(
     workloads: Sequence[JSON],
     *,
     managed: bool,
-    priorities: Mapping[str, int],
-    pod_priorities: Mapping[str, int] | None = None,
+    classes: PriorityClasses = NO_CLASSES,
 ) -> LeaderWorkerSetStep | None:
     """The next step for a LeaderWorkerSet (``managed``: it names a queue, or is managed without one), its
     live pods and the Workloads it owns."""
@@ -83,11 +82,9 @@ def plan_leaderworkerset(
             owner = controller_owner_reference(LEADERWORKERSET.api_version, LEADERWORKERSET.kind, name, uid)
             return AdoptWorkload(adoptable[expected], {"metadata": {"ownerReferences": [owner]}})
         if workload is None:
-            return CreateWorkload(
-                workload_of_group(
-                    lws, index, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-                )
-            )
+            body = workload_of_group(lws, index, classes)
+            missing = missing_class(body, classes)
+            return AwaitPriorityClass(*missing) if missing is not None else CreateWorkload(body)
         if (workload.get("spec") or {}).get("queueName", "") != queue and not has_quota_reservation(workload):
             # a Workload holding quota keeps its queue (the Workload webhook refuses the change, as Kueue's)
             return AdoptWorkload(workload, {"spec": {"queueName": queue}})
@@ -150,8 +147,7 @@ class LeaderWorkerSets(KindMode):
                 config=context.configuration(),
                 namespace_labels=namespace_labels(host, namespace),
             ),
-            priorities=inputs.priorities,
-            pod_priorities=inputs.pod_priorities,
+            classes=inputs.priority_classes,
         )
         if step is not None:
             await host.execute(lws, step, self.integration)

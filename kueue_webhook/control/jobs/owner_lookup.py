@@ -160,6 +160,9 @@ class _ViewWithOwners:
     def dispatches_to_workers(self, namespace: str, local_queue: str) -> bool:
         return self.base.dispatches_to_workers(namespace, local_queue)
 
+    def has_workload_priority_class(self, name: str) -> bool:
+        return self.base.has_workload_priority_class(name)
+
 
 def _may_be_queued(
     objects: Sequence[Mapping[str, Any]], request: AdmissionRequest, config: Configuration, view: ClusterView

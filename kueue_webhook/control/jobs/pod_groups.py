@@ -20,7 +20,7 @@ from typing import Any
 from kueue_webhook.api.finalizers import has_finalizer, is_deleting
 from kueue_webhook.api.integrations import Integration, engine
 from kueue_webhook.api.integrations.builtin import POD
-from kueue_webhook.api.integrations.engine import FlavorConflict
+from kueue_webhook.api.integrations.engine import NO_CLASSES, FlavorConflict, PriorityClasses, missing_class
 from kueue_webhook.api.integrations.managed import is_managed
 from kueue_webhook.api.integrations.pod_groups import (
     IS_GROUP_WORKLOAD_ANNOTATION,
@@ -41,6 +41,7 @@ from kueue_webhook.control.jobs.job_plan import (
     MISSING_WORKLOAD,
     NOT_ADMITTED,
     WORKLOAD_DELETED,
+    AwaitPriorityClass,
     CreateWorkload,
     DeleteObjects,
     FinishWorkload,
@@ -90,8 +91,7 @@ def plan_group(
     workload: JSON | None,
     *,
     flavors: Callable[[str], ResourceFlavor | None],
-    priorities: Mapping[str, int],
-    pod_priorities: Mapping[str, int] | None = None,
+    classes: PriorityClasses = NO_CLASSES,
     pods_ready: bool = False,
     dispatched: bool = False,
 ) -> Step | None:
@@ -123,10 +123,11 @@ def plan_group(
     if workload is None:
         if running := _running(live):
             return DeleteObjects(tuple(running), MISSING_WORKLOAD, "NoMatchingWorkload")
-        built = group_workload(
-            name, live, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-        )
-        return CreateWorkload(built) if isinstance(built, dict) else None
+        built = group_workload(name, live, classes)
+        if not isinstance(built, dict):
+            return None
+        missing = missing_class(built, classes)
+        return AwaitPriorityClass(*missing) if missing is not None else CreateWorkload(built)
     evicted = is_true(workload, "Evicted")
     if evicted or not has_quota_reservation(workload):
         if running := _running(live):
@@ -253,8 +254,7 @@ async def reconcile_group(host: Host, integration: Integration, namespace: str, 
         pods,
         workload,
         flavors=inputs.flavors,
-        priorities=inputs.priorities,
-        pod_priorities=inputs.pod_priorities,
+        classes=inputs.priority_classes,
         pods_ready=inputs.pods_ready,
         dispatched=runs_in_worker(workload, inputs.multikueue_checks),
     )

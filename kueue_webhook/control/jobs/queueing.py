@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kueue_webhook.api.integrations import Integration
+from kueue_webhook.api.integrations.engine import PriorityClasses
 from kueue_webhook.api.integrations.owners import Ancestry
 from kueue_webhook.api.objects import ResourceFlavor
 from kueue_webhook.control.cache.store import Change
@@ -38,10 +39,8 @@ class PlanInputs:
 
     #: a ResourceFlavor by name, None while it is not in the store
     flavors: Callable[[str], ResourceFlavor | None]
-    #: WorkloadPriorityClass values by name
-    priorities: dict[str, int]
-    #: PriorityClass (scheduling.k8s.io) values by name
-    pod_priorities: dict[str, int]
+    #: the WorkloadPriorityClasses and PriorityClasses a new Workload's priority is read from
+    priority_classes: PriorityClasses
     #: waitForPodsReady is on
     pods_ready: bool
     #: the names of the AdmissionChecks served by MultiKueue: a Workload listing one runs in a worker, so

@@ -21,14 +21,16 @@ from typing import Any
 
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration
+from kueue_webhook.api.integrations.engine import PriorityClasses
+from kueue_webhook.api.integrations.engine.priority import POD_PRIORITY_GROUP
 from kueue_webhook.api.integrations.managed import ancestry_of
 from kueue_webhook.api.integrations.owners import Ancestry, controller_reference
-from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation, parse_resource_flavor
+from kueue_webhook.api.objects import GROUP, ResourceFlavor, has_quota_reservation, parse_resource_flavor
 from kueue_webhook.api.objects.multikueue import is_multikueue_check
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.jobs.executor import AnyStep, StepExecutor
-from kueue_webhook.control.jobs.job_plan import deleted_and_held
+from kueue_webhook.control.jobs.job_plan import AwaitPriorityClass, deleted_and_held
 from kueue_webhook.control.jobs.modes import mode_of
 from kueue_webhook.control.jobs.owner_lookup import OwnerFetcher
 from kueue_webhook.control.jobs.queueing import ObjectKey, PlanInputs, QueueingMode
@@ -90,6 +92,9 @@ class JobReconciler:
         self._ancestor_of: dict[ObjectKey, str] = {}
         #: the modes of the configuration in force, by framework name (built again when it is reloaded)
         self._modes_of: tuple[object, dict[str, QueueingMode]] = (None, {})
+        #: (API group, name) of the priority classes objects named when they did not exist: an object gets
+        #: no Workload until its class is there, and the class's arrival reconciles every object again
+        self._awaited_classes: set[tuple[str, str]] = set()
 
     def _modes(self) -> dict[str, QueueingMode]:
         """The queueing mode of every enabled integration, by framework name, in the configuration's order."""
@@ -124,6 +129,8 @@ class JobReconciler:
                 self.orphans.add(change.key)
         elif self._dependents(change):
             return
+        elif change.kind is WORKLOAD_PRIORITY_CLASSES or change.kind is PRIORITY_CLASSES:
+            self._class_arrived(change)
         elif change.kind is RESOURCE_FLAVORS and change.new is not None:
             # admitted Workloads may have waited for this flavor
             modes = self._modes().values()
@@ -132,6 +139,19 @@ class JobReconciler:
                     for mode in modes:
                         for key in mode.keys_for_workload(workload):
                             self.queue.add(key)
+
+    def _class_arrived(self, change: Change) -> None:
+        """A priority class some object waited for exists now: every queued object is reconciled again (a
+        rare event, and which objects name a class differs by kind), as after a leadership change."""
+        if change.new is None or not self._awaited_classes:
+            return
+        group = GROUP if change.kind is WORKLOAD_PRIORITY_CLASSES else POD_PRIORITY_GROUP
+        awaited = (group, key_of(change.new)[1])
+        if awaited in self._awaited_classes:
+            self._awaited_classes.discard(awaited)
+            for kind, consume in self.resync_consumers():
+                for obj in self.context.store.items(kind):
+                    consume(obj)
 
     def _dependents(self, change: Change) -> bool:
         """An object some queued kind reads its pod sets from changed (a TrainJob's runtime): queue the
@@ -248,8 +268,10 @@ class JobReconciler:
     def inputs(self) -> PlanInputs:
         return PlanInputs(
             flavors=self._flavor,
-            priorities=self._priorities(),
-            pod_priorities=self._priorities(PRIORITY_CLASSES),
+            priority_classes=PriorityClasses.from_objects(
+                self.context.store.items(WORKLOAD_PRIORITY_CLASSES),
+                self.context.store.items(PRIORITY_CLASSES),
+            ),
             pods_ready=self.context.configuration().wait_for_pods_ready.enable,
             multikueue_checks=frozenset(
                 key_of(check)[1]
@@ -259,6 +281,8 @@ class JobReconciler:
         )
 
     async def execute(self, obj: JSON, step: AnyStep, integration: Integration = JOB) -> None:
+        if isinstance(step, AwaitPriorityClass):
+            self._awaited_classes.add((step.group, step.name))
         await self.executor.run(obj, step, integration)
 
     async def ancestry(self, obj: JSON, integration: Integration) -> Ancestry:
@@ -294,15 +318,6 @@ class JobReconciler:
             return None
         parsed = parse_resource_flavor(raw)
         return parsed if isinstance(parsed, ResourceFlavor) else None
-
-    def _priorities(self, kind: Kind = WORKLOAD_PRIORITY_CLASSES) -> dict[str, int]:
-        """``{name: value}`` of the WorkloadPriorityClasses (or of another kind with a top-level value)."""
-        out: dict[str, int] = {}
-        for item in self.context.store.items(kind):
-            value = item.get("value")
-            if isinstance(value, int):
-                out[str((item.get("metadata") or {}).get("name", ""))] = value
-        return out
 
     async def release_orphan(self, key: tuple[str, str]) -> None:
         """A deleted Workload held by the finalizer with no live Job to wait for lets go at once.

@@ -20,7 +20,7 @@ from typing import Any
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations import Integrations
 from kueue_webhook.api.integrations.builtin import POD, STATEFULSET
-from kueue_webhook.api.integrations.engine import queue_name
+from kueue_webhook.api.integrations.engine import NO_CLASSES, PriorityClasses, missing_class, queue_name
 from kueue_webhook.api.integrations.managed import is_managed
 from kueue_webhook.api.integrations.pod_groups import terminated
 from kueue_webhook.api.integrations.statefulsets import (
@@ -41,7 +41,7 @@ from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import key_of
-from kueue_webhook.control.jobs.job_plan import CreateWorkload
+from kueue_webhook.control.jobs.job_plan import AwaitPriorityClass, CreateWorkload
 from kueue_webhook.control.jobs.own_objects import KindMode
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
 from kueue_webhook.control.kube.kinds import WORKLOADS, kind_of
@@ -93,7 +93,9 @@ class RequeueScaledUp:
     workload: JSON
 
 
-StatefulSetStep = CreateWorkload | LabelPods | AdoptWorkload | ReleaseScaledToZero | RequeueScaledUp
+StatefulSetStep = (
+    CreateWorkload | AwaitPriorityClass | LabelPods | AdoptWorkload | ReleaseScaledToZero | RequeueScaledUp
+)
 
 
 def _owned_by(workload: JSON, sts: Mapping[str, Any]) -> bool:
@@ -113,8 +115,7 @@ def plan_statefulset(
     workload: JSON | None,
     *,
     managed: bool,
-    priorities: Mapping[str, int],
-    pod_priorities: Mapping[str, int] | None = None,
+    classes: PriorityClasses = NO_CLASSES,
 ) -> StatefulSetStep | None:
     """The next step for a queued StatefulSet (``managed``: it names a queue, or is managed without one),
     its pods (live ones made by it) and its Workload (by Kueue's name for it)."""
@@ -132,11 +133,9 @@ def plan_statefulset(
     count = replicas(sts)
     if workload is None:
         if count > 0:
-            return CreateWorkload(
-                statefulset_workload(
-                    sts, workload_priority_classes=priorities, pod_priority_classes=pod_priorities
-                )
-            )
+            body = statefulset_workload(sts, classes)
+            missing = missing_class(body, classes)
+            return AwaitPriorityClass(*missing) if missing is not None else CreateWorkload(body)
         return None
     edit: JSON = {}
     meta = sts.get("metadata") or {}
@@ -247,8 +246,7 @@ class StatefulSets(KindMode):
                 config=context.configuration(),
                 namespace_labels=namespace_labels(host, namespace),
             ),
-            priorities=inputs.priorities,
-            pod_priorities=inputs.pod_priorities,
+            classes=inputs.priority_classes,
         )
         if step is not None:
             await host.execute(sts, step, self.integration)

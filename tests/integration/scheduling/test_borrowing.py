@@ -20,6 +20,7 @@ from tests.support.builders import (
     manifests,
     resource_flavor,
     team_queue,
+    workload_priority_class,
 )
 from tests.support.fake_cluster import condition, running, workload_of
 from tests.support.replica import replica
@@ -153,6 +154,8 @@ async def test_when_can_borrow_picks_the_flavor(
 ) -> None:
     await fake_api.apply_manifests(
         FLAVORS
+        + "---\n"
+        + manifests(workload_priority_class("batch", 100))  # the class its Jobs name
         + team(
             "vision",
             flavors={"on-demand": 2, "spot": 4},

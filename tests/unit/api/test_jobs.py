@@ -128,19 +128,17 @@ def test_jobs_without_a_queue_are_managed_only_where_the_configuration_says() ->
 def test_priority_from_workload_priority_class_label_wins_over_pod_priority() -> None:
     spec = {"template": {"spec": {"priorityClassName": "pod-high", "containers": [{"name": "c"}]}}}
     labelled = job(spec, labels={"kueue.x-k8s.io/priority-class": "urgent"})
-    assert engine.priority(JOB, labelled, workload_priority_classes={"urgent": 1000}) == (
+    assert engine.priority(JOB, labelled, engine.PriorityClasses(workload={"urgent": 1000})) == (
         1000,
         "urgent",
         "kueue.x-k8s.io",
     )
-    assert engine.priority(
-        JOB, job(spec), workload_priority_classes={}, pod_priority_classes={"pod-high": 50}
-    ) == (
+    assert engine.priority(JOB, job(spec), engine.PriorityClasses(pod={"pod-high": 50})) == (
         50,
         "pod-high",
         "scheduling.k8s.io",
     )
-    assert engine.priority(JOB, job(), workload_priority_classes={}) == (0, "", "")
+    assert engine.priority(JOB, job(), engine.NO_CLASSES) == (0, "", "")
 
 
 def test_workload_manifest_for_golden_job_parses_back_to_the_same_requests() -> None:
@@ -170,7 +168,7 @@ def test_workload_manifest_records_the_priority_class() -> None:
     manifest = engine.workload_for(
         JOB,
         job(labels={"kueue.x-k8s.io/queue-name": "q", "kueue.x-k8s.io/priority-class": "urgent"}),
-        workload_priority_classes={"urgent": 7},
+        engine.PriorityClasses(workload={"urgent": 7}),
     )
     assert manifest["spec"]["priorityClassRef"] == {
         "group": "kueue.x-k8s.io",

@@ -87,7 +87,7 @@ def test_the_new_kubeflow_jobs_suspend_through_run_policy_and_take_their_priorit
         }
     }
     assert engine.suspend_ops(JAX, job) == [{"op": "add", "path": "/spec/runPolicy/suspend", "value": True}]
-    assert engine.priority(JAX, job, workload_priority_classes={}, pod_priority_classes={"high": 7}) == (
+    assert engine.priority(JAX, job, engine.PriorityClasses(pod={"high": 7})) == (
         7,
         "high",
         "scheduling.k8s.io",
@@ -179,7 +179,7 @@ def test_spark_pod_sets_are_the_driver_and_its_executors_built_from_the_roles_fi
     assert (driver.name, driver.count, executor.name, executor.count) == ("driver", 1, "executor", 3)
     assert driver.requests == {"cpu": 500_000_000, "memory": 512 * 2**20 * 10**9}
     assert executor.requests == {"cpu": 10**9, "memory": 2 * 2**30 * 10**9, "nvidia.com/gpu": 10**9}
-    workload = engine.workload_for(SPARK, spark(), pod_priority_classes={"batch": 5})
+    workload = engine.workload_for(SPARK, spark(), engine.PriorityClasses(pod={"batch": 5}))
     first = workload["spec"]["podSets"][0]["template"]
     assert first["metadata"] == {"labels": {"team": "a"}}
     assert first["spec"]["containers"][0]["name"] == "spark-kubernetes-driver"

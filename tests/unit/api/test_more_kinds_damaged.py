@@ -110,4 +110,4 @@ def test_a_damaged_leaderworkerset_is_planned_without_raising(data: st.DataObjec
     integration = BUILTIN["leaderworkerset.x-k8s.io/leaderworkerset"]
     KIND_RULES.value_errors(integration, lws, None)
     group_metadata(lws, pod)
-    plan_leaderworkerset(lws, [pod], [workload_of_group(lws, 0)], managed=True, priorities={})
+    plan_leaderworkerset(lws, [pod], [workload_of_group(lws, 0)], managed=True)

@@ -102,4 +102,4 @@ def flavor_lookup(name: str) -> ResourceFlavor | None:
 
 
 def plan(j: JSON, w: JSON | None) -> object:
-    return plan_job(j, w, flavors=flavor_lookup, priorities={})
+    return plan_job(j, w, flavors=flavor_lookup)

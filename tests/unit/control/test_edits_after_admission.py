@@ -147,7 +147,7 @@ def admitted(integration: Integration, obj: JSON, counts: dict[str, int] | None 
 
 
 def plan(integration: Integration, obj: JSON, workload: JSON | None) -> object:
-    return plan_job(obj, workload, flavors=flavor_lookup, priorities={}, integration=integration)
+    return plan_job(obj, workload, flavors=flavor_lookup, integration=integration)
 
 
 def started(integration: Integration, obj: JSON, workload: JSON) -> JSON:

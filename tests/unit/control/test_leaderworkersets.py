@@ -7,6 +7,7 @@ from typing import Any
 
 from kueue_webhook.admission.kind_rules import KIND_RULES
 from kueue_webhook.api.integrations import BUILTIN
+from kueue_webhook.api.integrations.engine import PriorityClasses
 from kueue_webhook.api.integrations.leaderworkersets import (
     group_metadata,
     workload_name_of_group,
@@ -26,6 +27,10 @@ def template(gpus: int = 1, **labels: str) -> JSON:
         "metadata": {"labels": {"app": "serve", **labels}},
         "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
     }
+
+
+#: the WorkloadPriorityClass the LeaderWorkerSets below name
+HIGH = PriorityClasses(workload={"high": 50})
 
 
 def lws(replicas: int = 2, size: int = 3, *, leader: bool = True, queue: str = "q") -> JSON:
@@ -65,7 +70,7 @@ def pod(group: int, worker: int, **annotations: str) -> JSON:
 def test_a_groups_workload_is_a_leader_and_its_workers_owned_by_the_leaderworkerset() -> None:
     """Kueue's constructWorkload: named after <name>-<index>, pod sets leader (1) and worker (size - 1), the
     LWS controller's own template labels dropped, the group index recorded, the priority class label's."""
-    workload = workload_of_group(lws(), 1, workload_priority_classes={"high": 50})
+    workload = workload_of_group(lws(), 1, HIGH)
     assert workload["metadata"]["name"] == workload_name_of_group("serve", "u-1", 1)
     assert workload["metadata"]["name"].startswith("leaderworkerset-serve-1-")
     assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("leader", 1), ("worker", 2)]
@@ -121,17 +126,17 @@ def test_the_plan_makes_the_workloads_first_then_follows_the_queue_drops_gone_gr
     None
 ):
     obj = lws(replicas=2)
-    first = plan_leaderworkerset(obj, [], [], managed=True, priorities={})
+    first = plan_leaderworkerset(obj, [], [], managed=True, classes=HIGH)
     assert isinstance(first, CreateWorkload)
     assert first.body["metadata"]["name"] == workload_name_of_group("serve", "u-1", 0)
     both = [workload_of_group(obj, i) for i in range(3)]
-    moved = plan_leaderworkerset(lws(replicas=2, queue="other"), [], both[:2], managed=True, priorities={})
+    moved = plan_leaderworkerset(lws(replicas=2, queue="other"), [], both[:2], managed=True, classes=HIGH)
     assert isinstance(moved, AdoptWorkload) and moved.patch == {"spec": {"queueName": "other"}}
-    gone = plan_leaderworkerset(obj, [], both, managed=True, priorities={})
+    gone = plan_leaderworkerset(obj, [], both, managed=True, classes=HIGH)
     assert isinstance(gone, DeleteWorkload) and gone.workload is both[2]
-    labelled = plan_leaderworkerset(obj, [pod(1, 0)], both[:2], managed=True, priorities={})
+    labelled = plan_leaderworkerset(obj, [pod(1, 0)], both[:2], managed=True, classes=HIGH)
     assert isinstance(labelled, LabelPods) and len(labelled.patches) == 1
-    assert plan_leaderworkerset(obj, [], [], managed=False, priorities={}) is None
+    assert plan_leaderworkerset(obj, [], [], managed=False, classes=HIGH) is None
 
 
 def test_a_queued_leaderworkerset_asks_for_at_most_a_million_groups() -> None:
@@ -149,10 +154,10 @@ def test_during_a_rolling_update_with_a_surge_the_surge_groups_keep_their_worklo
     obj["spec"]["rolloutStrategy"] = {"rollingUpdateConfiguration": {"maxSurge": 1}}
     obj["status"] = {"replicas": 3, "updatedReplicas": 1}
     both = [workload_of_group(obj, i) for i in range(2)]
-    surge = plan_leaderworkerset(obj, [], both, managed=True, priorities={})
+    surge = plan_leaderworkerset(obj, [], both, managed=True, classes=HIGH)
     assert isinstance(surge, CreateWorkload)
     assert surge.body["metadata"]["name"] == workload_name_of_group("serve", "u-1", 2)
     obj["status"]["updatedReplicas"] = 2  # the update is done: the surge group goes
     assert isinstance(
-        plan_leaderworkerset(obj, [], [*both, surge.body], managed=True, priorities={}), DeleteWorkload
+        plan_leaderworkerset(obj, [], [*both, surge.body], managed=True, classes=HIGH), DeleteWorkload
     )

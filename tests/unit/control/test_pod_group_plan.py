@@ -90,7 +90,7 @@ def admitted(workload: JSON, *, evicted: str = "") -> JSON:
 
 
 def plan(pods: list[JSON], workload: JSON | None) -> Any:
-    return plan_group("g", pods, workload, flavors=lambda _: None, priorities={})
+    return plan_group("g", pods, workload, flavors=lambda _: None)
 
 
 def test_before_the_workload_the_pods_beyond_the_total_count_are_excess_newest_first() -> None:
@@ -166,7 +166,7 @@ def test_an_evicted_groups_running_pods_are_stopped_with_kueues_reason() -> None
 def test_a_single_running_pods_stop_carries_its_reason_too() -> None:
     single = member("solo", gated=False, phase="Running")
     del single["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]
-    step = plan_job(single, None, flavors=lambda _: None, priorities={}, integration=POD)
+    step = plan_job(single, None, flavors=lambda _: None, integration=POD)
     assert isinstance(step, DeleteObjects)
     assert (step.reason, step.message) == (
         "NoMatchingWorkload",

@@ -37,7 +37,7 @@ def with_pods_ready(w: JSON, status: str, reason: str) -> JSON:
 
 
 def plan(j: JSON, w: JSON, *, enabled: bool = True) -> object:
-    return plan_job(j, w, flavors=flavor_lookup, priorities={}, pods_ready=enabled)
+    return plan_job(j, w, flavors=flavor_lookup, pods_ready=enabled)
 
 
 def test_admission_writes_pods_ready_false_wait_for_start_in_the_same_status_write() -> None:

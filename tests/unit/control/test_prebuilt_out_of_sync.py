@@ -13,14 +13,14 @@ def test_an_edited_copy_is_stopped_then_its_prebuilt_workload_finishes_out_of_sy
     workload = admitted(JOB, job())
     running = started(JOB, job(), workload)
     raise_job(running)
-    stop = plan_job(running, workload, flavors=flavor_lookup, priorities={}, prebuilt=True)
+    stop = plan_job(running, workload, flavors=flavor_lookup, prebuilt=True)
     assert isinstance(stop, StopJob)
     suspended = stopped(running, stop)
-    finish = plan_job(suspended, workload, flavors=flavor_lookup, priorities={}, prebuilt=True)
+    finish = plan_job(suspended, workload, flavors=flavor_lookup, prebuilt=True)
     assert isinstance(finish, FinishWorkload)
     assert (finish.reason, finish.message) == (
         "OutOfSync",
         "The prebuilt workload is out of sync with its user job",
     )
     # a Workload of its own is replaced instead
-    assert isinstance(plan_job(suspended, workload, flavors=flavor_lookup, priorities={}), DeleteWorkload)
+    assert isinstance(plan_job(suspended, workload, flavors=flavor_lookup), DeleteWorkload)

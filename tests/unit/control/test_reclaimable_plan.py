@@ -49,7 +49,7 @@ def workload(*, reclaimable: int = 0, reserved: bool = True) -> JSON:
 
 
 def plan(j: JSON, w: JSON) -> object:
-    return plan_job(j, w, flavors=flavor_lookup, priorities={})
+    return plan_job(j, w, flavors=flavor_lookup)
 
 
 def test_a_running_job_reports_its_idle_slots_once_fewer_completions_remain_than_parallelism() -> None:

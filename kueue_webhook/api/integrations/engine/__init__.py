@@ -1,7 +1,7 @@
 """One pure engine for every integration: read a queued object's pod sets, build its Workload, and build the
 JSON Patches that suspend, start and stop it, all from its ``Integration`` description. This package is
 the engine's interface; its parts are ``reading`` (metadata, queue, Workload name), ``pod_sets``,
-``patches`` and ``status``.
+``priority``, ``workload`` (the Workload built from them), ``patches`` and ``status``.
 
 This is Kueue's ``GenericJob`` contract turned into functions of (description, object): ``pod_sets`` is
 ``PodSets``, ``start_patch`` is ``RunWithPodSetsInfo`` (suspend cleared; each admitted flavor's ``nodeLabels``
@@ -46,9 +46,13 @@ from kueue_webhook.api.integrations.engine.pod_sets import (
     min_count,
     pod_count,
     pod_sets,
-    priority,
-    workload_for,
     written_min_count,
+)
+from kueue_webhook.api.integrations.engine.priority import (
+    NO_CLASSES,
+    PriorityClasses,
+    missing_class,
+    priority,
 )
 from kueue_webhook.api.integrations.engine.reading import (
     JOB_UID_LABEL,
@@ -63,14 +67,17 @@ from kueue_webhook.api.integrations.engine.reading import (
     workload_name,
 )
 from kueue_webhook.api.integrations.engine.status import finished, has_active_pods, pods_ready
+from kueue_webhook.api.integrations.engine.workload import workload_for
 
 __all__ = [
     "JOB_UID_LABEL",
     "MAX_EXEC_TIME_LABEL",
+    "NO_CLASSES",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_NAME_LABEL",
     "Element",
     "FlavorConflict",
+    "PriorityClasses",
     "accepts_partial_admission",
     "element_count",
     "element_min_count",
@@ -81,6 +88,7 @@ __all__ = [
     "is_suspended",
     "maximum_execution_time",
     "min_count",
+    "missing_class",
     "own_finalizer",
     "parse_go_bool",
     "parse_go_int",

@@ -1,30 +1,21 @@
-"""An object's pod sets as Kueue's ``PodSets`` reads them (where they are, their counts and minCount, their
-templates), its priority, and the Workload built from them."""
+"""An object's pod sets as Kueue's ``PodSets`` reads them: where they are, their counts and minCount, their
+templates (the Workload built from them: ``workload``)."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kueue_webhook.api.errors import FieldError
-from kueue_webhook.api.finalizers import RESOURCE_IN_USE
 from kueue_webhook.api.integrations.engine.reading import (
-    JOB_UID_LABEL,
-    PRIORITY_CLASS_LABEL,
     annotation,
     as_int,
-    maximum_execution_time,
-    metadata_of,
     parse_go_int,
-    queue_name,
-    workload_name,
 )
 from kueue_webhook.api.integrations.model import Integration, PodSetSource
 from kueue_webhook.api.integrations.paths import FieldPath, pointer
-from kueue_webhook.api.objects import API_VERSION, GROUP, PodSet
-from kueue_webhook.api.owner_references import controller_owner_reference
+from kueue_webhook.api.objects import PodSet
 from kueue_webhook.api.pods import pod_requests
 from kueue_webhook.api.topology_request import POD_INDEX_LABELS, template_topology_request
 
@@ -37,8 +28,6 @@ __all__ = [
     "min_count",
     "pod_count",
     "pod_sets",
-    "priority",
-    "workload_for",
     "written_min_count",
 ]
 
@@ -214,84 +203,3 @@ def pod_sets(integration: Integration, obj: Mapping[str, Any]) -> tuple[PodSet, 
             )
         )
     return errors if errors else tuple(out)
-
-
-def priority(
-    integration: Integration,
-    obj: Mapping[str, Any],
-    *,
-    workload_priority_classes: Mapping[str, int],
-    pod_priority_classes: Mapping[str, int] | None = None,
-) -> tuple[int, str, str]:
-    """(priority, class name, class group) as Kueue fills a Workload's priority.
-
-    The ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass and wins; then the kind's own
-    priority class field (a Kubeflow job's ``runPolicy.schedulingPolicy.priorityClass``), then the first pod
-    template's ``priorityClassName`` (a scheduling.k8s.io PriorityClass), then the first template's
-    ``priority``, otherwise 0. An unknown class counts as 0, like a missing default class.
-    """
-    labels = metadata_of(obj).get("labels")
-    wpc = labels.get(PRIORITY_CLASS_LABEL) if isinstance(labels, Mapping) else None
-    if isinstance(wpc, str) and wpc:
-        return workload_priority_classes.get(wpc, 0), wpc, GROUP
-    names = [path.get(obj) for path in integration.priority_class]
-    specs = [(e.quota_template().get("spec") or {}) for e in elements(integration, obj)]
-    names += [spec.get("priorityClassName") for spec in specs if isinstance(spec, Mapping)]
-    for name in names:
-        if isinstance(name, str) and name:
-            return (pod_priority_classes or {}).get(name, 0), name, "scheduling.k8s.io"
-    first = specs[0] if specs else {}
-    value = first.get("priority") if isinstance(first, Mapping) else None
-    return (value if isinstance(value, int) else 0), "", ""
-
-
-def workload_for(
-    integration: Integration,
-    obj: Mapping[str, Any],
-    *,
-    workload_priority_classes: Mapping[str, int] | None = None,
-    pod_priority_classes: Mapping[str, int] | None = None,
-) -> dict[str, Any]:
-    """The Workload manifest for a queued object: owned by it (so it is garbage-collected) and holding
-    Kueue's resource-in-use finalizer (so deleting it cannot free quota the object's pods still use)."""
-    meta = metadata_of(obj)
-    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
-    class_priority, class_name, class_group = priority(
-        integration,
-        obj,
-        workload_priority_classes=workload_priority_classes or {},
-        pod_priority_classes=pod_priority_classes,
-    )
-    sets: list[JSON] = []
-    for element in elements(integration, obj):
-        minimum = element_min_count(element)
-        pod_set: JSON = {
-            "name": element.name,
-            "count": element_count(element),
-            "template": copy.deepcopy(dict(element.quota_template())),
-        }
-        if minimum is not None:
-            pod_set["minCount"] = minimum
-        index_label = POD_INDEX_LABELS.get((integration.group, integration.kind))
-        if (topology := template_topology_request(pod_set["template"], index_label)) is not None:
-            pod_set["topologyRequest"] = topology  # Kueue's jobframework NewPodSetTopologyRequest
-        sets.append(pod_set)
-    spec: JSON = {"active": True, "podSets": sets, "queueName": queue_name(obj) or ""}
-    if class_name:
-        kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
-        spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
-    spec["priority"] = class_priority
-    if (limit := maximum_execution_time(obj)) is not None:
-        spec["maximumExecutionTimeSeconds"] = limit
-    metadata: JSON = {
-        "name": workload_name(name, uid, kind=integration.kind, group=integration.group),
-        "namespace": meta.get("namespace") or "default",
-        "labels": {JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {},
-        "finalizers": [RESOURCE_IN_USE],
-        "ownerReferences": [
-            controller_owner_reference(
-                str(obj.get("apiVersion") or integration.api_version), integration.kind, name, uid
-            )
-        ],
-    }
-    return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata, "spec": spec}

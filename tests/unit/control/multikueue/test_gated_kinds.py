@@ -73,8 +73,8 @@ def test_a_workload_runs_in_a_worker_when_its_status_lists_a_multikueue_check() 
 def test_an_admitted_group_with_a_multikueue_check_keeps_its_pods_gated() -> None:
     pods, workload = group_admitted()
     local = with_check(workload, "workers")
-    assert isinstance(plan_group("g", pods, local, flavors=lambda _: None, priorities={}), StartPods)
-    assert plan_group("g", pods, local, flavors=lambda _: None, priorities={}, dispatched=True) is None
+    assert isinstance(plan_group("g", pods, local, flavors=lambda _: None), StartPods)
+    assert plan_group("g", pods, local, flavors=lambda _: None, dispatched=True) is None
 
 
 def test_an_admitted_pod_with_a_multikueue_check_keeps_its_gate() -> None:
@@ -87,9 +87,7 @@ def test_an_admitted_pod_with_a_multikueue_check_keeps_its_gate() -> None:
     workload["status"]["admission"]["podSetAssignments"] = [{"name": "main", "flavors": {}, "count": 1}]
 
     def plan(dispatched: bool) -> object:
-        return plan_job(
-            single, workload, flavors=lambda _: None, priorities={}, integration=POD, dispatched=dispatched
-        )
+        return plan_job(single, workload, flavors=lambda _: None, integration=POD, dispatched=dispatched)
 
     assert isinstance(plan(False), StartJob)
     assert plan(True) is None
@@ -210,11 +208,11 @@ def test_a_worker_adopts_the_workload_copies_of_a_leaderworkerset_copy_instead_o
     copied = leaderworkerset(
         "worker-uid", labels={ORIGIN_LABEL: "mgr"}, annotations={ORIGIN_UID_ANNOTATION: "manager-uid"}
     )
-    step = plan_leaderworkerset(copied, [], copies, managed=True, priorities={})
+    step = plan_leaderworkerset(copied, [], copies, managed=True)
     assert isinstance(step, AdoptWorkload) and step.workload is copies[0]
     assert step.patch["metadata"]["ownerReferences"][0]["uid"] == "worker-uid"
     # the manager's own LeaderWorkerSet never adopts a Workload it does not own: it makes its own
-    assert isinstance(plan_leaderworkerset(local, [], copies, managed=True, priorities={}), CreateWorkload)
+    assert isinstance(plan_leaderworkerset(local, [], copies, managed=True), CreateWorkload)
 
 
 def test_a_workload_copy_not_adopted_yet_still_says_what_it_is_for() -> None:
