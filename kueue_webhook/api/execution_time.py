@@ -80,3 +80,17 @@ def accumulated_after_admission(workload: JSON, now: float) -> int | None:
 def exceeded_event_message(workload: JSON) -> str:
     """The Warning Event Kueue records on the Workload (reason ``MaximumExecutionTimeExceeded``)."""
     return f"The maximum execution time ({limit_seconds(workload) or 0}s) exceeded"
+
+
+def total_execution_seconds(workload: JSON) -> float | None:
+    """How long a finished Workload ran over all its admissions (Kueue's ``TotalExecutionTime``): the
+    accumulated time of earlier admissions plus Finished's transition minus Admitted's; None unless both
+    are True."""
+    if not (_is_true(workload, "Admitted") and _is_true(workload, "Finished")):
+        return None
+    admitted, finished = _condition(workload, "Admitted") or {}, _condition(workload, "Finished") or {}
+    since = parse_timestamp(admitted.get("lastTransitionTime"))
+    until = parse_timestamp(finished.get("lastTransitionTime"))
+    if not since or not until:
+        return None
+    return accumulated_seconds(workload) + max(0.0, until - since)

@@ -21,6 +21,7 @@ from kueue_webhook.api.integrations.builtin import POD
 from kueue_webhook.api.integrations.reclaimable import recorded_reclaimable
 from kueue_webhook.api.integrations.statefulsets import SCALED_TO_ZERO_MESSAGE
 from kueue_webhook.api.objects import GROUP, has_quota_reservation
+from kueue_webhook.api.pods_ready import STARTED
 from kueue_webhook.control.cache.store import key_of
 from kueue_webhook.control.jobs.job_plan import (
     AwaitPriorityClass,
@@ -63,6 +64,7 @@ from kueue_webhook.control.output.conditions import (
     termination_target_status,
 )
 from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.milestones import record_ready
 from kueue_webhook.control.output.writers import refused_fields
 
 __all__ = ["AnyStep", "StepExecutor", "start_refused"]
@@ -230,6 +232,8 @@ class StepExecutor:
                 "pods ready condition",
                 extra={"workload": "/".join(key_of(updated)), "status": condition[0], "reason": condition[1]},
             )
+            if condition[:2] == ("True", STARTED):  # the first start, not a recovery (Kueue's rule)
+                record_ready(self.context, updated)
 
     async def _release_reservation(self, _: JSON, step: ReleaseReservation, __: Integration) -> None:
         message = step.message

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from kueue_webhook.api.objects import parse_timestamp
+from kueue_webhook.control.output.conditions import find
 from kueue_webhook.control.output.context import ControlContext
 
 JSON = dict[str, Any]
@@ -26,7 +27,11 @@ def seconds_since(timestamp: object) -> float:
 
 
 def queued_for(workload: JSON) -> float:
-    """How long the Workload has existed: the wait Kueue's admission metrics observe."""
+    """How long the Workload has waited since it was created, or requeued after an eviction: the wait
+    Kueue's admission and readiness metrics observe (``workload.QueuedWaitTime``)."""
+    requeued = find((workload.get("status") or {}).get("conditions"), "Requeued")
+    if requeued is not None:
+        return seconds_since(requeued.get("lastTransitionTime"))
     return seconds_since((workload.get("metadata") or {}).get("creationTimestamp"))
 
 
@@ -62,6 +67,11 @@ def record_admitted(
     metrics.series(metrics.admission_wait_time, cluster_queue, priority_class, role).observe(
         queued_for(workload)
     )
+    if (workload.get("status") or {}).get("admissionChecks"):
+        # Kueue's ReportAdmissionChecksWaitTime: 0 when the checks were Ready as the quota was reserved
+        metrics.series(metrics.admission_checks_wait_time, cluster_queue, priority_class, role).observe(
+            since_reservation
+        )
     message = (
         f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {since_reservation:.0f}s"
     )

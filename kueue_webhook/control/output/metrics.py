@@ -127,6 +127,36 @@ class Metrics:
         QUEUE_AND_PRIORITY,
         buckets=14,
     )
+    admission_checks_wait_time = _Metric(
+        Histogram,
+        "kueue_admission_checks_wait_time_seconds",
+        "Time from a workload's quota reservation until admission, per cluster_queue (workloads with "
+        "admission checks).",
+        QUEUE_AND_PRIORITY,
+        buckets=14,
+    )
+    ready_wait_time = _Metric(
+        Histogram,
+        "kueue_ready_wait_time_seconds",
+        "Time from a workload's creation or requeue until its pods were first ready, per cluster_queue.",
+        QUEUE_AND_PRIORITY,
+        buckets=14,
+    )
+    admitted_until_ready_wait_time = _Metric(
+        Histogram,
+        "kueue_admitted_until_ready_wait_time_seconds",
+        "Time from a workload's admission until its pods were first ready, per cluster_queue.",
+        QUEUE_AND_PRIORITY,
+        buckets=14,
+    )
+    execution_time = _Metric(
+        Histogram,
+        "kueue_execution_time_seconds",
+        "Execution time of a finished admitted workload, from admission to completion (earlier admissions "
+        "included), per cluster_queue.",
+        QUEUE_AND_PRIORITY,
+        buckets=16,
+    )
     cluster_queue_status = _Metric(
         Gauge,
         "kueue_cluster_queue_status",

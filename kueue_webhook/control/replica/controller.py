@@ -59,6 +59,7 @@ from kueue_webhook.control.multikueue.workers import WorkerClusters
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.events import Recorder
 from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.output.milestones import FinishedWorkloads
 from kueue_webhook.control.output.writers import Writer
 from kueue_webhook.control.replica.cert_rotation import CertificateRotation
 from kueue_webhook.control.replica.controller_settings import DEFAULT_SETTINGS, ControllerSettings
@@ -284,6 +285,7 @@ class Controller(LeadershipTerm):
             self.node_failures.on_workload_change,
             self.worker_clusters.on_change,
             self.multikueue_checks.on_change,
+            FinishedWorkloads(self.context).on_change,
         ):
             self.store.subscribe(handler, when=self.leading.is_set)
         self.store.subscribe(self.multikueue.on_change, when=self.leading.is_set)

@@ -104,3 +104,19 @@ async def test_admitted_after_its_checks_once_with_the_wait_since_the_reservatio
     labels = {"cluster_queue": "a100", "priority_class": "", "replica_role": metrics.role}
     assert metrics.registry.get_sample_value("kueue_admitted_workloads_total", labels) == 1
     assert metrics.registry.get_sample_value("kueue_admission_wait_time_seconds_sum", labels) == 90
+    # Kueue's ReportAdmissionChecksWaitTime: from the reservation to the admission its checks allowed
+    assert metrics.registry.get_sample_value("kueue_admission_checks_wait_time_seconds_sum", labels) == 30
+
+
+async def test_a_requeued_workload_waits_from_its_requeue_not_from_its_creation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kueue's QueuedWaitTime: the Requeued condition's transition, when there is one, starts the wait."""
+    monkeypatch.setattr(admitted, "time", SimpleNamespace(time=lambda: NOW))
+    workload = approved_workload()
+    workload["status"]["conditions"].append(
+        {"type": "Requeued", "status": "True", "reason": "Preempted", "lastTransitionTime": stamp(40)}
+    )
+    assert admitted.queued_for(workload) == 40
+    del workload["status"]["conditions"][-1]
+    assert admitted.queued_for(workload) == 90

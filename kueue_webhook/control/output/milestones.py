@@ -1,0 +1,61 @@
+"""A Workload's later milestones as Kueue's metrics count them: its pods first ready, and its finish.
+
+Kueue's job reconciler observes ``kueue_ready_wait_time_seconds`` (from creation or requeue) and
+``kueue_admitted_until_ready_wait_time_seconds`` (from Admitted) when it writes PodsReady=True ``Started``,
+not again on a recovery; its workload controller counts ``kueue_finished_workloads_total`` and observes
+``kueue_execution_time_seconds`` on a Workload's transition to Finished, whoever wrote it. Here the
+executor calls ``record_ready`` after that write and ``FinishedWorkloads`` listens to the leader's store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.execution_time import total_execution_seconds
+from kueue_webhook.api.objects import parse_timestamp
+from kueue_webhook.control.cache.store import Change
+from kueue_webhook.control.kube.kinds import WORKLOADS
+from kueue_webhook.control.output.admitted import priority_class_of, queued_for
+from kueue_webhook.control.output.conditions import find
+from kueue_webhook.control.output.context import ControlContext
+
+__all__ = ["FinishedWorkloads", "record_ready"]
+
+JSON = dict[str, Any]
+
+
+def _cluster_queue(workload: JSON) -> str:
+    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+
+
+def record_ready(context: ControlContext, workload: JSON) -> None:
+    """The Workload's pods just became ready for the first time (PodsReady=True ``Started`` written)."""
+    conditions = (workload.get("status") or {}).get("conditions")
+    ready, admitted = find(conditions, "PodsReady") or {}, find(conditions, "Admitted") or {}
+    since = parse_timestamp(admitted.get("lastTransitionTime"))
+    at = parse_timestamp(ready.get("lastTransitionTime"))
+    metrics, role = context.metrics, context.metrics.role
+    labels = (_cluster_queue(workload), priority_class_of(workload), role)
+    metrics.series(metrics.ready_wait_time, *labels).observe(queued_for(workload))
+    if since and at:
+        metrics.series(metrics.admitted_until_ready_wait_time, *labels).observe(max(0.0, at - since))
+
+
+class FinishedWorkloads:
+    """Counts each Workload the leader sees turn Finished (not those already finished when first listed)."""
+
+    def __init__(self, context: ControlContext) -> None:
+        self.context = context
+
+    def on_change(self, change: Change) -> None:
+        new = change.new
+        if change.kind is not WORKLOADS or new is None or change.added or not is_true(new, "Finished"):
+            return
+        if is_true(change.old or {}, "Finished"):
+            return
+        metrics, role = self.context.metrics, self.context.metrics.role
+        labels = (_cluster_queue(new), priority_class_of(new), role)
+        metrics.series(metrics.finished_workloads, *labels).inc()
+        if (seconds := total_execution_seconds(new)) is not None:
+            metrics.series(metrics.execution_time, *labels).observe(seconds)
