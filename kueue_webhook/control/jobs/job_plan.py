@@ -56,11 +56,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_webhook.api.admitted_pods import admitted_pod_marks
 from kueue_webhook.api.finalizers import has_finalizer, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.engine import FlavorConflict
 from kueue_webhook.api.integrations.reclaimable import bounded_to_pod_sets, recorded_reclaimable
-from kueue_webhook.api.multikueue import worker_pod_labels
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from kueue_webhook.api.topology_pods import topology_starts
@@ -412,7 +412,7 @@ def plan_job(
                     assigned,
                     counts=counts,
                     topology=topology_starts(workload),
-                    pod_labels=worker_pod_labels(workload),
+                    marks=admitted_pod_marks(workload),
                 )
             except FlavorConflict as exc:
                 return FinishWorkload(workload, "FailedToStart", str(exc))

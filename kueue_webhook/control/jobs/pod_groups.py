@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kueue_webhook.api.admitted_pods import admitted_pod_marks
 from kueue_webhook.api.finalizers import has_finalizer, is_deleting
 from kueue_webhook.api.integrations import Integration, engine
 from kueue_webhook.api.integrations.builtin import POD
@@ -33,7 +34,7 @@ from kueue_webhook.api.integrations.pod_groups import (
     role_hash,
     terminated,
 )
-from kueue_webhook.api.multikueue import runs_in_worker, worker_pod_labels
+from kueue_webhook.api.multikueue import runs_in_worker
 from kueue_webhook.api.objects import ResourceFlavor, has_quota_reservation
 from kueue_webhook.api.pods_ready import PODS_READY, desired_pods_ready
 from kueue_webhook.api.topology_pods import topology_starts
@@ -209,7 +210,7 @@ def _start(
                 pod,
                 {"main": mine},
                 topology={"main": start} if start else None,
-                pod_labels=worker_pod_labels(workload),
+                marks=admitted_pod_marks(workload, {"main": name}),
             )
         except FlavorConflict as exc:
             return FinishWorkload(workload, "FailedToStart", str(exc))

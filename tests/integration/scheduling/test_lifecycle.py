@@ -30,6 +30,14 @@ async def test_job_is_admitted_started_on_its_flavor_and_finishes(fake_api: Fake
         [workload] = workloads_of(fake_api, "train-1")
         assert is_true(workload, "QuotaReserved") and is_true(workload, "Admitted")
         assert workload["status"]["admission"]["clusterQueue"] == "research"
+        # Kueue's marks on the pods (podset label, AssignQueueLabelsForPods, the Workload annotation)
+        pod_meta = job["spec"]["template"]["metadata"]
+        assert {k: v for k, v in pod_meta["labels"].items() if k.startswith("kueue.x-k8s.io/")} == {
+            "kueue.x-k8s.io/podset": "main",
+            "kueue.x-k8s.io/local-queue-name": "team-a-gpu",
+            "kueue.x-k8s.io/cluster-queue-name": "research",
+        }
+        assert pod_meta["annotations"] == {"kueue.x-k8s.io/workload": workload["metadata"]["name"]}
         owner = workload["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["uid"], owner["controller"]) == ("Job", job["metadata"]["uid"], True)
 

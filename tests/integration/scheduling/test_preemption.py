@@ -87,6 +87,9 @@ async def test_urgent_job_preempts_batch_job_in_its_cluster_queue(fake_api: Fake
         assert stopped is not None and stopped["spec"]["suspend"] is True
         assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
         assert stopped["spec"]["template"]["spec"]["tolerations"] == [{"key": "team", "operator": "Exists"}]
+        marks = stopped["spec"]["template"].get("metadata") or {}  # Kueue's pod marks taken off with the rest
+        assert not [k for k in marks.get("labels") or {} if k.startswith("kueue.x-k8s.io/")]
+        assert "kueue.x-k8s.io/workload" not in (marks.get("annotations") or {})
 
         low_name, high_name = low["metadata"]["name"], high["metadata"]["name"]
         await fake_api.wait_for(lambda: "PreemptedWorkload" in events_of(fake_api, "vision", high_name))

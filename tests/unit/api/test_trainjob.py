@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 from kueue_webhook.admission.kind_rules import KIND_RULES
+from kueue_webhook.api.admitted_pods import admitted_pod_marks
 from kueue_webhook.api.integrations import BUILTIN, engine
 from kueue_webhook.api.integrations.model import Dependency
 from kueue_webhook.api.integrations.trainjob import (
@@ -326,19 +327,31 @@ def test_a_pod_set_placed_by_topology_gets_kueues_marks_and_gate_through_the_run
         obj,
         {"node": [gpu_flavor()]},
         topology={"node": start},
-        pod_labels={"kueue.x-k8s.io/multikueue-worker-workload-pod": "true"},
+        marks=admitted_pod_marks(
+            {
+                "metadata": {
+                    "name": "trainjob-train-abcde",
+                    "labels": {"kueue.x-k8s.io/multikueue-origin": "m"},
+                },
+                "spec": {"queueName": "q"},
+                "status": {"admission": {"clusterQueue": "cq"}},
+            }
+        ),
     )
     started = json_patch(trainjob(), patch)
     jobs = started["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    marks = {
+        "kueue.x-k8s.io/local-queue-name": "q",
+        "kueue.x-k8s.io/cluster-queue-name": "cq",
+        "kueue.x-k8s.io/multikueue-worker-workload-pod": "true",
+    }
+    workload = {"kueue.x-k8s.io/workload": "trainjob-train-abcde"}
     assert jobs[0]["template"]["spec"]["template"] == {
-        "metadata": {"labels": {"kueue.x-k8s.io/multikueue-worker-workload-pod": "true"}},
+        "metadata": {"labels": {**marks, "kueue.x-k8s.io/podset": jobs[0]["name"]}, "annotations": workload},
         "spec": {},
     }
     node = jobs[1]["template"]["spec"]["template"]
-    assert node["metadata"] == {
-        "labels": {"kueue.x-k8s.io/podset": "node", "kueue.x-k8s.io/multikueue-worker-workload-pod": "true"},
-        "annotations": {"kueue.x-k8s.io/workload": "trainjob-train-abcde"},
-    }
+    assert node["metadata"] == {"labels": {**marks, "kueue.x-k8s.io/podset": "node"}, "annotations": workload}
     assert node["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
     stopped = json_patch(started, engine.stop_patches(TRAINJOB, view(started), [])[0])
     assert stopped["spec"]["runtimePatches"][0]["trainingRuntimeSpec"] == {"template": {"spec": {}}}

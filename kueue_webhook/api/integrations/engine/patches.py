@@ -9,6 +9,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kueue_webhook.api.admitted_pods import CLUSTER_QUEUE_LABEL, LOCAL_QUEUE_LABEL, PodMarks
 from kueue_webhook.api.integrations.engine.pod_sets import Element, accepts_partial_admission, elements
 from kueue_webhook.api.integrations.engine.reading import annotation, as_int, metadata_of, parse_go_bool
 from kueue_webhook.api.integrations.model import Integration, PodSetMarks
@@ -164,20 +165,27 @@ def _marked_map(current: Any, marks: Mapping[str, str]) -> dict[str, Any] | None
     return merged
 
 
-def _topology_ops(
+def _labels_of(marks: PodMarks | None, element: Element) -> dict[str, str]:
+    return marks.labels_of(element.name) if marks is not None else {}
+
+
+def _mark_ops(
     integration: Integration,
     element: Element,
     start: TopologyStart | None,
-    pod_labels: Mapping[str, str],
+    marks: PodMarks | None,
 ) -> list[JSON]:
-    """A pod set placed by topology: its pods carry the pod set label, the Workload annotation and wait at
-    the topology gate (Kueue's podset.Merge of a topology assignment's PodSetInfo). A pod got its gate when
-    it was created (a gate cannot be added later); a template gets it here. ``pod_labels`` join the labels
-    (with no topology placement, they alone are added)."""
+    """The labels and annotations of an admitted pod set (``marks``: the pod set label, the queues', the
+    Workload's) on its pods; placed by topology, also what its placement puts there, and its pods wait at the
+    topology gate (Kueue's podset.Merge of the PodSetInfo). A pod got its gate when it was created (a gate
+    cannot be added later); a template gets it here."""
     root = element.value if integration.gate is not None else element.template() or {}
     meta = root.get("metadata") if isinstance(root.get("metadata"), Mapping) else None
-    labels = {**(start.labels() if start is not None else {}), **pod_labels}
-    annotations = start.annotations() if start is not None else {}
+    labels = {**_labels_of(marks, element), **(start.labels() if start is not None else {})}
+    annotations = {
+        **(marks.annotations if marks else {}),
+        **(start.annotations() if start is not None else {}),
+    }
     ops: list[JSON] = []
     if meta is None:
         ops.append(
@@ -188,10 +196,10 @@ def _topology_ops(
             }
         )
     else:
-        for field, marks in (("labels", labels), ("annotations", annotations)):
-            if not marks:
+        for field, wanted in (("labels", labels), ("annotations", annotations)):
+            if not wanted:
                 continue
-            merged = _marked_map(meta.get(field), marks)
+            merged = _marked_map(meta.get(field), wanted)
             if merged is not None:
                 ops.append(
                     {"op": "add", "path": element.template_pointer("metadata", field), "value": merged}
@@ -226,7 +234,7 @@ def _marks(
     element: Element,
     flavors: Sequence[ResourceFlavor],
     start: TopologyStart | None,
-    pod_labels: Mapping[str, str],
+    marks: PodMarks | None,
 ) -> PodSetMarks:
     """One pod set's flavors and marks, for a kind that takes them in fields of its own."""
     selector, tolerations = _flavor_injection({}, flavors)
@@ -234,8 +242,11 @@ def _marks(
         element.segments,
         selector,
         tolerations,
-        labels={**(start.labels() if start is not None else {}), **pod_labels},
-        annotations=start.annotations() if start is not None else {},
+        labels={**_labels_of(marks, element), **(start.labels() if start is not None else {})},
+        annotations={
+            **(marks.annotations if marks else {}),
+            **(start.annotations() if start is not None else {}),
+        },
         scheduling_gates=(TOPOLOGY_GATE,) if start is not None else (),
     )
 
@@ -247,14 +258,14 @@ def start_patch(
     *,
     counts: Mapping[str, int] | None = None,
     topology: Mapping[str, TopologyStart] | None = None,
-    pod_labels: Mapping[str, str] | None = None,
+    marks: PodMarks | None = None,
 ) -> list[JSON]:
     """JSON Patch starting an admitted object: suspend cleared, each pod set's template given the flavors
     assigned to it (``flavors`` by pod set name), and under partial admission the admitted ``counts`` (by
     pod set name: the Workload's ``podSetAssignments[].count``) written into the pod sets' count fields.
     The pod sets placed by topology (``topology`` by pod set name) get their marks and gate
     (``kueue_webhook.api.topology_pods``); a pod of any other pod set loses its topology gate. Every pod
-    template gets ``pod_labels`` (a MultiKueue worker's pod label), taken off again when it is suspended.
+    template gets ``marks`` (``kueue_webhook.api.admitted_pods``), taken off again when it is suspended.
 
     The first op tests that the object is still suspended. Raises FlavorConflict when a flavor contradicts
     a template. A pod set without a template of its own (KubeRay's default submitter) gets nothing injected.
@@ -267,7 +278,7 @@ def start_patch(
     if integration.pod_set_infos is not None:
         if integration.pod_set_infos.write_marked is not None:
             marked = [
-                _marks(e, flavors.get(e.name, ()), topology.get(e.name), pod_labels or {})
+                _marks(e, flavors.get(e.name, ()), topology.get(e.name), marks)
                 for e in elements(integration, obj)
             ]
             return ops + integration.pod_set_infos.write_marked(obj, marked)
@@ -280,9 +291,11 @@ def start_patch(
         if pod_spec is None:
             continue
         start = topology.get(element.name)
-        marks = pod_labels or {}
-        if start is not None or marks:
-            ops.extend(_topology_ops(integration, element, start, marks))
+        # a pod set described by fields of its own (a SparkApplication's roles) has no template metadata
+        # to mark: its labels are the role's, which the marks leave alone
+        own = marks if element.source.build_template is None else None
+        if start is not None or own is not None:
+            ops.extend(_mark_ops(integration, element, start, own))
         if start is None and integration.gate is not None:
             ops.extend(_drop_topology_gate(integration, element.value))
         selector, tolerations = _flavor_injection(pod_spec, flavors.get(element.name, ()))
@@ -333,12 +346,12 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _unmark_ops(element: Element, template: Mapping[str, Any], original: Mapping[str, Any]) -> list[JSON]:
-    """Take off a template what starting it on a topology placement put there and its original (the
-    Workload's) lacks: the pod set label, the Workload and unconstrained annotations, the topology gate."""
+    """Take off a template what starting it put there and its original (the Workload's) lacks: the pod set,
+    queue and worker labels, the Workload and unconstrained annotations, the topology gate."""
     ops: list[JSON] = []
     meta, original_meta = _mapping(template.get("metadata")), _mapping(original.get("metadata"))
     for field, keys in (
-        ("labels", (PODSET_LABEL, WORKER_POD_LABEL)),
+        ("labels", (PODSET_LABEL, WORKER_POD_LABEL, LOCAL_QUEUE_LABEL, CLUSTER_QUEUE_LABEL)),
         ("annotations", (WORKLOAD_ANNOTATION, UNCONSTRAINED_ANNOTATION)),
     ):
         current, kept = _mapping(meta.get(field)), _mapping(original_meta.get(field))
