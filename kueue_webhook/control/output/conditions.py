@@ -266,17 +266,26 @@ def pods_ready_status(workload: JSON, *, condition: tuple[str, str, str], now: s
     return {"conditions": edit.conditions}
 
 
-def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reason: str, now: str) -> JSON:
+def evicted_status(
+    workload: JSON,
+    *,
+    reason: str,
+    message: str,
+    preemption_reason: str,
+    now: str,
+    counted_as: tuple[str, str],
+) -> JSON:
     """Evicted=True (and Preempted=True for a preemption), as Kueue's evict.Evict does, which also resets
     every admission check that is not Pending to Pending so the checks start again on readmission, and
     forgets the worker cluster MultiKueue chose or nominated (``resetClusterNomination``), so the
-    readmitted Workload is dispatched afresh."""
+    readmitted Workload is dispatched afresh. ``counted_as`` is the eviction's (reason, underlying cause) as
+    ``status.schedulingStats.evictions`` counts it (``workloadEvictionStateInc``)."""
     edit = ConditionsEdit.of(workload, now)
     states = _check_states(workload)
     edit.set("Evicted", "True", reason, message)
     if preemption_reason:
         edit.set("Preempted", "True", preemption_reason, message)
-    out: JSON = {"conditions": edit.conditions}
+    out: JSON = {"conditions": edit.conditions, "schedulingStats": _evictions_counted(workload, *counted_as)}
     for field_name in ("clusterName", "nominatedClusterNames"):
         if field_name in (workload.get("status") or {}):
             out[field_name] = None
@@ -290,6 +299,32 @@ def evicted_status(workload: JSON, *, reason: str, message: str, preemption_reas
             for state in states
         ]
     return out
+
+
+def _evictions_counted(workload: JSON, reason: str, cause: str) -> JSON:
+    """``status.schedulingStats`` with one more eviction for (``reason``, ``cause``)."""
+    stats = (workload.get("status") or {}).get("schedulingStats") or {}
+    evictions = [dict(e) for e in stats.get("evictions") or [] if isinstance(e, dict)]
+    for entry in evictions:
+        if entry.get("reason") == reason and entry.get("underlyingCause", "") == cause:
+            entry["count"] = int(entry.get("count") or 0) + 1
+            break
+    else:
+        evictions.append({"reason": reason, "underlyingCause": cause, "count": 1})
+    return {**stats, "evictions": evictions}
+
+
+def evictions_of(workload: JSON, reason: str, cause: str) -> int:
+    """How many evictions for (``reason``, ``cause``) ``status.schedulingStats`` counts."""
+    for entry in ((workload.get("status") or {}).get("schedulingStats") or {}).get("evictions") or []:
+        if (
+            isinstance(entry, dict)
+            and entry.get("reason") == reason
+            and entry.get("underlyingCause", "") == cause
+        ):
+            count = entry.get("count")
+            return count if isinstance(count, int) else 0
+    return 0
 
 
 #: Kueue's pod condition marking a pod it is about to delete (``pod_controller.go``)

@@ -200,6 +200,12 @@ class Metrics:
         "LocalQueueStopped or Deactivated, underlying_cause what led to a deactivation.",
         ("cluster_queue", "reason", "underlying_cause", "priority_class", ROLE),
     )
+    evicted_workloads_once = _Metric(
+        Counter,
+        "kueue_evicted_workloads_once_total",
+        "Workloads evicted for a reason and underlying_cause for the first time, per cluster_queue.",
+        ("cluster_queue", "reason", "underlying_cause", "priority_class", ROLE),
+    )
     preempted_workloads = _Metric(
         Counter,
         "kueue_preempted_workloads_total",

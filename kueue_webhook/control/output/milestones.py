@@ -1,10 +1,13 @@
-"""A Workload's later milestones as Kueue's metrics count them: its pods first ready, and its finish.
+"""A Workload's later milestones as Kueue's metrics count them: its pods first ready, its evictions, and
+its finish.
 
 Kueue's job reconciler observes ``kueue_ready_wait_time_seconds`` (from creation or requeue) and
 ``kueue_admitted_until_ready_wait_time_seconds`` (from Admitted) when it writes PodsReady=True ``Started``,
 not again on a recovery; its workload controller counts ``kueue_finished_workloads_total`` and observes
 ``kueue_execution_time_seconds`` on a Workload's transition to Finished, whoever wrote it. Here the
 executor calls ``record_ready`` after that write and ``FinishedWorkloads`` listens to the leader's store.
+Every eviction write is counted by ``count_eviction`` (``kueue_evicted_workloads_total``, and
+``kueue_evicted_workloads_once_total`` when ``status.schedulingStats`` says it is the first for its reason).
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from kueue_webhook.api.objects import parse_timestamp
 from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.output.admitted import priority_class_of, queued_for
-from kueue_webhook.control.output.conditions import find
+from kueue_webhook.control.output.conditions import evictions_of, find
 from kueue_webhook.control.output.context import ControlContext
 
-__all__ = ["FinishedWorkloads", "record_ready"]
+__all__ = ["FinishedWorkloads", "count_eviction", "record_ready"]
 
 JSON = dict[str, Any]
 
@@ -40,6 +43,16 @@ def record_ready(context: ControlContext, workload: JSON) -> None:
     metrics.series(metrics.ready_wait_time, *labels).observe(queued_for(workload))
     if since and at:
         metrics.series(metrics.admitted_until_ready_wait_time, *labels).observe(max(0.0, at - since))
+
+
+def count_eviction(context: ControlContext, evicted: JSON, reason: str, cause: str) -> None:
+    """An eviction just written (``evicted``: the Workload the write answered), as Kueue's evict.Evict
+    counts it, by (``reason``, ``cause``): ``Deactivated`` with its cause for a deactivation."""
+    metrics, role = context.metrics, context.metrics.role
+    labels = (_cluster_queue(evicted), reason, cause, priority_class_of(evicted), role)
+    metrics.series(metrics.evicted_workloads, *labels).inc()
+    if evictions_of(evicted, reason, cause) == 1:
+        metrics.series(metrics.evicted_workloads_once, *labels).inc()
 
 
 class FinishedWorkloads:

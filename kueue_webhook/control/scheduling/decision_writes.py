@@ -27,7 +27,12 @@ from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.admitted import record_admitted, record_quota_reserved
 from kueue_webhook.control.output.conditions import admitted_status, evicted_status, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
-from kueue_webhook.control.scheduling.evictions import deactivate, evicted_condition, record_eviction
+from kueue_webhook.control.scheduling.evictions import (
+    counted_as,
+    deactivate,
+    evicted_condition,
+    record_eviction,
+)
 from kueue_webhook.control.scheduling.pending_conditions import PendingConditions
 from kueue_webhook.core.decisions import Wait
 from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState
@@ -229,6 +234,7 @@ class DecisionWrites:
                 message=message,
                 preemption_reason=decision.preemption_reason,
                 now=now_rfc3339(),
+                counted_as=counted_as(decision),
             )
 
         updated = await self._write_decision(

@@ -12,8 +12,8 @@ from typing import Any
 
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.kube.leader import NotLeader
-from kueue_webhook.control.output.admitted import priority_class_of
 from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.milestones import count_eviction
 from kueue_webhook.core.decisions import Evict
 from kueue_webhook.core.scheduler import SchedulerState
 
@@ -34,18 +34,18 @@ def evicted_condition(decision: Evict) -> tuple[str, str]:
     return decision.reason, decision.message
 
 
+def counted_as(decision: Evict) -> tuple[str, str]:
+    """The (reason, underlying cause) Kueue counts the eviction under: ``Deactivated`` and the check's
+    reason for a rejected admission check, else the eviction's reason."""
+    return ("Deactivated", decision.reason) if decision.deactivate else (decision.reason, "")
+
+
 def record_eviction(context: ControlContext, state: SchedulerState, workload: JSON, decision: Evict) -> None:
     """Kueue's events and metrics of an eviction (pkg/workload/evict and the preemptor's
     IssuePreemptions): ``EvictedDueTo<reason>`` on the Workload, and for a preemption ``Preempted`` on
     it and ``PreemptedWorkload`` on the preemptor, each naming both effective priorities."""
     role = context.metrics.role
-    priority_class = priority_class_of(workload)
-    reason, cause = decision.reason, ""
-    if decision.deactivate:
-        reason, cause = "Deactivated", decision.reason
-    context.metrics.evicted_workloads.labels(
-        decision.cluster_queue, reason, cause, priority_class, role
-    ).inc()
+    count_eviction(context, workload, *counted_as(decision))
     context.events.record(
         workload, type="Normal", reason=f"EvictedDueTo{decision.reason}", message=decision.message
     )

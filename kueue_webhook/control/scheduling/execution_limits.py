@@ -23,8 +23,8 @@ from kueue_webhook.api.execution_time import (
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.control.cache.store import key_of
 from kueue_webhook.control.kube.kinds import WORKLOADS
-from kueue_webhook.control.output.admitted import priority_class_of
 from kueue_webhook.control.output.conditions import evicted_status, now_rfc3339
+from kueue_webhook.control.output.milestones import count_eviction
 from kueue_webhook.control.scheduling.deadlines import JSON, DeadlineTimers
 
 log = logging.getLogger("kueue_webhook.execution_limits")
@@ -50,6 +50,7 @@ class ExecutionTimeLimits(DeadlineTimers):
                 message=DEACTIVATED_MESSAGE,
                 preemption_reason="",
                 now=now_rfc3339(),
+                counted_as=("Deactivated", MAXIMUM_EXECUTION_TIME_EXCEEDED),
             )
             status[ACCUMULATED] = None  # Kueue clears it: a reactivated Workload starts a new count
             return status
@@ -57,15 +58,7 @@ class ExecutionTimeLimits(DeadlineTimers):
         updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         if updated is None:
             return
-        cluster_queue = str(((updated.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
-        metrics = self.context.metrics
-        metrics.evicted_workloads.labels(
-            cluster_queue,
-            "Deactivated",
-            MAXIMUM_EXECUTION_TIME_EXCEEDED,
-            priority_class_of(updated),
-            metrics.role,
-        ).inc()
+        count_eviction(self.context, updated, "Deactivated", MAXIMUM_EXECUTION_TIME_EXCEEDED)
         events = self.context.events
         events.record(
             updated,

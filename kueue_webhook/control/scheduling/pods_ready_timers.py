@@ -24,8 +24,8 @@ from kueue_webhook.api.pods_ready import (
 )
 from kueue_webhook.control.cache.store import key_of
 from kueue_webhook.control.kube.kinds import WORKLOADS
-from kueue_webhook.control.output.admitted import priority_class_of
 from kueue_webhook.control.output.conditions import ConditionsEdit, evicted_status, now_rfc3339
+from kueue_webhook.control.output.milestones import count_eviction
 from kueue_webhook.control.scheduling.deadlines import DeadlineTimers
 
 JSON = dict[str, Any]
@@ -79,7 +79,12 @@ class PodsReadyTimers(DeadlineTimers):
                 return None
             cause = timeout.cause
             status = evicted_status(
-                current, reason=PODS_READY_TIMEOUT, message=message, preemption_reason="", now=now_rfc3339()
+                current,
+                reason=PODS_READY_TIMEOUT,
+                message=message,
+                preemption_reason="",
+                now=now_rfc3339(),
+                counted_as=(PODS_READY_TIMEOUT, cause),
             )
             status["requeueState"] = requeue_state_after_timeout(current, config, now=self._now())
             return status
@@ -87,8 +92,7 @@ class PodsReadyTimers(DeadlineTimers):
         updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         if updated is None:
             return
-        cluster_queue = str(((updated.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
-        self._count_eviction(updated, cluster_queue, PODS_READY_TIMEOUT, cause)
+        count_eviction(self.context, updated, PODS_READY_TIMEOUT, cause)
         self.context.events.record(
             updated, type="Normal", reason=f"EvictedDueTo{PODS_READY_TIMEOUT}", message=message
         )
@@ -113,6 +117,7 @@ class PodsReadyTimers(DeadlineTimers):
                 message=DEACTIVATED_MESSAGE,
                 preemption_reason="",
                 now=now_rfc3339(),
+                counted_as=("Deactivated", "RequeuingLimitExceeded"),
             )
             status["requeueState"] = None
             return status
@@ -120,8 +125,7 @@ class PodsReadyTimers(DeadlineTimers):
         updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         if updated is None:
             return
-        cluster_queue = str(((updated.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
-        self._count_eviction(updated, cluster_queue, "Deactivated", "RequeuingLimitExceeded")
+        count_eviction(self.context, updated, "Deactivated", "RequeuingLimitExceeded")
         self.context.events.record(
             updated, type="Normal", reason=f"EvictedDueTo{DEACTIVATED_BY_LIMIT}", message=DEACTIVATED_MESSAGE
         )
@@ -148,10 +152,3 @@ class PodsReadyTimers(DeadlineTimers):
         updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         if updated is not None:
             log.info("requeued after backoff", extra={"workload": "/".join(key_of(updated))})
-
-    def _count_eviction(self, workload: JSON, cluster_queue: str, reason: str, cause: str) -> None:
-        """``kueue_evicted_workloads_total`` with Kueue's labels (reason, underlying cause)."""
-        metrics = self.context.metrics
-        metrics.evicted_workloads.labels(
-            cluster_queue, reason, cause, priority_class_of(workload), metrics.role
-        ).inc()

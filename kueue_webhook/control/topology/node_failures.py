@@ -43,9 +43,9 @@ from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.kube.client import ApiError
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.kube.leader import NotLeader
-from kueue_webhook.control.output.admitted import priority_class_of
 from kueue_webhook.control.output.conditions import evicted_status, now_rfc3339
 from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.milestones import count_eviction
 from kueue_webhook.control.topology.ungater import PodPatcher, is_placed_by_topology
 from kueue_webhook.control.topology.watch import NODES, PODS, TopologyWatch, is_terminated
 
@@ -204,7 +204,12 @@ class NodeFailures:
             if is_true(current, "Evicted") or is_true(current, "Finished"):
                 return None
             status = evicted_status(
-                current, reason=reason, message=message, preemption_reason="", now=now_rfc3339()
+                current,
+                reason=reason,
+                message=message,
+                preemption_reason="",
+                now=now_rfc3339(),
+                counted_as=(reason, ""),
             )
             status["unhealthyNodes"] = None  # Kueue resets them on eviction
             return status
@@ -212,11 +217,7 @@ class NodeFailures:
         updated = await self.context.writer.patch_status(WORKLOADS, workload, build)
         if updated is None:
             return
-        cluster_queue = str(((updated.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
-        metrics = self.context.metrics
-        metrics.evicted_workloads.labels(
-            cluster_queue, reason, "", priority_class_of(updated), metrics.role
-        ).inc()
+        count_eviction(self.context, updated, reason, "")
         self.context.events.record(updated, type="Normal", reason=f"EvictedDueTo{reason}", message=message)
         log.info("evicted: node failures", extra={"workload": "/".join(key_of(updated)), "decision": "evict"})
 

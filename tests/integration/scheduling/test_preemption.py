@@ -123,6 +123,11 @@ async def test_urgent_job_preempts_batch_job_in_its_cluster_queue(fake_api: Fake
             "replica_role": "leader",
         }
         assert registry.get_sample_value("kueue_evicted_workloads_total", evicted_labels) == 1
+        assert registry.get_sample_value("kueue_evicted_workloads_once_total", evicted_labels) == 1
+        # Kueue's workloadEvictionStateInc: the Workload counts its evictions by reason
+        assert low["status"]["schedulingStats"] == {
+            "evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]
+        }
 
         # the preempted Job queues again and runs once the urgent one finishes
         await fake_api.complete_job("vision", "urgent-1")

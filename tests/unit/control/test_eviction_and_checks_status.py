@@ -73,7 +73,12 @@ def test_eviction_resets_checks_that_are_not_pending() -> None:
         reserved,
     )
     evicted = evicted_status(
-        ready, reason="Preempted", message=MESSAGE, preemption_reason="InClusterQueue", now=LATER
+        ready,
+        reason="Preempted",
+        message=MESSAGE,
+        preemption_reason="InClusterQueue",
+        now=LATER,
+        counted_as=("Preempted", ""),
     )
     by_name = {c["name"]: c for c in evicted["admissionChecks"]}
     assert by_name["finance"]["state"] == "Pending"
@@ -85,7 +90,12 @@ def test_eviction_resets_checks_that_are_not_pending() -> None:
         MESSAGE,
     )
     assert "admissionChecks" not in evicted_status(
-        admitted_with_checks(), reason="Preempted", message=MESSAGE, preemption_reason="", now=LATER
+        admitted_with_checks(),
+        reason="Preempted",
+        message=MESSAGE,
+        preemption_reason="",
+        now=LATER,
+        counted_as=("Preempted", ""),
     )
 
 
@@ -93,7 +103,14 @@ def evicted(reason: str) -> JSON:
     reserved = admitted_with_checks()
     preemption = "InClusterQueue" if reason == "Preempted" else ""
     return with_status(
-        evicted_status(reserved, reason=reason, message=MESSAGE, preemption_reason=preemption, now=NOW),
+        evicted_status(
+            reserved,
+            reason=reason,
+            message=MESSAGE,
+            preemption_reason=preemption,
+            now=NOW,
+            counted_as=(reason, ""),
+        ),
         reserved,
     )
 
@@ -132,7 +149,12 @@ def test_a_readmission_resets_the_eviction_in_its_status_and_leaves_the_read_wor
     conflict's retry derives from again) still shows the eviction."""
     evicted = with_status(
         evicted_status(
-            admitted_with_checks(), reason="Preempted", message=MESSAGE, preemption_reason="", now=NOW
+            admitted_with_checks(),
+            reason="Preempted",
+            message=MESSAGE,
+            preemption_reason="",
+            now=NOW,
+            counted_as=("Preempted", ""),
         )
     )
     before = {
@@ -143,3 +165,40 @@ def test_a_readmission_resets_the_eviction_in_its_status_and_leaves_the_read_wor
     assert (find(status["conditions"], "Admitted") or {}).get("status") == "True"
     after = {kind: find(evicted["status"]["conditions"], kind) for kind in ("Evicted", "Admitted")}
     assert after == before
+
+
+def test_each_eviction_is_counted_in_the_scheduling_stats_by_reason_and_cause() -> None:
+    """Kueue's workloadEvictionStateInc: status.schedulingStats.evictions, one entry per (reason,
+    underlyingCause), its count up by one at each eviction."""
+    first = with_status(
+        evicted_status(
+            admitted_with_checks(),
+            reason="Preempted",
+            message=MESSAGE,
+            preemption_reason="InClusterQueue",
+            now=NOW,
+            counted_as=("Preempted", ""),
+        )
+    )
+    second = evicted_status(
+        first,
+        reason="DeactivatedDueToMaximumExecutionTimeExceeded",
+        message=MESSAGE,
+        preemption_reason="",
+        now=LATER,
+        counted_as=("Deactivated", "MaximumExecutionTimeExceeded"),
+    )
+    again = evicted_status(
+        with_status(second, first),
+        reason="Preempted",
+        message=MESSAGE,
+        preemption_reason="InClusterQueue",
+        now=LATER,
+        counted_as=("Preempted", ""),
+    )
+    assert again["schedulingStats"] == {
+        "evictions": [
+            {"reason": "Preempted", "underlyingCause": "", "count": 2},
+            {"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1},
+        ]
+    }

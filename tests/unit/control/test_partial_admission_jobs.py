@@ -42,6 +42,7 @@ def partial_workload(admitted_count: int | None = None, *, evicted: bool = False
             message="Preempted by a test",
             preemption_reason="InClusterQueue",
             now=NOW,
+            counted_as=("Preempted", ""),
         )
     return out
 
