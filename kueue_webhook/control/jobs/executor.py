@@ -64,7 +64,7 @@ from kueue_webhook.control.output.conditions import (
     termination_target_status,
 )
 from kueue_webhook.control.output.context import ControlContext
-from kueue_webhook.control.output.milestones import record_ready
+from kueue_webhook.control.output.milestones import record_created, record_ready
 from kueue_webhook.control.output.writers import refused_fields
 
 __all__ = ["AnyStep", "StepExecutor", "start_refused"]
@@ -125,9 +125,10 @@ class StepExecutor:
 
     # -- the Workload -----------------------------------------------------------------------------------
 
-    async def _create_workload(self, obj: JSON, step: CreateWorkload, _: Integration) -> None:
+    async def _create_workload(self, obj: JSON, step: CreateWorkload, integration: Integration) -> None:
         created = await self.context.writer.create(WORKLOADS, step.body)
         if created is not None:
+            record_created(self.context, obj, integration.kind, created)
             namespace = key_of(obj)[0]
             self._on_object(
                 obj, "CreatedWorkload", f"Created Workload: {namespace}/{created['metadata']['name']}"

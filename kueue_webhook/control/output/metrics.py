@@ -27,6 +27,10 @@ CLUSTER_QUEUE_STATES = ("pending", "active", "terminating")
 M = TypeVar("M", Counter, Gauge, Histogram)
 
 
+#: Kueue's workload creation latency buckets: 10 ms doubling, 11 of them (``ExponentialBuckets(0.01, 2, 11)``)
+LATENCY_BUCKETS = tuple(0.01 * 2**i for i in range(11))
+
+
 def _kueue_buckets(count: int) -> list[float]:
     """Kueue's wait-time buckets: 1 s, then 2.5 s doubling (``generateExponentialBuckets`` in metrics.go)."""
     return [1.0] + [2.5 * 2**i for i in range(count - 1)]
@@ -36,7 +40,13 @@ class _Metric(Generic[M]):
     """One row of the table: made on each instance's registry, where it then is a plain attribute."""
 
     def __init__(
-        self, make: type[M], name: str, documentation: str, labels: Sequence[str] = (), *, buckets: int = 0
+        self,
+        make: type[M],
+        name: str,
+        documentation: str,
+        labels: Sequence[str] = (),
+        *,
+        buckets: int | tuple[float, ...] = 0,
     ) -> None:
         self.make: type[M] = make
         self.name = name
@@ -45,7 +55,11 @@ class _Metric(Generic[M]):
         self.buckets = buckets
 
     def on(self, registry: CollectorRegistry) -> M:
-        options: dict[str, Any] = {"buckets": _kueue_buckets(self.buckets)} if self.buckets else {}
+        options: dict[str, Any] = {}
+        if isinstance(self.buckets, tuple):
+            options["buckets"] = list(self.buckets)
+        elif self.buckets:
+            options["buckets"] = _kueue_buckets(self.buckets)
         return self.make(self.name, self.documentation, self.labels, registry=registry, **options)
 
     @overload
@@ -156,6 +170,13 @@ class Metrics:
         "included), per cluster_queue.",
         QUEUE_AND_PRIORITY,
         buckets=16,
+    )
+    workload_creation_latency = _Metric(
+        Histogram,
+        "kueue_workload_creation_latency_seconds",
+        "Time from a queued object's creation until its Workload's, per job_kind (objects of generation 1).",
+        ("job_kind", ROLE),
+        buckets=LATENCY_BUCKETS,
     )
     cluster_queue_status = _Metric(
         Gauge,

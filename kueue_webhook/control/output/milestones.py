@@ -23,13 +23,28 @@ from kueue_webhook.control.output.admitted import priority_class_of, queued_for
 from kueue_webhook.control.output.conditions import evictions_of, find
 from kueue_webhook.control.output.context import ControlContext
 
-__all__ = ["FinishedWorkloads", "count_eviction", "record_ready"]
+__all__ = ["FinishedWorkloads", "count_eviction", "record_created", "record_ready"]
 
 JSON = dict[str, Any]
 
 
 def _cluster_queue(workload: JSON) -> str:
     return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+
+
+def record_created(context: ControlContext, obj: JSON, kind: str, workload: JSON) -> None:
+    """A Workload was just created for ``obj`` (of ``kind``): Kueue's RecordWorkloadCreationLatency, from
+    the object's creation to the Workload's, only while the object is at its first generation (whole
+    seconds, as the API server stamps both)."""
+    meta = obj.get("metadata") or {}
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation > 1:
+        return
+    since = parse_timestamp(meta.get("creationTimestamp"))
+    at = parse_timestamp((workload.get("metadata") or {}).get("creationTimestamp"))
+    if since and at:
+        metrics = context.metrics
+        metrics.series(metrics.workload_creation_latency, kind, metrics.role).observe(max(0.0, at - since))
 
 
 def record_ready(context: ControlContext, workload: JSON) -> None:

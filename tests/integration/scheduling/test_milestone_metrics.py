@@ -2,7 +2,9 @@
 ``kueue_ready_wait_time_seconds`` and ``kueue_admitted_until_ready_wait_time_seconds`` when its pods are first
 ready (pkg/controller/jobframework/reconciler.go: only for PodsReady reason Started, not on a recovery),
 ``kueue_finished_workloads_total`` and ``kueue_execution_time_seconds`` when it finishes
-(pkg/controller/core/workload_controller.go, reportFinishedWorkload)."""
+(pkg/controller/core/workload_controller.go, reportFinishedWorkload), and
+``kueue_workload_creation_latency_seconds`` when its Job gets it (jobframework's
+RecordWorkloadCreationLatency)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,8 @@ async def test_a_finished_workload_is_counted_once_with_its_execution_time(fake_
         await fake_api.create(gpu_job("train"))
         await fake_api.wait_for(lambda: running(fake_api, "train"), timeout=HANG)
         assert registry.get_sample_value("kueue_finished_workloads_total", LABELS) is None
+        created = {"job_kind": "Job", "replica_role": "leader"}
+        assert registry.get_sample_value("kueue_workload_creation_latency_seconds_count", created) == 1
 
         await fake_api.complete_job("team-a", "train")
         [workload] = workloads_of(fake_api, "train")
