@@ -19,11 +19,26 @@ from tests.e2e.cluster import Cluster, until
 from tests.e2e.install import REPO_ROOT, Running
 from tests.support import builders
 
-__all__ = ["CONFIGMAP", "MANAGED_FINALIZER", "configure", "team_queue"]
+__all__ = ["CONFIGMAP", "MANAGED_FINALIZER", "configure", "create_job", "team_queue"]
 
 CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
 MANAGED_FINALIZER = "kueue.x-k8s.io/managed"
 PRIORITY_VALUE = 1000
+
+
+def create_job(cluster: Cluster, namespace: str, name: str, labels: str = "", *, cpu: str = "600m") -> None:
+    """A Job of one busybox pod requesting ``cpu``, queued in LocalQueue ``q``; ``labels`` is appended to its
+    labels' flow mapping (``, key: value``)."""
+    cluster.apply(f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q{labels}}}}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: {cpu}}}}}}}]
+""")
 
 
 def configure(cluster: Cluster, running: Running, extra: str = "") -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.install import Running, out_of_cluster
-from tests.e2e.queues import team_queue
+from tests.e2e.queues import create_job, team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
@@ -27,19 +27,6 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Clust
     cluster = Cluster(Path(KUBECONFIG))
     with out_of_cluster(cluster, tmp_path_factory.mktemp("time-limit")) as running:
         yield cluster, running
-
-
-def create_job(cluster: Cluster, namespace: str, name: str, labels: str = "") -> None:
-    cluster.apply(f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q{labels}}}}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: 600m}}}}}}]
-""")
 
 
 def suspended(cluster: Cluster, namespace: str, job: str) -> bool:

@@ -15,24 +15,10 @@ import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until, workload_of
 from tests.e2e.install import Running
-from tests.e2e.queues import team_queue
+from tests.e2e.queues import create_job, team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
-
-
-def create_job(cluster: Cluster, namespace: str, name: str, labels: str = "") -> None:
-    cluster.apply(f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q{labels}}}}}
-spec:
-  suspend: true
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: 100m}}}}}}]
-""")
 
 
 def warnings_of(cluster: Cluster, namespace: str, job: str) -> dict[str, str]:
@@ -50,7 +36,7 @@ def test_a_job_naming_an_absent_workload_priority_class_waits_for_it_then_queues
     cluster, running = controller
     wpc = f"e2e-urgent-{uuid.uuid4().hex[:6]}"
     with team_queue(cluster, "e2e-wpc") as ns:
-        create_job(cluster, ns, "urgent", f", kueue.x-k8s.io/priority-class: {wpc}")
+        create_job(cluster, ns, "urgent", f", kueue.x-k8s.io/priority-class: {wpc}", cpu="100m")
         said = f'WorkloadPriorityClass "{wpc}" not found'
         until(
             lambda: warnings_of(cluster, ns, "urgent").get("WorkloadPriorityClassNotFound") == said,
@@ -99,7 +85,7 @@ globalDefault: true
 """)
     try:
         with team_queue(cluster, "e2e-pc-default") as ns:
-            create_job(cluster, ns, "plain")
+            create_job(cluster, ns, "plain", cpu="100m")
             until(lambda: bool(workload_of(cluster, ns, "plain")), "the Job's Workload", timeout=60)
             spec = workload_of(cluster, ns, "plain")["spec"]
             assert spec["priority"] == 77, running.tail()
@@ -127,7 +113,7 @@ value: 31
 """)
     try:
         with team_queue(cluster, "e2e-wpc-default") as ns:
-            create_job(cluster, ns, "plain")
+            create_job(cluster, ns, "plain", cpu="100m")
             labels = cluster.get("job", "plain", "-n", ns)["metadata"]["labels"]
             assert labels["kueue.x-k8s.io/priority-class"] == "default", running.tail()
             until(lambda: bool(workload_of(cluster, ns, "plain")), "the Job's Workload", timeout=60)
