@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kueue_webhook.api.multikueue import worker_pod_labels
+from kueue_webhook.api.objects import admitted_cluster_queue
 from kueue_webhook.api.topology_pods import PODSET_LABEL, WORKLOAD_ANNOTATION
 from kueue_webhook.api.validation import dns1123_label_problems
 
@@ -40,7 +41,7 @@ def admitted_pod_marks(
 ) -> PodMarks:
     """The marks of the pods started for ``workload`` (admitted: ``status.admission`` set)."""
     labels = {LOCAL_QUEUE_LABEL: str((workload.get("spec") or {}).get("queueName") or "")}
-    cluster_queue = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    cluster_queue = admitted_cluster_queue(workload)
     if cluster_queue and not dns1123_label_problems(cluster_queue):
         labels[CLUSTER_QUEUE_LABEL] = cluster_queue
     labels.update(worker_pod_labels(workload))

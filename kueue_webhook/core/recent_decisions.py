@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_webhook.api.objects import admitted_cluster_queue
+
 __all__ = ["DEFAULT_CAPACITY", "RecentDecision", "RecentDecisions", "decisions_between"]
 
 JSON = Mapping[str, Any]
@@ -62,12 +64,6 @@ def _true_conditions(workload: JSON | None) -> dict[str, JSON]:
     return out
 
 
-def _cluster_queue(workload: JSON) -> str:
-    status = workload.get("status")
-    admission = status.get("admission") if isinstance(status, Mapping) else None
-    return str(admission.get("clusterQueue", "")) if isinstance(admission, Mapping) else ""
-
-
 def decisions_between(old: JSON | None, new: JSON | None) -> list[RecentDecision]:
     """The transitions ``new`` records that ``old`` did not: a condition that is True in ``new`` and was
     not True with the same ``lastTransitionTime`` in ``old`` (``old`` None: a Workload just listed, whose
@@ -95,7 +91,7 @@ def decisions_between(old: JSON | None, new: JSON | None) -> list[RecentDecision
                 kind=kind,
                 namespace=str(meta.get("namespace", "")),
                 name=str(meta.get("name", "")),
-                cluster_queue=_cluster_queue(new),
+                cluster_queue=admitted_cluster_queue(new),
                 reason=str(condition.get("reason", "")),
                 message=str(condition.get("message", "")),
             )

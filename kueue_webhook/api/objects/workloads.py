@@ -51,6 +51,7 @@ __all__ = [
     "PodSetAssignment",
     "Workload",
     "WorkloadPriorityClass",
+    "admitted_cluster_queue",
     "has_quota_reservation",
     "parse_admission_check",
     "parse_workload",
@@ -212,6 +213,14 @@ class Workload(NamespacedByMeta):
 
 
 # -- Workload ---------------------------------------------------------------------------------------
+
+
+def admitted_cluster_queue(workload: Mapping[str, Any]) -> str:
+    """``status.admission.clusterQueue`` of a Workload as the API serves it (JSON); "" when none is
+    recorded."""
+    status = workload.get("status")
+    admission = status.get("admission") if isinstance(status, Mapping) else None
+    return str(admission.get("clusterQueue") or "") if isinstance(admission, Mapping) else ""
 
 
 def has_quota_reservation(workload: Mapping[str, Any]) -> bool:

@@ -42,7 +42,7 @@ from kueue_webhook.api.multikueue import (
     gated,
     managed_by,
 )
-from kueue_webhook.api.objects import has_quota_reservation
+from kueue_webhook.api.objects import admitted_cluster_queue, has_quota_reservation
 from kueue_webhook.control.cache.store import Change, controller_owner, key_of
 from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.kube.client import ApiError, KubeClient
@@ -381,7 +381,9 @@ class MultiKueueDispatcher:
             else:
                 log.info("workload dispatched", extra={"workload": f"{namespace}/{name}", "worker": cluster})
                 metrics = self.context.metrics
-                metrics.multikueue_dispatched.labels(_cluster_queue(local), cluster, metrics.role).inc()
+                metrics.multikueue_dispatched.labels(
+                    admitted_cluster_queue(local), cluster, metrics.role
+                ).inc()
         if plan.sync_job is not None and job_kind is not None and pods and local_objects is not None:
             await sync_pods(
                 self._client(plan.sync_job),
@@ -459,7 +461,9 @@ class MultiKueueDispatcher:
         updated = await self.context.writer.patch_status(WORKLOADS, local, build)
         if updated is not None and state == "Ready" and previous != "Ready" and cluster_name:
             metrics = self.context.metrics
-            metrics.multikueue_admitted.labels(_cluster_queue(local), cluster_name, metrics.role).inc()
+            metrics.multikueue_admitted.labels(
+                admitted_cluster_queue(local), cluster_name, metrics.role
+            ).inc()
         if updated is not None:
             workload = "/".join(key_of(local))
             log.info("multikueue check", extra={"workload": workload, "state": state, "detail": message})
@@ -470,10 +474,6 @@ class MultiKueueDispatcher:
 def _running_here(workload: JSON) -> bool:
     """Holding its reservation and not being evicted: its job may be running in a worker."""
     return has_quota_reservation(workload) and not is_true(workload, "Evicted")
-
-
-def _cluster_queue(workload: JSON) -> str:
-    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
 
 
 def multikueue_workloads(workloads: Iterable[JSON], checks: set[str]) -> list[JSON]:

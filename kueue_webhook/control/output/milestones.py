@@ -16,7 +16,7 @@ from typing import Any
 
 from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.execution_time import total_execution_seconds
-from kueue_webhook.api.objects import parse_timestamp
+from kueue_webhook.api.objects import admitted_cluster_queue, parse_timestamp
 from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.output.admitted import priority_class_of, queued_for
@@ -26,10 +26,6 @@ from kueue_webhook.control.output.context import ControlContext
 __all__ = ["FinishedWorkloads", "count_eviction", "record_created", "record_ready"]
 
 JSON = dict[str, Any]
-
-
-def _cluster_queue(workload: JSON) -> str:
-    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
 
 
 def record_created(context: ControlContext, obj: JSON, kind: str, workload: JSON) -> None:
@@ -54,7 +50,7 @@ def record_ready(context: ControlContext, workload: JSON) -> None:
     since = parse_timestamp(admitted.get("lastTransitionTime"))
     at = parse_timestamp(ready.get("lastTransitionTime"))
     metrics, role = context.metrics, context.metrics.role
-    labels = (_cluster_queue(workload), priority_class_of(workload), role)
+    labels = (admitted_cluster_queue(workload), priority_class_of(workload), role)
     metrics.series(metrics.ready_wait_time, *labels).observe(queued_for(workload))
     if since and at:
         metrics.series(metrics.admitted_until_ready_wait_time, *labels).observe(max(0.0, at - since))
@@ -64,7 +60,7 @@ def count_eviction(context: ControlContext, evicted: JSON, reason: str, cause: s
     """An eviction just written (``evicted``: the Workload the write answered), as Kueue's evict.Evict
     counts it, by (``reason``, ``cause``): ``Deactivated`` with its cause for a deactivation."""
     metrics, role = context.metrics, context.metrics.role
-    labels = (_cluster_queue(evicted), reason, cause, priority_class_of(evicted), role)
+    labels = (admitted_cluster_queue(evicted), reason, cause, priority_class_of(evicted), role)
     metrics.series(metrics.evicted_workloads, *labels).inc()
     if evictions_of(evicted, reason, cause) == 1:
         metrics.series(metrics.evicted_workloads_once, *labels).inc()
@@ -83,7 +79,7 @@ class FinishedWorkloads:
         if is_true(change.old or {}, "Finished"):
             return
         metrics, role = self.context.metrics, self.context.metrics.role
-        labels = (_cluster_queue(new), priority_class_of(new), role)
+        labels = (admitted_cluster_queue(new), priority_class_of(new), role)
         metrics.series(metrics.finished_workloads, *labels).inc()
         if (seconds := total_execution_seconds(new)) is not None:
             metrics.series(metrics.execution_time, *labels).observe(seconds)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kueue_webhook.api.conditions import is_true
-from kueue_webhook.api.objects import has_quota_reservation
+from kueue_webhook.api.objects import admitted_cluster_queue, has_quota_reservation
 from kueue_webhook.control.cache.store import Change, key_of
 from kueue_webhook.control.cache.workqueue import WorkQueue
 from kueue_webhook.control.kube.kinds import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
@@ -78,12 +78,12 @@ class AdmissionChecksController:
             if _checks_spec(change.old) == _checks_spec(change.new):
                 return
             name = change.key[1]
-            self._mark_reserved(lambda workload: _cluster_queue_of(workload) == name)
+            self._mark_reserved(lambda workload: admitted_cluster_queue(workload) == name)
 
     def _concerned(self, workload: JSON) -> bool:
         if (workload.get("status") or {}).get("admissionChecks"):
             return True
-        spec = self.state().cluster_queue(_cluster_queue_of(workload))
+        spec = self.state().cluster_queue(admitted_cluster_queue(workload))
         return spec is not None and bool(spec.admission_checks)
 
     def resync(self) -> None:
@@ -141,7 +141,7 @@ class AdmissionChecksController:
         workload = self.context.store.get(WORKLOADS, name, namespace)
         if workload is None or not self.context.is_leader() or not _in_force(workload):
             return
-        spec = self.state().cluster_queue(_cluster_queue_of(workload))
+        spec = self.state().cluster_queue(admitted_cluster_queue(workload))
         required = spec.admission_checks if spec is not None else ()
         if not required and not (workload.get("status") or {}).get("admissionChecks"):
             return  # nothing to check: the scheduler loop wrote Admitted=True with the reservation
@@ -186,7 +186,7 @@ class AdmissionChecksController:
         record_admitted(
             self.context,
             workload,
-            cluster_queue=_cluster_queue_of(workload),
+            cluster_queue=admitted_cluster_queue(workload),
             since_reservation=seconds_since(reserved.get("lastTransitionTime")),
         )
 
@@ -194,10 +194,6 @@ class AdmissionChecksController:
 def _checks_spec(cluster_queue: JSON | None) -> tuple[object, object]:
     spec = (cluster_queue or {}).get("spec") or {}
     return spec.get("admissionChecks"), spec.get("admissionChecksStrategy")
-
-
-def _cluster_queue_of(workload: JSON) -> str:
-    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
 
 
 def _in_force(workload: JSON) -> bool:
