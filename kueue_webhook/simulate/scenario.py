@@ -167,10 +167,8 @@ class Scenario:
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     #: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues and WorkloadPriorityClasses, in input order
     objects: list[ConfigObject] = field(default_factory=list)
-    #: ``scheduling.k8s.io`` PriorityClasses: name -> value
-    pod_priority_classes: dict[str, int] = field(default_factory=dict)
-    #: (name, value) of the PriorityClass with ``globalDefault: true`` (the lowest value when several are)
-    pod_priority_default: tuple[str, int] | None = None
+    #: ``scheduling.k8s.io`` PriorityClasses, as the input gives them (value checked)
+    pod_priority_classes: list[Mapping[str, Any]] = field(default_factory=list)
     submissions: list[Submission] = field(default_factory=list)
     #: the controller's ConfigMap when the input has one (fair sharing and its strategies)
     configuration: Configuration = field(default_factory=Configuration)
@@ -201,9 +199,8 @@ class Scenario:
     @property
     def priority_classes(self) -> engine.PriorityClasses:
         """Every priority class of the input, as a Workload's priority reads them."""
-        return engine.PriorityClasses(
-            self.workload_priority_classes, self.pod_priority_classes, self.pod_priority_default
-        )
+        pods = engine.PriorityClasses.from_objects((), self.pod_priority_classes)
+        return replace(pods, workload=self.workload_priority_classes)
 
 
 def with_job_priority(submission: Submission, classes: engine.PriorityClasses) -> Workload:
@@ -423,14 +420,11 @@ def add_document(scenario: Scenario, doc: Any, *, source: str, index: int) -> No
         scenario.deferred.append((source, index, doc))  # the ConfigMap may come later and declare it
         return
     if kind == "PriorityClass" and str(doc.get("apiVersion", "")).startswith("scheduling.k8s.io/"):
-        name = _name(where, doc)
+        _name(where, doc)  # a PriorityClass without a name is refused, as on a cluster
         value = doc.get("value")
         if not isinstance(value, int) or isinstance(value, bool):
             raise SimulationError(f"{where}: value: Required value: a 32-bit integer")
-        scenario.pod_priority_classes[name] = value
-        default = scenario.pod_priority_default
-        if doc.get("globalDefault") is True and (default is None or value < default[1]):
-            scenario.pod_priority_default = (name, value)
+        scenario.pod_priority_classes.append(doc)
         return
     if kind == "ConfigMap":
         meta = doc.get("metadata") or {}
