@@ -66,20 +66,32 @@ def test_the_last_ready_check_admits_and_a_repeat_writes_nothing() -> None:
     assert check_state_status(ready, check="unknown", state="Ready", message="", now=LATER) is None
 
 
+def evict(
+    workload: JSON,
+    reason: str = "Preempted",
+    *,
+    preemption: str = "",
+    now: str = NOW,
+    counted_as: tuple[str, str] | None = None,
+) -> JSON:
+    """The status of the eviction for ``reason`` (counted under it, with no cause, unless told otherwise)."""
+    return evicted_status(
+        workload,
+        reason=reason,
+        message=MESSAGE,
+        preemption_reason=preemption,
+        now=now,
+        counted_as=counted_as or (reason, ""),
+    )
+
+
 def test_eviction_resets_checks_that_are_not_pending() -> None:
     reserved = admitted_with_checks("finance", "budget")
     ready = with_status(
         check_state_status(reserved, check="finance", state="Ready", message="Approved", now=NOW) or {},
         reserved,
     )
-    evicted = evicted_status(
-        ready,
-        reason="Preempted",
-        message=MESSAGE,
-        preemption_reason="InClusterQueue",
-        now=LATER,
-        counted_as=("Preempted", ""),
-    )
+    evicted = evict(ready, preemption="InClusterQueue", now=LATER)
     by_name = {c["name"]: c for c in evicted["admissionChecks"]}
     assert by_name["finance"]["state"] == "Pending"
     assert by_name["finance"]["message"] == "Reset to Pending after eviction. Previously: Ready"
@@ -89,30 +101,13 @@ def test_eviction_resets_checks_that_are_not_pending() -> None:
         "InClusterQueue",
         MESSAGE,
     )
-    assert "admissionChecks" not in evicted_status(
-        admitted_with_checks(),
-        reason="Preempted",
-        message=MESSAGE,
-        preemption_reason="",
-        now=LATER,
-        counted_as=("Preempted", ""),
-    )
+    assert "admissionChecks" not in evict(admitted_with_checks(), now=LATER)
 
 
 def evicted(reason: str) -> JSON:
     reserved = admitted_with_checks()
     preemption = "InClusterQueue" if reason == "Preempted" else ""
-    return with_status(
-        evicted_status(
-            reserved,
-            reason=reason,
-            message=MESSAGE,
-            preemption_reason=preemption,
-            now=NOW,
-            counted_as=(reason, ""),
-        ),
-        reserved,
-    )
+    return with_status(evict(reserved, reason, preemption=preemption), reserved)
 
 
 def test_release_after_a_preemption_requeues_with_the_eviction_reason_and_message() -> None:
@@ -147,16 +142,7 @@ def test_quota_is_released_only_once_the_job_has_no_active_pods() -> None:
 def test_a_readmission_resets_the_eviction_in_its_status_and_leaves_the_read_workload_as_it_was() -> None:
     """The status written is a new one; the Workload it was derived from (the store's copy, or the one a
     conflict's retry derives from again) still shows the eviction."""
-    evicted = with_status(
-        evicted_status(
-            admitted_with_checks(),
-            reason="Preempted",
-            message=MESSAGE,
-            preemption_reason="",
-            now=NOW,
-            counted_as=("Preempted", ""),
-        )
-    )
+    evicted = with_status(evict(admitted_with_checks()))
     before = {
         kind: dict(find(evicted["status"]["conditions"], kind) or {}) for kind in ("Evicted", "Admitted")
     }
@@ -170,32 +156,14 @@ def test_a_readmission_resets_the_eviction_in_its_status_and_leaves_the_read_wor
 def test_each_eviction_is_counted_in_the_scheduling_stats_by_reason_and_cause() -> None:
     """Kueue's workloadEvictionStateInc: status.schedulingStats.evictions, one entry per (reason,
     underlyingCause), its count up by one at each eviction."""
-    first = with_status(
-        evicted_status(
-            admitted_with_checks(),
-            reason="Preempted",
-            message=MESSAGE,
-            preemption_reason="InClusterQueue",
-            now=NOW,
-            counted_as=("Preempted", ""),
-        )
-    )
-    second = evicted_status(
+    first = with_status(evict(admitted_with_checks(), preemption="InClusterQueue"))
+    second = evict(
         first,
-        reason="DeactivatedDueToMaximumExecutionTimeExceeded",
-        message=MESSAGE,
-        preemption_reason="",
+        "DeactivatedDueToMaximumExecutionTimeExceeded",
         now=LATER,
         counted_as=("Deactivated", "MaximumExecutionTimeExceeded"),
     )
-    again = evicted_status(
-        with_status(second, first),
-        reason="Preempted",
-        message=MESSAGE,
-        preemption_reason="InClusterQueue",
-        now=LATER,
-        counted_as=("Preempted", ""),
-    )
+    again = evict(with_status(second, first), preemption="InClusterQueue", now=LATER)
     assert again["schedulingStats"] == {
         "evictions": [
             {"reason": "Preempted", "underlyingCause": "", "count": 2},
