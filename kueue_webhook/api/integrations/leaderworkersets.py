@@ -33,7 +33,11 @@ from kueue_webhook.api.integrations.engine import (
     queue_name,
     workload_name,
 )
-from kueue_webhook.api.integrations.engine.priority import POD_PRIORITY_GROUP, class_priority
+from kueue_webhook.api.integrations.engine.priority import (
+    POD_PRIORITY_GROUP,
+    class_priority,
+    priority_fields,
+)
 from kueue_webhook.api.integrations.pod_groups import (
     GROUP_NAME_LABEL,
     IS_GROUP_WORKLOAD_ANNOTATION,
@@ -210,10 +214,7 @@ def workload_of_group(
     pod_sets = _pod_sets(lws)
     value, class_name, class_group = class_priority(_named_class(lws), classes)
     spec: JSON = {"active": True, "podSets": pod_sets, "queueName": queue_name(lws) or ""}
-    if class_name:
-        kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
-        spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
-    spec["priority"] = value
+    spec.update(priority_fields(value, class_name, class_group))
     labels = {JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {}
     priority_class = _map(lws, "labels").get(PRIORITY_CLASS_LABEL)
     if isinstance(priority_class, str) and priority_class:

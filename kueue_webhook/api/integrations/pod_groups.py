@@ -28,7 +28,8 @@ from kueue_webhook.api.integrations.engine import (
     priority,
     queue_name,
 )
-from kueue_webhook.api.objects import API_VERSION, GROUP
+from kueue_webhook.api.integrations.engine.priority import priority_fields
+from kueue_webhook.api.objects import API_VERSION
 from kueue_webhook.api.pod_shape import shape_hash
 
 __all__ = [
@@ -161,10 +162,7 @@ def group_workload(
         "podSets": [pod_sets[key] for key in sorted(pod_sets)],
         "queueName": queue_name(first) or "",
     }
-    if class_name:
-        kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
-        spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
-    spec["priority"] = value
+    spec.update(priority_fields(value, class_name, class_group))
     if (limit := maximum_execution_time(first)) is not None:  # the first pod's, as Kueue's NewWorkload
         spec["maximumExecutionTimeSeconds"] = limit
     owners = [

@@ -18,6 +18,7 @@ from typing import Any
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.builtin import POD
+from kueue_webhook.api.integrations.engine.priority import class_kind
 from kueue_webhook.api.integrations.reclaimable import recorded_reclaimable
 from kueue_webhook.api.integrations.statefulsets import SCALED_TO_ZERO_MESSAGE
 from kueue_webhook.api.objects import GROUP, has_quota_reservation
@@ -142,9 +143,11 @@ class StepExecutor:
             self.context.events.record(
                 obj, type="Warning", reason="WorkloadPriorityClassNotFound", message=message
             )
-        kind = "WorkloadPriorityClass" if step.group == GROUP else "PriorityClass"
         log.info(
-            "no Workload until its %s %s exists", kind, step.name, extra={"object": "/".join(key_of(obj))}
+            "no Workload until its %s %s exists",
+            class_kind(step.group),
+            step.name,
+            extra={"object": "/".join(key_of(obj))},
         )
 
     async def _finish_workload(self, obj: JSON, step: FinishWorkload, _: Integration) -> None:

@@ -24,10 +24,12 @@ __all__ = [
     "NO_CLASSES",
     "POD_PRIORITY_GROUP",
     "PriorityClasses",
+    "class_kind",
     "class_priority",
     "missing_class",
     "named_class",
     "priority",
+    "priority_fields",
 ]
 
 #: the API group of a pod PriorityClass, as a Workload's ``priorityClassRef`` names it
@@ -54,17 +56,23 @@ class PriorityClasses:
     ) -> PriorityClasses:
         """From WorkloadPriorityClass and PriorityClass objects as the API serves them (each a top-level
         ``value``; a PriorityClass also ``globalDefault``)."""
-        workload = _values(workload_classes)
-        pod: dict[str, int] = {}
-        default: tuple[str, int] | None = None
-        for item in pod_classes:
-            value, name = item.get("value"), str(metadata_of(item).get("name") or "")
-            if not isinstance(value, int) or isinstance(value, bool) or not name:
-                continue
-            pod[name] = value
-            if item.get("globalDefault") is True and (default is None or value < default[1]):
-                default = (name, value)
-        return cls(workload, pod, default)
+        pod_classes = list(pod_classes)
+        pod = _values(pod_classes)
+        defaults = {
+            str(metadata_of(item).get("name") or "")
+            for item in pod_classes
+            if item.get("globalDefault") is True
+        }
+        default = min(
+            ((name, value) for name, value in pod.items() if name in defaults),
+            key=lambda d: d[1],
+            default=None,
+        )
+        return cls(_values(workload_classes), pod, default)
+
+    def of_group(self, group: str) -> Mapping[str, int]:
+        """The values of the classes of API ``group`` (a WorkloadPriorityClass's, else a PriorityClass's)."""
+        return self.workload if group == GROUP else self.pod
 
 
 NO_CLASSES = PriorityClasses()
@@ -101,7 +109,7 @@ def class_priority(named: tuple[str, str] | None, classes: PriorityClasses) -> t
     the object would have."""
     if named is not None:
         group, name = named
-        return (classes.workload if group == GROUP else classes.pod).get(name, 0), name, group
+        return classes.of_group(group).get(name, 0), name, group
     if classes.pod_default is not None:
         name, value = classes.pod_default
         return value, name, POD_PRIORITY_GROUP
@@ -116,7 +124,18 @@ def missing_class(workload: Mapping[str, Any], classes: PriorityClasses) -> tupl
     if not isinstance(ref, Mapping) or not ref.get("name"):
         return None
     group, name = str(ref.get("group") or ""), str(ref["name"])
-    return None if name in (classes.workload if group == GROUP else classes.pod) else (group, name)
+    return None if name in classes.of_group(group) else (group, name)
+
+
+def class_kind(group: str) -> str:
+    """The kind of a priority class of API ``group``."""
+    return "WorkloadPriorityClass" if group == GROUP else "PriorityClass"
+
+
+def priority_fields(value: int, name: str, group: str) -> dict[str, Any]:
+    """A Workload's ``spec.priorityClassRef`` (when a class gave the priority) and ``spec.priority``."""
+    ref = {"priorityClassRef": {"group": group, "kind": class_kind(group), "name": name}} if name else {}
+    return {**ref, "priority": value}
 
 
 def priority(

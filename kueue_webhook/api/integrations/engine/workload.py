@@ -9,7 +9,12 @@ from typing import Any
 
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE
 from kueue_webhook.api.integrations.engine.pod_sets import element_count, element_min_count, elements
-from kueue_webhook.api.integrations.engine.priority import NO_CLASSES, PriorityClasses, priority
+from kueue_webhook.api.integrations.engine.priority import (
+    NO_CLASSES,
+    PriorityClasses,
+    priority,
+    priority_fields,
+)
 from kueue_webhook.api.integrations.engine.reading import (
     JOB_UID_LABEL,
     maximum_execution_time,
@@ -18,7 +23,7 @@ from kueue_webhook.api.integrations.engine.reading import (
     workload_name,
 )
 from kueue_webhook.api.integrations.model import Integration
-from kueue_webhook.api.objects import API_VERSION, GROUP
+from kueue_webhook.api.objects import API_VERSION
 from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.api.topology_request import POD_INDEX_LABELS, template_topology_request
 
@@ -53,10 +58,7 @@ def workload_for(
             pod_set["topologyRequest"] = topology  # Kueue's jobframework NewPodSetTopologyRequest
         sets.append(pod_set)
     spec: JSON = {"active": True, "podSets": sets, "queueName": queue_name(obj) or ""}
-    if class_name:
-        kind = "WorkloadPriorityClass" if class_group == GROUP else "PriorityClass"
-        spec["priorityClassRef"] = {"group": class_group, "kind": kind, "name": class_name}
-    spec["priority"] = class_priority
+    spec.update(priority_fields(class_priority, class_name, class_group))
     if (limit := maximum_execution_time(obj)) is not None:
         spec["maximumExecutionTimeSeconds"] = limit
     metadata: JSON = {
