@@ -12,7 +12,7 @@ how a removal is simulated on the live ledger and undone. Kueue keeps it apart t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 
 from kueue_webhook.api.objects import Preemption
 from kueue_webhook.core.fair_sharing import Share
@@ -21,6 +21,7 @@ from kueue_webhook.core.model import WorkloadInfo
 from kueue_webhook.core.preemption import (
     REASON_IN_CLUSTER_QUEUE,
     REASON_IN_COHORT_FAIR_SHARING,
+    REASON_IN_COHORT_RECLAMATION,
     Candidate,
     Needs,
     QuotaHolders,
@@ -71,7 +72,7 @@ class FairSharingPreemption(TargetSearch):
         chosen: list[Target] = []
         ledger.charge(queue, requests)  # shares are compared with the preemptor admitted
         try:
-            fits, retry = self._first_strategy(node, requests, candidates, chosen)
+            fits, retry = self._first_strategy(node, requests, needs, candidates, chosen)
             if not fits and len(self.strategies) > 1:
                 fits = self._second_strategy(node, requests, retry, chosen)
         finally:
@@ -127,39 +128,38 @@ class FairSharingPreemption(TargetSearch):
         finally:
             ledger.charge(node.name, requests)
 
-    def _queue_share(self, name: str) -> Share | None:
-        target = self.holders.ledger.queues.get(name)
-        return self.share(target) if target is not None else None
-
     def _first_strategy(
         self,
         node: Node,
         requests: Requests,
+        needs: Needs,
         candidates: list[Candidate],
         chosen: list[Target],
     ) -> tuple[bool, list[Candidate]]:
         strategy = self.strategies[0]
-        remaining: dict[str, list[Candidate]] = {}
-        for c in candidates:
-            remaining.setdefault(c.cluster_queue, []).append(c)
+        ordering = _Ordering(node, candidates, self.share, queue=node.name)
+        # a preemptor within its nominal quota where it lacks room (itself counted in) takes that room back
+        # from anyone borrowing, without a share comparison (Kueue's FairSharingPreemptWithinNominal, on by
+        # default)
+        within = within_nominal(node, needs)
         retry: list[Candidate] = []
-        while remaining:
-            target_queue = self._highest_share(remaining)
-            queue_candidates = remaining[target_queue]
-            if target_queue == node.name:
-                candidate = queue_candidates.pop(0)
-                if not queue_candidates:
-                    del remaining[target_queue]
-                self._take(candidate, REASON_IN_CLUSTER_QUEUE, chosen)
+        for target_queue in ordering:
+            if target_queue is node or within:
+                reason = REASON_IN_CLUSTER_QUEUE if target_queue is node else REASON_IN_COHORT_RECLAMATION
+                self._take(ordering.pop(target_queue), reason, chosen)
                 if self._fits(node, requests):
                     return True, retry
                 continue
-            preemptor_share = self.share(node)
-            target_old = self._queue_share(target_queue)
-            while queue_candidates:
-                candidate = queue_candidates.pop(0)
+            preemptor_share, target_old = ordering.shares(target_queue)
+            if preemptor_share.key()[0] and not target_old.key()[0]:
+                # an infinite share (weight 0, borrowing) is below no finite one: no candidate passes
+                while ordering.has(target_queue):
+                    retry.append(ordering.pop(target_queue))
+                continue
+            while ordering.has(target_queue):
+                candidate = ordering.pop(target_queue)
                 remove(self.holders.ledger, (candidate,))
-                target_new = self._queue_share(target_queue)
+                target_new = ordering.shares(target_queue)[1]
                 restore(self.holders.ledger, (candidate,))
                 if _strategy_holds(strategy, preemptor_share, target_old, target_new):
                     self._take(candidate, REASON_IN_COHORT_FAIR_SHARING, chosen)
@@ -167,37 +167,21 @@ class FairSharingPreemption(TargetSearch):
                         return True, retry
                     break  # shares moved: choose the next queue afresh
                 retry.append(candidate)
-            if not queue_candidates:
-                del remaining[target_queue]
         return False, retry
 
     def _second_strategy(
         self, node: Node, requests: Requests, retry: list[Candidate], chosen: list[Target]
     ) -> bool:
-        remaining: dict[str, list[Candidate]] = {}
-        for c in retry:
-            remaining.setdefault(c.cluster_queue, []).append(c)
-        while remaining:
-            target_queue = self._highest_share(remaining)
-            candidate = remaining.pop(target_queue)[0]  # one try per queue, then the queue is dropped
-            if _strategy_holds(
-                "LessThanInitialShare", self.share(node), self._queue_share(target_queue), None
-            ):
+        ordering = _Ordering(node, retry, self.share, queue=node.name)
+        for target_queue in ordering:
+            preemptor_share, target_old = ordering.shares(target_queue)
+            candidate = ordering.pop(target_queue)
+            if _strategy_holds("LessThanInitialShare", preemptor_share, target_old, None):
                 self._take(candidate, REASON_IN_COHORT_FAIR_SHARING, chosen)
                 if self._fits(node, requests):
                     return True
+            ordering.drop(target_queue)  # one try per queue
         return False
-
-    def _highest_share(self, remaining: Mapping[str, list[Candidate]]) -> str:
-        """The ClusterQueue to take from next: highest share first (recomputed, as removals move it),
-        then by name."""
-
-        def rank(name: str) -> tuple[int, float, str]:
-            share = self._queue_share(name)
-            group, value = share.key() if share is not None else (0, 0.0)
-            return (-group, -value, name)
-
-        return min(remaining, key=rank)
 
     def _take(self, candidate: Candidate, reason: str, chosen: list[Target]) -> None:
         remove(self.holders.ledger, (candidate,))
@@ -230,3 +214,117 @@ def _strategy_holds(
     if strategy == "LessThanOrEqualToFinalShare":
         return target_new is not None and preemptor.key() <= target_new.key()
     return preemptor.key() < target_old.key()
+
+
+class _Ordering:
+    """Which ClusterQueue the next candidate is taken from (Kueue's TargetClusterQueueOrdering): from the
+    root of the preemptor's cohort tree down, at each cohort to the child with the highest share (a
+    ClusterQueue, or a cohort to descend into), passing over what does not borrow and is not on the
+    preemptor's path; the preemptor's own ClusterQueue is a child like the others. Shares are compared
+    where the preemptor's and the target's paths meet (``shares``)."""
+
+    def __init__(
+        self,
+        preemptor: Node,
+        candidates: list[Candidate],
+        share: Callable[[Node], Share],
+        *,
+        queue: str,
+    ) -> None:
+        self.preemptor = preemptor
+        self.share = share
+        self.queue = queue
+        ledger_nodes: dict[str, list[Candidate]] = {}
+        for candidate in candidates:  # already in candidate order
+            ledger_nodes.setdefault(candidate.cluster_queue, []).append(candidate)
+        self.waiting = ledger_nodes
+        self.path: list[Node] = []  # the preemptor's cohorts, nearest first
+        parent = preemptor.parent
+        while parent is not None:
+            self.path.append(parent)
+            parent = parent.parent
+        self.on_path = {id(cohort) for cohort in self.path}
+        self.pruned: set[int] = set()
+
+    def __iter__(self) -> Iterator[Node]:
+        preemptor = self.preemptor
+        if preemptor.parent is None:
+            while id(preemptor) not in self.pruned and self.has(preemptor):
+                yield preemptor
+            return
+        root = preemptor.root()
+        while id(root) not in self.pruned:
+            target = self._next(root)
+            if target is not None:
+                yield target
+
+    def has(self, queue: Node) -> bool:
+        return bool(self.waiting.get(queue.name))
+
+    def pop(self, queue: Node) -> Candidate:
+        return self.waiting[queue.name].pop(0)
+
+    def drop(self, queue: Node) -> None:
+        self.pruned.add(id(queue))
+
+    def shares(self, target: Node) -> tuple[Share, Share]:
+        """The preemptor's and the target's shares, each taken at the child of the cohort where their
+        paths meet (the ClusterQueues themselves when they meet at their parent)."""
+        meeting = target.parent
+        while meeting is not None and id(meeting) not in self.on_path:
+            meeting = meeting.parent
+        return self.share(_child_on_path(self.preemptor, meeting)), self.share(
+            _child_on_path(target, meeting)
+        )
+
+    def _next(self, cohort: Node) -> Node | None:
+        best_queue: Node | None = None
+        best_queue_share: tuple[int, float] | None = None
+        best_cohort: Node | None = None
+        best_cohort_share: tuple[int, float] | None = None
+        for child in cohort.children:
+            if id(child) in self.pruned:
+                continue
+            share = self.share(child)
+            key = share.key()
+            if not child.is_cohort:
+                if (not _borrows(child) and child is not self.preemptor) or not self.has(child):
+                    self.pruned.add(id(child))
+                elif best_queue_share is None or key > best_queue_share:
+                    best_queue, best_queue_share = child, key
+                elif (
+                    key == best_queue_share
+                    and best_queue is not None
+                    and self._first_goes_first(child, best_queue)
+                ):
+                    best_queue = child
+            elif not _borrows(child) and id(child) not in self.on_path:
+                self.pruned.add(id(child))
+            elif best_cohort_share is None or key >= best_cohort_share:
+                best_cohort, best_cohort_share = child, key
+        if best_queue is None and best_cohort is None:
+            self.pruned.add(id(cohort))
+            return None
+        if best_cohort is not None and (
+            best_queue_share is None or best_cohort_share is None or best_cohort_share >= best_queue_share
+        ):
+            return self._next(best_cohort)
+        return best_queue
+
+    def _first_goes_first(self, a: Node, b: Node) -> bool:
+        """Of two ClusterQueues with equal shares, whether ``a``'s first candidate comes before ``b``'s."""
+        first_a, first_b = self.waiting[a.name][0], self.waiting[b.name][0]
+        return candidate_order(first_a, self.queue) < candidate_order(first_b, self.queue)
+
+
+def _child_on_path(node: Node, meeting: Node | None) -> Node:
+    """``node``'s ancestor (or ``node``) whose parent is ``meeting``."""
+    while node.parent is not None and node.parent is not meeting:
+        node = node.parent
+    return node
+
+
+def _borrows(node: Node) -> bool:
+    """Whether ``node`` uses more than its subtree quota of anything (Kueue's DRS ``IsBorrowing``)."""
+    usage = node.usage
+    return any(usage.get(fr, 0) > quota for fr, quota in node.subtree.items())

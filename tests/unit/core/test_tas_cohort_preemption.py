@@ -135,4 +135,5 @@ def test_with_fair_sharing_the_borrower_gives_back_a_whole_rack_too() -> None:
     fill_b(state, 3, 2)
     state.upsert_workload(rack_job("rack3", "a", 3, created=2))
     decisions = run_until_quiet(state)
-    assert evictions(decisions) == [("ns/b-new", "b", "InCohortFairSharing")]
+    # a within its nominal quota: taken back without a share comparison (FairSharingPreemptWithinNominal)
+    assert evictions(decisions) == [("ns/b-new", "b", "InCohortReclamation")]
