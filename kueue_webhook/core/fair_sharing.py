@@ -9,8 +9,9 @@ a node of weight 0 that borrows ranks after every node of positive weight.
 
 When fair sharing is on, the heads of one cohort tree are not taken in the classical order
 (non-borrowing first) but by a tournament, again as Kueue does: at every cohort, among the candidates
-coming from its children, the one whose subtree would have the lowest share *with the workload
-admitted* wins; ties go to higher priority, then to the older workload. Shares are recomputed before
+coming from its children, one whose subtree would not borrow what it asks for goes first, then the one
+whose subtree would have the lowest share, both *with the workload admitted*; ties go to higher priority,
+then to the older workload. Shares are recomputed before
 every pick, because each admission moves them. Everything here reads the ledger and adds a workload's
 usage only transiently, restoring it before returning.
 """
@@ -110,8 +111,9 @@ def pick_fairest(
     if node is None or node.parent is None:
         return first
     root = node.root()
-    # share of every ancestor's child on the path, with the contender's usage added
-    shares: dict[tuple[int, str], Share] = {}
+    # share of every ancestor's child on the path, with the contender's usage added, and whether that child
+    # then borrows any of what the contender asks for
+    shares: dict[tuple[int, str], tuple[bool, Share]] = {}
     by_queue: dict[str, Contender[E]] = {}
     for contender in contenders:
         by_queue[contender.cluster_queue] = contender
@@ -122,8 +124,9 @@ def pick_fairest(
         try:
             current: Node = leaf
             while current.parent is not None:
-                shares[(id(current.parent), contender.key)] = dominant_resource_share(
-                    current, weight(current)
+                shares[(id(current.parent), contender.key)] = (
+                    _borrows_any(current, contender.usage),
+                    dominant_resource_share(current, weight(current)),
                 )
                 current = current.parent
         finally:
@@ -132,8 +135,16 @@ def pick_fairest(
     return winner if winner is not None else first
 
 
+def _borrows_any(node: Node, usage: Mapping[FlavorResource, int]) -> bool:
+    """Whether ``node`` uses more than its subtree quota of any flavor/resource in ``usage``."""
+    node_usage, subtree = node.usage, node.subtree
+    return any(amount > 0 and node_usage.get(fr, 0) > subtree.get(fr, 0) for fr, amount in usage.items())
+
+
 def _tournament(
-    cohort: Node, by_queue: Mapping[str, Contender[E]], shares: Mapping[tuple[int, str], Share]
+    cohort: Node,
+    by_queue: Mapping[str, Contender[E]],
+    shares: Mapping[tuple[int, str], tuple[bool, Share]],
 ) -> Contender[E] | None:
     candidates: list[Contender[E]] = []
     for child in cohort.children:
@@ -146,8 +157,11 @@ def _tournament(
     if not candidates:
         return None
 
-    def order(c: Contender[E]) -> tuple[float, tuple[int, float], int, float, str]:
-        share = shares.get((id(cohort), c.key))
-        return (c.claim, share.key() if share is not None else (0, 0.0), -c.priority, c.created, c.key)
+    def order(c: Contender[E]) -> tuple[float, bool, tuple[int, float], int, float, str]:
+        # preemptors first, then those not borrowing what they ask for at this level (Kueue's
+        # FairSharingPrioritizeNonBorrowing, on by default since v0.17), then the lowest share
+        found = shares.get((id(cohort), c.key))
+        borrows, key = (found[0], found[1].key()) if found is not None else (False, (0, 0.0))
+        return (c.claim, borrows, key, -c.priority, c.created, c.key)
 
     return min(candidates, key=order)

@@ -116,3 +116,18 @@ def test_cohort_share_counts_what_its_subtree_borrows_from_the_parent() -> None:
     assert cohort_status(state, "root") == {"fairSharing": {"weightedShare": 0}}
     state.configure_fair_sharing(enabled=False)
     assert cohort_status(state, "org") == {}
+
+
+def test_a_head_that_borrows_nothing_it_asks_for_goes_before_a_lower_share() -> None:
+    """Kueue's FairSharingPrioritizeNonBorrowing (on by default since v0.17): b borrows all of a's lent f2,
+    so its share is the higher, but its new head asks for f1 within b's own quota; a's head would borrow
+    f1. Only one of them fits: b's goes first and gets in, a's waits."""
+    a = cluster_queue("a", {"f1": {"cpu": 2}, "f2": {"cpu": 10}}, cohortName="org")
+    b = cluster_queue("b", {"f1": {"cpu": 4}, "f2": {"cpu": 0}}, cohortName="org")
+    state = state_with(a, b, flavors=("f1", "f2"), local_queues={"lq-a": "a", "lq-b": "b"})
+    state.configure_fair_sharing(enabled=True)
+    state.upsert_workload(workload("b-big", {"cpu": "10"}, queue="lq-b"))
+    assert [d.workload for d in run_until_quiet(state) if isinstance(d, Admit)] == ["ns/b-big"]
+    state.upsert_workload(workload("a-new", {"cpu": "3"}, queue="lq-a", created=1))
+    state.upsert_workload(workload("b-new", {"cpu": "4"}, queue="lq-b", created=2))
+    assert [d.workload for d in run_until_quiet(state) if isinstance(d, Admit)] == ["ns/b-new"]
