@@ -15,7 +15,11 @@ from kueue_webhook.core.decisions import REASON_WAITING
 from kueue_webhook.core.model import FlavorResource
 from kueue_webhook.core.tas.block import TopologyBlock
 
-__all__ = ["Assignment", "CompiledQueue", "Mode", "PodSetResult", "compile_queue"]
+__all__ = ["Assignment", "CompiledQueue", "Mode", "Nomination", "PodSetResult", "compile_queue"]
+
+#: per pod set name, the flavor each of its resources was given when the cycle first assigned it: a
+#: recomputation within the cycle may use only these (Kueue's nomination mapping, "flavor stickiness")
+Nomination = Mapping[str, Mapping[str, str]]
 
 
 class Mode(IntEnum):
@@ -111,6 +115,10 @@ class Assignment:
             if ps.mode is not Mode.FIT
         ]
         return "; ".join(parts)
+
+    def nomination(self) -> Nomination:
+        """The flavors this assignment gave each pod set's resources."""
+        return {ps.name: dict(ps.flavors) for ps in self.pod_sets}
 
     def reason(self) -> str:
         """The QuotaReserved reason when this assignment cannot be admitted now."""

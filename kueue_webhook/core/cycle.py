@@ -33,9 +33,9 @@ from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode
 from kueue_webhook.core.claims import Claim
 from kueue_webhook.core.decisions import (
     EVICTED_BY_PREEMPTION,
+    FITS_AFTER_OTHER_PREEMPTIONS,
     NAMESPACE_MISMATCH,
     NO_LONGER_FITS,
-    OVERLAPPING_TARGETS,
     REASON_MISCONFIGURED,
     REASON_WAITING,
     REASON_WAITING_FOR_PREEMPTED,
@@ -90,6 +90,8 @@ class _Pass:
     decisions: list[Decision] = field(default_factory=list)
     preempted: set[WorkloadKey] = field(default_factory=set)
     set_aside: list[tuple[str, dict[FlavorResource, int]]] = field(default_factory=list)
+    #: the preemption targets each head was nominated with
+    nominated: dict[WorkloadKey, list[Target]] = field(default_factory=dict)
     tried: int = 0
 
     def run(self) -> list[Decision]:
@@ -122,6 +124,10 @@ class _Pass:
                 info.key,
             )
             entries.append((order, info, queue, assignment))
+            if assignment.mode is not Mode.FIT:
+                # whom it would preempt, chosen on the usage at the start of the cycle like its flavors
+                # (Kueue's nomination); checked again against the evictions before it when its turn comes
+                self.nominated[info.key] = self._targets(info, queue.spec.name, assignment)
         entries.sort(key=lambda entry: entry[0])
         try:
             for info, queue, assignment in self._in_turn(entries):
@@ -196,42 +202,33 @@ class _Pass:
         tracker, ledger = self.tracker, self.specs.ledger
         tracked = tracker.workloads[info.key]
         name = queue.spec.name
+        targets = self.nominated.pop(info.key, [])
         if (
             assignment.mode is Mode.FIT
             and self.specs.tas.trees
             and not placements_still_fit(assignment, info, self.specs.tas)
         ):
-            # an admission before it in this cycle took the room its pods were placed in: placed again
-            # (Kueue's TASRecomputeAssignmentWithinSchedulingCycle, on by default)
+            # an admission before it in this cycle took the room its pods were placed in: placed again,
+            # on the flavors it was given (Kueue's TASRecomputeAssignmentWithinSchedulingCycle, on by
+            # default, with its flavor stickiness)
             assignment = partial_admission.assign(
-                self.assigner, info, queue.compiled, can_preempt=partial(self._can_preempt, name)
+                self.assigner,
+                info,
+                queue.compiled,
+                can_preempt=partial(self._can_preempt, name),
+                nominated=assignment.nomination(),
             )
+            targets = self._targets(info, name, assignment)
+        recomputed = bool(targets) and not self.preempted.isdisjoint(t.candidate.info.key for t in targets)
+        if recomputed:
+            # Another preemptor of this cycle chose some of the same victims: assigned again as if the
+            # cycle's victims were gone (Kueue's RecomputeAssignmentUponPreemptionTargetsOverlap, on by
+            # default since v0.20), it preempts others, waits for those evictions, or fails as it would.
+            assignment, targets = self._reassign_past_evictions(info, queue, assignment)
+            if assignment.mode is Mode.FIT:
+                self._defer(info, queue, assignment)
+                return
         mode = assignment.mode
-        targets: list[Target] = []
-        block = assignment.topology_block
-        if mode.needs_preemption and mode is not Mode.NO_CANDIDATES:
-            targets = self.search.targets(
-                queue=name,
-                workload=info,
-                requests=assignment.usage,
-                needs=assignment.needs,
-                topology=None if block is None else TopologyFit(self.specs.tas, block.pod_sets),
-            )
-        elif (
-            mode is Mode.NO_CANDIDATES
-            and block is not None
-            and block.needs is not None
-            and not assignment.needs
-        ):
-            # quota fits, the topology does not: room made by TAS workloads of its ClusterQueue or, by
-            # reclaim, of the borrowers of its cohort (Kueue's Preempt mode for TAS)
-            targets = self.search.targets(
-                queue=name,
-                workload=info,
-                requests=assignment.usage,
-                needs=block.frs,
-                topology=TopologyFit(self.specs.tas, block.pod_sets),
-            )
         if not targets:
             tracker.drop_claim(info.key)
         if mode is not Mode.FIT and not targets:
@@ -241,22 +238,19 @@ class _Pass:
                 self._set_aside(name, _reservable(self.specs.ledger, name, assignment))
             # parked until what it lacks may be free; in a queue that may preempt, also until any
             # release in its own ClusterQueue (``WorkloadTracker._release``)
-            alike = self._shape_shares(mode)
-            queue.pending.requeue_failed(info, retry_when=assignment.shortfalls, alike=alike)
+            # after a recomputation what it failed with is its own, and its flavors were limited to
+            # those first given: it is retried on any release
+            alike = self._shape_shares(mode) and not recomputed
+            retry_when = None if recomputed else assignment.shortfalls
+            queue.pending.requeue_failed(info, retry_when=retry_when, alike=alike)
             tracked.queued = True
             reason, message = assignment.reason(), assignment.message()
             self._wait(info, queue, reason, message)
             self._restate_alike(info, queue, reason, message, alike=alike)
             return
         if targets:
-            target_keys = {t.candidate.info.key for t in targets}
-            if target_keys & self.preempted:
-                tracker.drop_claim(info.key)
-                queue.pending.requeue_failed(info, retry_when=None)
-                tracked.queued = True
-                self._wait(info, queue, REASON_WAITING, OVERLAPPING_TARGETS)
-                return
             # a preemptor is only parked here, never admitted: it may count on every eviction of the cycle
+            target_keys = {t.candidate.info.key for t in targets}
             fits = self._fits_without(name, assignment.usage, self.preempted | target_keys)
         else:
             # An admission takes only room that is free now. Kueue's re-check (scheduler.go ``fits``) also
@@ -288,6 +282,63 @@ class _Pass:
         checks = queue.spec.admission_checks
         tracker.assume(info, admission, assignment.usage, admitted=not checks)
         self.decisions.append(Admit(info.key, name, admission, assignment.borrowing > 0, checks))
+
+    def _targets(self, info: WorkloadInfo, name: str, assignment: Assignment) -> list[Target]:
+        """Whom ``info`` would preempt to be admitted to ``name`` with ``assignment`` (none when it fits
+        or nobody can be preempted)."""
+        mode = assignment.mode
+        block = assignment.topology_block
+        if mode.needs_preemption and mode is not Mode.NO_CANDIDATES:
+            return self.search.targets(
+                queue=name,
+                workload=info,
+                requests=assignment.usage,
+                needs=assignment.needs,
+                topology=None if block is None else TopologyFit(self.specs.tas, block.pod_sets),
+            )
+        if (
+            mode is Mode.NO_CANDIDATES
+            and block is not None
+            and block.needs is not None
+            and not assignment.needs
+        ):
+            # quota fits, the topology does not: room made by TAS workloads of its ClusterQueue or, by
+            # reclaim, of the borrowers of its cohort (Kueue's Preempt mode for TAS)
+            return self.search.targets(
+                queue=name,
+                workload=info,
+                requests=assignment.usage,
+                needs=block.frs,
+                topology=TopologyFit(self.specs.tas, block.pod_sets),
+            )
+        return []
+
+    def _reassign_past_evictions(
+        self, info: WorkloadInfo, queue: QueueState, assignment: Assignment
+    ) -> tuple[Assignment, list[Target]]:
+        """``info``'s assignment and targets as if every victim chosen so far in this cycle were gone,
+        on the flavors it was first given (Kueue's flavor stickiness: a recomputation never moves a
+        workload to another flavor)."""
+        name = queue.spec.name
+        with self.tracker.as_if_gone(self.preempted, wholly=True):
+            again = partial_admission.assign(
+                self.assigner,
+                info,
+                queue.compiled,
+                can_preempt=partial(self._can_preempt, name),
+                nominated=assignment.nomination(),
+            )
+            return again, self._targets(info, name, again)
+
+    def _defer(self, info: WorkloadInfo, queue: QueueState, assignment: Assignment) -> None:
+        """It fits once the evictions other preemptors issued in this cycle are done: it waits for them
+        with the room it needs set aside for the rest of the cycle (Kueue's DeferredFit), then, parked
+        until a release, tries again like any preemptor."""
+        self.tracker.drop_claim(info.key)
+        self._set_aside(queue.spec.name, assignment.usage)
+        queue.pending.requeue_failed(info, retry_when=None)
+        self.tracker.workloads[info.key].queued = True
+        self._wait(info, queue, REASON_WAITING_FOR_PREEMPTED, FITS_AFTER_OTHER_PREEMPTIONS)
 
     def _preempt(
         self, info: WorkloadInfo, queue: QueueState, assignment: Assignment, targets: list[Target]
@@ -332,20 +383,9 @@ class _Pass:
         """Whether ``usage`` fits in ``name`` once the workloads in ``gone`` have released their quota to
         the preemptors that chose them (Kueue's ``fits``: the cycle's victims removed, the usage of the
         preemptors before kept)."""
-        ledger = self.specs.ledger
-        removed = self.tracker.charged(gone)
-        passed = self.tracker.claims_without(frozenset(gone))
-        for victim in removed:
-            ledger.release(victim.cluster_queue, victim.info.usage)
-        for queue, more in passed:
-            ledger.charge(queue, more)
-        try:
-            return all(amount <= ledger.available(name, fr) for fr, amount in usage.items())
-        finally:
-            for queue, more in passed:
-                ledger.release(queue, more)
-            for victim in removed:
-                ledger.charge(victim.cluster_queue, victim.info.usage)
+        available = self.specs.ledger.available
+        with self.tracker.as_if_gone(gone):
+            return all(amount <= available(name, fr) for fr, amount in usage.items())
 
     def _can_preempt(self, name: str, info: WorkloadInfo, assignment: Assignment) -> bool:
         """Whether preemption finds whom to evict so that ``assignment`` fits in ``name``."""

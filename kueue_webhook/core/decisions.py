@@ -38,7 +38,12 @@ REASON_WAITING = "WaitingForQuota"
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 REASON_WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
-OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"
+#: a head whose targets another preemptor of the cycle chose fits once those evictions are done (Kueue's
+#: DeferredFit under RecomputeAssignmentUponPreemptionTargetsOverlap)
+FITS_AFTER_OTHER_PREEMPTIONS = (
+    "Workload has overlapping preemption targets with another workload, but will fit after these "
+    "preemptions complete"
+)
 #: the Evicted condition reason of a preemption (Kueue's WorkloadEvictedByPreemption)
 EVICTED_BY_PREEMPTION = "Preempted"
 #: the most workloads noted per parked group between two restatements (``Notices._since``)

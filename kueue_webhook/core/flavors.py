@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from kueue_webhook.api.objects import FlavorFungibility, ResourceFlavor
-from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode, PodSetResult
+from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode, Nomination, PodSetResult
 from kueue_webhook.core.decisions import REASON_WAITING
 from kueue_webhook.core.ledger import Ledger, available, borrowing_height
 from kueue_webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
@@ -191,15 +191,24 @@ class FlavorAssigner:
     #: nodes and topologies of the TAS flavors (None, or no TAS flavor: quota alone decides)
     tas: TopologyCapacity | None = None
 
-    def assign(self, workload: WorkloadInfo, queue: CompiledQueue) -> Assignment:
-        """Pick a flavor for every requested resource of every pod set, or say why it cannot be done."""
+    def assign(
+        self, workload: WorkloadInfo, queue: CompiledQueue, *, nominated: Nomination | None = None
+    ) -> Assignment:
+        """Pick a flavor for every requested resource of every pod set, or say why it cannot be done.
+        ``nominated``: only the flavors an earlier assignment in the same cycle gave (Kueue's flavor
+        stickiness when it recomputes an assignment within a cycle)."""
         tas = self.tas
-        if tas is None or not tas.flavors:
+        if nominated is None and (tas is None or not tas.flavors):
             common = assign_one_group(workload, queue, self.flavors, self.ledger, self.oracle)
             if common is not None:
                 return common
         assignment = search_flavors(
-            workload=workload, queue=queue, flavors=self.flavors, ledger=self.ledger, oracle=self.oracle
+            workload=workload,
+            queue=queue,
+            flavors=self.flavors,
+            ledger=self.ledger,
+            oracle=self.oracle,
+            nominated=nominated,
         )
         if tas is None or not tas.flavors:
             return assignment
@@ -213,6 +222,7 @@ def search_flavors(
     flavors: Mapping[str, ResourceFlavor],
     ledger: Ledger,
     oracle: PreemptionOracle,
+    nominated: Nomination | None = None,
 ) -> Assignment:
     """The full search of ``FlavorAssigner.assign`` (every rule, every reason)."""
     assigned: dict[FlavorResource, int] = {}
@@ -261,6 +271,12 @@ def search_flavors(
             reasons: list[str] = []
             alternatives: list[tuple[tuple[FlavorResource, int], ...]] = []
             for flavor_name in flavor_names:
+                if nominated is not None and nominated.get(pod_set.name, {}).get(resource) != flavor_name:
+                    reasons.append(
+                        f"skipping flavor {flavor_name} as it is not found in the nomination mapping "
+                        f"for resource {resource}"
+                    )
+                    continue
                 flavor = flavors.get(flavor_name)
                 problem = (
                     f"flavor {flavor_name} not found"

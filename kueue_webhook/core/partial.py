@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode
+from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode, Nomination
 from kueue_webhook.core.flavors import FlavorAssigner
 from kueue_webhook.core.model import WorkloadInfo
 
@@ -98,11 +98,13 @@ def assign(
     queue: CompiledQueue,
     *,
     can_preempt: Callable[[WorkloadInfo, Assignment], bool],
+    nominated: Nomination | None = None,
 ) -> Assignment:
     """The flavor assignment of ``workload``, reduced toward ``minCount`` when the full one cannot be
     admitted (scheduler.go ``getInitialAssignments``). ``can_preempt``: whether preemption finds targets
-    that make room for an assignment that needs it."""
-    full = assigner.assign(workload, queue)
+    that make room for an assignment that needs it; ``nominated``: the flavors it may use
+    (``FlavorAssigner.assign``)."""
+    full = assigner.assign(workload, queue, nominated=nominated)
     if full.mode is Mode.FIT or not can_be_partially_admitted(workload):
         return full
     if _admissible(workload, full, can_preempt):
@@ -110,7 +112,7 @@ def assign(
 
     def fits(counts: tuple[int, ...]) -> Assignment | None:
         smaller = at_counts(workload, counts)
-        assignment = assigner.assign(smaller, queue)
+        assignment = assigner.assign(smaller, queue, nominated=nominated)
         return assignment if _admissible(smaller, assignment, can_preempt) else None
 
     found = search_counts(

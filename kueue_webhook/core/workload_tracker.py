@@ -23,7 +23,8 @@ ClusterQueue, since when, and whether it is already on its way out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kueue_webhook.api.objects import Admission, Preemption, Workload, parse_timestamp
@@ -79,6 +80,8 @@ class WorkloadTracker:
         #: preemptors waiting for their targets to go, with the room claimed for them meanwhile
         self.claims: dict[WorkloadKey, Claim] = {}
         self._holders_cache: dict[str, list[Candidate]] = {}
+        #: workloads preemption does not see for a moment (``as_if_gone``)
+        self._hidden: frozenset[WorkloadKey] = frozenset()
         self._sequence = 0
 
     @property
@@ -294,6 +297,38 @@ class WorkloadTracker:
         """The workloads among ``keys`` that hold quota now."""
         return [self.workloads[k] for k in keys if k in self.workloads and self.workloads[k].charged]
 
+    @contextmanager
+    def as_if_gone(self, keys: Iterable[WorkloadKey], *, wholly: bool = False) -> Iterator[None]:
+        """While it lasts, the workloads among ``keys`` hold no quota, and the room they hold has passed
+        to the preemptors that chose them (Kueue's ``fits``); ``wholly``: they also hold no topology
+        room and are no preemption candidates (Kueue's ``SimulateWorkloadRemoval``). Put back after."""
+        gone = frozenset(keys)
+        removed = self.charged(gone)
+        passed = self.claims_without(gone)
+        ledger, tas = self.ledger, self.specs.tas
+        for victim in removed:
+            ledger.release(victim.cluster_queue, victim.info.usage)
+        for queue, more in passed:
+            ledger.charge(queue, more)
+        aside = [(victim.info.key, tas.set_aside(victim.info.key)) for victim in removed] if wholly else []
+        touched = {victim.cluster_queue for victim in removed} if wholly else set()
+        if wholly:
+            self._hidden = gone
+        for name in touched:
+            self._holders_cache.pop(name, None)
+        try:
+            yield
+        finally:
+            self._hidden = frozenset()
+            for name in touched:
+                self._holders_cache.pop(name, None)
+            for key, charges in aside:
+                tas.put_back(key, charges)
+            for queue, more in passed:
+                ledger.release(queue, more)
+            for victim in removed:
+                ledger.charge(victim.cluster_queue, victim.info.usage)
+
     # == what preemption reads (``preemption.QuotaHolders``) ===========================================
     def preemption_policy(self, cluster_queue: str) -> Preemption:
         return self.specs.preemption_policy(cluster_queue)
@@ -308,7 +343,10 @@ class WorkloadTracker:
         if queue is None:
             return []
         out: list[Candidate] = []
+        hidden = self._hidden
         for tracked in self._reserving(queue):
+            if hidden and tracked.info.key in hidden:
+                continue
             candidate = tracked.candidate
             if (
                 candidate is None
