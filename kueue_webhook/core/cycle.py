@@ -211,14 +211,7 @@ class _Pass:
             # an admission before it in this cycle took the room its pods were placed in: placed again,
             # on the flavors it was given (Kueue's TASRecomputeAssignmentWithinSchedulingCycle, on by
             # default, with its flavor stickiness)
-            assignment = partial_admission.assign(
-                self.assigner,
-                info,
-                queue.compiled,
-                can_preempt=partial(self._can_preempt, name),
-                nominated=assignment.nomination(),
-            )
-            targets = self._targets(info, name, assignment)
+            assignment, targets = self._reassign(info, queue, assignment)
         recomputed = bool(targets) and not self.preempted.isdisjoint(t.candidate.info.key for t in targets)
         if recomputed:
             # Another preemptor of this cycle chose some of the same victims: assigned again as if the
@@ -319,16 +312,22 @@ class _Pass:
         """``info``'s assignment and targets as if every victim chosen so far in this cycle were gone,
         on the flavors it was first given (Kueue's flavor stickiness: a recomputation never moves a
         workload to another flavor)."""
-        name = queue.spec.name
         with self.tracker.as_if_gone(self.preempted, wholly=True):
-            again = partial_admission.assign(
-                self.assigner,
-                info,
-                queue.compiled,
-                can_preempt=partial(self._can_preempt, name),
-                nominated=assignment.nomination(),
-            )
-            return again, self._targets(info, name, again)
+            return self._reassign(info, queue, assignment)
+
+    def _reassign(
+        self, info: WorkloadInfo, queue: QueueState, assignment: Assignment
+    ) -> tuple[Assignment, list[Target]]:
+        """``info``'s assignment and targets computed again now, on the flavors ``assignment`` gave it."""
+        name = queue.spec.name
+        again = partial_admission.assign(
+            self.assigner,
+            info,
+            queue.compiled,
+            can_preempt=partial(self._can_preempt, name),
+            nominated=assignment.nomination(),
+        )
+        return again, self._targets(info, name, again)
 
     def _defer(self, info: WorkloadInfo, queue: QueueState, assignment: Assignment) -> None:
         """It fits once the evictions other preemptors issued in this cycle are done: it waits for them
