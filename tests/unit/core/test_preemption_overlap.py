@@ -1,5 +1,6 @@
-"""Two preemptors of one cycle choosing the same victim (Kueue's RecomputeAssignmentUponPreemptionTargetsOverlap,
-on by default since v0.20; the cases are those of Kueue's ``pkg/scheduler/scheduler_recompute_preemption_test.go``).
+"""Two preemptors of one cycle choosing the same victim (Kueue's
+RecomputeAssignmentUponPreemptionTargetsOverlap, on by default since v0.20; the cases are those of Kueue's
+``pkg/scheduler/scheduler_recompute_preemption_test.go``).
 
 The second preemptor's assignment is computed again as if the victims chosen before it were gone, on the
 flavors it was first given: it then preempts other workloads in the same cycle, waits for the evictions
