@@ -50,6 +50,18 @@ PREEMPTION_STRATEGY_LISTS = (
 
 
 @dataclass(frozen=True, slots=True)
+class LocalQueueMetrics:
+    """Kueue's ``metrics.localQueueMetrics``: the ``kueue_local_queue_*`` series, on by default (Kueue's
+    LocalQueueMetrics gate and defaulting since v0.17), for every LocalQueue or those ``selector`` matches."""
+
+    enable: bool = True
+    selector: LabelSelector | None = None
+
+    def exposes(self, local_queue_labels: Mapping[str, str]) -> bool:
+        return self.enable and (self.selector is None or self.selector.matches(local_queue_labels))
+
+
+@dataclass(frozen=True, slots=True)
 class FairSharing:
     """Kueue's fair sharing switch and preemption strategies (the scheduler core reads these)."""
 
@@ -192,6 +204,7 @@ class Configuration:
     internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
     integrations: Integrations = field(default_factory=Integrations)
     multi_kueue: MultiKueue = field(default_factory=MultiKueue)
+    local_queue_metrics: LocalQueueMetrics = field(default_factory=LocalQueueMetrics)
     #: None: the level given on the command line (``serve --log-level``, info by default) stands
     log_level: str | None = None
     #: fields of Kueue's configuration that were present but have no effect here

@@ -20,6 +20,7 @@ from kueue_webhook.api.config_model import (
     FairSharing,
     InternalCertManagement,
     LabelPolicy,
+    LocalQueueMetrics,
     ManualApproval,
     MultiKueue,
     RequeuingStrategy,
@@ -50,7 +51,6 @@ _KUEUE_ONLY_FIELDS = frozenset(
         "apiVersion",
         "kind",
         "health",
-        "metrics",
         "webhook",
         "leaderElection",
         "controller",
@@ -97,6 +97,7 @@ class ConfigurationReader(FieldReader):
             "internalCertManagement",
             "integrations",
             "multiKueue",
+            "metrics",
             "logLevel",
         }
         root = self.mapping(data, "", frozenset(own) | _KUEUE_ONLY_FIELDS)
@@ -134,6 +135,7 @@ class ConfigurationReader(FieldReader):
             internal_cert_management=self.internal_cert_management(root),
             integrations=self.integrations(root.get("integrations")),
             multi_kueue=self.multi_kueue(root.get("multiKueue")),
+            local_queue_metrics=self.local_queue_metrics(root.get("metrics")),
             log_level=log_level,
             warnings=tuple(
                 f"{key}: accepted for compatibility with Kueue, has no effect here"
@@ -272,6 +274,32 @@ class ConfigurationReader(FieldReader):
                 section.get("backoffLimitCount"), f"{path}.backoffLimitCount", None, 0
             ),
         )
+
+    def local_queue_metrics(self, value: object) -> LocalQueueMetrics:
+        """Kueue's ``metrics``: ``localQueueMetrics`` (``enable``, ``localQueueSelector``) is read; the
+        other fields are accepted with a warning (the metrics are served on the HTTPS port, with Kueue's
+        labels only)."""
+        path = "metrics"
+        known = frozenset({"bindAddress", "enableClusterQueueResources", "customLabels", "localQueueMetrics"})
+        section = self.mapping(value, path, known)
+        if not section:
+            return LocalQueueMetrics()
+        for key in sorted(known - {"localQueueMetrics"}):
+            if key in section:
+                self.warnings.append(f"{path}.{key}: accepted for compatibility with Kueue, no effect here")
+        where = f"{path}.localQueueMetrics"
+        if section.get("localQueueMetrics") is None:
+            return LocalQueueMetrics()
+        local = self.mapping(section["localQueueMetrics"], where, frozenset({"enable", "localQueueSelector"}))
+        if local is None:
+            return LocalQueueMetrics()
+        selector = None
+        if local.get("localQueueSelector") is not None:
+            selector = self.selector(local["localQueueSelector"], f"{where}.localQueueSelector")
+        # Kueue defaults a missing section to enable: true; a section written without ``enable`` leaves it
+        # at its zero value, off, as in Kueue
+        enable = self.boolean(local.get("enable"), f"{where}.enable", False)
+        return LocalQueueMetrics(enable=enable, selector=selector)
 
     def label_policy(self, value: object) -> LabelPolicy:
         path = "labelPolicy"

@@ -365,6 +365,21 @@ class PendingQueue:
         infos.sort(key=lambda i: i.sort_key)
         return iter(infos)
 
+    def by_local_queue(self) -> dict[tuple[str, str], list[int]]:
+        """Per LocalQueue (namespace, name): how many are active and how many parked (O(n): for metrics)."""
+        out: dict[tuple[str, str], list[int]] = {}
+        for _, info in self._entries.values():
+            counts = out.get((info.namespace, info.queue_name))
+            if counts is None:
+                counts = out[(info.namespace, info.queue_name)] = [0, 0]
+            counts[0] += 1
+        for info in self._parked.values():
+            counts = out.get((info.namespace, info.queue_name))
+            if counts is None:
+                counts = out[(info.namespace, info.queue_name)] = [0, 0]
+            counts[1] += 1
+        return out
+
     def unordered(self) -> Iterator[WorkloadInfo]:
         """Every pending workload, in no particular order (O(n): for counts)."""
         yield from (entry[1] for entry in self._entries.values())

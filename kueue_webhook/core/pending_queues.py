@@ -122,6 +122,11 @@ class PendingQueues:
         queue = self.queues.get(name)
         return len(queue.pending) if queue is not None else 0
 
+    def pending_by_local_queue(self, name: str) -> dict[tuple[str, str], list[int]]:
+        """Pending workloads of a ClusterQueue per LocalQueue (namespace, name): [active, inadmissible]."""
+        queue = self.queues.get(name)
+        return queue.pending.by_local_queue() if queue is not None else {}
+
     def inadmissible_count(self, name: str) -> int:
         """Pending workloads parked until something changes (Kueue's inadmissible ones, as
         ``kueue_pending_workloads{status="inadmissible"}`` counts them); the rest of ``pending_count`` are

@@ -203,6 +203,7 @@ class SchedulerState:
     pending_unordered = _forward(_pending, PendingQueues.pending_unordered)
     pending_count = _forward(_pending, PendingQueues.pending_count)
     inadmissible_count = _forward(_pending, PendingQueues.inadmissible_count)
+    pending_by_local_queue = _forward(_pending, PendingQueues.pending_by_local_queue)
     reserving_in = _forward(_tracker, WorkloadTracker.reserving_in)
 
     def last_wait(self, key: str) -> tuple[str, str] | None:

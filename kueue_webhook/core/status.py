@@ -119,35 +119,18 @@ def cohort_status(state: SchedulerView, name: str) -> dict[str, Any]:
     return {"fairSharing": {"weightedShare": state.share_of(node).rounded}}
 
 
-def local_queue_status(state: SchedulerView, namespace: str, name: str) -> dict[str, Any]:
-    """The ``status`` of a LocalQueue: its share of its ClusterQueue's pending and admitted work."""
+def local_queue_conditions(state: SchedulerView, namespace: str, name: str) -> list[dict[str, str]]:
+    """A LocalQueue's ``Active`` condition: stopped, its ClusterQueue missing or inactive, or ready."""
     local_queue = state.local_queues.get(f"{namespace}/{name}")
-    conditions: list[dict[str, str]]
     cluster_queue = local_queue.cluster_queue if local_queue is not None else ""
     if local_queue is None or local_queue.stop_policy != "None":
-        conditions = [
-            {"type": "Active", "status": "False", "reason": "Stopped", "message": "LocalQueue is stopped"}
-        ]
+        reason, message = "Stopped", "LocalQueue is stopped"
     elif state.cluster_queue(cluster_queue) is None:
-        conditions = [
-            {
-                "type": "Active",
-                "status": "False",
-                "reason": "ClusterQueueDoesNotExist",
-                "message": "Can't submit new workloads to clusterQueue",
-            }
-        ]
+        reason, message = "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue"
     elif cluster_queue_active(state, cluster_queue)[0] != "True":
-        conditions = [
-            {
-                "type": "Active",
-                "status": "False",
-                "reason": "ClusterQueueIsInactive",
-                "message": "Can't submit new workloads to clusterQueue",
-            }
-        ]
+        reason, message = "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue"
     else:
-        conditions = [
+        return [
             {
                 "type": "Active",
                 "status": "True",
@@ -155,6 +138,19 @@ def local_queue_status(state: SchedulerView, namespace: str, name: str) -> dict[
                 "message": "Can submit new workloads to localQueue",
             }
         ]
+    return [{"type": "Active", "status": "False", "reason": reason, "message": message}]
+
+
+def local_queue_active(state: SchedulerView, namespace: str, name: str) -> str:
+    """The status of the LocalQueue's ``Active`` condition ("True" or "False")."""
+    return local_queue_conditions(state, namespace, name)[0]["status"]
+
+
+def local_queue_status(state: SchedulerView, namespace: str, name: str) -> dict[str, Any]:
+    """The ``status`` of a LocalQueue: its share of its ClusterQueue's pending and admitted work."""
+    local_queue = state.local_queues.get(f"{namespace}/{name}")
+    cluster_queue = local_queue.cluster_queue if local_queue is not None else ""
+    conditions = local_queue_conditions(state, namespace, name)
     mine = [
         (info, admitted)
         for info, admitted in state.reserving_in(cluster_queue)

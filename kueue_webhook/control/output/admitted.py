@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from kueue_webhook.api.objects import parse_timestamp
+from kueue_webhook.control.kube.kinds import LOCAL_QUEUES
 from kueue_webhook.control.output.conditions import find
 from kueue_webhook.control.output.context import ControlContext
 
@@ -40,6 +41,22 @@ def priority_class_of(workload: JSON) -> str:
     return str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
 
 
+def exposed_local_queue(context: ControlContext, workload: JSON) -> tuple[str, str] | None:
+    """The (name, namespace) of the Workload's LocalQueue when its ``kueue_local_queue_*`` series are
+    exposed (``metrics.localQueueMetrics``: on, and its selector matching the LocalQueue's labels)."""
+    settings = context.configuration().local_queue_metrics
+    name = str((workload.get("spec") or {}).get("queueName") or "")
+    if not settings.enable or not name:
+        return None
+    namespace = str((workload.get("metadata") or {}).get("namespace") or "")
+    if settings.selector is not None:
+        local_queue = context.store.get(LOCAL_QUEUES, name, namespace)
+        labels = ((local_queue or {}).get("metadata") or {}).get("labels") or {}
+        if local_queue is None or not settings.exposes(labels):
+            return None
+    return name, namespace
+
+
 def record_quota_reserved(context: ControlContext, workload: JSON, *, cluster_queue: str) -> None:
     """Count the quota reservation just written and tell the Workload's watchers (Kueue's scheduler)."""
     waited = queued_for(workload)
@@ -48,6 +65,10 @@ def record_quota_reserved(context: ControlContext, workload: JSON, *, cluster_qu
     metrics.series(metrics.admission_attempts, "success", role).inc()
     metrics.series(metrics.quota_reserved_workloads, cluster_queue, priority_class, role).inc()
     metrics.series(metrics.quota_reserved_wait_time, cluster_queue, priority_class, role).observe(waited)
+    if (local_queue := exposed_local_queue(context, workload)) is not None:
+        labels = (*local_queue, priority_class, role)
+        metrics.series(metrics.lq_quota_reserved_workloads, *labels).inc()
+        metrics.series(metrics.lq_quota_reserved_wait_time, *labels).observe(waited)
     context.events.record(
         workload,
         type="Normal",
@@ -63,15 +84,21 @@ def record_admitted(
     was reserved (0 when both happen in one write)."""
     priority_class = priority_class_of(workload)
     metrics, role = context.metrics, context.metrics.role
+    waited = queued_for(workload)
+    checked = bool((workload.get("status") or {}).get("admissionChecks"))
     metrics.series(metrics.admitted_workloads, cluster_queue, priority_class, role).inc()
-    metrics.series(metrics.admission_wait_time, cluster_queue, priority_class, role).observe(
-        queued_for(workload)
-    )
-    if (workload.get("status") or {}).get("admissionChecks"):
+    metrics.series(metrics.admission_wait_time, cluster_queue, priority_class, role).observe(waited)
+    if checked:
         # Kueue's ReportAdmissionChecksWaitTime: 0 when the checks were Ready as the quota was reserved
         metrics.series(metrics.admission_checks_wait_time, cluster_queue, priority_class, role).observe(
             since_reservation
         )
+    if (local_queue := exposed_local_queue(context, workload)) is not None:
+        labels = (*local_queue, priority_class, role)
+        metrics.series(metrics.lq_admitted_workloads, *labels).inc()
+        metrics.series(metrics.lq_admission_wait_time, *labels).observe(waited)
+        if checked:
+            metrics.series(metrics.lq_admission_checks_wait_time, *labels).observe(since_reservation)
     message = (
         f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was {since_reservation:.0f}s"
     )

@@ -23,6 +23,12 @@ QUEUE_AND_PRIORITY = ("cluster_queue", "priority_class", ROLE)
 QUEUE_AND_STATUS = ("cluster_queue", "status", ROLE)
 #: The ClusterQueue states Kueue reports in ``kueue_cluster_queue_status`` (one-hot per queue).
 CLUSTER_QUEUE_STATES = ("pending", "active", "terminating")
+#: Kueue's LocalQueue series are labelled by the LocalQueue's ``name`` and ``namespace``
+LQ = ("name", "namespace", ROLE)
+LQ_AND_PRIORITY = ("name", "namespace", "priority_class", ROLE)
+LQ_RESOURCE_LABELS = ("name", "namespace", "flavor", "resource", ROLE)
+#: The values of ``active`` in ``kueue_local_queue_status`` (its Active condition; one-hot per queue).
+LOCAL_QUEUE_STATES = ("True", "False", "Unknown")
 
 M = TypeVar("M", Counter, Gauge, Histogram)
 
@@ -247,6 +253,111 @@ class Metrics:
         "The weighted share of a Cohort, computed as for a ClusterQueue.",
         ("cohort", ROLE),
     )
+    # -- per LocalQueue (Kueue's LocalQueueMetrics, ``metrics.localQueueMetrics`` in the ConfigMap) --------
+    lq_pending_workloads = _Metric(
+        Gauge,
+        "kueue_local_queue_pending_workloads",
+        "Pending workloads per LocalQueue and status (active or inadmissible).",
+        ("name", "namespace", "status", ROLE),
+    )
+    lq_reserving_active_workloads = _Metric(
+        Gauge,
+        "kueue_local_queue_reserving_active_workloads",
+        "Workloads holding a quota reservation per LocalQueue.",
+        LQ,
+    )
+    lq_admitted_active_workloads = _Metric(
+        Gauge,
+        "kueue_local_queue_admitted_active_workloads",
+        "Admitted, not finished workloads per LocalQueue.",
+        LQ,
+    )
+    lq_status = _Metric(
+        Gauge,
+        "kueue_local_queue_status",
+        "Active condition of a LocalQueue: 1 for its current status among True, False, Unknown.",
+        ("name", "namespace", "active", ROLE),
+    )
+    lq_resource_usage = _Metric(
+        Gauge,
+        "kueue_local_queue_resource_usage",
+        "Resource usage of admitted workloads per LocalQueue, flavor and resource.",
+        LQ_RESOURCE_LABELS,
+    )
+    lq_resource_reservation = _Metric(
+        Gauge,
+        "kueue_local_queue_resource_reservation",
+        "Resources reserved by workloads per LocalQueue, flavor and resource.",
+        LQ_RESOURCE_LABELS,
+    )
+    lq_quota_reserved_workloads = _Metric(
+        Counter,
+        "kueue_local_queue_quota_reserved_workloads_total",
+        "Workloads that got a quota reservation per LocalQueue.",
+        LQ_AND_PRIORITY,
+    )
+    lq_admitted_workloads = _Metric(
+        Counter,
+        "kueue_local_queue_admitted_workloads_total",
+        "Admitted workloads per LocalQueue.",
+        LQ_AND_PRIORITY,
+    )
+    lq_finished_workloads = _Metric(
+        Counter,
+        "kueue_local_queue_finished_workloads_total",
+        "Finished workloads per LocalQueue.",
+        LQ_AND_PRIORITY,
+    )
+    lq_evicted_workloads = _Metric(
+        Counter,
+        "kueue_local_queue_evicted_workloads_total",
+        "Evicted workloads per LocalQueue, reason and underlying_cause.",
+        ("name", "namespace", "reason", "underlying_cause", "priority_class", ROLE),
+    )
+    lq_quota_reserved_wait_time = _Metric(
+        Histogram,
+        "kueue_local_queue_quota_reserved_wait_time_seconds",
+        "Time from a workload's creation or requeue until quota reservation, per LocalQueue.",
+        LQ_AND_PRIORITY,
+        buckets=14,
+    )
+    lq_admission_wait_time = _Metric(
+        Histogram,
+        "kueue_local_queue_admission_wait_time_seconds",
+        "Time from a workload's creation or requeue until admission, per LocalQueue.",
+        LQ_AND_PRIORITY,
+        buckets=14,
+    )
+    lq_admission_checks_wait_time = _Metric(
+        Histogram,
+        "kueue_local_queue_admission_checks_wait_time_seconds",
+        "Time from a workload's quota reservation until admission, per LocalQueue (workloads with "
+        "admission checks).",
+        LQ_AND_PRIORITY,
+        buckets=14,
+    )
+    lq_ready_wait_time = _Metric(
+        Histogram,
+        "kueue_local_queue_ready_wait_time_seconds",
+        "Time from a workload's creation or requeue until its pods were first ready, per LocalQueue.",
+        LQ_AND_PRIORITY,
+        buckets=14,
+    )
+    lq_admitted_until_ready_wait_time = _Metric(
+        Histogram,
+        "kueue_local_queue_admitted_until_ready_wait_time_seconds",
+        "Time from a workload's admission until its pods were first ready, per LocalQueue.",
+        LQ_AND_PRIORITY,
+        buckets=14,
+    )
+    lq_execution_time = _Metric(
+        Histogram,
+        "kueue_local_queue_execution_time_seconds",
+        "Execution time of a finished admitted workload, from admission to completion (earlier admissions "
+        "included), per LocalQueue.",
+        LQ_AND_PRIORITY,
+        buckets=16,
+    )
     config_reloads = _Metric(
         Counter,
         "kueue_webhook_config_reloads_total",
@@ -340,6 +451,25 @@ class Metrics:
             index = names.index("cluster_queue")
             for labels in list(metric._metrics):
                 if labels[index] == cluster_queue:
+                    metric.remove(*labels)
+
+    def set_local_queue_state(self, *, namespace: str, name: str, active: str) -> None:
+        """One-hot the LocalQueue's Active condition status, as Kueue reports it."""
+        for candidate in LOCAL_QUEUE_STATES:
+            self.lq_status.labels(name, namespace, candidate, self.role).set(1 if candidate == active else 0)
+
+    def forget_local_queue(self, *, namespace: str, name: str) -> None:
+        """Drop every gauge series of a LocalQueue that is gone, or whose series are no longer exposed."""
+        for metric in (
+            self.lq_pending_workloads,
+            self.lq_reserving_active_workloads,
+            self.lq_admitted_active_workloads,
+            self.lq_status,
+            self.lq_resource_usage,
+            self.lq_resource_reservation,
+        ):
+            for labels in list(metric._metrics):
+                if labels[0] == name and labels[1] == namespace:
                     metric.remove(*labels)
 
     def forget_role(self, role: str) -> None:

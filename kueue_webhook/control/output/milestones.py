@@ -19,7 +19,7 @@ from kueue_webhook.api.execution_time import total_execution_seconds
 from kueue_webhook.api.objects import admitted_cluster_queue, parse_timestamp
 from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.kube.kinds import WORKLOADS
-from kueue_webhook.control.output.admitted import priority_class_of, queued_for
+from kueue_webhook.control.output.admitted import exposed_local_queue, priority_class_of, queued_for
 from kueue_webhook.control.output.conditions import evictions_of, find
 from kueue_webhook.control.output.context import ControlContext
 
@@ -50,20 +50,30 @@ def record_ready(context: ControlContext, workload: JSON) -> None:
     since = parse_timestamp(admitted.get("lastTransitionTime"))
     at = parse_timestamp(ready.get("lastTransitionTime"))
     metrics, role = context.metrics, context.metrics.role
-    labels = (admitted_cluster_queue(workload), priority_class_of(workload), role)
-    metrics.series(metrics.ready_wait_time, *labels).observe(queued_for(workload))
+    priority_class, waited = priority_class_of(workload), queued_for(workload)
+    labels = (admitted_cluster_queue(workload), priority_class, role)
+    metrics.series(metrics.ready_wait_time, *labels).observe(waited)
     if since and at:
         metrics.series(metrics.admitted_until_ready_wait_time, *labels).observe(max(0.0, at - since))
+    if (local_queue := exposed_local_queue(context, workload)) is not None:
+        lq_labels = (*local_queue, priority_class, role)
+        metrics.series(metrics.lq_ready_wait_time, *lq_labels).observe(waited)
+        if since and at:
+            ready_after = max(0.0, at - since)
+            metrics.series(metrics.lq_admitted_until_ready_wait_time, *lq_labels).observe(ready_after)
 
 
 def count_eviction(context: ControlContext, evicted: JSON, reason: str, cause: str) -> None:
     """An eviction just written (``evicted``: the Workload the write answered), as Kueue's evict.Evict
     counts it, by (``reason``, ``cause``): ``Deactivated`` with its cause for a deactivation."""
     metrics, role = context.metrics, context.metrics.role
-    labels = (admitted_cluster_queue(evicted), reason, cause, priority_class_of(evicted), role)
+    priority_class = priority_class_of(evicted)
+    labels = (admitted_cluster_queue(evicted), reason, cause, priority_class, role)
     metrics.series(metrics.evicted_workloads, *labels).inc()
     if evictions_of(evicted, reason, cause) == 1:
         metrics.series(metrics.evicted_workloads_once, *labels).inc()
+    if (local_queue := exposed_local_queue(context, evicted)) is not None:
+        metrics.series(metrics.lq_evicted_workloads, *local_queue, reason, cause, priority_class, role).inc()
 
 
 class FinishedWorkloads:
@@ -79,7 +89,14 @@ class FinishedWorkloads:
         if is_true(change.old or {}, "Finished"):
             return
         metrics, role = self.context.metrics, self.context.metrics.role
-        labels = (admitted_cluster_queue(new), priority_class_of(new), role)
+        priority_class = priority_class_of(new)
+        labels = (admitted_cluster_queue(new), priority_class, role)
+        local_queue = exposed_local_queue(self.context, new)
+        lq_labels = (*local_queue, priority_class, role) if local_queue is not None else None
         metrics.series(metrics.finished_workloads, *labels).inc()
+        if lq_labels is not None:
+            metrics.series(metrics.lq_finished_workloads, *lq_labels).inc()
         if (seconds := total_execution_seconds(new)) is not None:
             metrics.series(metrics.execution_time, *labels).observe(seconds)
+            if lq_labels is not None:
+                metrics.series(metrics.lq_execution_time, *lq_labels).observe(seconds)

@@ -269,6 +269,7 @@ class Controller(LeadershipTerm):
         self.live_config.subscribe(lambda _: self.cert_rotation.request())
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
+        self.live_config.subscribe(self.status.reconfigure)
         self.live_config.subscribe(self._rearm_pods_ready)
         self.leading = asyncio.Event()
         # each of the leader's consumers is its own listener, told changes only while this replica leads:

@@ -29,8 +29,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from kueue_webhook.api.config_model import Configuration
 from kueue_webhook.api.quantity import NANO
 from kueue_webhook.control.cache.store import Change, key_of
 from kueue_webhook.control.kube.kinds import (
@@ -46,12 +48,37 @@ from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.paced import PacedReporter
 from kueue_webhook.control.output.queue_status import merge_status, status_differs
 from kueue_webhook.core.model import FlavorResource
-from kueue_webhook.core.status import cluster_queue_active, cluster_queue_status, local_queue_status
+from kueue_webhook.core.status import (
+    cluster_queue_active,
+    cluster_queue_status,
+    local_queue_active,
+    local_queue_status,
+)
 from kueue_webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
 Reservation = tuple[Mapping[FlavorResource, int], bool]
 log = logging.getLogger("kueue_webhook.status")
+
+
+@dataclass(slots=True)
+class _Held:
+    """What one LocalQueue's Workloads hold in their ClusterQueue: how many reserve and are admitted, and
+    the quota they reserve and use (admitted only) per flavor/resource."""
+
+    reserving: int = 0
+    admitted: int = 0
+    reserved: dict[FlavorResource, int] = field(default_factory=dict)
+    used: dict[FlavorResource, int] = field(default_factory=dict)
+
+    def add(self, usage: Mapping[FlavorResource, int], *, admitted: bool) -> None:
+        self.reserving += 1
+        for fr, nanos in usage.items():
+            self.reserved[fr] = self.reserved.get(fr, 0) + nanos
+        if admitted:
+            self.admitted += 1
+            for fr, nanos in usage.items():
+                self.used[fr] = self.used.get(fr, 0) + nanos
 
 
 class QueueStatusReporter(PacedReporter):
@@ -72,6 +99,7 @@ class QueueStatusReporter(PacedReporter):
         self._cq_of_lq: dict[tuple[str, str], str] | None = None
         self._lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
         self._last_gpu_tick = time.monotonic()
+        self._local_queue_metrics = context.configuration().local_queue_metrics
 
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
@@ -143,6 +171,7 @@ class QueueStatusReporter(PacedReporter):
         self._tick_gpu_seconds(state)
         for name in (n for n in marked_cq if n):  # "": a LocalQueue that names no ClusterQueue
             self._report_metrics(name, state)
+        self._report_local_queue_metrics(marked_lq, state)
         now = now_rfc3339()
         refused = False
         for name in (n for n in cluster_queues if n):
@@ -225,6 +254,69 @@ class QueueStatusReporter(PacedReporter):
                         metrics.lending_limit.labels(*labels).set(quota.lending_limit.nanos / NANO)
                     metrics.resource_usage.labels(*labels).set(usage.get(fr, 0) / NANO)
                     metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
+
+    def reconfigure(self, configuration: Configuration) -> None:
+        """A reload changed ``metrics.localQueueMetrics``: every LocalQueue's series are reported again, or
+        dropped."""
+        if configuration.local_queue_metrics != self._local_queue_metrics:
+            self._local_queue_metrics = configuration.local_queue_metrics
+            self.mark_all()
+
+    def _report_local_queue_metrics(
+        self, marked: Mapping[tuple[str, str], None], state: SchedulerView
+    ) -> None:
+        """Kueue's per-LocalQueue gauges for the LocalQueues marked since the last pass, those the
+        configuration exposes (``metrics.localQueueMetrics``); the others' series are dropped."""
+        metrics, store = self.context.metrics, self.context.store
+        settings = self.context.configuration().local_queue_metrics
+        index = self._index()
+        by_cluster_queue: dict[str, list[tuple[str, str]]] = {}
+        for key in marked:
+            namespace, name = key
+            if not name:
+                continue
+            if settings.selector is None:
+                exposed = settings.enable and store.contains(LOCAL_QUEUES, name, namespace)
+            else:
+                lq = store.get(LOCAL_QUEUES, name, namespace) if settings.enable else None
+                exposed = lq is not None and settings.exposes((lq.get("metadata") or {}).get("labels") or {})
+            if not exposed:
+                metrics.forget_local_queue(namespace=namespace, name=name)
+                continue
+            by_cluster_queue.setdefault(index.get(key, ""), []).append(key)
+        role = metrics.role
+        for cluster_queue, keys in by_cluster_queue.items():
+            spec = state.cluster_queue(cluster_queue) if cluster_queue else None
+            pending = state.pending_by_local_queue(cluster_queue) if spec is not None else {}
+            # as in Kueue, a ClusterQueue that admits nothing has no active pending Workloads
+            inactive = spec is None or cluster_queue_active(state, cluster_queue)[0] != "True"
+            held: dict[tuple[str, str], _Held] = {}
+            for info, admitted in state.reserving_in(cluster_queue) if spec is not None else ():
+                entry = held.get((info.namespace, info.queue_name))
+                if entry is None:
+                    entry = held[(info.namespace, info.queue_name)] = _Held()
+                entry.add(info.usage, admitted=admitted)
+            for namespace, name in keys:
+                active, inadmissible = pending.get((namespace, name), (0, 0))
+                if inactive:
+                    active, inadmissible = 0, active + inadmissible
+                metrics.lq_pending_workloads.labels(name, namespace, "active", role).set(active)
+                metrics.lq_pending_workloads.labels(name, namespace, "inadmissible", role).set(inadmissible)
+                mine = held.get((namespace, name)) or _Held()
+                metrics.lq_reserving_active_workloads.labels(name, namespace, role).set(mine.reserving)
+                metrics.lq_admitted_active_workloads.labels(name, namespace, role).set(mine.admitted)
+                status = local_queue_active(state, namespace, name)
+                metrics.set_local_queue_state(namespace=namespace, name=name, active=status)
+                if spec is None:
+                    continue
+                for group in spec.resource_groups:
+                    for flavor in group.flavors:
+                        for quota in flavor.resources:
+                            fr = (flavor.name, quota.name)
+                            labels = (name, namespace, flavor.name, quota.name, role)
+                            reserved, used = mine.reserved.get(fr, 0), mine.used.get(fr, 0)
+                            metrics.lq_resource_reservation.labels(*labels).set(reserved / NANO)
+                            metrics.lq_resource_usage.labels(*labels).set(used / NANO)
 
     def _tick_gpu_seconds(self, state: SchedulerView) -> None:
         """Charge each queue the GPUs its workloads held (their reservations; not the ledger, which also

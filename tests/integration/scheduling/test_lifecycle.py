@@ -141,6 +141,17 @@ async def test_cluster_queue_status_reports_usage_and_counts(fake_api: FakeApiSe
         assert registry.get_sample_value("kueue_cluster_queue_resource_usage", gpus) == 2
         assert registry.get_sample_value("kueue_cluster_queue_nominal_quota", gpus) == 4
         assert registry.get_sample_value("kueue_cluster_queue_status", {**queue, "status": "active"}) == 1
+        # the same per LocalQueue (Kueue's LocalQueueMetrics, on by default)
+        local = {"name": "team-a-gpu", "namespace": "team-a", "replica_role": "leader"}
+        assert (
+            registry.get_sample_value(
+                "kueue_local_queue_admitted_workloads_total", {**local, "priority_class": ""}
+            )
+            == 1
+        )
+        lq_gpus = {**local, "flavor": "gpu-nodes", "resource": "nvidia.com/gpu"}
+        assert registry.get_sample_value("kueue_local_queue_resource_usage", lq_gpus) == 2
+        assert registry.get_sample_value("kueue_local_queue_status", {**local, "active": "True"}) == 1
         assert registry.get_sample_value(
             "kueue_admission_attempts_total", {"result": "success", "replica_role": "leader"}
         )

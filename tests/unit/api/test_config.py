@@ -175,3 +175,20 @@ def test_the_documented_reference_is_a_configuration_that_applies_without_a_warn
     configuration = parsed(reference)
     assert configuration.warnings == ()
     assert configuration.manual_approval.approvers == ("alice", "group:ml-leads")
+
+
+def test_local_queue_metrics_are_on_by_default_and_configured_as_kueue_reads_them() -> None:
+    """Kueue's ``metrics.localQueueMetrics``: a missing section means on for every LocalQueue; a section
+    written without ``enable`` leaves it off (Kueue defaults only the missing section); a selector limits
+    the series to the LocalQueues it matches. The other ``metrics`` fields are warned about."""
+    assert parsed("").local_queue_metrics.exposes({})
+    assert not parsed("metrics: {localQueueMetrics: {}}").local_queue_metrics.enable
+    chosen = parsed(
+        "metrics:\n  bindAddress: ':8443'\n  localQueueMetrics:\n    enable: true\n"
+        "    localQueueSelector: {matchLabels: {tier: gold}}\n"
+    )
+    settings = chosen.local_queue_metrics
+    assert settings.exposes({"tier": "gold"}) and not settings.exposes({"tier": "tin"})
+    assert chosen.warnings == ("metrics.bindAddress: accepted for compatibility with Kueue, no effect here",)
+    (error,) = rejected("metrics: {localQueueMetrics: {enable: true, localQueueSelector: {matchLabels: 3}}}")
+    assert error.startswith("metrics.localQueueMetrics.localQueueSelector")

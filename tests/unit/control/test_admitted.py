@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from kueue_webhook.api.config import parse_configuration
+from kueue_webhook.api.config_model import Configuration
 from kueue_webhook.control.cache.store import Store
-from kueue_webhook.control.kube.kinds import WORKLOADS, Kind
+from kueue_webhook.control.kube.kinds import LOCAL_QUEUES, WORKLOADS, Kind
 from kueue_webhook.control.output import admitted
 from kueue_webhook.control.output.metrics import Metrics
 from kueue_webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
@@ -120,3 +122,42 @@ async def test_a_requeued_workload_waits_from_its_requeue_not_from_its_creation(
     assert admitted.queued_for(workload) == 40
     del workload["status"]["conditions"][-1]
     assert admitted.queued_for(workload) == 90
+
+
+async def test_the_local_queue_series_count_the_admission_unless_the_configuration_turns_them_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kueue's LocalQueueMetrics (on by default since v0.17): kueue_local_queue_admitted_workloads_total and
+    the waits, labelled by the LocalQueue's name and namespace; ``metrics.localQueueMetrics`` turns them off
+    or limits them to the LocalQueues its selector matches."""
+    monkeypatch.setattr(admitted, "time", SimpleNamespace(time=lambda: NOW))
+    lq = {"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team", "labels": {"tier": "gold"}}}
+    seen: list[float | None] = []
+    for text in (
+        "",
+        "metrics: {localQueueMetrics: {enable: false}}",
+        "metrics: {localQueueMetrics: {enable: true, localQueueSelector: {matchLabels: {tier: gold}}}}",
+        "metrics: {localQueueMetrics: {enable: true, localQueueSelector: {matchLabels: {tier: tin}}}}",
+    ):
+        configuration = parse_configuration(text)
+        assert isinstance(configuration, Configuration), configuration
+        store, metrics = Store(), Metrics()
+        store.upsert(WORKLOADS, approved_workload())
+        store.upsert(LOCAL_QUEUES, lq)
+        core = SimpleNamespace(cluster_queue=lambda name: SimpleNamespace(admission_checks=("finance",)))
+        checks = AdmissionChecksController(
+            control_context(
+                store, writer=StatusWriter(store), metrics=metrics, configuration=lambda c=configuration: c
+            ),
+            state=lambda c=core: c,  # type: ignore[misc]
+        )
+        await checks.sync_workload(("team", "w"))
+        labels = {"name": "lq", "namespace": "team", "priority_class": "", "replica_role": metrics.role}
+        seen.append(metrics.registry.get_sample_value("kueue_local_queue_admitted_workloads_total", labels))
+        if seen[-1] is not None:
+            wait = metrics.registry.get_sample_value(
+                "kueue_local_queue_admission_wait_time_seconds_sum", labels
+            )
+            checks_wait = "kueue_local_queue_admission_checks_wait_time_seconds_sum"
+            assert (wait, metrics.registry.get_sample_value(checks_wait, labels)) == (90, 30)
+    assert seen == [1, None, 1, None]

@@ -262,3 +262,39 @@ async def test_gpu_seconds_are_charged_to_queues_holding_gpus_only() -> None:
 
     assert (charged("gpus", "nvidia.com/gpu") or 0) > 0
     assert charged("cpus", "cpu") is None
+
+
+async def test_local_queue_gauges_follow_their_own_workloads_and_drop_a_deleted_queue() -> None:
+    """Kueue's kueue_local_queue_* gauges (LocalQueueMetrics): pending active/inadmissible, reserving,
+    admitted, resource reservation and usage of each LocalQueue's own Workloads, its Active status one-hot;
+    its series go when it does."""
+    world = World()
+    world.put_cq(cluster_queue("a", version=2))
+    world.put_lq(local_queue("research", to="a", version=3))
+    world.put_lq(local_queue("ops", to="a", version=4))
+    for index, (queue, cpu) in enumerate((("research", "3"), ("research", "4"), ("ops", "1"))):
+        world.state.upsert_workload(parse_workload(workload(f"w{index}", queue=queue, cpu=cpu, second=index)))  # type: ignore[arg-type]
+        world.state.cycle()  # w0 (3 cpu) and w2 (1 cpu) get in; w1 (4 cpu) is parked
+    world.reporter.mark_all()
+    await world.reporter.flush()
+
+    def sample(name: str, queue: str, **labels: str) -> float | None:
+        wanted = {"name": queue, "namespace": "team", **labels, "replica_role": "follower"}
+        return world.metrics.registry.get_sample_value(name, wanted)
+
+    pending = "kueue_local_queue_pending_workloads"
+    assert (
+        sample(pending, "research", status="active"),
+        sample(pending, "research", status="inadmissible"),
+    ) == (0, 1)
+    assert sample("kueue_local_queue_reserving_active_workloads", "research") == 1
+    assert sample("kueue_local_queue_reserving_active_workloads", "ops") == 1
+    cpu = {"flavor": "rf", "resource": "cpu"}
+    assert sample("kueue_local_queue_resource_reservation", "research", **cpu) == 3
+    assert sample("kueue_local_queue_resource_reservation", "ops", **cpu) == 1
+    assert sample("kueue_local_queue_status", "ops", active="True") == 1
+    assert sample("kueue_local_queue_status", "ops", active="False") == 0
+    world.store.remove(LOCAL_QUEUES, world.store.get(LOCAL_QUEUES, "ops", "team") or {})
+    await world.reporter.flush()
+    assert sample("kueue_local_queue_reserving_active_workloads", "ops") is None
+    assert sample("kueue_local_queue_reserving_active_workloads", "research") == 1
