@@ -24,10 +24,13 @@ __all__ = ["LedgerView", "SchedulerView"]
 
 
 class LedgerView(Protocol):
-    """The quota tree's cohorts, for their fair-sharing status."""
+    """The quota tree's cohorts and ClusterQueues, for their fair-sharing status and cohort metrics."""
 
     @property
     def cohorts(self) -> Mapping[str, Node]: ...
+
+    @property
+    def queues(self) -> Mapping[str, Node]: ...
 
 
 class SchedulerView(Protocol):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import ssl
 import uuid
 from pathlib import Path
@@ -37,6 +38,19 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 TIMEOUT = 60.0
+
+
+def summed(text: str, family: str, labels: dict[str, str]) -> float:
+    """The sum of the samples of ``family`` in a scrape whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(family + "{"):
+            continue
+        inside, value = line[len(family) + 1 :].rsplit("} ", 1)
+        found = dict(re.findall(r'(\w+)="([^"]*)"', inside))
+        if all(found.get(k) == v for k, v in labels.items()):
+            total += float(value)
+    return total
 
 
 def manifests(ns: str, name: str, port: int) -> str:
@@ -211,6 +225,11 @@ async def test_kubectl_get_raw_pending_workloads_through_the_aggregator(tmp_path
         assert status == 200 and ranks(body) == [("w1", 0, 0), ("w2", 1, 1)]
         status, text = await direct(tls, serving.port, "/metrics", scraper.strip())
         assert status == 200 and "kueue_" in text
+        # Kueue's per-LocalQueue series (LocalQueueMetrics, on by default): w0 holds the cpu, w1 and w2 wait
+        mine = {"name": "lq", "namespace": ns, "replica_role": "leader"}
+        assert summed(text, "kueue_local_queue_reserving_active_workloads", mine) == 1
+        assert summed(text, "kueue_local_queue_pending_workloads", mine) == 2
+        assert summed(text, "kueue_local_queue_resource_usage", {**mine, "resource": "cpu"}) == 1
         assert await direct(tls, serving.port, "/metrics", viewer.strip()) == (
             403,
             f"Authorization denied for user system:serviceaccount:{ns}:viewer\n",

@@ -253,6 +253,43 @@ class Metrics:
         "The weighted share of a Cohort, computed as for a ClusterQueue.",
         ("cohort", ROLE),
     )
+    # -- per cohort subtree and the hierarchy (Kueue's MetricsForCohorts) ---------------------------------
+    cohort_subtree_quota = _Metric(
+        Gauge,
+        "kueue_cohort_subtree_quota",
+        "Nominal quota of all the ClusterQueues and cohorts in a cohort's subtree, per flavor and resource.",
+        ("cohort", "flavor", "resource", ROLE),
+    )
+    cohort_subtree_resource_reservations = _Metric(
+        Gauge,
+        "kueue_cohort_subtree_resource_reservations",
+        "Resources reserved by the workloads of a cohort's subtree, per flavor and resource.",
+        ("cohort", "flavor", "resource", ROLE),
+    )
+    cohort_subtree_admitted_active_workloads = _Metric(
+        Gauge,
+        "kueue_cohort_subtree_admitted_active_workloads",
+        "Admitted, not finished workloads in a cohort's subtree.",
+        ("cohort", ROLE),
+    )
+    cohort_subtree_admitted_workloads = _Metric(
+        Counter,
+        "kueue_cohort_subtree_admitted_workloads_total",
+        "Workloads admitted in a cohort's subtree.",
+        ("cohort", "priority_class", ROLE),
+    )
+    cohort_info = _Metric(
+        Gauge,
+        "kueue_cohort_info",
+        "1 per cohort, with its parent and root cohort as labels.",
+        ("cohort", "parent_cohort", "root_cohort", ROLE),
+    )
+    cluster_queue_info = _Metric(
+        Gauge,
+        "kueue_cluster_queue_info",
+        "1 per ClusterQueue, with its parent and root cohort as labels.",
+        ("cluster_queue", "parent_cohort", "root_cohort", ROLE),
+    )
     # -- per LocalQueue (Kueue's LocalQueueMetrics, ``metrics.localQueueMetrics`` in the ConfigMap) --------
     lq_pending_workloads = _Metric(
         Gauge,

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.config_model import Configuration
 from kueue_webhook.api.quantity import NANO
 from kueue_webhook.control.cache.store import Change, key_of
@@ -43,10 +44,12 @@ from kueue_webhook.control.kube.kinds import (
     WORKLOADS,
 )
 from kueue_webhook.control.kube.leader import NotLeader
+from kueue_webhook.control.output.admitted import priority_class_of
 from kueue_webhook.control.output.conditions import now_rfc3339, observed_generation
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.paced import PacedReporter
 from kueue_webhook.control.output.queue_status import merge_status, status_differs
+from kueue_webhook.control.scheduling.cohort_metrics import CohortMetrics
 from kueue_webhook.core.model import FlavorResource
 from kueue_webhook.core.status import (
     cluster_queue_active,
@@ -59,6 +62,13 @@ from kueue_webhook.core.view import SchedulerView
 JSON = dict[str, Any]
 Reservation = tuple[Mapping[FlavorResource, int], bool]
 log = logging.getLogger("kueue_webhook.status")
+
+
+def _newly_admitted(old: JSON | None, new: JSON) -> bool:
+    """Whether ``new`` is Admitted and ``old`` was not (a Workload's admission, seen once)."""
+    if not (new.get("status") or {}).get("admission") or not is_true(new, "Admitted"):
+        return False
+    return old is None or not is_true(old, "Admitted")
 
 
 @dataclass(slots=True)
@@ -100,6 +110,7 @@ class QueueStatusReporter(PacedReporter):
         self._lqs_of_cq: dict[str, set[tuple[str, str]]] = {}
         self._last_gpu_tick = time.monotonic()
         self._local_queue_metrics = context.configuration().local_queue_metrics
+        self.cohorts = CohortMetrics(context.metrics)
 
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
@@ -128,6 +139,10 @@ class QueueStatusReporter(PacedReporter):
                 admitted_to = (status.get("admission") or {}).get("clusterQueue")
                 if admitted_to:
                     self._dirty_cq.setdefault(str(admitted_to))
+            new = change.new
+            if new is not None and not change.added and _newly_admitted(change.old, new):
+                admission = (new.get("status") or {}).get("admission") or {}
+                self.cohorts.admitted(str(admission.get("clusterQueue", "")), priority_class_of(new))
         else:
             return
         self.kick()
@@ -172,6 +187,7 @@ class QueueStatusReporter(PacedReporter):
         for name in (n for n in marked_cq if n):  # "": a LocalQueue that names no ClusterQueue
             self._report_metrics(name, state)
         self._report_local_queue_metrics(marked_lq, state)
+        self.cohorts.report(state, (n for n in marked_cq if n))
         now = now_rfc3339()
         refused = False
         for name in (n for n in cluster_queues if n):
@@ -221,6 +237,7 @@ class QueueStatusReporter(PacedReporter):
         metrics = self.context.metrics
         if not self.context.store.contains(CLUSTER_QUEUES, name):
             metrics.forget_cluster_queue(cluster_queue=name)
+            self.cohorts.forget_cluster_queue(name)
             return
         spec = state.cluster_queue(name)
         if spec is None:
@@ -241,6 +258,7 @@ class QueueStatusReporter(PacedReporter):
                 reserved[fr] = reserved.get(fr, 0) + nanos
                 if admitted:
                     usage[fr] = usage.get(fr, 0) + nanos
+        self.cohorts.held(name, reserved, sum(1 for _, a in reserving if a))
         cohort = spec.cohort_name
         for group in spec.resource_groups:
             for flavor in group.flavors:

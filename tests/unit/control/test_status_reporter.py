@@ -6,13 +6,21 @@ from typing import Any
 
 from kueue_webhook.api.objects import (
     parse_cluster_queue,
+    parse_cohort,
     parse_local_queue,
     parse_resource_flavor,
     parse_workload,
 )
 from kueue_webhook.control.cache.store import Store
 from kueue_webhook.control.kube.api_health import WriteBudget
-from kueue_webhook.control.kube.kinds import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS, Kind
+from kueue_webhook.control.kube.kinds import (
+    CLUSTER_QUEUES,
+    COHORTS,
+    LOCAL_QUEUES,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+    Kind,
+)
 from kueue_webhook.control.output.metrics import Metrics
 from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
 from kueue_webhook.core.scheduler import SchedulerState
@@ -298,3 +306,52 @@ async def test_local_queue_gauges_follow_their_own_workloads_and_drop_a_deleted_
     await world.reporter.flush()
     assert sample("kueue_local_queue_reserving_active_workloads", "ops") is None
     assert sample("kueue_local_queue_reserving_active_workloads", "research") == 1
+
+
+async def test_cohort_subtree_series_sum_the_tree_below_each_cohort_and_count_admissions() -> None:
+    """Kueue's MetricsForCohorts (on by default since v0.18): kueue_cohort_subtree_quota and
+    _resource_reservations per flavor and resource, _admitted_active_workloads, the admissions counter of
+    every cohort above the admitting ClusterQueue, and the hierarchy as kueue_cohort_info /
+    kueue_cluster_queue_info. org (2 cpu of its own) holds team, which holds ClusterQueue a (4 cpu)."""
+    world = World()
+    org = builders.cohort("org", {"rf": {"cpu": "2"}})
+    team = builders.cohort("team", parent="org")
+    for body in (org, team):
+        world.state.upsert_cohort(parse_cohort(body))  # type: ignore[arg-type]
+        world.store.upsert(COHORTS, body)
+    cq = cluster_queue("a", version=2)
+    cq["spec"]["cohortName"] = "team"
+    world.put_cq(cq)
+    world.put_lq(local_queue("research", to="a", version=3))
+    body = workload("w0", queue="research", cpu="3", second=0)
+    world.state.upsert_workload(parse_workload(body))  # type: ignore[arg-type]
+    world.state.cycle()
+    admitted = {
+        **body,
+        "status": {
+            "admission": {"clusterQueue": "a", "podSetAssignments": []},
+            "conditions": [{"type": "Admitted", "status": "True"}],
+        },
+    }
+    world.store.upsert(WORKLOADS, body)
+    world.store.upsert(WORKLOADS, admitted)  # the Workload's admission, seen on the store
+    world.reporter.mark_all()
+    await world.reporter.flush()
+
+    def sample(name: str, **labels: str) -> float | None:
+        return world.metrics.registry.get_sample_value(name, {**labels, "replica_role": "follower"})
+
+    cpu = {"flavor": "rf", "resource": "cpu"}
+    assert sample("kueue_cohort_subtree_quota", cohort="org", **cpu) == 6
+    assert sample("kueue_cohort_subtree_quota", cohort="team", **cpu) == 4
+    assert sample("kueue_cohort_subtree_resource_reservations", cohort="org", **cpu) == 3
+    assert sample("kueue_cohort_subtree_admitted_active_workloads", cohort="team") == 1
+    counted = "kueue_cohort_subtree_admitted_workloads_total"
+    assert [sample(counted, cohort=c, priority_class="") for c in ("team", "org")] == [1, 1]
+    assert sample("kueue_cohort_info", cohort="team", parent_cohort="org", root_cohort="org") == 1
+    assert sample("kueue_cluster_queue_info", cluster_queue="a", parent_cohort="team", root_cohort="org") == 1
+    world.state.delete_cohort("org")
+    world.state.delete_cohort("team")
+    world.reporter.mark_all()
+    await world.reporter.flush()
+    assert sample("kueue_cohort_subtree_quota", cohort="org", **cpu) is None  # org is gone
