@@ -253,6 +253,20 @@ class Metrics:
         "The weighted share of a Cohort, computed as for a ClusterQueue.",
         ("cohort", ROLE),
     )
+    unadmitted_workloads = _Metric(
+        Gauge,
+        "kueue_unadmitted_workloads",
+        "Workloads not admitted per cluster_queue, by their Admitted reason and the QuotaReserved reason "
+        "under it (underlying_cause).",
+        ("cluster_queue", "reason", "underlying_cause", ROLE),
+    )
+    lq_unadmitted_workloads = _Metric(
+        Gauge,
+        "kueue_local_queue_unadmitted_workloads",
+        "Workloads not admitted per LocalQueue, by their Admitted reason and the QuotaReserved reason under "
+        "it (underlying_cause).",
+        ("name", "namespace", "cluster_queue", "reason", "underlying_cause", ROLE),
+    )
     # -- per cohort subtree and the hierarchy (Kueue's MetricsForCohorts) ---------------------------------
     cohort_subtree_quota = _Metric(
         Gauge,
@@ -483,6 +497,7 @@ class Metrics:
             self.borrowing_limit,
             self.lending_limit,
             self.cluster_queue_weighted_share,
+            self.unadmitted_workloads,
         ):
             names = metric._labelnames
             index = names.index("cluster_queue")
@@ -504,6 +519,7 @@ class Metrics:
             self.lq_status,
             self.lq_resource_usage,
             self.lq_resource_reservation,
+            self.lq_unadmitted_workloads,
         ):
             for labels in list(metric._metrics):
                 if labels[0] == name and labels[1] == namespace:

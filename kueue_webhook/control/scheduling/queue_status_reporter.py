@@ -50,6 +50,7 @@ from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.paced import PacedReporter
 from kueue_webhook.control.output.queue_status import merge_status, status_differs
 from kueue_webhook.control.scheduling.cohort_metrics import CohortMetrics
+from kueue_webhook.control.scheduling.unadmitted_metrics import UnadmittedWorkloads, why_unadmitted
 from kueue_webhook.core.model import FlavorResource
 from kueue_webhook.core.status import (
     cluster_queue_active,
@@ -111,6 +112,7 @@ class QueueStatusReporter(PacedReporter):
         self._last_gpu_tick = time.monotonic()
         self._local_queue_metrics = context.configuration().local_queue_metrics
         self.cohorts = CohortMetrics(context.metrics)
+        self.unadmitted = UnadmittedWorkloads(context.metrics)
 
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
@@ -140,6 +142,12 @@ class QueueStatusReporter(PacedReporter):
                 if admitted_to:
                     self._dirty_cq.setdefault(str(admitted_to))
             new = change.new
+            if new is None:
+                self.unadmitted.update(change.key, None)
+            else:
+                queue_name = str((new.get("spec") or {}).get("queueName", ""))
+                cluster_queue = self._index().get((change.key[0], queue_name), "")
+                self.unadmitted.update(change.key, why_unadmitted(new, cluster_queue))
             if new is not None and not change.added and _newly_admitted(change.old, new):
                 admission = (new.get("status") or {}).get("admission") or {}
                 self.cohorts.admitted(str(admission.get("clusterQueue", "")), priority_class_of(new))
@@ -148,6 +156,7 @@ class QueueStatusReporter(PacedReporter):
         self.kick()
 
     def mark_all(self) -> None:
+        self.unadmitted.all_moved()
         self._dirty_cq.update(dict.fromkeys(key_of(cq)[1] for cq in self.context.store.items(CLUSTER_QUEUES)))
         self._dirty_lq.update(dict.fromkeys(self.context.store.keys(LOCAL_QUEUES)))
         super().mark_all()
@@ -188,6 +197,7 @@ class QueueStatusReporter(PacedReporter):
             self._report_metrics(name, state)
         self._report_local_queue_metrics(marked_lq, state)
         self.cohorts.report(state, (n for n in marked_cq if n))
+        self.unadmitted.report(local_queue_exposed=self._local_queue_exposed)
         now = now_rfc3339()
         refused = False
         for name in (n for n in cluster_queues if n):
@@ -280,25 +290,29 @@ class QueueStatusReporter(PacedReporter):
             self._local_queue_metrics = configuration.local_queue_metrics
             self.mark_all()
 
+    def _local_queue_exposed(self, namespace: str, name: str) -> bool:
+        """Whether the LocalQueue exists and ``metrics.localQueueMetrics`` exposes its series."""
+        settings, store = self.context.configuration().local_queue_metrics, self.context.store
+        if not settings.enable:
+            return False
+        if settings.selector is None:
+            return store.contains(LOCAL_QUEUES, name, namespace)
+        lq = store.get(LOCAL_QUEUES, name, namespace)
+        return lq is not None and settings.exposes((lq.get("metadata") or {}).get("labels") or {})
+
     def _report_local_queue_metrics(
         self, marked: Mapping[tuple[str, str], None], state: SchedulerView
     ) -> None:
         """Kueue's per-LocalQueue gauges for the LocalQueues marked since the last pass, those the
         configuration exposes (``metrics.localQueueMetrics``); the others' series are dropped."""
-        metrics, store = self.context.metrics, self.context.store
-        settings = self.context.configuration().local_queue_metrics
+        metrics = self.context.metrics
         index = self._index()
         by_cluster_queue: dict[str, list[tuple[str, str]]] = {}
         for key in marked:
             namespace, name = key
             if not name:
                 continue
-            if settings.selector is None:
-                exposed = settings.enable and store.contains(LOCAL_QUEUES, name, namespace)
-            else:
-                lq = store.get(LOCAL_QUEUES, name, namespace) if settings.enable else None
-                exposed = lq is not None and settings.exposes((lq.get("metadata") or {}).get("labels") or {})
-            if not exposed:
+            if not self._local_queue_exposed(namespace, name):
                 metrics.forget_local_queue(namespace=namespace, name=name)
                 continue
             by_cluster_queue.setdefault(index.get(key, ""), []).append(key)

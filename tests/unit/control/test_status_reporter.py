@@ -355,3 +355,36 @@ async def test_cohort_subtree_series_sum_the_tree_below_each_cohort_and_count_ad
     world.reporter.mark_all()
     await world.reporter.flush()
     assert sample("kueue_cohort_subtree_quota", cohort="org", **cpu) is None  # org is gone
+
+
+async def test_unadmitted_workloads_are_counted_by_reason_and_underlying_cause() -> None:
+    """Kueue's UnadmittedWorkloadsObservability (on by default since v0.19): kueue_unadmitted_workloads
+    {cluster_queue, reason, underlying_cause} and its LocalQueue twin count the Workloads not admitted by
+    their Admitted reason (NoReservation without one) and their QuotaReserved reason (PendingEvaluation
+    without one); a count back at 0 drops its series."""
+    world = World()
+    world.put_cq(cluster_queue("a", version=2))
+    world.put_lq(local_queue("research", to="a", version=3))
+
+    def with_conditions(name: str, *conditions: tuple[str, str, str]) -> JSON:
+        body = workload(name, queue="research", cpu="1", second=0)
+        body["status"] = {"conditions": [{"type": t, "status": s, "reason": r} for t, s, r in conditions]}
+        return body
+
+    waiting = ("QuotaReserved", "False", "Pending"), ("Admitted", "False", "NoReservation")
+    world.store.upsert(WORKLOADS, with_conditions("w0", ("Admitted", "True", "Admitted")))
+    world.store.upsert(WORKLOADS, with_conditions("w1", *waiting))
+    world.store.upsert(WORKLOADS, with_conditions("w2"))
+    await world.reporter.flush()
+
+    def count(cause: str, *, local: bool = False) -> float | None:
+        labels = {"cluster_queue": "a", "reason": "NoReservation", "underlying_cause": cause}
+        if local:
+            labels |= {"name": "research", "namespace": "team"}
+        name = "kueue_local_queue_unadmitted_workloads" if local else "kueue_unadmitted_workloads"
+        return world.metrics.registry.get_sample_value(name, {**labels, "replica_role": "follower"})
+
+    assert (count("Pending"), count("PendingEvaluation"), count("Pending", local=True)) == (1, 1, 1)
+    world.store.upsert(WORKLOADS, with_conditions("w1", ("Admitted", "True", "Admitted")))
+    await world.reporter.flush()
+    assert (count("Pending"), count("PendingEvaluation")) == (None, 1)

@@ -1,0 +1,120 @@
+"""Kueue's counts of Workloads not admitted, by why (its UnadmittedWorkloadsObservability, on by default
+since v0.19): ``kueue_unadmitted_workloads{cluster_queue, reason, underlying_cause}`` and, per LocalQueue,
+``kueue_local_queue_unadmitted_workloads{name, namespace, cluster_queue, reason, underlying_cause}``.
+
+A Workload counts while it is neither admitted nor finished nor being deleted: ``reason`` is its Admitted
+condition's reason (``NoReservation`` while it has none), ``underlying_cause`` its QuotaReserved condition's
+reason while that is False (``PendingEvaluation`` while it has none; empty while quota is reserved and the
+admission checks are still out). The queue status reporter feeds every Workload change here; a pass writes
+the counts that moved.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from kueue_webhook.control.output.conditions import find
+from kueue_webhook.control.output.metrics import Metrics
+
+__all__ = ["UnadmittedWorkloads", "why_unadmitted"]
+
+JSON = dict[str, Any]
+Key = tuple[str, str]
+
+
+class Why(NamedTuple):
+    cluster_queue: str
+    namespace: str
+    local_queue: str
+    reason: str
+    cause: str
+
+
+def why_unadmitted(workload: JSON, cluster_queue: str) -> Why | None:
+    """Why ``workload`` (of ``cluster_queue``, "" when unknown) is not admitted; None when it is, or is
+    finished or being deleted."""
+    meta, status = workload.get("metadata") or {}, workload.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return None
+    conditions = status.get("conditions")
+    admitted, reserved = find(conditions, "Admitted"), find(conditions, "QuotaReserved")
+    finished = find(conditions, "Finished")
+    if (admitted is not None and admitted.get("status") == "True") or (
+        finished is not None and finished.get("status") == "True"
+    ):
+        return None
+    reason = str(admitted.get("reason", "")) if admitted is not None else "NoReservation"
+    if reserved is None:
+        cause = "PendingEvaluation"
+    elif reserved.get("status") == "True":
+        cause = ""
+    else:
+        cause = str(reserved.get("reason", ""))
+    queue_name = str((workload.get("spec") or {}).get("queueName", ""))
+    return Why(cluster_queue, str(meta.get("namespace", "")), queue_name, reason, cause)
+
+
+class UnadmittedWorkloads:
+    """Each Workload's last known reason, and the counts per ClusterQueue and per LocalQueue."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self._why: dict[Key, Why] = {}
+        self._per_cq: Counter[tuple[str, str, str]] = Counter()
+        self._per_lq: Counter[Why] = Counter()
+        self._moved_cq: set[tuple[str, str, str]] = set()
+        self._moved_lq: set[Why] = set()
+
+    def update(self, key: Key, why: Why | None) -> None:
+        old = self._why.get(key)
+        if old == why:
+            return
+        if old is not None:
+            self._count(old, -1)
+            del self._why[key]
+        if why is not None:
+            self._why[key] = why
+            self._count(why, 1)
+
+    def _count(self, why: Why, step: int) -> None:
+        per_cq = (why.cluster_queue, why.reason, why.cause)
+        self._per_cq[per_cq] += step
+        self._per_lq[why] += step
+        self._moved_cq.add(per_cq)
+        self._moved_lq.add(why)
+
+    def report(self, *, local_queue_exposed: Callable[[str, str], bool]) -> None:
+        """Write the counts that moved since the last pass (a count at 0 drops its series, as in Kueue);
+        ``local_queue_exposed(namespace, name)`` says whether a LocalQueue's series are exposed."""
+        metrics, role = self.metrics, self.metrics.role
+        moved_cq, self._moved_cq = self._moved_cq, set()
+        moved_lq, self._moved_lq = self._moved_lq, set()
+        for cluster_queue, reason, cause in moved_cq:
+            count = self._per_cq[(cluster_queue, reason, cause)]
+            cq_labels = (cluster_queue, reason, cause, role)
+            if count <= 0:
+                del self._per_cq[(cluster_queue, reason, cause)]
+                _drop(metrics.unadmitted_workloads, cq_labels)
+            elif cluster_queue:  # a Workload whose LocalQueue names no known ClusterQueue counts nowhere
+                metrics.unadmitted_workloads.labels(*cq_labels).set(count)
+        for why in moved_lq:
+            count = self._per_lq[why]
+            labels = (why.local_queue, why.namespace, why.cluster_queue, why.reason, why.cause, role)
+            if count > 0 and local_queue_exposed(why.namespace, why.local_queue):
+                metrics.lq_unadmitted_workloads.labels(*labels).set(count)
+            else:
+                if count <= 0:
+                    del self._per_lq[why]
+                _drop(metrics.lq_unadmitted_workloads, labels)
+
+    def all_moved(self) -> None:
+        """Write every count again next pass (a new term, or the LocalQueue series configured anew)."""
+        self._moved_cq.update(self._per_cq)
+        self._moved_lq.update(self._per_lq)
+
+
+def _drop(gauge: Any, labels: tuple[str, ...]) -> None:
+    if labels in gauge._metrics:
+        gauge.remove(*labels)
