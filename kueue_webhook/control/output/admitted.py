@@ -62,7 +62,6 @@ def record_quota_reserved(context: ControlContext, workload: JSON, *, cluster_qu
     waited = queued_for(workload)
     priority_class = priority_class_of(workload)
     metrics, role = context.metrics, context.metrics.role
-    metrics.series(metrics.admission_attempts, "success", role).inc()
     metrics.series(metrics.quota_reserved_workloads, cluster_queue, priority_class, role).inc()
     metrics.series(metrics.quota_reserved_wait_time, cluster_queue, priority_class, role).observe(waited)
     if (local_queue := exposed_local_queue(context, workload)) is not None:

@@ -33,6 +33,8 @@ LOCAL_QUEUE_STATES = ("True", "False", "Unknown")
 M = TypeVar("M", Counter, Gauge, Histogram)
 
 
+#: Prometheus' default buckets (Go client ``DefBuckets``), which Kueue's admission attempt duration keeps
+DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 #: Kueue's workload creation latency buckets: 10 ms doubling, 11 of them (``ExponentialBuckets(0.01, 2, 11)``)
 LATENCY_BUCKETS = tuple(0.01 * 2**i for i in range(11))
 
@@ -87,8 +89,16 @@ class Metrics:
     admission_attempts = _Metric(
         Counter,
         "kueue_admission_attempts_total",
-        "Attempts to admit workloads; result is success or inadmissible.",
+        "Scheduling cycles that tried workloads; result is success when one was admitted, else inadmissible.",
         ("result", ROLE),
+    )
+    admission_attempt_duration = _Metric(
+        Histogram,
+        "kueue_admission_attempt_duration_seconds",
+        "Time a scheduling cycle took to decide; result is success when it admitted a workload, else "
+        "inadmissible.",
+        ("result", ROLE),
+        buckets=DEFAULT_BUCKETS,
     )
     admitted_workloads = _Metric(
         Counter, "kueue_admitted_workloads_total", "Admitted workloads per cluster_queue.", QUEUE_AND_PRIORITY

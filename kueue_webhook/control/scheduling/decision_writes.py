@@ -139,9 +139,6 @@ class DecisionWrites:
                 pods_ready=pods_ready,
             )
 
-        def write_failed() -> None:
-            self.context.metrics.admission_attempts.labels("inadmissible", self.context.metrics.role).inc()
-
         self._written_admissions[key] = admission
         try:
             updated = await self._write_decision(
@@ -151,7 +148,6 @@ class DecisionWrites:
                 what="admission",
                 landed=has_quota_reservation,
                 undo=self.state.forget,
-                on_error=write_failed,
             )
         finally:
             self._written_admissions.pop(key, None)
@@ -171,7 +167,6 @@ class DecisionWrites:
         what: str,
         landed: Callable[[JSON], bool],
         undo: Callable[[str], None],
-        on_error: Callable[[], None] = lambda: None,
     ) -> JSON | None:
         """Write a decision into the Workload's status; the updated Workload, or None when nothing was
         written. A write that failed, or that ``build`` declined while the store does not show the decision
@@ -184,7 +179,6 @@ class DecisionWrites:
             self.kick()
             return None
         except Exception as exc:
-            on_error()
             log.warning(f"{what} write failed", extra={"workload": key, "error": repr(exc)})
             undo(key)
             self.kick()

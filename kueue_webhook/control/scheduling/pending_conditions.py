@@ -209,8 +209,6 @@ class PendingConditions:
         return False
 
     def _decided(self, key: str, decision: Wait) -> None:
-        metrics = self.context.metrics
-        metrics.series(metrics.admission_attempts, "inadmissible", metrics.role).inc()
         decisions_log.info(
             "pending",
             extra={

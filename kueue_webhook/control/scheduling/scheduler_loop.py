@@ -398,7 +398,14 @@ class SchedulerLoop(DecisionWrites):
         for key, cluster_queue in self.state.take_restated().items():
             self.pending.mark(cluster_queue, key)  # restated without a decision: the paced pass shows it
         self.cycles += 1
-        self.context.metrics.scheduling_cycles.inc()
+        metrics = self.context.metrics
+        metrics.scheduling_cycles.inc()
+        if self.state.last_cycle_tried:
+            # Kueue's AdmissionAttempt: one per cycle that tried heads, a success when it admitted one
+            result = "success" if any(isinstance(d, Admit) for d in decisions) else "inadmissible"
+            metrics.series(metrics.admission_attempts, result, metrics.role).inc()
+            took = time.perf_counter() - started
+            metrics.series(metrics.admission_attempt_duration, result, metrics.role).observe(took)
         self._decided_since_collect += len(decisions)
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
         admissions_blocked = self._admission_blocked()

@@ -60,10 +60,10 @@ def loop_with_one_slot() -> tuple[SchedulerLoop, HeldWriter, Metrics]:
     return loop, writer, metrics
 
 
-def inadmissible(metrics: Metrics) -> float | None:
-    """Waits decided, as Kueue counts them: inadmissible admission attempts."""
+def attempts(metrics: Metrics, result: str = "inadmissible") -> float | None:
+    """Cycles that tried heads, as Kueue counts admission attempts: success when one was admitted."""
     return metrics.registry.get_sample_value(
-        "kueue_admission_attempts_total", {"result": "inadmissible", "replica_role": metrics.role}
+        "kueue_admission_attempts_total", {"result": result, "replica_role": metrics.role}
     )
 
 
@@ -76,7 +76,13 @@ async def test_a_cycle_whose_waits_need_no_write_goes_on_while_every_write_slot_
     # neither waits for the slot nor starts a task (before, it waited here until ``first`` was answered)
     await asyncio.wait_for(loop._cycle(), 5)  # bounds a hang only
     assert loop.in_flight == 1
-    assert inadmissible(metrics) == 1  # the wait is still a decision, counted once
+    # one cycle admitted, one only waited: Kueue's one attempt per cycle, each with its duration observed
+    assert (attempts(metrics, "success"), attempts(metrics)) == (1, 1)
+    timed = metrics.registry.get_sample_value(
+        "kueue_admission_attempt_duration_seconds_count",
+        {"result": "inadmissible", "replica_role": metrics.role},
+    )
+    assert timed == 1
     writer.go.set()
     await loop.wait_writes()
     assert writer.started == ["first"]
@@ -93,4 +99,4 @@ async def test_a_wait_that_needs_a_write_still_gets_one() -> None:
     shown = loop.context.store.get(WORKLOADS, "second", "team") or {}
     condition = next(c for c in shown["status"]["conditions"] if c["type"] == "QuotaReserved")
     assert (condition["status"], condition["reason"]) == ("False", "WaitingForQuota")
-    assert inadmissible(metrics) == 1
+    assert attempts(metrics) == 1
