@@ -12,10 +12,11 @@ makes every row on the instance's registry in one loop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
 ROLE = "replica_role"
 CQ_RESOURCE_LABELS = ("cohort", "cluster_queue", "flavor", "resource", ROLE)
@@ -81,6 +82,50 @@ class _Metric(Generic[M]):
         if obj is None:
             return self
         raise AttributeError(f"{self.name} is made by Metrics.__init__")
+
+
+class SideGauge:
+    """A gauge whose name the client library's registry holds for a counter already: Kueue serves
+    ``kueue_finished_workloads`` beside ``kueue_finished_workloads_total``, which prometheus_client refuses
+    to register twice (a counter claims its name without ``_total``). Served by a collector of its own that
+    declares no names; the text format keeps the two apart (the counter's family is ``..._total``). Offers
+    the part of ``Gauge`` used here: ``labels(...).set``, ``remove``, ``_labelnames`` and ``_metrics``."""
+
+    def __init__(
+        self, name: str, documentation: str, labels: Sequence[str], *, registry: CollectorRegistry
+    ) -> None:
+        self.name, self.documentation = name, documentation
+        self._labelnames = tuple(labels)
+        self._metrics: dict[tuple[str, ...], _SideValue] = {}
+        registry.register(self)
+
+    def labels(self, *values: str) -> _SideValue:
+        child = self._metrics.get(values)
+        if child is None:
+            child = self._metrics[values] = _SideValue()
+        return child
+
+    def remove(self, *values: str) -> None:
+        del self._metrics[values]
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return []  # no names claimed: see the class docstring
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(self.name, self.documentation, labels=self._labelnames)
+        for values, child in list(self._metrics.items()):
+            family.add_metric(list(values), child.value)
+        yield family
+
+
+class _SideValue:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
 
 
 class Metrics:
@@ -475,6 +520,18 @@ class Metrics:
         for attr, row in vars(Metrics).items():
             if isinstance(row, _Metric):
                 setattr(self, attr, row.on(self.registry))
+        self.finished_workloads_gauge = SideGauge(
+            "kueue_finished_workloads",
+            "Finished workloads not deleted yet, per cluster_queue.",
+            ("cluster_queue", ROLE),
+            registry=self.registry,
+        )
+        self.lq_finished_workloads_gauge = SideGauge(
+            "kueue_local_queue_finished_workloads",
+            "Finished workloads not deleted yet, per LocalQueue.",
+            LQ,
+            registry=self.registry,
+        )
         self._series: dict[tuple[Counter | Histogram, tuple[str, ...]], Any] = {}
 
     def series(self, metric: Counter | Histogram, *labels: str) -> Any:
@@ -508,6 +565,7 @@ class Metrics:
             self.lending_limit,
             self.cluster_queue_weighted_share,
             self.unadmitted_workloads,
+            self.finished_workloads_gauge,
         ):
             names = metric._labelnames
             index = names.index("cluster_queue")
@@ -530,6 +588,7 @@ class Metrics:
             self.lq_resource_usage,
             self.lq_resource_reservation,
             self.lq_unadmitted_workloads,
+            self.lq_finished_workloads_gauge,
         ):
             for labels in list(metric._metrics):
                 if labels[0] == name and labels[1] == namespace:
@@ -540,7 +599,7 @@ class Metrics:
         updates the leader's queue gauges, so without this a sum over ``replica_role="leader"`` would count
         its last values next to the new leader's. Counters and histograms stay: they count what happened."""
         for value in vars(self).values():
-            if isinstance(value, Gauge) and ROLE in value._labelnames:
+            if isinstance(value, Gauge | SideGauge) and ROLE in value._labelnames:
                 index = value._labelnames.index(ROLE)
                 for labels in list(value._metrics):
                     if labels[index] == role:

@@ -50,7 +50,12 @@ from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.paced import PacedReporter
 from kueue_webhook.control.output.queue_status import merge_status, status_differs
 from kueue_webhook.control.scheduling.cohort_metrics import CohortMetrics
-from kueue_webhook.control.scheduling.unadmitted_metrics import UnadmittedWorkloads, why_unadmitted
+from kueue_webhook.control.scheduling.workload_counts import (
+    FinishedWorkloads,
+    UnadmittedWorkloads,
+    is_finished,
+    why_unadmitted,
+)
 from kueue_webhook.core.model import FlavorResource
 from kueue_webhook.core.status import (
     cluster_queue_active,
@@ -113,6 +118,7 @@ class QueueStatusReporter(PacedReporter):
         self._local_queue_metrics = context.configuration().local_queue_metrics
         self.cohorts = CohortMetrics(context.metrics)
         self.unadmitted = UnadmittedWorkloads(context.metrics)
+        self.finished = FinishedWorkloads(context.metrics)
 
     def on_change(self, change: Change) -> None:
         if change.kind is CLUSTER_QUEUES:
@@ -144,10 +150,12 @@ class QueueStatusReporter(PacedReporter):
             new = change.new
             if new is None:
                 self.unadmitted.update(change.key, None)
+                self.finished.update(change.key, None)
             else:
-                queue_name = str((new.get("spec") or {}).get("queueName", ""))
-                cluster_queue = self._index().get((change.key[0], queue_name), "")
+                lq_key = (change.key[0], str((new.get("spec") or {}).get("queueName", "")))
+                cluster_queue = self._index().get(lq_key, "")
                 self.unadmitted.update(change.key, why_unadmitted(new, cluster_queue))
+                self.finished.update(change.key, (cluster_queue, lq_key) if is_finished(new) else None)
             if new is not None and not change.added and _newly_admitted(change.old, new):
                 admission = (new.get("status") or {}).get("admission") or {}
                 self.cohorts.admitted(str(admission.get("clusterQueue", "")), priority_class_of(new))
@@ -157,6 +165,7 @@ class QueueStatusReporter(PacedReporter):
 
     def mark_all(self) -> None:
         self.unadmitted.all_moved()
+        self.finished.all_moved()
         self._dirty_cq.update(dict.fromkeys(key_of(cq)[1] for cq in self.context.store.items(CLUSTER_QUEUES)))
         self._dirty_lq.update(dict.fromkeys(self.context.store.keys(LOCAL_QUEUES)))
         super().mark_all()
@@ -198,6 +207,7 @@ class QueueStatusReporter(PacedReporter):
         self._report_local_queue_metrics(marked_lq, state)
         self.cohorts.report(state, (n for n in marked_cq if n))
         self.unadmitted.report(local_queue_exposed=self._local_queue_exposed)
+        self.finished.report(local_queue_exposed=self._local_queue_exposed)
         now = now_rfc3339()
         refused = False
         for name in (n for n in cluster_queues if n):

@@ -357,7 +357,7 @@ async def test_cohort_subtree_series_sum_the_tree_below_each_cohort_and_count_ad
     assert sample("kueue_cohort_subtree_quota", cohort="org", **cpu) is None  # org is gone
 
 
-async def test_unadmitted_workloads_are_counted_by_reason_and_underlying_cause() -> None:
+async def test_unadmitted_workloads_are_counted_by_reason_and_cause_and_finished_ones_until_deleted() -> None:
     """Kueue's UnadmittedWorkloadsObservability (on by default since v0.19): kueue_unadmitted_workloads
     {cluster_queue, reason, underlying_cause} and its LocalQueue twin count the Workloads not admitted by
     their Admitted reason (NoReservation without one) and their QuotaReserved reason (PendingEvaluation
@@ -386,5 +386,14 @@ async def test_unadmitted_workloads_are_counted_by_reason_and_underlying_cause()
 
     assert (count("Pending"), count("PendingEvaluation"), count("Pending", local=True)) == (1, 1, 1)
     world.store.upsert(WORKLOADS, with_conditions("w1", ("Admitted", "True", "Admitted")))
+    world.store.upsert(WORKLOADS, with_conditions("w0", ("Finished", "True", "Succeeded")))
     await world.reporter.flush()
     assert (count("Pending"), count("PendingEvaluation")) == (None, 1)
+    # Kueue's finished gauges: finished Workloads not deleted yet, per ClusterQueue and LocalQueue
+    finished = world.metrics.registry.get_sample_value
+    assert finished("kueue_finished_workloads", {"cluster_queue": "a", "replica_role": "follower"}) == 1
+    lq = {"name": "research", "namespace": "team", "replica_role": "follower"}
+    assert finished("kueue_local_queue_finished_workloads", lq) == 1
+    world.store.remove(WORKLOADS, world.store.get(WORKLOADS, "w0", "team") or {})
+    await world.reporter.flush()
+    assert finished("kueue_finished_workloads", {"cluster_queue": "a", "replica_role": "follower"}) == 0

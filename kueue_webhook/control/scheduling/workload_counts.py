@@ -1,6 +1,11 @@
-"""Kueue's counts of Workloads not admitted, by why (its UnadmittedWorkloadsObservability, on by default
-since v0.19): ``kueue_unadmitted_workloads{cluster_queue, reason, underlying_cause}`` and, per LocalQueue,
+"""Kueue's gauges that count Workloads by their state, kept from every Workload change the queue status
+reporter sees and written by its passes.
+
+Not admitted, by why (Kueue's UnadmittedWorkloadsObservability, on by default since v0.19):
+``kueue_unadmitted_workloads{cluster_queue, reason, underlying_cause}`` and, per LocalQueue,
 ``kueue_local_queue_unadmitted_workloads{name, namespace, cluster_queue, reason, underlying_cause}``.
+Finished and not yet deleted: ``kueue_finished_workloads{cluster_queue}`` and
+``kueue_local_queue_finished_workloads{name, namespace}``.
 
 A Workload counts while it is neither admitted nor finished nor being deleted: ``reason`` is its Admitted
 condition's reason (``NoReservation`` while it has none), ``underlying_cause`` its QuotaReserved condition's
@@ -18,7 +23,7 @@ from typing import Any, NamedTuple
 from kueue_webhook.control.output.conditions import find
 from kueue_webhook.control.output.metrics import Metrics
 
-__all__ = ["UnadmittedWorkloads", "why_unadmitted"]
+__all__ = ["FinishedWorkloads", "UnadmittedWorkloads", "is_finished", "why_unadmitted"]
 
 JSON = dict[str, Any]
 Key = tuple[str, str]
@@ -118,3 +123,62 @@ class UnadmittedWorkloads:
 def _drop(gauge: Any, labels: tuple[str, ...]) -> None:
     if labels in gauge._metrics:
         gauge.remove(*labels)
+
+
+def is_finished(workload: JSON) -> bool:
+    finished = find((workload.get("status") or {}).get("conditions"), "Finished")
+    return finished is not None and finished.get("status") == "True"
+
+
+class FinishedWorkloads:
+    """The finished Workloads that still exist, per ClusterQueue and per LocalQueue (Kueue's queue
+    manager keeps them until the Workload is deleted)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self._where: dict[Key, tuple[str, Key]] = {}
+        self._per_cq: Counter[str] = Counter()
+        self._per_lq: Counter[Key] = Counter()
+        self._moved_cq: set[str] = set()
+        self._moved_lq: set[Key] = set()
+
+    def update(self, key: Key, where: tuple[str, Key] | None) -> None:
+        """``where``: the ClusterQueue and LocalQueue (namespace, name) of a finished Workload; None when
+        the Workload is not finished or is gone."""
+        old = self._where.get(key)
+        if old == where:
+            return
+        if old is not None:
+            self._count(old, -1)
+            del self._where[key]
+        if where is not None:
+            self._where[key] = where
+            self._count(where, 1)
+
+    def _count(self, where: tuple[str, Key], step: int) -> None:
+        cluster_queue, local_queue = where
+        self._per_cq[cluster_queue] += step
+        self._per_lq[local_queue] += step
+        self._moved_cq.add(cluster_queue)
+        self._moved_lq.add(local_queue)
+
+    def all_moved(self) -> None:
+        self._moved_cq.update(self._per_cq)
+        self._moved_lq.update(self._per_lq)
+
+    def report(self, *, local_queue_exposed: Callable[[str, str], bool]) -> None:
+        metrics, role = self.metrics, self.metrics.role
+        moved_cq, self._moved_cq = self._moved_cq, set()
+        moved_lq, self._moved_lq = self._moved_lq, set()
+        for cluster_queue in moved_cq:
+            count = self._per_cq[cluster_queue]
+            if count <= 0:
+                del self._per_cq[cluster_queue]
+            if cluster_queue:
+                metrics.finished_workloads_gauge.labels(cluster_queue, role).set(max(count, 0))
+        for namespace, name in moved_lq:
+            count = self._per_lq[(namespace, name)]
+            if count <= 0:
+                del self._per_lq[(namespace, name)]
+            if name and local_queue_exposed(namespace, name):
+                metrics.lq_finished_workloads_gauge.labels(name, namespace, role).set(max(count, 0))
