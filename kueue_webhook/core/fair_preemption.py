@@ -234,16 +234,16 @@ class _Ordering:
         self.preemptor = preemptor
         self.share = share
         self.queue = queue
-        ledger_nodes: dict[str, list[Candidate]] = {}
-        for candidate in candidates:  # already in candidate order
-            ledger_nodes.setdefault(candidate.cluster_queue, []).append(candidate)
-        self.waiting = ledger_nodes
-        self.path: list[Node] = []  # the preemptor's cohorts, nearest first
+        #: per ClusterQueue, its candidates still to try, in candidate order
+        self.waiting: dict[str, list[Candidate]] = {}
+        for candidate in candidates:
+            self.waiting.setdefault(candidate.cluster_queue, []).append(candidate)
+        #: the preemptor's cohorts, up to the root
+        self.on_path: set[int] = set()
         parent = preemptor.parent
         while parent is not None:
-            self.path.append(parent)
+            self.on_path.add(id(parent))
             parent = parent.parent
-        self.on_path = {id(cohort) for cohort in self.path}
         self.pruned: set[int] = set()
 
     def __iter__(self) -> Iterator[Node]:
