@@ -82,8 +82,8 @@ class CohortMetrics:
         metrics, role, name = self.metrics, self.metrics.role, cohort.name
         reserved: dict[FlavorResource, int] = {}
         admitted = 0
-        for leaf in _cluster_queues_under(cohort):
-            amounts, count = self._held.get(leaf.name, ({}, 0))
+        for cluster_queue in cohort.queue_names():
+            amounts, count = self._held.get(cluster_queue, ({}, 0))
             admitted += count
             for fr, nanos in amounts.items():
                 reserved[fr] = reserved.get(fr, 0) + nanos
@@ -127,16 +127,6 @@ def _parent_and_root(node: Node) -> tuple[str, str]:
     if node.parent is None:
         return "", ""
     return node.parent.name, node.root().name
-
-
-def _cluster_queues_under(cohort: Node) -> Iterator[Node]:
-    stack = [cohort]
-    while stack:
-        node = stack.pop()
-        if node.is_cohort:
-            stack.extend(node.children)
-        else:
-            yield node
 
 
 def _positive(amounts: Mapping[FlavorResource, int]) -> dict[FlavorResource, int]:

@@ -16,9 +16,10 @@ the counts that moved.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from kueue_webhook.control.output.conditions import find
 from kueue_webhook.control.output.metrics import Metrics
@@ -27,6 +28,9 @@ __all__ = ["FinishedWorkloads", "UnadmittedWorkloads", "is_finished", "why_unadm
 
 JSON = dict[str, Any]
 Key = tuple[str, str]
+S = TypeVar("S")
+CQ = TypeVar("CQ")
+LQ = TypeVar("LQ")
 
 
 class Why(NamedTuple):
@@ -61,34 +65,52 @@ def why_unadmitted(workload: JSON, cluster_queue: str) -> Why | None:
     return Why(cluster_queue, str(meta.get("namespace", "")), queue_name, reason, cause)
 
 
-class UnadmittedWorkloads:
-    """Each Workload's last known reason, and the counts per ClusterQueue and per LocalQueue."""
+class _Counts(ABC, Generic[S, CQ, LQ]):
+    """Each Workload's last known state, and how many Workloads are in each state per ClusterQueue and per
+    LocalQueue; the counts that moved since the last pass are written by ``report``."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
-        self._why: dict[Key, Why] = {}
-        self._per_cq: Counter[tuple[str, str, str]] = Counter()
-        self._per_lq: Counter[Why] = Counter()
-        self._moved_cq: set[tuple[str, str, str]] = set()
-        self._moved_lq: set[Why] = set()
+        self._state: dict[Key, S] = {}
+        self._per_cq: Counter[CQ] = Counter()
+        self._per_lq: Counter[LQ] = Counter()
+        self._moved_cq: set[CQ] = set()
+        self._moved_lq: set[LQ] = set()
 
-    def update(self, key: Key, why: Why | None) -> None:
-        old = self._why.get(key)
-        if old == why:
+    def update(self, key: Key, state: S | None) -> None:
+        """``state``: the Workload's state now (None: not counted, or gone)."""
+        old = self._state.get(key)
+        if old == state:
             return
         if old is not None:
             self._count(old, -1)
-            del self._why[key]
-        if why is not None:
-            self._why[key] = why
-            self._count(why, 1)
+            del self._state[key]
+        if state is not None:
+            self._state[key] = state
+            self._count(state, 1)
 
-    def _count(self, why: Why, step: int) -> None:
-        per_cq = (why.cluster_queue, why.reason, why.cause)
+    def _count(self, state: S, step: int) -> None:
+        per_cq, per_lq = self._split(state)
         self._per_cq[per_cq] += step
-        self._per_lq[why] += step
+        self._per_lq[per_lq] += step
         self._moved_cq.add(per_cq)
-        self._moved_lq.add(why)
+        self._moved_lq.add(per_lq)
+
+    @abstractmethod
+    def _split(self, state: S) -> tuple[CQ, LQ]:
+        """Where a Workload in ``state`` counts: its ClusterQueue's key and its LocalQueue's."""
+
+    def all_moved(self) -> None:
+        """Write every count again next pass (a new term, or the LocalQueue series configured anew)."""
+        self._moved_cq.update(self._per_cq)
+        self._moved_lq.update(self._per_lq)
+
+
+class UnadmittedWorkloads(_Counts[Why, tuple[str, str, str], Why]):
+    """Workloads not admitted, by why."""
+
+    def _split(self, state: Why) -> tuple[tuple[str, str, str], Why]:
+        return (state.cluster_queue, state.reason, state.cause), state
 
     def report(self, *, local_queue_exposed: Callable[[str, str], bool]) -> None:
         """Write the counts that moved since the last pass (a count at 0 drops its series, as in Kueue);
@@ -114,11 +136,6 @@ class UnadmittedWorkloads:
                     del self._per_lq[why]
                 _drop(metrics.lq_unadmitted_workloads, labels)
 
-    def all_moved(self) -> None:
-        """Write every count again next pass (a new term, or the LocalQueue series configured anew)."""
-        self._moved_cq.update(self._per_cq)
-        self._moved_lq.update(self._per_lq)
-
 
 def _drop(gauge: Any, labels: tuple[str, ...]) -> None:
     if labels in gauge._metrics:
@@ -130,41 +147,13 @@ def is_finished(workload: JSON) -> bool:
     return finished is not None and finished.get("status") == "True"
 
 
-class FinishedWorkloads:
+class FinishedWorkloads(_Counts[tuple[str, Key], str, Key]):
     """The finished Workloads that still exist, per ClusterQueue and per LocalQueue (Kueue's queue
-    manager keeps them until the Workload is deleted)."""
+    manager keeps them until the Workload is deleted). A Workload's state is its ClusterQueue and its
+    LocalQueue (namespace, name) while it is finished."""
 
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-        self._where: dict[Key, tuple[str, Key]] = {}
-        self._per_cq: Counter[str] = Counter()
-        self._per_lq: Counter[Key] = Counter()
-        self._moved_cq: set[str] = set()
-        self._moved_lq: set[Key] = set()
-
-    def update(self, key: Key, where: tuple[str, Key] | None) -> None:
-        """``where``: the ClusterQueue and LocalQueue (namespace, name) of a finished Workload; None when
-        the Workload is not finished or is gone."""
-        old = self._where.get(key)
-        if old == where:
-            return
-        if old is not None:
-            self._count(old, -1)
-            del self._where[key]
-        if where is not None:
-            self._where[key] = where
-            self._count(where, 1)
-
-    def _count(self, where: tuple[str, Key], step: int) -> None:
-        cluster_queue, local_queue = where
-        self._per_cq[cluster_queue] += step
-        self._per_lq[local_queue] += step
-        self._moved_cq.add(cluster_queue)
-        self._moved_lq.add(local_queue)
-
-    def all_moved(self) -> None:
-        self._moved_cq.update(self._per_cq)
-        self._moved_lq.update(self._per_lq)
+    def _split(self, state: tuple[str, Key]) -> tuple[str, Key]:
+        return state
 
     def report(self, *, local_queue_exposed: Callable[[str, str], bool]) -> None:
         metrics, role = self.metrics, self.metrics.role
