@@ -41,20 +41,25 @@ def priority_class_of(workload: JSON) -> str:
     return str(((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", ""))
 
 
-def exposed_local_queue(context: ControlContext, workload: JSON) -> tuple[str, str] | None:
-    """The (name, namespace) of the Workload's LocalQueue when its ``kueue_local_queue_*`` series are
-    exposed (``metrics.localQueueMetrics``: on, and its selector matching the LocalQueue's labels)."""
+def local_queue_exposed(context: ControlContext, namespace: str, name: str) -> bool:
+    """Whether the LocalQueue exists and its ``kueue_local_queue_*`` series are exposed
+    (``metrics.localQueueMetrics``: on, and its selector, if any, matching the LocalQueue's labels)."""
     settings = context.configuration().local_queue_metrics
-    name = str((workload.get("spec") or {}).get("queueName") or "")
     if not settings.enable or not name:
-        return None
+        return False
+    if settings.selector is None:
+        return context.store.contains(LOCAL_QUEUES, name, namespace)
+    local_queue = context.store.get(LOCAL_QUEUES, name, namespace)
+    if local_queue is None:
+        return False
+    return settings.exposes((local_queue.get("metadata") or {}).get("labels") or {})
+
+
+def exposed_local_queue(context: ControlContext, workload: JSON) -> tuple[str, str] | None:
+    """The (name, namespace) of the Workload's LocalQueue when its series are exposed."""
+    name = str((workload.get("spec") or {}).get("queueName") or "")
     namespace = str((workload.get("metadata") or {}).get("namespace") or "")
-    if settings.selector is not None:
-        local_queue = context.store.get(LOCAL_QUEUES, name, namespace)
-        labels = ((local_queue or {}).get("metadata") or {}).get("labels") or {}
-        if local_queue is None or not settings.exposes(labels):
-            return None
-    return name, namespace
+    return (name, namespace) if local_queue_exposed(context, namespace, name) else None
 
 
 def record_quota_reserved(context: ControlContext, workload: JSON, *, cluster_queue: str) -> None:

@@ -44,7 +44,7 @@ from kueue_webhook.control.kube.kinds import (
     WORKLOADS,
 )
 from kueue_webhook.control.kube.leader import NotLeader
-from kueue_webhook.control.output.admitted import priority_class_of
+from kueue_webhook.control.output.admitted import local_queue_exposed, priority_class_of
 from kueue_webhook.control.output.conditions import now_rfc3339, observed_generation
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.paced import PacedReporter
@@ -301,14 +301,7 @@ class QueueStatusReporter(PacedReporter):
             self.mark_all()
 
     def _local_queue_exposed(self, namespace: str, name: str) -> bool:
-        """Whether the LocalQueue exists and ``metrics.localQueueMetrics`` exposes its series."""
-        settings, store = self.context.configuration().local_queue_metrics, self.context.store
-        if not settings.enable:
-            return False
-        if settings.selector is None:
-            return store.contains(LOCAL_QUEUES, name, namespace)
-        lq = store.get(LOCAL_QUEUES, name, namespace)
-        return lq is not None and settings.exposes((lq.get("metadata") or {}).get("labels") or {})
+        return local_queue_exposed(self.context, namespace, name)
 
     def _report_local_queue_metrics(
         self, marked: Mapping[tuple[str, str], None], state: SchedulerView
