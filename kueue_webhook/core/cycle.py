@@ -56,11 +56,21 @@ from kueue_webhook.core.tas.assign import placements_still_fit
 from kueue_webhook.core.tas.preemption import TopologyFit
 from kueue_webhook.core.workload_tracker import WorkloadTracker
 
-__all__ = ["run_cycle"]
+__all__ = ["CycleResult", "run_cycle"]
 
 #: how heads are ordered: claims first (in the order they were made), then borrowing level, priority, age
 _Order = tuple[float, int, int, float, str]
 _Head = tuple[WorkloadInfo, QueueState, Assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    decisions: list[Decision]
+    #: how many heads it tried (admitted or not)
+    tried: int
+    #: per ClusterQueue, its preemptors that had candidates but lost the room to a head before them in
+    #: the cycle (Kueue's kueue_admission_cycle_preemption_skips); only ClusterQueues that had one
+    preemption_skips: dict[str, int]
 
 
 def run_cycle(
@@ -70,11 +80,12 @@ def run_cycle(
     *,
     assigner: FlavorAssigner,
     search: TargetSearch,
-) -> tuple[list[Decision], int]:
+) -> CycleResult:
     """One scheduling pass over the heads of every open ClusterQueue (the notices found since the last
-    one come first): its decisions, and how many heads it tried."""
+    one come first)."""
     cycle = _Pass(specs, pending, pending.notices, tracker, assigner, search)
-    return cycle.run(), cycle.tried
+    decisions = cycle.run()
+    return CycleResult(decisions, cycle.tried, cycle.preemption_skips)
 
 
 @dataclass(slots=True)
@@ -93,6 +104,7 @@ class _Pass:
     #: the preemption targets each head was nominated with
     nominated: dict[WorkloadKey, list[Target]] = field(default_factory=dict)
     tried: int = 0
+    preemption_skips: dict[str, int] = field(default_factory=dict)
 
     def run(self) -> list[Decision]:
         tracker, ledger = self.tracker, self.specs.ledger
@@ -262,6 +274,7 @@ class _Pass:
             # find the same targets again, cycle after cycle, while they are still leaving.
             if targets:
                 queue.pending.requeue_failed(info, retry_when=None)
+                self.preemption_skips[name] = self.preemption_skips.get(name, 0) + 1
             else:
                 queue.pending.requeue_retry(info)
                 self.pending.ready.add(name)

@@ -89,6 +89,8 @@ class SchedulerState:
         self.assigner = FlavorAssigner(self.specs.flavors, self.specs.ledger, self.oracle, self.specs.tas)
         #: how many heads the last cycle tried (admitted or not)
         self.last_cycle_tried = 0
+        #: per ClusterQueue, the preemptors the last cycle passed over (``cycle.CycleResult``)
+        self.last_cycle_preemption_skips: dict[str, int] = {}
 
     # == what the state holds ==========================================================================
     @property
@@ -164,9 +166,9 @@ class SchedulerState:
         if now is not None:
             self.revisits.revisit(now)
         search = self.fair_preemption if self.fair_sharing else self.preemption
-        decisions, self.last_cycle_tried = run_cycle(
-            self.specs, self.pending, self.tracker, assigner=self.assigner, search=search
-        )
+        result = run_cycle(self.specs, self.pending, self.tracker, assigner=self.assigner, search=search)
+        decisions, self.last_cycle_tried = result.decisions, result.tried
+        self.last_cycle_preemption_skips = result.preemption_skips
         self.revisits.schedule(now)
         return decisions
 

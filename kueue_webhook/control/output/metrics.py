@@ -145,6 +145,13 @@ class Metrics:
         ("result", ROLE),
         buckets=DEFAULT_BUCKETS,
     )
+    admission_cycle_preemption_skips = _Metric(
+        Gauge,
+        "kueue_admission_cycle_preemption_skips",
+        "Preemptors of a cluster_queue that found candidates but were passed over because a workload "
+        "before them in the cycle took the room (the last cycle that passed one over).",
+        ("cluster_queue", ROLE),
+    )
     admitted_workloads = _Metric(
         Counter, "kueue_admitted_workloads_total", "Admitted workloads per cluster_queue.", QUEUE_AND_PRIORITY
     )
@@ -566,6 +573,7 @@ class Metrics:
             self.cluster_queue_weighted_share,
             self.unadmitted_workloads,
             self.finished_workloads_gauge,
+            self.admission_cycle_preemption_skips,
         ):
             names = metric._labelnames
             index = names.index("cluster_queue")

@@ -406,6 +406,8 @@ class SchedulerLoop(DecisionWrites):
             metrics.series(metrics.admission_attempts, result, metrics.role).inc()
             took = time.perf_counter() - started
             metrics.series(metrics.admission_attempt_duration, result, metrics.role).observe(took)
+            for cluster_queue, skipped in self.state.last_cycle_preemption_skips.items():
+                metrics.admission_cycle_preemption_skips.labels(cluster_queue, metrics.role).set(skipped)
         self._decided_since_collect += len(decisions)
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
         admissions_blocked = self._admission_blocked()

@@ -100,3 +100,22 @@ async def test_a_wait_that_needs_a_write_still_gets_one() -> None:
     condition = next(c for c in shown["status"]["conditions"] if c["type"] == "QuotaReserved")
     assert (condition["status"], condition["reason"]) == ("False", "WaitingForQuota")
     assert attempts(metrics) == 1
+
+
+async def test_the_cycle_reports_the_preemptors_it_passed_over_per_cluster_queue() -> None:
+    """Kueue's kueue_admission_cycle_preemption_skips{cluster_queue}: what the core counted in the cycle
+    (tests/unit/core/test_preemption.py shows the counting) is what the gauge says."""
+    loop, _, metrics = loop_with_one_slot()
+    decide = loop.state.cycle
+
+    def cycle(now: float | None = None) -> list[Any]:
+        decisions = decide(now)
+        loop.state.last_cycle_preemption_skips = {"cq": 2}
+        return decisions
+
+    loop.state.cycle = cycle  # type: ignore[method-assign]
+    await loop._cycle()
+    skips = metrics.registry.get_sample_value(
+        "kueue_admission_cycle_preemption_skips", {"cluster_queue": "cq", "replica_role": metrics.role}
+    )
+    assert skips == 2

@@ -404,6 +404,8 @@ def test_multiple_preemptions_skip_preemption_when_a_shared_limited_resource_fit
         ("ns/a1", "ns/a-preemptor")
     ]
     assert last_wait(decisions, "ns/b-preemptor").reason == "WaitingForQuota"
+    # what Kueue's kueue_admission_cycle_preemption_skips reports for that cycle
+    assert c.state.last_cycle_preemption_skips == {"beta": 1}
     c.admitted.discard("ns/a1")
     c.state.upsert_workload(c.workloads["ns/a1"])  # the eviction is done
     c.settle()
