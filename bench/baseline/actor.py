@@ -272,13 +272,14 @@ class KueueActor:
         self.conflicts = 0
         self.errors: list[str] = []
 
-    def observe(self, key: str, obj: JSON, *, created: bool = False) -> None:
+    def observe(self, key: str, obj: JSON, *, created: bool = False, at: float | None = None) -> None:
         """The controller's event filter: Create and Update enqueue an admitted, unfinished Workload; an
-        Update also notes when it became admitted (the runner's admissionTime)."""
+        Update also notes when it became admitted (the runner's admissionTime): ``at`` on the actor's
+        clock, the moment the event was seen (now when not given)."""
         admitted = _is_true(obj, "Admitted")
         if not created:
             if admitted:
-                self._admitted_at.setdefault(key, self._clock())
+                self._admitted_at.setdefault(key, self._clock() if at is None else at)
             else:
                 self._admitted_at.pop(key, None)
         if admitted and not _is_true(obj, "Finished"):

@@ -241,6 +241,8 @@ class Run:
             read=self._latest.get,
             apply=self._apply_status,
             runtime_ms=lambda key: self.runtime_ms.get(key, 0),
+            # the timeline's clock: an admission is timed at the same instant by both
+            clock=self.now,
         )
 
     def now(self) -> float:
@@ -343,17 +345,18 @@ class Run:
         if event == "MODIFIED":
             self.counters.workload_modified += 1
         deleted = event == "DELETED"
+        at = self.now()  # one instant for everything that times this event
         if deleted:
             self._latest.pop(key, None)
             self.kueue_actor.forget(key)
         else:
             self._latest[key] = obj
-            self.kueue_recorder.record_workload(obj, at=self.now())
+            self.kueue_recorder.record_workload(obj, at=at)
             if self.actor == "kueue":
-                self.kueue_actor.observe(key, obj, created=event == "ADDED")
+                self.kueue_actor.observe(key, obj, created=event == "ADDED", at=at)
         if self.topology_check is not None and not deleted:
             self.topology_check.observe(key, obj, self._templates.get(key))
-        for transition in self.timeline.observe(obj, at=self.now(), deleted=deleted):
+        for transition in self.timeline.observe(obj, at=at, deleted=deleted):
             self._act(transition)
 
     def _on_cluster_queue(self, event: str, obj: JSON) -> None:
