@@ -66,7 +66,6 @@ from kueue_webhook.core.status import (
 from kueue_webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
-Reservation = tuple[Mapping[FlavorResource, int], bool]
 log = logging.getLogger("kueue_webhook.status")
 
 
@@ -95,6 +94,31 @@ class _Held:
             self.admitted += 1
             for fr, nanos in usage.items():
                 self.used[fr] = self.used.get(fr, 0) + nanos
+
+    def merge(self, other: _Held) -> None:
+        self.reserving += other.reserving
+        self.admitted += other.admitted
+        for mine, theirs in ((self.reserved, other.reserved), (self.used, other.used)):
+            for fr, nanos in theirs.items():
+                mine[fr] = mine.get(fr, 0) + nanos
+
+
+#: per ClusterQueue, what each of its LocalQueues' Workloads hold, read once per pass (``_held_in``)
+HeldByQueue = dict[str, dict[tuple[str, str], _Held]]
+
+
+def _held_in(state: SchedulerView, cluster_queue: str, seen: HeldByQueue) -> dict[tuple[str, str], _Held]:
+    """What the Workloads reserving quota in ``cluster_queue`` hold, per LocalQueue (namespace, name);
+    read from the core once per pass, whichever gauges ask first."""
+    held = seen.get(cluster_queue)
+    if held is None:
+        held = seen[cluster_queue] = {}
+        for info, admitted in state.reserving_in(cluster_queue):
+            entry = held.get((info.namespace, info.queue_name))
+            if entry is None:
+                entry = held[(info.namespace, info.queue_name)] = _Held()
+            entry.add(info.usage, admitted=admitted)
+    return held
 
 
 class QueueStatusReporter(PacedReporter):
@@ -202,9 +226,10 @@ class QueueStatusReporter(PacedReporter):
         self._deferred_cq, self._deferred_lq = {}, {}
         state = self.state()
         self._tick_gpu_seconds(state)
+        held: HeldByQueue = {}
         for name in (n for n in marked_cq if n):  # "": a LocalQueue that names no ClusterQueue
-            self._report_metrics(name, state)
-        self._report_local_queue_metrics(marked_lq, state)
+            self._report_metrics(name, state, held)
+        self._report_local_queue_metrics(marked_lq, state, held)
         self.cohorts.report(state, (n for n in marked_cq if n))
         self.unadmitted.report(local_queue_exposed=self._local_queue_exposed)
         self.finished.report(local_queue_exposed=self._local_queue_exposed)
@@ -252,7 +277,7 @@ class QueueStatusReporter(PacedReporter):
         except Exception as exc:  # the next change marks it dirty again
             log.warning("queue status write failed", extra={"kind": kind.kind, "error": repr(exc)})
 
-    def _report_metrics(self, name: str, state: SchedulerView) -> None:
+    def _report_metrics(self, name: str, state: SchedulerView, held: HeldByQueue) -> None:
         """Kueue's per-queue gauges from the core's state (no status computed: they cost no write)."""
         metrics = self.context.metrics
         if not self.context.store.contains(CLUSTER_QUEUES, name):
@@ -263,22 +288,17 @@ class QueueStatusReporter(PacedReporter):
         if spec is None:
             return
         role = metrics.role
-        reserving: list[Reservation] = [(info.usage, admitted) for info, admitted in state.reserving_in(name)]
+        total = _Held()
+        for local_queue in _held_in(state, name, held).values():
+            total.merge(local_queue)
         inadmissible = state.inadmissible_count(name)
         metrics.pending_workloads.labels(name, "active", role).set(state.pending_count(name) - inadmissible)
         metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
-        metrics.reserving_active_workloads.labels(name, role).set(len(reserving))
-        metrics.admitted_active_workloads.labels(name, role).set(sum(1 for _, a in reserving if a))
+        metrics.reserving_active_workloads.labels(name, role).set(total.reserving)
+        metrics.admitted_active_workloads.labels(name, role).set(total.admitted)
         active = cluster_queue_active(state, name)[0] == "True"
         metrics.set_cluster_queue_state(cluster_queue=name, state="active" if active else "pending")
-        usage: dict[tuple[str, str], int] = {}
-        reserved: dict[tuple[str, str], int] = {}
-        for amounts, admitted in reserving:
-            for fr, nanos in amounts.items():
-                reserved[fr] = reserved.get(fr, 0) + nanos
-                if admitted:
-                    usage[fr] = usage.get(fr, 0) + nanos
-        self.cohorts.held(name, reserved, sum(1 for _, a in reserving if a))
+        self.cohorts.held(name, total.reserved, total.admitted)
         cohort = spec.cohort_name
         for group in spec.resource_groups:
             for flavor in group.flavors:
@@ -290,8 +310,8 @@ class QueueStatusReporter(PacedReporter):
                         metrics.borrowing_limit.labels(*labels).set(quota.borrowing_limit.nanos / NANO)
                     if quota.lending_limit is not None:
                         metrics.lending_limit.labels(*labels).set(quota.lending_limit.nanos / NANO)
-                    metrics.resource_usage.labels(*labels).set(usage.get(fr, 0) / NANO)
-                    metrics.resource_reservation.labels(*labels).set(reserved.get(fr, 0) / NANO)
+                    metrics.resource_usage.labels(*labels).set(total.used.get(fr, 0) / NANO)
+                    metrics.resource_reservation.labels(*labels).set(total.reserved.get(fr, 0) / NANO)
 
     def reconfigure(self, configuration: Configuration) -> None:
         """A reload changed ``metrics.localQueueMetrics``: every LocalQueue's series are reported again, or
@@ -304,7 +324,7 @@ class QueueStatusReporter(PacedReporter):
         return local_queue_exposed(self.context, namespace, name)
 
     def _report_local_queue_metrics(
-        self, marked: Mapping[tuple[str, str], None], state: SchedulerView
+        self, marked: Mapping[tuple[str, str], None], state: SchedulerView, seen: HeldByQueue
     ) -> None:
         """Kueue's per-LocalQueue gauges for the LocalQueues marked since the last pass, those the
         configuration exposes (``metrics.localQueueMetrics``); the others' series are dropped."""
@@ -325,12 +345,7 @@ class QueueStatusReporter(PacedReporter):
             pending = state.pending_by_local_queue(cluster_queue) if spec is not None else {}
             # as in Kueue, a ClusterQueue that admits nothing has no active pending Workloads
             inactive = spec is None or cluster_queue_active(state, cluster_queue)[0] != "True"
-            held: dict[tuple[str, str], _Held] = {}
-            for info, admitted in state.reserving_in(cluster_queue) if spec is not None else ():
-                entry = held.get((info.namespace, info.queue_name))
-                if entry is None:
-                    entry = held[(info.namespace, info.queue_name)] = _Held()
-                entry.add(info.usage, admitted=admitted)
+            held = _held_in(state, cluster_queue, seen) if spec is not None else {}
             for namespace, name in keys:
                 active, inadmissible = pending.get((namespace, name), (0, 0))
                 if inactive:
