@@ -53,7 +53,6 @@ from kueue_webhook.control.scheduling.cohort_metrics import CohortMetrics
 from kueue_webhook.control.scheduling.workload_counts import (
     FinishedWorkloads,
     UnadmittedWorkloads,
-    is_finished,
     why_unadmitted,
 )
 from kueue_webhook.core.model import FlavorResource
@@ -179,7 +178,8 @@ class QueueStatusReporter(PacedReporter):
                 lq_key = (change.key[0], str((new.get("spec") or {}).get("queueName", "")))
                 cluster_queue = self._index().get(lq_key, "")
                 self.unadmitted.update(change.key, why_unadmitted(new, cluster_queue))
-                self.finished.update(change.key, (cluster_queue, lq_key) if is_finished(new) else None)
+                finished = is_true(new, "Finished")
+                self.finished.update(change.key, (cluster_queue, lq_key) if finished else None)
             if new is not None and not change.added and _newly_admitted(change.old, new):
                 admission = (new.get("status") or {}).get("admission") or {}
                 self.cohorts.admitted(str(admission.get("clusterQueue", "")), priority_class_of(new))

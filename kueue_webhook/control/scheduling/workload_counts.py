@@ -21,10 +21,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from kueue_webhook.api.conditions import is_true
 from kueue_webhook.control.output.conditions import find
 from kueue_webhook.control.output.metrics import Metrics
 
-__all__ = ["FinishedWorkloads", "UnadmittedWorkloads", "is_finished", "why_unadmitted"]
+__all__ = ["FinishedWorkloads", "UnadmittedWorkloads", "why_unadmitted"]
 
 JSON = dict[str, Any]
 Key = tuple[str, str]
@@ -47,13 +48,10 @@ def why_unadmitted(workload: JSON, cluster_queue: str) -> Why | None:
     meta, status = workload.get("metadata") or {}, workload.get("status") or {}
     if meta.get("deletionTimestamp"):
         return None
+    if is_true(workload, "Admitted") or is_true(workload, "Finished"):
+        return None
     conditions = status.get("conditions")
     admitted, reserved = find(conditions, "Admitted"), find(conditions, "QuotaReserved")
-    finished = find(conditions, "Finished")
-    if (admitted is not None and admitted.get("status") == "True") or (
-        finished is not None and finished.get("status") == "True"
-    ):
-        return None
     reason = str(admitted.get("reason", "")) if admitted is not None else "NoReservation"
     if reserved is None:
         cause = "PendingEvaluation"
@@ -140,11 +138,6 @@ class UnadmittedWorkloads(_Counts[Why, tuple[str, str, str], Why]):
 def _drop(gauge: Any, labels: tuple[str, ...]) -> None:
     if labels in gauge._metrics:
         gauge.remove(*labels)
-
-
-def is_finished(workload: JSON) -> bool:
-    finished = find((workload.get("status") or {}).get("conditions"), "Finished")
-    return finished is not None and finished.get("status") == "True"
 
 
 class FinishedWorkloads(_Counts[tuple[str, Key], str, Key]):
