@@ -84,6 +84,15 @@ class _Metric(Generic[M]):
         raise AttributeError(f"{self.name} is made by Metrics.__init__")
 
 
+def drop_series(metric: Gauge | SideGauge, **match: str) -> None:
+    """Remove every series of ``metric`` whose labels named in ``match`` have those values (a queue, a
+    cohort or a role that is gone stops appearing in scrapes)."""
+    where = [(metric._labelnames.index(label), value) for label, value in match.items()]
+    for labels in list(metric._metrics):
+        if all(labels[index] == value for index, value in where):
+            metric.remove(*labels)
+
+
 class SideGauge:
     """A gauge whose name the client library's registry holds for a counter already: Kueue serves
     ``kueue_finished_workloads`` beside ``kueue_finished_workloads_total``, which prometheus_client refuses
@@ -575,11 +584,7 @@ class Metrics:
             self.finished_workloads_gauge,
             self.admission_cycle_preemption_skips,
         ):
-            names = metric._labelnames
-            index = names.index("cluster_queue")
-            for labels in list(metric._metrics):
-                if labels[index] == cluster_queue:
-                    metric.remove(*labels)
+            drop_series(metric, cluster_queue=cluster_queue)
 
     def set_local_queue_state(self, *, namespace: str, name: str, active: str) -> None:
         """One-hot the LocalQueue's Active condition status, as Kueue reports it."""
@@ -598,9 +603,7 @@ class Metrics:
             self.lq_unadmitted_workloads,
             self.lq_finished_workloads_gauge,
         ):
-            for labels in list(metric._metrics):
-                if labels[0] == name and labels[1] == namespace:
-                    metric.remove(*labels)
+            drop_series(metric, name=name, namespace=namespace)
 
     def forget_role(self, role: str) -> None:
         """Drop every gauge series labelled ``replica_role=role``: a replica that stops leading no longer
@@ -608,10 +611,7 @@ class Metrics:
         its last values next to the new leader's. Counters and histograms stay: they count what happened."""
         for value in vars(self).values():
             if isinstance(value, Gauge | SideGauge) and ROLE in value._labelnames:
-                index = value._labelnames.index(ROLE)
-                for labels in list(value._metrics):
-                    if labels[index] == role:
-                        value.remove(*labels)
+                drop_series(value, **{ROLE: role})
 
     def exposition(self) -> bytes:
         """The text format served at /metrics."""

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from prometheus_client import Gauge
 
 from kueue_webhook.api.quantity import NANO
-from kueue_webhook.control.output.metrics import Metrics
+from kueue_webhook.control.output.metrics import Metrics, drop_series
 from kueue_webhook.core.ledger import Node
 from kueue_webhook.core.model import FlavorResource
 from kueue_webhook.core.view import SchedulerView
@@ -48,10 +48,7 @@ class CohortMetrics:
 
     def forget_cluster_queue(self, cluster_queue: str) -> None:
         self._held.pop(cluster_queue, None)
-        info = self.metrics.cluster_queue_info
-        for labels in list(info._metrics):
-            if labels[0] == cluster_queue:
-                info.remove(*labels)
+        drop_series(self.metrics.cluster_queue_info, cluster_queue=cluster_queue)
 
     def report(self, state: SchedulerView, cluster_queues: Iterable[str]) -> None:
         """The series of every cohort above ``cluster_queues`` (and theirs), and the counts of the
@@ -110,9 +107,7 @@ class CohortMetrics:
             metrics.cohort_subtree_admitted_active_workloads,
             metrics.cohort_info,
         ):
-            for labels in list(gauge._metrics):
-                if labels[0] == name:
-                    gauge.remove(*labels)
+            drop_series(gauge, cohort=name)
 
 
 def _ancestors(node: Node | None) -> Iterator[Node]:
