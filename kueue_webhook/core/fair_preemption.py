@@ -287,8 +287,9 @@ class _Ordering:
                 continue
             share = self.share(child)
             key = share.key()
+            lends_only = within_nominal(child, child.subtree)  # Kueue's DRS not IsBorrowing
             if not child.is_cohort:
-                if (not _borrows(child) and child is not self.preemptor) or not self.has(child):
+                if (lends_only and child is not self.preemptor) or not self.has(child):
                     self.pruned.add(id(child))
                 elif best_queue_share is None or key > best_queue_share:
                     best_queue, best_queue_share = child, key
@@ -298,7 +299,7 @@ class _Ordering:
                     and self._first_goes_first(child, best_queue)
                 ):
                     best_queue = child
-            elif not _borrows(child) and id(child) not in self.on_path:
+            elif lends_only and id(child) not in self.on_path:
                 self.pruned.add(id(child))
             elif best_cohort_share is None or key >= best_cohort_share:
                 best_cohort, best_cohort_share = child, key
@@ -322,9 +323,3 @@ def _child_on_path(node: Node, meeting: Node | None) -> Node:
     while node.parent is not None and node.parent is not meeting:
         node = node.parent
     return node
-
-
-def _borrows(node: Node) -> bool:
-    """Whether ``node`` uses more than its subtree quota of anything (Kueue's DRS ``IsBorrowing``)."""
-    usage = node.usage
-    return any(usage.get(fr, 0) > quota for fr, quota in node.subtree.items())

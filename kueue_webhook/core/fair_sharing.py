@@ -25,6 +25,7 @@ from typing import Generic, TypeVar
 
 from kueue_webhook.core.ledger import Ledger, Node, potential_available
 from kueue_webhook.core.model import FlavorResource
+from kueue_webhook.core.preemption import within_nominal
 
 __all__ = ["Share", "dominant_resource_share", "pick_fairest"]
 
@@ -137,8 +138,7 @@ def pick_fairest(
 
 def _borrows_any(node: Node, usage: Mapping[FlavorResource, int]) -> bool:
     """Whether ``node`` uses more than its subtree quota of any flavor/resource in ``usage``."""
-    node_usage, subtree = node.usage, node.subtree
-    return any(amount > 0 and node_usage.get(fr, 0) > subtree.get(fr, 0) for fr, amount in usage.items())
+    return not within_nominal(node, (fr for fr, amount in usage.items() if amount > 0))
 
 
 def _tournament(
