@@ -13,6 +13,7 @@ from typing import Any
 from kueue_webhook.api.objects import ClusterQueue, FlavorFungibility
 from kueue_webhook.core.decisions import REASON_WAITING
 from kueue_webhook.core.model import FlavorResource
+from kueue_webhook.core.scan_progress import Scan
 from kueue_webhook.core.tas.block import TopologyBlock
 
 __all__ = ["Assignment", "CompiledQueue", "Mode", "Nomination", "PodSetResult", "compile_queue"]
@@ -106,6 +107,8 @@ class Assignment:
     shortfalls: tuple[tuple[tuple[tuple[FlavorResource, int], ...], ...], ...] | None = None
     #: the pod set that fits quota but waits for room in its flavor's topology (``tas.assign``)
     topology_block: TopologyBlock | None = None
+    #: where the search stopped, per pod set and resource (``scan_progress``)
+    scan: Scan = ()
 
     def message(self) -> str:
         """``couldn't assign flavors to pod set main: ...`` as Kueue words it ("" when it fits)."""

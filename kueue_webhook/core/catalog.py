@@ -132,6 +132,7 @@ class Catalog:
         queue = specs.queues.get(name)
         old_tree = ledger.tree_queues(name) if queue is not None else []
         ledger.set_cluster_queue(name, cohort=spec.cohort_name, groups=spec.resource_groups)
+        self.pending.scans.moved(name)  # its quotas may be new: recorded flavor searches are outdated
         missing = tuple(f for f in spec.flavor_names() if f not in specs.flavors)
         checks = check_references(spec, specs.admission_checks)
         if queue is None:

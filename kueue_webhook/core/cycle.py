@@ -105,6 +105,8 @@ class _Pass:
     nominated: dict[WorkloadKey, list[Target]] = field(default_factory=dict)
     tried: int = 0
     preemption_skips: dict[str, int] = field(default_factory=dict)
+    #: heads whose flavor search resumed where an earlier one stopped (``scan_progress``)
+    resumed: set[WorkloadKey] = field(default_factory=set)
 
     def run(self) -> list[Decision]:
         tracker, ledger = self.tracker, self.specs.ledger
@@ -120,11 +122,23 @@ class _Pass:
                 claim.release(ledger)
                 claimed.append(claim)
         entries: list[tuple[_Order, WorkloadInfo, QueueState, Assignment]] = []
+        scans = self.pending.scans
+        scans.cycle += 1
         for info, queue in heads:
+            name = queue.spec.name
+            # resumed at the flavors after those where its last search stopped, when that is recent
+            resume = scans.resume(info.key, name, info.shape)
+            if resume is not None:
+                self.resumed.add(info.key)
             # with fewer pods, down to minCount, when the whole workload cannot be admitted (partial.py)
             assignment = partial_admission.assign(
-                self.assigner, info, queue.compiled, can_preempt=partial(self._can_preempt, queue.spec.name)
+                self.assigner,
+                info,
+                queue.compiled,
+                can_preempt=partial(self._can_preempt, name),
+                resume=resume,
             )
+            scans.record(info.key, name, info.shape, assignment.scan)
             # preemptors whose targets are on their way out go first, in the order they preempted:
             # nobody overtakes a claim
             claim = tracker.claims.get(info.key)
@@ -139,7 +153,7 @@ class _Pass:
             if assignment.mode is not Mode.FIT:
                 # whom it would preempt, chosen on the usage at the start of the cycle like its flavors
                 # (Kueue's nomination); checked again against the evictions before it when its turn comes
-                self.nominated[info.key] = self._targets(info, queue.spec.name, assignment)
+                self.nominated[info.key] = self._targets(info, name, assignment)
         entries.sort(key=lambda entry: entry[0])
         try:
             for info, queue, assignment in self._in_turn(entries):
@@ -241,12 +255,22 @@ class _Pass:
                 # it would preempt if it could, so the room it lacks is not lent out in this cycle
                 # (Kueue's reserveCapacityForUnreclaimablePreempt)
                 self._set_aside(name, _reservable(self.specs.ledger, name, assignment))
+            if self.pending.scans.pending_flavors(info.key):
+                # its search stopped before the group's last flavor: tried again in the next cycle, from
+                # the flavor after that one (Kueue requeues such a Workload at once: PendingFlavors)
+                queue.pending.requeue_retry(info)
+                self.pending.ready.add(name)
+                tracked.queued = True
+                self._wait(info, queue, assignment.reason(), assignment.message())
+                return
             # parked until what it lacks may be free; in a queue that may preempt, also until any
             # release in its own ClusterQueue (``WorkloadTracker._release``)
             # after a recomputation what it failed with is its own, and its flavors were limited to
             # those first given: it is retried on any release
-            alike = self._shape_shares(mode) and not recomputed
-            retry_when = None if recomputed else assignment.shortfalls
+            # a search that resumed past the first flavors did not see them: any release may help
+            resumed = info.key in self.resumed
+            alike = self._shape_shares(mode) and not recomputed and not resumed
+            retry_when = None if recomputed or resumed else assignment.shortfalls
             queue.pending.requeue_failed(info, retry_when=retry_when, alike=alike)
             tracked.queued = True
             reason, message = assignment.reason(), assignment.message()
@@ -340,6 +364,9 @@ class _Pass:
             can_preempt=partial(self._can_preempt, name),
             nominated=assignment.nomination(),
         )
+        # searched from the first flavor, and recorded in place of the nomination's (as Kueue does)
+        self.resumed.discard(info.key)
+        self.pending.scans.record(info.key, name, info.shape, again.scan)
         return again, self._targets(info, name, again)
 
     def _defer(self, info: WorkloadInfo, queue: QueueState, assignment: Assignment) -> None:
@@ -347,6 +374,7 @@ class _Pass:
         with the room it needs set aside for the rest of the cycle (Kueue's DeferredFit), then, parked
         until a release, tries again like any preemptor."""
         self.tracker.drop_claim(info.key)
+        self.pending.scans.drop(info.key)  # the next search starts over: the usage will have changed
         self._set_aside(queue.spec.name, assignment.usage)
         queue.pending.requeue_failed(info, retry_when=None)
         self.tracker.workloads[info.key].queued = True
@@ -385,6 +413,7 @@ class _Pass:
                     name,
                 )
             )
+        self.pending.scans.drop(info.key)  # it starts over once its targets are gone
         tracker.stake_claim(info.key, name, assignment.usage, (t.candidate.info.key for t in targets))
         queue.pending.requeue_failed(info, retry_when=None)
         tracked.queued = True

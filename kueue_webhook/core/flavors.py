@@ -34,6 +34,7 @@ from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode, Nomin
 from kueue_webhook.core.decisions import REASON_WAITING
 from kueue_webhook.core.ledger import Ledger, available, borrowing_height
 from kueue_webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
+from kueue_webhook.core.scan_progress import Scan, next_flavor, tried_index
 from kueue_webhook.core.tas.assign import place_topologies, tas_problem
 from kueue_webhook.core.tas.capacity import TopologyCapacity
 
@@ -192,14 +193,20 @@ class FlavorAssigner:
     tas: TopologyCapacity | None = None
 
     def assign(
-        self, workload: WorkloadInfo, queue: CompiledQueue, *, nominated: Nomination | None = None
+        self,
+        workload: WorkloadInfo,
+        queue: CompiledQueue,
+        *,
+        nominated: Nomination | None = None,
+        resume: Scan | None = None,
     ) -> Assignment:
         """Pick a flavor for every requested resource of every pod set, or say why it cannot be done.
         ``nominated``: only the flavors an earlier assignment in the same cycle gave (Kueue's flavor
-        stickiness when it recomputes an assignment within a cycle)."""
+        stickiness when it recomputes an assignment within a cycle); ``resume``: where an earlier
+        search stopped, each group's search starting at the flavor after it (``scan_progress``)."""
         tas = self.tas
         if nominated is None and (tas is None or not tas.flavors):
-            common = assign_one_group(workload, queue, self.flavors, self.ledger, self.oracle)
+            common = assign_one_group(workload, queue, self.flavors, self.ledger, self.oracle, resume=resume)
             if common is not None:
                 return common
         assignment = search_flavors(
@@ -209,6 +216,7 @@ class FlavorAssigner:
             ledger=self.ledger,
             oracle=self.oracle,
             nominated=nominated,
+            resume=resume,
         )
         if tas is None or not tas.flavors:
             return assignment
@@ -223,6 +231,7 @@ def search_flavors(
     ledger: Ledger,
     oracle: PreemptionOracle,
     nominated: Nomination | None = None,
+    resume: Scan | None = None,
 ) -> Assignment:
     """The full search of ``FlavorAssigner.assign`` (every rule, every reason)."""
     assigned: dict[FlavorResource, int] = {}
@@ -236,8 +245,13 @@ def search_flavors(
     # the requests of the whole group, the others take its choice (Kueue's grouped flavor assignment)
     groups = _tas_groups(workload)
     first_of: dict[str, PodSetResult] = {}
-    for pod_set in workload.pod_sets:
+    #: per pod set, per resource given a flavor: where its group's search stopped (``scan_progress``)
+    scan: list[dict[str, int]] = []
+    tried_of: dict[str, dict[str, int]] = {}
+    for index, pod_set in enumerate(workload.pod_sets):
         result = PodSetResult(pod_set.name, pod_set.count)
+        tried: dict[str, int] = {}
+        scan.append(tried)
         result.requests = {resource: amount * pod_set.count for resource, amount in pod_set.requests}
         results.append(result)
         group_name = (pod_set.topology.group or "") if groups and pod_set.topology else ""
@@ -245,6 +259,7 @@ def search_flavors(
         first = first_of.get(group_name) if grouped else None
         if grouped and first is None:
             first_of[group_name] = result
+            tried_of[group_name] = tried
         group_min_reason: dict[int, str] = {}
         for resource in sorted(result.requests):
             if resource in result.flavors:
@@ -258,9 +273,11 @@ def search_flavors(
                 break
             covered, flavor_names = queue.groups[group_index]
             group_requests = {r: a for r, a in result.requests.items() if r in covered}
+            start = next_flavor(resume, index, resource, len(flavor_names))
             if first is not None:
                 chosen = next((first.flavors[r] for r in sorted(covered) if r in first.flavors), None)
                 flavor_names = (chosen,) if chosen is not None else flavor_names
+                start = 0
             elif grouped:
                 for other in grouped:
                     if other is not pod_set:
@@ -270,7 +287,9 @@ def search_flavors(
             best: _Choice | None = None
             reasons: list[str] = []
             alternatives: list[tuple[tuple[FlavorResource, int], ...]] = []
-            for flavor_name in flavor_names:
+            last_tried = start
+            for last_tried in range(start, len(flavor_names)):
+                flavor_name = flavor_names[last_tried]
                 if nominated is not None and nominated.get(pod_set.name, {}).get(resource) != flavor_name:
                     reasons.append(
                         f"skipping flavor {flavor_name} as it is not found in the nomination mapping "
@@ -307,8 +326,14 @@ def search_flavors(
                 result.mode = Mode.NO_FIT
                 result.reasons = reasons
                 break
+            stopped = (
+                tried_of[group_name].get(resource, -1)
+                if first is not None
+                else tried_index(last_tried, len(flavor_names))
+            )
             for r in group_requests:
                 result.flavors[r] = best.flavor
+                tried[r] = stopped
             if best.mode is not Mode.FIT:
                 needs.update(best.short)
                 result.mode = min(result.mode, best.mode)
@@ -334,6 +359,7 @@ def search_flavors(
         no_fit_reason,
         frozenset(needs),
         tuple(shortfalls) if known else None,
+        scan=tuple(scan),
     )
 
 
@@ -354,6 +380,8 @@ def assign_one_group(
     flavors: Mapping[str, ResourceFlavor],
     ledger: Ledger,
     oracle: PreemptionOracle,
+    *,
+    resume: Scan | None = None,
 ) -> Assignment | None:
     """What ``search_flavors`` answers in its most common case, without its bookkeeping: one pod set
     whose resources all belong to one resource group, outside topology-aware scheduling. The group's
@@ -380,7 +408,11 @@ def assign_one_group(
     reasons: list[str] = []
     alternatives: list[tuple[tuple[FlavorResource, int], ...]] = []
     least_severe = ""  # the no-fit reason of the flavor that came closest (``_note``)
-    for flavor_name in queue.groups[group][1]:
+    flavor_names = queue.groups[group][1]
+    start = next_flavor(resume, 0, pod_set.requests[0][0], len(flavor_names))
+    last_tried = start
+    for last_tried in range(start, len(flavor_names)):
+        flavor_name = flavor_names[last_tried]
         flavor = flavors.get(flavor_name)
         problem = (
             f"flavor {flavor_name} not found"
@@ -424,21 +456,32 @@ def assign_one_group(
             _most_severe("", least_severe or REASON_NO_FLAVOR),
             frozenset(),
             (tuple(alternatives),),
+            scan=_NOTHING_TRIED,
         )
     chosen = best.flavor
     result = PodSetResult(pod_set.name, count, dict.fromkeys(requests, chosen), requests)
     used = {(chosen, resource): amount for resource, amount in requests.items()}
+    scan = (dict.fromkeys(requests, tried_index(last_tried, len(flavor_names))),)
     if best.mode is Mode.FIT:
-        return Assignment([result], used, Mode.FIT, best.borrow, shortfalls=())
+        return Assignment([result], used, Mode.FIT, best.borrow, shortfalls=(), scan=scan)
     result.mode = best.mode
     result.reasons = reasons
     return Assignment(
-        [result], used, best.mode, best.borrow, "", frozenset(best.short), (tuple(alternatives),)
+        [result],
+        used,
+        best.mode,
+        best.borrow,
+        "",
+        frozenset(best.short),
+        (tuple(alternatives),),
+        scan=scan,
     )
 
 
 #: what earlier pod sets took, for a workload of one pod set
 _NOTHING_ASSIGNED: Mapping[FlavorResource, int] = {}
+#: the scan of a one-pod-set search that found no flavor: the next one starts over
+_NOTHING_TRIED: Scan = ({},)
 
 
 def _less_severe(existing: str, reason: str) -> str:

@@ -27,6 +27,7 @@ from typing import TypeVar
 from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode, Nomination
 from kueue_webhook.core.flavors import FlavorAssigner
 from kueue_webhook.core.model import WorkloadInfo
+from kueue_webhook.core.scan_progress import Scan
 
 __all__ = [
     "assign",
@@ -99,12 +100,13 @@ def assign(
     *,
     can_preempt: Callable[[WorkloadInfo, Assignment], bool],
     nominated: Nomination | None = None,
+    resume: Scan | None = None,
 ) -> Assignment:
     """The flavor assignment of ``workload``, reduced toward ``minCount`` when the full one cannot be
     admitted (scheduler.go ``getInitialAssignments``). ``can_preempt``: whether preemption finds targets
-    that make room for an assignment that needs it; ``nominated``: the flavors it may use
-    (``FlavorAssigner.assign``)."""
-    full = assigner.assign(workload, queue, nominated=nominated)
+    that make room for an assignment that needs it; ``nominated``: the flavors it may use, ``resume``:
+    where each search starts (``FlavorAssigner.assign``), the same for every count tried."""
+    full = assigner.assign(workload, queue, nominated=nominated, resume=resume)
     if full.mode is Mode.FIT or not can_be_partially_admitted(workload):
         return full
     if _admissible(workload, full, can_preempt):
@@ -112,7 +114,7 @@ def assign(
 
     def fits(counts: tuple[int, ...]) -> Assignment | None:
         smaller = at_counts(workload, counts)
-        assignment = assigner.assign(smaller, queue, nominated=nominated)
+        assignment = assigner.assign(smaller, queue, nominated=nominated, resume=resume)
         return assignment if _admissible(smaller, assignment, can_preempt) else None
 
     found = search_counts(

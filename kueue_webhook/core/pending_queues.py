@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from kueue_webhook.core.decisions import REASON_SUSPENDED, Notices
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
+from kueue_webhook.core.scan_progress import ScanProgress
 from kueue_webhook.core.specs import QueueState, Specs
 
 __all__ = ["PendingQueues"]
@@ -35,6 +36,8 @@ class PendingQueues:
         self.queues = specs.queues
         #: ClusterQueues that may have a head to offer
         self.ready: set[str] = set()
+        #: where each pending workload's last flavor search stopped
+        self.scans = ScanProgress()
 
     # == waking ========================================================================================
     def wake(self, names: Iterable[str], *, released: bool = False) -> None:

@@ -237,6 +237,7 @@ class WorkloadTracker:
         tracked.reserved_at = (float("inf"), self._next_sequence())
         self._charge(tracked)
         self.notices.forget(info.key)
+        self.pending.scans.drop(info.key)
 
     def claim(self, key: WorkloadKey, name: str) -> Claim:
         """The claim of a preemptor in ``name``, made now if it has none (claims keep their order)."""
@@ -534,6 +535,7 @@ class WorkloadTracker:
         self.ledger.release(name, tracked.info.usage)
         self.specs.tas.release_workload(tracked.info.key)
         self.revisits.usage_moved(name)
+        self.pending.scans.moved(name)
         queue = self.specs.queues.get(name)
         if queue is not None:
             queue.reserving.discard(tracked.info.key)
@@ -569,6 +571,7 @@ class WorkloadTracker:
         tracked.info = info
         self.ledger.charge(name, info.usage)
         self.revisits.usage_moved(name)
+        self.pending.scans.moved(name)
         self._holders_cache.pop(name, None)
         self._wake_after_release(name)
 
@@ -594,6 +597,7 @@ class WorkloadTracker:
 
     def _drop(self, tracked: Tracked) -> None:
         self.drop_claim(tracked.info.key)
+        self.pending.scans.drop(tracked.info.key)
         self._release(tracked)
         self.unqueue(tracked)
         self._unstrand(tracked)

@@ -4,7 +4,8 @@ Random ClusterQueues (flavor order, quotas, borrowing limits, fungibility and pr
 with random usage already charged, a flavor the pod template cannot land on, a flavor that does not
 exist, random single-pod-set workloads, and a preemption oracle whose verdict per flavor is drawn too:
 the shortcut's assignment equals the search's, field by field (flavors, usage, mode, borrowing, reasons
-and the message a user reads, the no-fit reason, what preemption must free, when it could fit again).
+and the message a user reads, the no-fit reason, what preemption must free, when it could fit again, where
+the search stopped), also when the search resumes where an earlier one stopped.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ specs = st.fixed_dictionaries(
         "memory": st.integers(0, 3),
         "count": st.integers(1, 2),
         "verdicts": st.fixed_dictionaries({name: verdicts for name in FLAVORS}),
+        # where an earlier search stopped (scan_progress): None, or the index of the flavor it stopped at
+        "resume": st.one_of(st.none(), st.integers(-1, 3)),
     }
 )
 
@@ -69,6 +72,7 @@ def _seen(assignment: Assignment) -> tuple[Any, ...]:
         assignment.shortfalls,
         assignment.message(),
         assignment.reason(),
+        assignment.scan,
     )
 
 
@@ -90,9 +94,10 @@ def test_common_case_answers_as_the_full_search(spec: dict[str, Any]) -> None:
     queue = state.compiled_queue("mine")
     assert queue is not None
     oracle = DrawnOracle(spec["verdicts"])
-    shortcut = assign_one_group(info, queue, state.flavors, state.ledger, oracle)
+    resume = None if spec["resume"] is None else ({"cpu": spec["resume"], "memory": spec["resume"]},)
+    shortcut = assign_one_group(info, queue, state.flavors, state.ledger, oracle, resume=resume)
     full = search_flavors(
-        workload=info, queue=queue, flavors=state.flavors, ledger=state.ledger, oracle=oracle
+        workload=info, queue=queue, flavors=state.flavors, ledger=state.ledger, oracle=oracle, resume=resume
     )
     assert shortcut is not None  # one pod set, one resource group: always the common case
     assert _seen(shortcut) == _seen(full)
