@@ -12,11 +12,15 @@ makes every row on the instance's registry in one loop.
 
 from __future__ import annotations
 
+import os
+import platform
 from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+
+from kueue_webhook import __version__
 
 ROLE = "replica_role"
 CQ_RESOURCE_LABELS = ("cohort", "cluster_queue", "flavor", "resource", ROLE)
@@ -32,6 +36,27 @@ LQ_RESOURCE_LABELS = ("name", "namespace", "flavor", "resource", ROLE)
 LOCAL_QUEUE_STATES = ("True", "False", "Unknown")
 
 M = TypeVar("M", Counter, Gauge, Histogram)
+
+#: Kueue's ``kueue_build_info`` labels (its names kept, so queries written for Kueue find the series)
+BUILD_LABELS = ("git_version", "git_commit", "build_date", "go_version", "compiler", "platform")
+#: Go's names for the machines an image is built for, as Kueue's ``platform`` label spells them
+_GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
+
+
+def build_labels(version: str) -> tuple[str, ...]:
+    """``kueue_build_info``'s label values for this process: the package ``version``, the commit and date
+    the image was built from when its build passed them (``KUEUE_WEBHOOK_GIT_COMMIT``,
+    ``KUEUE_WEBHOOK_BUILD_DATE``; else ``unknown``), the Python that runs it where Kueue names its Go
+    toolchain, and ``os/arch``."""
+    machine = platform.machine().lower()
+    return (
+        f"v{version}",
+        os.environ.get("KUEUE_WEBHOOK_GIT_COMMIT") or "unknown",
+        os.environ.get("KUEUE_WEBHOOK_BUILD_DATE") or "unknown",
+        f"python{platform.python_version()}",
+        platform.python_implementation().lower(),
+        f"{platform.system().lower()}/{_GO_ARCH.get(machine, machine)}",
+    )
 
 
 #: Prometheus' default buckets (Go client ``DefBuckets``), which Kueue's admission attempt duration keeps
@@ -160,6 +185,13 @@ class Metrics:
         "Preemptors of a cluster_queue that found candidates but were passed over because a workload "
         "before them in the cycle took the room (the last cycle that passed one over).",
         ("cluster_queue", ROLE),
+    )
+    build_info = _Metric(
+        Gauge,
+        "kueue_build_info",
+        "Build information: 1, labelled by version, commit, build date, language runtime, its implementation "
+        "and platform.",
+        BUILD_LABELS,
     )
     admitted_workloads = _Metric(
         Counter, "kueue_admitted_workloads_total", "Admitted workloads per cluster_queue.", QUEUE_AND_PRIORITY
@@ -536,6 +568,7 @@ class Metrics:
         for attr, row in vars(Metrics).items():
             if isinstance(row, _Metric):
                 setattr(self, attr, row.on(self.registry))
+        self.build_info.labels(*build_labels(__version__)).set(1)
         self.finished_workloads_gauge = SideGauge(
             "kueue_finished_workloads",
             "Finished workloads not deleted yet, per cluster_queue.",
