@@ -34,6 +34,7 @@ from kueue_webhook.core.assignment import Assignment, CompiledQueue, Mode, Nomin
 from kueue_webhook.core.decisions import REASON_WAITING
 from kueue_webhook.core.ledger import Ledger, available, borrowing_height
 from kueue_webhook.core.model import FlavorResource, PodSetInfo, WorkloadInfo, format_amount
+from kueue_webhook.core.node_affinity import requirement_holds
 from kueue_webhook.core.scan_progress import Scan, next_flavor, tried_index
 from kueue_webhook.core.tas.assign import place_topologies, tas_problem
 from kueue_webhook.core.tas.capacity import TopologyCapacity
@@ -96,25 +97,6 @@ def _tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str)
     return bool(tol_key) and (toleration.get("value") or "") == value
 
 
-def _requirement_holds(labels: Mapping[str, str], key: str, operator: str, values: tuple[str, ...]) -> bool:
-    present = key in labels
-    if operator == "In":
-        return present and labels[key] in values
-    if operator == "NotIn":
-        return not present or labels[key] not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt") and present and len(values) == 1:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
-
-
 def flavor_incompatibility(pod_set: PodSetInfo, flavor: ResourceFlavor) -> str:
     """Why pods of ``pod_set`` could not run on ``flavor``'s nodes ("" when they can)."""
     if not flavor.node_taints and not pod_set.node_selector and not pod_set.affinity_terms:
@@ -136,7 +118,7 @@ def flavor_incompatibility(pod_set: PodSetInfo, flavor: ResourceFlavor) -> str:
             terms = []
             break
         terms.append(kept)
-    if terms and not any(all(_requirement_holds(labels, *expr) for expr in term) for term in terms):
+    if terms and not any(all(requirement_holds(labels, *expr) for expr in term) for term in terms):
         return f"flavor {flavor.name} doesn't match node affinity"
     return ""
 

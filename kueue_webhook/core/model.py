@@ -17,6 +17,7 @@ from typing import Any, NewType
 from kueue_webhook.api.objects import Admission, ClusterQueue, PodSet, Workload, parse_timestamp
 from kueue_webhook.api.quantity import Format, Quantity
 from kueue_webhook.api.topology_request import TopologyRequest, parse_topology_request
+from kueue_webhook.core.node_affinity import FIELD, Term
 from kueue_webhook.core.shared_shapes import NO_USAGE, SharedValues, shared_admission, shared_usage
 
 __all__ = [
@@ -72,8 +73,8 @@ class PodSetInfo:
     #: what the pod template says about nodes; a flavor must be compatible with it
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
-    #: required node-affinity terms (ORed), each a tuple of (key, operator, values) ANDed
-    affinity_terms: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
+    #: required node-affinity terms (ORed), each a tuple of (key, operator, values) ANDed (``node_affinity``)
+    affinity_terms: tuple[Term, ...] = ()
     #: ``minCount``: partial admission may run as few pods (``partial.py``); None: all or nothing
     min_count: int | None = None
     #: what it asks of a TAS flavor's topology (``spec.podSets[].topologyRequest``); None: nothing
@@ -219,13 +220,18 @@ def _pod_set_info(pod_set: PodSet, reclaimable: int = 0) -> PodSetInfo:
         )
     selector = spec.get("nodeSelector") or {}
     tolerations = spec.get("tolerations") or []
-    terms: list[tuple[tuple[str, str, tuple[str, ...]], ...]] = []
+    terms: list[Term] = []
     affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     for term in required.get("nodeSelectorTerms") or []:
         exprs = tuple(
-            (str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
-            for e in (term.get("matchExpressions") or [])
+            (
+                f"{FIELD if source == 'matchFields' else ''}{e.get('key', '')}",
+                str(e.get("operator", "")),
+                tuple(str(v) for v in e.get("values") or ()),
+            )
+            for source in ("matchExpressions", "matchFields")
+            for e in (term.get(source) or [])
             if isinstance(e, Mapping)
         )
         terms.append(exprs)

@@ -146,3 +146,38 @@ def test_a_required_rack_job_gets_the_rack_with_room_and_the_next_waits_while_ra
         'Total nodes: 4; excluded: resource "cpu": 2',
     ), running.tail()
     assert cluster.get("job", "second", "-n", ns)["spec"]["suspend"] is True
+
+
+def test_a_job_keeps_to_the_nodes_its_required_node_affinity_allows(
+    racks: tuple[Cluster, Running, str],
+) -> None:
+    """Rack a has 3 cpus free and rack b 4: two pods fit best in rack a, but the template's required node
+    affinity allows rack b only, so its hosts are rack b's (as the kube-scheduler will require)."""
+    cluster, running, ns = racks
+    cluster.apply(f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: picky, namespace: {ns}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    metadata:
+      annotations: {{{REQUIRED}: {RACK}}}
+    spec:
+      restartPolicy: Never
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions: [{{key: {RACK}, operator: In, values: [b]}}]
+      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}]
+""")
+    until(
+        lambda: (reserved(workload_of(cluster, ns, "picky")) or {}).get("status") == "True",
+        "the Job's Workload to be admitted",
+        timeout=120,
+    )
+    assignment = workload_of(cluster, ns, "picky")["status"]["admission"]["podSetAssignments"][0]
+    hosts = {domain.values[0] for domain in decode(assignment["topologyAssignment"])}
+    assert hosts <= {f"{ns}-b1", f"{ns}-b2"}, running.tail()

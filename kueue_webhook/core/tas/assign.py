@@ -117,6 +117,7 @@ def place_topologies(
             pod_set.topology,
             tolerations=(*pod_set.tolerations, *flavor.tolerations),
             node_selector=pod_set.node_selector,
+            affinity_terms=pod_set.affinity_terms,
         )
         singles.append((result, TopologyPodSet(flavor.name, needs, pod_set.topology is None), pod_set))
     if not singles:

@@ -62,7 +62,7 @@ def _fill_counts(
         if (
             check_nodes
             and node is not None
-            and (node.taints or workers.node_selector)
+            and (node.taints or workers.filters_nodes)
             and _node_excluded(node, workers, stats)
         ):
             leaf.pod_count = leaf.slice_count = leaf.leader_count = leaf.pods_with_leader = 0

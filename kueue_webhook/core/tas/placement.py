@@ -31,6 +31,7 @@ from typing import Any
 from kueue_webhook.api.nodes import NodeView
 from kueue_webhook.api.objects.flavors import Taint
 from kueue_webhook.api.topology_request import TopologyRequest
+from kueue_webhook.core.node_affinity import Term, node_matches
 from kueue_webhook.core.tas.capacity import ONE_POD, PODS, Domain, FlavorTree
 
 __all__ = ["Placement", "PodSetNeeds", "place"]
@@ -47,6 +48,14 @@ class PodSetNeeds:
     #: tolerations of the pod template and of the flavor
     tolerations: Sequence[Mapping[str, Any]] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
+    #: the pod template's required node affinity (``node_affinity``): nodes it rules out take no pod
+    affinity_terms: tuple[Term, ...] = ()
+
+    @property
+    def filters_nodes(self) -> bool:
+        """Whether anything of the pod set rules nodes out before their free resources are counted
+        (taints are the nodes' own, checked besides)."""
+        return bool(self.node_selector or self.affinity_terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +74,7 @@ class _Exclusions:
 
     total: int = 0
     node_selector: int = 0
+    affinity: int = 0
     taints: dict[str, int] = field(default_factory=dict)
     resources: dict[str, int] = field(default_factory=dict)
 
@@ -72,6 +82,8 @@ class _Exclusions:
         reasons = []
         if self.node_selector:
             reasons.append(f"nodeSelector: {self.node_selector}")
+        if self.affinity:
+            reasons.append(f"affinity: {self.affinity}")
         reasons += [f'taint "{taint}": {n}' for taint, n in sorted(self.taints.items())]
         reasons += [f'resource "{resource}": {n}' for resource, n in sorted(self.resources.items())]
         if not reasons:
@@ -103,6 +115,9 @@ def _node_excluded(node: NodeView, needs: PodSetNeeds, stats: _Exclusions) -> bo
     if any(labels.get(key) != value for key, value in needs.node_selector.items()):
         stats.node_selector += 1
         return True
+    if needs.affinity_terms and not node_matches(labels, node.name, needs.affinity_terms):
+        stats.affinity += 1
+        return True
     return False
 
 
@@ -124,7 +139,7 @@ def _fill_counts(
     inner slices of its children's pods."""
     items = tuple(sorted((resource, amount) for resource, amount in requests.items() if amount > 0))
     check_nodes = tree.hostname_leaves
-    selector = needs.node_selector
+    filters = needs.filters_nodes
     leaves = levels[-1]
     leaf_is_slice_level = len(levels) - 1 == slice_level
     stats.total += len(leaves)
@@ -134,7 +149,7 @@ def _fill_counts(
         if (
             check_nodes
             and node is not None
-            and (node.taints or selector)
+            and (node.taints or filters)
             and _node_excluded(node, needs, stats)
         ):
             count = 0

@@ -109,6 +109,7 @@ def _replace_in_pod_set(
         request,
         tolerations=(*pod_set.tolerations, *flavor.tolerations),
         node_selector=pod_set.node_selector,
+        affinity_terms=pod_set.affinity_terms,
     )
     placement = place(tree, needs, implied=pod_set.topology is None, within=within)
     if placement.failure or not placement.domains or placement.levels != levels:
