@@ -29,6 +29,7 @@ from kueue_webhook.admission.pods import mark_pod, mark_template
 from kueue_webhook.admission.review import AdmissionRequest, Verdict
 from kueue_webhook.admission.through_pods import through_pods_update_errors
 from kueue_webhook.admission.view import ClusterView, namespace_labels_or_default
+from kueue_webhook.api import admission_gates
 from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.integrations import Integration, engine
@@ -188,6 +189,12 @@ def validate_queued(
         return Verdict.deny(aggregate_message(pod_errors)) if pod_errors else Verdict.allow()
     errors = rules.value_errors(integration, new, old)
     errors += object_topology_errors(integration, new)  # Kueue's ValidateTASPodSetRequest and its kin
+    if (integration.group, integration.kind) != ("", "Pod"):  # Kueue's pod webhook leaves gates alone
+        errors += (
+            admission_gates.create_errors(new.get("metadata"))
+            if old is None
+            else admission_gates.update_errors(old.get("metadata"), new.get("metadata"))
+        )
     queue = engine.queue_name(new) or ""
     namespace_labels = namespace_labels_or_default(view, request.namespace)
     enforced = config.label_policy.is_enforced(namespace_labels)

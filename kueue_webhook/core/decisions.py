@@ -38,6 +38,12 @@ REASON_WAITING = "WaitingForQuota"
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 REASON_WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+#: a Workload held out of the queue by admission gates (Kueue's AdmissionGatedBy), and the words Kueue uses
+#: once the last gate goes, before the scheduler has tried it
+REASON_ADMISSION_GATED = "AdmissionGated"
+REASON_PENDING_EVALUATION = "PendingEvaluation"
+GATES_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservation"
+GATED_PREFIX = "Admission is gated by: "
 #: a head whose targets another preemptor of the cycle chose fits once those evictions are done (Kueue's
 #: DeferredFit under RecomputeAssignmentUponPreemptionTargetsOverlap)
 FITS_AFTER_OTHER_PREEMPTIONS = (

@@ -30,7 +30,16 @@ from dataclasses import dataclass
 from kueue_webhook.api.objects import Admission, Preemption, Workload, parse_timestamp
 from kueue_webhook.core.checks import check_eviction
 from kueue_webhook.core.claims import Claim, uncovered
-from kueue_webhook.core.decisions import REASON_MISCONFIGURED, REASON_SUSPENDED, Evict, Notices
+from kueue_webhook.core.decisions import (
+    GATED_PREFIX,
+    GATES_CLEARED,
+    REASON_ADMISSION_GATED,
+    REASON_MISCONFIGURED,
+    REASON_PENDING_EVALUATION,
+    REASON_SUSPENDED,
+    Evict,
+    Notices,
+)
 from kueue_webhook.core.ledger import Ledger
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
 from kueue_webhook.core.pending_queues import PendingQueues
@@ -83,6 +92,8 @@ class WorkloadTracker:
         #: workloads preemption does not see for a moment (``as_if_gone``)
         self._hidden: frozenset[WorkloadKey] = frozenset()
         self._sequence = 0
+        #: pending workloads held out of the queue by admission gates
+        self._gated: set[WorkloadKey] = set()
 
     @property
     def ledger(self) -> Ledger:
@@ -149,6 +160,20 @@ class WorkloadTracker:
             if tracked is not None:
                 self._drop(tracked)
             return
+        if workload.admission_gates:
+            # Kueue's AdmissionGatedBy: not queued while a controller it names has not let it go; it says so
+            if tracked is not None:
+                self._drop(tracked)
+            self._gated.add(key)
+            message = f"{GATED_PREFIX}{workload.admission_gates}"
+            self.notices.emit(key, self.specs.target_cluster_queue(info), REASON_ADMISSION_GATED, message)
+            return
+        if key in self._gated:
+            # its last gate is gone: Kueue's words until the scheduler has tried it
+            self._gated.discard(key)
+            self.notices.emit(
+                key, self.specs.target_cluster_queue(info), REASON_PENDING_EVALUATION, GATES_CLEARED
+            )
         if tracked is not None:
             same_place = tracked.queued and self.specs.target_cluster_queue(info) == tracked.cluster_queue
             if (
@@ -166,6 +191,7 @@ class WorkloadTracker:
         self._route(tracked)
 
     def delete_workload(self, key: str) -> None:
+        self._gated.discard(WorkloadKey(key))
         tracked = self.workloads.get(WorkloadKey(key))
         if tracked is not None:
             self._drop(tracked)

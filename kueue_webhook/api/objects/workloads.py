@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kueue_webhook.api.admission_gates import ANNOTATION
 from kueue_webhook.api.conditions import is_true
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.objects.cel import cel_failure
@@ -197,6 +198,11 @@ class Workload(NamespacedByMeta):
         only this: Kueue's reason, on the wire."""
         cond = self.condition("QuotaReserved")
         return cond is not None and cond.status == "False" and cond.reason == "OnHold"
+
+    @property
+    def admission_gates(self) -> str:
+        """The admission gates that keep it out of the queue (``admission_gates``); "" when none."""
+        return self.meta.annotations.get(ANNOTATION, "")
 
     @property
     def is_deleting(self) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
+from kueue_webhook.api.admission_gates import ANNOTATION as GATES_ANNOTATION
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration, engine
 from kueue_webhook.api.integrations.builtin import POD
@@ -39,6 +40,7 @@ from kueue_webhook.control.jobs.job_plan import (
     Step,
     StopJob,
     SyncPodsReady,
+    UpdateAdmissionGates,
     UpdatePodSets,
     UpdateQueueName,
     UpdateReclaimablePods,
@@ -103,6 +105,7 @@ class StepExecutor:
             RemoveFinalizer: self._remove_finalizer,
             UpdatePodSets: self._update_pod_sets,
             UpdateQueueName: self._update_queue_name,
+            UpdateAdmissionGates: self._update_admission_gates,
             UpdateReclaimablePods: self._update_reclaimable_pods,
             DeleteWorkload: self._delete_workload,
             SyncPodsReady: self._sync_pods_ready,
@@ -197,6 +200,13 @@ class StepExecutor:
                 "job changed queue-name, workload updated",
                 extra={"workload": "/".join(key_of(moved)), "queue": step.queue_name},
             )
+
+    async def _update_admission_gates(self, obj: JSON, step: UpdateAdmissionGates, __: Integration) -> None:
+        # null removes the annotation (RFC 7386)
+        patch = {"metadata": {"annotations": {GATES_ANNOTATION: step.gates or None}}}
+        updated = await self.context.writer.patch(WORKLOADS, step.workload, patch, patch_type="merge")
+        if updated is not None:
+            self._on_object(obj, "UpdatedWorkload", f'Updated workload AdmissionGatedBy to "{step.gates}"')
 
     async def _update_reclaimable_pods(self, _: JSON, step: UpdateReclaimablePods, __: Integration) -> None:
         counts = dict(step.counts)

@@ -56,6 +56,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_webhook.api.admission_gates import gates_of
 from kueue_webhook.api.admitted_pods import admitted_pod_marks
 from kueue_webhook.api.finalizers import has_finalizer, is_deleting
 from kueue_webhook.api.integrations import JOB, Integration, engine
@@ -164,6 +165,15 @@ class UpdateQueueName:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateAdmissionGates:
+    """The object's admission gates changed (a controller removed its name): its Workload follows (Kueue's
+    UpdateAdmissionGatedBy); "" removes the annotation."""
+
+    workload: JSON
+    gates: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteWorkload:
     """The Workload no longer speaks for its stopped (or not yet started) Job: delete it, so the Job queues
     again for what it now asks (Kueue's "Deleted not matching Workload"), or, for a Job no longer queued,
@@ -225,6 +235,7 @@ Step = (
     | ReleaseReservation
     | UpdatePodSets
     | UpdateQueueName
+    | UpdateAdmissionGates
     | UpdateReclaimablePods
     | DeleteWorkload
     | RemoveFinalizer
@@ -384,6 +395,9 @@ def plan_job(
     reclaim = _reclaimable_step(job, workload, it)
     if reclaim is not None:
         return reclaim
+    gates = gates_of(job.get("metadata"))
+    if gates != gates_of(workload.get("metadata")):
+        return UpdateAdmissionGates(workload, gates)
     admission = (workload.get("status") or {}).get("admission") or {}
     evicted = is_true(workload, "Evicted")
     if is_suspended(job, it):

@@ -50,7 +50,7 @@ from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.conditions import now_rfc3339, pending_status
 from kueue_webhook.control.output.context import ControlContext
-from kueue_webhook.core.decisions import Wait
+from kueue_webhook.core.decisions import GATED_PREFIX, GATES_CLEARED, REASON_ADMISSION_GATED, Wait
 from kueue_webhook.core.view import SchedulerView
 
 JSON = dict[str, Any]
@@ -76,6 +76,17 @@ def quota_condition(workload: JSON) -> JSON | None:
     """A copy of the Workload's QuotaReserved condition; None when it shows none."""
     condition = condition_of(workload, "QuotaReserved")
     return dict(condition) if condition is not None else None
+
+
+def _event_for(reason: str, message: str) -> tuple[str, str, str]:
+    """The Event that goes with a new pending reason (type, reason, message): Kueue's Warning with the
+    condition's words, except for admission gates, whose workload controller says Normal things of its
+    own."""
+    if reason == REASON_ADMISSION_GATED:
+        return "Normal", reason, f"Workload admission is gated by: {message.removeprefix(GATED_PREFIX)}"
+    if message == GATES_CLEARED:
+        return "Normal", "AdmissionGateCleared", "Admission gate cleared, workload is now admissible"
+    return "Warning", reason, message
 
 
 def shown_message(workload: JSON, *, reason: str) -> str | None:
@@ -368,5 +379,6 @@ class PendingConditions:
             return False
         self.remember(key, reason=reason, message=message)
         if shown_message(workload, reason=reason) is None:  # a new pending reason: Kueue's event too
-            self.context.events.record(workload, type="Warning", reason=reason, message=message)
+            kind, event_reason, note = _event_for(reason, message)
+            self.context.events.record(workload, type=kind, reason=event_reason, message=note)
         return True

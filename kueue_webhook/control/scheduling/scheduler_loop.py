@@ -70,6 +70,7 @@ from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_
 from kueue_webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
 from kueue_webhook.control.scheduling.topology_feed import TopologyFeed
 from kueue_webhook.control.scheduling.unparsed_changes import answers_own_admission, only_messages_changed
+from kueue_webhook.core.decisions import REASON_ADMISSION_GATED
 from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 from kueue_webhook.runtime import wait_until_set
 
@@ -412,9 +413,12 @@ class SchedulerLoop(DecisionWrites):
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
         admissions_blocked = self._admission_blocked()
         for decision in decisions:
+            # a Workload held out of the queue by admission gates is in no queue the paced pass walks: what
+            # it waits for is written at once, as Kueue's workload controller does
+            at_once = isinstance(decision, Wait) and decision.reason == REASON_ADMISSION_GATED
             if isinstance(decision, Wait):
                 self.pending.mark(decision.cluster_queue, str(decision.workload))
-                if not self.pending.judge(decision):
+                if not self.pending.judge(decision, at_once=at_once):
                     continue  # nothing to write now (most waits): no task, no write slot
             await self._slots.acquire()
             if not self.context.is_leader():
@@ -431,7 +435,7 @@ class SchedulerLoop(DecisionWrites):
             elif isinstance(decision, Evict):
                 coroutine = self._evict(decision)
             else:
-                coroutine = self.pending.show(decision)
+                coroutine = self.pending.show(decision, at_once=at_once)
             task = loop.create_task(coroutine)
             self._tasks.add(task)
             task.add_done_callback(self._finished)

@@ -7,6 +7,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from kueue_webhook.api.admission_gates import ANNOTATION as GATES_ANNOTATION
+from kueue_webhook.api.admission_gates import gates_of
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE
 from kueue_webhook.api.integrations.engine.pod_sets import element_count, element_min_count, elements
 from kueue_webhook.api.integrations.engine.priority import (
@@ -72,4 +74,6 @@ def workload_for(
             )
         ],
     }
+    if gates := gates_of(meta):
+        metadata["annotations"] = {GATES_ANNOTATION: gates}  # Kueue's PropagateAdmissionGatedByAnnotation
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata, "spec": spec}

@@ -1,0 +1,73 @@
+"""A Workload with admission gates is not queued and says why; once its last gate goes it queues (Kueue's
+AdmissionGatedBy, on by default since v0.19: pkg/controller/core/workload_controller.go)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kueue_webhook.api.admission_gates import ANNOTATION
+from kueue_webhook.api.objects import Workload, parse_workload
+from kueue_webhook.core.scheduler import Admit, SchedulerState
+
+from .builders import cluster_queue, last_wait, run_until_quiet, state_with, workload
+
+
+def with_gates(wl: Workload, gates: str | None) -> Workload:
+    raw: dict[str, Any] = {
+        "metadata": {
+            "name": wl.meta.name,
+            "namespace": wl.meta.namespace,
+            "uid": wl.meta.uid,
+            "creationTimestamp": wl.meta.creation_timestamp,
+            **({"annotations": {ANNOTATION: gates}} if gates is not None else {}),
+        },
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+                    },
+                }
+            ],
+        },
+    }
+    parsed = parse_workload(raw)
+    assert isinstance(parsed, Workload), parsed
+    return parsed
+
+
+def state() -> SchedulerState:
+    return state_with(cluster_queue("cq", {"default": {"cpu": 4}}), local_queues={"lq": "cq"})
+
+
+def test_a_gated_workload_waits_with_kueues_reason_while_quota_is_free() -> None:
+    s = state()
+    s.upsert_workload(with_gates(workload("w"), "example.com/scan,example.com/approve"))
+    decisions = run_until_quiet(s)
+    assert not [d for d in decisions if isinstance(d, Admit)]
+    wait = last_wait(decisions, "ns/w")
+    assert (wait.reason, wait.message) == (
+        "AdmissionGated",
+        "Admission is gated by: example.com/scan,example.com/approve",
+    )
+    assert s.pending_count("cq") == 0  # in no queue: nothing counts it as pending there
+
+
+def test_removing_the_last_gate_queues_it_and_it_is_admitted() -> None:
+    s = state()
+    s.upsert_workload(with_gates(workload("w"), "example.com/scan"))
+    run_until_quiet(s)
+    s.upsert_workload(with_gates(workload("w"), None))
+    decisions = run_until_quiet(s)
+    waits = [(d.reason, d.message) for d in decisions if not isinstance(d, Admit)]
+    assert waits == [("PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation")]
+    assert [d.workload for d in decisions if isinstance(d, Admit)] == ["ns/w"]
+
+
+def test_an_empty_annotation_gates_nothing() -> None:
+    s = state()
+    s.upsert_workload(with_gates(workload("w"), ""))
+    assert [d.workload for d in run_until_quiet(s) if isinstance(d, Admit)] == ["ns/w"]
