@@ -196,6 +196,9 @@ class Configuration:
         default_factory=lambda: default_managed_selector("kueue-system")
     )
     exclude_resource_prefixes: tuple[str, ...] = ()
+    #: Kueue's ``resources.quotaCheckStrategy``: ``IgnoreUndeclared`` leaves a ClusterQueue's undeclared
+    #: resources out of its quota check, ``BlockUndeclared`` (the default) refuses a Workload asking for one
+    quota_check_strategy: str = "BlockUndeclared"
     fair_sharing: FairSharing = field(default_factory=FairSharing)
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     label_policy: LabelPolicy = field(default_factory=LabelPolicy)

@@ -120,13 +120,15 @@ class ConfigurationReader(FieldReader):
                     "logLevel", f"must be one of {', '.join(_LOG_LEVELS)}, got {root.get('logLevel')!r}"
                 )
                 log_level = None
+        excluded, quota_check = self.resources(root.get("resources"))
         return Configuration(
             namespace=namespace,
             manage_jobs_without_queue_name=self.boolean(
                 root.get("manageJobsWithoutQueueName"), "manageJobsWithoutQueueName", False
             ),
             managed_jobs_namespace_selector=managed,
-            exclude_resource_prefixes=self.resources(root.get("resources")),
+            exclude_resource_prefixes=excluded,
+            quota_check_strategy=quota_check,
             fair_sharing=self.fair_sharing(root),
             wait_for_pods_ready=self.wait_for_pods_ready(root),
             label_policy=self.label_policy(root.get("labelPolicy")),
@@ -145,18 +147,42 @@ class ConfigurationReader(FieldReader):
             + tuple(self.warnings),
         )
 
-    def resources(self, value: object) -> tuple[str, ...]:
-        known = frozenset({"excludeResourcePrefixes", "transformations", "deviceClassMappings"})
+    def resources(self, value: object) -> tuple[tuple[str, ...], str]:
+        """``excludeResourcePrefixes`` and ``quotaCheckStrategy`` (Kueue's rules for them: the second is
+        BlockUndeclared or IgnoreUndeclared, and IgnoreUndeclared takes no prefixes)."""
+        known = frozenset(
+            {"excludeResourcePrefixes", "quotaCheckStrategy", "transformations", "deviceClassMappings"}
+        )
         section = self.mapping(value, "resources", known)
         if not section:
-            return ()
-        prefixes = section.get("excludeResourcePrefixes")
-        if prefixes is None:
-            return ()
-        if not isinstance(prefixes, list) or not all(isinstance(p, str) and p for p in prefixes):
-            self.fail("resources.excludeResourcePrefixes", "must be a list of non-empty strings")
-            return ()
-        return tuple(prefixes)
+            return (), "BlockUndeclared"
+        for key in ("transformations", "deviceClassMappings"):
+            if section.get(key):
+                self.warnings.append(
+                    f"resources.{key}: accepted for compatibility with Kueue, has no effect here"
+                )
+        prefixes: tuple[str, ...] = ()
+        raw = section.get("excludeResourcePrefixes")
+        if raw is not None:
+            if not isinstance(raw, list) or not all(isinstance(p, str) and p for p in raw):
+                self.fail("resources.excludeResourcePrefixes", "must be a list of non-empty strings")
+            else:
+                prefixes = tuple(raw)
+        strategy = section.get("quotaCheckStrategy")
+        if strategy is None:
+            return prefixes, "BlockUndeclared"
+        if strategy not in ("IgnoreUndeclared", "BlockUndeclared"):
+            self.fail(
+                "resources.quotaCheckStrategy",
+                f'Unsupported value: "{strategy}": supported values: "IgnoreUndeclared", "BlockUndeclared"',
+            )
+            return prefixes, "BlockUndeclared"
+        if strategy == "IgnoreUndeclared" and prefixes:
+            self.fail(
+                "resources.quotaCheckStrategy",
+                "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared",
+            )
+        return prefixes, str(strategy)
 
     def fair_sharing(self, root: Mapping[str, Any]) -> FairSharing:
         if "fairSharing" not in root:

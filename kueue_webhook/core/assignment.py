@@ -48,10 +48,16 @@ class CompiledQueue:
     fungibility: FlavorFungibility
     #: ``borrowWithinCohort`` allows preempting while borrowing (Kueue's canPreemptWhileBorrowing)
     preempt_while_borrowing: bool = False
+    #: a resource no group covers is left out of the quota check instead of failing it
+    #: (``quotaCheckStrategy: IgnoreUndeclared``)
+    ignore_undeclared: bool = False
 
 
-def compile_queue(queue: ClusterQueue, *, fair_sharing: bool = False) -> CompiledQueue:
-    """``fair_sharing``: reclaiming lets a borrowing workload preempt too (canPreemptWhileBorrowing)."""
+def compile_queue(
+    queue: ClusterQueue, *, fair_sharing: bool = False, ignore_undeclared: bool = False
+) -> CompiledQueue:
+    """``fair_sharing``: reclaiming lets a borrowing workload preempt too (canPreemptWhileBorrowing);
+    ``ignore_undeclared``: the configuration's ``quotaCheckStrategy`` is IgnoreUndeclared."""
     groups = tuple(
         (frozenset(group.covered_resources), tuple(f.name for f in group.flavors))
         for group in queue.resource_groups
@@ -71,6 +77,7 @@ def compile_queue(queue: ClusterQueue, *, fair_sharing: bool = False) -> Compile
         queue.flavor_fungibility,
         queue.preemption.borrow_within_cohort != "Never"
         or (fair_sharing and queue.preemption.reclaim_within_cohort != "Never"),
+        ignore_undeclared,
     )
 
 

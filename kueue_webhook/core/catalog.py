@@ -84,8 +84,25 @@ class Catalog:
         specs = self.specs
         specs.fair_sharing = enabled
         for queue in specs.queues.values():
-            queue.compiled = compile_queue(queue.spec, fair_sharing=enabled)
+            queue.compiled = compile_queue(
+                queue.spec, fair_sharing=enabled, ignore_undeclared=specs.ignore_undeclared
+            )
         self.pending.wake(specs.queues)
+
+    def set_quota_check(self, *, excluded: tuple[str, ...], ignore_undeclared: bool) -> bool:
+        """The configuration's ``resources``; True when the excluded prefixes changed, so that pending
+        Workloads must be read again (their requests are counted without those resources)."""
+        specs = self.specs
+        moved = excluded != specs.excluded_resources
+        specs.excluded_resources = excluded
+        if ignore_undeclared != specs.ignore_undeclared:
+            specs.ignore_undeclared = ignore_undeclared
+            for queue in specs.queues.values():
+                queue.compiled = compile_queue(
+                    queue.spec, fair_sharing=specs.fair_sharing, ignore_undeclared=ignore_undeclared
+                )
+            self.pending.wake(specs.queues)
+        return moved
 
     def upsert_resource_flavor(self, flavor: ResourceFlavor) -> None:
         self.specs.flavors[flavor.name] = flavor
@@ -138,7 +155,9 @@ class Catalog:
         if queue is None:
             queue = QueueState(
                 spec,
-                compile_queue(spec, fair_sharing=specs.fair_sharing),
+                compile_queue(
+                    spec, fair_sharing=specs.fair_sharing, ignore_undeclared=specs.ignore_undeclared
+                ),
                 PendingQueue(strict=spec.queueing_strategy == "StrictFIFO", notices=self.pending.notices),
             )
             queue.missing_flavors, queue.checks = missing, checks
@@ -147,7 +166,9 @@ class Catalog:
         else:
             was_open = queue.open
             queue.spec, queue.missing_flavors, queue.checks = spec, missing, checks
-            queue.compiled = compile_queue(spec, fair_sharing=specs.fair_sharing)
+            queue.compiled = compile_queue(
+                spec, fair_sharing=specs.fair_sharing, ignore_undeclared=specs.ignore_undeclared
+            )
             queue.pending.set_strict(spec.queueing_strategy == "StrictFIFO")
             self.pending.opened_or_closed(name, was_open)
         self.pending.wake([*old_tree, *ledger.tree_queues(name)])

@@ -494,6 +494,8 @@ def _any_flavor_condition(queue: CompiledQueue, info: WorkloadInfo) -> RetryCond
     needs: dict[int, list[tuple[str, int]]] = {}
     for resource, amount in pod_set.requests:
         group = queue.group_of.get(resource)
+        if group is None and queue.ignore_undeclared:
+            continue  # not part of the quota check
         if group is None:
             return ((),)
         needs.setdefault(group, []).append((resource, amount * pod_set.count))

@@ -247,6 +247,8 @@ def search_flavors(
             if resource in result.flavors:
                 continue
             group_index = queue.group_of.get(resource)
+            if group_index is None and queue.ignore_undeclared:
+                continue  # Kueue's IgnoreUndeclaredResources: not part of the quota check
             if group_index is None:
                 result.reasons = [f"resource {resource} unavailable in ClusterQueue"]
                 result.mode = Mode.NO_FIT

@@ -116,9 +116,12 @@ class WorkloadInfo:
         self.sort_key = order_key(self.priority, self.created, self.key)
 
     @classmethod
-    def from_workload(cls, workload: Workload, *, priority: int | None = None) -> WorkloadInfo:
+    def from_workload(
+        cls, workload: Workload, *, priority: int | None = None, excluded: tuple[str, ...] = ()
+    ) -> WorkloadInfo:
+        """``excluded``: prefixes of resource names that are not counted (``excludeResourcePrefixes``)."""
         reclaimable = workload.reclaimable_pods
-        pod_sets = tuple(_pod_set_info(ps, reclaimable.get(ps.name, 0)) for ps in workload.pod_sets)
+        pod_sets = tuple(_pod_set_info(ps, reclaimable.get(ps.name, 0), excluded) for ps in workload.pod_sets)
         shape, pod_sets = _shared_shape(workload.namespace, pod_sets)
         info = cls(
             key=WorkloadKey(workload.key),
@@ -201,9 +204,10 @@ def running_count(pod_set: PodSet, reclaimable: int) -> int:
     return pod_set.count - min(max(reclaimable, 0), pod_set.count)
 
 
-def _pod_set_info(pod_set: PodSet, reclaimable: int = 0) -> PodSetInfo:
+def _pod_set_info(pod_set: PodSet, reclaimable: int = 0, excluded: tuple[str, ...] = ()) -> PodSetInfo:
     """A pending Workload asks for the pods that may still run (Kueue's totalRequestsFromPodSets), so one
-    requeued after some of its pods succeeded queues for the rest only."""
+    requeued after some of its pods succeeded queues for the rest only; resources named with an
+    ``excluded`` prefix are not asked for at all (Kueue's dropExcludedResources)."""
     if reclaimable > 0:
         count = running_count(pod_set, reclaimable)
         min_count = pod_set.min_count if pod_set.min_count is not None and pod_set.min_count < count else None
@@ -211,7 +215,9 @@ def _pod_set_info(pod_set: PodSet, reclaimable: int = 0) -> PodSetInfo:
     spec = pod_set.template.get("spec") or {}
     if not isinstance(spec, Mapping):
         spec = {}
-    requests = tuple(sorted((r, a) for r, a in pod_set.requests.items() if a > 0))
+    requests = tuple(
+        sorted((r, a) for r, a in pod_set.requests.items() if a > 0 and not r.startswith(excluded))
+    )
     topology = parse_topology_request(pod_set.topology_request) if pod_set.topology_request else None
     if "nodeSelector" not in spec and "tolerations" not in spec and "affinity" not in spec:
         # most pods say nothing of nodes

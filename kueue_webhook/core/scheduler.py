@@ -121,6 +121,13 @@ class SchedulerState:
         self.preemption.fair = self.fair_preemption if enabled else None
         self.catalog.set_fair_sharing(enabled)
 
+    def configure_quota_check(
+        self, *, excluded: tuple[str, ...] = (), ignore_undeclared: bool = False
+    ) -> bool:
+        """The ConfigMap's ``resources`` (``excludeResourcePrefixes``, ``quotaCheckStrategy``); True when the
+        Workloads must be fed again for it to hold (``Catalog.set_quota_check``)."""
+        return self.catalog.set_quota_check(excluded=excluded, ignore_undeclared=ignore_undeclared)
+
     # == spec events: the catalog ======================================================================
     apply = _forward(_catalog, Catalog.apply)
     upsert_resource_flavor = _forward(_catalog, Catalog.upsert_resource_flavor)

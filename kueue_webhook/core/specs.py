@@ -62,6 +62,10 @@ class Specs:
         self.ledger = Ledger()
         #: fair sharing (the ConfigMap's ``fairSharing``): admission order and preemption by share
         self.fair_sharing = False
+        #: the ConfigMap's ``resources``: resource name prefixes not counted, and whether a ClusterQueue's
+        #: undeclared resources are left out of its quota check (``quotaCheckStrategy: IgnoreUndeclared``)
+        self.excluded_resources: tuple[str, ...] = ()
+        self.ignore_undeclared = False
         self.flavors: dict[str, ResourceFlavor] = {}
         self.admission_checks: dict[str, AdmissionCheck] = {}
         self.cohorts: dict[str, Cohort] = {}

@@ -103,7 +103,9 @@ class WorkloadTracker:
     def upsert_workload(self, workload: Workload) -> None:
         """Add or update a Workload as the API shows it now."""
         key = WorkloadKey(workload.key)
-        info = WorkloadInfo.from_workload(workload, priority=self.specs.priority_of(workload))
+        info = WorkloadInfo.from_workload(
+            workload, priority=self.specs.priority_of(workload), excluded=self.specs.excluded_resources
+        )
         tracked = self.workloads.get(key)
         backing_off = info.admission is None and workload.is_backing_off  # waitForPodsReady's requeue backoff
         on_hold = info.admission is None and workload.is_on_hold  # a StatefulSet scaled to zero

@@ -269,6 +269,8 @@ class Controller(LeadershipTerm):
         self.live_config.subscribe(lambda _: self.cert_rotation.request())
         self.live_config.subscribe(_apply_log_level)
         self.live_config.subscribe(self._apply_fair_sharing)
+        self.live_config.subscribe(self.scheduler.apply_quota_check)
+        self.live_config.subscribe(self.queues_mirror.apply_quota_check)
         self.live_config.subscribe(self.status.reconfigure)
         self.live_config.subscribe(self._rearm_pods_ready)
         self.leading = asyncio.Event()

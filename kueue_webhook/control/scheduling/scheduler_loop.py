@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kueue_webhook.api.conditions import condition_of, is_true
+from kueue_webhook.api.config import Configuration
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
@@ -207,10 +208,26 @@ class SchedulerLoop(DecisionWrites):
         """A fresh core fed everything but the Workloads (capacity and routing: a few objects per queue);
         ``rebuild_workload`` feeds each Workload, ``end_rebuild`` finishes."""
         self.state = SchedulerState()
+        self._configure_quota_check(self.state, self.context.configuration())  # before any Workload is read
         for kind in REBUILD_ORDER:
             if kind is not WORKLOADS:
                 for obj in self.store.items(kind):
                     self._apply(kind, key_of(obj), obj)
+
+    def apply_quota_check(self, configuration: Configuration) -> None:
+        """The ConfigMap's ``resources`` live: the Workloads are fed again when what is counted of them
+        changed (an assumed admission survives it: the tracker keeps a write in flight)."""
+        if self._configure_quota_check(self.state, configuration):
+            for workload in self.store.items(WORKLOADS):
+                self.rebuild_workload(workload)
+        self.kick()
+
+    @staticmethod
+    def _configure_quota_check(state: SchedulerState, configuration: Configuration) -> bool:
+        return state.configure_quota_check(
+            excluded=configuration.exclude_resource_prefixes,
+            ignore_undeclared=configuration.quota_check_strategy == "IgnoreUndeclared",
+        )
 
     def rebuild_workload(self, workload: JSON) -> None:
         self._apply(WORKLOADS, key_of(workload), workload)
