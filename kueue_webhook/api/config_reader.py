@@ -38,6 +38,7 @@ from kueue_webhook.api.validation import (
     dns1035_label_problems,
     dns1123_label_problems,
     dns1123_subdomain_problems,
+    label_key_problems,
     label_value_problems,
 )
 
@@ -428,11 +429,13 @@ class ConfigurationReader(FieldReader):
                     "must be Kind.version.group (such as AppWrapper.v1beta2.workload.codeflare.dev), "
                     f"got {entry!r}",
                 )
-        if section.get("labelKeysToCopy") is not None:
-            self.warnings.append(
-                f"{path}.labelKeysToCopy: accepted for compatibility with Kueue, has no effect here"
-            )
-        return Integrations(enabled=(*enabled, *declared), external=tuple(external))
+        copied = self.strings(section.get("labelKeysToCopy"), f"{path}.labelKeysToCopy")
+        for index, key in enumerate(copied):
+            for problem in label_key_problems(key):
+                self.fail(f"{path}.labelKeysToCopy[{index}]", f"{key!r}: {problem}")
+        return Integrations(
+            enabled=(*enabled, *declared), external=tuple(external), label_keys_to_copy=tuple(copied)
+        )
 
     def manual_approval(self, value: object) -> ManualApproval:
         section = self.mapping(value, "manualApproval", frozenset({"approvers"}))

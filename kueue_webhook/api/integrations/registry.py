@@ -29,6 +29,8 @@ class Integrations:
         default_factory=lambda: tuple(BUILTIN[n] for n in DEFAULT_FRAMEWORKS)
     )
     external: tuple[str, ...] = ()
+    #: Kueue's ``labelKeysToCopy``: the labels of a queued object copied to its Workload when it is made
+    label_keys_to_copy: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[Integration]:
         return iter(self.enabled)

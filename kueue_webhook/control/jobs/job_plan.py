@@ -354,13 +354,15 @@ def plan_job(
     integration: Integration = JOB,
     prebuilt: bool = False,
     dispatched: bool = False,
+    label_keys: tuple[str, ...] = (),
 ) -> Step | None:
     """The next step for a managed object of ``integration`` and its Workload (None: they agree).
     ``pods_ready``: waitForPodsReady is on, so a running object's Workload carries PodsReady (Kueue's step
     "handle WaitForPodsReady"). ``prebuilt``: the Workload was made for the object beforehand (a MultiKueue
     worker's copy), so one it no longer matches is finished as ``OutOfSync`` rather than replaced (Kueue's
     ``ensurePrebuiltWorkloadInSync``). ``dispatched``: a gated kind's Workload runs in a MultiKueue
-    worker, so its admission never starts the object here (Kueue's ``ShouldSkipLocalExecution``)."""
+    worker, so its admission never starts the object here (Kueue's ``ShouldSkipLocalExecution``).
+    ``label_keys``: the object's labels a new Workload gets (``labelKeysToCopy``)."""
     it = integration
     finished, succeeded, message = job_finished(job, it)
     if finished and holds_finalizer(job, it) and (workload is None or is_true(workload, "Finished")):
@@ -389,7 +391,7 @@ def plan_job(
             return StopJob(suspend, NOT_ADMITTED)
         if has_active_pods(job, it):
             return None  # stopped, but its pods still hold what a new Workload would queue for
-        body = engine.workload_for(it, job, classes)
+        body = engine.workload_for(it, job, classes, label_keys=label_keys)
         missing = engine.missing_class(body, classes)
         return AwaitPriorityClass(*missing) if missing is not None else CreateWorkload(body)
     reclaim = _reclaimable_step(job, workload, it)

@@ -161,6 +161,7 @@ class OwnObjects(KindMode):
             prebuilt=bool(prebuilt_workload_name(job)),
             dispatched=gated(integration.group, integration.kind)
             and runs_in_worker(workload, inputs.multikueue_checks),
+            label_keys=inputs.label_keys,
         )
         if step is not None:
             await host.execute(job, step, integration)

@@ -46,6 +46,8 @@ class PlanInputs:
     #: the names of the AdmissionChecks served by MultiKueue: a Workload listing one runs in a worker, so
     #: the pods of a gated kind (``kueue_webhook.api.multikueue.GATED``) are never ungated here
     multikueue_checks: frozenset[str] = frozenset()
+    #: the configuration's ``integrations.labelKeysToCopy``: labels a new Workload gets from its object
+    label_keys: tuple[str, ...] = ()
 
 
 class Host(Protocol):

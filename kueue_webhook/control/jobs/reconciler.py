@@ -273,6 +273,7 @@ class JobReconciler:
                 self.context.store.items(PRIORITY_CLASSES),
             ),
             pods_ready=self.context.configuration().wait_for_pods_ready.enable,
+            label_keys=self.context.configuration().integrations.label_keys_to_copy,
             multikueue_checks=frozenset(
                 key_of(check)[1]
                 for check in self.context.store.items(ADMISSION_CHECKS)

@@ -38,10 +38,13 @@ def workload_for(
     integration: Integration,
     obj: Mapping[str, Any],
     classes: PriorityClasses = NO_CLASSES,
+    *,
+    label_keys: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The Workload manifest for a queued object: owned by it (so it is garbage-collected) and holding
     Kueue's resource-in-use finalizer (so deleting it cannot free quota the object's pods still use). Its
-    priority is ``classes``' answer (``priority``); the controller asks ``missing_class`` first."""
+    priority is ``classes``' answer (``priority``); the controller asks ``missing_class`` first. The
+    object's labels named in ``label_keys`` are copied (the configuration's ``labelKeysToCopy``)."""
     meta = metadata_of(obj)
     name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
     class_priority, class_name, class_group = priority(integration, obj, classes)
@@ -66,7 +69,10 @@ def workload_for(
     metadata: JSON = {
         "name": workload_name(name, uid, kind=integration.kind, group=integration.group),
         "namespace": meta.get("namespace") or "default",
-        "labels": {JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {},
+        "labels": {
+            **{key: value for key, value in _labels(meta).items() if key in label_keys},
+            **({JOB_UID_LABEL: uid} if uid and len(uid) <= 63 else {}),
+        },
         "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": [
             controller_owner_reference(
@@ -77,3 +83,8 @@ def workload_for(
     if gates := gates_of(meta):
         metadata["annotations"] = {GATES_ANNOTATION: gates}  # Kueue's PropagateAdmissionGatedByAnnotation
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata, "spec": spec}
+
+
+def _labels(meta: Mapping[str, Any]) -> Mapping[str, str]:
+    labels = meta.get("labels")
+    return labels if isinstance(labels, Mapping) else {}
