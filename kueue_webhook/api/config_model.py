@@ -78,6 +78,16 @@ class RequeuingStrategy:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkloadRetention:
+    """Kueue's ``objectRetentionPolicies.workloads``, in seconds (None: never): how long a finished
+    Workload is kept before it is deleted, and how long the object of a Workload Kueue deactivated is kept
+    before it is deleted (its Workload with it)."""
+
+    after_finished: float | None = None
+    after_deactivated_by_kueue: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class WaitForPodsReady:
     """Kueue's waitForPodsReady (``kueue_webhook.api.pods_ready``). On by default, as in Kueue's v1beta2
     configuration, whose defaulting always fills this section in; ``enable: false`` turns it off (Kueue's
@@ -206,6 +216,7 @@ class Configuration:
     manual_approval: ManualApproval = field(default_factory=ManualApproval)
     internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
     integrations: Integrations = field(default_factory=Integrations)
+    workload_retention: WorkloadRetention = field(default_factory=WorkloadRetention)
     multi_kueue: MultiKueue = field(default_factory=MultiKueue)
     local_queue_metrics: LocalQueueMetrics = field(default_factory=LocalQueueMetrics)
     #: None: the level given on the command line (``serve --log-level``, info by default) stands

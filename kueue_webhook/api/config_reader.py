@@ -25,6 +25,7 @@ from kueue_webhook.api.config_model import (
     MultiKueue,
     RequeuingStrategy,
     WaitForPodsReady,
+    WorkloadRetention,
     default_managed_selector,
 )
 from kueue_webhook.api.errors import FieldError
@@ -58,7 +59,6 @@ _KUEUE_ONLY_FIELDS = frozenset(
         "clientConnection",
         "queueVisibility",
         "admissionFairSharing",
-        "objectRetentionPolicies",
         "featureGates",
         "visibilityServer",
         "pprofBindAddress",
@@ -99,6 +99,7 @@ class ConfigurationReader(FieldReader):
             "integrations",
             "multiKueue",
             "metrics",
+            "objectRetentionPolicies",
             "logLevel",
         }
         root = self.mapping(data, "", frozenset(own) | _KUEUE_ONLY_FIELDS)
@@ -137,6 +138,7 @@ class ConfigurationReader(FieldReader):
             manual_approval=self.manual_approval(root.get("manualApproval")),
             internal_cert_management=self.internal_cert_management(root),
             integrations=self.integrations(root.get("integrations")),
+            workload_retention=self.workload_retention(root.get("objectRetentionPolicies")),
             multi_kueue=self.multi_kueue(root.get("multiKueue")),
             local_queue_metrics=self.local_queue_metrics(root.get("metrics")),
             log_level=log_level,
@@ -436,6 +438,21 @@ class ConfigurationReader(FieldReader):
         return Integrations(
             enabled=(*enabled, *declared), external=tuple(external), label_keys_to_copy=tuple(copied)
         )
+
+    def workload_retention(self, value: object) -> WorkloadRetention:
+        """Kueue's ``objectRetentionPolicies``: ``workloads.afterFinished`` and
+        ``workloads.afterDeactivatedByKueue``, Go durations ("0s" acts at once; absent: never)."""
+        path = "objectRetentionPolicies"
+        section = self.mapping(value, path, frozenset({"workloads"}))
+        keys = frozenset({"afterFinished", "afterDeactivatedByKueue"})
+        workloads = self.mapping((section or {}).get("workloads"), f"{path}.workloads", keys)
+        if not workloads:
+            return WorkloadRetention()
+        after: dict[str, float | None] = {}
+        for key in ("afterFinished", "afterDeactivatedByKueue"):
+            raw = workloads.get(key)
+            after[key] = None if raw is None else self.duration(raw, f"{path}.workloads.{key}", 0.0)
+        return WorkloadRetention(after["afterFinished"], after["afterDeactivatedByKueue"])
 
     def manual_approval(self, value: object) -> ManualApproval:
         section = self.mapping(value, "manualApproval", frozenset({"approvers"}))

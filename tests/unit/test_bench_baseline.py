@@ -511,7 +511,9 @@ class MemoryApi:
             raise ApiError(status=404, reason="NotFound", message=f'{kind.plural} "{name}" not found')
         return copy.deepcopy(self.objects[key])
 
-    async def delete(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
+    async def delete(
+        self, kind: Kind, *, name: str, namespace: str | None = None, propagation: str | None = None
+    ) -> JSON:
         return self.objects.pop((kind.plural, namespace or "", name))
 
     async def patch(

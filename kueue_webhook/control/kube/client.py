@@ -436,5 +436,10 @@ class KubeClient:
             query={"fieldManager": FIELD_MANAGER},
         )
 
-    async def delete(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
-        return await self.request("DELETE", kind.path(namespace=namespace, name=name))
+    async def delete(
+        self, kind: Kind, *, name: str, namespace: str | None = None, propagation: str | None = None
+    ) -> JSON:
+        """``propagation``: the API's ``propagationPolicy`` (Background, Foreground, Orphan); None leaves
+        the kind's default (for a batch/v1 Job: its pods are orphaned)."""
+        query = {"propagationPolicy": propagation} if propagation else None
+        return await self.request("DELETE", kind.path(namespace=namespace, name=name), query=query)

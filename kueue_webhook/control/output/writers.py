@@ -214,11 +214,11 @@ class Writer:
             raise
         return self._remember(kind, fetched)
 
-    async def delete(self, kind: Kind, obj: JSON) -> bool:
+    async def delete(self, kind: Kind, obj: JSON, *, propagation: str | None = None) -> bool:
         name, namespace = _ident(obj)
         self._count(kind, "delete")
         try:
-            await self.client.delete(kind, name=name, namespace=namespace or None)
+            await self.client.delete(kind, name=name, namespace=namespace or None, propagation=propagation)
         except ApiError as exc:
             if exc.status == 404:
                 return False

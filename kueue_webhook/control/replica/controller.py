@@ -71,6 +71,7 @@ from kueue_webhook.control.scheduling.execution_limits import ExecutionTimeLimit
 from kueue_webhook.control.scheduling.fair_sharing_reporter import FairSharingReporter
 from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
+from kueue_webhook.control.scheduling.retention import WorkloadRetention
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from kueue_webhook.control.scheduling.topology_feed import BOUND_PODS_SELECTOR, TopologyFeed
 from kueue_webhook.control.topology.node_failures import NodeFailures
@@ -161,6 +162,7 @@ class Controller(LeadershipTerm):
         self.scheduler.start_admitted = self.reconciler.start_admitted
         self.pods_ready = PodsReadyTimers(self.context)
         self.execution_limits = ExecutionTimeLimits(self.context)
+        self.retention = WorkloadRetention(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
         self.checks = AdmissionChecksController(self.context, state=self._core)
@@ -273,6 +275,7 @@ class Controller(LeadershipTerm):
         self.live_config.subscribe(self.queues_mirror.apply_quota_check)
         self.live_config.subscribe(self.status.reconfigure)
         self.live_config.subscribe(self._rearm_pods_ready)
+        self.live_config.subscribe(self._rearm_retention)
         self.leading = asyncio.Event()
         # each of the leader's consumers is its own listener, told changes only while this replica leads:
         # one that fails does not starve the others
@@ -281,6 +284,7 @@ class Controller(LeadershipTerm):
             self.reconciler.on_change,
             self.pods_ready.on_change,
             self.execution_limits.on_change,
+            self.retention.on_change,
             self.status.on_change,
             self.checks.on_change,
             self.fair_sharing.on_change,

@@ -33,6 +33,7 @@ from kueue_webhook.control.scheduling.execution_limits import ExecutionTimeLimit
 from kueue_webhook.control.scheduling.fair_sharing_reporter import FairSharingReporter
 from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
 from kueue_webhook.control.scheduling.queue_status_reporter import QueueStatusReporter
+from kueue_webhook.control.scheduling.retention import WorkloadRetention
 from kueue_webhook.control.scheduling.scheduler_loop import SchedulerLoop
 from kueue_webhook.control.topology.node_failures import NodeFailures
 from kueue_webhook.control.topology.ungater import TopologyUngater
@@ -54,6 +55,7 @@ class LeadershipTerm:
     reconciler: JobReconciler
     pods_ready: PodsReadyTimers
     execution_limits: ExecutionTimeLimits
+    retention: WorkloadRetention
     status: QueueStatusReporter
     checks: AdmissionChecksController
     fair_sharing: FairSharingReporter
@@ -129,6 +131,7 @@ class LeadershipTerm:
                 self.reconciler.resync_workload,
                 self.pods_ready.resync_workload,
                 self.execution_limits.resync_workload,
+                self.retention.resync_workload,
                 self.checks.resync_workload,
                 self.ungater.resync_workload,
                 self.node_failures.resync_workload,
@@ -148,6 +151,7 @@ class LeadershipTerm:
             loop.create_task(self.reconciler.run(), name="job-reconciler"),
             loop.create_task(self.pods_ready.run(), name="pods-ready-timers"),
             loop.create_task(self.execution_limits.run(), name="execution-time-limits"),
+            loop.create_task(self.retention.run(), name="workload-retention"),
             loop.create_task(self.status.run(), name="queue-status"),
             loop.create_task(self.checks.run(), name="admission-checks"),
             loop.create_task(self.worker_clusters.run(), name="multikueue-clusters"),
@@ -214,6 +218,11 @@ class LeadershipTerm:
         """A new waitForPodsReady timeout moves every deadline: the timers are armed again from it."""
         if self.leading.is_set():
             self.pods_ready.resync()
+
+    def _rearm_retention(self, configuration: Configuration) -> None:
+        """A new ``objectRetentionPolicies`` moves every deletion: the timers are armed again from it."""
+        if self.leading.is_set():
+            self.retention.resync()
 
     def _apply_fair_sharing(self, configuration: Configuration) -> None:
         """``fairSharing`` in the ConfigMap takes effect live; a rebuilt core gets it before any cycle."""
