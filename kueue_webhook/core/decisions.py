@@ -52,6 +52,8 @@ FITS_AFTER_OTHER_PREEMPTIONS = (
 )
 #: the Evicted condition reason of a preemption (Kueue's WorkloadEvictedByPreemption)
 EVICTED_BY_PREEMPTION = "Preempted"
+#: the Evicted reason of a workload whose spec.active turned false while it held quota
+DEACTIVATED = "Deactivated"
 #: the most workloads noted per parked group between two restatements (``Notices._since``)
 SINCE_AT_MOST = 1024
 

@@ -31,6 +31,7 @@ from kueue_webhook.api.objects import Admission, Preemption, Workload, parse_tim
 from kueue_webhook.core.checks import check_eviction
 from kueue_webhook.core.claims import Claim, uncovered
 from kueue_webhook.core.decisions import (
+    DEACTIVATED,
     GATED_PREFIX,
     GATES_CLEARED,
     REASON_ADMISSION_GATED,
@@ -109,7 +110,10 @@ class WorkloadTracker:
         tracked = self.workloads.get(key)
         backing_off = info.admission is None and workload.is_backing_off  # waitForPodsReady's requeue backoff
         on_hold = info.admission is None and workload.is_on_hold  # a StatefulSet scaled to zero
-        if workload.is_finished or not workload.active or backing_off or on_hold:
+        # deactivated while it holds quota (``kubectl kueue stop workload``): its pods still run, so it stays
+        # charged and is evicted below, as Kueue's workload controller does; without a reservation it leaves
+        inactive = not workload.active and info.admission is None
+        if workload.is_finished or inactive or backing_off or on_hold:
             if tracked is not None:
                 self._drop(tracked)
             return
@@ -123,13 +127,13 @@ class WorkloadTracker:
                 if tracked.info.usage == info.usage and tracked.cluster_queue == info.admission.cluster_queue:
                     if _topologies(tracked.info) != _topologies(info):
                         self._move_topology(tracked, info)  # a failed node's pods given a new place
-                    self._evict_on_failed_checks(tracked, workload)
+                    self._evict_if_asked(tracked, workload)
                     return
                 if tracked.cluster_queue == info.admission.cluster_queue and _topologies(
                     tracked.info
                 ) == _topologies(info):
                     self._recharge(tracked, info)  # some of its pods became reclaimable
-                    self._evict_on_failed_checks(tracked, workload)
+                    self._evict_if_asked(tracked, workload)
                     return
                 self._release(tracked)
             if tracked is not None:
@@ -144,7 +148,7 @@ class WorkloadTracker:
             )
             self.workloads[key] = tracked
             self._charge(tracked)
-            self._evict_on_failed_checks(tracked, workload)
+            self._evict_if_asked(tracked, workload)
             return
         if tracked is not None and tracked.charged:
             if tracked.assumed:
@@ -522,9 +526,19 @@ class WorkloadTracker:
             self.specs.tas.charge_workload(tracked.info.key, topology_charges(tracked.info, self.specs.tas))
         self.revisits.usage_moved(tracked.cluster_queue)
 
-    def _evict_on_failed_checks(self, tracked: Tracked, workload: Workload) -> None:
-        """A check in Retry or Rejected state takes the quota back (Kueue's reconcileCheckBasedEviction)."""
-        if tracked.evicting or not tracked.charged or not workload.admission_checks:
+    def _evict_if_asked(self, tracked: Tracked, workload: Workload) -> None:
+        """An admitted workload deactivated (``spec.active=false``) gives its quota back through an eviction
+        (Kueue's workload controller: Evicted ``Deactivated``, "The workload is deactivated"); a check in
+        Retry or Rejected state does too (Kueue's reconcileCheckBasedEviction)."""
+        if tracked.evicting or not tracked.charged:
+            return
+        if not workload.active:
+            self.mark_evicting(tracked, True)
+            self.notices.evict(
+                Evict(tracked.info.key, tracked.cluster_queue, DEACTIVATED, "The workload is deactivated")
+            )
+            return
+        if not workload.admission_checks:
             return
         eviction = check_eviction(workload.admission_checks)
         if eviction is None:

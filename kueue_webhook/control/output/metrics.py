@@ -323,6 +323,22 @@ class Metrics:
         "Lending limit per cluster_queue, flavor and resource.",
         CQ_RESOURCE_LABELS,
     )
+    pods_ready_to_evicted_time = _Metric(
+        Histogram,
+        "kueue_pods_ready_to_evicted_time_seconds",
+        "Seconds between a workload's pods being ready and its eviction, per cluster_queue, reason and "
+        "underlying_cause (as kueue_evicted_workloads_total).",
+        ("cluster_queue", "reason", "underlying_cause", ROLE),
+        buckets=14,
+    )
+    workload_eviction_latency = _Metric(
+        Histogram,
+        "kueue_workload_eviction_latency_seconds",
+        "Seconds from a workload's eviction (Evicted=True) until its quota is released and it is pending "
+        "again, per cluster_queue and eviction reason.",
+        ("cluster_queue", "reason", ROLE),
+        buckets=14,
+    )
     evicted_workloads = _Metric(
         Counter,
         "kueue_evicted_workloads_total",

@@ -12,11 +12,12 @@ Every eviction write is counted by ``count_eviction`` (``kueue_evicted_workloads
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.conditions import condition_of, is_true
 from kueue_webhook.api.execution_time import total_execution_seconds
-from kueue_webhook.api.objects import admitted_cluster_queue, parse_timestamp
+from kueue_webhook.api.objects import admitted_cluster_queue, has_quota_reservation, parse_timestamp
 from kueue_webhook.control.cache.store import Change
 from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.output.admitted import exposed_local_queue, priority_class_of, queued_for
@@ -70,21 +71,61 @@ def count_eviction(context: ControlContext, evicted: JSON, reason: str, cause: s
     priority_class = priority_class_of(evicted)
     labels = (admitted_cluster_queue(evicted), reason, cause, priority_class, role)
     metrics.series(metrics.evicted_workloads, *labels).inc()
+    if (ready_for := pods_ready_to_evicted(evicted)) is not None:
+        metrics.series(metrics.pods_ready_to_evicted_time, *labels[:3], role).observe(ready_for)
     if evictions_of(evicted, reason, cause) == 1:
         metrics.series(metrics.evicted_workloads_once, *labels).inc()
     if (local_queue := exposed_local_queue(context, evicted)) is not None:
         metrics.series(metrics.lq_evicted_workloads, *local_queue, reason, cause, priority_class, role).inc()
 
 
+def pods_ready_to_evicted(workload: JSON) -> float | None:
+    """Seconds from PodsReady=True to Evicted=True, both as the Workload shows them (Kueue's
+    workloadsWithPodsReadyToEvictedTime); None unless both are True."""
+    ready, evicted = condition_of(workload, "PodsReady"), condition_of(workload, "Evicted")
+    if ready is None or evicted is None or ready.get("status") != "True" or evicted.get("status") != "True":
+        return None
+    return parse_timestamp(evicted.get("lastTransitionTime")) - parse_timestamp(
+        ready.get("lastTransitionTime")
+    )
+
+
+def eviction_latency(old: JSON | None, new: JSON, now: float) -> tuple[str, str, float] | None:
+    """(ClusterQueue, reason, seconds) when ``new`` is an evicted Workload whose quota has just been
+    released: reserved before, pending now, Evicted=True (Kueue's EvictionPendingLatency; never negative)."""
+    if (
+        old is None
+        or not has_quota_reservation(old)
+        or has_quota_reservation(new)
+        or is_true(new, "Finished")
+    ):
+        return None
+    evicted = condition_of(new, "Evicted")
+    cluster_queue = admitted_cluster_queue(old)
+    if evicted is None or evicted.get("status") != "True" or not cluster_queue:
+        return None
+    return (
+        cluster_queue,
+        str(evicted.get("reason", "")),
+        max(0.0, now - parse_timestamp(evicted.get("lastTransitionTime"))),
+    )
+
+
 class FinishedWorkloads:
-    """Counts each Workload the leader sees turn Finished (not those already finished when first listed)."""
+    """Counts each Workload the leader sees turn Finished (not those already finished when first listed),
+    and times the release of each evicted Workload's quota."""
 
     def __init__(self, context: ControlContext) -> None:
         self.context = context
 
     def on_change(self, change: Change) -> None:
         new = change.new
-        if change.kind is not WORKLOADS or new is None or change.added or not is_true(new, "Finished"):
+        if change.kind is not WORKLOADS or new is None or change.added:
+            return
+        if not is_true(new, "Finished"):
+            # the old state is read (decoded) only for an evicted Workload without a reservation
+            if is_true(new, "Evicted") and not has_quota_reservation(new):
+                self._released_after_eviction(change.old, new)
             return
         if is_true(change.old or {}, "Finished"):
             return
@@ -100,3 +141,12 @@ class FinishedWorkloads:
             metrics.series(metrics.execution_time, *labels).observe(seconds)
             if lq_labels is not None:
                 metrics.series(metrics.lq_execution_time, *lq_labels).observe(seconds)
+
+    def _released_after_eviction(self, old: JSON | None, new: JSON) -> None:
+        found = eviction_latency(old, new, time.time())
+        if found is not None:
+            cluster_queue, reason, seconds = found
+            metrics = self.context.metrics
+            metrics.series(metrics.workload_eviction_latency, cluster_queue, reason, metrics.role).observe(
+                seconds
+            )

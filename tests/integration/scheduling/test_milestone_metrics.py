@@ -69,3 +69,33 @@ async def test_a_finished_workload_is_counted_once_with_its_execution_time(fake_
         assert is_true(workloads_of(fake_api, "train")[0], "Finished")
         assert registry.get_sample_value("kueue_finished_workloads_total", LABELS) == 1
         assert observed(registry, "kueue_execution_time_seconds") == 1
+
+
+async def test_an_eviction_after_the_pods_were_ready_is_timed_and_so_is_the_release(
+    make_fake_api: MakeFakeApi,
+) -> None:
+    """``kueue_pods_ready_to_evicted_time_seconds`` when a Workload whose pods were ready is evicted (Kueue's
+    evict.reportEvictedWorkload), ``kueue_workload_eviction_latency_seconds`` when its quota is then released
+    (Kueue's EvictionPendingLatency): here a user deactivates it."""
+    api = await make_fake_api(job_controller=False)
+    await api.apply_manifests(config("waitForPodsReady: {timeout: 1h}") + "---\n" + QUOTA)
+    async with replica(api.kubeconfig_path()) as serving:
+        registry = serving.controller.metrics.registry
+        await api.create(gpu_job("train"))
+        await api.wait_for(lambda: running(api, "train"), timeout=HANG)
+        await api.patch("jobs", "train", {"status": {"ready": 1}}, namespace="team-a", subresource="status")
+        await api.wait_for(lambda: pods_ready_reason(api) == "Started", timeout=HANG)
+        [workload] = workloads_of(api, "train")
+        await api.patch(
+            "workloads", workload["metadata"]["name"], {"spec": {"active": False}}, namespace="team-a"
+        )
+        await api.wait_for(lambda: not is_true(workloads_of(api, "train")[0], "QuotaReserved"), timeout=HANG)
+        evicted = {"cluster_queue": "research", "reason": "Deactivated", "replica_role": "leader"}
+        ready_to_evicted = registry.get_sample_value(
+            "kueue_pods_ready_to_evicted_time_seconds_count", {**evicted, "underlying_cause": ""}
+        )
+        assert ready_to_evicted == 1
+        await api.wait_for(
+            lambda: registry.get_sample_value("kueue_workload_eviction_latency_seconds_count", evicted) == 1,
+            timeout=HANG,
+        )
