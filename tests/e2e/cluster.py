@@ -75,6 +75,16 @@ def workload_of(cluster: Cluster, namespace: str, owner: str) -> JSON:
     return {}
 
 
+def events_of(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
+    """The Events on object ``name`` in ``namespace``, reason -> message (the latest of each reason)."""
+    events = json.loads(
+        cluster.kubectl(
+            "get", "events", "-n", namespace, "-o", "json", "--field-selector", f"involvedObject.name={name}"
+        ).stdout
+    )["items"]
+    return {e["reason"]: e["message"] for e in events}
+
+
 @dataclass(frozen=True)
 class Cluster:
     kubeconfig: Path

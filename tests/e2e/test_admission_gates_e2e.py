@@ -9,25 +9,14 @@ Job, the Workload follows and the Job is admitted and started.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, events_of, until, workload_of
 from tests.e2e.install import Running
 from tests.e2e.queues import team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 GATES = "kueue.x-k8s.io/admission-gated-by"
-
-
-def events_of(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
-    events = json.loads(
-        cluster.kubectl(
-            "get", "events", "-n", namespace, "-o", "json", "--field-selector", f"involvedObject.name={name}"
-        ).stdout
-    )["items"]
-    return {e["reason"]: e["message"] for e in events}
 
 
 def gated_job(cluster: Cluster, namespace: str, name: str, gates: str) -> None:

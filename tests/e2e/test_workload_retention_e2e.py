@@ -5,11 +5,9 @@ whose Workload was deactivated by its time limit is deleted, with its pods, once
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until, workload_of
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, events_of, until, workload_of
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
 from tests.e2e.queues import create_job, team_queue
@@ -19,15 +17,6 @@ pytestmark = [
     pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER),
     with_controller(ControllerSetup("retention", config=RETENTION)),
 ]
-
-
-def events_of(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
-    events = json.loads(
-        cluster.kubectl(
-            "get", "events", "-n", namespace, "-o", "json", "--field-selector", f"involvedObject.name={name}"
-        ).stdout
-    )["items"]
-    return {e["reason"]: e["message"] for e in events}
 
 
 def job_exists(cluster: Cluster, namespace: str, name: str) -> bool:

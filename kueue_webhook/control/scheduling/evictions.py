@@ -14,13 +14,11 @@ from kueue_webhook.control.kube.kinds import WORKLOADS
 from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.context import ControlContext
 from kueue_webhook.control.output.milestones import count_eviction
-from kueue_webhook.core.decisions import Evict
+from kueue_webhook.core.decisions import DEACTIVATED, Evict
 from kueue_webhook.core.scheduler import SchedulerState
 
 JSON = dict[str, Any]
 log = logging.getLogger("kueue_webhook.scheduler")
-#: Kueue's Evicted reason (and evicted_workloads_total reason) when spec.active turns false
-DEACTIVATED = "Deactivated"
 
 
 def evicted_condition(decision: Evict) -> tuple[str, str]:

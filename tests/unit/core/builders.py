@@ -84,6 +84,8 @@ def workload(
     pod_spec: dict[str, Any] | None = None,
     status: dict[str, Any] | None = None,
     deleting: bool = False,
+    annotations: dict[str, str] | None = None,
+    active: bool | None = None,
 ) -> Workload:
     container = {"name": "c", "resources": {"requests": requests if requests is not None else {"cpu": "1"}}}
     template = {"spec": {"containers": [container], **(pod_spec or {})}}
@@ -103,6 +105,10 @@ def workload(
         },
         "spec": spec,
     }
+    if annotations is not None:
+        body["metadata"]["annotations"] = annotations
+    if active is not None:
+        spec["active"] = active
     if deleting:  # deleted, held by its finalizer
         body["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
         body["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]

@@ -3,40 +3,15 @@ AdmissionGatedBy, on by default since v0.19: pkg/controller/core/workload_contro
 
 from __future__ import annotations
 
-from typing import Any
-
 from kueue_webhook.api.admission_gates import ANNOTATION
-from kueue_webhook.api.objects import Workload, parse_workload
+from kueue_webhook.api.objects import Workload
 from kueue_webhook.core.scheduler import Admit, SchedulerState
 
 from .builders import cluster_queue, last_wait, run_until_quiet, state_with, workload
 
 
-def with_gates(wl: Workload, gates: str | None) -> Workload:
-    raw: dict[str, Any] = {
-        "metadata": {
-            "name": wl.meta.name,
-            "namespace": wl.meta.namespace,
-            "uid": wl.meta.uid,
-            "creationTimestamp": wl.meta.creation_timestamp,
-            **({"annotations": {ANNOTATION: gates}} if gates is not None else {}),
-        },
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-                    },
-                }
-            ],
-        },
-    }
-    parsed = parse_workload(raw)
-    assert isinstance(parsed, Workload), parsed
-    return parsed
+def with_gates(name: str, gates: str | None) -> Workload:
+    return workload(name, annotations={ANNOTATION: gates} if gates is not None else None)
 
 
 def state() -> SchedulerState:
@@ -45,7 +20,7 @@ def state() -> SchedulerState:
 
 def test_a_gated_workload_waits_with_kueues_reason_while_quota_is_free() -> None:
     s = state()
-    s.upsert_workload(with_gates(workload("w"), "example.com/scan,example.com/approve"))
+    s.upsert_workload(with_gates("w", "example.com/scan,example.com/approve"))
     decisions = run_until_quiet(s)
     assert not [d for d in decisions if isinstance(d, Admit)]
     wait = last_wait(decisions, "ns/w")
@@ -58,9 +33,9 @@ def test_a_gated_workload_waits_with_kueues_reason_while_quota_is_free() -> None
 
 def test_removing_the_last_gate_queues_it_and_it_is_admitted() -> None:
     s = state()
-    s.upsert_workload(with_gates(workload("w"), "example.com/scan"))
+    s.upsert_workload(with_gates("w", "example.com/scan"))
     run_until_quiet(s)
-    s.upsert_workload(with_gates(workload("w"), None))
+    s.upsert_workload(with_gates("w", None))
     decisions = run_until_quiet(s)
     waits = [(d.reason, d.message) for d in decisions if not isinstance(d, Admit)]
     assert waits == [("PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation")]
@@ -69,5 +44,5 @@ def test_removing_the_last_gate_queues_it_and_it_is_admitted() -> None:
 
 def test_an_empty_annotation_gates_nothing() -> None:
     s = state()
-    s.upsert_workload(with_gates(workload("w"), ""))
+    s.upsert_workload(with_gates("w", ""))
     assert [d.workload for d in run_until_quiet(s) if isinstance(d, Admit)] == ["ns/w"]

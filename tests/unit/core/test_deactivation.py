@@ -7,38 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueue_webhook.api.objects import Workload, parse_workload
+from kueue_webhook.api.objects import Workload
 from kueue_webhook.core.scheduler import Admit, Evict
 
 from .builders import admitted_status, cluster_queue, run_until_quiet, state_with, workload
 
 
-def inactive(wl: Workload, status: dict[str, Any] | None) -> Workload:
-    raw: dict[str, Any] = {
-        "metadata": {
-            "name": wl.meta.name,
-            "namespace": wl.meta.namespace,
-            "uid": wl.meta.uid,
-            "creationTimestamp": wl.meta.creation_timestamp,
-        },
-        "spec": {
-            "active": False,
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]}
-                    },
-                }
-            ],
-        },
-        **({"status": status} if status is not None else {}),
-    }
-    parsed = parse_workload(raw)
-    assert isinstance(parsed, Workload), parsed
-    return parsed
+def inactive(name: str, status: dict[str, Any] | None) -> Workload:
+    return workload(name, {"cpu": "4"}, status=status, active=False)
 
 
 def test_a_running_workload_deactivated_is_evicted_and_keeps_its_quota_until_released() -> None:
@@ -48,19 +24,19 @@ def test_a_running_workload_deactivated_is_evicted_and_keeps_its_quota_until_rel
     s.upsert_workload(workload("b", {"cpu": "4"}, created=1))
     assert not [d for d in run_until_quiet(s) if isinstance(d, Admit)]
 
-    s.upsert_workload(inactive(workload("a", {"cpu": "4"}), running))
+    s.upsert_workload(inactive("a", running))
     decisions = run_until_quiet(s)
     evictions = [(d.workload, d.reason, d.message) for d in decisions if isinstance(d, Evict)]
     assert evictions == [("ns/a", "Deactivated", "The workload is deactivated")]
     assert not [d for d in decisions if isinstance(d, Admit)]  # a's pods still run in that room
     assert s.ledger.usage("cq") == {("default", "cpu"): 4 * 10**9}
 
-    s.upsert_workload(inactive(workload("a", {"cpu": "4"}), None))  # the reservation released
+    s.upsert_workload(inactive("a", None))  # the reservation released
     assert [d.workload for d in run_until_quiet(s) if isinstance(d, Admit)] == ["ns/b"]
 
 
 def test_a_pending_workload_deactivated_leaves_the_queue() -> None:
     s = state_with(cluster_queue("cq", {"default": {"cpu": 4}}), local_queues={"lq": "cq"})
-    s.upsert_workload(inactive(workload("a", {"cpu": "4"}), None))
+    s.upsert_workload(inactive("a", None))
     assert not [d for d in run_until_quiet(s) if isinstance(d, (Admit, Evict))]
     assert s.pending_count("cq") == 0
