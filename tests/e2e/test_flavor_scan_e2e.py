@@ -13,26 +13,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until, workload_of
-from tests.e2e.install import Running, out_of_cluster
+from tests.e2e.install import Running
 from tests.e2e.topology import HOST
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, Any]
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Running]]:
-    cluster = Cluster(Path(KUBECONFIG))
-    with out_of_cluster(cluster, tmp_path_factory.mktemp("flavor-scan")) as running:
-        yield cluster, running
 
 
 def _objects(name: str) -> list[JSON]:
