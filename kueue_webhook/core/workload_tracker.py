@@ -114,6 +114,7 @@ class WorkloadTracker:
         # charged and is evicted below, as Kueue's workload controller does; without a reservation it leaves
         inactive = not workload.active and info.admission is None
         if workload.is_finished or inactive or backing_off or on_hold:
+            self._gated.discard(key)
             if tracked is not None:
                 self._drop(tracked)
             return
@@ -163,6 +164,7 @@ class WorkloadTracker:
         if workload.is_deleting:
             # Deleted while pending: it will be gone once its finalizer is removed, so it takes no place in
             # the queue (and nothing is preempted for it). A reservation it still holds is counted above.
+            self._gated.discard(key)
             if tracked is not None:
                 self._drop(tracked)
             return

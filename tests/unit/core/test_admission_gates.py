@@ -46,3 +46,15 @@ def test_an_empty_annotation_gates_nothing() -> None:
     s = state()
     s.upsert_workload(with_gates("w", ""))
     assert [d.workload for d in run_until_quiet(s) if isinstance(d, Admit)] == ["ns/w"]
+
+
+def test_a_gated_workload_that_finishes_while_gated_is_forgotten() -> None:
+    s = state()
+    s.upsert_workload(with_gates("w", "example.com/scan"))
+    run_until_quiet(s)
+    done = {"conditions": [{"type": "Finished", "status": "True", "reason": "Succeeded"}]}
+    s.upsert_workload(workload("w", status=done, annotations={ANNOTATION: "example.com/scan"}))
+    # a Workload of the same name made afresh later is not told its (old) gate was cleared
+    s.upsert_workload(workload("w"))
+    waits = [(d.reason, d.message) for d in run_until_quiet(s) if not isinstance(d, Admit)]
+    assert ("PendingEvaluation", "AdmissionGatedBy cleared, waiting for quota reservation") not in waits
