@@ -75,14 +75,15 @@ def workload_of(cluster: Cluster, namespace: str, owner: str) -> JSON:
     return {}
 
 
-def events_of(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
-    """The Events on object ``name`` in ``namespace``, reason -> message (the latest of each reason)."""
+def events_of(cluster: Cluster, namespace: str, name: str, *, type: str = "") -> dict[str, str]:
+    """The Events on object ``name`` in ``namespace`` (only those of ``type``, Normal or Warning, when
+    given), reason -> message (the latest of each reason)."""
     events = json.loads(
         cluster.kubectl(
             "get", "events", "-n", namespace, "-o", "json", "--field-selector", f"involvedObject.name={name}"
         ).stdout
     )["items"]
-    return {e["reason"]: e["message"] for e in events}
+    return {e["reason"]: e["message"] for e in events if not type or e.get("type") == type}
 
 
 @dataclass(frozen=True)

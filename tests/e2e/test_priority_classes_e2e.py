@@ -8,26 +8,16 @@ PriorityClass.
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
 
-from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until, workload_of
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, events_of, until, workload_of
 from tests.e2e.install import Running
 from tests.e2e.queues import create_job, team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 JSON = dict[str, object]
-
-
-def warnings_of(cluster: Cluster, namespace: str, job: str) -> dict[str, str]:
-    events = json.loads(
-        cluster.kubectl(
-            "get", "events", "-n", namespace, "-o", "json", "--field-selector", f"involvedObject.name={job}"
-        ).stdout
-    )["items"]
-    return {e["reason"]: e["message"] for e in events if e.get("type") == "Warning"}
 
 
 def test_a_job_naming_an_absent_workload_priority_class_waits_for_it_then_queues_with_its_value(
@@ -39,7 +29,9 @@ def test_a_job_naming_an_absent_workload_priority_class_waits_for_it_then_queues
         create_job(cluster, ns, "urgent", f", kueue.x-k8s.io/priority-class: {wpc}", cpu="100m")
         said = f'WorkloadPriorityClass "{wpc}" not found'
         until(
-            lambda: warnings_of(cluster, ns, "urgent").get("WorkloadPriorityClassNotFound") == said,
+            lambda: (
+                events_of(cluster, ns, "urgent", type="Warning").get("WorkloadPriorityClassNotFound") == said
+            ),
             "the Job to say its class is missing",
             timeout=60,
         )

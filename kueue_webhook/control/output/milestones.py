@@ -123,8 +123,7 @@ class FinishedWorkloads:
         if change.kind is not WORKLOADS or new is None or change.added:
             return
         if not is_true(new, "Finished"):
-            # the old state is read (decoded) only for an evicted Workload without a reservation
-            if is_true(new, "Evicted") and not has_quota_reservation(new):
+            if is_true(new, "Evicted"):  # the old state is read (decoded) only for an evicted Workload
                 self._released_after_eviction(change.old, new)
             return
         if is_true(change.old or {}, "Finished"):
