@@ -70,6 +70,19 @@ class FairSharing:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmissionFairSharing:
+    """Kueue's ``admissionFairSharing``: how LocalQueues' past usage orders the Workloads of the
+    ClusterQueues that ask for it (``spec.admissionScope.admissionMode: UsageBasedAdmissionFairSharing``)."""
+
+    #: after this long, past usage counts half (0: it does not count at all)
+    usage_half_life_seconds: float = 0.0
+    #: how often each LocalQueue's consumed resources are sampled and written to its status
+    usage_sampling_interval_seconds: float = 300.0
+    #: per resource, how much one unit of it weighs in a LocalQueue's usage (absent: 1)
+    resource_weights: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RequeuingStrategy:
     timestamp: str = "Eviction"
     backoff_base_seconds: int = 60
@@ -210,6 +223,8 @@ class Configuration:
     #: resources out of its quota check, ``BlockUndeclared`` (the default) refuses a Workload asking for one
     quota_check_strategy: str = "BlockUndeclared"
     fair_sharing: FairSharing = field(default_factory=FairSharing)
+    #: None: admission fair sharing is off (Kueue's default: no ``admissionFairSharing`` section)
+    admission_fair_sharing: AdmissionFairSharing | None = None
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     label_policy: LabelPolicy = field(default_factory=LabelPolicy)
     controller_identity: ControllerIdentity = field(default_factory=ControllerIdentity)

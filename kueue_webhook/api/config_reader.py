@@ -15,6 +15,7 @@ from kueue_webhook.api.config_model import (
     DEFAULT_CONTROLLER_USERNAME,
     DISPATCHER_INCREMENTAL,
     PREEMPTION_STRATEGY_LISTS,
+    AdmissionFairSharing,
     Configuration,
     ControllerIdentity,
     FairSharing,
@@ -28,7 +29,7 @@ from kueue_webhook.api.config_model import (
     WorkloadRetention,
     default_managed_selector,
 )
-from kueue_webhook.api.errors import FieldError
+from kueue_webhook.api.errors import FieldError, type_name
 from kueue_webhook.api.field_reader import FieldReader
 from kueue_webhook.api.integrations.builtin import BUILTIN, DEFAULT_FRAMEWORKS, KUEUE_FRAMEWORKS
 from kueue_webhook.api.integrations.declare import FIELD as DECLARED_FIELD
@@ -58,7 +59,6 @@ _KUEUE_ONLY_FIELDS = frozenset(
         "controller",
         "clientConnection",
         "queueVisibility",
-        "admissionFairSharing",
         "featureGates",
         "visibilityServer",
         "pprofBindAddress",
@@ -91,6 +91,7 @@ class ConfigurationReader(FieldReader):
             "managedJobsNamespaceSelector",
             "resources",
             "fairSharing",
+            "admissionFairSharing",
             "waitForPodsReady",
             "labelPolicy",
             "controllerIdentity",
@@ -132,6 +133,7 @@ class ConfigurationReader(FieldReader):
             exclude_resource_prefixes=excluded,
             quota_check_strategy=quota_check,
             fair_sharing=self.fair_sharing(root),
+            admission_fair_sharing=self.admission_fair_sharing(root.get("admissionFairSharing")),
             wait_for_pods_ready=self.wait_for_pods_ready(root),
             label_policy=self.label_policy(root.get("labelPolicy")),
             controller_identity=self.controller_identity(root.get("controllerIdentity")),
@@ -204,6 +206,38 @@ class ConfigurationReader(FieldReader):
             self.fail(f"{path}.preemptionStrategies", f"must be one of {allowed}, got {strategies!r}")
             return FairSharing(enable=enable)
         return FairSharing(enable=enable, preemption_strategies=chosen)
+
+    def admission_fair_sharing(self, value: object) -> AdmissionFairSharing | None:
+        """Kueue's ``admissionFairSharing`` with its defaulting (a missing or zero sampling interval is five
+        minutes) and its validation (``validateAdmissionFairSharing``: no negative half-life, interval or
+        weight)."""
+        if value is None:
+            return None
+        path = "admissionFairSharing"
+        known = frozenset({"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"})
+        section = self.mapping(value, path, known)
+        if section is None:
+            return None
+        half_life = self.duration(section.get("usageHalfLifeTime"), f"{path}.usageHalfLifeTime", 0.0)
+        interval = self.duration(section.get("usageSamplingInterval"), f"{path}.usageSamplingInterval", 0.0)
+        weights: list[tuple[str, float]] = []
+        raw_weights = section.get("resourceWeights")
+        if raw_weights is not None and not isinstance(raw_weights, Mapping):
+            self.fail(f"{path}.resourceWeights", f"must be a mapping, got {type_name(raw_weights)}")
+        elif raw_weights:
+            for resource, weight in raw_weights.items():
+                where = f"{path}.resourceWeights[{resource}]"
+                if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+                    self.fail(where, f"must be a number, got {weight!r}")
+                elif weight < 0:
+                    self.fail(where, f"must be greater than or equal to 0, got {weight}")
+                else:
+                    weights.append((str(resource), float(weight)))
+        return AdmissionFairSharing(
+            usage_half_life_seconds=half_life,
+            usage_sampling_interval_seconds=interval or 300.0,
+            resource_weights=tuple(sorted(weights)),
+        )
 
     def multi_kueue(self, value: object) -> MultiKueue:
         """Kueue's ``multiKueue`` with its defaults and its validation (``validateMultiKueue``): durations not

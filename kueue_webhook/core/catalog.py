@@ -26,6 +26,7 @@ from kueue_webhook.api.objects import (
     Workload,
     WorkloadPriorityClass,
 )
+from kueue_webhook.core.admission_fairness import AdmissionFairness
 from kueue_webhook.core.assignment import compile_queue
 from kueue_webhook.core.check_references import check_references
 from kueue_webhook.core.pending_queue import PendingQueue
@@ -72,9 +73,17 @@ class Occupants(Protocol):
 class Catalog:
     """Applies spec events to the specs, and moves what each change moves (no state of its own)."""
 
-    def __init__(self, specs: Specs, pending: PendingQueues, occupants: Occupants) -> None:
+    def __init__(
+        self,
+        specs: Specs,
+        pending: PendingQueues,
+        occupants: Occupants,
+        fairness: AdmissionFairness | None = None,
+    ) -> None:
         self.specs = specs
         self.pending = pending
+        #: admission fair sharing: LocalQueue weights and histories, and the order they give
+        self.fairness = fairness
         #: the workloads in these queues (``workload_tracker.WorkloadTracker``)
         self.occupants = occupants
         #: the TAS capacity generation the parked workloads last saw
@@ -175,6 +184,8 @@ class Catalog:
         if not queue.open:
             self.pending.notice_closed(name)
         self.occupants.drain_if_stopped(queue)
+        if self.fairness is not None:
+            self.fairness.refresh(name)
 
     def delete_cluster_queue(self, name: str) -> None:
         queue = self.specs.queues.pop(name, None)
@@ -219,11 +230,20 @@ class Catalog:
             cluster_queue = self.specs.queues.get(queue.cluster_queue)
             if cluster_queue is not None:
                 self.occupants.drain_if_stopped(cluster_queue)
+        if self.fairness is not None:
+            self.fairness.seed(queue)
+            if old is not None and old.cluster_queue != queue.cluster_queue:
+                self.fairness.refresh(old.cluster_queue)
+            self.fairness.refresh(queue.cluster_queue)
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
         key = f"{namespace}/{name}"
-        if self.specs.local_queues.pop(key, None) is not None:
+        old = self.specs.local_queues.pop(key, None)
+        if old is not None:
             self.occupants.reroute(key)
+            if self.fairness is not None:
+                self.fairness.forget_local_queue(key)
+                self.fairness.refresh(old.cluster_queue)
 
     def upsert_priority_class(self, priority_class: WorkloadPriorityClass) -> None:
         self.specs.priority_classes[priority_class.name] = priority_class.value

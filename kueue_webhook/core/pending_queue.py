@@ -35,14 +35,16 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
-from collections.abc import Callable, Container, Hashable, Iterator
+from collections.abc import Callable, Container, Hashable, Iterator, Mapping
 
 from kueue_webhook.core.decisions import Notices
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo, WorkloadKey
 
 __all__ = ["PendingQueue", "RetryCondition", "may_fit"]
 
-_Key = tuple[int, float, str]
+#: queue order: ``WorkloadInfo.sort_key``, behind the LocalQueue's usage where admission fair sharing
+#: orders the queue (``set_ranks``)
+_Key = tuple[object, ...]
 
 #: when a parked shape may fit again: every failing resource group needs one alternative (flavor)
 #: where each listed ``(flavor, resource)`` has at least the listed amount available
@@ -72,6 +74,7 @@ class PendingQueue:
         "_notices",
         "_parked",
         "_parked_keys",
+        "_ranks",
         "_released",
         "_retry_when",
         "_revisited",
@@ -104,6 +107,48 @@ class PendingQueue:
         self._stalled: _Key | None = None
         #: the last head popped and the parked workload of its shape its pop released (see ``pop``)
         self._last_pop: tuple[WorkloadKey, WorkloadKey] | None = None
+        #: per LocalQueue (namespace, name), the usage its workloads are ordered by first (admission fair
+        #: sharing, ``admission_fairness``); None: queue order is the workloads' own
+        self._ranks: Mapping[tuple[str, str], float] | None = None
+
+    def _key(self, info: WorkloadInfo) -> _Key:
+        ranks = self._ranks
+        if ranks is None:
+            return info.sort_key
+        return (ranks.get((info.namespace, info.queue_name), 0.0), *info.sort_key)
+
+    @property
+    def ranks(self) -> Mapping[tuple[str, str], float] | None:
+        """The LocalQueue usage this queue is ordered by first (None: none; see ``set_ranks``)."""
+        return self._ranks
+
+    def set_ranks(self, ranks: Mapping[tuple[str, str], float] | None) -> None:
+        """Order by LocalQueue usage first (``ranks``; a LocalQueue not in it counts 0) or, with None, by
+        the workloads' own order alone; everything held is sorted again (Kueue rebuilds its heap the
+        same way when LocalQueue usage moves)."""
+        if ranks == self._ranks:
+            return
+        old_stalled = self._stalled
+        stalled_key = None
+        if old_stalled is not None:
+            stalled_key = next((k for k, (sk, _) in self._entries.items() if sk == old_stalled), None)
+        self._ranks = None if ranks is None else dict(ranks)
+        self._entries = {key: (self._key(info), info) for key, (_, info) in self._entries.items()}
+        self._heap = [(sort_key, key) for key, (sort_key, _) in self._entries.items()]
+        heapq.heapify(self._heap)
+        parked = self._parked
+        self._parked_keys = sorted(self._key(info) for info in parked.values())
+        for shape, bucket in self._buckets.items():
+            members = {key for _, key in bucket if key in parked and parked[key].shape == shape}
+            rebuilt = [(self._key(parked[key]), key) for key in members]
+            heapq.heapify(rebuilt)
+            self._buckets[shape] = rebuilt
+        self._stalled = None
+        if stalled_key is not None:
+            new_key = self._entries[stalled_key][0]
+            top = self._top()
+            if top is not None and top[0] == new_key:
+                self._stalled = new_key  # still the head: still stalled
 
     def __len__(self) -> int:
         return len(self._entries) + len(self._parked)
@@ -129,7 +174,7 @@ class PendingQueue:
     def push(self, info: WorkloadInfo) -> None:
         """Add (or re-add after an update) a workload to the active heap."""
         self.remove(info.key)
-        sort_key = info.sort_key
+        sort_key = self._key(info)
         self._entries[info.key] = (sort_key, info)
         heapq.heappush(self._heap, (sort_key, info.key))
         if self._stalled is not None and sort_key < self._stalled:
@@ -143,7 +188,7 @@ class PendingQueue:
             return entry[1]
         info = self._parked.pop(key, None)
         if info is not None:
-            del self._parked_keys[bisect_left(self._parked_keys, info.sort_key)]
+            del self._parked_keys[bisect_left(self._parked_keys, self._key(info))]
             if self._notices is not None:
                 self._notices.unparked(key)
         return info
@@ -220,7 +265,7 @@ class PendingQueue:
         while bucket:
             sort_key, key = bucket[0]
             info = parked.get(key)
-            if info is not None and info.sort_key == sort_key:
+            if info is not None and self._key(info) == sort_key:
                 return info
             heapq.heappop(bucket)
         return None
@@ -236,7 +281,7 @@ class PendingQueue:
         """
         if self.strict:
             self.push(info)
-            self._stalled = info.sort_key
+            self._stalled = self._key(info)
             return
         self._awake.discard(info.shape)
         self._released.pop(info.shape, None)
@@ -252,8 +297,9 @@ class PendingQueue:
         self._retry_when[info.shape] = retry_when
         info.parked, info.retry_when = True, retry_when
         self._parked[info.key] = info
-        insort(self._parked_keys, info.sort_key)
-        heapq.heappush(self._buckets.setdefault(info.shape, []), (info.sort_key, info.key))
+        sort_key = self._key(info)
+        insort(self._parked_keys, sort_key)
+        heapq.heappush(self._buckets.setdefault(info.shape, []), (sort_key, info.key))
         if self._notices is not None:
             self._notices.parked(info.key, (self, info.shape))
 
@@ -284,7 +330,7 @@ class PendingQueue:
         while bucket:
             sort_key, key = heapq.heappop(bucket)
             info = self._parked.get(key)
-            if info is None or info.sort_key != sort_key:
+            if info is None or self._key(info) != sort_key:
                 continue  # stale
             self.remove(key)
             if forget_condition:
@@ -350,19 +396,19 @@ class PendingQueue:
         return [
             key
             for sort_key, key in self._buckets.get(shape, ())
-            if key in parked and parked[key].sort_key == sort_key
+            if key in parked and self._key(parked[key]) == sort_key
         ]
 
     def position(self, info: WorkloadInfo) -> int:
         """1-based rank of a workload that just failed as head: parked workloads that sort before it,
         plus itself (everything still in the heap sorts after a head)."""
-        return bisect_left(self._parked_keys, info.sort_key) + 1
+        return bisect_left(self._parked_keys, self._key(info)) + 1
 
     def __iter__(self) -> Iterator[WorkloadInfo]:
         """Every pending workload in queue order (O(n log n): for status and reports, not cycles)."""
         infos = [entry[1] for entry in self._entries.values()]
         infos.extend(self._parked.values())
-        infos.sort(key=lambda i: i.sort_key)
+        infos.sort(key=self._key)
         return iter(infos)
 
     def by_local_queue(self) -> dict[tuple[str, str], list[int]]:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Protocol
@@ -302,6 +302,21 @@ def _rank(candidate: Candidate) -> _Rank:
     return (not candidate.evicting, candidate.info.priority, -at, -seq, candidate.info.uid)
 
 
+def _by_local_queue_usage(
+    ranked: list[tuple[_Rank, _Elem]], usage: Mapping[tuple[str, str], float]
+) -> list[tuple[_Rank, _Elem]]:
+    """Candidates of one ClusterQueue that admission fair sharing orders: after those already evicting,
+    the ones whose LocalQueue used more go first, whatever their priority (Kueue's CandidatesOrdering
+    with AdmissionFairSharing, between Workloads of one ClusterQueue and different LocalQueues)."""
+
+    def key(entry: tuple[_Rank, _Elem]) -> tuple[object, ...]:
+        rank, elem = entry
+        info = elem.candidate.info
+        return (rank[0], -usage.get((info.namespace, info.queue_name), 0.0), *rank[1:])
+
+    return sorted(ranked, key=key)
+
+
 def _ranked(source: Iterable[Candidate]) -> _Ranked:
     return sorted(((_rank(c), c) for c in source), key=_by_rank)
 
@@ -423,6 +438,8 @@ class ClassicalPreemption(TargetSearch):
         self._answers: dict[str, _Answers] = {}
         #: during a search kept for others: the ClusterQueues whose candidates it looked at
         self._consulted: dict[str, _RankedHolders] | None = None
+        #: per ClusterQueue, its LocalQueues' usage where admission fair sharing orders it (None: not)
+        self.local_queue_usage: Callable[[str], Mapping[tuple[str, str], float] | None] = lambda _: None
 
     @property
     def ledger(self) -> Ledger:
@@ -460,7 +477,8 @@ class ClassicalPreemption(TargetSearch):
     ) -> list[Target]:
         """The answer kept for the same question while the tree's usage and holders stay the same, else
         the search (which leaves the ledger as it found it, stamp included)."""
-        if self.topology is not None:
+        if self.topology is not None or self.local_queue_usage(node.name) is not None:
+            # not kept: LocalQueue usage moves without the holders changing
             return self._find_minimal(node, workload, policy, requests, needs)
         ledger = self.ledger
         stamp = ledger.stamp(node)
@@ -493,6 +511,9 @@ class ClassicalPreemption(TargetSearch):
     ) -> list[Target]:
         """The minimal set: candidates removed in order until the preemptor fits, then put back."""
         same = self._same_queue(node.name, workload, policy, needs)
+        usage = self.local_queue_usage(node.name)
+        if usage is not None and same:
+            same = _by_local_queue_usage(same, usage)
         forbidden = policy.borrow_within_cohort == "Never"
         # borrowing forbidden and no room under its nominal quota: it is searched only as borrowing,
         # where a reclaim that needs the preemptor not to borrow is never valid, so none is collected

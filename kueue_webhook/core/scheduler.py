@@ -20,7 +20,9 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from kueue_webhook.api.config_model import AdmissionFairSharing
 from kueue_webhook.api.objects import LocalQueue, ResourceFlavor
+from kueue_webhook.core.admission_fairness import AdmissionFairness
 from kueue_webhook.core.catalog import Catalog, SchedulerObject
 from kueue_webhook.core.cycle import run_cycle
 from kueue_webhook.core.decisions import Admit, Decision, Evict, Notices, Wait
@@ -78,10 +80,21 @@ class SchedulerState:
         self.specs = Specs()
         self.pending = PendingQueues(self.specs, self.notices)
         self.revisits = Revisits(self.specs, self.pending)
-        self.tracker = WorkloadTracker(self.specs, self.pending, self.revisits, self.notices)
+        self.fairness = AdmissionFairness(
+            self.specs.local_queues,
+            uses_usage_based_admission=self._usage_based_admission,
+            reorder=self._reorder,
+            admitted_usage=lambda cluster_queue, local_queue: self.tracker.admitted_usage(
+                cluster_queue, local_queue
+            ),
+        )
+        self.tracker = WorkloadTracker(
+            self.specs, self.pending, self.revisits, self.notices, fairness=self.fairness
+        )
         # a queue change moves, charges or drains its workloads
-        self.catalog = Catalog(self.specs, self.pending, occupants=self.tracker)
+        self.catalog = Catalog(self.specs, self.pending, occupants=self.tracker, fairness=self.fairness)
         self.preemption = ClassicalPreemption(holders=self.tracker)
+        self.preemption.local_queue_usage = self._local_queue_usage
         self.oracle: PreemptionOracle = oracle or self.preemption
         self.fair_preemption = FairSharingPreemption(
             holders=self.tracker, share=self.specs.share_of, strategies=()
@@ -120,6 +133,31 @@ class SchedulerState:
         )
         self.preemption.fair = self.fair_preemption if enabled else None
         self.catalog.set_fair_sharing(enabled)
+
+    def configure_admission_fair_sharing(self, config: AdmissionFairSharing | None) -> None:
+        """The configuration's ``admissionFairSharing`` (None: off): LocalQueues' usage orders the
+        ClusterQueues whose ``admissionScope`` asks for it (``admission_fairness``)."""
+        self.fairness.configure(config, list(self.specs.queues))
+
+    def _usage_based_admission(self, cluster_queue: str) -> bool:
+        queue = self.specs.queues.get(cluster_queue)
+        return queue is not None and queue.spec.usage_based_admission
+
+    def _local_queue_usage(self, cluster_queue: str) -> Mapping[tuple[str, str], float] | None:
+        queue = self.specs.queues.get(cluster_queue)
+        return queue.pending.ranks if queue is not None else None
+
+    def _reorder(self, cluster_queue: str, ranks: Mapping[tuple[str, str], float] | None) -> None:
+        queue = self.specs.queues.get(cluster_queue)
+        if queue is not None:
+            queue.pending.set_ranks(ranks)
+
+    def sample_admission_usage(self, now: float) -> list[str]:
+        """Move every LocalQueue's consumed resources on to ``now`` (seconds since the epoch), as
+        admission fair sharing samples them each ``usageSamplingInterval``: the LocalQueues sampled, whose
+        status shows them."""
+        self.fairness.now = now
+        return self.fairness.sample()
 
     def configure_quota_check(
         self, *, excluded: tuple[str, ...] = (), ignore_undeclared: bool = False
@@ -214,6 +252,19 @@ class SchedulerState:
     inadmissible_count = _forward(_pending, PendingQueues.inadmissible_count)
     pending_by_local_queue = _forward(_pending, PendingQueues.pending_by_local_queue)
     reserving_in = _forward(_tracker, WorkloadTracker.reserving_in)
+
+    def admission_consumed(self, local_queue: str) -> tuple[dict[str, int], float] | None:
+        """A LocalQueue's consumed resources and when they were last moved on, while admission fair
+        sharing orders its ClusterQueue (its status shows them); None otherwise."""
+        return self.fairness.consumed(local_queue)
+
+    def admission_usage(self, local_queue: str) -> float | None:
+        """The usage a LocalQueue's Workloads are ordered by, while admission fair sharing orders its
+        ClusterQueue; None otherwise."""
+        spec = self.specs.local_queues.get(local_queue)
+        if spec is None or not self.fairness.applies_to(spec.cluster_queue):
+            return None
+        return self.fairness.usage(local_queue)
 
     def last_wait(self, key: str) -> tuple[str, str] | None:
         """(reason, message) of the latest wait decided for a pending workload; None if it has not been

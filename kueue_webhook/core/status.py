@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kueue_webhook.api.pods_ready import rfc3339
+from kueue_webhook.api.quantity import Format, Quantity
 from kueue_webhook.core.model import FlavorResource, amount_quantity
 from kueue_webhook.core.view import SchedulerView
 
@@ -161,7 +163,7 @@ def local_queue_status(state: SchedulerView, namespace: str, name: str) -> dict[
         for info in state.pending_unordered(cluster_queue)
         if info.namespace == namespace and info.queue_name == name
     )
-    return {
+    out: dict[str, Any] = {
         "conditions": conditions,
         "pendingWorkloads": pending,
         "reservingWorkloads": len(mine),
@@ -173,3 +175,17 @@ def local_queue_status(state: SchedulerView, namespace: str, name: str) -> dict[
             state, cluster_queue, _usage_of(mine, admitted_only=True), with_borrowed=False
         ),
     }
+    consumed = state.admission_consumed(f"{namespace}/{name}")
+    if consumed is not None:  # admission fair sharing's history (``admission_fairness``)
+        amounts, at = consumed
+        out["fairSharing"] = {
+            "weightedShare": 0,
+            "admissionFairSharingStatus": {
+                "consumedResources": {
+                    resource: Quantity(amount, Format.DECIMAL_SI).canonical()
+                    for resource, amount in sorted(amounts.items())
+                },
+                "lastUpdate": rfc3339(at),
+            },
+        }
+    return out

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kueue_webhook.api.objects import Admission, Preemption, Workload, parse_timestamp
+from kueue_webhook.core.admission_fairness import AdmissionFairness, by_resource
 from kueue_webhook.core.checks import check_eviction
 from kueue_webhook.core.claims import Claim, uncovered
 from kueue_webhook.core.decisions import (
@@ -78,8 +79,17 @@ class Tracked:
 class WorkloadTracker:
     """Every live workload, its reservation and its claim, kept current one event at a time."""
 
-    def __init__(self, specs: Specs, pending: PendingQueues, revisits: Revisits, notices: Notices) -> None:
+    def __init__(
+        self,
+        specs: Specs,
+        pending: PendingQueues,
+        revisits: Revisits,
+        notices: Notices,
+        fairness: AdmissionFairness | None = None,
+    ) -> None:
         self.specs = specs
+        #: told of admissions decided, seen and undone (admission fair sharing's entry penalties)
+        self.fairness = fairness
         self.pending = pending
         self.revisits = revisits
         self.notices = notices
@@ -239,8 +249,11 @@ class WorkloadTracker:
     def _reservation_seen(self, tracked: Tracked, reserved_at: float, *, admitted: bool) -> None:
         """The API server shows the reservation the core charged: no longer assumed, Admitted once True
         stays so, and its QuotaReserved time (0: not shown) orders it for preemption."""
+        was_admitted = tracked.admitted and not tracked.assumed
         tracked.assumed = False
         tracked.admitted = admitted or tracked.admitted
+        if tracked.admitted and not was_admitted and self.fairness is not None:
+            self.fairness.admitted(tracked.info, tracked.cluster_queue)
         if reserved_at and reserved_at != tracked.reserved_at[0]:
             tracked.reserved_at = (reserved_at, tracked.reserved_at[1])
             self._holders_cache.pop(tracked.cluster_queue, None)
@@ -251,6 +264,8 @@ class WorkloadTracker:
         if tracked is None or not tracked.assumed:
             return
         self._release(tracked)
+        if self.fairness is not None:
+            self.fairness.dropped(tracked.info.key)
         tracked.assumed = tracked.admitted = False
         tracked.info.admission = None
         tracked.info.usage = NO_USAGE
@@ -272,6 +287,8 @@ class WorkloadTracker:
         self._charge(tracked)
         self.notices.forget(info.key)
         self.pending.scans.drop(info.key)
+        if self.fairness is not None:
+            self.fairness.decided(info, admission.cluster_queue)
 
     def claim(self, key: WorkloadKey, name: str) -> Claim:
         """The claim of a preemptor in ``name``, made now if it has none (claims keep their order)."""
@@ -639,7 +656,23 @@ class WorkloadTracker:
         if queue is not None and queue.pending.retry(key):
             self.pending.ready.add(claim.cluster_queue)
 
+    def admitted_usage(self, cluster_queue: str, local_queue: str) -> dict[str, int]:
+        """What the admitted workloads of one LocalQueue ("namespace/name") in ``cluster_queue`` use, per
+        resource over all flavors (Kueue's LocalQueue ``GetAdmittedUsage``)."""
+        queue = self.specs.queues.get(cluster_queue)
+        total: dict[str, int] = {}
+        if queue is None:
+            return total
+        for key in queue.reserving:
+            tracked = self.workloads[key]
+            info = tracked.info
+            if tracked.admitted and f"{info.namespace}/{info.queue_name}" == local_queue:
+                by_resource(info.usage, into=total)
+        return total
+
     def _drop(self, tracked: Tracked) -> None:
+        if self.fairness is not None:
+            self.fairness.dropped(tracked.info.key)
         self.drop_claim(tracked.info.key)
         self.pending.scans.drop(tracked.info.key)
         self._release(tracked)

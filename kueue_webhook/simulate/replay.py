@@ -121,6 +121,7 @@ def _apply_rank(obj: ConfigObject) -> int:
 def _configure(state: SchedulerState, scenario: Scenario) -> None:
     fair = scenario.configuration.fair_sharing
     state.configure_fair_sharing(enabled=fair.enable, strategies=fair.preemption_strategies)
+    state.configure_admission_fair_sharing(scenario.configuration.admission_fair_sharing)
     for name, labels in scenario.namespaces.items():
         state.upsert_namespace(name, labels)
     for obj in sorted(scenario.objects, key=_apply_rank):  # stable: input order within a kind
@@ -251,6 +252,7 @@ def _replay(
     def settle(moment: float) -> None:
         nonlocal cycles, decisions_total, planned_revisit
         while state.has_work(moment):
+            state.fairness.now = moment  # admission fair sharing's clock: the scenario's seconds
             decisions = state.cycle(moment)
             cycles += 1
             decisions_total += len(decisions)

@@ -26,13 +26,15 @@ MANAGED_FINALIZER = "kueue.x-k8s.io/managed"
 PRIORITY_VALUE = 1000
 
 
-def create_job(cluster: Cluster, namespace: str, name: str, labels: str = "", *, cpu: str = "600m") -> None:
-    """A Job of one busybox pod requesting ``cpu``, queued in LocalQueue ``q``; ``labels`` is appended to its
-    labels' flow mapping (``, key: value``)."""
+def create_job(
+    cluster: Cluster, namespace: str, name: str, labels: str = "", *, cpu: str = "600m", queue: str = "q"
+) -> None:
+    """A Job of one busybox pod requesting ``cpu``, queued in LocalQueue ``queue``; ``labels`` is appended to
+    its labels' flow mapping (``, key: value``)."""
     cluster.apply(f"""
 apiVersion: batch/v1
 kind: Job
-metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q{labels}}}}}
+metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: {queue}{labels}}}}}
 spec:
   template:
     spec:

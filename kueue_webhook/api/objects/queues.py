@@ -30,6 +30,7 @@ from kueue_webhook.api.objects.common import (
     optional_object,
     parse_meta,
     parse_spec,
+    parse_timestamp,
 )
 from kueue_webhook.api.objects.quotas import (
     ResourceGroup,
@@ -37,7 +38,7 @@ from kueue_webhook.api.objects.quotas import (
     parse_fair_sharing_weight,
     parse_resource_groups,
 )
-from kueue_webhook.api.quantity import Quantity
+from kueue_webhook.api.quantity import Quantity, QuantityError, parse_quantity
 from kueue_webhook.api.selectors import LabelSelector, label_selector
 
 __all__ = [
@@ -58,6 +59,8 @@ FUNGIBILITY_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
 WITHIN_CQ_POLICIES = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT_POLICIES = ("Never", "LowerPriority")
+USAGE_BASED_ADMISSION = "UsageBasedAdmissionFairSharing"
+ADMISSION_MODES = (USAGE_BASED_ADMISSION, "NoAdmissionFairSharing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,13 @@ class ClusterQueue(NamedByMeta):
     #: the checks of ``admissionChecksStrategy`` whose ``onFlavors`` leaves out some of the queue's flavors
     per_flavor_checks: tuple[str, ...] = ()
     fair_sharing_weight: Quantity | None = None
+    #: ``spec.admissionScope.admissionMode``: UsageBasedAdmissionFairSharing orders its Workloads by their
+    #: LocalQueues' past usage (with the configuration's ``admissionFairSharing``); "" when absent
+    admission_mode: str = ""
+
+    @property
+    def usage_based_admission(self) -> bool:
+        return self.admission_mode == USAGE_BASED_ADMISSION
 
     def flavor_names(self) -> tuple[str, ...]:
         """Every flavor referenced, in spec order, without repeats."""
@@ -307,8 +317,20 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> Parsed[ClusterQueue]:
         admission_checks=tuple(checks),
         per_flavor_checks=tuple(per_flavor),
         fair_sharing_weight=parse_fair_sharing_weight(spec.get("fairSharing"), "spec.fairSharing", errors),
+        admission_mode=_admission_mode(spec.get("admissionScope"), errors),
     )
     return finish(queue, errors)
+
+
+def _admission_mode(raw: Any, errors: list[FieldError]) -> str:
+    scope = optional_object(raw, "spec.admissionScope", errors)
+    if scope is None:
+        return ""
+    path = "spec.admissionScope.admissionMode"
+    if scope.get("admissionMode") is None:
+        errors.append(FieldError.required(path))
+        return ""
+    return enum_value(scope.get("admissionMode"), path, ADMISSION_MODES, "", errors)
 
 
 # -- Cohort -----------------------------------------------------------------------------------------
@@ -346,6 +368,12 @@ class LocalQueue(NamespacedByMeta):
     meta: Meta
     cluster_queue: str
     stop_policy: str = "None"
+    #: ``spec.fairSharing.weight``: its usage counts for usage / weight in admission fair sharing (None: 1)
+    fair_sharing_weight: Quantity | None = None
+    #: ``status.fairSharing.admissionFairSharingStatus``: the consumed resources last written (resource,
+    #: nano-units) and when, so that a restarted controller goes on from them
+    consumed_resources: tuple[tuple[str, int], ...] = ()
+    consumed_at: float = 0.0
 
 
 def parse_local_queue(obj: Mapping[str, Any]) -> Parsed[LocalQueue]:
@@ -354,4 +382,23 @@ def parse_local_queue(obj: Mapping[str, Any]) -> Parsed[LocalQueue]:
     spec = parse_spec(obj, errors, required=True)
     cluster_queue = name_reference(spec.get("clusterQueue"), "spec.clusterQueue", errors, required=True)
     stop = enum_value(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None", errors)
-    return finish(LocalQueue(meta, cluster_queue, stop), errors)
+    weight = parse_fair_sharing_weight(spec.get("fairSharing"), "spec.fairSharing", errors)
+    consumed, consumed_at = _consumed_resources(obj.get("status"))
+    return finish(LocalQueue(meta, cluster_queue, stop, weight, consumed, consumed_at), errors)
+
+
+def _consumed_resources(status: Any) -> tuple[tuple[tuple[str, int], ...], float]:
+    """What the status says the LocalQueue consumed (a status is ours to write: what does not parse is
+    left out, never an error of the spec)."""
+    fair = status.get("fairSharing") if isinstance(status, Mapping) else None
+    afs = fair.get("admissionFairSharingStatus") if isinstance(fair, Mapping) else None
+    if not isinstance(afs, Mapping):
+        return (), 0.0
+    consumed: list[tuple[str, int]] = []
+    raw = afs.get("consumedResources")
+    for resource, amount in raw.items() if isinstance(raw, Mapping) else ():
+        try:
+            consumed.append((str(resource), parse_quantity(amount).nanos))
+        except QuantityError:
+            continue
+    return tuple(sorted(consumed)), parse_timestamp(afs.get("lastUpdate"))

@@ -448,6 +448,13 @@ class Metrics:
         "Active condition of a LocalQueue: 1 for its current status among True, False, Unknown.",
         ("name", "namespace", "active", ROLE),
     )
+    lq_admission_fair_sharing_usage = _Metric(
+        Gauge,
+        "kueue_local_queue_admission_fair_sharing_usage",
+        "Admission fair sharing usage of a LocalQueue: its weighted consumed resources and pending entry "
+        "penalties, divided by its weight (lower goes first).",
+        ("name", "namespace", "cluster_queue", ROLE),
+    )
     lq_resource_usage = _Metric(
         Gauge,
         "kueue_local_queue_resource_usage",
@@ -651,6 +658,7 @@ class Metrics:
             self.lq_resource_reservation,
             self.lq_unadmitted_workloads,
             self.lq_finished_workloads_gauge,
+            self.lq_admission_fair_sharing_usage,
         ):
             drop_series(metric, name=name, namespace=namespace)
 

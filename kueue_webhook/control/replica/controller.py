@@ -67,6 +67,7 @@ from kueue_webhook.control.replica.declared_webhooks import DeclaredWebhooks
 from kueue_webhook.control.replica.leadership_term import LeadershipTerm
 from kueue_webhook.control.replica.live_config import LiveConfiguration
 from kueue_webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
+from kueue_webhook.control.scheduling.admission_sampling import AdmissionUsageSampler
 from kueue_webhook.control.scheduling.execution_limits import ExecutionTimeLimits
 from kueue_webhook.control.scheduling.fair_sharing_reporter import FairSharingReporter
 from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
@@ -165,6 +166,9 @@ class Controller(LeadershipTerm):
         self.retention = WorkloadRetention(self.context)
         interval, watch_timeout = settings.status_interval, settings.watch_timeout_seconds
         self.status = QueueStatusReporter(self.context, state=self._core, min_interval=interval)
+        self.admission_sampler = AdmissionUsageSampler(
+            self.configuration, self.scheduler.sample_admission_usage, self.status.mark_local_queues
+        )
         self.checks = AdmissionChecksController(self.context, state=self._core)
         self.fair_sharing = FairSharingReporter(self.context, state=self._core, min_interval=interval)
         #: Nodes and the pods of topology-aware Workloads (a store of their own), the ungater placing those
@@ -276,6 +280,7 @@ class Controller(LeadershipTerm):
         self.live_config.subscribe(self.status.reconfigure)
         self.live_config.subscribe(self._rearm_pods_ready)
         self.live_config.subscribe(self._rearm_retention)
+        self.live_config.subscribe(self.admission_sampler.reconfigure)
         self.leading = asyncio.Event()
         # each of the leader's consumers is its own listener, told changes only while this replica leads:
         # one that fails does not starve the others

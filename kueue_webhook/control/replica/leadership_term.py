@@ -29,6 +29,7 @@ from kueue_webhook.control.output.metrics import Metrics
 from kueue_webhook.control.replica.cert_rotation import CertificateRotation
 from kueue_webhook.control.replica.declared_webhooks import DeclaredWebhooks
 from kueue_webhook.control.scheduling.admission_checks_controller import AdmissionChecksController
+from kueue_webhook.control.scheduling.admission_sampling import AdmissionUsageSampler
 from kueue_webhook.control.scheduling.execution_limits import ExecutionTimeLimits
 from kueue_webhook.control.scheduling.fair_sharing_reporter import FairSharingReporter
 from kueue_webhook.control.scheduling.pods_ready_timers import PodsReadyTimers
@@ -59,6 +60,7 @@ class LeadershipTerm:
     status: QueueStatusReporter
     checks: AdmissionChecksController
     fair_sharing: FairSharingReporter
+    admission_sampler: AdmissionUsageSampler
     ungater: TopologyUngater
     node_failures: NodeFailures
     worker_clusters: WorkerConnections
@@ -157,6 +159,7 @@ class LeadershipTerm:
             loop.create_task(self.worker_clusters.run(), name="multikueue-clusters"),
             loop.create_task(self.multikueue_checks.run(), name="multikueue-checks"),
             loop.create_task(self.fair_sharing.run(), name="fair-sharing"),
+            loop.create_task(self.admission_sampler.run(), name="admission-fair-sharing"),
             loop.create_task(self.ungater.run(), name="topology-ungater"),
             loop.create_task(self.node_failures.run(), name="topology-node-failures"),
             loop.create_task(self.declared_webhooks.run(), name="declared-webhooks"),
@@ -236,3 +239,4 @@ class LeadershipTerm:
     def _configure_fair_sharing(state: SchedulerState, configuration: Configuration) -> None:
         fair = configuration.fair_sharing
         state.configure_fair_sharing(enabled=fair.enable, strategies=fair.preemption_strategies)
+        state.configure_admission_fair_sharing(configuration.admission_fair_sharing)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +185,13 @@ class QueueStatusReporter(PacedReporter):
                 self.cohorts.admitted(str(admission.get("clusterQueue", "")), priority_class_of(new))
         else:
             return
+        self.kick()
+
+    def mark_local_queues(self, keys: Iterable[str]) -> None:
+        """Write the status of these LocalQueues ("namespace/name") in the next pass."""
+        for key in keys:
+            namespace, _, name = key.partition("/")
+            self._dirty_lq.setdefault((namespace, name))
         self.kick()
 
     def mark_all(self) -> None:
@@ -357,6 +364,10 @@ class QueueStatusReporter(PacedReporter):
                 metrics.lq_admitted_active_workloads.labels(name, namespace, role).set(mine.admitted)
                 status = local_queue_active(state, namespace, name)
                 metrics.set_local_queue_state(namespace=namespace, name=name, active=status)
+                usage = state.admission_usage(f"{namespace}/{name}")
+                if usage is not None:
+                    fair = metrics.lq_admission_fair_sharing_usage
+                    fair.labels(name, namespace, cluster_queue, role).set(usage)
                 if spec is None:
                     continue
                 for group in spec.resource_groups:

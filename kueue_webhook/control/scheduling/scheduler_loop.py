@@ -327,7 +327,18 @@ class SchedulerLoop(DecisionWrites):
                 },
             )
             return
+        if kind is LOCAL_QUEUES:
+            state.fairness.now = time.time()  # a LocalQueue first seen starts its history now
         state.apply(parsed)
+
+    def sample_admission_usage(self) -> list[str]:
+        """Admission fair sharing's sample of every LocalQueue's consumed resources (each
+        ``usageSamplingInterval``): the LocalQueues sampled ("namespace/name"), whose status shows it. The
+        new order is acted on at once."""
+        sampled = self.state.sample_admission_usage(time.time())
+        if sampled:
+            self.kick()
+        return sampled
 
     # -- running ------------------------------------------------------------------------------------------
 
@@ -412,6 +423,7 @@ class SchedulerLoop(DecisionWrites):
         costs as much as one that admits none)."""
         started = time.perf_counter()
         loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
+        self.state.fairness.now = time.time()  # admission fair sharing's clock (entry penalties' settling)
         decisions = self.state.cycle(loop.time())
         for key, cluster_queue in self.state.take_restated().items():
             self.pending.mark(cluster_queue, key)  # restated without a decision: the paced pass shows it
