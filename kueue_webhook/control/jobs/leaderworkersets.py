@@ -34,7 +34,7 @@ from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import controller_owner, key_of
 from kueue_webhook.control.jobs.job_plan import AwaitPriorityClass, CreateWorkload, DeleteWorkload
 from kueue_webhook.control.jobs.own_objects import KindMode
-from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
+from kueue_webhook.control.jobs.queueing import Host, ObjectKey, may_queue_in, namespace_labels
 from kueue_webhook.control.jobs.statefulsets import AdoptWorkload, LabelPods
 from kueue_webhook.control.kube.kinds import WORKLOADS, kind_of
 
@@ -140,7 +140,8 @@ class LeaderWorkerSets(KindMode):
             lws,
             pods,
             workloads,
-            managed=is_managed(
+            managed=may_queue_in(host, namespace, has_workload=bool(workloads))
+            and is_managed(
                 lws,
                 self.integration,
                 ancestry=await host.ancestry(lws, self.integration),

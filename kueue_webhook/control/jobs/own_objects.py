@@ -32,7 +32,7 @@ from kueue_webhook.control.jobs.job_plan import (
     plan_job,
     plan_unmanaged,
 )
-from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
+from kueue_webhook.control.jobs.queueing import Host, ObjectKey, may_queue_in, namespace_labels
 from kueue_webhook.control.jobs.urgency import object_change_is_urgent
 from kueue_webhook.control.kube.kinds import WORKLOADS, dependency_kind, kind_of
 from kueue_webhook.control.output.conditions import is_true
@@ -127,6 +127,8 @@ class OwnObjects(KindMode):
             # a worker's copy made by a MultiKueue manager: its Workload was made for it beforehand
             await self._adopt_prebuilt(host, job)
             return True
+        if not may_queue_in(host, namespace, has_workload=workload is not None):
+            return False
         alone = is_managed(
             job,
             integration,

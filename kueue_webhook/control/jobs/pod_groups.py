@@ -58,7 +58,7 @@ from kueue_webhook.control.jobs.job_plan import (
     evicted_stop_reason,
     holds_finalizer,
 )
-from kueue_webhook.control.jobs.queueing import GROUP_KEY, Host, namespace_labels
+from kueue_webhook.control.jobs.queueing import GROUP_KEY, Host, may_queue_in, namespace_labels
 from kueue_webhook.control.kube.kinds import WORKLOADS, kind_of
 from kueue_webhook.control.output.conditions import find, is_true
 
@@ -234,21 +234,25 @@ async def reconcile_group(host: Host, integration: Integration, namespace: str, 
     context = host.context
     configuration = context.configuration()
     labels = namespace_labels(host, namespace)
+    workload = context.store.get(WORKLOADS, group, namespace)
+    if workload is not None and group_of_workload(workload) is None:
+        workload = None  # a Workload of that name that is not a group's: not ours to drive
+    queues_here = may_queue_in(host, namespace, has_workload=workload is not None)
     pods = []
     for pod in context.store.items(kind_of(integration), namespace=namespace):
         if group_name(pod) != group:
             continue
-        if holds_finalizer(pod, integration) or is_managed(
-            pod,
-            integration,
-            ancestry=await host.ancestry(pod, integration),
-            config=configuration,
-            namespace_labels=labels,
+        if holds_finalizer(pod, integration) or (
+            queues_here
+            and is_managed(
+                pod,
+                integration,
+                ancestry=await host.ancestry(pod, integration),
+                config=configuration,
+                namespace_labels=labels,
+            )
         ):
             pods.append(pod)
-    workload = context.store.get(WORKLOADS, group, namespace)
-    if workload is not None and group_of_workload(workload) is None:
-        workload = None  # a Workload of that name that is not a group's: not ours to drive
     inputs = host.inputs()
     step = plan_group(
         group,

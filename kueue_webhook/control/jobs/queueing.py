@@ -105,3 +105,14 @@ class QueueingMode(Protocol):
 def namespace_labels(host: Host, namespace: str) -> dict[str, str]:
     """The namespace's labels, or the one the API server always sets when it is not in the store yet."""
     return host.context.store.namespace_labels(namespace) or {"kubernetes.io/metadata.name": namespace}
+
+
+def may_queue_in(host: Host, namespace: str, *, has_workload: bool) -> bool:
+    """Whether an object of ``namespace`` may be given a Workload: Kueue's reconcilers leave the objects of a
+    namespace outside ``managedJobsNamespaceSelector`` alone, queue label or not
+    (ManagedJobsNamespaceSelectorAlwaysRespected, GA and locked on since v0.19), so such a Job, created
+    suspended by the webhook, waits without a Workload. One that already has its Workload (its namespace
+    relabelled since) is still followed to its end, so that what it was admitted with keeps its quota."""
+    if has_workload:
+        return True
+    return host.context.configuration().manages_namespace(namespace_labels(host, namespace))

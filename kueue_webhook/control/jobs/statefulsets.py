@@ -43,7 +43,7 @@ from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import key_of
 from kueue_webhook.control.jobs.job_plan import AwaitPriorityClass, CreateWorkload
 from kueue_webhook.control.jobs.own_objects import KindMode
-from kueue_webhook.control.jobs.queueing import Host, ObjectKey, namespace_labels
+from kueue_webhook.control.jobs.queueing import Host, ObjectKey, may_queue_in, namespace_labels
 from kueue_webhook.control.kube.kinds import WORKLOADS, kind_of
 from kueue_webhook.control.output.conditions import NO_RESERVATION, ConditionsEdit, is_true
 
@@ -234,12 +234,14 @@ class StatefulSets(KindMode):
             if made_by_statefulset(pod) and (controlling_statefulset(pod) or {}).get("uid") == uid
         ]
         inputs = host.inputs()
+        # a MultiKueue worker's copy finds the Workload copy named after the manager's StatefulSet
+        workload = context.store.get(WORKLOADS, statefulset_workload_name(name, origin_uid(sts)), namespace)
         step = plan_statefulset(
             sts,
             pods,
-            # a MultiKueue worker's copy finds the Workload copy named after the manager's StatefulSet
-            context.store.get(WORKLOADS, statefulset_workload_name(name, origin_uid(sts)), namespace),
-            managed=is_managed(
+            workload,
+            managed=may_queue_in(host, namespace, has_workload=workload is not None)
+            and is_managed(
                 sts,
                 self.integration,
                 ancestry=await host.ancestry(sts, self.integration),
