@@ -21,6 +21,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from kueue_webhook.api.admission_gates import ANNOTATION as GATES_ANNOTATION
+from kueue_webhook.api.admission_gates import gates_of
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE
 from kueue_webhook.api.integrations.builtin import LEADERWORKERSET, MANAGED_LABEL, POD
 from kueue_webhook.api.integrations.engine import (
@@ -229,6 +231,8 @@ def workload_of_group(
             JOB_OWNER_GVK_ANNOTATION: f"{LEADERWORKERSET.api_version}, Kind={LEADERWORKERSET.kind}",
             JOB_OWNER_NAME_ANNOTATION: name,
             WORKLOAD_INDEX_ANNOTATION: str(index),
+            # Kueue's PropagateAdmissionGatedByAnnotation from the LeaderWorkerSet
+            **({GATES_ANNOTATION: gates} if (gates := gates_of(meta)) else {}),
         },
         "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": [

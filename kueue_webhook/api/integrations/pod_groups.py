@@ -15,6 +15,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kueue_webhook.api.admission_gates import ANNOTATION as GATES_ANNOTATION
+from kueue_webhook.api.admission_gates import gates_of
 from kueue_webhook.api.finalizers import RESOURCE_IN_USE
 from kueue_webhook.api.integrations.builtin import MANAGED_LABEL, POD
 from kueue_webhook.api.integrations.engine import (
@@ -42,6 +44,7 @@ __all__ = [
     "TOTAL_COUNT_ANNOTATION",
     "excess_pods",
     "group_finished",
+    "group_gates",
     "group_name",
     "group_pods_ready",
     "group_workload",
@@ -129,9 +132,13 @@ def group_workload(
     name: str,
     pods: Sequence[Mapping[str, Any]],
     classes: PriorityClasses = NO_CLASSES,
+    *,
+    label_keys: Sequence[str] = (),
 ) -> JSON | str | None:
     """The group's Workload, None while pods are still to come or when the pods' owner makes it (a
-    StatefulSet's, Kueue's prebuilt Workload), or why the group is malformed."""
+    StatefulSet's, Kueue's prebuilt Workload), or why the group is malformed. ``label_keys``
+    (``labelKeysToCopy``): the pods' labels of these keys are copied onto it; pods that disagree on one
+    make no Workload (Kueue's ``errPodGroupLabelsMismatch``)."""
     runnable = [p for p in pods if _runnable(p)]
     if not runnable or any(PREBUILT_WORKLOAD in _meta(p, "annotations") for p in runnable):
         return None
@@ -174,20 +181,38 @@ def group_workload(
         }
         for p in runnable
     ]
-    labels = {}
+    labels: dict[str, str] = {}
+    for pod in runnable[:total]:
+        for key in label_keys:
+            label = _meta(pod, "labels").get(key)
+            if isinstance(label, str) and labels.setdefault(key, label) != label:
+                return "constructing workload: pods have different label values"
     wpc = _meta(first, "labels").get(PRIORITY_CLASS_LABEL)
     if isinstance(wpc, str) and wpc:
         labels[PRIORITY_CLASS_LABEL] = wpc
+    annotations = {IS_GROUP_WORKLOAD_ANNOTATION: "true"}
+    if gates := gates_of(first.get("metadata")):  # Kueue's PropagateAdmissionGatedByAnnotation, first pod's
+        annotations[GATES_ANNOTATION] = gates
     metadata: JSON = {
         "name": name,
         "namespace": (first.get("metadata") or {}).get("namespace") or "default",
-        "annotations": {IS_GROUP_WORKLOAD_ANNOTATION: "true"},
+        "annotations": annotations,
         "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": owners,
     }
     if labels:
         metadata["labels"] = labels
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata, "spec": spec}
+
+
+def group_gates(pods: Sequence[Mapping[str, Any]]) -> str | None:
+    """The admission gates the group's Workload should carry: those of its first runnable pod, as its
+    Workload was made from (None: no runnable pod left to say, or the Workload is its owner's, a
+    StatefulSet's or LeaderWorkerSet's, whose gates are the owner's)."""
+    runnable = [p for p in pods if _runnable(p)]
+    if not runnable or any(PREBUILT_WORKLOAD in _meta(p, "annotations") for p in runnable):
+        return None
+    return gates_of(runnable[0].get("metadata"))
 
 
 def group_finished(pods: Sequence[Mapping[str, Any]]) -> tuple[bool, bool, str]:

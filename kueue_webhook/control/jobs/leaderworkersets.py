@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kueue_webhook.api.admission_gates import gates_of
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.integrations import Integrations
 from kueue_webhook.api.integrations.builtin import LEADERWORKERSET, POD
@@ -32,7 +33,12 @@ from kueue_webhook.api.multikueue import origin_uid
 from kueue_webhook.api.objects import has_quota_reservation
 from kueue_webhook.api.owner_references import controller_owner_reference
 from kueue_webhook.control.cache.store import controller_owner, key_of
-from kueue_webhook.control.jobs.job_plan import AwaitPriorityClass, CreateWorkload, DeleteWorkload
+from kueue_webhook.control.jobs.job_plan import (
+    AwaitPriorityClass,
+    CreateWorkload,
+    DeleteWorkload,
+    UpdateAdmissionGates,
+)
 from kueue_webhook.control.jobs.own_objects import KindMode
 from kueue_webhook.control.jobs.queueing import Host, ObjectKey, may_queue_in, namespace_labels
 from kueue_webhook.control.jobs.statefulsets import AdoptWorkload, LabelPods
@@ -42,7 +48,9 @@ __all__ = ["LeaderWorkerSetStep", "LeaderWorkerSets", "leaderworkerset_key_of", 
 
 JSON = dict[str, Any]
 
-LeaderWorkerSetStep = CreateWorkload | AwaitPriorityClass | DeleteWorkload | AdoptWorkload | LabelPods
+LeaderWorkerSetStep = (
+    CreateWorkload | AwaitPriorityClass | DeleteWorkload | AdoptWorkload | UpdateAdmissionGates | LabelPods
+)
 
 
 def _owned_by(workload: Mapping[str, Any], uid: str) -> bool:
@@ -88,6 +96,8 @@ def plan_leaderworkerset(
         if (workload.get("spec") or {}).get("queueName", "") != queue and not has_quota_reservation(workload):
             # a Workload holding quota keeps its queue (the Workload webhook refuses the change, as Kueue's)
             return AdoptWorkload(workload, {"spec": {"queueName": queue}})
+        if (gates := gates_of(meta)) != gates_of(workload.get("metadata")):
+            return UpdateAdmissionGates(workload, gates)  # Kueue's UpdateAdmissionGatedBy
     for gone in sorted(by_name.values(), key=lambda w: workload_index(w) or 0):
         return DeleteWorkload(
             gone, f"Deleted Workload {key_of(gone)[0]}/{key_of(gone)[1]}: its group is gone"

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kueue_webhook.api.admission_gates import gates_of
 from kueue_webhook.api.admitted_pods import admitted_pod_marks
 from kueue_webhook.api.finalizers import has_finalizer, is_deleting
 from kueue_webhook.api.integrations import Integration, engine
@@ -27,6 +28,7 @@ from kueue_webhook.api.integrations.pod_groups import (
     IS_GROUP_WORKLOAD_ANNOTATION,
     excess_pods,
     group_finished,
+    group_gates,
     group_name,
     group_pods_ready,
     group_workload,
@@ -53,6 +55,7 @@ from kueue_webhook.control.jobs.job_plan import (
     StartPods,
     Step,
     SyncPodsReady,
+    UpdateAdmissionGates,
     assigned_flavors,
     evicted_message,
     evicted_stop_reason,
@@ -95,11 +98,13 @@ def plan_group(
     classes: PriorityClasses = NO_CLASSES,
     pods_ready: bool = False,
     dispatched: bool = False,
+    label_keys: tuple[str, ...] = (),
 ) -> Step | None:
     """The next step for the group ``name`` (its pods, deleted ones included) and its Workload.
     ``pods_ready``: waitForPodsReady is on, so an admitted group's Workload carries PodsReady.
     ``dispatched``: the Workload runs in a MultiKueue worker, so its pods are never ungated here (Kueue's
-    ``ShouldSkipLocalExecution``); their status is the copies' read back."""
+    ``ShouldSkipLocalExecution``); their status is the copies' read back. ``label_keys``: the pods'
+    labels a new Workload gets (``labelKeysToCopy``)."""
     live = [p for p in pods if not is_deleting(p)]
     finished, _, message = group_finished(live)
     done = workload is not None and is_true(workload, "Finished")
@@ -124,11 +129,14 @@ def plan_group(
     if workload is None:
         if running := _running(live):
             return DeleteObjects(tuple(running), MISSING_WORKLOAD, "NoMatchingWorkload")
-        built = group_workload(name, live, classes)
+        built = group_workload(name, live, classes, label_keys=label_keys)
         if not isinstance(built, dict):
             return None
         missing = missing_class(built, classes)
         return AwaitPriorityClass(*missing) if missing is not None else CreateWorkload(built)
+    gates = group_gates(live)
+    if gates is not None and gates != gates_of(workload.get("metadata")):
+        return UpdateAdmissionGates(workload, gates)  # Kueue's UpdateAdmissionGatedBy
     evicted = is_true(workload, "Evicted")
     if evicted or not has_quota_reservation(workload):
         if running := _running(live):
@@ -262,6 +270,7 @@ async def reconcile_group(host: Host, integration: Integration, namespace: str, 
         classes=inputs.priority_classes,
         pods_ready=inputs.pods_ready,
         dispatched=runs_in_worker(workload, inputs.multikueue_checks),
+        label_keys=inputs.label_keys,
     )
     # a StatefulSet's Workload outlives its pods (stopped, scaled to zero): it then speaks for the group
     subject = pods[0] if pods else workload

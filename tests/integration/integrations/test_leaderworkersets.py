@@ -16,7 +16,7 @@ from tests.crds import integration_crds
 from tests.fakeapi import DEFAULT_CRDS, FakeApiServer, load_crds
 from tests.fakeapi.errors import ApiError
 from tests.integration.integrations.test_pods import HANG, gated, pod, started
-from tests.support.fake_cluster import controller_config, is_true, serving_webhook
+from tests.support.fake_cluster import condition, controller_config, events_of, is_true, serving_webhook
 from tests.support.research import preempting_research
 
 JSON = dict[str, Any]
@@ -203,3 +203,55 @@ async def test_a_queued_leaderworkersets_group_size_and_pod_shape_are_frozen(clu
         "leaderworkersets", "serve", {"spec": {"replicas": 3}}, namespace="team", admit=True
     )
     assert scaled["spec"]["replicas"] == 3
+
+
+async def test_admission_gates_on_a_leaderworkerset_hold_its_groups_until_removed(
+    cluster: FakeApiServer,
+) -> None:
+    """Kueue's AdmissionGatedBy for LeaderWorkerSets: each group's Workload carries the gates and waits
+    ``AdmissionGated``; removing them from the LeaderWorkerSet takes them off the Workloads, with an
+    ``UpdatedWorkload`` Event, and the group is admitted."""
+    gates = "kueue.x-k8s.io/admission-gated-by"
+    lwt: JSON = {"size": 2, "workerTemplate": template()}
+    lws = await cluster.create(
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {
+                "name": "held",
+                "namespace": "team",
+                "labels": {"kueue.x-k8s.io/queue-name": "gpus"},
+                "annotations": {gates: "example.com/scan"},
+            },
+            "spec": {"replicas": 1, "leaderWorkerTemplate": lwt},
+        },
+        admit=True,
+    )
+
+    def reason() -> str:
+        workload = workload_of(cluster, lws, 0)
+        return str((condition(workload, "QuotaReserved") or {}).get("reason", "")) if workload else ""
+
+    await cluster.wait_for(lambda: reason() == "AdmissionGated", timeout=HANG)
+    assert (workload_of(cluster, lws, 0) or {})["metadata"]["annotations"][gates] == "example.com/scan"
+    pods = await make_group(cluster, lws, 0)
+    # the group's pods, made and put in their group, do not speak for its gates: the LeaderWorkerSet does
+    await cluster.wait_for(
+        lambda: all(
+            (cluster.get("pods", p["metadata"]["name"], "team") or {})["metadata"]
+            .get("annotations", {})
+            .get("kueue.x-k8s.io/pod-group-name")
+            for p in pods
+        ),
+        timeout=HANG,
+    )
+    assert reason() == "AdmissionGated" and all(
+        gated(cluster.get("pods", p["metadata"]["name"], "team")) for p in pods
+    )
+    await cluster.patch(
+        "leaderworkersets", "held", {"metadata": {"annotations": {gates: None}}}, namespace="team", admit=True
+    )
+    await cluster.wait_for(lambda: all(started(cluster, p["metadata"]["name"])() for p in pods), timeout=HANG)
+    assert gates not in (workload_of(cluster, lws, 0) or {})["metadata"]["annotations"]
+    await cluster.wait_for(lambda: "UpdatedWorkload" in events_of(cluster, "team", "held"), timeout=HANG)
+    assert events_of(cluster, "team", "held")["UpdatedWorkload"] == 'Updated workload AdmissionGatedBy to ""'

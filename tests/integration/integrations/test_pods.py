@@ -497,3 +497,37 @@ async def test_a_queued_deployment_template_queues_its_pods(
         }
         assert gated(await fake_api.create(made, admit=True))
         await fake_api.wait_for(started(fake_api, "web-abc12"), timeout=HANG)
+
+
+GATES = "kueue.x-k8s.io/admission-gated-by"
+
+
+async def test_admission_gates_hold_a_pod_and_a_pod_group_until_removed(cluster: FakeApiServer) -> None:
+    """Kueue's AdmissionGatedBy for pods: a single pod's Workload and a group's (from its first pod) carry
+    the gates and wait ``AdmissionGated``; removing them from the pod lets the Workload in."""
+    single = pod("gated", 1, annotations={GATES: "example.com/scan"})
+    members = [member(f"g-{i}", "trainers", 2) for i in range(2)]
+    for one in members:
+        one["metadata"]["annotations"][GATES] = "example.com/scan"
+    for obj in (single, *members):
+        await cluster.create(obj, admit=True)
+    async with replica(cluster.kubeconfig_path()):
+
+        def reason(workload: JSON | None) -> str:
+            return str((condition(workload, "QuotaReserved") or {}).get("reason", "")) if workload else ""
+
+        await cluster.wait_for(
+            lambda: reason(workload_of_pod(cluster, "gated")) == "AdmissionGated", timeout=HANG
+        )
+        await cluster.wait_for(
+            lambda: reason(cluster.get("workloads", "trainers", "team")) == "AdmissionGated", timeout=HANG
+        )
+        group = cluster.get("workloads", "trainers", "team")
+        assert group is not None and group["metadata"]["annotations"][GATES] == "example.com/scan"
+        assert gated(cluster.get("pods", "gated", "team")) and gated(cluster.get("pods", "g-0", "team"))
+        for name in ("gated", "g-0", "g-1"):
+            await cluster.patch("pods", name, {"metadata": {"annotations": {GATES: None}}}, namespace="team")
+        await cluster.wait_for(started(cluster, "gated"), timeout=HANG)
+        await set_phase(cluster, "gated", "Succeeded")  # 2 GPUs: the group of two fits once it is done
+        await cluster.wait_for(started(cluster, "g-0"), timeout=HANG)
+        assert GATES not in cluster.get("workloads", "trainers", "team")["metadata"]["annotations"]

@@ -103,3 +103,24 @@ def test_a_group_is_pods_ready_when_its_total_count_of_pods_are_all_ready() -> N
     assert not group_pods_ready([ready("a")])  # one of the two
     assert not group_pods_ready([ready("a"), pod("b", gated=False, group="g", phase="Running")])
     assert group_pods_ready([ready("a"), ready("b")])
+
+
+def test_a_groups_workload_gets_the_pods_labels_of_label_keys_to_copy_unless_they_disagree() -> None:
+    """Kueue's pod group ``getByKey``: each key's value from the pods that have it; pods that disagree make
+    no Workload ("pods have different label values")."""
+    a, b = pod("a", group="g"), pod("b", group="g")
+    a["metadata"]["labels"].update({"team": "vision", "tier": "gold"})
+    b["metadata"]["labels"].update({"team": "vision"})
+    workload = group_workload("g", [a, b], label_keys=("team", "tier", "absent"))
+    assert isinstance(workload, dict)
+    assert {k: workload["metadata"]["labels"][k] for k in ("team", "tier")} == {
+        "team": "vision",
+        "tier": "gold",
+    }
+    assert "absent" not in workload["metadata"]["labels"]
+    b["metadata"]["labels"]["team"] = "speech"
+    assert group_workload("g", [a, b], label_keys=("team",)) == (
+        "constructing workload: pods have different label values"
+    )
+    unchanged = group_workload("g", [a, b])  # without the key, nothing is compared
+    assert isinstance(unchanged, dict) and "team" not in (unchanged["metadata"].get("labels") or {})
