@@ -162,8 +162,8 @@ class AdmissionFairness:
         admission fair sharing does not apply to it."""
         spec = self._local_queues.get(local_queue)
         entry = self._entries.get(local_queue)
-        if spec is None or entry is None or not self.applies_to(spec.cluster_queue):
-            return None
+        if spec is None or entry is None or not entry.last_update or not self.applies_to(spec.cluster_queue):
+            return None  # (no time yet: nothing to say when it was sampled)
         return dict(entry.consumed), entry.last_update
 
     def seed(self, queue: LocalQueue) -> None:
