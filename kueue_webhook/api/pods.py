@@ -116,6 +116,20 @@ def pod_requests(pod_spec: Any, path: str = "spec") -> tuple[Requests, list[Fiel
     add_requests(total, sidecars)
     for name, amount in init_peak.items():
         total[name] = max(total.get(name, 0), amount)
+    pod_level = pod_spec.get("resources")
+    if isinstance(pod_level, Mapping):
+        # pod-level resources (PodLevelResources): a request set for the whole pod is the pod's request of
+        # that resource, whatever its containers ask (Kubernetes' PodRequests, which Kueue counts with)
+        level = _resource_list(pod_level.get("requests"), f"{path}.resources.requests", errors)
+        for name, amount in level.items():
+            if name in _POD_LEVEL_RESOURCES or name.startswith("hugepages-"):
+                total[name] = amount
+    elif pod_level is not None:
+        errors.append(FieldError.invalid(f"{path}.resources", None, "must be an object"))
     add_requests(total, _resource_list(pod_spec.get("overhead"), f"{path}.overhead", errors))
     rounded = {name: kueue_rounded(name, amount) for name, amount in total.items()}
     return rounded, errors
+
+
+#: the resources a pod may request as a whole (``spec.resources``), besides huge pages
+_POD_LEVEL_RESOURCES = frozenset(("cpu", "memory"))

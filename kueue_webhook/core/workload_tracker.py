@@ -186,6 +186,13 @@ class WorkloadTracker:
             message = f"{GATED_PREFIX}{workload.admission_gates}"
             self.notices.emit(key, self.specs.target_cluster_queue(info), REASON_ADMISSION_GATED, message)
             return
+        problem = workload.dra_problem()
+        if problem is not None:
+            # its pods claim devices through DRA that no quota counts: Kueue holds it Misconfigured
+            if tracked is not None:
+                self._drop(tracked)
+            self.notices.emit(key, self.specs.target_cluster_queue(info), REASON_MISCONFIGURED, problem)
+            return
         if key in self._gated:
             # its last gate is gone: Kueue's words until the scheduler has tried it
             self._gated.discard(key)

@@ -16,6 +16,7 @@ from typing import Any
 
 from kueue_webhook.api.admission_gates import ANNOTATION
 from kueue_webhook.api.conditions import is_true
+from kueue_webhook.api.dra import dra_problem
 from kueue_webhook.api.errors import FieldError
 from kueue_webhook.api.objects.cel import cel_failure
 from kueue_webhook.api.objects.common import (
@@ -203,6 +204,11 @@ class Workload(NamespacedByMeta):
     def admission_gates(self) -> str:
         """The admission gates that keep it out of the queue (``admission_gates``); "" when none."""
         return self.meta.annotations.get(ANNOTATION, "")
+
+    def dra_problem(self) -> str | None:
+        """Why it cannot be admitted because its pods claim devices through DRA (``kueue_webhook.api.dra``);
+        None when they claim none."""
+        return dra_problem((pod_set.name, pod_set.template) for pod_set in self.pod_sets)
 
     @property
     def is_deleting(self) -> bool:

@@ -71,7 +71,7 @@ from kueue_webhook.control.scheduling.decision_writes import DECISION_WRITES_IN_
 from kueue_webhook.control.scheduling.pending_conditions import PENDING_DEBOUNCE, PendingConditions
 from kueue_webhook.control.scheduling.topology_feed import TopologyFeed
 from kueue_webhook.control.scheduling.unparsed_changes import answers_own_admission, only_messages_changed
-from kueue_webhook.core.decisions import REASON_ADMISSION_GATED
+from kueue_webhook.core.decisions import REASON_ADMISSION_GATED, REASON_MISCONFIGURED
 from kueue_webhook.core.scheduler import Admit, Evict, SchedulerState, Wait
 from kueue_webhook.runtime import wait_until_set
 
@@ -87,6 +87,9 @@ COLLECT_AFTER_DECISIONS = 2000
 #: scenario 0.4 cycles per admission (2.4 without a pause, 0.8 with 20 ms; docs/benchmarks.md).
 IDLE_CYCLE_PAUSE = 0.05
 UNFREEZE_EVERY = 1800.0
+#: pending reasons of Workloads held out of every queue (their conditions are written at once)
+_HELD_OUT_OF_QUEUE = frozenset((REASON_ADMISSION_GATED, REASON_MISCONFIGURED))
+
 #: kinds whose status the scheduler never reads (only their spec and metadata matter to it)
 STATUS_ONLY_IRRELEVANT: frozenset[Kind] = frozenset(
     (RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOAD_PRIORITY_CLASSES, TOPOLOGIES)
@@ -442,9 +445,10 @@ class SchedulerLoop(DecisionWrites):
         # blockAdmission: admit at most one Workload, and none while an admitted one is not ready yet
         admissions_blocked = self._admission_blocked()
         for decision in decisions:
-            # a Workload held out of the queue by admission gates is in no queue the paced pass walks: what
-            # it waits for is written at once, as Kueue's workload controller does
-            at_once = isinstance(decision, Wait) and decision.reason == REASON_ADMISSION_GATED
+            # a Workload held out of the queue (admission gates, a misconfiguration such as devices claimed
+            # through DRA) is in no queue the paced pass walks: what it waits for is written at once, as
+            # Kueue's workload controller does
+            at_once = isinstance(decision, Wait) and decision.reason in _HELD_OUT_OF_QUEUE
             if isinstance(decision, Wait):
                 self.pending.mark(decision.cluster_queue, str(decision.workload))
                 if not self.pending.judge(decision, at_once=at_once):

@@ -64,3 +64,24 @@ def test_malformed_quantities_are_reported_with_their_path() -> None:
     requests, errors = pod_requests({"containers": [container({"cpu": "one"})]}, "spec")
     assert requests == {}
     assert [e.path for e in errors] == ["spec.containers[0].resources.requests[cpu]"]
+
+
+def test_pod_level_requests_replace_the_containers_for_cpu_memory_and_huge_pages() -> None:
+    """Kubernetes' PodRequests with PodLevelResources: a request in ``spec.resources`` is the pod's, for the
+    resources a pod may request as a whole; others (a GPU) still come from the containers; overhead adds."""
+    spec = {
+        "containers": [container({"cpu": "100m", "memory": "1Gi"}, {"nvidia.com/gpu": 1})],
+        "resources": {
+            "requests": {"cpu": "8", "hugepages-2Mi": "2Mi", "nvidia.com/gpu": 4},
+            "limits": {"memory": "4Gi"},
+        },
+        "overhead": {"cpu": "250m"},
+    }
+    requests, errors = pod_requests(spec)
+    assert errors == []
+    assert requests == {
+        "cpu": 8_250_000_000,  # the pod's 8, not its container's 100m, and the overhead
+        "memory": 2**30 * G,  # a pod-level limit alone changes nothing (only requests are read)
+        "hugepages-2Mi": 2 * 2**20 * G,
+        "nvidia.com/gpu": G,
+    }
