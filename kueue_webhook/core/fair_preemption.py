@@ -12,7 +12,7 @@ how a removal is simulated on the live ledger and undone. Kueue keeps it apart t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from kueue_webhook.api.objects import Preemption
 from kueue_webhook.core.fair_sharing import Share
@@ -59,6 +59,8 @@ class FairSharingPreemption(TargetSearch):
         self.holders = holders
         self.share = share
         self.strategies = strategies or ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+        #: per ClusterQueue, its LocalQueues' usage where admission fair sharing orders it (None: not)
+        self.local_queue_usage: Callable[[str], Mapping[tuple[str, str], float] | None] = lambda _: None
 
     def _find(
         self, node: Node, workload: WorkloadInfo, policy: Preemption, requests: Requests, needs: Needs
@@ -68,7 +70,7 @@ class FairSharingPreemption(TargetSearch):
         candidates = self._candidates(node, workload, policy, needs)
         if not candidates:
             return []
-        candidates.sort(key=lambda c: candidate_order(c, queue))
+        candidates.sort(key=lambda c: self._order(c, queue))
         chosen: list[Target] = []
         ledger.charge(queue, requests)  # shares are compared with the preemptor admitted
         try:
@@ -83,6 +85,18 @@ class FairSharingPreemption(TargetSearch):
         kept = self._fill_back(node, requests, chosen)
         self._put_back(kept)
         return kept
+
+    def _order(self, candidate: Candidate, queue: str) -> tuple[object, ...]:
+        """``candidate_order``, with admission fair sharing's rule where its ClusterQueue follows it: after
+        those already evicting and other ClusterQueues' first, the Workloads of the LocalQueue that used
+        more go first (Kueue's CandidatesOrdering compares LocalQueue usage only within one ClusterQueue, so
+        the usage of another ClusterQueue's candidates decides nothing between ClusterQueues: each one's
+        candidates are taken in their own order)."""
+        order = candidate_order(candidate, queue)
+        usage = self.local_queue_usage(candidate.cluster_queue)
+        info = candidate.info
+        used = usage.get((info.namespace, info.queue_name), 0.0) if usage is not None else 0.0
+        return (*order[:2], -used, *order[2:])
 
     def _put_back(self, targets: list[Target]) -> None:
         restore(self.holders.ledger, (t.candidate for t in targets))

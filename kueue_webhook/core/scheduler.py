@@ -99,6 +99,7 @@ class SchedulerState:
         self.fair_preemption = FairSharingPreemption(
             holders=self.tracker, share=self.specs.share_of, strategies=()
         )
+        self.fair_preemption.local_queue_usage = self._local_queue_usage
         self.assigner = FlavorAssigner(self.specs.flavors, self.specs.ledger, self.oracle, self.specs.tas)
         #: how many heads the last cycle tried (admitted or not)
         self.last_cycle_tried = 0

@@ -232,3 +232,27 @@ def test_preemption_in_the_queue_takes_the_workload_of_the_localqueue_that_used_
         )
         evicted = [d.workload for d in run_until_quiet(state) if isinstance(d, Evict)]
         assert evicted == [victim]
+
+
+def test_fair_sharing_preemption_in_the_queue_also_takes_the_localqueue_that_used_more_first() -> None:
+    """The same rule under ``fairSharing`` preemption (Kueue's fair sharing also orders its candidates with
+    CandidatesOrdering): the preemptor's own ClusterQueue's candidates of the busier LocalQueue go first."""
+    for config, victim in ((CONFIG, "default/wl-a1"), (None, "default/wl-b1")):
+        state = afs_state(
+            lq("lq-a", consumed={"cpu": "6"}),
+            lq("lq-b", consumed={"cpu": "1"}),
+            lq("lq-c", consumed={"cpu": "9"}),
+            cpu=8,
+            config=config,
+            preemption={"withinClusterQueue": "LowerPriority"},
+        )
+        state.configure_fair_sharing(enabled=True)
+        add(state, "wl-a1", 4, "lq-a", created=0)
+        assert cycle_and_confirm(state) == ["default/wl-a1"]
+        add(state, "wl-b1", 4, "lq-b", created=1)
+        assert cycle_and_confirm(state) == ["default/wl-b1"]
+        state.upsert_workload(
+            workload("high", {"cpu": "4"}, queue="lq-c", namespace="default", created=2, priority=100)
+        )
+        evicted = [d.workload for d in run_until_quiet(state) if isinstance(d, Evict)]
+        assert evicted == [victim]
