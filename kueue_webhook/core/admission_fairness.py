@@ -157,6 +157,13 @@ class AdmissionFairness:
             return math.inf
         return total / weight
 
+    def reported_usage(self, local_queue: str) -> float | None:
+        """``usage``, for the LocalQueues of ClusterQueues it orders (its gauge); None for the others."""
+        spec = self._local_queues.get(local_queue)
+        if spec is None or not self.applies_to(spec.cluster_queue):
+            return None
+        return self.usage(local_queue)
+
     def consumed(self, local_queue: str) -> tuple[dict[str, int], float] | None:
         """The consumed resources to write to a LocalQueue's status and when they were sampled; None when
         admission fair sharing does not apply to it."""

@@ -78,7 +78,7 @@ class Catalog:
         specs: Specs,
         pending: PendingQueues,
         occupants: Occupants,
-        fairness: AdmissionFairness | None = None,
+        fairness: AdmissionFairness,
     ) -> None:
         self.specs = specs
         self.pending = pending
@@ -184,8 +184,7 @@ class Catalog:
         if not queue.open:
             self.pending.notice_closed(name)
         self.occupants.drain_if_stopped(queue)
-        if self.fairness is not None:
-            self.fairness.refresh(name)
+        self.fairness.refresh(name)
 
     def delete_cluster_queue(self, name: str) -> None:
         queue = self.specs.queues.pop(name, None)
@@ -230,20 +229,18 @@ class Catalog:
             cluster_queue = self.specs.queues.get(queue.cluster_queue)
             if cluster_queue is not None:
                 self.occupants.drain_if_stopped(cluster_queue)
-        if self.fairness is not None:
-            self.fairness.seed(queue)
-            if old is not None and old.cluster_queue != queue.cluster_queue:
-                self.fairness.refresh(old.cluster_queue)
-            self.fairness.refresh(queue.cluster_queue)
+        self.fairness.seed(queue)
+        if old is not None and old.cluster_queue != queue.cluster_queue:
+            self.fairness.refresh(old.cluster_queue)
+        self.fairness.refresh(queue.cluster_queue)
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
         key = f"{namespace}/{name}"
         old = self.specs.local_queues.pop(key, None)
         if old is not None:
             self.occupants.reroute(key)
-            if self.fairness is not None:
-                self.fairness.forget_local_queue(key)
-                self.fairness.refresh(old.cluster_queue)
+            self.fairness.forget_local_queue(key)
+            self.fairness.refresh(old.cluster_queue)
 
     def upsert_priority_class(self, priority_class: WorkloadPriorityClass) -> None:
         self.specs.priority_classes[priority_class.name] = priority_class.value

@@ -262,10 +262,7 @@ class SchedulerState:
     def admission_usage(self, local_queue: str) -> float | None:
         """The usage a LocalQueue's Workloads are ordered by, while admission fair sharing orders its
         ClusterQueue; None otherwise."""
-        spec = self.specs.local_queues.get(local_queue)
-        if spec is None or not self.fairness.applies_to(spec.cluster_queue):
-            return None
-        return self.fairness.usage(local_queue)
+        return self.fairness.reported_usage(local_queue)
 
     def last_wait(self, key: str) -> tuple[str, str] | None:
         """(reason, message) of the latest wait decided for a pending workload; None if it has not been

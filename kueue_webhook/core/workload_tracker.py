@@ -85,7 +85,7 @@ class WorkloadTracker:
         pending: PendingQueues,
         revisits: Revisits,
         notices: Notices,
-        fairness: AdmissionFairness | None = None,
+        fairness: AdmissionFairness,
     ) -> None:
         self.specs = specs
         #: told of admissions decided, seen and undone (admission fair sharing's entry penalties)
@@ -259,7 +259,7 @@ class WorkloadTracker:
         was_admitted = tracked.admitted and not tracked.assumed
         tracked.assumed = False
         tracked.admitted = admitted or tracked.admitted
-        if tracked.admitted and not was_admitted and self.fairness is not None:
+        if tracked.admitted and not was_admitted:
             self.fairness.admitted(tracked.info, tracked.cluster_queue)
         if reserved_at and reserved_at != tracked.reserved_at[0]:
             tracked.reserved_at = (reserved_at, tracked.reserved_at[1])
@@ -271,8 +271,7 @@ class WorkloadTracker:
         if tracked is None or not tracked.assumed:
             return
         self._release(tracked)
-        if self.fairness is not None:
-            self.fairness.dropped(tracked.info.key)
+        self.fairness.dropped(tracked.info.key)
         tracked.assumed = tracked.admitted = False
         tracked.info.admission = None
         tracked.info.usage = NO_USAGE
@@ -294,8 +293,7 @@ class WorkloadTracker:
         self._charge(tracked)
         self.notices.forget(info.key)
         self.pending.scans.drop(info.key)
-        if self.fairness is not None:
-            self.fairness.decided(info, admission.cluster_queue)
+        self.fairness.decided(info, admission.cluster_queue)
 
     def claim(self, key: WorkloadKey, name: str) -> Claim:
         """The claim of a preemptor in ``name``, made now if it has none (claims keep their order)."""
@@ -678,8 +676,7 @@ class WorkloadTracker:
         return total
 
     def _drop(self, tracked: Tracked) -> None:
-        if self.fairness is not None:
-            self.fairness.dropped(tracked.info.key)
+        self.fairness.dropped(tracked.info.key)
         self.drop_claim(tracked.info.key)
         self.pending.scans.drop(tracked.info.key)
         self._release(tracked)
