@@ -222,6 +222,8 @@ class Configuration:
     #: Kueue's ``resources.quotaCheckStrategy``: ``IgnoreUndeclared`` leaves a ClusterQueue's undeclared
     #: resources out of its quota check, ``BlockUndeclared`` (the default) refuses a Workload asking for one
     quota_check_strategy: str = "BlockUndeclared"
+    #: Kueue's ``resources.deviceClassMappings``: DRA DeviceClass -> the quota resource its devices count as
+    device_class_mappings: tuple[tuple[str, str], ...] = ()
     fair_sharing: FairSharing = field(default_factory=FairSharing)
     #: None: admission fair sharing is off (Kueue's default: no ``admissionFairSharing`` section)
     admission_fair_sharing: AdmissionFairSharing | None = None

@@ -132,6 +132,7 @@ class ConfigurationReader(FieldReader):
             managed_jobs_namespace_selector=managed,
             exclude_resource_prefixes=excluded,
             quota_check_strategy=quota_check,
+            device_class_mappings=self.device_class_mappings(root.get("resources")),
             fair_sharing=self.fair_sharing(root),
             admission_fair_sharing=self.admission_fair_sharing(root.get("admissionFairSharing")),
             wait_for_pods_ready=self.wait_for_pods_ready(root),
@@ -161,11 +162,10 @@ class ConfigurationReader(FieldReader):
         section = self.mapping(value, "resources", known)
         if not section:
             return (), "BlockUndeclared"
-        for key in ("transformations", "deviceClassMappings"):
-            if section.get(key):
-                self.warnings.append(
-                    f"resources.{key}: accepted for compatibility with Kueue, has no effect here"
-                )
+        if section.get("transformations"):
+            self.warnings.append(
+                "resources.transformations: accepted for compatibility with Kueue, has no effect here"
+            )
         prefixes: tuple[str, ...] = ()
         raw = section.get("excludeResourcePrefixes")
         if raw is not None:
@@ -188,6 +188,66 @@ class ConfigurationReader(FieldReader):
                 "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared",
             )
         return prefixes, str(strategy)
+
+    def device_class_mappings(self, value: object) -> tuple[tuple[str, str], ...]:
+        """Kueue's ``resources.deviceClassMappings`` (``validateDeviceClassMappings``: at most 16, each a
+        label-key-like quota resource name, unique, with 1 to 8 DeviceClasses, a DeviceClass in one mapping
+        only) as (DeviceClass, resource) pairs."""
+        path = "resources.deviceClassMappings"
+        section = value.get("deviceClassMappings") if isinstance(value, Mapping) else None
+        if section is None:
+            return ()
+        if not isinstance(section, list):
+            self.fail(path, f"must be a list, got {type_name(section)}")
+            return ()
+        if len(section) > 16:
+            self.invalid([FieldError.too_many(path, len(section), 16)])
+        pairs: dict[str, str] = {}
+        names: set[str] = set()
+        for index, mapping in enumerate(section):
+            where = f"{path}[{index}]"
+            entry = self.mapping(mapping, where, frozenset({"name", "deviceClassNames", "sources"}))
+            if entry is None:
+                continue
+            if entry.get("sources"):
+                self.warnings.append(
+                    f"{where}.sources: accepted for compatibility with Kueue, has no effect here"
+                )
+            name = entry.get("name")
+            if not isinstance(name, str) or not name:
+                self.invalid([FieldError.required(f"{where}.name")])
+                continue
+            self.invalid([FieldError.invalid(f"{where}.name", name, m) for m in label_key_problems(name)])
+            if name in names:
+                self.invalid([FieldError.duplicate(f"{where}.name", name)])
+            names.add(name)
+            classes = entry.get("deviceClassNames")
+            if not isinstance(classes, list) or not classes:
+                self.invalid(
+                    [
+                        FieldError.required(
+                            f"{where}.deviceClassNames", "at least one device class name is required"
+                        )
+                    ]
+                )
+                continue
+            if len(classes) > 8:
+                self.invalid([FieldError.too_many(f"{where}.deviceClassNames", len(classes), 8)])
+            for position, device_class in enumerate(classes):
+                at = f"{where}.deviceClassNames[{position}]"
+                if not isinstance(device_class, str) or not device_class:
+                    self.invalid([FieldError.required(at)])
+                    continue
+                problems = label_key_problems(device_class)
+                self.invalid([FieldError.invalid(at, device_class, m) for m in problems])
+                if device_class in pairs and pairs[device_class] == name:
+                    self.invalid([FieldError.duplicate(at, device_class)])
+                elif device_class in pairs:
+                    taken = f"device class already mapped to resource {pairs[device_class]}"
+                    self.invalid([FieldError.invalid(at, device_class, taken)])
+                elif not problems:
+                    pairs[device_class] = name
+        return tuple(sorted(pairs.items()))
 
     def fair_sharing(self, root: Mapping[str, Any]) -> FairSharing:
         if "fairSharing" not in root:

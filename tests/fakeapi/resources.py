@@ -192,6 +192,8 @@ def builtin_types(*, self_subject_review: bool = True) -> list[ResourceType]:
             "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False, short=("pc",)
         ),
         _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+        # Stored only: the controller reads a claim template's device requests (DRA)
+        _builtin("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate"),
         *(reviews if self_subject_review else []),
         *delegation,
         _builtin(

@@ -156,6 +156,10 @@ class Workload(NamespacedByMeta):
     admission_checks: tuple[AdmissionCheckState, ...] = ()
     #: ``status.reclaimablePods``: pod set name -> pods of it that will never run again (zero left out)
     reclaimable_pods: Mapping[str, int] = field(default_factory=dict)
+    #: the devices its pods claim through DRA are in the pod sets' requests (``kueue_webhook.api.dra``)
+    claims_counted: bool = False
+    #: why those claims could not be counted ("" when they were, or nobody tried)
+    claims_problem: str = ""
 
     def condition(self, kind: str) -> Condition | None:
         for cond in self.conditions:
@@ -206,8 +210,13 @@ class Workload(NamespacedByMeta):
         return self.meta.annotations.get(ANNOTATION, "")
 
     def dra_problem(self) -> str | None:
-        """Why it cannot be admitted because its pods claim devices through DRA (``kueue_webhook.api.dra``);
-        None when they claim none."""
+        """Why it cannot be admitted because its pods claim devices through DRA (``kueue_webhook.api.dra``):
+        the reason they could not be counted, or, when nobody tried, that they are not; None when they
+        claim none or have been counted into the pod sets' requests."""
+        if self.claims_problem:
+            return self.claims_problem
+        if self.claims_counted:
+            return None
         return dra_problem((pod_set.name, pod_set.template) for pod_set in self.pod_sets)
 
     @property

@@ -61,6 +61,11 @@ TOPOLOGIES = Kind("Topology", KUEUE, "v1beta2", "topologies", namespaced=False)
 #: watched for topology-aware scheduling only, into ``scheduling.topology_feed`` rather than the store
 NODES = Kind("Node", "", "v1", "nodes", namespaced=False)
 BOUND_PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
+#: DRA: what one pod's claim of a template asks for, watched while ``resources.deviceClassMappings`` maps a
+#: DeviceClass to a quota resource (``kueue_webhook.api.dra``)
+RESOURCE_CLAIM_TEMPLATES = Kind(
+    "ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", namespaced=True
+)
 #: the certificate Secret the leader renews (``internalCertManagement``); MultiKueue watches the Secrets of
 #: the controller's namespace for worker kubeconfigs
 SECRETS = Kind("Secret", "", "v1", "secrets", namespaced=True)

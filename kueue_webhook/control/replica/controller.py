@@ -43,6 +43,7 @@ from kueue_webhook.control.kube.kinds import (
     MULTIKUEUE_CLUSTERS,
     MULTIKUEUE_CONFIGS,
     OPTIONAL_WATCHED,
+    RESOURCE_CLAIM_TEMPLATES,
     SECRETS,
     WATCHED,
     Kind,
@@ -372,6 +373,8 @@ class Controller(LeadershipTerm):
             if i.resolver is not None
             for d in i.resolver.dependencies
         }
+        if configuration.device_class_mappings:  # DRA claims are counted from their templates
+            wanted.add(RESOURCE_CLAIM_TEMPLATES)
         for kind in list(self.integration_informers):
             if kind not in wanted:
                 _, task = self.integration_informers.pop(kind)

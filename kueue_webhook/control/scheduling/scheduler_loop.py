@@ -29,13 +29,16 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kueue_webhook.api.conditions import condition_of, is_true
 from kueue_webhook.api.config import Configuration
+from kueue_webhook.api.dra import count_claims, has_claims
 from kueue_webhook.api.finalizers import is_deleting
 from kueue_webhook.api.nodes import NodeView, PodOnNode
 from kueue_webhook.api.objects import (
+    Workload,
     has_quota_reservation,
     parse_admission_check,
     parse_cluster_queue,
@@ -47,6 +50,7 @@ from kueue_webhook.api.objects import (
     parse_workload,
     parse_workload_priority_class,
 )
+from kueue_webhook.api.pods import add_requests
 from kueue_webhook.api.pods_ready import (
     admission_blocked,
 )
@@ -59,6 +63,7 @@ from kueue_webhook.control.kube.kinds import (
     JOBS,
     LOCAL_QUEUES,
     NAMESPACES,
+    RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_FLAVORS,
     TOPOLOGIES,
     WATCHED,
@@ -170,6 +175,8 @@ class SchedulerLoop(DecisionWrites):
         self.on_admitted: list[Callable[[str], None]] = []
         #: nodes and bound pods for topology-aware scheduling (set by the controller)
         self.topology: TopologyFeed | None = None
+        #: the DeviceClass mappings the Workloads claiming DRA devices were last read with
+        self._device_class_mappings = context.configuration().device_class_mappings
 
     def attach_topology(self, feed: TopologyFeed) -> None:
         """Follow ``feed``'s nodes and bound pods (replayed into the core on every rebuild)."""
@@ -219,10 +226,14 @@ class SchedulerLoop(DecisionWrites):
 
     def apply_quota_check(self, configuration: Configuration) -> None:
         """The ConfigMap's ``resources`` live: the Workloads are fed again when what is counted of them
-        changed (an assumed admission survives it: the tracker keeps a write in flight)."""
+        changed (an assumed admission survives it: the tracker keeps a write in flight), those that claim
+        devices through DRA when the DeviceClass mappings changed."""
         if self._configure_quota_check(self.state, configuration):
             for workload in self.store.items(WORKLOADS):
                 self.rebuild_workload(workload)
+        elif configuration.device_class_mappings != self._device_class_mappings:
+            self.reread_claims("")
+        self._device_class_mappings = configuration.device_class_mappings
         self.kick()
 
     @staticmethod
@@ -261,6 +272,8 @@ class SchedulerLoop(DecisionWrites):
         if change.kind in REBUILD_ORDER:
             self._apply(change.kind, change.key, change.new)
             self.kick()
+        elif change.kind == RESOURCE_CLAIM_TEMPLATES:
+            self.reread_claims(change.key[0])
 
     def _confirmed_own_admission(self, change: Change) -> bool:
         """The answer (or echo) of an admission write in flight, showing nothing but that admission: the
@@ -332,7 +345,43 @@ class SchedulerLoop(DecisionWrites):
             return
         if kind is LOCAL_QUEUES:
             state.fairness.now = time.time()  # a LocalQueue first seen starts its history now
+        elif isinstance(parsed, Workload):
+            parsed = self._with_counted_claims(parsed)
         state.apply(parsed)
+
+    def _with_counted_claims(self, workload: Workload) -> Workload:
+        """``workload`` with the devices its pods claim through DRA in its pod sets' requests, as the
+        configuration's ``deviceClassMappings`` and its namespace's ResourceClaimTemplates count them (or
+        why they cannot be): Kueue's workload controller does the same before queueing it."""
+        mappings = self.context.configuration().device_class_mappings
+        if not mappings:
+            return workload
+        pod_sets = [(pod_set.name, pod_set.template) for pod_set in workload.pod_sets]
+        if not has_claims(pod_sets):
+            return workload
+        namespace = workload.namespace
+        counted = count_claims(
+            pod_sets, lambda name: self.store.get(RESOURCE_CLAIM_TEMPLATES, name, namespace), dict(mappings)
+        )
+        if isinstance(counted, str):
+            return replace(workload, claims_problem=counted)
+        with_devices = []
+        for pod_set in workload.pod_sets:
+            requests = dict(pod_set.requests)
+            add_requests(requests, counted.get(pod_set.name, {}))
+            with_devices.append(replace(pod_set, requests=requests))
+        return replace(workload, pod_sets=tuple(with_devices), claims_counted=True)
+
+    def reread_claims(self, namespace: str) -> None:
+        """A ResourceClaimTemplate of ``namespace`` changed (or the mappings did): its Workloads that claim
+        devices are read again."""
+        for workload in self.store.items(WORKLOADS, namespace=namespace or None):
+            pod_sets = (workload.get("spec") or {}).get("podSets") or []
+            if has_claims(
+                (str(p.get("name", "")), p.get("template") or {}) for p in pod_sets if isinstance(p, dict)
+            ):
+                self._apply(WORKLOADS, key_of(workload), workload)
+        self.kick()
 
     def sample_admission_usage(self) -> list[str]:
         """Admission fair sharing's sample of every LocalQueue's consumed resources (each

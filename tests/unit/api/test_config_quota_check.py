@@ -33,3 +33,26 @@ def test_transformations_are_accepted_and_said_to_do_nothing() -> None:
     assert config.warnings == (
         "resources.transformations: accepted for compatibility with Kueue, has no effect here",
     )
+
+
+def test_device_class_mappings_are_read_with_kueues_rules() -> None:
+    config = parsed(
+        "resources: {deviceClassMappings: [{name: example.com/gpus, deviceClassNames: [gpu.example.com, "
+        "gpu2.example.com]}, {name: example.com/fpgas, deviceClassNames: [fpga.example.com]}]}"
+    )
+    assert config.device_class_mappings == (
+        ("fpga.example.com", "example.com/fpgas"),
+        ("gpu.example.com", "example.com/gpus"),
+        ("gpu2.example.com", "example.com/gpus"),
+    )
+    assert config.warnings == ()
+    assert rejected(
+        "resources: {deviceClassMappings: [{name: a, deviceClassNames: [g]}, "
+        "{name: b, deviceClassNames: [g]}, {name: b, deviceClassNames: []}]}"
+    ) == (
+        'resources.deviceClassMappings[1].deviceClassNames[0]: Invalid value: "g": device class already '
+        "mapped to resource a",
+        'resources.deviceClassMappings[2].name: Duplicate value: "b"',
+        "resources.deviceClassMappings[2].deviceClassNames: Required value: at least one device class name "
+        "is required",
+    )

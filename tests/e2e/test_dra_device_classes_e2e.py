@@ -1,0 +1,111 @@
+"""DRA devices counted against quota on a real API server, with kueue-webhook installed out of cluster and
+``resources.deviceClassMappings`` mapping DeviceClass gpu.example.com to the quota resource
+example.com/gpus: a Job whose pods claim two GPUs each through a ResourceClaimTemplate is admitted for
+them (the admission's resourceUsage shows them), and one asking for more than is left waits with Kueue's
+message."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
+from tests.e2e.conftest import ControllerSetup, with_controller
+from tests.e2e.install import Running
+from tests.support import builders
+
+MAPPED = (
+    "resources:\n  deviceClassMappings:\n  - {name: example.com/gpus, deviceClassNames: [gpu.example.com]}\n"
+)
+pytestmark = [
+    pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER),
+    with_controller(ControllerSetup("dra-device-classes", config=MAPPED)),
+]
+
+
+@contextmanager
+def gpu_queue(cluster: Cluster) -> Iterator[str]:
+    """A namespace with LocalQueue ``q`` of a ClusterQueue of 4 cpu and 4 example.com/gpus, and a
+    ResourceClaimTemplate ``two-gpus``; everything is named after the namespace, which is yielded."""
+    name = f"e2e-dra-{uuid.uuid4().hex[:6]}"
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two-gpus", "namespace": name},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpus",
+                            "exactly": {
+                                "deviceClassName": "gpu.example.com",
+                                "allocationMode": "ExactCount",
+                                "count": 2,
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    documents = [
+        builders.namespace(name),
+        builders.resource_flavor(name),
+        builders.cluster_queue(
+            name, {name: {"cpu": "4", "example.com/gpus": "4"}}, namespace_selector=builders.only(name)
+        ),
+        builders.local_queue("q", name, name),
+        template,
+    ]
+    cluster.apply(yaml.safe_dump_all(documents))
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
+
+
+def claiming_job(cluster: Cluster, namespace: str, name: str, parallelism: int) -> None:
+    cluster.apply(f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
+spec:
+  parallelism: {parallelism}
+  completions: {parallelism}
+  template:
+    spec:
+      restartPolicy: Never
+      resourceClaims: [{{name: gpus, resourceClaimTemplateName: two-gpus}}]
+      containers:
+        - name: c
+          image: busybox
+          resources: {{requests: {{cpu: 100m}}, claims: [{{name: gpus}}]}}
+""")
+
+
+def test_claimed_gpus_count_against_the_mapped_quota(controller: tuple[Cluster, Running]) -> None:
+    cluster, running = controller
+    with gpu_queue(cluster) as ns:
+        claiming_job(cluster, ns, "first", 1)
+        until(lambda: cluster.get("job", "first", "-n", ns)["spec"]["suspend"] is False, "the Job to start")
+        usage = workload_of(cluster, ns, "first")["status"]["admission"]["podSetAssignments"][0][
+            "resourceUsage"
+        ]
+        assert usage == {"cpu": "100m", "example.com/gpus": "2"}, running.tail()
+        claiming_job(cluster, ns, "pair", 2)  # 2 pods of 2 GPUs: 4, with 2 left
+
+        def reserved() -> dict[str, object]:
+            return condition(workload_of(cluster, ns, "pair"), "QuotaReserved") or {}
+
+        until(lambda: bool(reserved().get("message")), "the second Job to say why it waits", timeout=60)
+        assert reserved()["message"] == (
+            "couldn't assign flavors to pod set main: insufficient unused quota for example.com/gpus in "
+            f"flavor {ns}, 2 more needed"
+        )
+        assert cluster.get("job", "pair", "-n", ns)["spec"]["suspend"] is True
