@@ -15,7 +15,7 @@ request with selectors is held, said so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 __all__ = ["CLAIMS_NOT_SUPPORTED", "ClaimsCount", "count_claims", "dra_problem", "has_claims"]
@@ -38,22 +38,35 @@ def has_claims(pod_sets: Iterable[tuple[str, Mapping[str, Any]]]) -> bool:
     return any(_claims(template) for _, template in pod_sets)
 
 
+def _template_claims(pod_sets: list[tuple[str, Mapping[str, Any]]]) -> Iterator[tuple[str, str, str]]:
+    """(field path of the claim, pod set name, ResourceClaimTemplate name) of every claim by template."""
+    for index, (name, template) in enumerate(pod_sets):
+        for position, claim in enumerate(_claims(template)):
+            if claim_template := claim.get("resourceClaimTemplateName"):
+                yield (
+                    f"spec.podSets[{index}].template.spec.resourceClaims[{position}]",
+                    name,
+                    str(claim_template),
+                )
+
+
+def _names_a_claim(pod_sets: list[tuple[str, Mapping[str, Any]]]) -> bool:
+    return any(c.get("resourceClaimName") for _, template in pod_sets for c in _claims(template))
+
+
 def dra_problem(pod_sets: Iterable[tuple[str, Mapping[str, Any]]]) -> str | None:
     """Why a Workload of these pod sets (name, template) cannot be admitted while no ResourceClaimTemplate
     has been read for it (no ``deviceClassMappings``: nothing could count its devices); None when none of
     its pods claims devices."""
     pod_sets = list(pod_sets)
-    if any(c.get("resourceClaimName") for _, template in pod_sets for c in _claims(template)):
+    if _names_a_claim(pod_sets):
         return CLAIMS_NOT_SUPPORTED
-    for index, (name, template) in enumerate(pod_sets):
-        for position, claim in enumerate(_claims(template)):
-            if claim_template := claim.get("resourceClaimTemplateName"):
-                path = f"spec.podSets[{index}].template.spec.resourceClaims[{position}]"
-                detail = f"the DeviceClasses of ResourceClaimTemplate {claim_template} are not mapped in DRA"
-                return (
-                    f'{path}.resourceClaimTemplateName: Not found: "{detail} configuration for podset {name}"'
-                )
-    return None
+    first = next(_template_claims(pod_sets), None)
+    if first is None:
+        return None
+    path, name, claim_template = first
+    detail = f"the DeviceClasses of ResourceClaimTemplate {claim_template} are not mapped in DRA"
+    return f'{path}.resourceClaimTemplateName: Not found: "{detail} configuration for podset {name}"'
 
 
 def count_claims(
@@ -65,46 +78,28 @@ def count_claims(
     namespace (``template`` by name) and the DeviceClass -> resource ``mappings``; or Kueue's message for
     the first claim that cannot be counted."""
     pod_sets = list(pod_sets)
-    counted: dict[str, dict[str, int]] = {}
-    problem = _counted(pod_sets, template, mappings, counted)
-    return problem if problem is not None else counted
-
-
-def _counted(
-    pod_sets: list[tuple[str, Mapping[str, Any]]],
-    template: Callable[[str], Mapping[str, Any] | None],
-    mappings: Mapping[str, str],
-    counted: dict[str, dict[str, int]] | None = None,
-) -> str | None:
-    if any(c.get("resourceClaimName") for _, spec in pod_sets for c in _claims(spec)):
+    if _names_a_claim(pod_sets):
         return CLAIMS_NOT_SUPPORTED
-    for index, (name, pod_template) in enumerate(pod_sets):
-        for position, claim in enumerate(_claims(pod_template)):
-            claim_template = claim.get("resourceClaimTemplateName")
-            if not claim_template:
-                continue
-            path = f"spec.podSets[{index}].template.spec.resourceClaims[{position}]"
-            found = template(str(claim_template))
-            if found is None:
-                missing = f'resourceclaimtemplates.resource.k8s.io "{claim_template}" not found'
-                return (
-                    f"{path}: Internal error: failed to get claim spec for ResourceClaimTemplate "
-                    f"{claim_template} in podset {name}: {missing}"
-                )
-            devices = _devices(found, path, str(claim_template))
-            if isinstance(devices, str):
-                return devices
-            for device_class, count in devices.items():
-                resource = mappings.get(device_class)
-                if resource is None:
-                    detail = (
-                        f"DeviceClass {device_class} is not mapped in DRA configuration for podset {name}"
-                    )
-                    return f'{path}.resourceClaimTemplateName: Not found: "{detail}"'
-                if counted is not None:
-                    per_pod = counted.setdefault(name, {})
-                    per_pod[resource] = per_pod.get(resource, 0) + count * NANO
-    return None
+    counted: dict[str, dict[str, int]] = {}
+    for path, name, claim_template in _template_claims(pod_sets):
+        found = template(claim_template)
+        if found is None:
+            missing = f'resourceclaimtemplates.resource.k8s.io "{claim_template}" not found'
+            return (
+                f"{path}: Internal error: failed to get claim spec for ResourceClaimTemplate "
+                f"{claim_template} in podset {name}: {missing}"
+            )
+        devices = _devices(found, path, claim_template)
+        if isinstance(devices, str):
+            return devices
+        for device_class, count in devices.items():
+            resource = mappings.get(device_class)
+            if resource is None:
+                detail = f"DeviceClass {device_class} is not mapped in DRA configuration for podset {name}"
+                return f'{path}.resourceClaimTemplateName: Not found: "{detail}"'
+            per_pod = counted.setdefault(name, {})
+            per_pod[resource] = per_pod.get(resource, 0) + count * NANO
+    return counted
 
 
 def _devices(claim_template: Mapping[str, Any], path: str, name: str) -> dict[str, int] | str:
