@@ -32,27 +32,9 @@ def gpu_queue(cluster: Cluster) -> Iterator[str]:
     """A namespace with LocalQueue ``q`` of a ClusterQueue of 4 cpu and 4 example.com/gpus, and a
     ResourceClaimTemplate ``two-gpus``; everything is named after the namespace, which is yielded."""
     name = f"e2e-dra-{uuid.uuid4().hex[:6]}"
-    template = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "two-gpus", "namespace": name},
-        "spec": {
-            "spec": {
-                "devices": {
-                    "requests": [
-                        {
-                            "name": "gpus",
-                            "exactly": {
-                                "deviceClassName": "gpu.example.com",
-                                "allocationMode": "ExactCount",
-                                "count": 2,
-                            },
-                        }
-                    ]
-                }
-            }
-        },
-    }
+    template = builders.resource_claim_template(
+        name="two-gpus", namespace=name, devices=2, device_class="gpu.example.com"
+    )
     documents = [
         builders.namespace(name),
         builders.resource_flavor(name),

@@ -335,3 +335,14 @@ def pod_set(
     one: JSON = {"name": "c", **({"image": image} if image is not None else {})}
     one["resources"] = resources or {"requests": requests if requests is not None else {"cpu": "1"}}
     return {"name": name, "count": count, "template": {"spec": {**pod_spec, "containers": [one]}}}
+
+
+def resource_claim_template(name: str, namespace: str, *, devices: int, device_class: str) -> JSON:
+    """A DRA ResourceClaimTemplate: each claim made from it asks for ``devices`` of ``device_class``."""
+    request = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": devices}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": [{"name": "devices", "exactly": request}]}}},
+    }

@@ -19,6 +19,7 @@ from tests.support.builders import (
     manifests,
     namespace,
     queued_job,
+    resource_claim_template,
     resource_flavor,
 )
 from tests.support.fake_cluster import condition, controller_config, running, workloads_of
@@ -40,27 +41,7 @@ QUEUES = manifests(
 
 
 def claim_template(name: str, gpus: int) -> JSON:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": "team-a"},
-        "spec": {
-            "spec": {
-                "devices": {
-                    "requests": [
-                        {
-                            "name": "gpus",
-                            "exactly": {
-                                "deviceClassName": "gpu.example.com",
-                                "allocationMode": "ExactCount",
-                                "count": gpus,
-                            },
-                        }
-                    ]
-                }
-            }
-        },
-    }
+    return resource_claim_template(name, "team-a", devices=gpus, device_class="gpu.example.com")
 
 
 def claiming_job(name: str, template: str, *, parallelism: int = 1) -> JSON:

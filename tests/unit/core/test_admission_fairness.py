@@ -210,49 +210,35 @@ def test_arithmetic_rounds_down_to_nano_units_as_kueue_does() -> None:
     }
 
 
+def victim_of_a_higher_priority_arrival(
+    config: AdmissionFairSharing | None, *, fair_sharing: bool
+) -> list[str]:
+    """wl-a1 (LocalQueue lq-a, consumed 6 cpu) then wl-b1 (lq-b, 1 cpu) fill 8 cpu; a Workload of priority
+    100 needs 4 of them back: whom it evicts."""
+    state = afs_state(
+        lq("lq-a", consumed={"cpu": "6"}),
+        lq("lq-b", consumed={"cpu": "1"}),
+        lq("lq-c", consumed={"cpu": "9"}),
+        cpu=8,
+        config=config,
+        preemption={"withinClusterQueue": "LowerPriority"},
+    )
+    state.configure_fair_sharing(enabled=fair_sharing)
+    add(state, "wl-a1", 4, "lq-a", created=0)
+    assert cycle_and_confirm(state) == ["default/wl-a1"]
+    add(state, "wl-b1", 4, "lq-b", created=1)
+    assert cycle_and_confirm(state) == ["default/wl-b1"]  # admitted after wl-a1: more recent
+    state.upsert_workload(
+        workload("high", {"cpu": "4"}, queue="lq-c", namespace="default", created=2, priority=100)
+    )
+    return [d.workload for d in run_until_quiet(state) if isinstance(d, Evict)]
+
+
 def test_preemption_in_the_queue_takes_the_workload_of_the_localqueue_that_used_more_first() -> None:
     """Kueue's CandidatesOrdering, "workloads with higher LQ usage first": within the preemptor's
     ClusterQueue, a candidate of a LocalQueue with more usage goes before one of less usage, ahead of
-    the "most recently admitted first" rule; without admission fair sharing that rule decides."""
-    for config, victim in ((CONFIG, "default/wl-a1"), (None, "default/wl-b1")):
-        state = afs_state(
-            lq("lq-a", consumed={"cpu": "6"}),
-            lq("lq-b", consumed={"cpu": "1"}),
-            lq("lq-c", consumed={"cpu": "9"}),
-            cpu=8,
-            config=config,
-            preemption={"withinClusterQueue": "LowerPriority"},
-        )
-        add(state, "wl-a1", 4, "lq-a", created=0)
-        assert cycle_and_confirm(state) == ["default/wl-a1"]
-        add(state, "wl-b1", 4, "lq-b", created=1)
-        assert cycle_and_confirm(state) == ["default/wl-b1"]  # admitted after wl-a1: more recent
-        state.upsert_workload(
-            workload("high", {"cpu": "4"}, queue="lq-c", namespace="default", created=2, priority=100)
-        )
-        evicted = [d.workload for d in run_until_quiet(state) if isinstance(d, Evict)]
-        assert evicted == [victim]
-
-
-def test_fair_sharing_preemption_in_the_queue_also_takes_the_localqueue_that_used_more_first() -> None:
-    """The same rule under ``fairSharing`` preemption (Kueue's fair sharing also orders its candidates with
-    CandidatesOrdering): the preemptor's own ClusterQueue's candidates of the busier LocalQueue go first."""
-    for config, victim in ((CONFIG, "default/wl-a1"), (None, "default/wl-b1")):
-        state = afs_state(
-            lq("lq-a", consumed={"cpu": "6"}),
-            lq("lq-b", consumed={"cpu": "1"}),
-            lq("lq-c", consumed={"cpu": "9"}),
-            cpu=8,
-            config=config,
-            preemption={"withinClusterQueue": "LowerPriority"},
-        )
-        state.configure_fair_sharing(enabled=True)
-        add(state, "wl-a1", 4, "lq-a", created=0)
-        assert cycle_and_confirm(state) == ["default/wl-a1"]
-        add(state, "wl-b1", 4, "lq-b", created=1)
-        assert cycle_and_confirm(state) == ["default/wl-b1"]
-        state.upsert_workload(
-            workload("high", {"cpu": "4"}, queue="lq-c", namespace="default", created=2, priority=100)
-        )
-        evicted = [d.workload for d in run_until_quiet(state) if isinstance(d, Evict)]
-        assert evicted == [victim]
+    the "most recently admitted first" rule; without admission fair sharing that rule decides. The same
+    under ``fairSharing`` preemption, which orders its candidates with the same rule."""
+    for fair_sharing in (False, True):
+        assert victim_of_a_higher_priority_arrival(CONFIG, fair_sharing=fair_sharing) == ["default/wl-a1"]
+        assert victim_of_a_higher_priority_arrival(None, fair_sharing=fair_sharing) == ["default/wl-b1"]
