@@ -382,9 +382,22 @@ def parse_local_queue(obj: Mapping[str, Any]) -> Parsed[LocalQueue]:
     spec = parse_spec(obj, errors, required=True)
     cluster_queue = name_reference(spec.get("clusterQueue"), "spec.clusterQueue", errors, required=True)
     stop = enum_value(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None", errors)
-    weight = parse_fair_sharing_weight(spec.get("fairSharing"), "spec.fairSharing", errors)
+    weight = _local_queue_weight(spec.get("fairSharing"))
     consumed, consumed_at = _consumed_resources(obj.get("status"))
     return finish(LocalQueue(meta, cluster_queue, stop, weight, consumed, consumed_at), errors)
+
+
+def _local_queue_weight(raw: Any) -> Quantity | None:
+    """``spec.fairSharing.weight`` as Kueue takes it: any quantity its CRD's pattern admits, negative or
+    tiny ones included (Kueue has no LocalQueue webhook; a weight of 0 or less puts the LocalQueue last in
+    admission fair sharing)."""
+    weight = raw.get("weight") if isinstance(raw, Mapping) else None
+    if weight is None:
+        return None
+    try:
+        return parse_quantity(weight)
+    except QuantityError:
+        return None  # kube-apiserver's pattern keeps such a value out
 
 
 def _consumed_resources(status: Any) -> tuple[tuple[tuple[str, int], ...], float]:

@@ -79,3 +79,20 @@ def test_a_local_queue_reads_its_weight_and_the_consumed_resources_of_its_status
     )
     assert parsed_queue.consumed_resources == (("cpu", 31_999_000_000),)  # what does not parse is left out
     assert parsed_queue.consumed_at == 1748960715.0
+
+
+def test_a_local_queue_weight_is_taken_as_kueue_takes_it() -> None:
+    """Kueue has no LocalQueue webhook: any weight its CRD's quantity pattern admits is accepted, a negative
+    or tiny one included (ClusterQueues and Cohorts, which Kueue's webhooks check, refuse 0 < weight <=
+    1n)."""
+    for weight in ("-1", "1n", "0"):
+        parsed_queue = parse_local_queue(
+            {
+                "metadata": {"name": "lq", "namespace": "ns"},
+                "spec": {"clusterQueue": "cq", "fairSharing": {"weight": weight}},
+            }
+        )
+        assert isinstance(parsed_queue, LocalQueue), parsed_queue
+        assert (
+            parsed_queue.fair_sharing_weight is not None and str(parsed_queue.fair_sharing_weight) == weight
+        )
