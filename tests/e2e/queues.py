@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -67,11 +68,17 @@ def team_queue(
     node_labels: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping[str, str]] = (),
     preempting: bool = False,
+    quotas: Mapping[str, str] | None = None,
+    more_local_queues: Sequence[str] = (),
+    cluster_queue_spec: Mapping[str, Any] | None = None,
+    more: Callable[[str], Sequence[Mapping[str, Any]]] = lambda _: (),
 ) -> Iterator[str]:
-    """A fresh namespace ``<prefix>-<random>`` with LocalQueue ``local_queue`` of a ClusterQueue holding
-    ``quota`` of ``resource`` in one flavor (``node_labels``, default ``node-pool: <namespace>``, and
-    ``tolerations``); ``preempting``: the ClusterQueue preempts lower priorities and a WorkloadPriorityClass
-    of value 1000 is made. Everything is named after the namespace, which is yielded."""
+    """A fresh namespace ``<prefix>-<random>`` with LocalQueue ``local_queue`` (and ``more_local_queues``) of
+    a ClusterQueue holding ``quota`` of ``resource`` (or ``quotas``, resource -> quota) in one flavor
+    (``node_labels``, default ``node-pool: <namespace>``, and ``tolerations``), with ``cluster_queue_spec``
+    added to its spec; ``preempting``: the ClusterQueue preempts lower priorities and a WorkloadPriorityClass
+    of value 1000 is made; ``more``: further objects, given the namespace. Everything is named after the
+    namespace, which is yielded."""
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     preemption = {"withinClusterQueue": "LowerPriority"} if preempting else None
     documents = [
@@ -80,9 +87,14 @@ def team_queue(
             name, node_labels=node_labels or {"node-pool": name}, tolerations=list(tolerations) or None
         ),
         builders.cluster_queue(
-            name, {name: {resource: quota}}, namespace_selector=builders.only(name), preemption=preemption
+            name,
+            {name: dict(quotas) if quotas is not None else {resource: quota}},
+            namespace_selector=builders.only(name),
+            preemption=preemption,
+            **(cluster_queue_spec or {}),
         ),
-        builders.local_queue(local_queue, name, name),
+        *(builders.local_queue(queue, name, name) for queue in (local_queue, *more_local_queues)),
+        *more(name),
     ]
     if preempting:
         documents.append(builders.workload_priority_class(name, PRIORITY_VALUE))

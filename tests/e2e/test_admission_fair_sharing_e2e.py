@@ -5,18 +5,14 @@ and each LocalQueue's status shows the consumed resources sampled every ``usageS
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
-import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, until
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
-from tests.e2e.queues import create_job
-from tests.support import builders
+from tests.e2e.queues import create_job, team_queue
 
 AFS = "admissionFairSharing:\n  usageHalfLifeTime: 1h\n  usageSamplingInterval: 2s\n"
 pytestmark = [
@@ -25,29 +21,11 @@ pytestmark = [
 ]
 
 
-@contextmanager
-def shared_queue(cluster: Cluster) -> Iterator[str]:
+def shared_queue(cluster: Cluster) -> AbstractContextManager[str]:
     """A namespace with LocalQueues ``q`` (the busy one) and ``quiet`` of one ClusterQueue of 1 cpu that
-    orders by LocalQueue usage; everything is named after the namespace, which is yielded."""
-    name = f"e2e-afs-{uuid.uuid4().hex[:6]}"
-    documents = [
-        builders.namespace(name),
-        builders.resource_flavor(name),
-        builders.cluster_queue(
-            name,
-            {name: {"cpu": "1"}},
-            namespace_selector=builders.only(name),
-            admissionScope={"admissionMode": "UsageBasedAdmissionFairSharing"},
-        ),
-        builders.local_queue("q", name, name),
-        builders.local_queue("quiet", name, name),
-    ]
-    cluster.apply(yaml.safe_dump_all(documents))
-    try:
-        yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
-        cluster.kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
+    orders by LocalQueue usage; yields the namespace."""
+    usage_based = {"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}}
+    return team_queue(cluster, "e2e-afs", more_local_queues=("quiet",), cluster_queue_spec=usage_based)
 
 
 def started(cluster: Cluster, namespace: str, name: str) -> bool:

@@ -6,16 +6,14 @@ message."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
-import yaml
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
+from tests.e2e.queues import team_queue
 from tests.support import builders
 
 MAPPED = (
@@ -27,29 +25,17 @@ pytestmark = [
 ]
 
 
-@contextmanager
-def gpu_queue(cluster: Cluster) -> Iterator[str]:
+def gpu_queue(cluster: Cluster) -> AbstractContextManager[str]:
     """A namespace with LocalQueue ``q`` of a ClusterQueue of 4 cpu and 4 example.com/gpus, and a
-    ResourceClaimTemplate ``two-gpus``; everything is named after the namespace, which is yielded."""
-    name = f"e2e-dra-{uuid.uuid4().hex[:6]}"
-    template = builders.resource_claim_template(
-        name="two-gpus", namespace=name, devices=2, device_class="gpu.example.com"
+    ResourceClaimTemplate ``two-gpus``; yields the namespace."""
+    return team_queue(
+        cluster,
+        "e2e-dra",
+        quotas={"cpu": "4", "example.com/gpus": "4"},
+        more=lambda ns: [
+            builders.resource_claim_template("two-gpus", ns, devices=2, device_class="gpu.example.com")
+        ],
     )
-    documents = [
-        builders.namespace(name),
-        builders.resource_flavor(name),
-        builders.cluster_queue(
-            name, {name: {"cpu": "4", "example.com/gpus": "4"}}, namespace_selector=builders.only(name)
-        ),
-        builders.local_queue("q", name, name),
-        template,
-    ]
-    cluster.apply(yaml.safe_dump_all(documents))
-    try:
-        yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
-        cluster.kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
 
 
 def claiming_job(cluster: Cluster, namespace: str, name: str, parallelism: int) -> None:
