@@ -67,6 +67,7 @@ class PendingQueue:
     __slots__ = (
         "_awake",
         "_buckets",
+        "_counts",
         "_entries",
         "_following",
         "_heap",
@@ -91,6 +92,9 @@ class PendingQueue:
         self._entries: dict[WorkloadKey, tuple[_Key, WorkloadInfo]] = {}
         self._parked: dict[WorkloadKey, WorkloadInfo] = {}
         self._parked_keys: list[_Key] = []
+        #: per LocalQueue (namespace, name): how many are in the heap and how many parked, kept as they
+        #: move (the queue status pass reads them every second for every ClusterQueue that changed)
+        self._counts: dict[tuple[str, str], list[int]] = {}
         #: parked workloads by shape, each a heap in queue order (lazy deletion as above)
         self._buckets: dict[Hashable, list[tuple[_Key, WorkloadKey]]] = {}
         #: shapes being retried since the last wake (and not failed again)
@@ -116,6 +120,16 @@ class PendingQueue:
         if ranks is None:
             return info.sort_key
         return (ranks.get((info.namespace, info.queue_name), 0.0), *info.sort_key)
+
+    def _count(self, info: WorkloadInfo, where: int, by: int) -> None:
+        """Move ``info``'s LocalQueue count ``where`` (0: in the heap, 1: parked) ``by`` one up or down."""
+        lq = (info.namespace, info.queue_name)
+        counts = self._counts.get(lq)
+        if counts is None:
+            counts = self._counts[lq] = [0, 0]
+        counts[where] += by
+        if counts[0] == 0 and counts[1] == 0:
+            del self._counts[lq]
 
     @property
     def ranks(self) -> Mapping[tuple[str, str], float] | None:
@@ -176,6 +190,7 @@ class PendingQueue:
         self.remove(info.key)
         sort_key = self._key(info)
         self._entries[info.key] = (sort_key, info)
+        self._count(info, 0, 1)
         heapq.heappush(self._heap, (sort_key, info.key))
         if self._stalled is not None and sort_key < self._stalled:
             self._stalled = None
@@ -183,11 +198,13 @@ class PendingQueue:
     def remove(self, key: WorkloadKey) -> WorkloadInfo | None:
         entry = self._entries.pop(key, None)
         if entry is not None:
+            self._count(entry[1], 0, -1)
             if self._stalled == entry[0]:
                 self._stalled = None
             return entry[1]
         info = self._parked.pop(key, None)
         if info is not None:
+            self._count(info, 1, -1)
             del self._parked_keys[bisect_left(self._parked_keys, self._key(info))]
             if self._notices is not None:
                 self._notices.unparked(key)
@@ -216,6 +233,7 @@ class PendingQueue:
         if info is not None:
             heapq.heappop(self._heap)
             del self._entries[info.key]
+            self._count(info, 0, -1)
             if info.shape in self._awake:
                 following = self._release_next(info.shape)
                 if following is not None:
@@ -243,6 +261,7 @@ class PendingQueue:
             return False
         heapq.heappop(self._heap)
         del self._entries[head.key]
+        self._count(head, 0, -1)
         shape, retry_when = head.shape, head.retry_when
         if shape in self._awake:
             following = self._first_parked(shape)
@@ -291,12 +310,14 @@ class PendingQueue:
             entry = self._entries.get(last_pop[1])
             if entry is not None and entry[1].parked:  # released under a condition, still in the heap
                 del self._entries[last_pop[1]]  # its heap entry is now stale
+                self._count(entry[1], 0, -1)
                 self._park(entry[1], retry_when)
 
     def _park(self, info: WorkloadInfo, retry_when: RetryCondition | None) -> None:
         self._retry_when[info.shape] = retry_when
         info.parked, info.retry_when = True, retry_when
         self._parked[info.key] = info
+        self._count(info, 1, 1)
         sort_key = self._key(info)
         insort(self._parked_keys, sort_key)
         heapq.heappush(self._buckets.setdefault(info.shape, []), (sort_key, info.key))
@@ -336,6 +357,7 @@ class PendingQueue:
             if forget_condition:
                 info.parked = False
             self._entries[key] = (sort_key, info)
+            self._count(info, 0, 1)
             heapq.heappush(self._heap, (sort_key, key))
             self._released[shape] = key
             if not bucket:
@@ -412,19 +434,8 @@ class PendingQueue:
         return iter(infos)
 
     def by_local_queue(self) -> dict[tuple[str, str], list[int]]:
-        """Per LocalQueue (namespace, name): how many are active and how many parked (O(n): for metrics)."""
-        out: dict[tuple[str, str], list[int]] = {}
-        for _, info in self._entries.values():
-            counts = out.get((info.namespace, info.queue_name))
-            if counts is None:
-                counts = out[(info.namespace, info.queue_name)] = [0, 0]
-            counts[0] += 1
-        for info in self._parked.values():
-            counts = out.get((info.namespace, info.queue_name))
-            if counts is None:
-                counts = out[(info.namespace, info.queue_name)] = [0, 0]
-            counts[1] += 1
-        return out
+        """Per LocalQueue (namespace, name): how many are active and how many parked (a copy)."""
+        return {lq: list(counts) for lq, counts in self._counts.items()}
 
     def unordered(self) -> Iterator[WorkloadInfo]:
         """Every pending workload, in no particular order (O(n): for counts)."""

@@ -52,15 +52,25 @@ class RecentDecision:
         }
 
 
+#: the conditions whose transitions are decisions worth showing
+_KINDS = ("Admitted", "Preempted", "Evicted")
+
+
 def _true_conditions(workload: JSON | None) -> dict[str, JSON]:
+    """The Workload's conditions of ``_KINDS`` that are True, by type (every Workload change of every
+    replica passes here: the conditions of no interest are skipped at the cost of one lookup each)."""
     if workload is None:
         return {}
     status = workload.get("status")
     conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    if not isinstance(conditions, list):
+        return {}
     out: dict[str, JSON] = {}
-    for condition in conditions if isinstance(conditions, list) else []:
-        if isinstance(condition, Mapping) and condition.get("status") == "True":
-            out[str(condition.get("type", ""))] = condition
+    for condition in conditions:
+        if isinstance(condition, dict):
+            kind = condition.get("type")
+            if kind in _KINDS and condition.get("status") == "True":
+                out[kind] = condition
     return out
 
 
@@ -69,13 +79,14 @@ def decisions_between(old: JSON | None, new: JSON | None) -> list[RecentDecision
     not True with the same ``lastTransitionTime`` in ``old`` (``old`` None: a Workload just listed, whose
     standing conditions are its history). An eviction that is a preemption is one ``Preempted`` entry
     (Kueue sets both conditions at once), not two."""
-    if new is None:
+    after = _true_conditions(new)
+    if not after or new is None:
         return []
-    before, after = _true_conditions(old), _true_conditions(new)
+    before = _true_conditions(old)
     metadata = new.get("metadata")
     meta = metadata if isinstance(metadata, Mapping) else {}
     out: list[RecentDecision] = []
-    for kind in ("Admitted", "Preempted", "Evicted"):
+    for kind in _KINDS:
         condition = after.get(kind)
         if condition is None:
             continue

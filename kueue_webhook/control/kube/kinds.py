@@ -7,6 +7,7 @@ URL paths at each call site) makes a typo in a path impossible and lets the stor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import quote
 
 from kueue_webhook.api.integrations import Integration
@@ -23,7 +24,32 @@ class Kind:
     plural: str
     namespaced: bool
 
-    @property
+    # The store keys every object by its Kind, and listeners test the Kind of each change: the generated
+    # hash (a tuple of every field, hashed anew each call) and comparison would run thousands of times a
+    # second. Kinds are few and live as long as the process, so each hashes once and compares as itself
+    # first.
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_hash", hash((self.kind, self.group, self.version, self.plural, self.namespaced))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Kind):
+            return NotImplemented
+        return (self.kind, self.group, self.version, self.plural, self.namespaced) == (
+            other.kind,
+            other.group,
+            other.version,
+            other.plural,
+            other.namespaced,
+        )
+
+    @cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 

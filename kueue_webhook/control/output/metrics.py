@@ -109,6 +109,15 @@ class _Metric(Generic[M]):
         raise AttributeError(f"{self.name} is made by Metrics.__init__")
 
 
+def gauge_series(metric: Gauge | SideGauge, *labels: str) -> Any:
+    """``metric.labels(*labels)`` of a series that may exist already, found in the metric's own table first:
+    the queue status pass sets a few gauges per queue and LocalQueue every second, and ``labels`` checks and
+    converts its arguments and takes a lock each time. A series removed since (``drop_series``) is made
+    anew by ``labels``, so no cache here can outlive it."""
+    child = metric._metrics.get(labels)
+    return child if child is not None else metric.labels(*labels)
+
+
 def drop_series(metric: Gauge | SideGauge, **match: str) -> None:
     """Remove every series of ``metric`` whose labels named in ``match`` have those values (a queue, a
     cohort or a role that is gone stops appearing in scrapes)."""
@@ -619,7 +628,7 @@ class Metrics:
     def set_cluster_queue_state(self, *, cluster_queue: str, state: str) -> None:
         """One-hot the queue's state, as Kueue reports it."""
         for candidate in CLUSTER_QUEUE_STATES:
-            self.cluster_queue_status.labels(cluster_queue, candidate, self.role).set(
+            gauge_series(self.cluster_queue_status, cluster_queue, candidate, self.role).set(
                 1 if candidate == state else 0
             )
 
@@ -645,7 +654,9 @@ class Metrics:
     def set_local_queue_state(self, *, namespace: str, name: str, active: str) -> None:
         """One-hot the LocalQueue's Active condition status, as Kueue reports it."""
         for candidate in LOCAL_QUEUE_STATES:
-            self.lq_status.labels(name, namespace, candidate, self.role).set(1 if candidate == active else 0)
+            gauge_series(self.lq_status, name, namespace, candidate, self.role).set(
+                1 if candidate == active else 0
+            )
 
     def forget_local_queue(self, *, namespace: str, name: str) -> None:
         """Drop every gauge series of a LocalQueue that is gone, or whose series are no longer exposed."""

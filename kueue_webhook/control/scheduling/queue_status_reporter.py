@@ -47,6 +47,7 @@ from kueue_webhook.control.kube.leader import NotLeader
 from kueue_webhook.control.output.admitted import local_queue_exposed, priority_class_of
 from kueue_webhook.control.output.conditions import now_rfc3339, observed_generation
 from kueue_webhook.control.output.context import ControlContext
+from kueue_webhook.control.output.metrics import gauge_series
 from kueue_webhook.control.output.paced import PacedReporter
 from kueue_webhook.control.output.queue_status import merge_status, status_differs
 from kueue_webhook.control.scheduling.cohort_metrics import CohortMetrics
@@ -299,10 +300,12 @@ class QueueStatusReporter(PacedReporter):
         for local_queue in _held_in(state, name, held).values():
             total.merge(local_queue)
         inadmissible = state.inadmissible_count(name)
-        metrics.pending_workloads.labels(name, "active", role).set(state.pending_count(name) - inadmissible)
-        metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
-        metrics.reserving_active_workloads.labels(name, role).set(total.reserving)
-        metrics.admitted_active_workloads.labels(name, role).set(total.admitted)
+        gauge_series(metrics.pending_workloads, name, "active", role).set(
+            state.pending_count(name) - inadmissible
+        )
+        gauge_series(metrics.pending_workloads, name, "inadmissible", role).set(inadmissible)
+        gauge_series(metrics.reserving_active_workloads, name, role).set(total.reserving)
+        gauge_series(metrics.admitted_active_workloads, name, role).set(total.admitted)
         active = cluster_queue_active(state, name)[0] == "True"
         metrics.set_cluster_queue_state(cluster_queue=name, state="active" if active else "pending")
         self.cohorts.held(name, total.reserved, total.admitted)
@@ -312,13 +315,13 @@ class QueueStatusReporter(PacedReporter):
                 for quota in flavor.resources:
                     labels = (cohort, name, flavor.name, quota.name, role)
                     fr = (flavor.name, quota.name)
-                    metrics.nominal_quota.labels(*labels).set(quota.nominal.nanos / NANO)
+                    gauge_series(metrics.nominal_quota, *labels).set(quota.nominal.nanos / NANO)
                     if quota.borrowing_limit is not None:
-                        metrics.borrowing_limit.labels(*labels).set(quota.borrowing_limit.nanos / NANO)
+                        gauge_series(metrics.borrowing_limit, *labels).set(quota.borrowing_limit.nanos / NANO)
                     if quota.lending_limit is not None:
-                        metrics.lending_limit.labels(*labels).set(quota.lending_limit.nanos / NANO)
-                    metrics.resource_usage.labels(*labels).set(total.used.get(fr, 0) / NANO)
-                    metrics.resource_reservation.labels(*labels).set(total.reserved.get(fr, 0) / NANO)
+                        gauge_series(metrics.lending_limit, *labels).set(quota.lending_limit.nanos / NANO)
+                    gauge_series(metrics.resource_usage, *labels).set(total.used.get(fr, 0) / NANO)
+                    gauge_series(metrics.resource_reservation, *labels).set(total.reserved.get(fr, 0) / NANO)
 
     def reconfigure(self, configuration: Configuration) -> None:
         """A reload changed ``metrics.localQueueMetrics``: every LocalQueue's series are reported again, or
@@ -357,17 +360,19 @@ class QueueStatusReporter(PacedReporter):
                 active, inadmissible = pending.get((namespace, name), (0, 0))
                 if inactive:
                     active, inadmissible = 0, active + inadmissible
-                metrics.lq_pending_workloads.labels(name, namespace, "active", role).set(active)
-                metrics.lq_pending_workloads.labels(name, namespace, "inadmissible", role).set(inadmissible)
+                gauge_series(metrics.lq_pending_workloads, name, namespace, "active", role).set(active)
+                gauge_series(metrics.lq_pending_workloads, name, namespace, "inadmissible", role).set(
+                    inadmissible
+                )
                 mine = held.get((namespace, name)) or _Held()
-                metrics.lq_reserving_active_workloads.labels(name, namespace, role).set(mine.reserving)
-                metrics.lq_admitted_active_workloads.labels(name, namespace, role).set(mine.admitted)
+                gauge_series(metrics.lq_reserving_active_workloads, name, namespace, role).set(mine.reserving)
+                gauge_series(metrics.lq_admitted_active_workloads, name, namespace, role).set(mine.admitted)
                 status = local_queue_active(state, namespace, name)
                 metrics.set_local_queue_state(namespace=namespace, name=name, active=status)
                 usage = state.admission_usage(f"{namespace}/{name}")
                 if usage is not None:
                     fair = metrics.lq_admission_fair_sharing_usage
-                    fair.labels(name, namespace, cluster_queue, role).set(usage)
+                    gauge_series(fair, name, namespace, cluster_queue, role).set(usage)
                 if spec is None:
                     continue
                 for group in spec.resource_groups:
@@ -376,8 +381,8 @@ class QueueStatusReporter(PacedReporter):
                             fr = (flavor.name, quota.name)
                             labels = (name, namespace, flavor.name, quota.name, role)
                             reserved, used = mine.reserved.get(fr, 0), mine.used.get(fr, 0)
-                            metrics.lq_resource_reservation.labels(*labels).set(reserved / NANO)
-                            metrics.lq_resource_usage.labels(*labels).set(used / NANO)
+                            gauge_series(metrics.lq_resource_reservation, *labels).set(reserved / NANO)
+                            gauge_series(metrics.lq_resource_usage, *labels).set(used / NANO)
 
     def _tick_gpu_seconds(self, state: SchedulerView) -> None:
         """Charge each queue the GPUs its workloads held (their reservations; not the ledger, which also

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from kueue_webhook.core.model import WorkloadInfo
 from kueue_webhook.core.pending_queue import PendingQueue, RetryCondition
 from kueue_webhook.core.scheduler import SchedulerState
@@ -261,3 +264,91 @@ def test_a_fresh_head_is_never_parked_untried() -> None:
     queue.push(info("new"))
     assert not queue.park_unfit_head(lambda fr: 0)
     assert queue.pop() is not None
+
+
+def _in_local_queue(name: str, local_queue: str, priority: int, created: int) -> WorkloadInfo:
+    return WorkloadInfo.from_workload(workload(name, queue=local_queue, priority=priority, created=created))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "push",
+                    "pop",
+                    "fail",
+                    "fail-alike",
+                    "retry-head",
+                    "remove",
+                    "wake",
+                    "release",
+                    "retry",
+                    "park-unfit",
+                    "strict",
+                    "best-effort",
+                ]
+            ),
+            st.integers(0, 3),
+            st.integers(0, 2),
+        ),
+        max_size=60,
+    )
+)
+# two of one shape parked, woken, the first tried and failed for the whole shape: the one its pop released
+# goes back parked with it
+@example(
+    [
+        ("push", 0, 0),
+        ("push", 1, 0),
+        ("pop", 0, 0),
+        ("fail", 0, 0),
+        ("pop", 0, 0),
+        ("fail", 0, 0),
+        ("wake", 0, 0),
+        ("pop", 0, 0),
+        ("fail-alike", 0, 0),
+    ]
+)
+def test_the_pending_counts_per_local_queue_follow_every_move(ops: list[tuple[str, int, int]]) -> None:
+    """kueue_local_queue_pending_workloads (active, inadmissible) is read per LocalQueue from counts kept as
+    workloads move, not from a walk over the queue: after any sequence of arrivals, heads tried, failed,
+    retried, parked and woken, they are what a walk would count."""
+    queue = PendingQueue()
+    popped: list[WorkloadInfo] = []
+    needs_two: RetryCondition = ((((("default", "cpu"), 2),),),)
+    for op, n, priority in ops:
+        if op == "push":
+            queue.push(_in_local_queue(f"w{n}", f"lq{n % 3}", priority, n))
+        elif op == "pop" and (head := queue.pop()) is not None:
+            popped.append(head)
+        elif op in ("fail", "fail-alike", "retry-head") and popped:
+            head = popped.pop()
+            if head.key in queue:
+                continue  # pushed again meanwhile: no longer in flight
+            if op == "retry-head":
+                queue.requeue_retry(head)
+            else:
+                queue.requeue_failed(head, retry_when=needs_two, alike=op == "fail-alike")
+        elif op == "remove":
+            queue.remove(_in_local_queue(f"w{n}", "", 0, 0).key)
+        elif op == "wake":
+            queue.wake()
+        elif op == "release":
+            room = 2 * priority
+            queue.wake(available=lambda _, room=room: room)
+        elif op == "retry":
+            queue.retry(_in_local_queue(f"w{n}", "", 0, 0).key)
+        elif op == "park-unfit":
+            queue.park_unfit_head(lambda _: 0)
+        elif op in ("strict", "best-effort"):
+            queue.set_strict(op == "strict")
+        counts = queue.by_local_queue()
+        held: dict[tuple[str, str], int] = {}
+        for pending in queue.unordered():
+            held[(pending.namespace, pending.queue_name)] = (
+                held.get((pending.namespace, pending.queue_name), 0) + 1
+            )
+        assert {lq: active + parked for lq, (active, parked) in counts.items()} == held
+        assert sum(parked for _, parked in counts.values()) == queue.parked_count
