@@ -20,7 +20,7 @@ from tests.e2e.cluster import Cluster, until
 from tests.e2e.install import REPO_ROOT, Running
 from tests.support import builders
 
-__all__ = ["CONFIGMAP", "MANAGED_FINALIZER", "configure", "create_job", "team_queue"]
+__all__ = ["CONFIGMAP", "MANAGED_FINALIZER", "claiming_job", "configure", "create_job", "team_queue"]
 
 CONFIGMAP = REPO_ROOT / "manifests" / "controller" / "local" / "configmap.yaml"
 MANAGED_FINALIZER = "kueue.x-k8s.io/managed"
@@ -41,6 +41,27 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: {cpu}}}}}}}]
+""")
+
+
+def claiming_job(cluster: Cluster, namespace: str, name: str, template: str, *, parallelism: int = 1) -> None:
+    """A Job of ``parallelism`` busybox pods of 100m cpu, each claiming devices through ResourceClaimTemplate
+    ``template`` (DRA), queued in LocalQueue ``q``."""
+    cluster.apply(f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
+spec:
+  parallelism: {parallelism}
+  completions: {parallelism}
+  template:
+    spec:
+      restartPolicy: Never
+      resourceClaims: [{{name: gpus, resourceClaimTemplateName: {template}}}]
+      containers:
+        - name: c
+          image: busybox
+          resources: {{requests: {{cpu: 100m}}, claims: [{{name: gpus}}]}}
 """)
 
 

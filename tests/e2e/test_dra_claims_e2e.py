@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.install import Running
-from tests.e2e.queues import team_queue
+from tests.e2e.queues import claiming_job, team_queue
 
 pytestmark = pytest.mark.skipif(not KUBECONFIG, reason=NO_CLUSTER)
 
@@ -27,20 +27,8 @@ spec:
       requests:
         - name: gpus
           exactly: {{deviceClassName: gpu.example.com, allocationMode: ExactCount, count: 8}}
----
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: claims, namespace: {ns}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      resourceClaims: [{{name: gpus, resourceClaimTemplateName: eight-gpus}}]
-      containers:
-        - name: c
-          image: busybox
-          resources: {{requests: {{cpu: 100m}}, claims: [{{name: gpus}}]}}
 """)
+        claiming_job(cluster, ns, "claims", "eight-gpus")
 
         def reserved() -> dict[str, object]:
             return condition(workload_of(cluster, ns, "claims"), "QuotaReserved") or {}

@@ -13,7 +13,7 @@ import pytest
 from tests.e2e.cluster import KUBECONFIG, NO_CLUSTER, Cluster, condition, until, workload_of
 from tests.e2e.conftest import ControllerSetup, with_controller
 from tests.e2e.install import Running
-from tests.e2e.queues import team_queue
+from tests.e2e.queues import claiming_job, team_queue
 from tests.support import builders
 
 MAPPED = (
@@ -38,35 +38,16 @@ def gpu_queue(cluster: Cluster) -> AbstractContextManager[str]:
     )
 
 
-def claiming_job(cluster: Cluster, namespace: str, name: str, parallelism: int) -> None:
-    cluster.apply(f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: {name}, namespace: {namespace}, labels: {{kueue.x-k8s.io/queue-name: q}}}}
-spec:
-  parallelism: {parallelism}
-  completions: {parallelism}
-  template:
-    spec:
-      restartPolicy: Never
-      resourceClaims: [{{name: gpus, resourceClaimTemplateName: two-gpus}}]
-      containers:
-        - name: c
-          image: busybox
-          resources: {{requests: {{cpu: 100m}}, claims: [{{name: gpus}}]}}
-""")
-
-
 def test_claimed_gpus_count_against_the_mapped_quota(controller: tuple[Cluster, Running]) -> None:
     cluster, running = controller
     with gpu_queue(cluster) as ns:
-        claiming_job(cluster, ns, "first", 1)
+        claiming_job(cluster, ns, "first", "two-gpus")
         until(lambda: cluster.get("job", "first", "-n", ns)["spec"]["suspend"] is False, "the Job to start")
         usage = workload_of(cluster, ns, "first")["status"]["admission"]["podSetAssignments"][0][
             "resourceUsage"
         ]
         assert usage == {"cpu": "100m", "example.com/gpus": "2"}, running.tail()
-        claiming_job(cluster, ns, "pair", 2)  # 2 pods of 2 GPUs: 4, with 2 left
+        claiming_job(cluster, ns, "pair", "two-gpus", parallelism=2)  # 2 pods of 2 GPUs: 4, with 2 left
 
         def reserved() -> dict[str, object]:
             return condition(workload_of(cluster, ns, "pair"), "QuotaReserved") or {}
