@@ -54,14 +54,14 @@ class Claim:
         """Charge ``need`` less ``covered`` (what its targets in its ClusterQueue still hold)."""
         if self.cluster_queue not in ledger.queues:
             return
-        ledger.release(self.cluster_queue, self.usage)
+        ledger.release_claim(self.cluster_queue, self.usage)
         self.usage = uncovered(self.need, covered)
-        ledger.charge(self.cluster_queue, self.usage)
+        ledger.charge_claim(self.cluster_queue, self.usage)
 
     def release(self, ledger: Ledger) -> None:
         """Give back what is charged for the claim (it stays, empty, until dropped)."""
         if self.usage and self.cluster_queue in ledger.queues:
-            ledger.release(self.cluster_queue, self.usage)
+            ledger.release_claim(self.cluster_queue, self.usage)
         self.usage, self.need = {}, {}
 
 

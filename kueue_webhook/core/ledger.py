@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from kueue_webhook.api.objects import ResourceGroup
 from kueue_webhook.core.model import FlavorResource
 
-__all__ = ["Ledger", "Node", "Quota"]
+__all__ = ["Ledger", "Node", "Quota", "admitted_usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,11 @@ class Node:
     children: list[Node] = field(default_factory=list)
     subtree: dict[FlavorResource, int] = field(default_factory=dict)
     usage: dict[FlavorResource, int] = field(default_factory=dict)
+    #: on a ClusterQueue: the part of ``usage`` that is room claimed for preemptors waiting for their
+    #: targets to leave (``claims.Claim``), not held by anything admitted
+    claimed: dict[FlavorResource, int] = field(default_factory=dict)
+    #: how many claims are charged at or below this node (0: ``usage`` is all admitted workloads)
+    claims_below: int = 0
     #: a cohort object exists for this node (implicit cohorts are dropped when they empty)
     explicit: bool = False
     #: ``height`` as of the last change to the tree below (-1: not known, counted when asked)
@@ -136,6 +141,17 @@ def available(node: Node, fr: FlavorResource) -> int:
         offered += max(0, local - usage)
     node.known_available[fr] = (current, current.version, offered)
     return offered
+
+
+def admitted_usage(node: Node, fr: FlavorResource) -> int:
+    """``node``'s usage of ``fr`` without the room claimed for waiting preemptors: what its admitted
+    workloads hold, counted up the tree as the usage is (what a node's private part cannot hold climbs).
+    Kueue has no claims: a ClusterQueue borrows by what it has admitted, and only that can be reclaimed."""
+    if not node.claims_below:
+        return node.usage.get(fr, 0)
+    if not node.is_cohort:
+        return node.usage.get(fr, 0) - node.claimed.get(fr, 0)
+    return sum(max(0, admitted_usage(child, fr) - child.local_quota(fr)) for child in node.children)
 
 
 def potential_available(node: Node, fr: FlavorResource) -> int:
@@ -337,9 +353,11 @@ class Ledger:
             return
         node.subtree = {fr: quota.nominal for fr, quota in node.quotas.items()}
         node.usage = {}
+        node.claims_below = 0
         node.known_height = -1
         for child in node.children:
             self._recompute_tree(child)
+            node.claims_below += child.claims_below
             for fr, child_quota in child.subtree.items():
                 node.subtree[fr] = node.subtree.get(fr, 0) + child_quota - child.local_quota(fr)
             for fr, child_usage in child.usage.items():
@@ -362,6 +380,30 @@ class Ledger:
         self._touch(node)
         for fr, amount in usage.items():
             remove_usage(node, fr, amount)
+
+    def charge_claim(self, queue: str, usage: Mapping[FlavorResource, int]) -> None:
+        """``charge`` room claimed for a waiting preemptor: taken like usage, not admitted usage
+        (``admitted_usage``)."""
+        self.charge(queue, usage)
+        self._count_claim(queue, usage, 1)
+
+    def release_claim(self, queue: str, usage: Mapping[FlavorResource, int]) -> None:
+        """``release`` what ``charge_claim`` charged."""
+        self.release(queue, usage)
+        self._count_claim(queue, usage, -1)
+
+    def _count_claim(self, queue: str, usage: Mapping[FlavorResource, int], sign: int) -> None:
+        node: Node | None = self.queues.get(queue)
+        if node is None or not usage:
+            return
+        claimed = node.claimed
+        for fr, amount in usage.items():
+            claimed[fr] = claimed.get(fr, 0) + sign * amount
+            if not claimed[fr]:
+                del claimed[fr]
+        while node is not None:
+            node.claims_below += sign
+            node = node.parent
 
     def _touch(self, node: Node) -> None:
         while node.parent is not None:

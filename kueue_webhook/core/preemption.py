@@ -51,7 +51,7 @@ from typing import Protocol
 
 from kueue_webhook.api.objects import Preemption
 from kueue_webhook.core.assignment import Mode
-from kueue_webhook.core.ledger import Ledger, Node, available
+from kueue_webhook.core.ledger import Ledger, Node, admitted_usage, available
 from kueue_webhook.core.model import FlavorResource, WorkloadInfo
 
 __all__ = [
@@ -171,9 +171,15 @@ def queue_path(ledger: Ledger, cluster_queue: str) -> str:
 
 
 def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
-    """Whether ``node`` uses no more than its own subtree quota of each of ``frs`` (it lends, or uses
-    what it lent, but does not borrow): nothing there is to be reclaimed."""
-    usage, subtree = node.usage, node.subtree
+    """Whether ``node``'s admitted workloads use no more than its own subtree quota of each of ``frs``
+    (it lends, or uses what it lent, but does not borrow): nothing there is to be reclaimed. Room
+    claimed there for a waiting preemptor is not borrowing (``ledger.admitted_usage``): counted, it would
+    offer a ClusterQueue's workloads within its nominal quota to be reclaimed, when only the claim is
+    beyond it."""
+    subtree = node.subtree
+    if node.claims_below:
+        return all(admitted_usage(node, fr) <= subtree.get(fr, 0) for fr in frs)
+    usage = node.usage
     for fr in frs:  # noqa: SIM110 (a loop, not all() over a generator: asked for every node a search walks)
         if usage.get(fr, 0) > subtree.get(fr, 0):
             return False
@@ -547,7 +553,7 @@ class ClassicalPreemption(TargetSearch):
     def _under_nominal(node: Node, needs: Iterable[FlavorResource]) -> bool:
         for fr in needs:
             quota = node.quotas.get(fr)
-            if quota is None or quota.nominal <= node.usage.get(fr, 0):
+            if quota is None or quota.nominal <= admitted_usage(node, fr):
                 return False
         return True
 

@@ -366,7 +366,7 @@ class WorkloadTracker:
         for victim in removed:
             ledger.release(victim.cluster_queue, victim.info.usage)
         for queue, more in passed:
-            ledger.charge(queue, more)
+            ledger.charge_claim(queue, more)
         aside = [(victim.info.key, tas.set_aside(victim.info.key)) for victim in removed] if wholly else []
         touched = {victim.cluster_queue for victim in removed} if wholly else set()
         if wholly:
@@ -382,7 +382,7 @@ class WorkloadTracker:
             for key, charges in aside:
                 tas.put_back(key, charges)
             for queue, more in passed:
-                ledger.release(queue, more)
+                ledger.release_claim(queue, more)
             for victim in removed:
                 ledger.charge(victim.cluster_queue, victim.info.usage)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kueue_webhook.api.objects import Cohort
-from kueue_webhook.core.ledger import Ledger
+from kueue_webhook.core.ledger import Ledger, admitted_usage
 
 from .builders import cluster_queue, cohort
 
@@ -139,3 +139,28 @@ def test_borrowing_level_follows_the_tree_when_a_sub_cohort_comes_and_goes() -> 
     ledger.delete_cluster_queue("in-team")
     ledger.delete_cohort("team")
     assert ledger.borrowing_height("top", CPU, 2 * G) == 1
+
+
+def test_room_claimed_for_waiting_preemptors_is_taken_but_not_admitted_usage_at_any_level() -> None:
+    """A claim takes room like usage (nobody else gets it), but what a node has admitted, the measure of
+    borrowing that reclaim goes by, leaves it out, up through a sub-cohort from behind a lending limit;
+    the count survives the tree being rebuilt, and a claim given back leaves no trace."""
+    root = cohort("root", {"default": {"cpu": 10}})
+    team = cohort("team", {"default": {"cpu": 0}}, parent="root")
+    a_quota = {"nominalQuota": 4, "lendingLimit": 1}  # 3 private
+    ledger = ledger_with(("a", "team", a_quota), ("b", "root", 2), cohorts=(root, team))
+    ledger.charge("a", {CPU: 5 * G})
+    ledger.charge_claim("a", {CPU: 2 * G})
+    a, team_node, root_node = ledger.queues["a"], ledger.cohorts["team"], ledger.cohorts["root"]
+    assert ledger.available("b", CPU) == 13 * G - 4 * G  # 10 + 1 lent by a + 2, less what climbed
+    assert (a.usage[CPU], admitted_usage(a, CPU)) == (7 * G, 5 * G)
+    # what a's 3 private cpu do not hold climbs: 4 with the claim, 2 without it
+    assert (team_node.usage[CPU], admitted_usage(team_node, CPU)) == (4 * G, 2 * G)
+    assert (root_node.usage[CPU], admitted_usage(root_node, CPU)) == (4 * G, 2 * G)
+    ledger.set_cluster_queue(
+        "b", cohort="root", groups=cluster_queue("b", {"default": {"cpu": 3}}).resource_groups
+    )
+    assert admitted_usage(root_node, CPU) == 2 * G  # the tree rebuilt: the claim still counted apart
+    ledger.release_claim("a", {CPU: 2 * G})
+    assert (a.claimed, a.claims_below, team_node.claims_below, root_node.claims_below) == ({}, 0, 0, 0)
+    assert admitted_usage(root_node, CPU) == root_node.usage[CPU] == 2 * G
