@@ -124,13 +124,34 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
 def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_was_not_productive() -> None:
     loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
     loop._note_cycle(100.0, productive=False)  # the first cycle in a while: a lone change is served at once
-    assert loop._pause_next is False
+    assert loop._pause == 0
     loop._note_cycle(100.01, productive=False)  # close behind another, mostly no room: pause
-    assert (loop._pause_next, loop._last_cycle_at) == (True, 100.01)
+    assert (loop._pause, loop._last_cycle_at) == (0.05, 100.01)
     loop._note_cycle(100.02, productive=True)  # admitted most of its heads: the next follows at once
-    assert loop._pause_next is False
+    assert loop._pause == 0
     loop._note_cycle(100.5, productive=False)  # after a quiet spell (more than two pauses): no pause
-    assert loop._pause_next is False
+    assert loop._pause == 0
+
+
+def test_a_run_of_cycles_that_mostly_found_no_room_doubles_the_pause_until_one_admits() -> None:
+    """Sustained load (Kueue's baseline scenario: most of its cycles come in such runs) is looked at every
+    100 ms instead of every 50; one or two such cycles keep the short pause, and a productive cycle or a
+    quiet spell ends the run."""
+    loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
+    pauses = []
+    for started in (100.0, 100.01, 100.06, 100.11, 100.21, 100.31):
+        loop._note_cycle(started, productive=False)
+        pauses.append(loop._pause)
+    assert pauses == [0, 0.05, 0.05, 0.1, 0.1, 0.1]
+    loop._note_cycle(100.5, productive=False)  # within two long pauses of the last: the run goes on
+    assert loop._pause == 0.1
+    loop._note_cycle(100.6, productive=True)
+    assert loop._pause == 0
+    for started in (100.61, 100.66):
+        loop._note_cycle(started, productive=False)
+    assert loop._pause == 0.05  # a new run starts short
+    loop._note_cycle(101.0, productive=False)  # after a quiet spell (more than two pauses): none
+    assert loop._pause == 0
 
 
 def three_queues(*, room_in_c: int) -> list[tuple[Kind, JSON]]:
