@@ -394,13 +394,15 @@ class Ledger:
 
     def _count_claim(self, queue: str, usage: Mapping[FlavorResource, int], sign: int) -> None:
         node: Node | None = self.queues.get(queue)
-        if node is None or not usage:
-            return
+        if node is None or not usage or (sign < 0 and node.claims_below <= 0):
+            return  # (nothing counted here: a claim made before its ClusterQueue was deleted and made anew)
         claimed = node.claimed
         for fr, amount in usage.items():
-            claimed[fr] = claimed.get(fr, 0) + sign * amount
-            if not claimed[fr]:
-                del claimed[fr]
+            left = claimed.get(fr, 0) + sign * amount
+            if left > 0:
+                claimed[fr] = left
+            else:
+                claimed.pop(fr, None)
         while node is not None:
             node.claims_below += sign
             node = node.parent

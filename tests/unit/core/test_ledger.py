@@ -164,3 +164,16 @@ def test_room_claimed_for_waiting_preemptors_is_taken_but_not_admitted_usage_at_
     ledger.release_claim("a", {CPU: 2 * G})
     assert (a.claimed, a.claims_below, team_node.claims_below, root_node.claims_below) == ({}, 0, 0, 0)
     assert admitted_usage(root_node, CPU) == root_node.usage[CPU] == 2 * G
+
+
+def test_a_claim_given_back_after_its_cluster_queue_was_made_anew_counts_nothing_there() -> None:
+    ledger = ledger_with(("a", "c", 4), ("b", "c", 4))
+    ledger.charge_claim("a", {CPU: 2 * G})
+    ledger.delete_cluster_queue("a")
+    assert ledger.cohorts["c"].claims_below == 0  # the tree recounted without it
+    ledger.set_cluster_queue(
+        "a", cohort="c", groups=cluster_queue("a", {"default": {"cpu": 4}}).resource_groups
+    )
+    ledger.release_claim("a", {CPU: 2 * G})
+    a = ledger.queues["a"]
+    assert (a.claimed, a.claims_below, ledger.cohorts["c"].claims_below) == ({}, 0, 0)
