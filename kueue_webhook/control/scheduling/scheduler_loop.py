@@ -172,10 +172,8 @@ class SchedulerLoop(DecisionWrites):
         self._idle_cycle_pause = idle_cycle_pause
         #: when the last cycle began
         self._last_cycle_at: float | None = None
-        #: how many cycles in a row mostly found no room, each close behind the one before
+        #: how many cycles in a row mostly found no room, each close behind the one before (``_pause``)
         self._unproductive_run = 0
-        #: seconds from the start of the last cycle to the next (``IDLE_CYCLE_PAUSE``; 0: at once)
-        self._pause = 0.0
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
         self.on_admitted: list[Callable[[str], None]] = []
@@ -451,13 +449,17 @@ class SchedulerLoop(DecisionWrites):
         within two pauses of the one before (the loop is busy; a quiet loop's first change is not held
         back), twice as long after ``LONG_PAUSE_AFTER`` such cycles in a row."""
         previous, self._last_cycle_at = self._last_cycle_at, started
-        short = self._idle_cycle_pause
-        busy = previous is not None and started - previous < 2 * max(self._pause, short)
+        busy = previous is not None and started - previous < 2 * max(self._pause, self._idle_cycle_pause)
         self._unproductive_run = self._unproductive_run + 1 if busy and not productive else 0
-        if self._unproductive_run == 0:
-            self._pause = 0.0
-        else:
-            self._pause = short if self._unproductive_run < LONG_PAUSE_AFTER else 2 * short
+
+    @property
+    def _pause(self) -> float:
+        """Seconds from the start of the last cycle to the next (0: at once), as ``_note_cycle`` left
+        the run of cycles that mostly found no room."""
+        run, short = self._unproductive_run, self._idle_cycle_pause
+        if run == 0:
+            return 0.0
+        return short if run < LONG_PAUSE_AFTER else 2 * short
 
     async def _pause_after_idle_cycle(self, loop: asyncio.AbstractEventLoop) -> None:
         """Until the pause ``_note_cycle`` chose has passed since the last cycle began."""
