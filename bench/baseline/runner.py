@@ -58,7 +58,9 @@ log = logging.getLogger("bench.baseline")
 class Api(Protocol):
     """The slice of an API client the run needs (``kueue_webhook.control.kube.client.KubeClient`` fits)."""
 
-    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON: ...
+    async def create(
+        self, kind: Kind, body: JSON, *, namespace: str | None = None, timeout: float | None = ...
+    ) -> JSON: ...
 
     async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON: ...
 
@@ -321,7 +323,12 @@ class Run:
             )
             self.runtime_ms[key] = planned.template.runtime_ms
             try:
-                await self.api.create(WORKLOADS, scenario.workload(planned), namespace=planned.namespace)
+                # no time limit of its own: Kueue's generator creates with controller-runtime's client on
+                # client-go's default rest.Config (Timeout 0), so a slow API server delays the stream and
+                # only the API server's own request timeout (60 s) fails a creation
+                await self.api.create(
+                    WORKLOADS, scenario.workload(planned), namespace=planned.namespace, timeout=None
+                )
                 self.counters.created += 1
             except ApiError as exc:
                 self.counters.create_failures += 1

@@ -466,6 +466,8 @@ class MemoryApi:
         self.evicted: set[str] = set()
         self.patches: list[tuple[str, list[JSON]]] = []
         self.applies: list[tuple[str, JSON]] = []
+        #: the time limit each creation was sent with, per kind
+        self.create_timeouts: list[tuple[str, float | None]] = []
 
     def _commit(self, kind: Kind, obj: JSON, event: str) -> JSON:
         self.version += 1
@@ -499,7 +501,10 @@ class MemoryApi:
             status["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})
             self._commit(WORKLOADS, obj, "MODIFIED")
 
-    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON:
+    async def create(
+        self, kind: Kind, body: JSON, *, namespace: str | None = None, timeout: float | None = 30.0
+    ) -> JSON:
+        self.create_timeouts.append((kind.plural, timeout))
         obj = copy.deepcopy(body)
         if kind is CLUSTER_QUEUES:
             obj["status"] = {"conditions": [{"type": "Active", "status": "True"}]}
@@ -781,6 +786,9 @@ async def test_a_run_finishes_every_workload_after_its_run_time_and_acknowledges
     ]
     assert len(finishes) == 6
     assert check_over_admission(run.timeline.transitions, limits_of(plan)).violations == []
+    # Kueue's generator creates on client-go's default rest.Config (no client-side timeout): a slow API
+    # server delays the stream instead of ending the run
+    assert {timeout for plural, timeout in api.create_timeouts if plural == "workloads"} == {None}
 
 
 def test_tas_plan_has_kueues_nodes_classes_and_topology_requests() -> None:

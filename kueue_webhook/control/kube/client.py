@@ -247,9 +247,11 @@ class KubeClient:
         query: Mapping[str, str | int] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        timeout: float = 30.0,
+        timeout: float | None = 30.0,
         accept: str = "application/json",
     ) -> JSON:
+        """One request, its answer parsed; ``timeout`` bounds the whole exchange (None: the API server's
+        own limit, as client-go's default ``rest.Config`` leaves it)."""
         headers = {"Accept": accept, **(await self._auth())}
         data: bytes | None = None
         if body is not None:
@@ -408,9 +410,15 @@ class KubeClient:
     async def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> JSON:
         return await self.request("GET", kind.path(namespace=namespace, name=name))
 
-    async def create(self, kind: Kind, body: JSON, *, namespace: str | None = None) -> JSON:
+    async def create(
+        self, kind: Kind, body: JSON, *, namespace: str | None = None, timeout: float | None = 30.0
+    ) -> JSON:
         return await self.request(
-            "POST", kind.path(namespace=namespace), body=body, query={"fieldManager": FIELD_MANAGER}
+            "POST",
+            kind.path(namespace=namespace),
+            body=body,
+            query={"fieldManager": FIELD_MANAGER},
+            timeout=timeout,
         )
 
     async def replace(self, kind: Kind, body: JSON, *, subresource: str = "") -> JSON:
