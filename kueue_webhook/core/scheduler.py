@@ -218,6 +218,13 @@ class SchedulerState:
         self.revisits.schedule(now)
         return decisions
 
+    def plan_revisits(self, now: float) -> None:
+        """Make the revisits that are due (their parked workloads back in the heap) and plan one for every
+        cohort tree whose usage moved since, as ``cycle`` does first and last: called before ``has_work``, a
+        change of usage alone, or a revisit that finds nobody parked, needs no cycle of its own."""
+        self.revisits.revisit(now)
+        self.revisits.schedule(now)
+
     def has_work(self, now: float | None = None) -> bool:
         """Whether a cycle now could decide anything (a head to try or a notice to deliver) or, given the
         time, has a revisit to plan or to make."""

@@ -411,7 +411,7 @@ class SchedulerLoop(DecisionWrites):
             while True:
                 await self._kicked_or_revisit_due()
                 self._kick.clear()
-                while self.context.is_leader() and self.state.has_work(loop.time()):
+                while self.context.is_leader() and self._has_work(loop.time()):
                     await self._pause_after_idle_cycle(loop)
                     if not self.context.is_leader():
                         break
@@ -425,6 +425,13 @@ class SchedulerLoop(DecisionWrites):
         finally:
             messages.cancel()
             self.abandon_writes()
+
+    def _has_work(self, now: float) -> bool:
+        """Whether a cycle now could decide anything. A change of usage with nothing to try (a Workload
+        finished, none waiting, or all parked) only plans its cohort tree's revisit, without a cycle: such a
+        cycle would try nothing, and under a stream of finishes it would come every pause."""
+        self.state.plan_revisits(now)
+        return self.state.has_work(now)
 
     async def _kicked_or_revisit_due(self) -> None:
         """Until kicked, or until the core's next revisit of parked workloads is due (the core keeps time

@@ -10,6 +10,8 @@ import contextlib
 import copy
 from typing import Any
 
+import pytest
+
 from kueue_webhook.control.cache.store import Change, Store, key_of
 from kueue_webhook.control.kube.kinds import (
     CLUSTER_QUEUES,
@@ -106,12 +108,7 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
         feed(loop, store, WORKLOADS, pending("first", 1, 1))  # no room: a cycle that admits nothing
         await until(loop, lambda: loop.state.last_wait("team/first") is not None)
         cycles = loop.cycles
-        finished = copy.deepcopy(store.get(WORKLOADS, "holder", "team"))
-        finished["metadata"]["resourceVersion"] = "9999"
-        finished["status"]["conditions"].append(
-            {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
-        )
-        feed(loop, store, WORKLOADS, finished)  # room for both, told on separate turns of the loop
+        feed(loop, store, WORKLOADS, finished(store, "holder"))  # room for both, told on separate turns
         for _ in range(5):
             await asyncio.sleep(0)
         assert (loop.cycles, loop.admitted) == (cycles, 1)  # unpaused, "first" would be admitted by now
@@ -119,6 +116,37 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
         await until(loop, lambda: loop.admitted == 3)
         assert admitted(store) == ["first", "holder", "second"]  # holder finished with its admission
         assert loop.cycles == cycles + 2  # one head of a ClusterQueue per cycle: no cycle in between
+
+
+def finished(store: Store, name: str) -> JSON:
+    workload = copy.deepcopy(store.get(WORKLOADS, name, "team"))
+    workload["metadata"]["resourceVersion"] = "9999"
+    workload["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+    )
+    return workload
+
+
+@pytest.mark.looptime
+async def test_a_finish_with_nobody_waiting_runs_no_cycle_then_or_at_its_revisit() -> None:
+    """Quota given back with nothing to try only plans its cohort tree's revisit (Kueue's requeue a batch
+    period later), and the revisit finds nobody parked: no cycle for either. A cycle that tries nothing
+    would otherwise follow every finish, and under a stream of finishes one every pause."""
+    async with running(cpus=1, pause=0.05) as (loop, store):
+        feed(loop, store, WORKLOADS, pending("holder", 1, 0))
+        await until(loop, lambda: loop.admitted == 1)
+        await asyncio.sleep(5)  # the admission's own revisit comes and goes (the loop's clock is looptime's)
+        assert loop.state.next_revisit() is None
+        cycles = loop.cycles
+        feed(loop, store, WORKLOADS, finished(store, "holder"))
+        await asyncio.sleep(0.5)
+        assert loop.state.next_revisit() is not None  # planned for a second after the release
+        await asyncio.sleep(1)
+        assert loop.state.next_revisit() is None  # made
+        assert loop.cycles == cycles
+        feed(loop, store, WORKLOADS, pending("next", 1, 1))  # something to try: a cycle, at once
+        await until(loop, lambda: loop.admitted == 2)
+        assert loop.cycles == cycles + 1
 
 
 def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_was_not_productive() -> None:
