@@ -96,12 +96,12 @@ IDLE_CYCLE_PAUSE = 0.05
 #: or two such cycles keep the short pause, so a release soon after them is not held back longer. On the
 #: baseline about half the cycles and 16-19 % less controller CPU for the same work (docs/benchmarks.md).
 LONG_PAUSE_AFTER = 3
-#: the pause is at most this many times what the last cycle took to decide (the core's time, not the
-#: writes'), so that cycles that find no room take a bounded share of the loop (1 in 51) however cheap: on
-#: Kueue's baseline scenario such a cycle retries the heads of 25-30 ClusterQueues in 2-8 ms (4 ms median)
-#: and the 50/100 ms pause applies as before, while a cycle that tried one arriving Workload in half a
-#: millisecond pauses 25 ms, so a quota release behind a stream of submissions is not held back 100 ms.
-PAUSE_PER_CYCLE_SECOND = 50
+#: the pause is at most this many seconds per head the last cycle tried: the changes a pause gathers are
+#: worth waiting for when cycles retry many heads (on Kueue's baseline scenario a cycle that finds little
+#: room tries 26 heads at the median, fewer than 10 in one of fifteen, and the 50/100 ms pause applies as
+#: before), not when a cycle tried one arriving Workload: then a quota release behind a stream of
+#: submissions that do not fit waits 10 ms at most instead of 100.
+PAUSE_PER_HEAD_TRIED = 0.01
 UNFREEZE_EVERY = 1800.0
 #: pending reasons of Workloads held out of every queue (their conditions are written at once)
 _HELD_OUT_OF_QUEUE = frozenset((REASON_ADMISSION_GATED, REASON_MISCONFIGURED))
@@ -162,7 +162,7 @@ class SchedulerLoop(DecisionWrites):
         max_in_flight: int = DECISION_WRITES_IN_FLIGHT,
         pending_debounce: float = PENDING_DEBOUNCE,
         idle_cycle_pause: float = IDLE_CYCLE_PAUSE,
-        pause_per_cycle_second: float = PAUSE_PER_CYCLE_SECOND,
+        pause_per_head_tried: float = PAUSE_PER_HEAD_TRIED,
     ) -> None:
         self.context = context
         self.store = context.store  # the core mirrors it: read on every change
@@ -177,14 +177,12 @@ class SchedulerLoop(DecisionWrites):
         self.admitted = 0
         self.cycles = 0
         self._idle_cycle_pause = idle_cycle_pause
-        self._pause_per_cycle_second = pause_per_cycle_second
+        self._pause_per_head_tried = pause_per_head_tried
         #: when the last cycle began
         self._last_cycle_at: float | None = None
         #: how many cycles in a row mostly found no room, each close behind the one before (``_pause``)
         self._unproductive_run = 0
-        #: seconds the core took to decide in the last cycle (its writes apart)
-        self.decision_seconds = 0.0
-        #: the longest pause the last cycle's cost allows (``_note_cycle``)
+        #: the longest pause the number of heads the last cycle tried allows (``_note_cycle``)
         self._pause_bound = 0.0
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
@@ -429,7 +427,7 @@ class SchedulerLoop(DecisionWrites):
                         break
                     started = loop.time()
                     productive = await self._cycle()
-                    self._note_cycle(started, productive=productive, cost=self.decision_seconds)
+                    self._note_cycle(started, productive=productive, tried=self.state.last_cycle_tried)
                     if self._admission_blocked():
                         break  # blockAdmission: one cycle per kick, to tell who waits; a change kicks again
                 if self._decided_since_collect >= COLLECT_AFTER_DECISIONS:
@@ -463,20 +461,20 @@ class SchedulerLoop(DecisionWrites):
             return
         await wait_until_set(self._kick, delay)
 
-    def _note_cycle(self, started: float, *, productive: bool, cost: float) -> None:
-        """Remember a cycle that took ``cost`` seconds to decide: the next one pauses if this one was not
-        productive (``_cycle``) and began within two pauses of the one before (the loop is busy; a quiet
-        loop's first change is not held back), twice as long after ``LONG_PAUSE_AFTER`` such cycles in a
-        row, and never longer than ``PAUSE_PER_CYCLE_SECOND`` times ``cost``."""
+    def _note_cycle(self, started: float, *, productive: bool, tried: int) -> None:
+        """Remember a cycle that tried ``tried`` heads: the next one pauses if this one was not productive
+        (``_cycle``) and began within two pauses of the one before (the loop is busy; a quiet loop's first
+        change is not held back), twice as long after ``LONG_PAUSE_AFTER`` such cycles in a row, and never
+        longer than ``PAUSE_PER_HEAD_TRIED`` per head it tried."""
         previous, self._last_cycle_at = self._last_cycle_at, started
         busy = previous is not None and started - previous < 2 * max(self._pause, self._idle_cycle_pause)
         self._unproductive_run = self._unproductive_run + 1 if busy and not productive else 0
-        self._pause_bound = self._pause_per_cycle_second * cost
+        self._pause_bound = self._pause_per_head_tried * tried
 
     @property
     def _pause(self) -> float:
         """Seconds from the start of the last cycle to the next (0: at once), as ``_note_cycle`` left
-        the run of cycles that mostly found no room and the cost of the last one."""
+        the run of cycles that mostly found no room and the heads the last one tried."""
         run, short = self._unproductive_run, self._idle_cycle_pause
         if run == 0:
             return 0.0
@@ -511,7 +509,6 @@ class SchedulerLoop(DecisionWrites):
         loop = asyncio.get_running_loop()  # once: each call checks the process id (a system call)
         self.state.fairness.now = time.time()  # admission fair sharing's clock (entry penalties' settling)
         decisions = self.state.cycle(loop.time())
-        self.decision_seconds = time.perf_counter() - started
         for key, cluster_queue in self.state.take_restated().items():
             self.pending.mark(cluster_queue, key)  # restated without a decision: the paced pass shows it
         self.cycles += 1

@@ -80,11 +80,11 @@ async def until(loop: ObservedLoop, condition: Any) -> None:
 @contextlib.asynccontextmanager
 async def running(cpus: int, pause: float) -> Any:
     store = Store()
-    # pauses as long as ``pause`` however cheap the test's cycles (their cost bounds the pause otherwise)
+    # pauses as long as ``pause`` however few heads the test's cycles try (they bound the pause otherwise)
     loop = ObservedLoop(
         control_context(store, writer=AnsweringWriter(store)),
         idle_cycle_pause=pause,
-        pause_per_cycle_second=1e9,
+        pause_per_head_tried=3600,
     )
     for kind, obj in queue(cpus=cpus):
         feed(loop, store, kind, obj)
@@ -157,15 +157,15 @@ async def test_a_finish_with_nobody_waiting_runs_no_cycle_then_or_at_its_revisit
 def test_only_a_busy_loop_pauses_and_only_after_a_cycle_that_was_not_productive() -> None:
     loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
     # the first cycle in a while: a lone change is served at once
-    loop._note_cycle(100.0, productive=False, cost=0.01)
+    loop._note_cycle(100.0, productive=False, tried=30)
     assert loop._pause == 0
-    loop._note_cycle(100.01, productive=False, cost=0.01)  # close behind another, mostly no room: pause
+    loop._note_cycle(100.01, productive=False, tried=30)  # close behind another, mostly no room: pause
     assert (loop._pause, loop._last_cycle_at) == (0.05, 100.01)
     # admitted most of its heads: the next follows at once
-    loop._note_cycle(100.02, productive=True, cost=0.01)
+    loop._note_cycle(100.02, productive=True, tried=30)
     assert loop._pause == 0
     # after a quiet spell (more than two pauses): no pause
-    loop._note_cycle(100.5, productive=False, cost=0.01)
+    loop._note_cycle(100.5, productive=False, tried=30)
     assert loop._pause == 0
 
 
@@ -176,32 +176,34 @@ def test_a_run_of_cycles_that_mostly_found_no_room_doubles_the_pause_until_one_a
     loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
     pauses = []
     for started in (100.0, 100.01, 100.06, 100.11, 100.21, 100.31):
-        loop._note_cycle(started, productive=False, cost=0.01)
+        loop._note_cycle(started, productive=False, tried=30)
         pauses.append(loop._pause)
     assert pauses == [0, 0.05, 0.05, 0.1, 0.1, 0.1]
     # within two long pauses of the last: the run goes on
-    loop._note_cycle(100.5, productive=False, cost=0.01)
+    loop._note_cycle(100.5, productive=False, tried=30)
     assert loop._pause == 0.1
-    loop._note_cycle(100.6, productive=True, cost=0.01)
+    loop._note_cycle(100.6, productive=True, tried=30)
     assert loop._pause == 0
     for started in (100.61, 100.66):
-        loop._note_cycle(started, productive=False, cost=0.01)
+        loop._note_cycle(started, productive=False, tried=30)
     assert loop._pause == 0.05  # a new run starts short
     # after a quiet spell (more than two pauses): none
-    loop._note_cycle(101.0, productive=False, cost=0.01)
+    loop._note_cycle(101.0, productive=False, tried=30)
     assert loop._pause == 0
 
 
-def test_the_pause_is_at_most_50_times_what_the_last_cycle_took_to_decide() -> None:
-    """A cycle that tried one arriving Workload in half a millisecond is followed 25 ms later, not 100: a
-    release behind a stream of submissions is not held back for cycles that cost next to nothing, while
-    cycles that retry the heads of many ClusterQueues (a few milliseconds each) pause as long as before."""
+def test_the_pause_is_at_most_10_ms_per_head_the_last_cycle_tried() -> None:
+    """A cycle that tried one arriving Workload is followed 10 ms later, not 100: a release behind a stream
+    of submissions that do not fit is not held back for cycles that had little to look at, while cycles that
+    retry the heads of many ClusterQueues pause as long as before."""
     loop = SchedulerLoop(control_context(Store()), idle_cycle_pause=0.05)
     for started in (100.0, 100.01, 100.02, 100.03):
-        loop._note_cycle(started, productive=False, cost=0.0005)
+        loop._note_cycle(started, productive=False, tried=1)
     assert loop._unproductive_run == 3
-    assert loop._pause == 50 * 0.0005
-    loop._note_cycle(100.04, productive=False, cost=0.003)  # a dear one: the long pause, 100 ms
+    assert loop._pause == 0.01
+    loop._note_cycle(100.04, productive=False, tried=4)
+    assert loop._pause == 0.04
+    loop._note_cycle(100.05, productive=False, tried=26)  # many heads: the long pause, 100 ms
     assert loop._pause == 0.1
 
 
