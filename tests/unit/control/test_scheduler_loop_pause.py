@@ -46,6 +46,16 @@ def feed(loop: SchedulerLoop, store: Store, kind: Kind, obj: JSON) -> None:
     loop.on_change(Change(kind, key_of(obj), old, copy.deepcopy(obj)))
 
 
+def finished(store: Store, name: str) -> JSON:
+    """``name`` as it reads once its run is over (Finished=True)."""
+    workload = copy.deepcopy(store.get(WORKLOADS, name, "team"))
+    workload["metadata"]["resourceVersion"] = "9999"
+    workload["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+    )
+    return workload
+
+
 def admitted(store: Store) -> list[str]:
     return sorted(
         w["metadata"]["name"] for w in store.items(WORKLOADS) if (w.get("status") or {}).get("admission")
@@ -121,15 +131,6 @@ async def test_after_a_cycle_that_admitted_nothing_the_changes_meanwhile_are_dec
         await until(loop, lambda: loop.admitted == 3)
         assert admitted(store) == ["first", "holder", "second"]  # holder finished with its admission
         assert loop.cycles == cycles + 2  # one head of a ClusterQueue per cycle: no cycle in between
-
-
-def finished(store: Store, name: str) -> JSON:
-    workload = copy.deepcopy(store.get(WORKLOADS, name, "team"))
-    workload["metadata"]["resourceVersion"] = "9999"
-    workload["status"]["conditions"].append(
-        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
-    )
-    return workload
 
 
 @pytest.mark.looptime
