@@ -182,8 +182,8 @@ class SchedulerLoop(DecisionWrites):
         self._last_cycle_at: float | None = None
         #: how many cycles in a row mostly found no room, each close behind the one before (``_pause``)
         self._unproductive_run = 0
-        #: the longest pause the number of heads the last cycle tried allows (``_note_cycle``)
-        self._pause_bound = 0.0
+        #: how many heads the last cycle tried (``_pause`` is at most ``PAUSE_PER_HEAD_TRIED`` per head)
+        self._last_tried = 0
         self._decided_since_collect = 0
         self._last_unfreeze = time.monotonic()
         self.on_admitted: list[Callable[[str], None]] = []
@@ -469,7 +469,7 @@ class SchedulerLoop(DecisionWrites):
         previous, self._last_cycle_at = self._last_cycle_at, started
         busy = previous is not None and started - previous < 2 * max(self._pause, self._idle_cycle_pause)
         self._unproductive_run = self._unproductive_run + 1 if busy and not productive else 0
-        self._pause_bound = self._pause_per_head_tried * tried
+        self._last_tried = tried
 
     @property
     def _pause(self) -> float:
@@ -479,7 +479,7 @@ class SchedulerLoop(DecisionWrites):
         if run == 0:
             return 0.0
         longest = short if run < LONG_PAUSE_AFTER else 2 * short
-        return min(longest, self._pause_bound)
+        return min(longest, self._pause_per_head_tried * self._last_tried)
 
     async def _pause_after_idle_cycle(self, loop: asyncio.AbstractEventLoop) -> None:
         """Until the pause ``_note_cycle`` chose has passed since the last cycle began."""
