@@ -432,11 +432,14 @@ def markdown(result: JSON, kueue: JSON) -> str:
     if result.get("controller_profile"):
         lines += [
             "Where the controller's CPU goes (py-spy samples, each charged to one bucket; cpu s = share of "
-            "the measured CPU time):",
+            "the measured CPU time, shared among the buckets but the event loop's wait):",
             "",
-            "| bucket | cpu s | share |",
+            "| bucket | cpu s | share of samples |",
             "|---|---|---|",
-            *(f"| {b['bucket']} | {b['cpu_s']} | {b['percent']} % |" for b in result["controller_profile"]),
+            *(
+                f"| {b['bucket']} | {'n/a' if b['cpu_s'] is None else b['cpu_s']} | {b['percent']} % |"
+                for b in result["controller_profile"]
+            ),
             "",
         ]
     for key, title in (("controller_hot_spots", "controller"), ("fake_api_hot_spots", "fake API server")):

@@ -427,6 +427,21 @@ def test_profile_samples_are_charged_to_the_component_that_spent_them(stack: lis
     assert profile.bucket_of(stack) == bucket
 
 
+def test_samples_in_the_event_loops_wait_get_no_share_of_the_measured_cpu() -> None:
+    # uvloop holds the GIL in epoll_pwait, so py-spy samples its wait as activity
+    loop = "main (kueue_webhook/cli.py:76);run (uvloop/__init__.py:92);Runner.run (asyncio/runners.py:118)"
+    lines = [
+        f"{loop};Store.upsert (kueue_webhook/control/cache/store.py:420) 3\n",
+        f"{loop} 4\n",
+        f"{loop};uv_run (core.c:452);epoll_pwait (libc.so.6) 2\n",
+        f"{loop};task_step (_asynciomodule.c:2990);cycle (kueue_webhook/core/scheduler.py:10) 1\n",
+    ]
+    rows = {row["bucket"]: row for row in profile.breakdown(lines, cpu_s=8.0)}
+    assert rows[profile.LOOP_WAIT] == {"bucket": profile.LOOP_WAIT, "cpu_s": None, "percent": 60.0}
+    assert rows["watch handling (informers, store)"]["cpu_s"] == 6.0
+    assert rows["scheduling (kueue_webhook/core)"]["cpu_s"] == 2.0
+
+
 def test_own_time_charges_each_sample_to_its_innermost_python_frame() -> None:
     lines = [
         "run (kueue_webhook/control/replica/main.py:103);upsert (kueue_webhook/control/cache/store.py:9) 3\n",
