@@ -1,11 +1,14 @@
 """Nodes and the pods of topology-aware Workloads, mirrored into a store of their own.
 
-Only pods labelled with their pod set (``kueue.x-k8s.io/podset``, which the controller puts on the pods of
-pod sets placed by topology) are listed and watched, so a cluster's other pods cost nothing here. Nodes are
+Only pods labelled with their pod set (``kueue.x-k8s.io/podset``) are listed and watched, so a cluster's
+pods that no queue started cost nothing here. Every pod a queue starts carries that label (Kueue puts it on
+each admitted pod set), so the store keeps of them only the pods Kueue counts as topology-aware (its
+``IsTAS``: a pod set that asks for a topology by annotation, or the unconstrained annotation the start put
+on a pod set placed by topology implicitly); at 10,000 admitted Jobs the others held 4 MB. Nodes are
 watched whole (the failure controller reads their Ready condition), once for the whole controller: the same
 informer also feeds the scheduler's :class:`~kueue_webhook.control.scheduling.topology_feed.TopologyFeed`
 (``node_sink``), which reduces each Node to what placement reads. (Pods are watched twice on purpose: the
-feed needs every *bound* pod's requests, this store every *labelled* pod, bound or still gated; neither
+feed needs every *bound* pod's requests, this store every topology-aware pod, bound or still gated; neither
 subset contains the other.) The store is separate from the controller's main one: the pod integration
 mirrors Pods there under the same resource, and neither must see the other's subset. Both informers run on
 every replica, so a new leader starts from a warm view.
@@ -18,15 +21,38 @@ from collections.abc import Callable
 from typing import Any
 
 from kueue_webhook.api.topology_pods import PODSET_LABEL, WORKLOAD_ANNOTATION
+from kueue_webhook.api.topology_request import (
+    PREFERRED_ANNOTATION,
+    REQUIRED_ANNOTATION,
+    SLICE_CONSTRAINTS_ANNOTATION,
+    SLICE_REQUIRED_ANNOTATION,
+    UNCONSTRAINED_ANNOTATION,
+)
 from kueue_webhook.control.cache.informer import Informer, ListWatchClient, Sink
-from kueue_webhook.control.cache.store import Change, Store
+from kueue_webhook.control.cache.store import Change, Store, key_of
 from kueue_webhook.control.kube.kinds import NODES, Kind
 
-__all__ = ["NODES", "PODS", "TopologyWatch", "is_terminated", "workload_of_pod"]
+__all__ = ["NODES", "PODS", "TopologyWatch", "is_terminated", "is_topology_pod", "workload_of_pod"]
 
 JSON = dict[str, Any]
 
 PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
+
+#: any of these on a pod makes it topology-aware (Kueue's IsTAS and IsExplicitTAS, pkg/util/tas)
+_TOPOLOGY_ANNOTATIONS = (
+    PREFERRED_ANNOTATION,
+    REQUIRED_ANNOTATION,
+    SLICE_REQUIRED_ANNOTATION,
+    SLICE_CONSTRAINTS_ANNOTATION,
+    UNCONSTRAINED_ANNOTATION,
+)
+
+
+def is_topology_pod(pod: JSON) -> bool:
+    """Whether Kueue's topology ungater looks at ``pod`` (its ``IsTAS``): a topology annotation, whatever
+    its value."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return any(name in annotations for name in _TOPOLOGY_ANNOTATIONS)
 
 
 def workload_of_pod(pod: JSON) -> tuple[str, str] | None:
@@ -39,6 +65,29 @@ def workload_of_pod(pod: JSON) -> tuple[str, str] | None:
 def is_terminated(pod: JSON) -> bool:
     """Succeeded or Failed (Kueue's IsTerminated): such a pod is replaced, not placed."""
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+class _TopologyPods:
+    """The pod informer's sink: the store gets the topology-aware pods only, and lets go of a pod that is
+    no longer one; the others are neither held nor remembered as deleted."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def retain_only(self, kind: Kind, keys: set[tuple[str, str]]) -> None:
+        self.store.retain_only(kind, keys)
+
+    def upsert(self, kind: Kind, obj: JSON) -> bool:
+        if is_topology_pod(obj):
+            return self.store.upsert(kind, obj)
+        return self.remove(kind, obj)
+
+    def remove(self, kind: Kind, obj: JSON) -> bool:
+        namespace, name = key_of(obj)
+        return self.store.contains(kind, name, namespace) and self.store.remove(kind, obj)
+
+    def mark_synced(self, kind: Kind) -> None:
+        self.store.mark_synced(kind)
 
 
 class _Both:
@@ -75,10 +124,11 @@ class TopologyWatch:
         self, client: ListWatchClient, *, watch_timeout_seconds: int = 290, node_sink: Sink | None = None
     ) -> None:
         self.store = Store()
+        self._pods = _TopologyPods(self.store)
         self.pod_informer = Informer(
             client=client,
             kind=PODS,
-            sink=self.store,
+            sink=self._pods,
             label_selector=PODSET_LABEL,
             watch_timeout_seconds=watch_timeout_seconds,
         )
@@ -112,7 +162,7 @@ class TopologyWatch:
         """A pod as a write just returned it, so the next decision sees it before its watch event."""
         pod.setdefault("kind", PODS.kind)
         pod.setdefault("apiVersion", PODS.api_version)
-        self.store.upsert(PODS, pod)
+        self._pods.upsert(PODS, pod)
 
     async def run(self) -> None:
         tasks = [asyncio.ensure_future(informer.run()) for informer in self.informers]
