@@ -8,10 +8,10 @@ API writes, informers and the store are watch handling, and so on. Helper frames
 are the entry points (``serve`` runs the event loop). Samples with no other frame of ours are transport
 (aiohttp protocol callbacks, TLS) or the event loop itself.
 
-A sample whose innermost Python frame is the loop's own ``run`` is mostly not CPU: uvloop waits in
-``epoll_pwait`` with the GIL held, and py-spy counts such a thread as active. Recorded with ``--native``
-on the real kube-apiserver, 87 % of those samples ended in ``epoll_pwait`` and the rest in libuv's reads;
-they are shown as their own bucket and left out when the measured CPU time is shared among the others.
+A sample whose innermost Python frame is the loop's own ``run`` is mostly not CPU: py-spy counts uvloop's
+wait for events as activity. Recorded with ``--native`` on the real kube-apiserver, 87 % of those samples
+ended in ``epoll_pwait`` and the rest in libuv's reads; they are shown as their own bucket and left out when
+the measured CPU time is shared among the others.
 """
 
 from __future__ import annotations

@@ -428,7 +428,7 @@ def test_profile_samples_are_charged_to_the_component_that_spent_them(stack: lis
 
 
 def test_samples_in_the_event_loops_wait_get_no_share_of_the_measured_cpu() -> None:
-    # uvloop holds the GIL in epoll_pwait, so py-spy samples its wait as activity
+    # py-spy samples uvloop's wait for events (epoll_pwait) as activity
     loop = "main (kueue_webhook/cli.py:76);run (uvloop/__init__.py:92);Runner.run (asyncio/runners.py:118)"
     lines = [
         f"{loop};Store.upsert (kueue_webhook/control/cache/store.py:420) 3\n",

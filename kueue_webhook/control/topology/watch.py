@@ -32,7 +32,7 @@ from kueue_webhook.control.cache.informer import Informer, ListWatchClient, Sink
 from kueue_webhook.control.cache.store import Change, Store, key_of
 from kueue_webhook.control.kube.kinds import NODES, Kind
 
-__all__ = ["NODES", "PODS", "TopologyWatch", "is_terminated", "is_topology_pod", "workload_of_pod"]
+__all__ = ["NODES", "PODS", "TopologyWatch", "is_terminated", "workload_of_pod"]
 
 JSON = dict[str, Any]
 
@@ -48,7 +48,7 @@ _TOPOLOGY_ANNOTATIONS = (
 )
 
 
-def is_topology_pod(pod: JSON) -> bool:
+def _is_topology_pod(pod: JSON) -> bool:
     """Whether Kueue's topology ungater looks at ``pod`` (its ``IsTAS``): a topology annotation, whatever
     its value."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
@@ -78,7 +78,7 @@ class _TopologyPods:
         self.store.retain_only(kind, keys)
 
     def upsert(self, kind: Kind, obj: JSON) -> bool:
-        if is_topology_pod(obj):
+        if _is_topology_pod(obj):
             return self.store.upsert(kind, obj)
         return self.remove(kind, obj)
 
