@@ -42,12 +42,21 @@ _LOOP_RUN = re.compile(r"^(Runner\.run|run_forever|run_until_complete|_run_once)
 LOOP_WAIT = "event loop: waiting for events or a core (not CPU), and libuv's own code"
 
 
+def _innermost_python(frames: list[str]) -> re.Match[str] | None:
+    """The innermost frame of Python code (``function (file.py:line)``) of root-first ``frames``."""
+    for frame in reversed(frames):
+        match = FRAME.match(frame)
+        if match is not None and ".py" in match.group("where"):
+            return match
+    return None
+
+
 def bucket_of(frames: list[str]) -> str:
     """The bucket one sample (root-first frames) is charged to."""
     if any("importlib" in f for f in frames):
         return "start-up (imports)"
-    python = [f for f in frames if ".py:" in f or ".py)" in f]
-    if python and _LOOP_RUN.match(python[-1]):
+    innermost = _innermost_python(frames)
+    if innermost is not None and _LOOP_RUN.match(innermost.group(0)):
         return LOOP_WAIT
     if any("orjson" in f or "json/" in f or "_json" in f for f in frames):
         return "JSON encode/decode"
@@ -138,12 +147,12 @@ def own_time(lines: Iterable[str], *, count: int = 15) -> list[dict[str, object]
         if not number.isdigit():
             continue
         total += int(number)
-        innermost = "(native or idle)"
-        for frame in reversed(stack.split(";")):
-            match = FRAME.match(frame)
-            if match is not None and ".py" in match.group("where"):
-                innermost = f"{match.group('function')} ({match.group('where').rsplit(':', 1)[0]})"
-                break
+        match = _innermost_python(stack.split(";"))
+        innermost = (
+            f"{match.group('function')} ({match.group('where').rsplit(':', 1)[0]})"
+            if match
+            else "(native or idle)"
+        )
         own[innermost] = own.get(innermost, 0) + int(number)
     ranked = sorted(own.items(), key=lambda item: -item[1])[:count]
     return [{"function": name, "percent": round(100 * n / max(total, 1), 1)} for name, n in ranked]
