@@ -27,7 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_webhook.api.topology_assignment import Domain
-from kueue_webhook.api.topology_request import POD_INDEX_LABELS, UNCONSTRAINED_ANNOTATION
+from kueue_webhook.api.topology_request import (
+    POD_INDEX_LABELS,
+    PREFERRED_ANNOTATION,
+    REQUIRED_ANNOTATION,
+    SLICE_CONSTRAINTS_ANNOTATION,
+    SLICE_REQUIRED_ANNOTATION,
+    UNCONSTRAINED_ANNOTATION,
+)
 
 __all__ = [
     "HOSTNAME_LABEL",
@@ -40,6 +47,7 @@ __all__ = [
     "PodView",
     "RankSource",
     "TopologyStart",
+    "is_topology_pod",
     "node_selector",
     "owner_rank_source",
     "place_gated_pods",
@@ -100,6 +108,24 @@ def _str_map(value: Any) -> dict[str, str]:
 def _section(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = obj.get(name)
     return value if isinstance(value, Mapping) else {}
+
+
+#: any of these on a pod makes it topology-aware (Kueue's IsTAS and IsExplicitTAS, pkg/util/tas)
+_TOPOLOGY_ANNOTATIONS = (
+    PREFERRED_ANNOTATION,
+    REQUIRED_ANNOTATION,
+    SLICE_REQUIRED_ANNOTATION,
+    SLICE_CONSTRAINTS_ANNOTATION,
+    UNCONSTRAINED_ANNOTATION,
+)
+
+
+def is_topology_pod(pod: Mapping[str, Any]) -> bool:
+    """Whether Kueue's topology ungater looks at ``pod`` (its ``IsTAS``): a topology annotation of its pod
+    set's, or the unconstrained one a start puts on a pod set placed by topology implicitly, whatever its
+    value."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return any(name in annotations for name in _TOPOLOGY_ANNOTATIONS)
 
 
 def pod_view(pod: Mapping[str, Any]) -> PodView:

@@ -20,14 +20,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from kueue_webhook.api.topology_pods import PODSET_LABEL, WORKLOAD_ANNOTATION
-from kueue_webhook.api.topology_request import (
-    PREFERRED_ANNOTATION,
-    REQUIRED_ANNOTATION,
-    SLICE_CONSTRAINTS_ANNOTATION,
-    SLICE_REQUIRED_ANNOTATION,
-    UNCONSTRAINED_ANNOTATION,
-)
+from kueue_webhook.api.topology_pods import PODSET_LABEL, WORKLOAD_ANNOTATION, is_topology_pod
 from kueue_webhook.control.cache.informer import Informer, ListWatchClient, Sink
 from kueue_webhook.control.cache.store import Change, Store, key_of
 from kueue_webhook.control.kube.kinds import NODES, Kind
@@ -37,22 +30,6 @@ __all__ = ["NODES", "PODS", "TopologyWatch", "is_terminated", "workload_of_pod"]
 JSON = dict[str, Any]
 
 PODS = Kind("Pod", "", "v1", "pods", namespaced=True)
-
-#: any of these on a pod makes it topology-aware (Kueue's IsTAS and IsExplicitTAS, pkg/util/tas)
-_TOPOLOGY_ANNOTATIONS = (
-    PREFERRED_ANNOTATION,
-    REQUIRED_ANNOTATION,
-    SLICE_REQUIRED_ANNOTATION,
-    SLICE_CONSTRAINTS_ANNOTATION,
-    UNCONSTRAINED_ANNOTATION,
-)
-
-
-def _is_topology_pod(pod: JSON) -> bool:
-    """Whether Kueue's topology ungater looks at ``pod`` (its ``IsTAS``): a topology annotation, whatever
-    its value."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return any(name in annotations for name in _TOPOLOGY_ANNOTATIONS)
 
 
 def workload_of_pod(pod: JSON) -> tuple[str, str] | None:
@@ -78,7 +55,7 @@ class _TopologyPods:
         self.store.retain_only(kind, keys)
 
     def upsert(self, kind: Kind, obj: JSON) -> bool:
-        if _is_topology_pod(obj):
+        if is_topology_pod(obj):
             return self.store.upsert(kind, obj)
         return self.remove(kind, obj)
 
